@@ -1,0 +1,51 @@
+"""Plain data for notebook cells and the document a turn is about."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .hashing import sha256_text
+
+CellType = Literal["code", "markdown", "raw"]
+
+MAGIC_PREFIXES = ("%%gemini_ask", "%%gemini_edit")
+
+
+def is_genai_magic(source: str) -> bool:
+    """A cell that talks to the model is never a document or context itself."""
+    return source.lstrip().startswith(MAGIC_PREFIXES)
+
+
+@dataclass(frozen=True)
+class Cell:
+    id: str
+    source: str
+    cell_type: CellType = "code"
+    execution_count: int | None = None
+
+    @property
+    def sha256(self) -> str:
+        return sha256_text(self.source)
+
+    @property
+    def label(self) -> str:
+        if self.execution_count is not None:
+            return f"In[{self.execution_count}]"
+        return f"cell {self.id[:12]}"
+
+
+@dataclass(frozen=True)
+class Document:
+    """What a turn is about: one cell, or the whole notebook serialized."""
+
+    key: str  # stable identity: a cell id, or "notebook"
+    label: str  # for people and the model: "In[3]", "cell 1a2b", "notebook x.ipynb"
+    source: str
+    sha256: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sha256", sha256_text(self.source))
+
+    @classmethod
+    def of_cell(cls, cell: Cell) -> "Document":
+        return cls(key=cell.id, label=cell.label, source=cell.source)

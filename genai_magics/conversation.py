@@ -1,0 +1,297 @@
+"""The conversation engine: history turns, the sync state and its transitions.
+
+Pure: no IPython, no network. ``plan_turn`` decides what the next request
+carries; ``Conversation.record`` commits a finished turn; ``apply``/``discard``/
+``undo`` are the button transitions of protocol.md. A failed request is simply
+never recorded, so the state is exactly as before it.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Sequence
+
+from .cells import Document
+from .hashing import sha256_text
+from .context import ContextPiece
+from .payloads import user_payload
+
+Mode = Literal["ask", "edit"]
+StateMode = Literal["contents", "interactions"]
+Outcome = Literal["none", "proposed", "applied", "discarded", "undone"]
+STATE_MODES: tuple[StateMode, ...] = ("contents", "interactions")
+
+_generations = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    request_bytes: int = 0
+
+
+@dataclass
+class Turn:
+    index: int  # 1-based, stable: the footer and %gemini history name turns by it
+    mode: Mode
+    prompt: str
+    state_mode: StateMode
+    document_key: str | None = None
+    document_label: str | None = None
+    base_source: str | None = None  # the document when asked: kept locally for diff/undo
+    base_sha256: str | None = None
+    sent_source: bool = False  # this user turn carried currentSource
+    pieces: tuple[ContextPiece, ...] = ()  # context sent in full with this turn
+    response: str = ""  # the answer, or the proposal's explanation
+    proposal_source: str | None = None
+    proposal_sha256: str | None = None
+    outcome: Outcome = "none"
+    interaction_id: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    saved_tokens: int = 0
+
+    @property
+    def holds_valid_proposal(self) -> bool:
+        return self.proposal_source is not None and self.outcome in ("proposed", "applied")
+
+
+@dataclass
+class SyncState:
+    active_document_sha256: str | None = None
+    context_hashes: dict[str, str] = field(default_factory=dict)  # piece key -> sha
+
+    @property
+    def secondary_context_hash(self) -> str | None:
+        return self.context_hashes.get("secondaryContext")
+
+
+@dataclass(frozen=True)
+class TurnPlan:
+    """Everything decided before a request goes out; transports only serialize it."""
+
+    mode: Mode
+    prompt: str
+    state_mode: StateMode
+    document: Document | None
+    send_source: bool
+    synchronized: bool
+    pieces: tuple[ContextPiece, ...]  # sent in full now
+    omitted: tuple[ContextPiece, ...]  # held by the model already: not sent
+    previous_interaction_id: str | None
+    proposal_outcomes: dict[str, str]  # interactions: outcomes the server was not told yet
+    new_chain_digest: tuple[Turn, ...]  # interactions: earlier turns the new chain must learn
+    payload: dict[str, Any]  # the current user turn (protocol.md)
+
+
+def find_holder(history: Sequence[Turn], sha: str | None) -> tuple[int, Literal["user", "model"]] | None:
+    """The most recent turn (and its side) holding ``sha`` in full in the app-managed transcript."""
+    if sha is None:
+        return None
+    for i in range(len(history) - 1, -1, -1):
+        t = history[i]
+        if t.holds_valid_proposal and t.proposal_sha256 == sha:
+            return i, "model"
+        if t.sent_source and t.base_sha256 == sha:
+            return i, "user"
+    return None
+
+
+class TransitionRefused(Exception):
+    """A click that must not change anything; the message says why."""
+
+
+@dataclass
+class Conversation:
+    name: str
+    state_mode: StateMode = "contents"
+    history: list[Turn] = field(default_factory=list)
+    sync: SyncState = field(default_factory=SyncState)
+    last_interaction_id: str | None = None
+    outcomes_told: dict[str, str] = field(default_factory=dict)  # proposal sha12 -> outcome
+    generation: int = field(default_factory=lambda: next(_generations))
+
+    # -- planning -----------------------------------------------------------
+    def plan_turn(
+        self,
+        mode: Mode,
+        prompt: str,
+        document: Document | None,
+        pieces: Sequence[ContextPiece] = (),
+        state_mode: StateMode | None = None,
+    ) -> TurnPlan:
+        state_mode = state_mode or self.state_mode
+        interactions = state_mode == "interactions"
+        # A new server chain (first interactions turn after contents turns, or a
+        # chain the server lost) holds nothing: everything is sent again.
+        new_chain = interactions and self.last_interaction_id is None and bool(self.history)
+        holds = SyncState() if new_chain else self.sync
+        synchronized = (
+            document is not None
+            and holds.active_document_sha256 == document.sha256
+            and (interactions or find_holder(self.history, document.sha256) is not None)
+        )
+        send_source = document is not None and not synchronized
+        sent = tuple(p for p in pieces if holds.context_hashes.get(p.key) != p.sha256)
+        omitted = tuple(p for p in pieces if p not in sent)
+        outcomes = self._untold_outcomes() if interactions and not new_chain else {}
+        payload = user_payload(
+            mode,
+            prompt,
+            current_source=document.source if send_source else None,
+            synchronized=synchronized,
+            pieces=list(sent),
+            proposal_outcomes=outcomes,
+        )
+        if send_source and document is not None:
+            payload["document"] = document.label
+        digest = tuple(self.history) if new_chain else ()
+        if digest:
+            payload["earlierTurns"] = [
+                {"mode": t.mode, "prompt": t.prompt, "reply": _clip(t.response, 400)} for t in digest
+            ]
+        return TurnPlan(
+            mode=mode,
+            prompt=prompt,
+            state_mode=state_mode,
+            document=document,
+            send_source=send_source,
+            synchronized=synchronized,
+            pieces=sent,
+            omitted=omitted,
+            previous_interaction_id=self.last_interaction_id if interactions else None,
+            proposal_outcomes=outcomes,
+            new_chain_digest=digest,
+            payload=payload,
+        )
+
+    def _untold_outcomes(self) -> dict[str, str]:
+        told: dict[str, str] = {}
+        for t in self.history:
+            if t.proposal_sha256 and t.outcome in ("applied", "discarded", "undone"):
+                told[t.proposal_sha256[:12]] = t.outcome
+        # Only what changed since the last interaction: the server has the rest.
+        return {k: v for k, v in told.items() if self.outcomes_told.get(k) != v}
+
+    # -- committing ---------------------------------------------------------
+    def record(
+        self,
+        plan: TurnPlan,
+        response: str,
+        *,
+        proposal_source: str | None = None,
+        interaction_id: str | None = None,
+        usage: Usage = Usage(),
+        saved_tokens: int = 0,
+    ) -> Turn:
+        doc = plan.document
+        turn = Turn(
+            index=(self.history[-1].index + 1) if self.history else 1,
+            mode=plan.mode,
+            prompt=plan.prompt,
+            state_mode=plan.state_mode,
+            document_key=doc.key if doc else None,
+            document_label=doc.label if doc else None,
+            base_source=doc.source if doc else None,
+            base_sha256=doc.sha256 if doc else None,
+            sent_source=plan.send_source,
+            pieces=plan.pieces,
+            response=response,
+            proposal_source=proposal_source,
+            proposal_sha256=sha256_text(proposal_source) if proposal_source is not None else None,
+            outcome="proposed" if proposal_source is not None else "none",
+            interaction_id=interaction_id,
+            usage=usage,
+            saved_tokens=saved_tokens,
+        )
+        if plan.state_mode == "interactions":
+            if plan.new_chain_digest:
+                self.sync = SyncState()
+            self.last_interaction_id = interaction_id
+            self.outcomes_told.update(plan.proposal_outcomes)
+        else:
+            # Contents turns are not on any server chain: a later interactions
+            # turn must start a chain that includes them.
+            self.last_interaction_id = None
+        self.state_mode = plan.state_mode
+        if turn.proposal_sha256 is not None:
+            self.sync.active_document_sha256 = turn.proposal_sha256
+        elif doc is not None:
+            self.sync.active_document_sha256 = doc.sha256
+        for piece in plan.pieces:
+            self.sync.context_hashes[piece.key] = piece.sha256
+        self.history.append(turn)
+        return turn
+
+    # -- button transitions -------------------------------------------------
+    def owns(self, turn: Turn) -> bool:
+        return any(t is turn for t in self.history)
+
+    def refusal(self, action: str, turn: Turn) -> str | None:
+        """Why ``action`` on ``turn`` must do nothing, or None when it may proceed."""
+        if not self.owns(turn):
+            return "this proposal belongs to a conversation that was reset; nothing changed"
+        if turn.proposal_source is None:
+            return "this turn has no proposal"
+        later_applied = next(
+            (t for t in self.history if t.index > turn.index and t.outcome == "applied"), None
+        )
+        if action == "apply":
+            if turn.outcome == "applied":
+                return "already applied"
+            if turn.outcome == "discarded":
+                return "this proposal was discarded"
+            if later_applied is not None:
+                return f"a newer proposal (turn {later_applied.index}) was applied; this one is stale"
+        elif action == "discard":
+            if turn.outcome != "proposed":
+                return f"nothing to discard: the proposal is {turn.outcome}"
+        elif action == "undo":
+            if turn.outcome != "applied":
+                return f"nothing to undo: the proposal is {turn.outcome}"
+            if later_applied is not None:
+                return f"undo turn {later_applied.index} first: it was applied after this one"
+        else:
+            raise ValueError(action)
+        return None
+
+    def _transition(self, action: str, turn: Turn, outcome: Outcome) -> Turn:
+        reason = self.refusal(action, turn)
+        if reason:
+            raise TransitionRefused(reason)
+        turn.outcome = outcome
+        return turn
+
+    def apply(self, turn: Turn) -> Turn:
+        self._transition("apply", turn, "applied")
+        self.sync.active_document_sha256 = turn.proposal_sha256
+        return turn
+
+    def discard(self, turn: Turn) -> Turn:
+        self._transition("discard", turn, "discarded")
+        # Only if the model's view is this proposal: a newer turn may have moved on.
+        if self.sync.active_document_sha256 == turn.proposal_sha256:
+            self.sync.active_document_sha256 = turn.base_sha256
+        return turn
+
+    def undo(self, turn: Turn) -> Turn:
+        self._transition("undo", turn, "undone")
+        self.sync.active_document_sha256 = turn.base_sha256
+        return turn
+
+    def lose_chain(self) -> None:
+        """The server forgot the interaction chain: the next turn starts a new one."""
+        self.last_interaction_id = None
+
+    def snapshot(self) -> "Conversation":
+        """A deep enough copy to compare against (tests, reference models)."""
+        return replace(
+            self,
+            history=[replace(t) for t in self.history],
+            sync=SyncState(self.sync.active_document_sha256, dict(self.sync.context_hashes)),
+            outcomes_told=dict(self.outcomes_told),
+        )
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
