@@ -1,0 +1,45 @@
+"""``python -m genai_magics.stub [--port 0] [--host 127.0.0.1] [--chunk-delay S]``
+
+Prints ``GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:PORT`` (one line, flushed) and
+serves until SIGTERM or SIGINT.
+"""
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+
+from .server import StubServer
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m genai_magics.stub", description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0, help="TCP port (0 picks a free one)")
+    parser.add_argument("--host", default="127.0.0.1", help="loopback only: 127.0.0.1 or localhost")
+    parser.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between streamed chunks")
+    args = parser.parse_args(argv)
+    try:
+        stub = StubServer(port=args.port, host=args.host, chunk_delay=args.chunk_delay)
+    except (ValueError, OSError) as exc:
+        print(f"genai_magics.stub: {exc}", file=sys.stderr, flush=True)
+        return 2
+    done = threading.Event()
+
+    def _stop(signum: int, frame: object) -> None:
+        done.set()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    stub.start()
+    print(f"GOOGLE_GEMINI_BASE_URL={stub.url}", flush=True)
+    try:
+        while not done.wait(0.5):
+            pass
+    finally:
+        stub.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

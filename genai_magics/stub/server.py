@@ -1,0 +1,744 @@
+"""A local stand-in for the Gemini API, for tests, the demo and benchmarks only.
+
+The real ``google-genai`` SDK talks to it over real HTTP on 127.0.0.1 when
+``GOOGLE_GEMINI_BASE_URL`` points here.  Replies are deterministic functions of
+the request, so tests can assert on them.  Standard library only.
+
+Served routes (what the SDK calls):
+
+* ``POST /v1/models/{model}:generateContent``
+* ``POST /v1/models/{model}:streamGenerateContent?alt=sse``
+* ``POST /v1/models/{model}:countTokens``
+* ``POST /v1/interactions`` (``"stream": true`` answers server-sent events)
+* ``GET  /v1/interactions/{id}``
+
+Control routes (never recorded): ``GET /_stub/requests``, ``POST /_stub/reset``,
+``POST /_stub/inject``, ``DELETE /_stub/interactions/{id}``.
+
+The API key is only ever checked for presence; its value is never stored.
+"""
+from __future__ import annotations
+
+import copy
+import datetime as _dt
+import hashlib
+import json
+import math
+import re
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Iterable
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+__all__ = ["StubServer", "tokens", "STATUS_NAMES"]
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
+
+STATUS_NAMES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    408: "DEADLINE_EXCEEDED",
+    409: "ABORTED",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    501: "NOT_IMPLEMENTED",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+
+_DEFAULT_MESSAGES = {
+    400: "Request contains an invalid argument.",
+    401: "API key not valid. Please pass a valid API key. (stub)",
+    403: "The caller does not have permission. (stub)",
+    404: "Requested entity was not found. (stub)",
+    429: "Resource has been exhausted (e.g. check quota). (stub)",
+    500: "An internal error has occurred. (stub)",
+    503: "The model is overloaded. Please try again later. (stub)",
+}
+
+FAULTS = ("http", "cut_stream", "invalid_json", "delay")
+MATCHES = (None, "any", "generate", "stream", "count", "interactions", "edit", "ask",
+           "interaction.create", "interaction.get")
+
+_MODEL_RE = re.compile(r"^/v1(?:beta|alpha)?/models/([^/:]+):(generateContent|streamGenerateContent|countTokens)$")
+_INTERACTIONS_RE = re.compile(r"^/v1(?:beta|alpha)?/interactions/?$")
+_INTERACTION_RE = re.compile(r"^/v1(?:beta|alpha)?/interactions/([^/]+)$")
+
+
+def tokens(text: str | None) -> int:
+    """The stub's token count: ceil(utf-8 bytes / 4)."""
+    if not text:
+        return 0
+    return math.ceil(len(text.encode("utf-8", "surrogatepass")) / 4)
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _chunks(text: str, minimum: int = 3, size: int = 48) -> list[str]:
+    """Split text (by characters, never inside a UTF-8 sequence) into >= ``minimum`` pieces."""
+    n = max(minimum, math.ceil(len(text) / size))
+    step = max(1, math.ceil(len(text) / n))
+    parts = [text[i:i + step] for i in range(0, len(text), step)] or [""]
+    while len(parts) < minimum:
+        parts.append("")
+    return parts
+
+
+def _texts(value: Any) -> list[str]:
+    """Every ``text`` string inside a content value (str, part, content, list)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        out: list[str] = []
+        for item in value:
+            out.extend(_texts(item))
+        return out
+    if isinstance(value, dict):
+        if isinstance(value.get("text"), str):
+            return [value["text"]]
+        for key in ("parts", "content"):
+            if key in value:
+                return _texts(value[key])
+    return []
+
+
+def _parse_turn(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except (ValueError, TypeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+# -- the model's "reasoning": deterministic, from the transcript --------------
+
+def held_document(turns: list[tuple[str, str]]) -> str | None:
+    """The full source the model holds, walking (role, text) turns newest first.
+
+    User turns hold ``currentSource``; model turns hold ``proposedSource`` unless
+    their ``outcome`` (or a later user turn's ``proposalOutcomes``, keyed by the
+    proposal's sha256 prefix) says it was discarded or undone.
+    """
+    dropped: set[str] = set()
+    for role, text in reversed(turns):
+        turn = _parse_turn(text)
+        if turn is None:
+            continue
+        if role == "user":
+            outcomes = turn.get("proposalOutcomes")
+            if isinstance(outcomes, dict):
+                for key, outcome in outcomes.items():
+                    if outcome in ("discarded", "undone") and isinstance(key, str):
+                        dropped.add(key.lower())
+            if isinstance(turn.get("currentSource"), str):
+                return turn["currentSource"]
+        else:
+            source = turn.get("proposedSource")
+            if not isinstance(source, str):
+                continue
+            if turn.get("outcome") in ("discarded", "undone"):
+                continue
+            sha = _sha(source)
+            if any(sha.startswith(k) for k in dropped if k):
+                continue
+            return source
+    return None
+
+
+def current_prompt(text: str) -> tuple[str | None, str]:
+    """(mode, prompt) of the current user turn; plain text is an ask prompt."""
+    turn = _parse_turn(text)
+    if turn is None:
+        return None, text
+    mode = turn.get("mode") if isinstance(turn.get("mode"), str) else None
+    prompt = turn.get("prompt")
+    return mode, prompt if isinstance(prompt, str) else text
+
+
+def _first_line(prompt: str, limit: int = 60) -> str:
+    line = (prompt.strip().splitlines() or [""])[0].strip()
+    return line[:limit]
+
+
+def ask_reply(prompt: str, document: str | None) -> str:
+    if document is None:
+        holds = "I hold no document."
+    else:
+        holds = f"The document I hold has {len(document.splitlines())} lines (sha256 {_sha(document)[:12]})."
+    return f"Stub answer to: {prompt}\n\n{holds}"
+
+
+def edit_source(prompt: str, document: str | None) -> str:
+    """The proposed source: a ``# stub edit: ...`` line added on top of the held document.
+
+    A percent-format notebook (first line ``# %% ...``) gets the line inside its
+    first cell, so the cell headers stay intact.
+    """
+    marker = f"# stub edit: {_first_line(prompt)}"
+    if document is None:
+        return f"{marker}\nresult = {_first_line(prompt)!r}\nprint(result)\n"
+    if document.startswith("# %%"):
+        head, sep, rest = document.partition("\n")
+        return f"{head}\n{marker}\n{rest}" if sep else f"{head}\n{marker}\n"
+    return f"{marker}\n{document}"
+
+
+def edit_reply(prompt: str, document: str | None) -> str:
+    source = edit_source(prompt, document)
+    if document is None:
+        explanation = f"Stub edit for: {_first_line(prompt)}. I held no document, so this is a new snippet."
+    else:
+        explanation = (
+            f"Stub edit for: {_first_line(prompt)}. Added a comment line on top of the "
+            f"{len(document.splitlines())}-line document (base sha256 {_sha(document)[:12]})."
+        )
+    return json.dumps({"explanation": explanation, "proposedSource": source}, ensure_ascii=False)
+
+
+INVALID_JSON_REPLY = '{"explanation": "stub invalid_json fault", "proposedSource": "print(1)\\n'
+
+
+class _Reply:
+    """What one API request is answered with, computed before anything is sent."""
+
+    def __init__(self, status: int = 200, body: Any = None, events: list[bytes] | None = None,
+                 headers: dict[str, str] | None = None, cut: bool = False):
+        self.status = status
+        self.body = body
+        self.events = events
+        self.headers = headers or {}
+        self.cut = cut
+
+
+def _error(status: int, message: str | None = None, retry_after: Any = None) -> _Reply:
+    headers = {}
+    if retry_after is not None:
+        headers["Retry-After"] = str(retry_after)
+    body = {"error": {"code": status, "message": message or _DEFAULT_MESSAGES.get(status, "Stub error."),
+                      "status": STATUS_NAMES.get(status, "UNKNOWN")}}
+    return _Reply(status, body, headers=headers)
+
+
+def _sse(obj: Any, event: str | None = None) -> bytes:
+    data = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {data}\r\n\r\n".encode("utf-8")
+
+
+class StubServer:
+    """An in-process Gemini stand-in; ``start()`` serves it from a background thread.
+
+    >>> with StubServer() as stub:          # doctest: +SKIP
+    ...     os.environ["GOOGLE_GEMINI_BASE_URL"] = stub.url
+    """
+
+    def __init__(self, port: int = 0, host: str = "127.0.0.1", chunk_delay: float = 0.0):
+        if host not in LOOPBACK_HOSTS:
+            raise ValueError(f"the stub binds to the loopback interface only, not {host!r}")
+        self.host = "127.0.0.1"
+        self.chunk_delay = float(chunk_delay)
+        self._lock = threading.RLock()
+        self._stopping = threading.Event()
+        self._records: list[dict[str, Any]] = []
+        self._injections: list[dict[str, Any]] = []
+        self._interactions: dict[str, dict[str, Any]] = {}
+        self._next_id = 1
+        self._httpd = ThreadingHTTPServer((self.host, port), _make_handler(self), bind_and_activate=True)
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        return self._httpd.server_address[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self) -> "StubServer":
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1},
+                                            name=f"genai-stub-{self.port}", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()  # wakes injected delays
+        if self._thread is not None:
+            self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> "StubServer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    # -- inspection and control -------------------------------------------------
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return copy.deepcopy(self._records)
+
+    def clear(self) -> None:
+        """Forget the recorded requests."""
+        with self._lock:
+            self._records.clear()
+
+    def reset(self) -> None:
+        """Forget records, pending injections and stored interactions."""
+        with self._lock:
+            self._records.clear()
+            self._injections.clear()
+            self._interactions.clear()
+            self._next_id = 1
+
+    def inject(self, fault: str = "http", *, status: int = 429, times: int = 1, match: str | None = None,
+               retry_after: Any = None, seconds: float = 5.0, message: str | None = None,
+               after_chunks: int = 1) -> dict[str, Any]:
+        """Make the next ``times`` matching API requests misbehave; returns the injection.
+
+        fault: ``http`` (error reply ``status``), ``cut_stream`` (close the socket
+        after ``after_chunks`` SSE events), ``invalid_json`` (an edit reply that is
+        not JSON), ``delay`` (sleep ``seconds`` before answering).
+        match: None/"any", "generate" (generateContent, streamed or not),
+        "stream" (any SSE reply), "count", "interactions" (create or get),
+        "interaction.create", "interaction.get", "edit", "ask".
+        """
+        if fault not in FAULTS:
+            raise ValueError(f"unknown fault {fault!r}; expected one of {FAULTS}")
+        if match not in MATCHES:
+            raise ValueError(f"unknown match {match!r}; expected one of {MATCHES}")
+        injection = {"fault": fault, "status": int(status), "times": max(1, int(times)), "match": match,
+                     "retry_after": retry_after, "seconds": float(seconds), "message": message,
+                     "after_chunks": max(0, int(after_chunks))}
+        with self._lock:
+            self._injections.append(injection)
+        return dict(injection)
+
+    def forget_interaction(self, interaction_id: str) -> bool:
+        with self._lock:
+            return self._interactions.pop(interaction_id, None) is not None
+
+    @property
+    def interactions(self) -> dict[str, dict[str, Any]]:
+        with self._lock:
+            return copy.deepcopy(self._interactions)
+
+    # -- request handling (called by the handler) --------------------------------
+    def _take_fault(self, info: dict[str, Any]) -> dict[str, Any] | None:
+        with self._lock:
+            for inj in self._injections:
+                if not self._fault_applies(inj, info):
+                    continue
+                inj["times"] -= 1
+                if inj["times"] <= 0:
+                    self._injections.remove(inj)
+                return dict(inj)
+        return None
+
+    @staticmethod
+    def _fault_applies(inj: dict[str, Any], info: dict[str, Any]) -> bool:
+        fault, match, kind = inj["fault"], inj["match"], info["kind"]
+        if fault == "cut_stream" and not info["stream"]:
+            return False
+        if fault == "invalid_json" and not (info.get("edit") and kind in ("generate", "stream", "interaction.create")):
+            return False
+        if match in (None, "any"):
+            return True
+        if match == "generate":
+            return kind in ("generate", "stream")
+        if match == "stream":
+            return bool(info["stream"])
+        if match == "interactions":
+            return kind.startswith("interaction.")
+        if match == "edit":
+            return bool(info.get("edit"))
+        if match == "ask":
+            return kind in ("generate", "stream", "interaction.create") and not info.get("edit")
+        return kind == match
+
+    def _record(self, record: dict[str, Any]) -> None:
+        with self._lock:
+            self._records.append(record)
+
+    def _sleep(self, seconds: float) -> None:
+        self._stopping.wait(seconds)
+
+    def _new_id(self) -> str:
+        with self._lock:
+            ident = f"int_{self._next_id:06d}"
+            self._next_id += 1
+            return ident
+
+    def _chain(self, previous_id: str | None) -> list[dict[str, Any]] | None:
+        """Stored interactions from the oldest to ``previous_id``; None if one is missing."""
+        chain: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        with self._lock:
+            while previous_id:
+                if previous_id in seen:
+                    break
+                seen.add(previous_id)
+                stored = self._interactions.get(previous_id)
+                if stored is None:
+                    return None
+                chain.append(stored)
+                previous_id = stored.get("previous_interaction_id")
+        chain.reverse()
+        return chain
+
+    # Each handler returns (reply, record-updates).
+    def _handle_generate(self, model: str, body: dict[str, Any], stream: bool,
+                         fault: dict[str, Any] | None, info: dict[str, Any]) -> _Reply:
+        turns = [(c.get("role") or "user", "".join(_texts(c))) for c in body.get("contents") or []
+                 if isinstance(c, dict)]
+        system = "".join(_texts(body.get("systemInstruction") or body.get("system_instruction")))
+        user_texts = [t for r, t in turns if r == "user"]
+        mode, prompt = current_prompt(user_texts[-1] if user_texts else "")
+        document = held_document(turns)
+        if fault and fault["fault"] == "invalid_json":
+            text = INVALID_JSON_REPLY
+        elif info["edit"]:
+            text = edit_reply(prompt, document)
+        else:
+            text = ask_reply(prompt, document)
+        prompt_tokens = sum(tokens(t) for _, t in turns) + tokens(system)
+        out_tokens = tokens(text)
+        usage = {"promptTokenCount": prompt_tokens, "candidatesTokenCount": out_tokens,
+                 "totalTokenCount": prompt_tokens + out_tokens}
+        info.update(mode=mode or ("edit" if info["edit"] else "ask"), prompt=prompt,
+                    held_document_sha256=_sha(document) if document is not None else None,
+                    input_tokens=prompt_tokens, response_tokens=out_tokens, response_text=text)
+        response_id = f"stub-{_sha(json.dumps(body, sort_keys=True))[:16]}"
+        if not stream:
+            return _Reply(200, {
+                "candidates": [{"content": {"role": "model", "parts": [{"text": text}]},
+                                "finishReason": "STOP", "index": 0}],
+                "usageMetadata": usage, "modelVersion": model, "responseId": response_id})
+        pieces = _chunks(text)
+        events = []
+        for i, piece in enumerate(pieces):
+            chunk: dict[str, Any] = {"candidates": [{"content": {"role": "model", "parts": [{"text": piece}]},
+                                                     "index": 0}],
+                                     "modelVersion": model, "responseId": response_id}
+            if i == len(pieces) - 1:
+                chunk["candidates"][0]["finishReason"] = "STOP"
+                chunk["usageMetadata"] = usage
+            events.append(_sse(chunk))
+        return _Reply(200, events=events)
+
+    def _handle_count(self, body: dict[str, Any], info: dict[str, Any]) -> _Reply:
+        request = body.get("generateContentRequest") if isinstance(body.get("generateContentRequest"), dict) else body
+        total = sum(tokens(t) for c in request.get("contents") or [] for t in _texts(c))
+        total += tokens("".join(_texts(request.get("systemInstruction"))))
+        info.update(input_tokens=total, response_tokens=0)
+        return _Reply(200, {"totalTokens": total})
+
+    def _handle_create(self, body: dict[str, Any], fault: dict[str, Any] | None, info: dict[str, Any]) -> _Reply:
+        previous_id = body.get("previous_interaction_id")
+        chain = self._chain(previous_id) if previous_id else []
+        if chain is None:
+            return _error(404, f"Interaction {previous_id!r} (previous_interaction_id) was not found; "
+                               "it expired or was deleted. Start a new conversation without it. (stub)")
+        model = body.get("model") or body.get("agent") or "unknown-model"
+        input_text = "".join(_texts(body.get("input")))
+        system = body.get("system_instruction") if isinstance(body.get("system_instruction"), str) \
+            else "".join(_texts(body.get("system_instruction")))
+        turns: list[tuple[str, str]] = []
+        for stored in chain:
+            turns.append(("user", stored["input_text"]))
+            turns.append(("model", stored["output_text"]))
+        turns.append(("user", input_text))
+        mode, prompt = current_prompt(input_text)
+        document = held_document(turns)
+        if fault and fault["fault"] == "invalid_json":
+            text = INVALID_JSON_REPLY
+        elif info["edit"]:
+            text = edit_reply(prompt, document)
+        else:
+            text = ask_reply(prompt, document)
+        in_tokens = sum(tokens(t) for _, t in turns) + tokens(system)
+        out_tokens = tokens(text)
+        usage = {"total_input_tokens": in_tokens, "total_output_tokens": out_tokens,
+                 "total_tokens": in_tokens + out_tokens}
+        ident = self._new_id()
+        now = _now()
+        interaction: dict[str, Any] = {
+            "id": ident, "status": "completed", "model": model,
+            "steps": [{"type": "user_input", "content": [{"type": "text", "text": input_text}]},
+                      {"type": "model_output", "content": [{"type": "text", "text": text}]}],
+            "usage": usage, "created": now, "updated": now,
+        }
+        if previous_id:
+            interaction["previous_interaction_id"] = previous_id
+        if body.get("store", True) is not False:
+            with self._lock:
+                self._interactions[ident] = {**copy.deepcopy(interaction), "input_text": input_text,
+                                             "output_text": text}
+        info.update(mode=mode or ("edit" if info["edit"] else "ask"), prompt=prompt,
+                    previous_interaction_id=previous_id, interaction_id=ident,
+                    held_document_sha256=_sha(document) if document is not None else None,
+                    input_tokens=in_tokens, response_tokens=out_tokens, response_text=text)
+        if not info["stream"]:
+            return _Reply(200, interaction)
+        events = [_sse({"event_type": "interaction.created",
+                        "interaction": {"id": ident, "status": "in_progress", "model": model,
+                                        "created": now, "updated": now}}, "interaction.created"),
+                  _sse({"event_type": "step.start", "index": 0, "step": {"type": "model_output"}}, "step.start")]
+        for piece in _chunks(text):
+            events.append(_sse({"event_type": "step.delta", "index": 0, "delta": {"type": "text", "text": piece}},
+                               "step.delta"))
+        events.append(_sse({"event_type": "step.stop", "index": 0}, "step.stop"))
+        done = {k: v for k, v in interaction.items() if k != "steps"}
+        events.append(_sse({"event_type": "interaction.completed", "interaction": done}, "interaction.completed"))
+        return _Reply(200, events=events)
+
+    def _handle_get(self, ident: str, info: dict[str, Any]) -> _Reply:
+        with self._lock:
+            stored = copy.deepcopy(self._interactions.get(ident))
+        info["interaction_id"] = ident
+        if stored is None:
+            return _error(404, f"Interaction {ident!r} was not found. (stub)")
+        stored.pop("input_text", None)
+        stored.pop("output_text", None)
+        return _Reply(200, stored)
+
+    def handle_api(self, method: str, path: str, query: dict[str, str], raw: bytes,
+                   has_key: bool) -> tuple[_Reply, dict[str, Any], dict[str, Any] | None]:
+        """Route one API request; returns the reply, the record and the fault applied."""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        record: dict[str, Any] = {
+            "method": method, "path": path, "query": query, "body_bytes": len(raw),
+            "json": body, "kind": None, "model": None, "has_api_key": has_key, "stream": False,
+            "edit": False, "mode": None, "prompt": None, "held_document_sha256": None,
+            "previous_interaction_id": None, "interaction_id": None,
+            "input_tokens": 0, "response_tokens": 0, "response_text": None,
+            "status": None, "fault": None, "time": time.time(),
+        }
+        m = _MODEL_RE.match(path)
+        if m and method == "POST":
+            model, verb = unquote(m.group(1)), m.group(2)
+            record["model"] = model
+            record["kind"] = {"generateContent": "generate", "streamGenerateContent": "stream",
+                              "countTokens": "count"}[verb]
+            record["stream"] = verb == "streamGenerateContent"
+            gen = (body or {}).get("generationConfig") or (body or {}).get("generation_config") or {}
+            record["edit"] = isinstance(gen, dict) and bool(
+                gen.get("responseSchema") or gen.get("responseJsonSchema") or gen.get("response_schema")
+                or gen.get("responseMimeType") == "application/json")
+        elif _INTERACTIONS_RE.match(path) and method == "POST":
+            record["kind"] = "interaction.create"
+            b = body if isinstance(body, dict) else {}
+            record["model"] = b.get("model")
+            record["stream"] = bool(b.get("stream"))
+            fmt = b.get("response_format")
+            fmts = fmt if isinstance(fmt, list) else [fmt]
+            record["edit"] = b.get("response_mime_type") == "application/json" or any(
+                isinstance(f, dict) and (f.get("mime_type") == "application/json" or "schema" in f) for f in fmts)
+        elif _INTERACTION_RE.match(path) and method == "GET":
+            record["kind"] = "interaction.get"
+        else:
+            record["status"] = 404
+            return _error(404, f"The stub serves no {method} {path}."), record, None
+
+        if not has_key:
+            reply = _error(401, "Method doesn't allow unregistered callers (callers without established "
+                                "identity). Please use API Key or other form of API consumer identity to "
+                                "call this API. (stub)")
+            record["status"] = reply.status
+            return reply, record, None
+        if record["kind"] != "interaction.get" and not isinstance(body, dict):
+            reply = _error(400, "Invalid JSON payload received. (stub)")
+            record["status"] = reply.status
+            return reply, record, None
+
+        fault = self._take_fault(record)
+        record["fault"] = fault["fault"] if fault else None
+        if fault and fault["fault"] == "http":
+            reply = _error(fault["status"], fault.get("message"), fault.get("retry_after"))
+            record["status"] = reply.status
+            return reply, record, fault
+
+        kind = record["kind"]
+        if kind in ("generate", "stream"):
+            reply = self._handle_generate(record["model"], body, kind == "stream", fault, record)
+        elif kind == "count":
+            reply = self._handle_count(body, record)
+        elif kind == "interaction.create":
+            reply = self._handle_create(body, fault, record)
+        else:
+            reply = self._handle_get(_INTERACTION_RE.match(path).group(1), record)
+        record["status"] = reply.status
+        if fault and fault["fault"] == "cut_stream" and reply.events is not None:
+            reply.cut = True
+            reply.events = reply.events[: fault["after_chunks"]]
+        return reply, record, fault
+
+
+def _make_handler(stub: StubServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        server_version = "genai-magics-stub/1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet by default
+            pass
+
+        # -- plumbing -----------------------------------------------------------
+        def _read_body(self) -> bytes:
+            length = int(self.headers.get("Content-Length") or 0)
+            if length:
+                return self.rfile.read(length)
+            if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+                data = bytearray()
+                while True:
+                    size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                    if size == 0:
+                        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                            pass
+                        return bytes(data)
+                    data += self.rfile.read(size)
+                    self.rfile.readline()
+            return b""
+
+        def _send_json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+            data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json; charset=UTF-8")
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
+
+        def _send_events(self, reply: _Reply) -> None:
+            self.send_response(reply.status)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Transfer-Encoding", "chunked")
+            if reply.cut:
+                self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.flush()
+            for i, event in enumerate(reply.events or []):
+                if i and stub.chunk_delay:
+                    stub._sleep(stub.chunk_delay)
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                self.wfile.flush()
+            if reply.cut:
+                # Mid-stream failure: no terminating chunk, the socket just closes.
+                self.close_connection = True
+                try:
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                return
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+
+        def _dispatch(self, method: str) -> None:
+            try:
+                self._dispatch_inner(method)
+            except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+                self.close_connection = True
+
+        def _dispatch_inner(self, method: str) -> None:
+            split = urlsplit(self.path)
+            path = split.path
+            query = dict(parse_qsl(split.query, keep_blank_values=True))
+            raw = self._read_body()
+            if path.startswith("/_stub/"):
+                self._control(method, path, raw)
+                return
+            has_key = bool((self.headers.get("x-goog-api-key") or "").strip())
+            reply, record, fault = stub.handle_api(method, path, query, raw, has_key)
+            stub._record(record)
+            if fault and fault["fault"] == "delay":
+                stub._sleep(fault["seconds"])
+            if reply.events is not None:
+                self._send_events(reply)
+            else:
+                self._send_json(reply.status, reply.body, reply.headers)
+
+        def _control(self, method: str, path: str, raw: bytes) -> None:
+            try:
+                body = json.loads(raw) if raw else {}
+            except ValueError:
+                self._send_json(400, {"error": "body is not JSON"})
+                return
+            if method == "GET" and path == "/_stub/requests":
+                self._send_json(200, stub.requests)
+            elif method == "POST" and path == "/_stub/reset":
+                stub.reset()
+                self._send_json(200, {"ok": True})
+            elif method == "POST" and path == "/_stub/clear":
+                stub.clear()
+                self._send_json(200, {"ok": True})
+            elif method == "POST" and path == "/_stub/inject":
+                if not isinstance(body, dict):
+                    self._send_json(400, {"error": "expected a JSON object"})
+                    return
+                allowed = {"fault", "status", "times", "match", "retry_after", "seconds", "message", "after_chunks"}
+                unknown = set(body) - allowed
+                if unknown:
+                    self._send_json(400, {"error": f"unknown keys {sorted(unknown)}"})
+                    return
+                try:
+                    injection = stub.inject(**{k: v for k, v in body.items() if v is not None or k == "match"})
+                except (TypeError, ValueError) as exc:
+                    self._send_json(400, {"error": str(exc)})
+                    return
+                self._send_json(200, {"ok": True, "injection": injection})
+            elif method == "GET" and path == "/_stub/interactions":
+                self._send_json(200, sorted(stub.interactions))
+            elif method == "DELETE" and path.startswith("/_stub/interactions/"):
+                ident = unquote(path[len("/_stub/interactions/"):])
+                found = stub.forget_interaction(ident)
+                self._send_json(200 if found else 404, {"ok": found, "id": ident})
+            else:
+                self._send_json(404, {"error": f"no control route {method} {path}"})
+
+        def do_GET(self) -> None:
+            self._dispatch("GET")
+
+        def do_POST(self) -> None:
+            self._dispatch("POST")
+
+        def do_DELETE(self) -> None:
+            self._dispatch("DELETE")
+
+        def do_PUT(self) -> None:
+            self._dispatch("PUT")
+
+        def do_PATCH(self) -> None:
+            self._dispatch("PATCH")
+
+    return Handler
+
+
+def iter_event_payloads(raw: bytes) -> Iterable[Any]:
+    """Parse an SSE byte stream as the stub writes it (a helper for tests)."""
+    for block in re.split(rb"\r?\n\r?\n", raw):
+        for line in block.splitlines():
+            if line.startswith(b"data: "):
+                yield json.loads(line[6:])
