@@ -1,0 +1,34 @@
+"""genai_magics: stateful Gemini cell magics for Jupyter.
+
+``%load_ext genai_magics`` registers ``%%gemini_ask``, ``%%gemini_edit`` and ``%gemini``.
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+_LOADED: dict[int, object] = {}
+
+
+def load_ipython_extension(ipython) -> None:
+    from .magics import GeminiMagics
+
+    if id(ipython) in _LOADED:
+        return
+    magics = GeminiMagics(shell=ipython)
+    ipython.register_magics(magics)
+    ipython.events.register("pre_run_cell", magics.pre_run_cell)
+    _LOADED[id(ipython)] = magics
+
+
+def unload_ipython_extension(ipython) -> None:
+    magics = _LOADED.pop(id(ipython), None)
+    if magics is None:
+        return
+    ipython.events.unregister("pre_run_cell", magics.pre_run_cell)
+    for kind in ("cell", "line"):
+        for name in ("gemini_ask", "gemini_edit", "gemini"):
+            ipython.magics_manager.magics[kind].pop(name, None)
+    if magics.bridge is not None:
+        magics.bridge.close()
+    if magics in ipython.configurables:
+        ipython.configurables.remove(magics)

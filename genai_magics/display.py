@@ -1,0 +1,97 @@
+"""How a turn shows up in the notebook: streaming text, notes, footer, errors.
+
+Kept behind one small class so tests and terminals can swap it; everything has
+a text/plain form so frontends without HTML or widgets still show it.
+"""
+from __future__ import annotations
+
+import html
+import json
+import sys
+import time
+from typing import Any
+
+
+class _Rich:
+    """A display object with both an HTML and a plain-text form."""
+
+    def __init__(self, html_text: str, plain: str):
+        self._html, self._plain = html_text, plain
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {"text/html": self._html, "text/plain": self._plain}
+
+
+class _Markdown:
+    def __init__(self, text: str):
+        self.text = text
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {"text/markdown": self.text, "text/plain": self.text}
+
+
+class NotebookDisplay:
+    """Streams into one updatable output; throttled so a fast stream is cheap."""
+
+    interval_s = 0.15
+
+    def __init__(self, mode: str):
+        self.mode = mode
+        self._text: list[str] = []
+        self._handle = None
+        self._last = 0.0
+
+    def _show(self, obj: Any) -> None:
+        from IPython.display import display
+
+        if self._handle is None:
+            self._handle = display(obj, display_id=True)
+        else:
+            self._handle.update(obj)
+
+    def start(self, what: str) -> None:
+        self._show(_Rich(f'<i style="color:#666">{html.escape(what)}…</i>', f"{what}…"))
+
+    def chunk(self, text: str) -> None:
+        self._text.append(text)
+        now = time.monotonic()
+        if now - self._last >= self.interval_s:
+            self._last = now
+            self._show(self._progress())
+
+    def _progress(self) -> Any:
+        text = "".join(self._text)
+        if self.mode == "edit":
+            return _Rich(f'<i style="color:#666">receiving the proposal… {len(text):,} chars</i>',
+                         f"receiving the proposal… {len(text):,} chars")
+        return _Markdown(text)
+
+    def finish(self, markdown: str) -> None:
+        self._show(_Markdown(markdown))
+
+    def clear_progress(self) -> None:
+        if self._handle is not None:
+            self._handle.update(_Rich("", ""))
+
+    def note(self, text: str) -> None:
+        from IPython.display import display
+
+        display(_Rich(f'<div style="color:#8a6d3b;font-size:12px">{html.escape(text)}</div>', text))
+
+    @staticmethod
+    def footer(text: str) -> None:
+        from IPython.display import display
+
+        display(_Rich(f'<div style="color:#777;font-size:11px;margin-top:4px">{html.escape(text)}</div>', text))
+
+    @staticmethod
+    def error(text: str) -> None:
+        print(f"genai_magics: {text}", file=sys.stderr)
+
+    @staticmethod
+    def request(body: dict[str, Any], state: str) -> None:
+        from IPython.display import display
+
+        text = json.dumps(body, indent=2, ensure_ascii=False, default=str)
+        title = f"dry run ({state}): this request would be sent; nothing was sent and no state changed"
+        display(_Rich(f"<b>{html.escape(title)}</b><pre>{html.escape(text)}</pre>", f"{title}\n{text}"))

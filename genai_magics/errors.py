@@ -1,0 +1,57 @@
+"""Failures a user can act on, as one clear line each (no traceback by default)."""
+from __future__ import annotations
+
+import os
+
+
+class UserError(Exception):
+    """Bad input or a failed turn: the message is shown as is; nothing changed."""
+
+
+class ChainLost(Exception):
+    """The server no longer knows the previous interaction."""
+
+
+def _redact(text: str) -> str:
+    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        key = os.environ.get(var)
+        if key and len(key) >= 4:
+            text = text.replace(key, "***")
+    return text
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def status_code(exc: BaseException) -> int | None:
+    for attr in ("code", "status_code"):
+        value = getattr(exc, attr, None)
+        if isinstance(value, int):
+            return value
+    return None
+
+
+def describe(exc: BaseException, *, attempts: int, timeout_s: float) -> str:
+    """One line: what happened and what to do about it."""
+    code = status_code(exc)
+    detail = _first_line(getattr(exc, "message", None) or str(exc))
+    name = type(exc).__name__
+    if code in (401, 403):
+        return f"API key rejected ({code}): set GEMINI_API_KEY (or GOOGLE_API_KEY) to a valid key. {detail}"
+    if code == 400:
+        return f"Gemini rejected the request (400): {detail}"
+    if code == 404:
+        return f"not found (404): check the model name (%config GeminiMagics.model). {detail}"
+    if code == 429:
+        return f"rate limited (429) after {attempts} attempt(s); wait a minute and run the cell again."
+    if code is not None and code >= 500:
+        return f"Gemini server error ({code}) after {attempts} attempt(s); run the cell again later."
+    if "Timeout" in name or "timed out" in detail.lower():
+        return f"no answer within {timeout_s:g} s; raise %config GeminiMagics.timeout or try again."
+    if "Connect" in name or "connection refused" in detail.lower():
+        return f"cannot reach Gemini ({_redact(detail)}); check the network or GOOGLE_GEMINI_BASE_URL."
+    if "RemoteProtocol" in name or "incomplete" in detail.lower() or "peer closed" in detail.lower():
+        return "the answer stream was cut off before it finished; run the cell again."
+    return _redact(f"{name}: {detail}")

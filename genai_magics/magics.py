@@ -1,0 +1,219 @@
+"""The IPython face of genai_magics: thin, flags in, session calls out."""
+from __future__ import annotations
+
+import os
+import traceback
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from traitlets import Bool, Enum, Float, Int, Unicode
+
+from . import report
+from .cell_writer import KernelStateWriter
+from .conversation import STATE_MODES
+from .display import NotebookDisplay
+from .errors import UserError
+from .notebook_view import MergedView, notebook_path_from
+from .proposal import ProposalController
+from .session import Session, Settings, TurnRequest
+from .transport import ClientSettings
+
+
+def _turn_arguments(func):
+    """The flags shared by %%gemini_ask and %%gemini_edit."""
+    decorators = [
+        magic_arguments(),
+        argument("--cell", metavar="REF", help="the document: an execution count (5 or In[5]), a cell id, or -1 for the most recent code cell"),
+        argument("--notebook", action="store_true", help="the whole notebook is the document"),
+        argument("-c", "--conversation", default="default", metavar="NAME", help="which conversation to continue (default: 'default')"),
+        argument("--new", action="store_true", help="start this conversation over"),
+        argument("--model", metavar="MODEL", help="model for this turn (default: %%config GeminiMagics.model)"),
+        argument("--state", choices=STATE_MODES, help="where the conversation state lives: app-managed contents or server-side interactions"),
+        argument("--no-context", action="store_true", help="send no other cells (and for an ask, no document either)"),
+        argument("--dry-run", action="store_true", help="show the exact request; send nothing, change nothing, no key needed"),
+        argument("--interpolate", action="store_true", help="expand {name} and $name from the user namespace in the prompt"),
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+@magics_class
+class GeminiMagics(Magics):
+    """Stateful Gemini conversations about your notebook's cells."""
+
+    model = Unicode("gemini-3.7-flash", help="Gemini model used when --model is not given").tag(config=True)
+    state = Enum(list(STATE_MODES), default_value="contents", help="default state mode for new conversations").tag(config=True)
+    max_document_bytes = Int(1_000_000, help="largest document (cell or notebook) sent, in bytes").tag(config=True)
+    secondary_context_chars = Int(20_000, help="cap on the other cells sent as context, in characters").tag(config=True)
+    retry_attempts = Int(5, help="attempts for 429 and 5xx answers (the SDK's HttpRetryOptions)").tag(config=True)
+    timeout = Float(120.0, help="seconds to wait for an answer").tag(config=True)
+    debug = Bool(False, help="show full tracebacks for unexpected errors").tag(config=True)
+
+    def __init__(self, shell=None, **kwargs):
+        super().__init__(shell=shell, **kwargs)
+        self.session = Session()
+        self.bridge = None  # set by load_ipython_extension when the live bridge is available
+        self.session.view = self._view
+
+    # -- what the kernel knows -------------------------------------------------
+    def _view(self):
+        if self.bridge is not None and self.bridge.connected:
+            return self.bridge
+        ns = self.shell.user_ns if self.shell is not None else {}
+        return MergedView(self.session.record, notebook_path_from(os.environ, ns))
+
+    def pre_run_cell(self, info) -> None:
+        cell_id = getattr(info, "cell_id", None)
+        self.session.record.record(cell_id, info.raw_cell, self.shell.execution_count)
+
+    def _settings(self) -> Settings:
+        return Settings(
+            model=self.model,
+            state=self.state,
+            max_document_bytes=self.max_document_bytes,
+            secondary_context_chars=self.secondary_context_chars,
+            client=ClientSettings(retry_attempts=self.retry_attempts, timeout_s=self.timeout),
+        )
+
+    def _writer(self):
+        if self.bridge is not None and self.bridge.connected:
+            return self.bridge.writer
+        return KernelStateWriter(self.session.record.set_source)
+
+    def _current_source(self, cell_id: str):
+        for cell in self._view().cells():
+            if cell.id == cell_id:
+                return cell.source
+        cell = self.session.record.by_id.get(cell_id)
+        return cell.source if cell else None
+
+    # -- the magics ----------------------------------------------------------
+    @_turn_arguments
+    @cell_magic
+    def gemini_ask(self, line, cell):
+        """Ask Gemini about the current code; the cell body is the prompt.
+
+        Follow-ups continue the same conversation: the document (by default the
+        most recently run code cell) is sent once and again only when its
+        SHA-256 shows it changed; the other cells go along as read-only context
+        when they changed.
+        """
+        self._turn("ask", self.gemini_ask, line, cell)
+
+    @_turn_arguments
+    @cell_magic
+    def gemini_edit(self, line, cell):
+        """Ask Gemini to change the current code; the cell body is the instruction.
+
+        The proposal is shown as a diff with Apply / Discard buttons (Undo after
+        Apply). What Apply does depends on the frontend; the widget says so.
+        """
+        self._turn("edit", self.gemini_edit, line, cell)
+
+    def _turn(self, mode: str, magic, line: str, cell: str) -> None:
+        try:
+            args = parse_argstring(magic, line)
+        except UsageError as exc:
+            NotebookDisplay.error(f"{exc} (see %%gemini_{mode}?)")
+            return
+        prompt = self.shell.var_expand(cell, depth=2) if args.interpolate else cell
+        request = TurnRequest(
+            mode=mode, prompt=prompt, conversation=args.conversation, cell=args.cell,
+            notebook=args.notebook, new=args.new, model=args.model, state=args.state,
+            no_context=args.no_context, dry_run=args.dry_run,
+        )
+        settings = self._settings()
+        display = NotebookDisplay(mode)
+        try:
+            if not args.dry_run:
+                display.start(f"asking {request.model or settings.model}")
+            outcome = self.session.run(request, settings, display)
+        except UserError as exc:
+            display.clear_progress()
+            display.error(str(exc))
+            return
+        except Exception as exc:  # a bug of ours: one line unless debugging
+            display.clear_progress()
+            if self.debug:
+                traceback.print_exc()
+            display.error(f"unexpected {type(exc).__name__}: {exc} (%gemini debug on shows the traceback)")
+            return
+        if outcome.request is not None:
+            display.request(outcome.request, outcome.plan.state_mode)
+            return
+        turn = outcome.turn
+        display.finish(turn.response or ("_(proposal below)_" if mode == "edit" else "_(empty answer)_"))
+        if mode == "edit" and turn.proposal_source is not None:
+            self._show_proposal(outcome)
+        display.footer(report.footer(turn, outcome.plan, outcome.model))
+
+    def _show_proposal(self, outcome) -> None:
+        from IPython.display import display
+
+        from .widgets import ProposalWidget
+
+        cell_id = outcome.target.id if outcome.target is not None else "notebook"
+        controller = ProposalController(
+            conversation=outcome.conversation, turn=outcome.turn, cell_id=cell_id,
+            writer=self._writer(), current_source=lambda: self._current_source(cell_id),
+        )
+        display(ProposalWidget(controller))
+
+    @magic_arguments()
+    @argument("command", nargs="?", default="status",
+              choices=["status", "history", "reset", "tokens", "model", "state", "debug", "help"],
+              help="what to do (default: status)")
+    @argument("value", nargs="?", help="model name, state mode, conversation to reset, or on/off for debug")
+    @argument("-c", "--conversation", default=None, metavar="NAME", help="conversation for history/tokens (default: all)")
+    @argument("--all", action="store_true", help="with reset: every conversation")
+    @line_magic
+    def gemini(self, line):
+        """Inspect and steer the conversations.
+
+        %gemini status           model, state mode, synced hashes, turn counts
+        %gemini history [-c N]   the turns, prompt and reply
+        %gemini tokens [-c N]    per-turn tokens and request bytes
+        %gemini reset [NAME|--all]  forget a conversation (default: 'default')
+        %gemini model [NAME]     show or set the default model
+        %gemini state [MODE]     show or set the default state mode
+        %gemini debug on|off     full tracebacks for unexpected errors
+        """
+        try:
+            args = parse_argstring(self.gemini, line)
+        except UsageError as exc:
+            NotebookDisplay.error(f"{exc} (see %gemini?)")
+            return
+        convs = self.session.conversations
+        chosen = [convs[args.conversation]] if args.conversation in convs else (
+            [] if args.conversation else list(convs.values()))
+        if args.conversation and not chosen:
+            NotebookDisplay.error(f"no conversation named {args.conversation!r}")
+            return
+        if args.command == "status":
+            print(report.status(list(convs.values()), self.model, self.state, self._view().description))
+        elif args.command == "history":
+            print("\n\n".join(report.history(c) for c in chosen) or "no conversation yet")
+        elif args.command == "tokens":
+            print("\n\n".join(report.token_table(c) for c in chosen) or "no conversation yet")
+        elif args.command == "reset":
+            names = self.session.reset(None if args.all else (args.value or "default"))
+            print(f"reset: {', '.join(names)}" if names else "nothing to reset")
+        elif args.command == "model":
+            if args.value:
+                self.model = args.value
+            print(f"model: {self.model}")
+        elif args.command == "state":
+            if args.value:
+                if args.value not in STATE_MODES:
+                    NotebookDisplay.error(f"state must be one of {', '.join(STATE_MODES)}")
+                    return
+                self.state = args.value
+            print(f"default state mode: {self.state}")
+        elif args.command == "debug":
+            if args.value in ("on", "off"):
+                self.debug = args.value == "on"
+            print(f"debug: {'on' if self.debug else 'off'}")
+        else:
+            print(self.gemini.__doc__)

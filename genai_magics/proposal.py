@@ -1,0 +1,115 @@
+"""What Apply, Discard and Undo do to one proposal: no widgets here.
+
+A click first asks the engine whether it may proceed, then the cell writer
+changes the cell, and only when the write succeeded is the transition
+committed - so a failed write never leaves the sync state wrong.
+"""
+from __future__ import annotations
+
+import difflib
+import html
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .cell_writer import CellWriter
+from .conversation import Conversation, TransitionRefused, Turn
+
+Listener = Callable[["ProposalController"], None]
+
+
+def unified_diff(base: str, proposal: str, label: str) -> str:
+    lines = difflib.unified_diff(
+        base.splitlines(keepends=True), proposal.splitlines(keepends=True),
+        fromfile=f"{label} (current)", tofile=f"{label} (proposed)",
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def diff_html(diff: str) -> str:
+    """The diff as escaped HTML: a proposal is text, never markup."""
+    styles = {"+": "color:#116329;background:#dafbe1", "-": "color:#82071e;background:#ffebe9", "@": "color:#0550ae"}
+    rows = []
+    for line in diff.splitlines():
+        style = styles.get(line[:1], "")
+        if line.startswith(("+++", "---")):
+            style = "font-weight:bold"
+        rows.append(f'<span style="{style}">{html.escape(line) or "&nbsp;"}</span>')
+    body = "\n".join(rows) if rows else "(no change)"
+    return f'<pre style="font-size:12px;line-height:1.35;margin:0">{body}</pre>'
+
+
+@dataclass
+class ProposalController:
+    conversation: Conversation
+    turn: Turn
+    cell_id: str
+    writer: CellWriter
+    current_source: Callable[[], str | None]  # the cell as the kernel sees it now
+    message: str = ""
+    listeners: list[Listener] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.message = self.writer.describe_apply()
+
+    @property
+    def diff(self) -> str:
+        return unified_diff(self.turn.base_source or "", self.turn.proposal_source or "", self.turn.document_label or "cell")
+
+    def enabled(self, action: str) -> bool:
+        return self.conversation.refusal(action, self.turn) is None
+
+    def _say(self, message: str) -> None:
+        self.message = message
+        for listener in self.listeners:
+            listener(self)
+
+    def _run(self, action: str, source: str | None, commit: Callable[[Turn], Turn], done_text: str,
+             expect: str | None, force: bool) -> None:
+        reason = self.conversation.refusal(action, self.turn)
+        if reason:
+            self._say(f"{action.capitalize()}: {reason}.")
+            return
+        current = self.current_source()
+        if expect is not None and current is not None and current != expect and not force:
+            self._say(
+                f"{action.capitalize()} not done: the cell changed since this proposal was made. "
+                f"Use '{action} anyway' to overwrite it."
+            )
+            return
+        if source is None:  # nothing to write (discard)
+            commit(self.turn)
+            self._say(done_text)
+            return
+
+        def finished(error: str | None) -> None:
+            if error:
+                self._say(f"{action.capitalize()} failed: {error}. Nothing changed.")
+                return
+            try:
+                commit(self.turn)
+            except TransitionRefused as exc:  # a concurrent click got there first
+                self._say(f"{action.capitalize()}: {exc}.")
+                return
+            self._say(done_text)
+
+        self.writer.write(self.cell_id, source, finished)
+
+    def apply(self, force: bool = False) -> None:
+        self._run("apply", self.turn.proposal_source, self.conversation.apply,
+                  self._done("Applied", "the proposal"), self.turn.base_source, force)
+
+    def discard(self) -> None:
+        self._run("discard", None, self.conversation.discard,
+                  "Discarded: the cell keeps its code; the model is told it was discarded.", None, False)
+
+    def undo(self, force: bool = False) -> None:
+        self._run("undo", self.turn.base_source, self.conversation.undo,
+                  self._done("Undone", "the code from before the proposal"), self.turn.proposal_source, force)
+
+    def _done(self, verb: str, what: str) -> str:
+        label = self.turn.document_label or "the cell"
+        if self.writer.kind == "live":
+            return f"{verb}: {what} is now in {label} (Ctrl+Z in the cell reverts it too)."
+        if self.writer.kind == "copy":
+            return f"{verb} for the conversation: paste {what} into {label} yourself (this frontend cannot edit cells)."
+        return f"{verb}: {what} will be written into {label}."

@@ -1,0 +1,255 @@
+"""One kernel's assistant session: conversations, the notebook view, and turns.
+
+This is where a magic's request becomes a planned, sent and recorded turn. It
+imports no IPython: the magics hand it plain values and a display to talk to.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+from .cells import Cell, Document, is_genai_magic
+from .context import ContextPiece, secondary_context, serialize_cells
+from .conversation import Conversation, Mode, StateMode, Turn, TurnPlan, Usage
+from .errors import UserError, describe, status_code
+from .notebook_view import ExecutionRecord, NotebookView
+from .transport import TRANSPORTS, ClientSettings, TurnResult, make_client
+
+
+@dataclass(frozen=True)
+class Settings:
+    model: str
+    state: StateMode
+    max_document_bytes: int = 1_000_000
+    secondary_context_chars: int = 20_000
+    client: ClientSettings = ClientSettings()
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    mode: Mode
+    prompt: str
+    conversation: str = "default"
+    cell: str | None = None
+    notebook: bool = False
+    new: bool = False
+    model: str | None = None
+    state: StateMode | None = None
+    no_context: bool = False
+    dry_run: bool = False
+
+
+class TurnDisplay(Protocol):
+    def chunk(self, text: str) -> None: ...
+    def note(self, text: str) -> None: ...
+
+
+@dataclass
+class TurnOutcome:
+    conversation: Conversation
+    plan: TurnPlan
+    model: str
+    turn: Turn | None = None  # None for a dry run
+    request: dict[str, Any] | None = None  # the dry run's exact request
+    target: Cell | None = None  # the cell an edit proposal is for
+
+
+def estimate_tokens(text: str) -> int:
+    """About four bytes a token: only for the 'saved' figure in the footer."""
+    return (len(text.encode("utf-8")) + 3) // 4
+
+
+_COUNT_REF = re.compile(r"^(?:In\s*\[\s*)?(\d+)\s*\]?$")
+CONVERSATION_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+@dataclass
+class Session:
+    record: ExecutionRecord = field(default_factory=ExecutionRecord)
+    view: Callable[[], NotebookView] | None = None  # the freshest view available now
+    cell_above: Callable[[str], Cell | None] | None = None  # set when the layout is known
+    conversations: dict[str, Conversation] = field(default_factory=dict)
+    _clients: dict[ClientSettings, Any] = field(default_factory=dict)
+
+    # -- conversations -------------------------------------------------------
+    def conversation(self, name: str, state: StateMode, new: bool = False) -> Conversation:
+        if not CONVERSATION_NAME.match(name):
+            raise UserError(
+                f"conversation name {name!r} is not allowed: use 1-64 letters, digits, '_', '-' or '.'"
+            )
+        if new or name not in self.conversations:
+            self.conversations[name] = Conversation(name=name, state_mode=state)
+        return self.conversations[name]
+
+    def reset(self, name: str | None = None) -> list[str]:
+        names = list(self.conversations) if name is None else [name]
+        for n in names:
+            self.conversations.pop(n, None)
+        return names
+
+    # -- the notebook --------------------------------------------------------
+    def _view(self) -> NotebookView:
+        return self.view() if self.view else self.record
+
+    def find_cell(self, ref: str) -> Cell:
+        ref = ref.strip()
+        running = self.record.running_id
+        if ref == "-1":
+            cell = self.record.latest_document(exclude=running)
+            if cell is None:
+                raise UserError("--cell -1: no code cell has been run yet")
+            return self._freshest(cell)
+        cells = list(self._view().cells())
+        m = _COUNT_REF.match(ref)
+        if m:
+            count = int(m.group(1))
+            cell = self.record.by_execution_count(count) or next(
+                (c for c in cells if c.execution_count == count), None
+            )
+            if cell is None:
+                raise UserError(f"--cell {ref}: no cell with execution count {count} in this session")
+            return self._freshest(cell)
+        exact = [c for c in cells if c.id == ref] or ([self.record.by_id[ref]] if ref in self.record.by_id else [])
+        if exact:
+            return self._freshest(exact[0])
+        prefixed = [c for c in cells if c.id.startswith(ref)]
+        if len(prefixed) == 1:
+            return self._freshest(prefixed[0])
+        if len(prefixed) > 1:
+            raise UserError(f"--cell {ref}: ambiguous, {len(prefixed)} cells have ids starting with it")
+        raise UserError(f"--cell {ref}: no such cell (use an execution count like 5 or In[5], a cell id, or -1)")
+
+    def _freshest(self, cell: Cell) -> Cell:
+        """The same cell as the live view sees it now (unsaved edits included)."""
+        for c in self._view().cells():
+            if c.id == cell.id:
+                return Cell(c.id, c.source, c.cell_type, c.execution_count or cell.execution_count)
+        return cell
+
+    def default_target(self) -> Cell | None:
+        running = self.record.running_id
+        if self.cell_above and running:
+            above = self.cell_above(running)
+            if above is not None:
+                return above
+        cell = self.record.latest_document(exclude=running)
+        return self._freshest(cell) if cell else None
+
+    def resolve_document(self, req: TurnRequest, settings: Settings) -> tuple[Document | None, Cell | None]:
+        if req.notebook:
+            cells = [c for c in self._view().cells() if not is_genai_magic(c.source) and c.id != self.record.running_id]
+            if not cells:
+                raise UserError("--notebook: no notebook cells are known (no notebook file and no live view)")
+            doc = Document(key="notebook", label="notebook", source=serialize_cells(cells))
+            target = None
+        else:
+            target = self.find_cell(req.cell) if req.cell else self.default_target()
+            if target is None:
+                if req.mode == "edit":
+                    raise UserError("nothing to edit yet: run a code cell first, or name one with --cell")
+                return None, None
+            if target.cell_type != "code":
+                raise UserError(f"--cell {req.cell}: that is a {target.cell_type} cell; only code cells can be the document")
+            if is_genai_magic(target.source):
+                raise UserError(f"--cell {req.cell}: that is a genai magic cell, not code to work on")
+            doc = Document.of_cell(target)
+        size = len(doc.source.encode("utf-8", "surrogatepass"))
+        if size > settings.max_document_bytes:
+            raise UserError(
+                f"the document is {size:,} bytes, over the cap of {settings.max_document_bytes:,} "
+                "(%config GeminiMagics.max_document_bytes)"
+            )
+        if req.no_context and req.mode == "ask":
+            return None, target
+        return doc, target
+
+    def context_pieces(self, req: TurnRequest, doc: Document | None, settings: Settings) -> list[ContextPiece]:
+        if req.no_context or req.notebook:
+            return []
+        exclude = {self.record.running_id or "", doc.key if doc else ""}
+        piece = secondary_context(list(self._view().cells()), exclude, settings.secondary_context_chars)
+        return [piece] if piece else []
+
+    # -- a turn --------------------------------------------------------------
+    def _client(self, settings: ClientSettings):
+        if settings not in self._clients:
+            try:
+                self._clients[settings] = make_client(settings)
+            except ValueError as exc:
+                if "API key" in str(exc) or "api_key" in str(exc):
+                    raise UserError(
+                        "no API key: set GEMINI_API_KEY (or GOOGLE_API_KEY), or use --dry-run to see the request"
+                    ) from None
+                raise UserError(describe(exc, attempts=0, timeout_s=settings.timeout_s)) from None
+        return self._clients[settings]
+
+    def run(self, req: TurnRequest, settings: Settings, display: TurnDisplay) -> TurnOutcome:
+        if not req.prompt.strip():
+            raise UserError("the prompt is empty: write your request in the cell body below the magic line")
+        state = req.state or (self.conversations[req.conversation].state_mode
+                              if req.conversation in self.conversations and not req.new else settings.state)
+        model = req.model or settings.model
+        conv = self.conversation(req.conversation, state, req.new)
+        doc, target = self.resolve_document(req, settings)
+        pieces = self.context_pieces(req, doc, settings)
+        plan = conv.plan_turn(req.mode, req.prompt, doc, pieces, state)
+        transport = TRANSPORTS[plan.state_mode](lambda: self._client(settings.client), model)
+        if req.dry_run:
+            return TurnOutcome(conv, plan, model, request=transport.request(plan, conv.history), target=target)
+        try:
+            result = transport.send(plan, conv.history, display.chunk)
+        except KeyboardInterrupt:
+            raise UserError("stopped: the answer was interrupted; nothing was recorded and the conversation is as before") from None
+        except UserError:
+            raise
+        except Exception as exc:
+            if plan.previous_interaction_id and status_code(exc) == 404:
+                # The server forgot the chain: start a new one that carries what the model needs.
+                display.note("the server no longer holds this conversation; starting a new chain and resending the context")
+                conv.lose_chain()
+                plan = conv.plan_turn(req.mode, req.prompt, doc, pieces, state)
+                try:
+                    result = transport.send(plan, conv.history, display.chunk)
+                except Exception as again:
+                    raise UserError(self._failure(again, settings)) from again
+            else:
+                raise UserError(self._failure(exc, settings)) from exc
+        turn = self._commit(conv, plan, result)
+        return TurnOutcome(conv, plan, model, turn=turn, target=target)
+
+    @staticmethod
+    def _failure(exc: BaseException, settings: Settings) -> str:
+        if isinstance(exc, UserError):
+            return str(exc)
+        return describe(exc, attempts=settings.client.retry_attempts, timeout_s=settings.client.timeout_s)
+
+    @staticmethod
+    def _commit(conv: Conversation, plan: TurnPlan, result: TurnResult) -> Turn:
+        saved = sum(estimate_tokens(p.text) for p in plan.omitted)
+        if plan.synchronized and plan.document is not None:
+            saved += estimate_tokens(plan.document.source)
+        if plan.mode == "edit":
+            explanation, proposal = parse_proposal(result.text)
+            return conv.record(plan, explanation, proposal_source=proposal, interaction_id=result.interaction_id,
+                               usage=result.usage, saved_tokens=saved)
+        return conv.record(plan, result.text, interaction_id=result.interaction_id, usage=result.usage,
+                           saved_tokens=saved)
+
+
+def parse_proposal(text: str) -> tuple[str, str]:
+    """(explanation, proposedSource) from an edit reply, or a UserError: nothing is recorded."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise UserError(
+            "the model's edit answer was not valid JSON, so there is no proposal; nothing was recorded - run the cell again"
+        ) from None
+    if not isinstance(data, dict) or not isinstance(data.get("proposedSource"), str):
+        raise UserError("the model's edit answer had no proposedSource; nothing was recorded - run the cell again")
+    explanation = data.get("explanation")
+    return (explanation if isinstance(explanation, str) else ""), data["proposedSource"]
+
+
+__all__ = ["Session", "Settings", "TurnRequest", "TurnOutcome", "parse_proposal", "estimate_tokens", "Usage"]

@@ -1,0 +1,154 @@
+"""Talking to Gemini: one small class per state mode behind one interface.
+
+Only this module imports google.genai, and only when a request is really made,
+so ``%load_ext genai_magics`` stays fast and a dry run needs no key.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol, Sequence
+
+from .contents import build_contents
+from .conversation import Turn, TurnPlan, Usage
+from .payloads import EDIT_RESPONSE_SCHEMA, SYSTEM_INSTRUCTION, to_text
+
+OnChunk = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    text: str
+    usage: Usage
+    interaction_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    retry_attempts: int = 5
+    timeout_s: float = 120.0
+
+
+class Transport(Protocol):
+    def request(self, plan: TurnPlan, history: Sequence[Turn]) -> dict[str, Any]:
+        """The exact request body this turn sends (what ``--dry-run`` shows)."""
+
+    def send(self, plan: TurnPlan, history: Sequence[Turn], on_chunk: OnChunk) -> TurnResult:
+        """Send the turn, streaming text chunks to ``on_chunk``."""
+
+
+def body_bytes(body: dict[str, Any]) -> int:
+    return len(json.dumps(body, ensure_ascii=False).encode("utf-8"))
+
+
+def make_client(settings: ClientSettings):
+    """A google-genai client; the SDK reads the key and base URL from the environment."""
+    from google import genai
+    from google.genai import types
+
+    retry = types.HttpRetryOptions(
+        attempts=max(1, settings.retry_attempts),
+        initial_delay=1.0,
+        max_delay=30.0,
+        exp_base=2.0,
+        http_status_codes=[408, 429, 500, 502, 503, 504],
+    )
+    return genai.Client(
+        http_options=types.HttpOptions(retry_options=retry, timeout=int(settings.timeout_s * 1000))
+    )
+
+
+class ContentsTransport:
+    """App-managed state: the kernel sends the compacted transcript every turn."""
+
+    def __init__(self, client_factory: Callable[[], Any], model: str):
+        self._client_factory = client_factory
+        self.model = model
+
+    def request(self, plan: TurnPlan, history: Sequence[Turn]) -> dict[str, Any]:
+        config: dict[str, Any] = {"system_instruction": SYSTEM_INSTRUCTION}
+        if plan.mode == "edit":
+            config["response_mime_type"] = "application/json"
+            config["response_schema"] = EDIT_RESPONSE_SCHEMA
+        return {"model": self.model, "contents": build_contents(history, plan), "config": config}
+
+    def send(self, plan: TurnPlan, history: Sequence[Turn], on_chunk: OnChunk) -> TurnResult:
+        body = self.request(plan, history)
+        client = self._client_factory()
+        parts: list[str] = []
+        usage = None
+        for chunk in client.models.generate_content_stream(**body):
+            text = chunk.text or ""
+            if text:
+                parts.append(text)
+                on_chunk(text)
+            if chunk.usage_metadata is not None:
+                usage = chunk.usage_metadata
+        return TurnResult(
+            text="".join(parts),
+            usage=Usage(
+                input_tokens=getattr(usage, "prompt_token_count", None),
+                output_tokens=getattr(usage, "candidates_token_count", None),
+                request_bytes=body_bytes(body),
+            ),
+        )
+
+
+class InteractionsTransport:
+    """Server-managed state: only the new input, chained by previous_interaction_id."""
+
+    def __init__(self, client_factory: Callable[[], Any], model: str):
+        self._client_factory = client_factory
+        self.model = model
+
+    def request(self, plan: TurnPlan, history: Sequence[Turn]) -> dict[str, Any]:
+        # system_instruction and the response format belong to one interaction:
+        # they are sent again on every turn.
+        body: dict[str, Any] = {
+            "model": self.model,
+            "input": to_text(plan.payload),
+            "system_instruction": SYSTEM_INSTRUCTION,
+            "store": True,
+        }
+        if plan.previous_interaction_id:
+            body["previous_interaction_id"] = plan.previous_interaction_id
+        if plan.mode == "edit":
+            body["response_format"] = {
+                "type": "text",
+                "mime_type": "application/json",
+                "schema": EDIT_RESPONSE_SCHEMA,
+            }
+        return body
+
+    def send(self, plan: TurnPlan, history: Sequence[Turn], on_chunk: OnChunk) -> TurnResult:
+        body = self.request(plan, history)
+        client = self._client_factory()
+        parts: list[str] = []
+        interaction_id = None
+        usage = None
+        for event in client.interactions.create(**body, stream=True):
+            kind = getattr(event, "event_type", None)
+            if kind == "step.delta":
+                delta = getattr(event, "delta", None)
+                text = getattr(delta, "text", None) if getattr(delta, "type", None) == "text" else None
+                if text:
+                    parts.append(text)
+                    on_chunk(text)
+            elif kind in ("interaction.created", "interaction.completed"):
+                interaction = getattr(event, "interaction", None)
+                interaction_id = getattr(interaction, "id", None) or interaction_id
+                usage = getattr(interaction, "usage", None) or usage
+            elif kind == "error":
+                raise RuntimeError(f"the interaction failed: {getattr(event, 'error', event)}")
+        return TurnResult(
+            text="".join(parts),
+            interaction_id=interaction_id,
+            usage=Usage(
+                input_tokens=getattr(usage, "total_input_tokens", None),
+                output_tokens=getattr(usage, "total_output_tokens", None),
+                request_bytes=body_bytes(body),
+            ),
+        )
+
+
+TRANSPORTS = {"contents": ContentsTransport, "interactions": InteractionsTransport}
