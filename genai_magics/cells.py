@@ -9,11 +9,17 @@ from .hashing import sha256_text
 CellType = Literal["code", "markdown", "raw"]
 
 MAGIC_PREFIXES = ("%%gemini_ask", "%%gemini_edit")
+# Lines that only steer the assistant; a cell made of nothing else is not code to work on.
+_STEERING_LINES = ("%gemini", "%load_ext genai_magics", "%reload_ext genai_magics", "%config GeminiMagics")
 
 
 def is_genai_magic(source: str) -> bool:
-    """A cell that talks to the model is never a document or context itself."""
-    return source.lstrip().startswith(MAGIC_PREFIXES)
+    """A cell that talks to or steers the assistant is never a document or context itself."""
+    text = source.lstrip()
+    if text.startswith(MAGIC_PREFIXES):
+        return True
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return bool(lines) and all(line.startswith(_STEERING_LINES) for line in lines)
 
 
 @dataclass(frozen=True)
