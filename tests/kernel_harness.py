@@ -1,0 +1,123 @@
+"""A real IPython kernel driven the way a notebook frontend drives it.
+
+Execute requests carry ``metadata.cellId`` as JupyterLab sends it; widget
+models are tracked from iopub ``comm_open``/``comm_msg``; a button click is the
+comm message a browser sends. No SDK or IPython internals are touched.
+"""
+from __future__ import annotations
+
+import os
+import queue
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from jupyter_client.manager import KernelManager
+
+
+@dataclass
+class Run:
+    reply: dict[str, Any]
+    messages: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def stdout(self) -> str:
+        return "".join(m["content"]["text"] for m in self.messages
+                       if m["msg_type"] == "stream" and m["content"]["name"] == "stdout")
+
+    @property
+    def stderr(self) -> str:
+        return "".join(m["content"]["text"] for m in self.messages
+                       if m["msg_type"] == "stream" and m["content"]["name"] == "stderr")
+
+    @property
+    def plain(self) -> str:
+        """All text an output area shows: streams and every text/plain or markdown."""
+        chunks = []
+        for m in self.messages:
+            if m["msg_type"] == "stream":
+                chunks.append(m["content"]["text"])
+            elif m["msg_type"] in ("display_data", "update_display_data", "execute_result"):
+                data = m["content"]["data"]
+                chunks.append(data.get("text/markdown") or data.get("text/plain", ""))
+            elif m["msg_type"] == "error":
+                chunks.append("\n".join(m["content"]["traceback"]))
+        return "\n".join(chunks)
+
+    @property
+    def errors(self) -> list[dict[str, Any]]:
+        return [m for m in self.messages if m["msg_type"] == "error"]
+
+
+class Kernel:
+    def __init__(self, env: dict[str, str] | None = None, cwd: str | None = None):
+        self.km = KernelManager(kernel_name="python3")
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        self.km.start_kernel(env=full_env, cwd=cwd)
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=60)
+        self.models: dict[str, dict[str, Any]] = {}  # widget comm id -> state
+        self.comm_messages: list[dict[str, Any]] = []  # every comm message from the kernel
+
+    def close(self) -> None:
+        self.kc.stop_channels()
+        self.km.shutdown_kernel(now=True)
+
+    def _collect(self, msg_id: str, timeout: float) -> list[dict[str, Any]]:
+        messages = []
+        while True:
+            try:
+                msg = self.kc.get_iopub_msg(timeout=timeout)
+            except queue.Empty:
+                raise TimeoutError(f"no idle from the kernel within {timeout} s") from None
+            self._track(msg)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                return messages
+            messages.append(msg)
+
+    def _track(self, msg: dict[str, Any]) -> None:
+        kind = msg["msg_type"]
+        content = msg["content"]
+        if kind == "comm_open":
+            self.comm_messages.append(msg)
+            if content.get("target_name") == "jupyter.widget":
+                self.models[content["comm_id"]] = dict(content["data"].get("state", {}))
+        elif kind == "comm_msg":
+            self.comm_messages.append(msg)
+            data = content["data"]
+            if content["comm_id"] in self.models and data.get("method") == "update":
+                self.models[content["comm_id"]].update(data.get("state", {}))
+
+    def run(self, source: str, cell_id: str | None = None, timeout: float = 60) -> Run:
+        cell_id = cell_id or f"cell-{uuid.uuid4().hex[:8]}"
+        content = {"code": source, "silent": False, "store_history": True,
+                   "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}
+        msg = self.kc.session.msg("execute_request", content, metadata={"cellId": cell_id})
+        self.kc.shell_channel.send(msg)
+        messages = self._collect(msg["header"]["msg_id"], timeout)
+        reply = self.kc.get_shell_msg(timeout=timeout)
+        while reply["parent_header"].get("msg_id") != msg["header"]["msg_id"]:
+            reply = self.kc.get_shell_msg(timeout=timeout)
+        return Run(reply=reply, messages=messages)
+
+    def buttons(self, description: str) -> list[str]:
+        return [cid for cid, s in self.models.items()
+                if s.get("_model_name") == "ButtonModel" and s.get("description") == description]
+
+    def click(self, description: str, index: int = -1, timeout: float = 30) -> Run:
+        """Click the button (the most recent one by default) as a browser does."""
+        comm_id = self.buttons(description)[index]
+        data = {"method": "custom", "content": {"event": "click"}}
+        msg = self.kc.session.msg("comm_msg", {"comm_id": comm_id, "data": data})
+        self.kc.shell_channel.send(msg)
+        return Run(reply={}, messages=self._collect(msg["header"]["msg_id"], timeout))
+
+    def state(self, comm_id: str) -> dict[str, Any]:
+        return self.models[comm_id]
+
+    def html_values(self) -> list[str]:
+        return [s.get("value", "") for s in self.models.values() if s.get("_model_name") == "HTMLModel"]

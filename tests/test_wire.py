@@ -1,0 +1,135 @@
+"""What goes over the wire, turn by turn: the real SDK in a real kernel against the stand-in."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from genai_magics.hashing import sha256_text
+from wire import api_requests, current_payload, transcript
+
+CELL_A = "def parse(s):\n    return int(s)\n"
+OTHER = "import math\nRADIUS = 2\n"
+MODES = ["contents", "interactions"]
+
+
+def setup_cells(kernel):
+    kernel.run(OTHER, cell_id="other")
+    kernel.run(CELL_A, cell_id="cell-a")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_turn_one_carries_document_and_context_then_an_ask_carries_neither(kernel, stub, mode):
+    setup_cells(kernel)
+    first = kernel.run(f"%%gemini_ask --state {mode}\nWhat does this do?", cell_id="m1")
+    assert "Stub answer to: What does this do?" in first.plain
+    second = kernel.run("%%gemini_ask\nAnd why int()?", cell_id="m2")
+    assert "Stub answer to: And why int()?" in second.plain
+    r1, r2 = api_requests(stub)
+    p1, p2 = current_payload(r1), current_payload(r2)
+    assert p1["currentSource"] == CELL_A
+    assert "RADIUS = 2" in p1["secondaryContext"]
+    assert "currentSource" not in p2 and "secondaryContext" not in p2
+    assert p2["sourceSynchronized"] is True
+    if mode == "interactions":
+        assert "previous_interaction_id" not in r1["json"]
+        first_id = stub.interactions_ids()[0] if hasattr(stub, "interactions_ids") else next(iter(stub.interactions))
+        assert r2["json"]["previous_interaction_id"] == first_id
+        assert r2["json"]["system_instruction"] == r1["json"]["system_instruction"]
+    else:
+        roles = [role for role, _ in transcript(r2)]
+        assert roles == ["user", "model", "user"]
+    assert "not re-sent: synchronized" in second.plain
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_edit_apply_then_ask_is_synchronized(kernel, stub, mode):
+    setup_cells(kernel)
+    edit = kernel.run(f"%%gemini_edit --state {mode}\nAdd input validation.", cell_id="m1")
+    assert kernel.buttons("Apply"), edit.plain
+    kernel.click("Apply")
+    kernel.run("%%gemini_ask\nWhy this pattern?", cell_id="m2")
+    edit_req, ask_req = api_requests(stub)
+    assert current_payload(edit_req)["currentSource"] == CELL_A
+    ask = current_payload(ask_req)
+    assert ask.get("sourceSynchronized") is True and "currentSource" not in ask
+    if mode == "contents":
+        # the proposal is the one full copy the model reads
+        model_turn = transcript(ask_req)[1][1]
+        assert model_turn["kind"] == "code_proposal" and "# stub edit" in model_turn["proposedSource"]
+        assert "currentSource" not in transcript(ask_req)[0][1]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_edit_discard_then_ask_keeps_base(kernel, stub, mode):
+    setup_cells(kernel)
+    kernel.run(f"%%gemini_edit --state {mode}\nAdd input validation.", cell_id="m1")
+    kernel.click("Discard")
+    kernel.run("%%gemini_ask\nOK, why not?", cell_id="m2")
+    ask_req = api_requests(stub)[-1]
+    ask = current_payload(ask_req)
+    assert ask.get("sourceSynchronized") is True and "currentSource" not in ask
+    if mode == "contents":
+        (_, user1), (_, model1), _ = transcript(ask_req)
+        assert user1["currentSource"] == CELL_A
+        assert "proposedSource" not in model1 and model1["outcome"] == "discarded"
+    else:
+        assert list(ask["proposalOutcomes"].values()) == ["discarded"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_rerun_hand_edited_cell_is_resent_and_other_cell_change_resends_only_context(kernel, stub, mode):
+    setup_cells(kernel)
+    kernel.run(f"%%gemini_ask --state {mode}\nfirst", cell_id="m1")
+    edited = CELL_A.replace("int(s)", "int(s.strip())")
+    kernel.run(edited, cell_id="cell-a")
+    kernel.run("%%gemini_ask\nsecond", cell_id="m2")
+    p2 = current_payload(api_requests(stub)[-1])
+    assert p2["currentSource"] == edited and "secondaryContext" not in p2
+    kernel.run(OTHER + "EXTRA = 1\n", cell_id="other")
+    kernel.run("%%gemini_ask --cell cell-a\nthird", cell_id="m3")
+    p3 = current_payload(api_requests(stub)[-1])
+    assert "currentSource" not in p3 and p3["sourceSynchronized"] is True
+    assert "EXTRA = 1" in p3["secondaryContext"]
+
+
+def test_ten_turn_edit_session_holds_the_code_once(kernel, stub):
+    kernel.run(CELL_A, cell_id="cell-a")
+    for i in range(10):
+        kernel.run(f"%%gemini_edit --cell cell-a\nchange {i}", cell_id=f"m{i}")
+        kernel.click("Apply")
+    last = api_requests(stub)[-1]
+    turns = transcript(last)
+    full = [p.get("currentSource") or p.get("proposedSource") for _, p in turns]
+    full = [f for f in full if f]
+    assert len(full) == 1, "the active code must appear exactly once"
+    superseded = [p.get("supersededSourceSha256") or p.get("supersededProposalSha256") for _, p in turns]
+    superseded = [s for s in superseded if s]
+    # turn 1's base plus proposals 1..8 are superseded; proposal 9 is the full copy
+    assert superseded[0] == sha256_text(CELL_A)
+    assert len(superseded) == 9
+    assert len(set(superseded)) == 9
+    assert current_payload(last)["sourceSynchronized"] is True
+
+
+def test_dry_run_sends_nothing_changes_nothing_and_needs_no_key(stub, tmp_path):
+    from kernel_harness import Kernel
+
+    k = Kernel(env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": "", "GOOGLE_API_KEY": ""}, cwd=str(tmp_path))
+    try:
+        stub.reset()
+        k.run("%load_ext genai_magics", cell_id="setup")
+        k.run(CELL_A, cell_id="cell-a")
+        dry = k.run("%%gemini_edit --dry-run\nAdd validation", cell_id="m1")
+        title, body = dry.plain.split("\n", 1)
+        assert title.startswith("dry run (contents)")
+        request = json.loads(body)
+        assert json.loads(request["contents"][-1]["parts"][0]["text"])["currentSource"] == CELL_A
+        assert api_requests(stub) == []
+        status = k.run("%gemini status", cell_id="s").stdout
+        assert "no conversation yet" in status or "0 turn(s)" in status
+        missing = k.run("%%gemini_ask\nhello", cell_id="m2")
+        assert "no API key" in missing.stderr and "Traceback" not in missing.plain
+        assert missing.errors == []
+    finally:
+        k.close()
