@@ -1,0 +1,471 @@
+/**
+ * genai-magics-bridge: the live bridge between a notebook and its kernel.
+ *
+ * For every notebook it registers the kernel comm target `genai_magics.bridge`
+ * (again after a kernel restart or change). The kernel opens the comm when
+ * genai_magics is loaded; from then on this extension
+ *
+ * - pushes a snapshot of the notebook (cell ids, types, sources, order) from
+ *   the live model right before each execute request goes out, and a few
+ *   hundred milliseconds after an edit; after the first snapshot only the
+ *   cells that changed;
+ * - answers the kernel's requests `set_source`, `insert_cell`, `delete_cell`
+ *   by editing the live model (`cell.sharedModel`), with a reply `ok` or a
+ *   clear error.
+ *
+ * Ordering: JupyterLab 4.6 sends comm messages on kernel subshells by
+ * default, and a subshell message can overtake the execute request on the
+ * main shell. Every message of this comm is therefore built here and sent on
+ * the main shell (no subshell id), so a snapshot pushed on
+ * `executionScheduled` is handled by the kernel before the cell it precedes.
+ */
+import {
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import {
+  INotebookTracker,
+  NotebookActions,
+  NotebookPanel
+} from '@jupyterlab/notebook';
+import { Kernel, KernelMessage } from '@jupyterlab/services';
+
+const TARGET = 'genai_magics.bridge';
+const VERSION = 1;
+const EDIT_PUSH_DELAY_MS = 400;
+
+type CellType = 'code' | 'markdown' | 'raw';
+
+interface ICellState {
+  id: string;
+  cell_type: CellType;
+  source: string;
+}
+
+interface IRequest {
+  type: 'request';
+  request_id: number;
+  op: 'set_source' | 'insert_cell' | 'delete_cell';
+  cell_id?: string;
+  after_id?: string | null;
+  source?: string;
+  cell_type?: CellType;
+}
+
+/** Kernel-to-frontend messages. */
+type KernelData = IRequest | { type: 'resync' } | { type: string };
+
+/**
+ * The bridge for one notebook panel.
+ */
+class NotebookBridge {
+  constructor(panel: NotebookPanel) {
+    this._panel = panel;
+    const ctx = panel.sessionContext;
+    ctx.kernelChanged.connect(this._onKernelChanged, this);
+    ctx.statusChanged.connect(this._onStatusChanged, this);
+    ctx.connectionStatusChanged.connect(this._onConnectionStatus, this);
+    NotebookActions.executionScheduled.connect(this._onExecutionScheduled, this);
+    panel.context.pathChanged.connect(() => this._schedulePush(), this);
+    panel.disposed.connect(this._dispose, this);
+    void ctx.ready.then(() => {
+      this._watchModel();
+      this._setKernel(ctx.session?.kernel ?? null);
+    });
+  }
+
+  // ---- kernel and comm lifecycle ----
+
+  private _onKernelChanged(
+    _: unknown,
+    args: { newValue: Kernel.IKernelConnection | null }
+  ): void {
+    this._setKernel(args.newValue);
+  }
+
+  private _setKernel(kernel: Kernel.IKernelConnection | null): void {
+    if (kernel === this._kernel) {
+      return;
+    }
+    this._dropComm();
+    if (this._kernel && !this._kernel.isDisposed) {
+      try {
+        this._kernel.removeCommTarget(TARGET, this._onCommOpen);
+      } catch (e) {
+        // the old connection may already be gone
+      }
+    }
+    this._kernel = kernel;
+    if (!kernel) {
+      return;
+    }
+    kernel.registerCommTarget(TARGET, this._onCommOpen);
+    void this._adoptExistingComm(kernel);
+  }
+
+  private _onStatusChanged(): void {
+    const status = this._panel.sessionContext.session?.kernel?.status;
+    if (status === 'restarting' || status === 'autorestarting' || status === 'dead') {
+      // The kernel side of the comm is gone with the old process.
+      this._dropComm();
+    }
+  }
+
+  private _onConnectionStatus(): void {
+    const kernel = this._kernel;
+    if (kernel && kernel.connectionStatus === 'connected' && !this._comm) {
+      void this._adoptExistingComm(kernel);
+    }
+  }
+
+  /**
+   * The kernel may have opened its comm before this page was loaded (a page
+   * reload, a second tab): take that comm over and send a full snapshot.
+   */
+  private async _adoptExistingComm(kernel: Kernel.IKernelConnection): Promise<void> {
+    try {
+      await kernel.info;
+      if (kernel !== this._kernel || this._comm) {
+        return;
+      }
+      const reply = await kernel.requestCommInfo({ target_name: TARGET });
+      if (kernel !== this._kernel || this._comm || reply.content.status !== 'ok') {
+        return;
+      }
+      const comms = reply.content.comms as { [id: string]: { target_name: string } };
+      const ids = Object.keys(comms).filter(id => comms[id].target_name === TARGET);
+      if (!ids.length) {
+        return;
+      }
+      const commId = ids[ids.length - 1];
+      if (kernel.hasComm(commId)) {
+        return;
+      }
+      this._attachComm(kernel.createComm(TARGET, commId));
+    } catch (e) {
+      console.debug('genai-magics-bridge: no comm to adopt', e);
+    }
+  }
+
+  private _onCommOpen = (comm: Kernel.IComm, msg: KernelMessage.ICommOpenMsg): void => {
+    const kernel = this._kernel;
+    if (!kernel || kernel.isDisposed) {
+      return;
+    }
+    // iopub is broadcast: a comm opened by another client's execution (the
+    // same kernel shown in another tab) belongs to that client. Ignore it
+    // quietly; closing it would close it for the kernel too.
+    const parentSession = (msg.parent_header as { session?: string }).session;
+    if (parentSession && parentSession !== kernel.clientId) {
+      return;
+    }
+    const data = (msg.content.data || {}) as { version?: number };
+    if (data.version !== undefined && data.version !== VERSION) {
+      console.warn(
+        `genai-magics-bridge: kernel speaks protocol ${data.version}, this extension ${VERSION}`
+      );
+    }
+    this._attachComm(comm);
+  };
+
+  private _attachComm(comm: Kernel.IComm): void {
+    // This comm never uses the subshell JupyterLab would start for it.
+    const c = comm as unknown as { commsOverSubshells?: string };
+    if (c.commsOverSubshells !== undefined) {
+      try {
+        c.commsOverSubshells = 'disabled';
+      } catch (e) {
+        // older @jupyterlab/services: nothing to switch off
+      }
+    }
+    this._dropComm();
+    this._comm = comm;
+    this._sent = null;
+    comm.onMsg = msg => this._onMsg(comm, msg);
+    comm.onClose = () => {
+      if (this._comm === comm) {
+        this._comm = null;
+        this._sent = null;
+      }
+    };
+    this._push(true);
+  }
+
+  private _dropComm(): void {
+    this._comm = null;
+    this._sent = null;
+  }
+
+  private _dispose(): void {
+    NotebookActions.executionScheduled.disconnect(this._onExecutionScheduled, this);
+    if (this._timer !== null) {
+      clearTimeout(this._timer);
+      this._timer = null;
+    }
+    const comm = this._comm;
+    this._comm = null;
+    if (comm && !comm.isDisposed) {
+      try {
+        // tell the kernel the notebook is gone
+        comm.close({ reason: 'notebook closed' });
+      } catch (e) {
+        // the kernel is gone already
+      }
+    }
+    if (this._kernel && !this._kernel.isDisposed) {
+      try {
+        this._kernel.removeCommTarget(TARGET, this._onCommOpen);
+      } catch (e) {
+        // ignore
+      }
+    }
+    this._kernel = null;
+  }
+
+  // ---- sending on the main shell ----
+
+  private _send(data: object): boolean {
+    const comm = this._comm;
+    const kernel = this._kernel;
+    if (!comm || comm.isDisposed || !kernel || kernel.isDisposed) {
+      return false;
+    }
+    const msg = KernelMessage.createMessage({
+      msgType: 'comm_msg',
+      channel: 'shell',
+      username: kernel.username,
+      session: kernel.clientId,
+      // no subshellId: the main shell, in order with execute requests
+      content: { comm_id: comm.commId, data: data as any }
+    });
+    try {
+      kernel.sendShellMessage(msg, false, true);
+      return true;
+    } catch (e) {
+      console.warn('genai-magics-bridge: cannot send', e);
+      return false;
+    }
+  }
+
+  // ---- snapshots ----
+
+  private _watchModel(): void {
+    const model = this._panel.content.model;
+    if (!model) {
+      return;
+    }
+    model.sharedModel.changed.connect(() => this._schedulePush(), this);
+  }
+
+  private _currentCells(): ICellState[] {
+    const model = this._panel.content.model;
+    if (!model) {
+      return [];
+    }
+    const out: ICellState[] = [];
+    for (const cell of model.sharedModel.cells) {
+      out.push({
+        id: cell.getId(),
+        cell_type: cell.cell_type as CellType,
+        source: cell.getSource()
+      });
+    }
+    return out;
+  }
+
+  private _schedulePush(): void {
+    if (!this._comm) {
+      return;
+    }
+    if (this._timer !== null) {
+      clearTimeout(this._timer);
+    }
+    this._timer = setTimeout(() => {
+      this._timer = null;
+      this._push(false, undefined, true);
+    }, EDIT_PUSH_DELAY_MS);
+  }
+
+  private _onExecutionScheduled(
+    _: unknown,
+    args: { notebook: unknown; cell: { model: { sharedModel: { getId(): string } } } }
+  ): void {
+    if (args.notebook !== this._panel.content || !this._comm) {
+      return;
+    }
+    if (this._timer !== null) {
+      clearTimeout(this._timer);
+      this._timer = null;
+    }
+    // Synchronous: this comm_msg is queued before CodeCell.execute sends the
+    // execute request, on the same (main) shell channel.
+    this._push(false, args.cell.model.sharedModel.getId());
+  }
+
+  /**
+   * Send a snapshot: everything when `full` or nothing was sent yet, else
+   * only the cells that changed, the removed ids and the order if it changed.
+   */
+  private _push(full: boolean, executing?: string, skipIfEmpty = false): void {
+    if (!this._comm) {
+      return;
+    }
+    const cells = this._currentCells();
+    const order = cells.map(c => c.id);
+    const sent = this._sent;
+    const isFull = full || sent === null;
+    const data: { [key: string]: unknown } = {
+      type: 'snapshot',
+      version: VERSION,
+      full: isFull,
+      seq: ++this._seq,
+      path: this._panel.context.path
+    };
+    if (executing !== undefined) {
+      data.executing = executing;
+    }
+    if (isFull || sent === null) {
+      data.order = order;
+      data.cells = cells;
+      data.removed = [];
+    } else {
+      const changed = cells.filter(c => {
+        const old = sent.cells.get(c.id);
+        return !old || old.source !== c.source || old.cell_type !== c.cell_type;
+      });
+      const present = new Set(order);
+      const removed = [...sent.cells.keys()].filter(id => !present.has(id));
+      const orderChanged =
+        order.length !== sent.order.length || order.some((id, i) => id !== sent.order[i]);
+      if (skipIfEmpty && !changed.length && !removed.length && !orderChanged) {
+        this._seq--;
+        return;
+      }
+      data.cells = changed;
+      data.removed = removed;
+      if (orderChanged) {
+        data.order = order;
+      }
+    }
+    if (this._send(data)) {
+      this._sent = { order, cells: new Map(cells.map(c => [c.id, c])) };
+    } else {
+      this._seq--;
+    }
+  }
+
+  // ---- requests from the kernel ----
+
+  private _onMsg(comm: Kernel.IComm, msg: KernelMessage.ICommMsgMsg): void {
+    if (comm !== this._comm) {
+      return;
+    }
+    const data = msg.content.data as KernelData;
+    if (data.type === 'resync') {
+      this._push(true);
+      return;
+    }
+    if (data.type !== 'request') {
+      return;
+    }
+    const req = data as IRequest;
+    let reply: { [key: string]: unknown };
+    try {
+      reply = { ok: true, ...this._perform(req) };
+    } catch (e) {
+      reply = { ok: false, error: e instanceof Error ? e.message : String(e) };
+    }
+    this._send({ type: 'reply', request_id: req.request_id, op: req.op, ...reply });
+  }
+
+  private _perform(req: IRequest): { [key: string]: unknown } {
+    const model = this._panel.isDisposed ? null : this._panel.content.model;
+    if (!model) {
+      throw new Error('notebook closed');
+    }
+    const shared = model.sharedModel;
+    const indexOf = (id: string | null | undefined): number => {
+      if (typeof id !== 'string') {
+        return -1;
+      }
+      return shared.cells.findIndex(c => c.getId() === id);
+    };
+    switch (req.op) {
+      case 'set_source': {
+        const i = indexOf(req.cell_id);
+        if (i < 0) {
+          throw new Error(`unknown cell id ${req.cell_id} in ${this._panel.context.path}`);
+        }
+        if (typeof req.source !== 'string') {
+          throw new Error('set_source needs a source string');
+        }
+        const cell = shared.cells[i];
+        if (cell.getSource() !== req.source) {
+          cell.setSource(req.source);
+        }
+        return { cell_id: req.cell_id };
+      }
+      case 'insert_cell': {
+        let index = 0;
+        if (req.after_id !== null && req.after_id !== undefined) {
+          const i = indexOf(req.after_id);
+          if (i < 0) {
+            throw new Error(`unknown cell id ${req.after_id} in ${this._panel.context.path}`);
+          }
+          index = i + 1;
+        }
+        const cellType = req.cell_type || 'code';
+        if (!['code', 'markdown', 'raw'].includes(cellType)) {
+          throw new Error(`unknown cell type ${cellType}`);
+        }
+        if (req.cell_id && indexOf(req.cell_id) >= 0) {
+          throw new Error(`a cell with id ${req.cell_id} exists already`);
+        }
+        const cell: { [key: string]: unknown } = {
+          cell_type: cellType,
+          source: req.source ?? '',
+          metadata: {}
+        };
+        if (req.cell_id) {
+          cell.id = req.cell_id;
+        }
+        const created = shared.insertCell(index, cell as any);
+        return { cell_id: created.getId() };
+      }
+      case 'delete_cell': {
+        const i = indexOf(req.cell_id);
+        if (i < 0) {
+          throw new Error(`unknown cell id ${req.cell_id} in ${this._panel.context.path}`);
+        }
+        shared.deleteCell(i);
+        return { cell_id: req.cell_id };
+      }
+      default:
+        throw new Error(`unknown request ${(req as IRequest).op}`);
+    }
+  }
+
+  private _panel: NotebookPanel;
+  private _kernel: Kernel.IKernelConnection | null = null;
+  private _comm: Kernel.IComm | null = null;
+  private _sent: { order: string[]; cells: Map<string, ICellState> } | null = null;
+  private _seq = 0;
+  private _timer: ReturnType<typeof setTimeout> | null = null;
+}
+
+const plugin: JupyterFrontEndPlugin<void> = {
+  id: 'genai-magics-bridge:plugin',
+  description: 'Live bridge between notebooks and genai_magics in the kernel.',
+  autoStart: true,
+  requires: [INotebookTracker],
+  activate: (_app: JupyterFrontEnd, tracker: INotebookTracker) => {
+    const attach = (panel: NotebookPanel) => {
+      new NotebookBridge(panel);
+    };
+    tracker.forEach(attach);
+    tracker.widgetAdded.connect((_, panel) => attach(panel));
+    console.debug('genai-magics-bridge: active');
+  }
+};
+
+export default plugin;
