@@ -1,0 +1,69 @@
+"""Run the quickstart notebook headless against the bundled stand-in server.
+
+``python -m genai_magics.demo`` needs no API key: it starts the stand-in on
+127.0.0.1, executes notebooks/quickstart.ipynb in a real kernel (nbclient),
+prints what each magic cell showed and the conversation's token table, and
+writes the executed notebook next to the original (``--output`` to choose).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+DEFAULT_NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "quickstart.ipynb"
+
+
+def _text_of(output) -> str:
+    if output.output_type == "stream":
+        return output.text
+    data = output.get("data", {})
+    return data.get("text/markdown") or data.get("text/plain", "")
+
+
+def run(notebook: Path, output: Path | None) -> int:
+    import nbformat
+    from nbclient import NotebookClient
+
+    from .stub import StubServer
+
+    nb = nbformat.read(str(notebook), as_version=4)
+    with StubServer() as stub:
+        # The stand-in, never Gemini: a fake key, so a real one is never sent to it.
+        os.environ["GOOGLE_GEMINI_BASE_URL"] = stub.url
+        os.environ["GEMINI_API_KEY"] = "stand-in-key"
+        os.environ.pop("GOOGLE_API_KEY", None)
+        client = NotebookClient(nb, timeout=120, kernel_name="python3",
+                                resources={"metadata": {"path": str(notebook.parent)}})
+        client.execute()
+        api_calls = [r for r in stub.requests if r["kind"] != "count"]
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        print(f"\n>>> {cell.source.strip()}")
+        for out in cell.outputs:
+            text = _text_of(out).rstrip()
+            if text and not text.startswith("VBox("):
+                print(text)
+    print(f"\n{len(api_calls)} requests went to the stand-in at {stub.url}; "
+          f"{sum(r['body_bytes'] for r in api_calls):,} bytes uploaded in all.")
+    target = output or notebook.with_name(notebook.stem + ".executed.ipynb")
+    nbformat.write(nb, str(target))
+    print(f"executed notebook written to {target}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m genai_magics.demo", description=__doc__.splitlines()[0])
+    parser.add_argument("notebook", nargs="?", type=Path, default=DEFAULT_NOTEBOOK)
+    parser.add_argument("--output", type=Path, default=None, help="where to write the executed notebook")
+    args = parser.parse_args(argv)
+    if not args.notebook.exists():
+        print(f"no notebook at {args.notebook}", file=sys.stderr)
+        return 2
+    return run(args.notebook, args.output)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
