@@ -18,6 +18,10 @@ def load_ipython_extension(ipython) -> None:
     ipython.register_magics(magics)
     ipython.events.register("pre_run_cell", magics.pre_run_cell)
     _LOADED[id(ipython)] = magics
+    from . import waiting
+
+    if getattr(ipython, "kernel", None) is not None and waiting.mechanism() == "async":
+        ipython.input_transformers_post.append(waiting.await_edit_magic)
 
 
 def unload_ipython_extension(ipython) -> None:
@@ -25,6 +29,10 @@ def unload_ipython_extension(ipython) -> None:
     if magics is None:
         return
     ipython.events.unregister("pre_run_cell", magics.pre_run_cell)
+    from . import waiting
+
+    if waiting.await_edit_magic in ipython.input_transformers_post:
+        ipython.input_transformers_post.remove(waiting.await_edit_magic)
     for kind in ("cell", "line"):
         for name in ("gemini_ask", "gemini_edit", "gemini"):
             ipython.magics_manager.magics[kind].pop(name, None)

@@ -17,8 +17,11 @@ class CellWriter(Protocol):
     def describe_apply(self) -> str:
         """One sentence shown before the click: what Apply will do here."""
 
-    def write(self, cell_id: str, source: str, done: Done) -> None:
-        """Put ``source`` into the cell; call ``done`` once, with an error or None."""
+    def write(self, cell_id: str, source: str, done: Done) -> str | None:
+        """Put ``source`` into the cell; call ``done`` once, with an error or None.
+
+        May return a line to show until ``done`` is called (a write that waits).
+        """
 
 
 class KernelStateWriter:
@@ -35,6 +38,74 @@ class KernelStateWriter:
             "this frontend cannot edit cells, so paste it into the cell yourself (Copy)."
         )
 
-    def write(self, cell_id: str, source: str, done: Done) -> None:
+    def write(self, cell_id: str, source: str, done: Done) -> str | None:
         self._set_source(cell_id, source)
         done(None)
+        return None
+
+
+def applied_text(instruction: str, source: str) -> str:
+    """The running cell after Apply: the instruction kept as a first comment line."""
+    first = " ".join(instruction.strip().splitlines()[0].split()) if instruction.strip() else "edit"
+    return f"{APPLIED_MARKER}{first}\n{source}"
+
+
+APPLIED_MARKER = "# gemini_edit: "
+
+
+def strip_applied_marker(source: str) -> str:
+    """The code of a cell that Apply wrote, without the instruction line (for hashing)."""
+    if source.startswith(APPLIED_MARKER):
+        return source.split("\n", 1)[1] if "\n" in source else ""
+    return source
+
+
+class RunningCellWriter:
+    """VS Code and the like: only the running cell can be replaced, in its execute reply."""
+
+    kind = "running-cell"
+
+    def __init__(self, set_next_input: Callable[[str], None], set_source: Callable[[str, str], None],
+                 magic_cell_id: str, instruction: str, timeout_s: float):
+        self._set_next_input = set_next_input
+        self._set_source = set_source
+        self.magic_cell_id = magic_cell_id
+        self.instruction = instruction
+        self.timeout_s = timeout_s
+        self.running = True  # cleared when the magic cell stops waiting
+
+    def describe_apply(self) -> str:
+        return (
+            f"Apply replaces this magic cell with the proposal (your instruction kept as its first comment "
+            f"line); that cell then is the conversation's code. This cell waits up to {self.timeout_s:g} s "
+            "for Apply or Discard."
+        )
+
+    def write(self, cell_id: str, source: str, done: Done) -> str | None:
+        if not self.running:
+            done("this cell has finished running; only a running cell can be replaced here")
+            return None
+        text = applied_text(self.instruction, source)
+        self._set_next_input(text)
+        self._set_source(self.magic_cell_id, text)
+        done(None)
+        return None
+
+
+class StagedWriter:
+    """No way to wait for a click: Apply is recorded and written when the cell runs again."""
+
+    kind = "staged"
+
+    def __init__(self, staged: dict[str, tuple[str, Done]], magic_cell_id: str, instruction: str):
+        self._staged = staged
+        self.magic_cell_id = magic_cell_id
+        self.instruction = instruction
+
+    def describe_apply(self) -> str:
+        return ("Apply is staged: run this cell again and it is replaced by the proposal "
+                "(no new request is sent).")
+
+    def write(self, cell_id: str, source: str, done: Done) -> str | None:
+        self._staged[self.magic_cell_id] = (applied_text(self.instruction, source), done)
+        return "Apply staged: run this cell again (Shift+Enter) to write the proposal into it."

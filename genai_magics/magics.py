@@ -10,7 +10,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from traitlets import Bool, Enum, Float, Int, Unicode
 
 from . import report
-from .cell_writer import KernelStateWriter
+from .cell_writer import KernelStateWriter, RunningCellWriter, StagedWriter
 from .conversation import STATE_MODES
 from .display import NotebookDisplay
 from .errors import UserError
@@ -18,6 +18,9 @@ from .notebook_view import MergedView, notebook_path_from
 from .proposal import ProposalController
 from .session import Session, Settings, TurnRequest
 from .transport import ClientSettings
+from . import waiting
+
+VSCODE_CELL = "vscode-notebook-cell:"
 
 
 def _turn_arguments(func):
@@ -50,12 +53,15 @@ class GeminiMagics(Magics):
     retry_attempts = Int(5, help="attempts for 429 and 5xx answers (the SDK's HttpRetryOptions)").tag(config=True)
     timeout = Float(120.0, help="seconds to wait for an answer").tag(config=True)
     debug = Bool(False, help="show full tracebacks for unexpected errors").tag(config=True)
+    apply_wait = Float(300.0, help="seconds a magic cell waits for Apply/Discard where only the running cell can be written (VS Code)").tag(config=True)
 
     def __init__(self, shell=None, **kwargs):
         super().__init__(shell=shell, **kwargs)
         self.session = Session()
         self.bridge = None  # set by load_ipython_extension when the live bridge is available
         self.session.view = self._view
+        self.staged: dict = {}  # magic cell id -> (text, done): Apply waiting for the cell's next run
+        self.latest: dict = {}  # conversation name -> its newest ProposalController
 
     # -- what the kernel knows -------------------------------------------------
     def _view(self):
@@ -77,10 +83,29 @@ class GeminiMagics(Magics):
             client=ClientSettings(retry_attempts=self.retry_attempts, timeout_s=self.timeout),
         )
 
-    def _writer(self):
+    def _writer(self, instruction: str):
+        """The way Apply reaches a cell in this frontend."""
         if self.bridge is not None and self.bridge.connected:
             return self.bridge.writer
+        magic_id = self.session.record.running_id or ""
+        if magic_id.startswith(VSCODE_CELL):
+            if waiting.mechanism() is None:
+                return StagedWriter(self.staged, magic_id, instruction)
+            return RunningCellWriter(lambda text: self.shell.set_next_input(text, replace=True),
+                                     self.session.record.set_source, magic_id, instruction, self.apply_wait)
         return KernelStateWriter(self.session.record.set_source)
+
+    def _write_staged(self) -> bool:
+        """A staged Apply for this very cell: write it now, send nothing."""
+        staged = self.staged.pop(self.session.record.running_id or "", None)
+        if staged is None:
+            return False
+        text, done = staged
+        self.shell.set_next_input(text, replace=True)
+        self.session.record.set_source(self.session.record.running_id, text)
+        done(None)
+        print("genai_magics: the staged proposal replaces this cell now; no request was sent.")
+        return True
 
     def _current_source(self, cell_id: str):
         for cell in self._view().cells():
@@ -100,7 +125,7 @@ class GeminiMagics(Magics):
         SHA-256 shows it changed; the other cells go along as read-only context
         when they changed.
         """
-        self._turn("ask", self.gemini_ask, line, cell)
+        return self._turn("ask", self.gemini_ask, line, cell)
 
     @_turn_arguments
     @cell_magic
@@ -110,9 +135,11 @@ class GeminiMagics(Magics):
         The proposal is shown as a diff with Apply / Discard buttons (Undo after
         Apply). What Apply does depends on the frontend; the widget says so.
         """
-        self._turn("edit", self.gemini_edit, line, cell)
+        return self._turn("edit", self.gemini_edit, line, cell)
 
-    def _turn(self, mode: str, magic, line: str, cell: str) -> None:
+    def _turn(self, mode: str, magic, line: str, cell: str):
+        if self._write_staged():
+            return None
         try:
             args = parse_argstring(magic, line)
         except UsageError as exc:
@@ -145,25 +172,55 @@ class GeminiMagics(Magics):
             return
         turn = outcome.turn
         display.finish(turn.response or ("_(proposal below)_" if mode == "edit" else "_(empty answer)_"))
-        if mode == "edit" and turn.proposal_source is not None:
-            self._show_proposal(outcome)
         display.footer(report.footer(turn, outcome.plan, outcome.model))
+        if mode == "edit" and turn.proposal_source is not None:
+            return self._show_proposal(outcome, prompt)
+        return None
 
-    def _show_proposal(self, outcome) -> None:
+    def _show_proposal(self, outcome, instruction: str):
+        """Show the diff and buttons; where only the running cell can be written, wait here."""
         from IPython.display import display
 
-        from .widgets import ProposalWidget
-
         cell_id = outcome.target.id if outcome.target is not None else "notebook"
+        writer = self._writer(instruction)
         controller = ProposalController(
             conversation=outcome.conversation, turn=outcome.turn, cell_id=cell_id,
-            writer=self._writer(), current_source=lambda: self._current_source(cell_id),
+            writer=writer, current_source=lambda: self._current_source(cell_id),
         )
+        self.latest[outcome.conversation.name] = controller
+        if type(self.shell).__name__ == "TerminalInteractiveShell":
+            print(controller.diff or "(no change)")
+            self.shell.set_next_input(outcome.turn.proposal_source)
+            print("genai_magics: the proposal is pre-filled at the next prompt; "
+                  "%gemini apply / discard / undo record what you did with it.")
+            return None
+        from .widgets import ProposalWidget
+
         display(ProposalWidget(controller))
+        if not isinstance(writer, RunningCellWriter):
+            return None
+
+        def release(decided: bool) -> None:
+            writer.running = False
+            if not decided:
+                controller.replace_writer(
+                    StagedWriter(self.staged, writer.magic_cell_id, instruction),
+                    f"No choice within {writer.timeout_s:g} s; the cell is released. "
+                    "Apply is now staged: click it, then run this cell again.")
+
+        if waiting.mechanism() == "poll":
+            release(waiting.wait_poll(lambda: controller.decided, writer.timeout_s))
+            return None
+
+        async def wait():
+            release(await waiting.wait_async(lambda: controller.decided, writer.timeout_s))
+
+        return wait()
 
     @magic_arguments()
     @argument("command", nargs="?", default="status",
-              choices=["status", "history", "reset", "tokens", "model", "state", "debug", "help"],
+              choices=["status", "history", "reset", "tokens", "model", "state", "debug",
+                       "apply", "discard", "undo", "help"],
               help="what to do (default: status)")
     @argument("value", nargs="?", help="model name, state mode, conversation to reset, or on/off for debug")
     @argument("-c", "--conversation", default=None, metavar="NAME", help="conversation for history/tokens (default: all)")
@@ -179,6 +236,7 @@ class GeminiMagics(Magics):
         %gemini model [NAME]     show or set the default model
         %gemini state [MODE]     show or set the default state mode
         %gemini debug on|off     full tracebacks for unexpected errors
+        %gemini apply|discard|undo [-c N]  act on the newest proposal (for frontends without buttons)
         """
         try:
             args = parse_argstring(self.gemini, line)
@@ -211,6 +269,13 @@ class GeminiMagics(Magics):
                     return
                 self.state = args.value
             print(f"default state mode: {self.state}")
+        elif args.command in ("apply", "discard", "undo"):
+            controller = self.latest.get(args.conversation or "default")
+            if controller is None:
+                NotebookDisplay.error("no proposal to act on in this conversation")
+                return
+            getattr(controller, args.command)()
+            print(controller.message)
         elif args.command == "debug":
             if args.value in ("on", "off"):
                 self.debug = args.value == "on"

@@ -11,18 +11,13 @@ from typing import Any, Mapping
 from .context import ContextPiece
 
 SYSTEM_INSTRUCTION = """\
-You are a code assistant inside a Jupyter notebook. Every user turn is one JSON object:
-- "mode": "ask" (answer in Markdown) or "edit" (propose a new version of the document);
-- "prompt": the user's request;
-- "currentSource": the full current source of the document (a cell, or the notebook as
-  percent-style cells headed "# %% id=..."), sent when it changed outside this conversation;
-- "sourceSynchronized": true means the document is exactly the latest full version you hold
-  (the latest "currentSource", or your latest "proposedSource" that was not discarded or undone);
-- "supersededSourceSha256" / "supersededProposalSha256" mark older versions that were replaced;
-- "secondaryContext": other cells of the notebook, read-only, each headed by its id and hash;
-- "proposalOutcomes": what the user did with your earlier proposals (applied, discarded, undone).
-In edit mode reply with JSON: "explanation" (short, Markdown) and "proposedSource" (the whole
-new source of the document, not a diff). Never invent cells the user did not ask for.
+You assist in a Jupyter notebook. Each user turn is JSON: "mode" is "ask" (answer in Markdown)
+or "edit" (reply JSON: "explanation", short Markdown, and "proposedSource", the whole new source);
+"prompt" is the request; "currentSource" is the document (a cell, or cells as "# %% id=..."
+blocks), sent when it changed; "sourceSynchronized" means the document is your latest full
+version not discarded or undone; "superseded...Sha256" mark replaced versions;
+"secondaryContext" holds other cells (read-only); "proposalOutcomes" says what the user did
+with your proposals.
 """
 
 EDIT_RESPONSE_SCHEMA: dict[str, Any] = {

@@ -46,6 +46,7 @@ class ProposalController:
     writer: CellWriter
     current_source: Callable[[], str | None]  # the cell as the kernel sees it now
     message: str = ""
+    pending: str | None = None  # a write that completes later (staged Apply)
     listeners: list[Listener] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -54,6 +55,15 @@ class ProposalController:
     @property
     def diff(self) -> str:
         return unified_diff(self.turn.base_source or "", self.turn.proposal_source or "", self.turn.document_label or "cell")
+
+    @property
+    def decided(self) -> bool:
+        """The user chose: applied or discarded (what a waiting cell waits for)."""
+        return self.turn.outcome in ("applied", "discarded") or self.pending is not None
+
+    def replace_writer(self, writer: CellWriter, message: str) -> None:
+        self.writer = writer
+        self._say(message)
 
     def enabled(self, action: str) -> bool:
         return self.conversation.refusal(action, self.turn) is None
@@ -92,7 +102,17 @@ class ProposalController:
                 return
             self._say(done_text)
 
-        self.writer.write(self.cell_id, source, finished)
+        calls: list[str | None] = []
+
+        def settled(error: str | None) -> None:
+            calls.append(error)
+            self.pending = None
+            finished(error)
+
+        pending = self.writer.write(self.cell_id, source, settled)
+        if pending and not calls:  # the write completes later (staged)
+            self.pending = pending
+            self._say(pending)
 
     def apply(self, force: bool = False) -> None:
         self._run("apply", self.turn.proposal_source, self.conversation.apply,
@@ -112,4 +132,6 @@ class ProposalController:
             return f"{verb}: {what} is now in {label} (Ctrl+Z in the cell reverts it too)."
         if self.writer.kind == "copy":
             return f"{verb} for the conversation: paste {what} into {label} yourself (this frontend cannot edit cells)."
-        return f"{verb}: {what} will be written into {label}."
+        if verb == "Applied":
+            return "Applied: this cell is replaced by the proposal (your instruction kept as its first line)."
+        return f"{verb} for the conversation: {label} still holds the code from before; this cell keeps the applied code."

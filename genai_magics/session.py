@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
+from .cell_writer import strip_applied_marker
 from .cells import Cell, Document, is_genai_magic
 from .context import ContextPiece, secondary_context, serialize_cells
 from .conversation import Conversation, Mode, StateMode, Turn, TurnPlan, Usage
@@ -154,7 +155,8 @@ class Session:
                 raise UserError(f"--cell {req.cell}: that is a {target.cell_type} cell; only code cells can be the document")
             if is_genai_magic(target.source):
                 raise UserError(f"--cell {req.cell}: that is a genai magic cell, not code to work on")
-            doc = Document.of_cell(target)
+            # A cell Apply wrote in a running-cell frontend starts with the instruction line.
+            doc = Document(key=target.id, label=target.label, source=strip_applied_marker(target.source))
         size = len(doc.source.encode("utf-8", "surrogatepass"))
         if size > settings.max_document_bytes:
             raise UserError(

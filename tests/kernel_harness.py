@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import queue
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,6 +61,7 @@ class Kernel:
         self.kc.wait_for_ready(timeout=60)
         self.models: dict[str, dict[str, Any]] = {}  # widget comm id -> state
         self.comm_messages: list[dict[str, Any]] = []  # every comm message from the kernel
+        self._pending: dict[str, list[dict[str, Any]]] = {}  # running cells' iopub so far
 
     def close(self) -> None:
         self.kc.stop_channels()
@@ -73,7 +75,10 @@ class Kernel:
             except queue.Empty:
                 raise TimeoutError(f"no idle from the kernel within {timeout} s") from None
             self._track(msg)
-            if msg["parent_header"].get("msg_id") != msg_id:
+            parent = msg["parent_header"].get("msg_id")
+            if parent != msg_id:
+                if parent in self._pending:
+                    self._pending[parent].append(msg)
                 continue
             if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
                 return messages
@@ -93,27 +98,59 @@ class Kernel:
                 self.models[content["comm_id"]].update(data.get("state", {}))
 
     def run(self, source: str, cell_id: str | None = None, timeout: float = 60) -> Run:
+        return self.finish(self.start(source, cell_id), timeout)
+
+    def start(self, source: str, cell_id: str | None = None) -> str:
+        """Send an execute request without waiting for it (the cell keeps running)."""
         cell_id = cell_id or f"cell-{uuid.uuid4().hex[:8]}"
         content = {"code": source, "silent": False, "store_history": True,
                    "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}
         msg = self.kc.session.msg("execute_request", content, metadata={"cellId": cell_id})
         self.kc.shell_channel.send(msg)
-        messages = self._collect(msg["header"]["msg_id"], timeout)
+        self._pending[msg["header"]["msg_id"]] = []
+        return msg["header"]["msg_id"]
+
+    def finish(self, msg_id: str, timeout: float = 60) -> Run:
+        messages = self._pending.pop(msg_id) + self._collect(msg_id, timeout)
         reply = self.kc.get_shell_msg(timeout=timeout)
-        while reply["parent_header"].get("msg_id") != msg["header"]["msg_id"]:
+        while reply["parent_header"].get("msg_id") != msg_id:
             reply = self.kc.get_shell_msg(timeout=timeout)
         return Run(reply=reply, messages=messages)
+
+    def wait_until(self, predicate, msg_id: str, timeout: float = 60) -> None:
+        """Pump iopub of a running cell until ``predicate(self)`` holds."""
+        deadline = time.monotonic() + timeout
+        while not predicate(self):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"condition not met within {timeout} s")
+            try:
+                msg = self.kc.get_iopub_msg(timeout=1)
+            except queue.Empty:
+                continue
+            self._track(msg)
+            if msg["parent_header"].get("msg_id") == msg_id:
+                self._pending[msg_id].append(msg)
+
+    def wait_for_button(self, description: str, msg_id: str, timeout: float = 60) -> str:
+        self.wait_until(lambda k: k.buttons(description), msg_id, timeout)
+        return self.buttons(description)[-1]
 
     def buttons(self, description: str) -> list[str]:
         return [cid for cid, s in self.models.items()
                 if s.get("_model_name") == "ButtonModel" and s.get("description") == description]
 
-    def click(self, description: str, index: int = -1, timeout: float = 30) -> Run:
-        """Click the button (the most recent one by default) as a browser does."""
+    def click(self, description: str, index: int = -1, timeout: float = 30, wait: bool = True) -> Run:
+        """Click the button (the most recent one by default) as a browser does.
+
+        ``wait=False`` while a cell is running: the kernel handles the click
+        inside that cell's execution, so the cell's reply is what to wait for.
+        """
         comm_id = self.buttons(description)[index]
         data = {"method": "custom", "content": {"event": "click"}}
         msg = self.kc.session.msg("comm_msg", {"comm_id": comm_id, "data": data})
         self.kc.shell_channel.send(msg)
+        if not wait:
+            return Run(reply={})
         return Run(reply={}, messages=self._collect(msg["header"]["msg_id"], timeout))
 
     def state(self, comm_id: str) -> dict[str, Any]:

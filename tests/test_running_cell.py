@@ -1,0 +1,56 @@
+"""VS Code style frontends: only the running cell can be written, in its execute reply."""
+from __future__ import annotations
+
+from wire import api_requests, current_payload
+
+CELL_A = "def parse(s):\n    return int(s)\n"
+NB = "vscode-notebook-cell:/home/u/work/nb.ipynb#"
+
+
+def next_input(run):
+    payloads = run.reply["content"].get("payload", [])
+    return [p for p in payloads if p.get("source") == "set_next_input"]
+
+
+def test_apply_while_the_magic_cell_waits_replaces_it_in_the_execute_reply(kernel, stub):
+    kernel.run(CELL_A, cell_id=NB + "W1sZmlsZQ==")
+    msg_id = kernel.start("%%gemini_edit\nAdd input validation.", cell_id=NB + "W2sZmlsZQ==")
+    kernel.wait_for_button("Apply", msg_id)
+    # said before the click:
+    kernel.wait_until(lambda k: any("Apply replaces this magic cell" in v for v in k.html_values()), msg_id)
+    kernel.click("Apply", wait=False)
+    run = kernel.finish(msg_id)
+    (payload,) = next_input(run)
+    assert payload["replace"] is True
+    assert payload["text"].startswith("# gemini_edit: Add input validation.\n# stub edit")
+    assert payload["text"].endswith(CELL_A)
+    assert any("Applied: this cell is replaced by the proposal" in v for v in kernel.html_values())
+    # the applied cell is now the conversation's code: the follow-up is synchronized
+    kernel.run("%%gemini_ask\nWhy?", cell_id=NB + "W3sZmlsZQ==")
+    ask = current_payload(api_requests(stub)[-1])
+    assert ask.get("sourceSynchronized") is True and "currentSource" not in ask
+
+
+def test_discard_releases_the_cell_without_writing(kernel, stub):
+    kernel.run(CELL_A, cell_id=NB + "A")
+    msg_id = kernel.start("%%gemini_edit\nAdd input validation.", cell_id=NB + "B")
+    kernel.wait_for_button("Discard", msg_id)
+    kernel.click("Discard", wait=False)
+    run = kernel.finish(msg_id)
+    assert next_input(run) == []
+
+
+def test_no_choice_in_time_stages_apply_for_the_next_run(kernel, stub):
+    kernel.run("%config GeminiMagics.apply_wait = 1.0", cell_id="cfg")
+    kernel.run(CELL_A, cell_id=NB + "A")
+    first = kernel.run("%%gemini_edit\nAdd input validation.", cell_id=NB + "B")
+    assert next_input(first) == []
+    assert any("Apply is now staged" in v for v in kernel.html_values())
+    kernel.click("Apply")
+    assert any("Apply staged: run this cell again" in v for v in kernel.html_values())
+    sent_before = len(api_requests(stub))
+    again = kernel.run("%%gemini_edit\nAdd input validation.", cell_id=NB + "B")
+    (payload,) = next_input(again)
+    assert payload["replace"] is True and payload["text"].endswith(CELL_A)
+    assert len(api_requests(stub)) == sent_before, "a staged Apply sends no new request"
+    assert any("Applied: this cell is replaced by the proposal" in v for v in kernel.html_values())
