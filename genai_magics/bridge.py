@@ -1,0 +1,450 @@
+"""The kernel side of the live bridge (the ``genai-magics-bridge`` labextension).
+
+The frontend extension registers the comm target ``genai_magics.bridge`` on
+every notebook's kernel; :meth:`Bridge.attach` opens the comm from the kernel.
+From then on the frontend pushes snapshots of the live notebook model (cell
+ids, types, sources, order; unsaved and unrun edits included) right before
+each execute request, and answers requests to edit cells.
+
+Protocol version 1, frontend -> kernel::
+
+    {"type": "snapshot", "version": 1, "full": bool, "seq": int, "path": str,
+     "order": [ids],            # when full or when the order changed
+     "cells": [{"id", "cell_type", "source"}],  # all when full, else changed ones
+     "removed": [ids], "executing": id?}
+    {"type": "reply", "request_id": n, "ok": true, "cell_id": id?}
+    {"type": "reply", "request_id": n, "ok": false, "error": "unknown cell id ..."}
+
+kernel -> frontend::
+
+    {"type": "request", "request_id": n, "op": "set_source", "cell_id", "source"}
+    {"type": "request", "request_id": n, "op": "insert_cell", "after_id", "cell_id",
+     "source", "cell_type"}
+    {"type": "request", "request_id": n, "op": "delete_cell", "cell_id"}
+    {"type": "resync"}          # please send a full snapshot
+
+Ordering: ipykernel >= 7.4 routes a comm's incoming messages to the thread
+(subshell) that last sent on that comm, and JupyterLab 4.6 sends comm messages
+on subshells by default. A snapshot handled on a subshell can race the execute
+request it precedes. The frontend sends everything on the main shell, and
+this module routes every snapshot of its comm to the main shell, so the
+snapshot is applied before the cell it precedes runs. Replies go back to the
+thread that sent the request. When a snapshot is late all the same,
+:meth:`Bridge.is_fresh_for` says so and the caller falls back to the kernel's
+record of executed cells.
+
+Without the frontend extension nothing breaks: the comm is closed by
+JupyterLab or ignored by nbclient, and :attr:`Bridge.connected` stays False.
+"""
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from typing import Any, Callable
+
+from .cell_writer import Done
+from .cells import Cell, is_genai_magic
+
+TARGET_NAME = "genai_magics.bridge"
+PROTOCOL_VERSION = 1
+DEFAULT_TIMEOUT = 10.0
+
+_CELL_TYPES = ("code", "markdown", "raw")
+_NOT_CONNECTED = (
+    "no live notebook frontend is connected (the genai-magics-bridge JupyterLab "
+    "extension has not answered in this kernel)"
+)
+
+
+def _new_cell_id() -> str:
+    """An nbformat 4.5 cell id (1-64 of [a-zA-Z0-9-_])."""
+    return secrets.token_hex(4) + "-" + secrets.token_hex(2) + "-gm"
+
+
+class Bridge:
+    """What the live notebook holds, pushed by the frontend; edits on request."""
+
+    description = "live notebook (bridge)"
+
+    def __init__(self, shell: Any = None, timeout: float = DEFAULT_TIMEOUT):
+        self.shell = shell
+        self.timeout = float(timeout)
+        self.connected = False  # a snapshot has arrived on the current comm
+        self.writer = LiveWriter(self)
+        self._lock = threading.RLock()
+        self._comm: Any = None
+        self._cells: dict[str, Cell] = {}
+        self._order: list[str] = []
+        self._path: str | None = None
+        self._seq: int | None = None
+        self._executing: str | None = None
+        self._snapshot_count = 0
+        self._last_snapshot_at: float | None = None
+        self._next_request = 0
+        self._pending: dict[int, tuple[dict, Done, threading.Timer | None]] = {}
+        self._reply_routes: dict[int, str | None] = {}
+        self._closed = False
+
+    # ------------------------------------------------------------------ setup
+    @classmethod
+    def attach(cls, shell: Any, timeout: float = DEFAULT_TIMEOUT) -> "Bridge":
+        """The bridge of this shell, its comm opened (idempotent per shell).
+
+        Called again after the frontend closed the comm (notebook closed, page
+        gone), it opens a new one.
+        """
+        bridge = getattr(shell, "_genai_magics_bridge", None) if shell is not None else None
+        if not isinstance(bridge, Bridge) or bridge._closed:
+            bridge = cls(shell, timeout=timeout)
+            if shell is not None:
+                try:
+                    shell._genai_magics_bridge = bridge
+                except AttributeError:
+                    pass
+        if bridge._comm is None:
+            bridge._open()
+        return bridge
+
+    def _open(self) -> None:
+        try:
+            from comm import create_comm
+        except ImportError:  # no comm package: a terminal IPython without widgets
+            return
+        try:
+            comm = create_comm(target_name=TARGET_NAME, data={"version": PROTOCOL_VERSION})
+        except Exception:
+            return  # not in a kernel: no frontend to talk to
+        with self._lock:
+            self._comm = comm
+            self._reset_view()
+        self._install_routing(comm)
+        comm.on_msg(self._on_msg)
+        comm.on_close(self._on_close)
+
+    def _install_routing(self, comm: Any) -> None:
+        """Snapshots to the main shell, replies to the thread that asked (ipykernel >= 7.4)."""
+        original = getattr(comm, "_reply_subshell_for", None)
+        if original is None:
+            return  # older ipykernel: messages go where their header says (the main shell)
+
+        def route(data: Any, default: Any) -> Any:
+            if isinstance(data, dict):
+                kind = data.get("type")
+                if kind == "snapshot":
+                    return None
+                if kind == "reply":
+                    with self._lock:
+                        sid = self._reply_routes.pop(data.get("request_id"), None)
+                    return sid if self._subshell_exists(sid) else None
+            return None
+
+        comm._reply_subshell_for = route
+
+    def _subshell_exists(self, subshell_id: str | None) -> bool:
+        if subshell_id is None:
+            return True
+        try:
+            kernel = self.shell.kernel
+            kernel.shell_channel_thread.manager.get_shell_channel_to_subshell_socket(subshell_id)
+            return True
+        except Exception:
+            return False
+
+    def _current_subshell(self) -> str | None:
+        try:
+            parent = self.shell.kernel.get_parent()
+            return (parent.get("header") or {}).get("subshell_id")
+        except Exception:
+            return None
+
+    def _reset_view(self) -> None:
+        self.connected = False
+        self._cells = {}
+        self._order = []
+        self._seq = None
+        self._executing = None
+
+    def close(self) -> None:
+        """Close the comm and fail pending requests; the view forgets the notebook."""
+        with self._lock:
+            comm, self._comm = self._comm, None
+            self._closed = True
+            self._reset_view()
+        self._fail_pending("the bridge was closed")
+        if comm is not None:
+            try:
+                comm.close()
+            except Exception:
+                pass
+        if self.shell is not None and getattr(self.shell, "_genai_magics_bridge", None) is self:
+            try:
+                del self.shell._genai_magics_bridge
+            except AttributeError:
+                pass
+
+    # ------------------------------------------------------------ the view
+    def cells(self) -> list[Cell]:
+        """Cells in live notebook order."""
+        with self._lock:
+            return [self._cells[i] for i in self._order if i in self._cells]
+
+    def cell(self, cell_id: str) -> Cell | None:
+        with self._lock:
+            return self._cells.get(cell_id)
+
+    def cell_above(self, cell_id: str) -> Cell | None:
+        """The nearest code cell above ``cell_id`` that is not a genai magic cell."""
+        with self._lock:
+            if cell_id not in self._cells or cell_id not in self._order:
+                return None
+            index = self._order.index(cell_id)
+            for other in reversed(self._order[:index]):
+                cell = self._cells.get(other)
+                if cell is not None and cell.cell_type == "code" and not is_genai_magic(cell.source):
+                    return cell
+        return None
+
+    def is_fresh_for(self, cell_id: str, running_source: str) -> bool:
+        """Whether the snapshot has ``cell_id`` holding exactly ``running_source``.
+
+        False means the view may be stale (no snapshot, or one that arrived
+        late): fall back to the kernel's record of executed cells.
+        """
+        with self._lock:
+            if not self.connected:
+                return False
+            cell = self._cells.get(cell_id)
+            return cell is not None and cell.source == running_source
+
+    def path(self) -> str | None:
+        with self._lock:
+            return self._path
+
+    @property
+    def executing(self) -> str | None:
+        """The cell id the last snapshot said was about to run (None if not said)."""
+        with self._lock:
+            return self._executing
+
+    @property
+    def snapshot_count(self) -> int:
+        with self._lock:
+            return self._snapshot_count
+
+    def status(self) -> str:
+        """One line for ``%gemini status``."""
+        with self._lock:
+            if self._comm is None:
+                return "live bridge: no comm (not in a kernel, or closed)"
+            if not self.connected:
+                return "live bridge: comm open, no snapshot from the notebook yet (extension missing?)"
+            return f"live bridge: {len(self._order)} cells of {self._path or 'the notebook'}, snapshot #{self._seq}"
+
+    # ------------------------------------------------------- incoming messages
+    def _on_msg(self, msg: dict) -> None:
+        data = (msg.get("content") or {}).get("data") or {}
+        if not isinstance(data, dict):
+            return
+        kind = data.get("type")
+        if kind == "snapshot":
+            self._on_snapshot(data)
+        elif kind == "reply":
+            self._on_reply(data)
+
+    def _on_snapshot(self, data: dict) -> None:
+        if data.get("version", PROTOCOL_VERSION) != PROTOCOL_VERSION:
+            return
+        full = bool(data.get("full"))
+        seq = data.get("seq")
+        need_resync = False
+        with self._lock:
+            if not full and self._seq is None:
+                need_resync = True  # a delta without a base: ask for everything
+            else:
+                if not full and isinstance(seq, int) and seq != self._seq + 1:
+                    need_resync = True  # a gap: apply what we have, then ask for everything
+                if full:
+                    self._cells = {}
+                    self._order = []
+                for raw in data.get("cells") or ():
+                    cell = _cell_from(raw)
+                    if cell is not None:
+                        self._cells[cell.id] = cell
+                for removed in data.get("removed") or ():
+                    self._cells.pop(removed, None)
+                order = data.get("order")
+                if isinstance(order, list):
+                    self._order = [i for i in order if isinstance(i, str)]
+                elif full:
+                    self._order = list(self._cells)
+                else:
+                    removed_ids = set(data.get("removed") or ())
+                    self._order = [i for i in self._order if i not in removed_ids]
+                    self._order += [i for i in self._cells if i not in self._order]
+                self._seq = seq if isinstance(seq, int) else (self._seq or 0) + 1
+                if isinstance(data.get("path"), str):
+                    self._path = data["path"]
+                self._executing = data.get("executing") if isinstance(data.get("executing"), str) else None
+                self._snapshot_count += 1
+                self._last_snapshot_at = time.monotonic()
+                self.connected = True
+        if need_resync:
+            self._send({"type": "resync"})
+
+    def _on_reply(self, data: dict) -> None:
+        request_id = data.get("request_id")
+        with self._lock:
+            entry = self._pending.pop(request_id, None)
+        if entry is None:
+            return  # late (timed out) or answered already (a second tab)
+        request, done, timer = entry
+        if timer is not None:
+            timer.cancel()
+        if data.get("ok"):
+            self._after_ok(request, data)
+            done(None)
+        else:
+            done(str(data.get("error") or "the notebook frontend refused the edit"))
+
+    def _after_ok(self, request: dict, data: dict) -> None:
+        """Keep the view in step with an edit the frontend confirmed."""
+        op = request.get("op")
+        with self._lock:
+            if op == "set_source":
+                old = self._cells.get(request.get("cell_id"))
+                if old is not None:
+                    self._cells[old.id] = Cell(old.id, request.get("source", ""), old.cell_type)
+            elif op == "insert_cell":
+                new_id = data.get("cell_id") or request.get("cell_id")
+                if isinstance(new_id, str) and new_id not in self._cells:
+                    ctype = request.get("cell_type", "code")
+                    self._cells[new_id] = Cell(new_id, request.get("source", ""), ctype if ctype in _CELL_TYPES else "code")
+                    after = request.get("after_id")
+                    index = self._order.index(after) + 1 if after in self._order else 0
+                    self._order.insert(index, new_id)
+            elif op == "delete_cell":
+                cell_id = request.get("cell_id")
+                self._cells.pop(cell_id, None)
+                if cell_id in self._order:
+                    self._order.remove(cell_id)
+
+    def _on_close(self, msg: dict) -> None:
+        with self._lock:
+            self._comm = None
+            self._reset_view()
+        self._fail_pending("the notebook was closed (the frontend closed the bridge)")
+
+    # ------------------------------------------------------------- requests
+    def _send(self, data: dict) -> bool:
+        with self._lock:
+            comm = self._comm
+        if comm is None:
+            return False
+        try:
+            comm.send(data)
+            return True
+        except Exception:
+            return False
+
+    def _request(self, op: str, fields: dict, done: Done) -> None:
+        with self._lock:
+            if self._comm is None or not self.connected:
+                error: str | None = _NOT_CONNECTED
+            else:
+                error = None
+                self._next_request += 1
+                request_id = self._next_request
+                timer = threading.Timer(self.timeout, self._on_timeout, args=(request_id,))
+                timer.daemon = True
+                request = {"type": "request", "request_id": request_id, "op": op, **fields}
+                self._pending[request_id] = (request, done, timer)
+                self._reply_routes[request_id] = self._current_subshell()
+        if error is not None:
+            done(error)
+            return
+        timer.start()
+        if not self._send(request):
+            with self._lock:
+                entry = self._pending.pop(request_id, None)
+                self._reply_routes.pop(request_id, None)
+            if entry is not None:
+                timer.cancel()
+                done("could not send the request to the notebook frontend (comm closed)")
+
+    def _on_timeout(self, request_id: int) -> None:
+        with self._lock:
+            entry = self._pending.pop(request_id, None)
+            self._reply_routes.pop(request_id, None)
+        if entry is None:
+            return
+        request, done, _ = entry
+        message = (
+            f"no reply from the notebook frontend within {self.timeout:g} s ({request['op']}); "
+            "is the notebook still open in JupyterLab?"
+        )
+        self._call_soon(done, message)
+
+    def _call_soon(self, func: Callable, *args: Any) -> None:
+        """Run on the kernel's main event loop when there is one (thread-safe)."""
+        loop = getattr(getattr(self.shell, "kernel", None), "io_loop", None)
+        if loop is not None:
+            try:
+                loop.add_callback(func, *args)
+                return
+            except Exception:
+                pass
+        func(*args)
+
+    def _fail_pending(self, error: str) -> None:
+        with self._lock:
+            pending, self._pending = self._pending, {}
+            self._reply_routes.clear()
+        for _request, done, timer in pending.values():
+            if timer is not None:
+                timer.cancel()
+            done(error)
+
+    def set_source(self, cell_id: str, source: str, done: Done) -> None:
+        self._request("set_source", {"cell_id": cell_id, "source": source}, done)
+
+    def insert_cell(self, after_id: str | None, source: str, cell_type: str, done: Done) -> str:
+        """Insert a cell after ``after_id`` (None: at the top). Returns the new cell's id."""
+        new_id = _new_cell_id()
+        self._request(
+            "insert_cell",
+            {"after_id": after_id, "cell_id": new_id, "source": source, "cell_type": cell_type},
+            done,
+        )
+        return new_id
+
+    def delete_cell(self, cell_id: str, done: Done) -> None:
+        self._request("delete_cell", {"cell_id": cell_id}, done)
+
+
+class LiveWriter:
+    """Apply writes into the cell in the live notebook, through the bridge."""
+
+    kind = "live"
+
+    def __init__(self, bridge: Bridge):
+        self.bridge = bridge
+
+    def describe_apply(self) -> str:
+        return "Apply writes the proposal into the cell in the notebook (one Ctrl+Z step undoes it there)."
+
+    def write(self, cell_id: str, source: str, done: Done) -> str | None:
+        """Send set_source; ``done`` is called when the frontend's reply arrives (never blocks)."""
+        self.bridge.set_source(cell_id, source, done)
+        return None
+
+
+def _cell_from(raw: Any) -> Cell | None:
+    if not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
+        return None
+    source = raw.get("source", "")
+    if isinstance(source, list):
+        source = "".join(source)
+    ctype = raw.get("cell_type", "code")
+    return Cell(raw["id"], source if isinstance(source, str) else "", ctype if ctype in _CELL_TYPES else "raw")
+

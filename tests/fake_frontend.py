@@ -1,0 +1,450 @@
+"""A fake notebook frontend on jupyter_client that speaks the live-bridge protocol.
+
+It starts a real ipykernel and drives it the way JupyterLab with the
+``genai-magics-bridge`` extension does:
+
+- it keeps an in-memory notebook (ids, types, sources, order);
+- it registers the comm target ``genai_magics.bridge``: when the kernel opens
+  that comm (iopub ``comm_open``), it pushes a full snapshot;
+- before each ``execute_request`` it pushes a snapshot of the cells that
+  changed, as a shell ``comm_msg`` with no subshell id (the extension's
+  behaviour), then sends the execute request with ``metadata.cellId``;
+- it answers ``set_source`` / ``insert_cell`` / ``delete_cell`` requests by
+  editing its notebook and replying ``ok`` or an error;
+- it tracks ipywidgets models (``jupyter.widget`` comm_open / comm_msg) so a
+  test can click a button with :meth:`FakeFrontend.click`.
+
+Single-threaded: iopub is read only inside the calls (``execute``,
+``comm_msg``, ``pump``), so everything happens in a predictable order.
+
+Usage::
+
+    with FakeFrontend(cells=[("a", "x = 1"), ("m", "%%gemini_edit\\n...")]) as ff:
+        ff.execute_code("from genai_magics.bridge import Bridge; Bridge.attach(get_ipython())")
+        ff.edit("a", "x = 2")            # a hand edit, not run
+        run = ff.execute("m")           # snapshot with the edit goes first
+        run.stdout, run.reply, ff.requests_received, ff.widget_models
+"""
+from __future__ import annotations
+
+import os
+import queue
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from jupyter_client.manager import KernelManager
+
+TARGET = "genai_magics.bridge"
+WIDGET_TARGET = "jupyter.widget"
+
+
+@dataclass
+class FakeCell:
+    id: str
+    source: str
+    cell_type: str = "code"
+
+    def as_dict(self) -> dict[str, str]:
+        return {"id": self.id, "cell_type": self.cell_type, "source": self.source}
+
+
+@dataclass
+class Run:
+    """What one execute produced."""
+
+    cell_id: str | None
+    reply: dict[str, Any]
+    messages: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        return self.reply["content"]["status"]
+
+    @property
+    def stdout(self) -> str:
+        return "".join(m["content"]["text"] for m in self.messages
+                       if m["msg_type"] == "stream" and m["content"]["name"] == "stdout")
+
+    @property
+    def stderr(self) -> str:
+        return "".join(m["content"]["text"] for m in self.messages
+                       if m["msg_type"] == "stream" and m["content"]["name"] == "stderr")
+
+    @property
+    def outputs(self) -> list[dict[str, Any]]:
+        kinds = ("stream", "display_data", "update_display_data", "execute_result", "error")
+        return [m for m in self.messages if m["msg_type"] in kinds]
+
+    @property
+    def error(self) -> str | None:
+        errs = [m for m in self.messages if m["msg_type"] == "error"]
+        if not errs:
+            return None
+        return "\n".join(errs[-1]["content"]["traceback"])
+
+    @property
+    def widget_model_ids(self) -> list[str]:
+        ids = []
+        for m in self.messages:
+            if m["msg_type"] in ("display_data", "execute_result"):
+                view = m["content"]["data"].get("application/vnd.jupyter.widget-view+json")
+                if view:
+                    ids.append(view["model_id"])
+        return ids
+
+
+class FakeFrontend:
+    """A notebook frontend with the live-bridge extension, on a real kernel."""
+
+    def __init__(
+        self,
+        cells: Iterable[tuple[str, str] | tuple[str, str, str] | FakeCell] = (),
+        *,
+        bridge: bool = True,
+        close_unknown_comms: bool = False,
+        comm_subshell: bool = False,
+        push_before_execute: bool = True,
+        path: str = "fake.ipynb",
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        timeout: float = 60.0,
+    ):
+        """
+        bridge: register the ``genai_magics.bridge`` target (False: a frontend
+            without the extension).
+        close_unknown_comms: answer a comm_open for an unregistered target with
+            comm_close, as JupyterLab does (False: ignore it, as nbclient does).
+        comm_subshell: send bridge comm messages on a kernel subshell, as
+            JupyterLab 4.6 does for comms by default (the ordering trap).
+        push_before_execute: push a snapshot before each execute request.
+        """
+        self.notebook: list[FakeCell] = [self._as_cell(c) for c in cells]
+        self.bridge = bridge
+        self.close_unknown_comms = close_unknown_comms
+        self.comm_subshell = comm_subshell
+        self.push_before_execute = push_before_execute
+        self.path = path
+        self.timeout = timeout
+        self.requests_received: list[dict[str, Any]] = []  # bridge requests from the kernel
+        self.snapshots_sent: list[dict[str, Any]] = []
+        self.widget_models: dict[str, dict[str, Any]] = {}  # widget model id -> state
+        self.comm_messages: list[dict[str, Any]] = []  # every comm_open/msg/close from the kernel
+        self.bridge_comm_id: str | None = None
+        self.refuse_requests: str | None = None  # set to an error text to refuse every request
+        self.answer_requests = True  # False: never reply (to test timeouts)
+        self._sent: dict[str, FakeCell] | None = None
+        self._sent_order: list[str] = []
+        self._seq = 0
+        self._subshell_id: str | None = None
+        self._orphans: dict[str, list[dict[str, Any]]] = {}
+
+        self.km = KernelManager(kernel_name="python3")
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        self.km.start_kernel(env=full_env, cwd=cwd)
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=timeout)
+
+    # ------------------------------------------------------------ lifecycle
+    def __enter__(self) -> "FakeFrontend":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        try:
+            self.kc.stop_channels()
+        finally:
+            self.km.shutdown_kernel(now=True)
+
+    def restart(self) -> None:
+        """Restart the kernel: the comm and the widget models are gone."""
+        self.km.restart_kernel(now=True)
+        self.kc.wait_for_ready(timeout=self.timeout)
+        self.bridge_comm_id = None
+        self._sent = None
+        self._subshell_id = None
+        self.widget_models.clear()
+        self.pump(0.3)
+
+    # ------------------------------------------------------------- notebook
+    @staticmethod
+    def _as_cell(c: Any) -> FakeCell:
+        if isinstance(c, FakeCell):
+            return c
+        return FakeCell(*c)
+
+    @property
+    def cells(self) -> list[FakeCell]:
+        return list(self.notebook)
+
+    def cell(self, cell_id: str) -> FakeCell:
+        for c in self.notebook:
+            if c.id == cell_id:
+                return c
+        raise KeyError(cell_id)
+
+    def source(self, cell_id: str) -> str:
+        return self.cell(cell_id).source
+
+    def edit(self, cell_id: str, source: str) -> None:
+        """A hand edit in the notebook, not run (and not pushed until the next execute)."""
+        self.cell(cell_id).source = source
+
+    def add_cell(self, cell_id: str, source: str, cell_type: str = "code", after: str | None = None) -> FakeCell:
+        cell = FakeCell(cell_id, source, cell_type)
+        if after is None:
+            self.notebook.append(cell)
+        else:
+            self.notebook.insert(self._index(after) + 1, cell)
+        return cell
+
+    def remove_cell(self, cell_id: str) -> None:
+        self.notebook.pop(self._index(cell_id))
+
+    def move_cell(self, cell_id: str, to_index: int) -> None:
+        cell = self.notebook.pop(self._index(cell_id))
+        self.notebook.insert(to_index, cell)
+
+    def _index(self, cell_id: str) -> int:
+        for i, c in enumerate(self.notebook):
+            if c.id == cell_id:
+                return i
+        raise KeyError(cell_id)
+
+    # ------------------------------------------------------------- sending
+    def _send_shell(self, msg_type: str, content: dict, metadata: dict | None = None,
+                    subshell_id: str | None = None) -> str:
+        msg = self.kc.session.msg(msg_type, content, metadata=metadata or {})
+        if subshell_id is not None:
+            msg["header"]["subshell_id"] = subshell_id
+        self.kc.shell_channel.send(msg)
+        return msg["header"]["msg_id"]
+
+    def create_subshell(self) -> str:
+        msg = self.kc.session.msg("create_subshell_request", {})
+        self.kc.control_channel.send(msg)
+        deadline = time.monotonic() + self.timeout
+        while True:
+            reply = self.kc.get_control_msg(timeout=max(0.1, deadline - time.monotonic()))
+            if reply["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
+                return reply["content"]["subshell_id"]
+
+    def _bridge_subshell(self) -> str | None:
+        if not self.comm_subshell:
+            return None
+        if self._subshell_id is None:
+            self._subshell_id = self.create_subshell()
+        return self._subshell_id
+
+    def comm_msg(self, comm_id: str, data: dict, *, subshell_id: str | None = None,
+                 wait: bool = True) -> str:
+        """Send a comm_msg on the shell; with ``wait``, pump iopub until the kernel handled it."""
+        msg_id = self._send_shell("comm_msg", {"comm_id": comm_id, "data": data}, subshell_id=subshell_id)
+        if wait:
+            self._wait_idle(msg_id)
+        return msg_id
+
+    def click(self, model_id: str, *, subshell_id: str | None = None, wait: bool = True) -> str:
+        """Click an ipywidgets Button the way the browser does."""
+        return self.comm_msg(model_id, {"method": "custom", "content": {"event": "click"}},
+                             subshell_id=subshell_id, wait=wait)
+
+    def buttons(self) -> dict[str, str]:
+        """Button description -> model id, for the widget models seen so far."""
+        return {
+            s.get("description", ""): mid
+            for mid, s in self.widget_models.items()
+            if s.get("_model_name") == "ButtonModel"
+        }
+
+    def push_snapshot(self, full: bool = False, executing: str | None = None) -> dict | None:
+        """Send the cells that changed since the last push (everything when ``full``)."""
+        if self.bridge_comm_id is None:
+            return None
+        order = [c.id for c in self.notebook]
+        data: dict[str, Any] = {"type": "snapshot", "version": 1, "path": self.path}
+        if full or self._sent is None:
+            data.update(full=True, order=order, cells=[c.as_dict() for c in self.notebook], removed=[])
+        else:
+            changed = [c.as_dict() for c in self.notebook
+                       if c.id not in self._sent
+                       or self._sent[c.id].source != c.source
+                       or self._sent[c.id].cell_type != c.cell_type]
+            removed = [i for i in self._sent if i not in order]
+            data.update(full=False, cells=changed, removed=removed)
+            if order != self._sent_order:
+                data["order"] = order
+        self._seq += 1
+        data["seq"] = self._seq
+        if executing is not None:
+            data["executing"] = executing
+        self._send_shell("comm_msg", {"comm_id": self.bridge_comm_id, "data": data},
+                         subshell_id=self._bridge_subshell())
+        self._sent = {c.id: FakeCell(c.id, c.source, c.cell_type) for c in self.notebook}
+        self._sent_order = order
+        self.snapshots_sent.append(data)
+        return data
+
+    # ------------------------------------------------------------- execute
+    def execute(self, cell_id: str, *, timeout: float | None = None) -> Run:
+        """Run a notebook cell as JupyterLab does: snapshot first, then the execute request."""
+        cell = self.cell(cell_id)
+        if self.push_before_execute:
+            self.push_snapshot(executing=cell_id)
+        return self._execute(cell.source, cell_id, timeout)
+
+    def execute_code(self, code: str, cell_id: str | None = None, *, timeout: float | None = None) -> Run:
+        """Run code that is not a notebook cell (no snapshot pushed)."""
+        return self._execute(code, cell_id or f"scratch-{uuid.uuid4().hex[:8]}", timeout)
+
+    def _execute(self, code: str, cell_id: str, timeout: float | None) -> Run:
+        content = {"code": code, "silent": False, "store_history": True,
+                   "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}
+        msg_id = self._send_shell("execute_request", content, metadata={"cellId": cell_id})
+        messages = self._wait_idle(msg_id, timeout)
+        reply = self._shell_reply(msg_id, timeout)
+        return Run(cell_id, reply, messages)
+
+    def _shell_reply(self, msg_id: str, timeout: float | None) -> dict:
+        deadline = time.monotonic() + (timeout or self.timeout)
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError("no execute_reply")
+            reply = self.kc.get_shell_msg(timeout=remaining)
+            if reply["parent_header"].get("msg_id") == msg_id:
+                return reply
+
+    def _wait_idle(self, msg_id: str, timeout: float | None = None) -> list[dict]:
+        """Handle iopub until the kernel is idle for ``msg_id``; return that parent's messages."""
+        deadline = time.monotonic() + (timeout or self.timeout)
+        mine = self._orphans.pop(msg_id, [])
+        if any(_is_idle(m) for m in mine):
+            return mine
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"kernel not idle for {msg_id} within the timeout")
+            try:
+                msg = self.kc.get_iopub_msg(timeout=remaining)
+            except queue.Empty:
+                continue
+            self._handle(msg)
+            parent = msg["parent_header"].get("msg_id")
+            if parent == msg_id:
+                mine.append(msg)
+                if _is_idle(msg):
+                    return mine
+            elif parent:
+                self._orphans.setdefault(parent, []).append(msg)
+                if len(self._orphans) > 200:
+                    self._orphans.pop(next(iter(self._orphans)))
+
+    def pump(self, duration: float = 0.2) -> list[dict]:
+        """Handle whatever iopub messages arrive within ``duration`` seconds."""
+        seen = []
+        deadline = time.monotonic() + duration
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return seen
+            try:
+                msg = self.kc.get_iopub_msg(timeout=remaining)
+            except queue.Empty:
+                return seen
+            self._handle(msg)
+            parent = msg["parent_header"].get("msg_id")
+            if parent:
+                self._orphans.setdefault(parent, []).append(msg)
+            seen.append(msg)
+
+    def pump_until(self, predicate, timeout: float = 10.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate():
+                return True
+            self.pump(0.05)
+        return predicate()
+
+    # ------------------------------------------------------------- iopub
+    def _handle(self, msg: dict) -> None:
+        kind = msg["msg_type"]
+        if kind not in ("comm_open", "comm_msg", "comm_close"):
+            return
+        self.comm_messages.append(msg)
+        content = msg["content"]
+        comm_id = content["comm_id"]
+        if kind == "comm_open":
+            target = content.get("target_name")
+            if target == TARGET and self.bridge:
+                self.bridge_comm_id = comm_id
+                self._sent = None
+                self.push_snapshot(full=True)
+            elif target == WIDGET_TARGET:
+                self.widget_models[comm_id] = dict(content["data"].get("state", {}))
+            elif self.close_unknown_comms:
+                self._send_shell("comm_close", {"comm_id": comm_id, "data": {}})
+        elif kind == "comm_msg":
+            data = content.get("data") or {}
+            if comm_id == self.bridge_comm_id:
+                self._on_bridge_msg(data)
+            elif comm_id in self.widget_models and data.get("method") in ("update", "echo_update"):
+                self.widget_models[comm_id].update(data.get("state", {}))
+        elif kind == "comm_close":
+            if comm_id == self.bridge_comm_id:
+                self.bridge_comm_id = None
+                self._sent = None
+            self.widget_models.pop(comm_id, None)
+
+    def _on_bridge_msg(self, data: dict) -> None:
+        if data.get("type") == "resync":
+            self.push_snapshot(full=True)
+            return
+        if data.get("type") != "request":
+            return
+        self.requests_received.append(data)
+        if not self.answer_requests:
+            return
+        reply: dict[str, Any] = {"type": "reply", "request_id": data.get("request_id"), "op": data.get("op")}
+        try:
+            if self.refuse_requests:
+                raise ValueError(self.refuse_requests)
+            reply.update(ok=True, **self._perform(data))
+        except (KeyError, ValueError) as exc:
+            reply.update(ok=False, error=str(exc.args[0]) if exc.args else str(exc))
+        self._send_shell("comm_msg", {"comm_id": self.bridge_comm_id, "data": reply},
+                         subshell_id=self._bridge_subshell())
+
+    def _perform(self, req: dict) -> dict:
+        op = req.get("op")
+        if op == "set_source":
+            cell = self._find(req.get("cell_id"))
+            cell.source = req["source"]
+            return {"cell_id": cell.id}
+        if op == "insert_cell":
+            index = 0
+            if req.get("after_id") is not None:
+                index = self.notebook.index(self._find(req["after_id"])) + 1
+            new_id = req.get("cell_id") or uuid.uuid4().hex[:8]
+            self.notebook.insert(index, FakeCell(new_id, req.get("source", ""), req.get("cell_type", "code")))
+            return {"cell_id": new_id}
+        if op == "delete_cell":
+            cell = self._find(req.get("cell_id"))
+            self.notebook.remove(cell)
+            return {"cell_id": cell.id}
+        raise ValueError(f"unknown request {op}")
+
+    def _find(self, cell_id: Any) -> FakeCell:
+        for c in self.notebook:
+            if c.id == cell_id:
+                return c
+        raise KeyError(f"unknown cell id {cell_id} in {self.path}")
+
+
+def _is_idle(msg: dict) -> bool:
+    return msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle"
