@@ -109,6 +109,7 @@ class Conversation:
     sync: SyncState = field(default_factory=SyncState)
     last_interaction_id: str | None = None
     outcomes_told: dict[str, str] = field(default_factory=dict)  # proposal sha12 -> outcome
+    chain_shas: set[str] = field(default_factory=set)  # full sources the server chain holds
     generation: int = field(default_factory=lambda: next(_generations))
 
     # -- planning -----------------------------------------------------------
@@ -129,7 +130,8 @@ class Conversation:
         synchronized = (
             document is not None
             and holds.active_document_sha256 == document.sha256
-            and (interactions or find_holder(self.history, document.sha256) is not None)
+            and (document.sha256 in self.chain_shas if interactions
+                 else find_holder(self.history, document.sha256) is not None)
         )
         send_source = document is not None and not synchronized
         sent = tuple(p for p in pieces if holds.context_hashes.get(p.key) != p.sha256)
@@ -148,7 +150,9 @@ class Conversation:
         digest = tuple(self.history) if new_chain else ()
         if digest:
             payload["earlierTurns"] = [
-                {"mode": t.mode, "prompt": t.prompt, "reply": _clip(t.response, 400)} for t in digest
+                {"mode": t.mode, "prompt": t.prompt, "reply": _clip(t.response, 400)}
+                | ({"outcome": t.outcome} if t.outcome != "none" else {})
+                for t in digest
             ]
         return TurnPlan(
             mode=mode,
@@ -205,14 +209,20 @@ class Conversation:
             saved_tokens=saved_tokens,
         )
         if plan.state_mode == "interactions":
-            if plan.new_chain_digest:
+            if plan.previous_interaction_id is None:  # a new chain holds only what this turn sends
                 self.sync = SyncState()
+                self.chain_shas = set()
             self.last_interaction_id = interaction_id
             self.outcomes_told.update(plan.proposal_outcomes)
+            if turn.sent_source and turn.base_sha256:
+                self.chain_shas.add(turn.base_sha256)
+            if turn.proposal_sha256:
+                self.chain_shas.add(turn.proposal_sha256)
         else:
             # Contents turns are not on any server chain: a later interactions
             # turn must start a chain that includes them.
             self.last_interaction_id = None
+            self.chain_shas = set()
         self.state_mode = plan.state_mode
         if turn.proposal_sha256 is not None:
             self.sync.active_document_sha256 = turn.proposal_sha256
@@ -290,6 +300,7 @@ class Conversation:
             history=[replace(t) for t in self.history],
             sync=SyncState(self.sync.active_document_sha256, dict(self.sync.context_hashes)),
             outcomes_told=dict(self.outcomes_told),
+            chain_shas=set(self.chain_shas),
         )
 
 
