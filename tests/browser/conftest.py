@@ -1,0 +1,191 @@
+"""A real JupyterLab / Notebook 7 server and headless Debian Chromium via Playwright.
+
+The server runs on 127.0.0.1 with a token, a temporary HOME, Jupyter config,
+data, runtime and settings dirs, and the package's prebuilt labextension.
+Chromium is Debian's ``/usr/bin/chromium`` (never ``playwright install``).
+Screenshots, the browser console and the server log go to ``test-artifacts/``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "browser"
+
+
+def _skip_reason() -> str | None:
+    if os.environ.get("CI"):
+        return None  # in CI the browser tests must run
+    if not Path(CHROMIUM).exists():
+        return f"{CHROMIUM} is not installed (apt-get install chromium); CI runs these tests"
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        return "the playwright package is not installed (pip install -e '.[test]')"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    reason = _skip_reason()
+    if reason is None:
+        return
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, f"rep_{rep.when}", rep)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class JupyterServer:
+    def __init__(self, app: str, root: Path, home: Path, env: dict[str, str], log_path: Path):
+        self.app = app
+        self.root = root
+        self.token = secrets.token_hex(16)
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        settings = home / "lab-settings"
+        notif = settings / "@jupyterlab" / "apputils-extension"
+        notif.mkdir(parents=True, exist_ok=True)
+        # no news or update toasts over the notebook
+        (notif / "notification.jupyterlab-settings").write_text(
+            json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+        full_env = dict(os.environ)
+        for var in ("JUPYTER_PATH", "JUPYTER_CONFIG_PATH", "JPY_SESSION_NAME"):
+            full_env.pop(var, None)
+        full_env.update({
+            "HOME": str(home),
+            "JUPYTER_CONFIG_DIR": str(home / "jupyter-config"),
+            "JUPYTER_DATA_DIR": str(home / "jupyter-data"),
+            "JUPYTER_RUNTIME_DIR": str(home / "jupyter-runtime"),
+            "JUPYTERLAB_SETTINGS_DIR": str(settings),
+            "JUPYTERLAB_WORKSPACES_DIR": str(home / "lab-workspaces"),
+            "IPYTHONDIR": str(home / "ipython"),
+            "PATH": str(Path(sys.executable).parent) + os.pathsep + full_env.get("PATH", ""),
+        })
+        full_env.update(env)
+        module = "jupyterlab" if app == "lab" else "notebook"
+        cmd = [
+            sys.executable, "-m", module, "--no-browser", "--allow-root",
+            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={root}",
+        ]
+        self.log_path = log_path
+        self._log = open(log_path, "w")
+        self.proc = subprocess.Popen(cmd, env=full_env, cwd=str(root), stdout=self._log,
+                                     stderr=subprocess.STDOUT)
+        self._wait_ready()
+
+    def _wait_ready(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"jupyter {self.app} exited: {self.log_path.read_text()[-3000:]}")
+            try:
+                req = urllib.request.Request(f"{self.url}/api/status",
+                                             headers={"Authorization": f"token {self.token}"})
+                with urllib.request.urlopen(req, timeout=2) as resp:
+                    if resp.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise TimeoutError(f"jupyter {self.app} did not start: {self.log_path.read_text()[-3000:]}")
+
+    def notebook_url(self, name: str) -> str:
+        path = "lab/tree" if self.app == "lab" else "notebooks"
+        return f"{self.url}/{path}/{name}?token={self.token}"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._log.close()
+
+
+@pytest.fixture
+def artifacts(request) -> Path:
+    name = request.node.name.replace("/", "_").replace("[", "-").replace("]", "")
+    path = ARTIFACTS / name
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture
+def server_env() -> dict[str, str]:
+    """Extra environment for the server (and so its kernels); tests may add to it."""
+    return {}
+
+
+@pytest.fixture
+def jupyter_server(request, tmp_path, artifacts, server_env):
+    app = getattr(request, "param", "lab")
+    root = tmp_path / "root"
+    home = tmp_path / "home"
+    root.mkdir()
+    home.mkdir()
+    server = JupyterServer(app, root, home, server_env, artifacts / "server.log")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(request, browser, artifacts):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    console: list[str] = []
+    page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
+    page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
+    page.console_log = console  # type: ignore[attr-defined]
+    yield page
+    failed = any(getattr(request.node, f"rep_{w}", None) is not None and getattr(request.node, f"rep_{w}").failed
+                 for w in ("setup", "call"))
+    if failed:
+        try:
+            page.screenshot(path=str(artifacts / "failure.png"), full_page=True)
+        except Exception:
+            pass
+    (artifacts / "console.log").write_text("\n".join(console))
+    context.close()
