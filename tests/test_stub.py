@@ -1,0 +1,406 @@
+"""The Gemini stand-in, exercised with the real google-genai SDK over real HTTP."""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from google import genai
+from google.genai import errors, types
+
+from genai_magics.stub import StubServer, tokens
+
+ROOT = Path(__file__).resolve().parents[1]
+KEY = "stub-test-key-SECRET-7f3a9c"
+MODEL = "gemini-2.5-flash"
+SCHEMA = {
+    "type": "object",
+    "properties": {"explanation": {"type": "string"}, "proposedSource": {"type": "string"}},
+    "required": ["explanation", "proposedSource"],
+}
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def turn(obj: dict) -> str:
+    return json.dumps(obj, separators=(",", ":"))
+
+
+def user(obj) -> types.Content:
+    return types.Content(role="user", parts=[types.Part(text=obj if isinstance(obj, str) else turn(obj))])
+
+
+def model(obj) -> types.Content:
+    return types.Content(role="model", parts=[types.Part(text=turn(obj))])
+
+
+@pytest.fixture(scope="module")
+def server():
+    with StubServer() as stub:
+        yield stub
+
+
+@pytest.fixture
+def stub(server, monkeypatch):
+    server.reset()
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
+    yield server
+    server.reset()
+
+
+def make_client(timeout_ms: int | None = None) -> genai.Client:
+    return genai.Client(http_options=types.HttpOptions(
+        timeout=timeout_ms, retry_options=types.HttpRetryOptions(attempts=1)))
+
+
+@pytest.fixture
+def client(stub):
+    return make_client()
+
+
+def http(url: str, method: str = "GET", body=None, headers=None):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method, headers=headers or {})
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, json.loads(resp.read() or b"null")
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"null")
+
+
+# -- contents mode -------------------------------------------------------------
+
+def test_ask_stream_text_and_usage(client, stub):
+    source = "import math\nprint(math.pi)\n"
+    contents = [user({"mode": "ask", "prompt": "What does this print?", "currentSource": source})]
+    chunks = list(client.models.generate_content_stream(
+        model=MODEL, contents=contents, config=types.GenerateContentConfig(system_instruction="be brief")))
+    assert len(chunks) >= 3
+    text = "".join(c.text or "" for c in chunks)
+    assert text == f"Stub answer to: What does this print?\n\nThe document I hold has 2 lines (sha256 {sha(source)[:12]})."
+    usage = chunks[-1].usage_metadata
+    prompt_tokens = tokens(contents[0].parts[0].text) + tokens("be brief")
+    assert usage.prompt_token_count == prompt_tokens
+    assert usage.candidates_token_count == math.ceil(len(text.encode()) / 4)
+    assert usage.total_token_count == prompt_tokens + usage.candidates_token_count
+    assert chunks[-1].candidates[0].finish_reason == types.FinishReason.STOP
+    assert chunks[-1].model_version == MODEL
+
+    (rec,) = stub.requests
+    assert rec["kind"] == "stream" and rec["stream"] and rec["method"] == "POST"
+    assert rec["path"] == f"/v1/models/{MODEL}:streamGenerateContent" and rec["query"] == {"alt": "sse"}
+    assert rec["model"] == MODEL and rec["has_api_key"] is True
+    assert rec["json"]["contents"][0]["role"] == "user"
+    assert rec["json"]["systemInstruction"]["parts"][0]["text"] == "be brief"
+    assert isinstance(rec["body_bytes"], int) and rec["body_bytes"] > len(source)
+    assert rec["input_tokens"] == prompt_tokens and rec["response_tokens"] == usage.candidates_token_count
+    assert rec["mode"] == "ask" and rec["held_document_sha256"] == sha(source)
+
+
+def test_plain_text_turn_and_no_document(client, stub):
+    reply = client.models.generate_content(model=MODEL, contents="hello there")
+    assert reply.text == "Stub answer to: hello there\n\nI hold no document."
+    assert reply.usage_metadata.prompt_token_count == tokens("hello there")
+
+
+def test_edit_from_current_source(client, stub):
+    source = "x = 1\nprint(x)\n"
+    config = types.GenerateContentConfig(response_mime_type="application/json", response_schema=SCHEMA)
+    chunks = list(client.models.generate_content_stream(
+        model=MODEL, contents=[user({"mode": "edit", "prompt": "Add a docstring\nplease", "currentSource": source})],
+        config=config))
+    assert len(chunks) >= 3
+    reply = json.loads("".join(c.text or "" for c in chunks))
+    assert reply["proposedSource"] == "# stub edit: Add a docstring\n" + source
+    assert reply["explanation"]
+    rec = stub.requests[-1]
+    assert rec["edit"] is True and rec["mode"] == "edit"
+    # reproducible
+    again = client.models.generate_content(
+        model=MODEL, contents=[user({"mode": "edit", "prompt": "Add a docstring\nplease", "currentSource": source})],
+        config=config)
+    assert json.loads(again.text) == reply
+
+
+def test_edit_from_latest_valid_proposal_in_history(client, stub):
+    base = "a = 1\n"
+    p1 = "# stub edit: one\na = 1\n"
+    p2 = "# stub edit: two\n# stub edit: one\na = 1\n"
+    config = types.GenerateContentConfig(response_mime_type="application/json", response_json_schema=SCHEMA)
+    history = [
+        user({"mode": "edit", "prompt": "one", "supersededSourceSha256": sha(base)}),
+        model({"kind": "code_proposal", "explanation": "e1", "proposedSource": p1}),
+        user({"mode": "edit", "prompt": "two", "sourceSynchronized": True}),
+        model({"kind": "code_proposal", "explanation": "e2", "proposedSource": p2, "outcome": "discarded"}),
+    ]
+    reply = client.models.generate_content(
+        model=MODEL, contents=history + [user({"mode": "edit", "prompt": "three", "sourceSynchronized": True})],
+        config=config)
+    assert json.loads(reply.text)["proposedSource"] == "# stub edit: three\n" + p1
+    # without the discard, the newest proposal is the document
+    history[3] = model({"kind": "code_proposal", "explanation": "e2", "proposedSource": p2, "outcome": "applied"})
+    reply = client.models.generate_content(
+        model=MODEL, contents=history + [user({"mode": "edit", "prompt": "three", "sourceSynchronized": True})],
+        config=config)
+    assert json.loads(reply.text)["proposedSource"] == "# stub edit: three\n" + p2
+    # a hand edit in the current turn wins over every proposal
+    reply = client.models.generate_content(
+        model=MODEL, contents=history + [user({"mode": "edit", "prompt": "three", "currentSource": "b = 2\n"})],
+        config=config)
+    assert json.loads(reply.text)["proposedSource"] == "# stub edit: three\nb = 2\n"
+    assert stub.requests[-1]["json"]["generationConfig"]["responseJsonSchema"] == SCHEMA
+
+
+def test_edit_of_percent_notebook_keeps_cell_header(client, stub):
+    doc = "# %% id=abc\nx = 1\n\n# %% id=def\ny = 2\n"
+    reply = client.models.generate_content(
+        model=MODEL, contents=[user({"mode": "edit", "prompt": "go", "currentSource": doc})],
+        config=types.GenerateContentConfig(response_mime_type="application/json", response_schema=SCHEMA))
+    assert json.loads(reply.text)["proposedSource"] == "# %% id=abc\n# stub edit: go\nx = 1\n\n# %% id=def\ny = 2\n"
+
+
+def test_count_tokens(client, stub):
+    text = "hello wörld, count me"
+    result = client.models.count_tokens(model=MODEL, contents=text)
+    assert result.total_tokens == math.ceil(len(text.encode("utf-8")) / 4)
+    assert stub.requests[-1]["kind"] == "count"
+    assert stub.requests[-1]["path"] == f"/v1/models/{MODEL}:countTokens"
+
+
+def test_many_sequential_requests_on_one_client(client, stub):
+    for i in range(15):
+        if i % 2:
+            assert "".join(c.text for c in client.models.generate_content_stream(model=MODEL, contents=f"q{i}"))
+        else:
+            assert client.models.generate_content(model=MODEL, contents=f"q{i}").text
+    assert len(stub.requests) == 15
+
+
+# -- interactions ----------------------------------------------------------------
+
+def test_interactions_create_chain_get(client, stub):
+    source = "def f():\n    return 1\n"
+    first_input = turn({"mode": "ask", "prompt": "explain", "currentSource": source})
+    first = client.interactions.create(model=MODEL, input=first_input, system_instruction="sys", store=True)
+    assert first.id == "int_000001" and first.status == "completed"
+    assert first.output_text == f"Stub answer to: explain\n\nThe document I hold has 2 lines (sha256 {sha(source)[:12]})."
+    assert first.usage.total_input_tokens == tokens(first_input) + tokens("sys")
+    assert first.usage.total_output_tokens == tokens(first.output_text)
+
+    # streamed edit, chained: the document comes from walking the chain
+    fmt = {"type": "text", "mime_type": "application/json", "schema": SCHEMA}
+    second_input = turn({"mode": "edit", "prompt": "rename f to g", "sourceSynchronized": True})
+    events = list(client.interactions.create(model=MODEL, input=second_input, system_instruction="sys",
+                                             previous_interaction_id=first.id, response_format=fmt, stream=True))
+    kinds = [e.event_type for e in events]
+    assert kinds[0] == "interaction.created" and kinds[-1] == "interaction.completed"
+    assert kinds.count("step.delta") >= 3 and "step.start" in kinds and "step.stop" in kinds
+    text = "".join(e.delta.text for e in events if e.event_type == "step.delta")
+    proposal = json.loads(text)["proposedSource"]
+    assert proposal == "# stub edit: rename f to g\n" + source
+    done = events[-1].interaction
+    second_id = done.id
+    assert done.status == "completed" and done.previous_interaction_id == first.id
+    assert done.usage.total_input_tokens == (tokens(first_input) + tokens(first.output_text)
+                                             + tokens(second_input) + tokens("sys"))
+    assert done.usage.total_output_tokens == tokens(text)
+
+    # third turn: the proposal was discarded -> the held document is the original again
+    third_input = turn({"mode": "edit", "prompt": "add typing", "sourceSynchronized": True,
+                        "proposalOutcomes": {sha(proposal)[:12]: "discarded"}})
+    third = client.interactions.create(model=MODEL, input=third_input, previous_interaction_id=second_id,
+                                       response_format=fmt)
+    assert json.loads(third.output_text)["proposedSource"] == "# stub edit: add typing\n" + source
+    # applied -> the proposal is the held document
+    fourth = client.interactions.create(
+        model=MODEL, input=turn({"mode": "edit", "prompt": "again", "sourceSynchronized": True,
+                                 "proposalOutcomes": {sha(proposal)[:12]: "applied"}}),
+        previous_interaction_id=second_id, response_format=fmt)
+    assert json.loads(fourth.output_text)["proposedSource"] == "# stub edit: again\n" + proposal
+
+    got = client.interactions.get(second_id)
+    assert got.id == second_id and got.output_text == text
+    assert got.previous_interaction_id == first.id
+
+    recs = stub.requests
+    assert [r["kind"] for r in recs] == ["interaction.create"] * 4 + ["interaction.get"]
+    assert recs[0]["json"]["input"] == first_input and recs[0]["json"]["store"] is True
+    assert recs[1]["stream"] is True and recs[1]["json"]["stream"] is True and recs[1]["edit"] is True
+    assert recs[1]["previous_interaction_id"] == first.id
+    assert recs[4]["path"] == f"/v1/interactions/{second_id}" and recs[4]["query"] == {"stream": "false"}
+
+
+def test_interactions_unknown_or_deleted_previous_is_404(client, stub):
+    with pytest.raises(Exception) as info:
+        client.interactions.create(model=MODEL, input="hi", previous_interaction_id="int_999999")
+    assert getattr(info.value, "status_code", None) == 404
+    assert "int_999999" in str(info.value)
+
+    first = client.interactions.create(model=MODEL, input="hi")
+    status, body = http(f"{stub.url}/_stub/interactions/{first.id}", "DELETE")
+    assert status == 200 and body["ok"] is True
+    with pytest.raises(Exception) as info:
+        client.interactions.create(model=MODEL, input="again", previous_interaction_id=first.id)
+    assert getattr(info.value, "status_code", None) == 404
+    with pytest.raises(Exception) as info:
+        client.interactions.get(first.id)
+    assert getattr(info.value, "status_code", None) == 404
+    # store=False is not kept
+    lone = client.interactions.create(model=MODEL, input="x", store=False)
+    assert lone.output_text and lone.id not in stub.interactions
+    assert stub.forget_interaction("nope") is False
+
+
+def test_missing_api_key_is_401(stub):
+    status, body = http(f"{stub.url}/v1/models/{MODEL}:generateContent", "POST",
+                        {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]})
+    assert status == 401 and body["error"]["status"] == "UNAUTHENTICATED" and body["error"]["code"] == 401
+    status, _ = http(f"{stub.url}/v1/interactions", "POST", {"model": MODEL, "input": "hi"})
+    assert status == 401
+    assert [r["has_api_key"] for r in stub.requests] == [False, False]
+    assert stub.requests[0]["body_bytes"] == len(json.dumps(
+        {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}).encode())
+    status, _ = http(f"{stub.url}/v1/models/{MODEL}:generateContent", "POST",
+                     {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}, {"x-goog-api-key": "k"})
+    assert status == 200
+
+
+# -- faults ----------------------------------------------------------------------
+
+def test_inject_http_429_then_success(client, stub):
+    stub.inject("http", status=429, times=1, match="generate", retry_after=1)
+    with pytest.raises(errors.ClientError) as info:
+        client.models.generate_content(model=MODEL, contents="hi")
+    assert info.value.code == 429 and info.value.status == "RESOURCE_EXHAUSTED"
+    assert client.models.generate_content(model=MODEL, contents="hi").text
+    assert [r["status"] for r in stub.requests] == [429, 200]
+    assert stub.requests[0]["fault"] == "http"
+
+
+def test_inject_http_over_control_api_matches_interactions(client, stub):
+    status, _ = http(f"{stub.url}/_stub/inject", "POST",
+                     {"fault": "http", "status": 503, "times": 2, "match": "interactions"})
+    assert status == 200
+    assert client.models.generate_content(model=MODEL, contents="not matched").text
+    for _ in range(2):
+        with pytest.raises(Exception) as info:
+            client.interactions.create(model=MODEL, input="hi")
+        assert getattr(info.value, "status_code", None) == 503
+    assert client.interactions.create(model=MODEL, input="hi").output_text
+    with pytest.raises(errors.ServerError):
+        stub.inject("http", status=500)
+        client.models.generate_content(model=MODEL, contents="x")
+    status, body = http(f"{stub.url}/_stub/inject", "POST", {"fault": "bogus"})
+    assert status == 400
+
+
+def test_inject_cut_stream_raises(client, stub):
+    stub.inject("cut_stream")
+    received = []
+    with pytest.raises(Exception, match="incomplete chunked read"):  # httpx RemoteProtocolError
+        for chunk in client.models.generate_content_stream(model=MODEL, contents="hi"):
+            received.append(chunk.text)
+    assert received  # some chunks arrived before the cut
+    assert "".join(c.text for c in client.models.generate_content_stream(model=MODEL, contents="hi"))
+
+    stub.inject("cut_stream", match="interactions", after_chunks=3)
+    events = []
+    with pytest.raises(Exception, match="incomplete chunked read"):  # interactions APIConnectionError
+        for event in client.interactions.create(model=MODEL, input="hi", stream=True):
+            events.append(event.event_type)
+    assert events and "interaction.completed" not in events
+
+
+def test_inject_invalid_json(client, stub):
+    stub.inject("invalid_json")
+    config = types.GenerateContentConfig(response_mime_type="application/json", response_schema=SCHEMA)
+    # an ask does not consume the injection
+    assert client.models.generate_content(model=MODEL, contents="ask first").text.startswith("Stub answer")
+    text = "".join(c.text or "" for c in client.models.generate_content_stream(
+        model=MODEL, contents=[user({"mode": "edit", "prompt": "p", "currentSource": "x=1"})], config=config))
+    with pytest.raises(ValueError):
+        json.loads(text)
+    text = client.models.generate_content(
+        model=MODEL, contents=[user({"mode": "edit", "prompt": "p", "currentSource": "x=1"})], config=config).text
+    assert json.loads(text)["proposedSource"] == "# stub edit: p\nx=1"
+
+
+def test_inject_delay_hits_client_timeout(stub):
+    stub.inject("delay", seconds=3)
+    slow = make_client(timeout_ms=400)
+    started = time.monotonic()
+    with pytest.raises(Exception, match="(?i)timed? ?out"):
+        slow.models.generate_content(model=MODEL, contents="hi")
+    assert time.monotonic() - started < 2.5
+    assert slow.models.generate_content(model=MODEL, contents="hi").text
+
+
+def test_inject_validation(stub):
+    with pytest.raises(ValueError):
+        stub.inject("nope")
+    with pytest.raises(ValueError):
+        stub.inject("http", match="nowhere")
+    with pytest.raises(ValueError):
+        StubServer(host="0.0.0.0")
+
+
+# -- out of process --------------------------------------------------------------
+
+def test_control_api_from_separate_process(monkeypatch):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.Popen([sys.executable, "-m", "genai_magics.stub", "--port", "0"], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline().strip()
+        assert line.startswith("GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:")
+        url = line.split("=", 1)[1]
+        monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+        monkeypatch.setenv("GEMINI_API_KEY", KEY)
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", url)
+        client = make_client()
+        assert client.models.generate_content(model=MODEL, contents="remote").text.startswith("Stub answer")
+        created = client.interactions.create(model=MODEL, input="remote too")
+        status, records = http(f"{url}/_stub/requests")
+        assert status == 200
+        assert [r["kind"] for r in records] == ["generate", "interaction.create"]
+        assert all(r["has_api_key"] for r in records)
+        assert KEY not in json.dumps(records)
+        assert http(f"{url}/_stub/inject", "POST", {"fault": "http", "status": 429, "match": None})[0] == 200
+        with pytest.raises(errors.ClientError):
+            client.models.generate_content(model=MODEL, contents="x")
+        assert http(f"{url}/_stub/reset", "POST", {})[0] == 200
+        assert http(f"{url}/_stub/requests")[1] == []
+        with pytest.raises(Exception):  # reset forgot the stored interactions
+            client.interactions.get(created.id)
+    finally:
+        proc.terminate()
+        out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0, err
+    assert KEY not in out + err
+
+
+def test_key_never_recorded(client, stub):
+    client.models.generate_content(model=MODEL, contents="hi")
+    client.interactions.create(model=MODEL, input="hi")
+    client.models.count_tokens(model=MODEL, contents="hi")
+    assert KEY not in json.dumps(stub.requests)
+    assert KEY not in json.dumps(stub.interactions)
+    assert all(set(r) >= {"method", "path", "query", "body_bytes", "json", "kind", "model", "has_api_key",
+                          "stream", "response_tokens", "input_tokens"} for r in stub.requests)
+    # control requests are not recorded
+    http(f"{stub.url}/_stub/requests")
+    assert len(stub.requests) == 3
