@@ -29,7 +29,7 @@ import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterable
+from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 __all__ = ["StubServer", "tokens", "STATUS_NAMES"]
@@ -735,10 +735,3 @@ def _make_handler(stub: StubServer) -> type[BaseHTTPRequestHandler]:
 
     return Handler
 
-
-def iter_event_payloads(raw: bytes) -> Iterable[Any]:
-    """Parse an SSE byte stream as the stub writes it (a helper for tests)."""
-    for block in re.split(rb"\r?\n\r?\n", raw):
-        for line in block.splitlines():
-            if line.startswith(b"data: "):
-                yield json.loads(line[6:])
