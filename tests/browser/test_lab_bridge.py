@@ -50,6 +50,15 @@ class NotebookPage:
         expect(prompt).not_to_have_text(before, timeout=timeout)
         expect(prompt).to_have_text(re.compile(r"\[\d+\]:"), timeout=timeout)
 
+    def open(self, url: str, n_cells: int) -> None:
+        """Open the notebook and wait for its kernel: a cell run before is silently not run."""
+        from playwright.sync_api import expect
+
+        self.page.goto(url)
+        expect(self.page.locator(".jp-Notebook .jp-Cell")).to_have_count(n_cells, timeout=30_000)
+        indicator = self.page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]')
+        expect(indicator.first).to_be_attached(timeout=45_000)
+
     def type_into(self, i: int, text: str) -> None:
         self.editor(i).click()
         self.page.keyboard.press("Control+a")
@@ -73,8 +82,7 @@ def test_hand_edit_seen_and_kernel_write_shows_in_editor(jupyter_server, page, a
         ("check", "print('RES', res, B.cell('target').source)"),
     ])
     nb = NotebookPage(page, artifacts)
-    page.goto(jupyter_server.notebook_url("bridge.ipynb"))
-    expect(page.locator(".jp-Notebook .jp-Cell")).to_have_count(5, timeout=30_000)
+    nb.open(jupyter_server.notebook_url("bridge.ipynb"), 5)
     nb.shot("opened")
 
     nb.run(0)
@@ -102,3 +110,50 @@ def test_hand_edit_seen_and_kernel_write_shows_in_editor(jupyter_server, page, a
     assert not errors, errors
     assert shown_after < 5
     assert time.monotonic() - t0 < 90
+
+
+PROBE = ("_p = get_ipython().kernel.get_parent()\n"
+         "print('FRESH' if B.is_fresh_for(_p['metadata']['cellId'], _p['content']['code']) else 'STALE')")
+
+
+@pytest.mark.parametrize("jupyter_server", ["lab"], indirect=True)
+def test_snapshot_precedes_every_run_after_a_widget_click(jupyter_server, page, artifacts):
+    """Edit a cell and run it at once (the snapshot is pushed on executionScheduled,
+    right before the execute request), many times, after an ipywidgets click
+    wrote through the bridge: the kernel has the fresh source every time."""
+    from playwright.sync_api import expect
+
+    write_notebook(jupyter_server.root / "order.ipynb", [
+        ("setup", "from genai_magics.bridge import Bridge\nB = Bridge.attach(get_ipython())\n"
+                  "import ipywidgets, threading\nres = []\n"
+                  "def _click(_):\n"
+                  "    res.append(threading.current_thread().name)\n"
+                  "    B.writer.write('target', 'z = 1  # from a click', res.append)\n"
+                  "btn = ipywidgets.Button(description='Write')\nbtn.on_click(_click)\nbtn"),
+        ("target", "z = 0"),
+        ("probe", PROBE),
+        ("info", "print('CLICK', res)"),
+    ])
+    nb = NotebookPage(page, artifacts)
+    nb.open(jupyter_server.notebook_url("order.ipynb"), 4)
+    nb.run(0)
+    button = nb.cell(0).locator("button", has_text="Write")
+    button.click()
+    expect(nb.editor(1)).to_have_text("z = 1  # from a click", timeout=10_000)
+    nb.shot("clicked")
+    nb.run(3)
+    expect(nb.output(3)).to_contain_text("None]")
+    click_thread = re.search(r"CLICK \['([^']*)'", nb.output(3).inner_text()).group(1)
+    print(f"\nthe click ran on thread {click_thread!r}")
+
+    runs, fresh = 20, 0
+    for i in range(runs):
+        nb.editor(2).click()
+        page.keyboard.press("Control+Home")
+        page.keyboard.type(f"# edit {i}\n")
+        nb.run(2)
+        text = nb.output(2).inner_text().strip()
+        fresh += text == "FRESH"
+    nb.shot("after-runs")
+    print(f"\nbrowser ordering: {fresh}/{runs} fresh")
+    assert fresh == runs
