@@ -16,6 +16,11 @@ def load_ipython_extension(ipython) -> None:
         return
     magics = GeminiMagics(shell=ipython)
     ipython.register_magics(magics)
+    if getattr(ipython, "kernel", None) is not None:
+        from .bridge import Bridge
+
+        # Opens the comm to the genai-magics-bridge frontend extension, if the notebook has it.
+        magics.bridge = Bridge.attach(ipython)
     ipython.events.register("pre_run_cell", magics.pre_run_cell)
     _LOADED[id(ipython)] = magics
     from . import waiting

@@ -60,15 +60,32 @@ class GeminiMagics(Magics):
         self.session = Session()
         self.bridge = None  # set by load_ipython_extension when the live bridge is available
         self.session.view = self._view
+        self.session.cell_above = self._cell_above
         self.staged: dict = {}  # magic cell id -> (text, done): Apply waiting for the cell's next run
         self.latest: dict = {}  # conversation name -> its newest ProposalController
 
     # -- what the kernel knows -------------------------------------------------
     def _view(self):
-        if self.bridge is not None and self.bridge.connected:
+        if self._live() is not None and not self._stale():
             return self.bridge
         ns = self.shell.user_ns if self.shell is not None else {}
         return MergedView(self.session.record, notebook_path_from(os.environ, ns))
+
+    def _live(self):
+        """The bridge, if a live frontend is connected."""
+        return self.bridge if self.bridge is not None and self.bridge.connected else None
+
+    def _stale(self) -> bool:
+        """The live view has not caught up with the cell that is running (a late snapshot)."""
+        live, running = self._live(), self.session.record.running_id
+        cell = self.session.record.by_id.get(running or "")
+        return bool(live and cell and not live.is_fresh_for(cell.id, cell.source))
+
+    def _cell_above(self, cell_id: str):
+        live = self._live()
+        if live is None or self._stale():
+            return None
+        return live.cell_above(cell_id)
 
     def pre_run_cell(self, info) -> None:
         cell_id = getattr(info, "cell_id", None)
@@ -85,7 +102,7 @@ class GeminiMagics(Magics):
 
     def _writer(self, instruction: str):
         """The way Apply reaches a cell in this frontend."""
-        if self.bridge is not None and self.bridge.connected:
+        if self._live() is not None:
             return self.bridge.writer
         magic_id = self.session.record.running_id or ""
         if magic_id.startswith(VSCODE_CELL):
@@ -153,6 +170,9 @@ class GeminiMagics(Magics):
         )
         settings = self._settings()
         display = NotebookDisplay(mode)
+        if self._stale():
+            display.note("the live notebook view has not caught up with this cell; "
+                         "using the kernel's record of executed cells for this turn")
         try:
             if not args.dry_run:
                 display.start(f"asking {request.model or settings.model}")
