@@ -1,0 +1,507 @@
+"""Kernel-side cost of genai_magics: per magic call on a 200-cell notebook, and ``%load_ext``.
+
+Part 1, per call (network excluded), in one IPython ``InteractiveShell``:
+  * a 200-cell notebook: 200 code cells of ~20 lines each, run through
+    ``ip.run_cell(source, cell_id=...)`` so the extension's ``pre_run_cell`` hook
+    records them as a kernel does; the document is cell ``c150``;
+  * a realistic transcript first: 10 turns (asks and applied edits, plus one
+    interactions-mode conversation of 6 turns) sent for real through the SDK to
+    the stand-in (``genai_magics.stub.StubServer``);
+  * then the network is cut out: ``genai_magics.session.TRANSPORTS`` is patched
+    (in this process only) with transports that build the exact request body
+    with the package's own ``request()`` (and measure its size as the real
+    transport does) but answer with a canned reply instead of calling the SDK;
+  * timed with ``time.perf_counter`` over N calls (default 200) after warm-up,
+    each call on the same conversation state (it is restored between calls,
+    outside the timing):
+      - magic ask / edit: ``ip.run_cell("%%gemini_ask --cell c150 ...")`` end to
+        end: IPython's cell machinery, the pre_run_cell record, argument parsing,
+        resolving the document, other cells as context, planning, building the
+        request body, committing the turn, the displays (footer; for an edit the
+        diff, ProposalController and the ipywidgets proposal widget);
+      - the same with the notebook file on disk (``__session__`` set to a
+        200-cell .ipynb, as Jupyter sets it): the kernel view then merges the file;
+      - engine only: ``Session.run(TurnRequest(..., dry_run=True))`` (resolve,
+        context, plan, request body; no display, no commit);
+      - baseline: ``ip.run_cell("pass")``, what any cell costs;
+      - a breakdown of the engine steps;
+      - for information only: the real SDK over loopback HTTP to a stand-in in
+        another process (SDK + HTTP + the stand-in's time included).
+
+Part 2, ``%load_ext genai_magics``: each run in a fresh interpreter subprocess
+(default 12 runs after one discarded warm-up), ``InteractiveShell.instance()``
+timed separately from ``ip.run_line_magic("load_ext", "genai_magics")``; then
+whether ``google.genai`` and ``ipywidgets`` were imported by it (they should
+not be: both load lazily on the first request / first proposal).
+
+    python benchmarks/kernel_overhead.py [--calls 200] [--runs 12]
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+GOAL_CALL_MS = 5.0
+GOAL_LOAD_MS = 150.0
+N_CELLS = 200
+TARGET = "c150"
+
+
+# -- helpers ----------------------------------------------------------------------
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def timed(fn: Callable[[], Any], calls: int, warmup: int = 10,
+          between: Callable[[], Any] | None = None) -> list[float]:
+    """Milliseconds per call; ``between`` runs untimed after every call."""
+    for _ in range(warmup):
+        fn()
+        if between:
+            between()
+    out = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t0) * 1000)
+        if between:
+            between()
+    return out
+
+
+def cell_source(i: int) -> str:
+    """~20 lines of ordinary notebook code, different per cell."""
+    lines = [f"# cell {i}: feature step {i}",
+             f"def feature_{i}(rows, k={i % 7 + 2}):",
+             f'    """Feature {i}: a rolling summary of the rows."""',
+             "    acc = []",
+             "    for j, row in enumerate(rows):",
+             f"        if j % k == {i % 3}:",
+             f"            acc.append(row * {i} + j)",
+             "        else:",
+             "            acc.append(row - j)",
+             "    return sum(acc) / max(1, len(acc))",
+             "",
+             f"params_{i} = dict(alpha={i / 10:.1f}, beta={i % 11}, name='step{i}')",
+             f"values_{i} = [x * {i % 5 + 1} for x in range(20)]",
+             f"result_{i} = feature_{i}(values_{i})",
+             f"label_{i} = f'feature {{params_{i}[\"name\"]}}: {{result_{i}:.3f}}'",
+             f"assert isinstance(result_{i}, float)",
+             f"threshold_{i} = {i * 3 % 17} if result_{i} > 0 else None",
+             f"selected_{i} = [v for v in values_{i} if v > (threshold_{i} or 0)]",
+             f"summary_{i} = (len(selected_{i}), min(values_{i}), max(values_{i}))",
+             f"notes_{i} = 'cell {i} done'"]
+    return "\n".join(lines) + "\n"
+
+
+def write_notebook(path: Path) -> None:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    for i in range(N_CELLS):
+        cell = nbformat.v4.new_code_cell(cell_source(i))
+        cell.id = f"c{i:03d}"
+        cell.execution_count = i + 1
+        nb.cells.append(cell)
+    for j, (kind, text) in enumerate((("ask", "Why is the summary tuple built this way?"),
+                                      ("edit", "Vectorize the loop."))):
+        cell = nbformat.v4.new_code_cell(f"%%gemini_{kind} --cell {TARGET}\n{text}")
+        cell.id = f"magic-{kind}"
+        nb.cells.append(cell)
+    nbformat.write(nb, str(path))
+
+
+class Null(io.TextIOBase):
+    def write(self, s: str) -> int:
+        return len(s)
+
+
+# -- part 1 -------------------------------------------------------------------------
+
+def install_fake_transports() -> None:
+    """Build the real request body, answer without the SDK or the network."""
+    from genai_magics import session as session_mod
+    from genai_magics.conversation import Usage
+    from genai_magics.stub.server import ask_reply, edit_reply
+    from genai_magics.transport import TRANSPORTS, TurnResult, body_bytes
+
+    def fake(base: type) -> type:
+        class Offline(base):  # type: ignore[misc, valid-type]
+            def send(self, plan, history, on_chunk):
+                body = self.request(plan, history)
+                size = body_bytes(body)
+                doc = plan.document.source if plan.document is not None else None
+                text = edit_reply(plan.prompt, doc) if plan.mode == "edit" else ask_reply(plan.prompt, doc)
+                on_chunk(text)
+                return TurnResult(text=text, usage=Usage(input_tokens=size // 4, output_tokens=len(text) // 4,
+                                                         request_bytes=size),
+                                  interaction_id="int_offline" if "Interactions" in base.__name__ else None)
+        Offline.__name__ = f"Offline{base.__name__}"
+        return Offline
+
+    patched = {k: fake(v) for k, v in TRANSPORTS.items()}
+    TRANSPORTS.update(patched)
+    session_mod.TRANSPORTS.update(patched)
+
+
+def part1(calls: int) -> tuple[list[tuple[str, list[float], str]], list[str]]:
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    from genai_magics.session import Session, Settings, TurnRequest
+    from genai_magics.stub import StubServer
+
+    notes: list[str] = []
+    tmp = Path(tempfile.mkdtemp(prefix="genai-overhead-"))
+    os.environ["IPYTHONDIR"] = str(tmp / "ipython")
+    cfg = Config()
+    cfg.HistoryManager.hist_file = ":memory:"
+    ip = InteractiveShell.instance(config=cfg)
+    ip.run_line_magic("load_ext", "genai_magics")
+    magics = ip.magics_manager.registry["GeminiMagics"]
+    session: Session = magics.session
+    nb_path = tmp / "analysis.ipynb"
+    write_notebook(nb_path)
+
+    rows: list[tuple[str, list[float], str]] = []
+    with contextlib.redirect_stdout(Null()), contextlib.redirect_stderr(io.StringIO()) as err:
+        for i in range(N_CELLS):
+            ip.run_cell(cell_source(i), cell_id=f"c{i:03d}")
+        # A realistic transcript, sent for real through the SDK to the stand-in.
+        with StubServer() as stub:
+            os.environ["GOOGLE_GEMINI_BASE_URL"] = stub.url
+            os.environ["GEMINI_API_KEY"] = "fake"
+            for t in range(10):
+                kind = "edit" if t % 2 else "ask"
+                ip.run_cell(f"%%gemini_{kind} --cell {TARGET}\nTurn {t}: step {t} of the review.", cell_id=f"setup-{t}")
+                if kind == "edit":
+                    magics.latest["default"].apply()
+            for t in range(6):
+                kind = "edit" if t % 2 else "ask"
+                ip.run_cell(f"%%gemini_{kind} --cell {TARGET} -c inter --state interactions\n"
+                            f"Interactions turn {t}.", cell_id=f"setup-i{t}")
+                if kind == "edit":
+                    magics.latest["inter"].apply()
+            sent = [r for r in stub.requests if r["kind"] in ("stream", "interaction.create")]
+            if len(sent) != 16 or any(r["status"] != 200 for r in sent):
+                notes.append(f"setup: expected 16 successful requests, the stand-in saw {len(sent)}")
+        if err.getvalue().strip():
+            notes.append("setup stderr: " + err.getvalue().strip()[:300])
+    convs = session.conversations
+    notes.append(f"setup: {len(session.record.by_id)} cells recorded; conversation 'default' "
+                 f"{len(convs['default'].history)} turns (contents), 'inter' {len(convs['inter'].history)} turns "
+                 f"(interactions); document {TARGET}: {len(session.record.by_id[TARGET].source.splitlines())} lines")
+
+    install_fake_transports()
+    saved = {name: c.snapshot() for name, c in convs.items()}
+
+    def restore() -> None:
+        for name, snap in saved.items():
+            convs[name] = snap.snapshot()
+        magics.latest.clear()
+
+    def cell(text: str, cell_id: str) -> Callable[[], Any]:
+        return lambda: ip.run_cell(text, cell_id=cell_id)
+
+    ask = f"%%gemini_ask --cell {TARGET}\nWhy is the summary tuple built this way?"
+    edit = f"%%gemini_edit --cell {TARGET}\nVectorize the loop."
+    ask_i = f"%%gemini_ask --cell {TARGET} -c inter\nWhy is the summary tuple built this way?"
+    settings = magics._settings()
+
+    def engine(state: str, conversation: str) -> Callable[[], Any]:
+        req = TurnRequest(mode="ask", prompt="Why is the summary tuple built this way?", cell=TARGET,
+                          conversation=conversation, state=state, dry_run=True)  # type: ignore[arg-type]
+
+        class D:
+            def chunk(self, text: str) -> None: ...
+            def note(self, text: str) -> None: ...
+
+        d = D()
+        return lambda: session.run(req, settings, d)
+
+    with contextlib.redirect_stdout(Null()), contextlib.redirect_stderr(io.StringIO()) as err:
+        # sanity: the offline magic call really produces a turn
+        before = len(convs["default"].history)
+        ip.run_cell(ask, cell_id="magic-ask")
+        grew = len(convs["default"].history) == before + 1
+        restore()
+        rows.append(("baseline: ip.run_cell('pass')", timed(cell("pass", "plain"), calls), "any cell"))
+        rows.append(("magic ask, contents (no .ipynb)", timed(cell(ask, "magic-ask"), calls, between=restore),
+                     "goal"))
+        rows.append(("magic edit, contents (no .ipynb)", timed(cell(edit, "magic-edit"), calls, between=restore),
+                     "goal"))
+        rows.append(("magic ask, interactions (no .ipynb)", timed(cell(ask_i, "magic-ask-i"), calls, between=restore),
+                     "goal"))
+        ip.user_ns["__session__"] = str(nb_path)
+        rows.append(("magic ask, contents, 200-cell .ipynb", timed(cell(ask, "magic-ask"), calls, between=restore),
+                     "goal"))
+        rows.append(("magic edit, contents, 200-cell .ipynb", timed(cell(edit, "magic-edit"), calls, between=restore),
+                     "goal"))
+        rows.append(("engine dry run, contents, .ipynb", timed(engine("contents", "default"), calls), "info"))
+        del ip.user_ns["__session__"]
+        rows.append(("engine dry run, contents", timed(engine("contents", "default"), calls), "info"))
+        rows.append(("engine dry run, interactions", timed(engine("interactions", "inter"), calls), "info"))
+        if not grew:
+            notes.append("WARNING: the offline magic call did not record a turn; the magic timings may be wrong")
+        if err.getvalue().strip():
+            notes.append("timed calls wrote to stderr: " + err.getvalue().strip()[:300])
+    notes += breakdown(session, settings, min(calls, 50))
+    ip.user_ns["__session__"] = str(nb_path)
+    notes += breakdown(session, settings, min(calls, 50), label=" (with the .ipynb)")
+    del ip.user_ns["__session__"]
+    return rows, notes
+
+
+def breakdown(session, settings, calls: int, label: str = "") -> list[str]:
+    """Median ms of each engine step of one ask turn (same inputs as the dry run)."""
+    from genai_magics.context import secondary_context
+    from genai_magics.session import TurnRequest
+    from genai_magics.transport import TRANSPORTS, body_bytes
+
+    req = TurnRequest(mode="ask", prompt="Why is the summary tuple built this way?", cell=TARGET)
+    conv = session.conversations["default"]
+    doc, _ = session.resolve_document(req, settings)
+    cells = list(session._view().cells())
+    pieces = session.context_pieces(req, doc, settings)
+    plan = conv.plan_turn("ask", req.prompt, doc, pieces, "contents")
+    transport = TRANSPORTS["contents"](lambda: None, settings.model)
+    body = transport.request(plan, conv.history)
+    steps = {
+        "view().cells()": lambda: list(session._view().cells()),
+        "resolve_document": lambda: session.resolve_document(req, settings),
+        "context_pieces": lambda: session.context_pieces(req, doc, settings),
+        "  of which secondary_context()": lambda: secondary_context(cells, {TARGET}, settings.secondary_context_chars),
+        "plan_turn": lambda: conv.plan_turn("ask", req.prompt, doc, pieces, "contents"),
+        "request body (build_contents)": lambda: transport.request(plan, conv.history),
+        "body_bytes (json.dumps)": lambda: body_bytes(body),
+    }
+    out = [f"engine steps{label}, median ms over {calls}: " + "; ".join(
+        f"{name.strip()} {statistics.median(timed(fn, calls, warmup=3)):.3f}" for name, fn in steps.items())]
+    return out
+
+
+def sdk_loopback(calls: int) -> str:
+    """Info only: real SDK calls over loopback to a stand-in in another process."""
+    from genai_magics.session import Session, Settings, TurnRequest
+    import genai_magics.transport as transport_mod
+
+    proc = subprocess.Popen([sys.executable, "-m", "genai_magics.stub", "--port", "0"], stdout=subprocess.PIPE,
+                            text=True, cwd=str(ROOT))
+    try:
+        line = proc.stdout.readline().strip()
+        url = line.split("=", 1)[1]
+        os.environ["GOOGLE_GEMINI_BASE_URL"] = url
+        os.environ["GEMINI_API_KEY"] = "fake"
+        s = Session()
+        for i in range(N_CELLS):
+            s.record.record(f"c{i:03d}", cell_source(i), i + 1)
+        s.record.record("magic", "%%gemini_ask\nq", N_CELLS + 1)
+        from genai_magics.magics import GeminiMagics
+
+        settings = Settings(model=GeminiMagics.class_traits()["model"].default_value, state="contents")
+        real = {"contents": transport_mod.ContentsTransport, "interactions": transport_mod.InteractionsTransport}
+        import genai_magics.session as session_mod
+
+        patched = dict(session_mod.TRANSPORTS)
+        session_mod.TRANSPORTS.update(real)
+        try:
+            class D:
+                def chunk(self, text: str) -> None: ...
+                def note(self, text: str) -> None: ...
+
+            req = TurnRequest(mode="ask", prompt="Why is the summary tuple built this way?", cell=TARGET)
+            s.run(req, settings, D())
+            saved = s.conversations["default"].snapshot()
+
+            def restore() -> None:
+                s.conversations["default"] = saved.snapshot()
+
+            ms = timed(lambda: s.run(req, settings, D()), calls, warmup=5, between=restore)
+        finally:
+            session_mod.TRANSPORTS.update(patched)
+        return (f"info: Session.run of an ask with the REAL SDK over loopback HTTP to a stand-in in another process "
+                f"(SDK + HTTP + stand-in included, not the goal's scope): median {statistics.median(ms):.2f} ms, "
+                f"p90 {pct(ms, 0.9):.2f} ms over {calls} calls")
+    except Exception as exc:  # information only: never fail the report for it
+        return f"info: SDK-over-loopback timing skipped: {type(exc).__name__}: {exc}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+# -- part 2 -------------------------------------------------------------------------
+
+CHILD = r"""
+import json, sys, time
+t0 = time.perf_counter()
+from IPython.core.interactiveshell import InteractiveShell
+from traitlets.config import Config
+cfg = Config(); cfg.HistoryManager.hist_file = ":memory:"
+ip = InteractiveShell.instance(config=cfg)
+t1 = time.perf_counter()
+before = set(sys.modules)
+import_ms = None
+if sys.argv[1:] == ["import-first"]:
+    import genai_magics.magics
+    import_ms = (time.perf_counter() - t1) * 1000
+    t1 = time.perf_counter()
+ip.run_line_magic("load_ext", "genai_magics")
+t2 = time.perf_counter()
+new = sorted({m.split(".")[0] for m in set(sys.modules) - before})
+print(json.dumps({"shell_ms": (t1 - t0) * 1000, "load_ms": (t2 - t1) * 1000, "import_ms": import_ms,
+                  "registered": "gemini_ask" in ip.magics_manager.magics["cell"],
+                  "google.genai": "google.genai" in sys.modules, "ipywidgets": "ipywidgets" in sys.modules,
+                  "new_top_level": new, "new_modules": len(set(sys.modules) - before)}))
+"""
+
+
+def part2(runs: int) -> tuple[dict[str, Any], list[str]]:
+    env = dict(os.environ)
+    env["IPYTHONDIR"] = tempfile.mkdtemp(prefix="genai-loadext-ipython-")
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    results, split = [], []
+    for i in range(runs + 1):
+        for mode, into in (([], results), (["import-first"], split)):
+            out = subprocess.run([sys.executable, "-c", CHILD, *mode], capture_output=True, text=True, env=env,
+                                 cwd=str(ROOT), timeout=120)
+            if out.returncode != 0:
+                raise RuntimeError(f"load_ext child failed: {out.stderr[-2000:]}")
+            if i:  # the first run warms the OS file cache and creates the profile dir
+                into.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    load = [r["load_ms"] for r in results]
+    shell = [r["shell_ms"] for r in results]
+    last = results[-1]
+    summary = {"load": load, "shell": shell, "import": [r["import_ms"] for r in split],
+               "after_import": [r["load_ms"] for r in split], "google.genai": any(r["google.genai"] for r in results),
+               "ipywidgets": any(r["ipywidgets"] for r in results), "registered": all(r["registered"] for r in results),
+               "new_top_level": last["new_top_level"], "new_modules": last["new_modules"]}
+    notes = [f"load_ext imported {last['new_modules']} new modules; new top-level packages: "
+             + ", ".join(last["new_top_level"])]
+    return summary, notes
+
+
+KERNEL_CODE = r"""
+import sys, time
+_t = time.perf_counter()
+get_ipython().run_line_magic("load_ext", "genai_magics")
+_ms = (time.perf_counter() - _t) * 1000
+print("LOADEXT", _ms, "google.genai" in sys.modules, "ipywidgets" in sys.modules)
+"""
+
+
+def in_kernel(kernels: int, notes: list[str]) -> list[float]:
+    """Info: %load_ext inside a real ipykernel (asyncio etc. already loaded; the bridge comm is attempted)."""
+    try:
+        from jupyter_client.manager import start_new_kernel
+    except ImportError:
+        notes.append("ipykernel row skipped: jupyter_client is not installed")
+        return []
+    out: list[float] = []
+    flags = set()
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    for _ in range(kernels):
+        km, kc = start_new_kernel(kernel_name="python3", env=env, cwd=str(ROOT))
+        try:
+            text: list[str] = []
+            kc.execute_interactive(KERNEL_CODE, timeout=60,
+                                   output_hook=lambda m: text.append(m["content"].get("text", ""))
+                                   if m["msg_type"] == "stream" else None)
+            line = next((ln for ln in "".join(text).splitlines() if ln.startswith("LOADEXT")), None)
+            if line is None:
+                notes.append("ipykernel row: no timing came back: " + "".join(text)[:200])
+                break
+            _, ms, genai, widgets = line.split()
+            out.append(float(ms))
+            flags.add((genai, widgets))
+        finally:
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
+    if out:
+        notes.append(f"in a real ipykernel: google.genai / ipywidgets in sys.modules after load_ext: {sorted(flags)}")
+    return out
+
+
+# -- report ---------------------------------------------------------------------------
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--calls", type=int, default=200, help="timed calls per row (default 200)")
+    parser.add_argument("--runs", type=int, default=12, help="fresh interpreters for %%load_ext (default 12)")
+    parser.add_argument("--kernels", type=int, default=4, help="real ipykernels for the info row (0: skip)")
+    parser.add_argument("--no-sdk-info", action="store_true", help="skip the informational SDK-over-loopback row")
+    args = parser.parse_args(argv)
+    t_start = time.perf_counter()
+
+    load, load_notes = part2(args.runs)
+    kernel = [] if args.kernels <= 0 else in_kernel(args.kernels, load_notes)
+    rows, notes = part1(args.calls)
+    sdk = None if args.no_sdk_info else sdk_loopback(min(args.calls, 50))
+
+    load_avg = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"kernel-side overhead of genai_magics (python {sys.version.split()[0]}, {os.cpu_count()} cpus, "
+          f"load average now {load_avg}); "
+          f"ms per call over {args.calls} calls after warm-up, network excluded (offline transports build the "
+          "real request body; no SDK, no HTTP)\n")
+    head = f"{'what is timed':<42} {'median ms':>10} {'p90 ms':>8} {'goal':>8}  verdict"
+    print(head)
+    print("-" * len(head))
+    baseline = statistics.median(rows[0][1])
+    for name, ms, kind in rows:
+        med, p90 = statistics.median(ms), pct(ms, 0.9)
+        if kind == "goal":
+            verdict = "PASS" if med <= GOAL_CALL_MS else "FAIL"
+            goal = f"<= {GOAL_CALL_MS:g}"
+        else:
+            verdict, goal = "", "-"
+        print(f"{name:<42} {med:>10.3f} {p90:>8.3f} {goal:>8}  {verdict}")
+    print(f"(magic rows are whole ip.run_cell calls; subtract the baseline, {baseline:.3f} ms, for the magic's own "
+          "share. Edit rows include the diff, ProposalController and the ipywidgets widget.)")
+    print()
+    lm, sm = statistics.median(load["load"]), statistics.median(load["shell"])
+    head = f"{'%load_ext genai_magics (fresh interpreter)':<42} {'median ms':>10} {'p90 ms':>8} {'goal':>8}  verdict"
+    print(head)
+    print("-" * len(head))
+    print(f"{'InteractiveShell.instance() (not ours)':<42} {sm:>10.1f} {pct(load['shell'], 0.9):>8.1f} {'-':>8}")
+    print(f"{'load_ext genai_magics':<42} {lm:>10.1f} {pct(load['load'], 0.9):>8.1f} "
+          f"{'<= ' + format(GOAL_LOAD_MS, 'g'):>8}  {'PASS' if lm <= GOAL_LOAD_MS else 'FAIL'}")
+    if kernel:
+        print(f"{'in a real ipykernel (info, ' + str(len(kernel)) + ' kernels)':<42} {statistics.median(kernel):>10.1f} "
+              f"{pct(kernel, 0.9):>8.1f} {'-':>8}")
+    print(f"{'  of which import genai_magics.magics':<42} {statistics.median(load['import']):>10.1f} "
+          f"{pct(load['import'], 0.9):>8.1f} {'-':>8}")
+    print(f"{'  of which the rest (construct, register)':<42} {statistics.median(load['after_import']):>10.1f} "
+          f"{pct(load['after_import'], 0.9):>8.1f} {'-':>8}")
+    print(f"runs: {len(load['load'])} fresh interpreters (after 1 discarded warm-up); magics registered: "
+          f"{load['registered']}")
+    print(f"google.genai in sys.modules after load_ext: {load['google.genai']} "
+          f"({'PASS' if not load['google.genai'] else 'FAIL'}: should be False)")
+    print(f"ipywidgets in sys.modules after load_ext: {load['ipywidgets']} "
+          f"({'PASS' if not load['ipywidgets'] else 'FAIL'}: should be False)")
+    print()
+    for note in load_notes + notes + ([sdk] if sdk else []):
+        print(f"note: {note}")
+    print(f"total wall time {time.perf_counter() - t_start:.1f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
