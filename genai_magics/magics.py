@@ -13,6 +13,7 @@ from . import report
 from .cell_writer import KernelStateWriter, RunningCellWriter, StagedWriter
 from .conversation import STATE_MODES
 from .display import NotebookDisplay
+from .cells import is_genai_magic
 from .errors import UserError
 from .notebook_view import MergedView, notebook_path_from
 from .proposal import ProposalController
@@ -203,6 +204,11 @@ class GeminiMagics(Magics):
 
         cell_id = outcome.target.id if outcome.target is not None else "notebook"
         writer = self._writer(instruction)
+        if cell_id == "notebook" and self._live() is not None:
+            from .notebook_edit import NotebookWriter
+
+            writer = NotebookWriter(self.bridge, outcome.turn.base_source or "",
+                                    lambda: [c for c in self.bridge.cells() if not is_genai_magic(c.source)])
         controller = ProposalController(
             conversation=outcome.conversation, turn=outcome.turn, cell_id=cell_id,
             writer=writer, current_source=lambda: self._current_source(cell_id),

@@ -54,7 +54,12 @@ class ProposalController:
 
     @property
     def diff(self) -> str:
-        return unified_diff(self.turn.base_source or "", self.turn.proposal_source or "", self.turn.document_label or "cell")
+        base, proposal = self.turn.base_source or "", self.turn.proposal_source or ""
+        if self.turn.document_key == "notebook":
+            from .notebook_edit import notebook_diff
+
+            return notebook_diff(base, proposal)
+        return unified_diff(base, proposal, self.turn.document_label or "cell")
 
     @property
     def decided(self) -> bool:

@@ -12,7 +12,8 @@ from typing import Any, Callable, Protocol
 
 from .cell_writer import strip_applied_marker
 from .cells import Cell, Document, is_genai_magic
-from .context import ContextPiece, secondary_context, serialize_cells
+from .context import ContextPiece, secondary_context
+from .notebook_edit import notebook_text
 from .conversation import Conversation, Mode, StateMode, Turn, TurnPlan, Usage
 from .errors import UserError, describe, status_code
 from .notebook_view import ExecutionRecord, NotebookView
@@ -143,7 +144,7 @@ class Session:
             cells = [c for c in self._view().cells() if not is_genai_magic(c.source) and c.id != self.record.running_id]
             if not cells:
                 raise UserError("--notebook: no notebook cells are known (no notebook file and no live view)")
-            doc = Document(key="notebook", label="notebook", source=serialize_cells(cells))
+            doc = Document(key="notebook", label="notebook", source=notebook_text(cells))
             target = None
         else:
             target = self.find_cell(req.cell) if req.cell else self.default_target()

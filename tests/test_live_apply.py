@@ -1,0 +1,113 @@
+"""Apply, Discard and Undo through the live bridge, with a fake JupyterLab frontend.
+
+The fake frontend pushes snapshots before each execute and answers the
+bridge's cell edits the way the labextension does (tests/fake_frontend.py).
+"""
+from __future__ import annotations
+
+import pytest
+
+from conftest import FAKE_KEY
+from fake_frontend import FakeFrontend
+from wire import api_requests, current_payload
+
+CELL_A = "def parse(s):\n    return int(s)"
+CELL_B = "def double(x):\n    return 2 * x"
+
+
+@pytest.fixture
+def lab(stub, tmp_path):
+    stub.reset()
+    cells = [("setup", "%load_ext genai_magics"), ("a", CELL_A), ("b", CELL_B),
+             ("m", "%%gemini_edit\nAdd input validation."), ("q", "%%gemini_ask\nWhy?")]
+    with FakeFrontend(cells=cells, env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY},
+                      cwd=str(tmp_path)) as ff:
+        ff.execute("setup")
+        yield ff
+
+
+def status_texts(ff) -> list[str]:
+    return [s.get("value", "") for s in ff.widget_models.values() if s.get("_model_name") == "HTMLModel"]
+
+
+def click(ff, label: str, expect: str) -> None:
+    ff.click(ff.buttons()[label])
+    assert ff.pump_until(lambda: any(expect in v for v in status_texts(ff)), timeout=15), status_texts(ff)
+
+
+def test_default_target_is_the_cell_above_not_the_last_run(lab, stub):
+    lab.execute("b")
+    lab.execute("a")  # the most recently run code cell is a, but the magic sits below b
+    lab.execute("m")
+    sent = current_payload(api_requests(stub)[-1])
+    assert sent["currentSource"] == CELL_B
+    assert "def parse" in sent["secondaryContext"]
+
+
+def test_apply_then_undo_edit_the_cell_in_the_frontend(lab, stub):
+    lab.execute("b")
+    lab.execute("m")
+    assert any("Apply writes the proposal into the cell" in v for v in status_texts(lab))
+    click(lab, "Apply", "Applied")
+    proposal = lab.source("b")
+    assert proposal.startswith("# stub edit: Add input validation.") and proposal.endswith(CELL_B)
+    assert [r["op"] for r in lab.requests_received] == ["set_source"]
+    assert lab.requests_received[0]["cell_id"] == "b"
+    lab.execute("q")  # the model holds the applied proposal: not re-sent
+    ask = current_payload(api_requests(stub)[-1])
+    assert ask.get("sourceSynchronized") is True and "currentSource" not in ask
+    click(lab, "Undo", "Undone")
+    assert lab.source("b") == CELL_B
+    assert [r["op"] for r in lab.requests_received] == ["set_source", "set_source"]
+
+
+def test_an_unrun_hand_edit_is_seen_and_resent(lab, stub):
+    lab.execute("b")
+    lab.execute("q")
+    lab.edit("b", CELL_B + "  # tweaked by hand")  # typed, never run
+    lab.execute("q")
+    again = current_payload(api_requests(stub)[-1])
+    assert again["currentSource"] == CELL_B + "  # tweaked by hand"
+
+
+def test_apply_refuses_to_overwrite_a_cell_changed_since_the_proposal(lab, stub):
+    lab.execute("b")
+    lab.execute("m")
+    lab.edit("b", "changed meanwhile = 1")
+    lab.push_snapshot()
+    click(lab, "Apply", "the cell changed since this proposal was made")
+    assert lab.source("b") == "changed meanwhile = 1"
+    assert lab.requests_received == []
+    click(lab, "Apply anyway", "Applied")
+    assert lab.source("b").endswith(CELL_B)
+
+
+def test_a_failed_write_changes_nothing(lab, stub):
+    lab.execute("b")
+    lab.execute("m")
+    lab.refuse_requests = "notebook closed"
+    click(lab, "Apply", "Apply failed: notebook closed")
+    lab.refuse_requests = None
+    lab.execute("q")  # still the base in the cell; the model holds the proposal: resend
+    ask = current_payload(api_requests(stub)[-1])
+    assert ask["currentSource"] == CELL_B
+
+
+def test_notebook_edit_applies_and_undoes_cell_edits(stub, tmp_path):
+    stub.reset()
+    cells = [("setup", "%load_ext genai_magics"), ("a", CELL_A), ("md", "# Notes", "markdown"),
+             ("m", "%%gemini_edit --notebook\nAdd a title comment.")]
+    with FakeFrontend(cells=cells, env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY},
+                      cwd=str(tmp_path)) as ff:
+        ff.execute("setup")
+        ff.execute("a")
+        ff.execute("m")
+        doc = current_payload(api_requests(stub)[-1])["currentSource"]
+        assert doc.startswith("# %% id=setup") is False and "# %% id=a\n" + CELL_A in doc
+        assert "# %% [markdown] id=md\n# Notes" in doc
+        click(ff, "Apply", "Applied")
+        assert ff.source("a").startswith("# stub edit: Add a title comment.")
+        assert ff.source("md") == "# Notes"
+        click(ff, "Undo", "Undone")
+        assert ff.source("a") == CELL_A
+        assert [c.id for c in ff.cells] == ["setup", "a", "md", "m"]
