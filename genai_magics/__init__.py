@@ -22,6 +22,7 @@ def load_ipython_extension(ipython) -> None:
         # Opens the comm to the genai-magics-bridge frontend extension, if the notebook has it.
         magics.bridge = Bridge.attach(ipython)
     ipython.events.register("pre_run_cell", magics.pre_run_cell)
+    ipython.events.register("post_run_cell", magics.post_run_cell)
     _LOADED[id(ipython)] = magics
     from . import waiting
 
@@ -34,6 +35,7 @@ def unload_ipython_extension(ipython) -> None:
     if magics is None:
         return
     ipython.events.unregister("pre_run_cell", magics.pre_run_cell)
+    ipython.events.unregister("post_run_cell", magics.post_run_cell)
     from . import waiting
 
     if waiting.await_edit_magic in ipython.input_transformers_post:

@@ -5,7 +5,7 @@ import os
 import traceback
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, Enum, Float, Int, Unicode
 
@@ -36,7 +36,10 @@ def _turn_arguments(func):
         argument("--state", choices=STATE_MODES, help="where the conversation state lives: app-managed contents or server-side interactions"),
         argument("--no-context", action="store_true", help="send no other cells (and for an ask, no document either)"),
         argument("--dry-run", action="store_true", help="show the exact request; send nothing, change nothing, no key needed"),
-        argument("--interpolate", action="store_true", help="expand {name} and $name from the user namespace in the prompt"),
+        argument("--interpolate", action="store_true", help="expand {name} and $name from the user namespace in the prompt (and send a summary of each {name} variable)"),
+        argument("--error", action="store_true", help="send the session's last exception (trimmed traceback); an empty prompt asks to explain and fix it"),
+        argument("--vars", metavar="NAMES", help="send compact summaries of these variables, e.g. df,model (each only when it changed)"),
+        argument("words", nargs="*", help="the prompt, in the one-line form (%%gemini_ask --error); the cell body otherwise"),
     ]
     for decorator in reversed(decorators):
         func = decorator(func)
@@ -54,6 +57,7 @@ class GeminiMagics(Magics):
     retry_attempts = Int(5, help="attempts for 429 and 5xx answers (the SDK's HttpRetryOptions)").tag(config=True)
     timeout = Float(120.0, help="seconds to wait for an answer").tag(config=True)
     debug = Bool(False, help="show full tracebacks for unexpected errors").tag(config=True)
+    max_var_chars = Int(2_000, help="cap on each variable summary sent with --vars, in characters").tag(config=True)
     apply_wait = Float(300.0, help="seconds a magic cell waits for Apply/Discard where only the running cell can be written (VS Code)").tag(config=True)
 
     def __init__(self, shell=None, **kwargs):
@@ -90,7 +94,14 @@ class GeminiMagics(Magics):
 
     def pre_run_cell(self, info) -> None:
         cell_id = getattr(info, "cell_id", None)
-        self.session.record.record(cell_id, info.raw_cell, self.shell.execution_count)
+        # IPython has already counted this cell when it announces it (post_run_cell confirms).
+        count = self.shell.execution_count - 1 if info.store_history else None
+        self.session.record.record(cell_id, info.raw_cell, count)
+
+    def post_run_cell(self, result) -> None:
+        running = self.session.record.running_id
+        if running and result.execution_count is not None:
+            self.session.record.set_count(running, result.execution_count)
 
     def _settings(self) -> Settings:
         return Settings(
@@ -134,8 +145,8 @@ class GeminiMagics(Magics):
 
     # -- the magics ----------------------------------------------------------
     @_turn_arguments
-    @cell_magic
-    def gemini_ask(self, line, cell):
+    @line_cell_magic
+    def gemini_ask(self, line, cell=None):
         """Ask Gemini about the current code; the cell body is the prompt.
 
         Follow-ups continue the same conversation: the document (by default the
@@ -146,8 +157,8 @@ class GeminiMagics(Magics):
         return self._turn("ask", self.gemini_ask, line, cell)
 
     @_turn_arguments
-    @cell_magic
-    def gemini_edit(self, line, cell):
+    @line_cell_magic
+    def gemini_edit(self, line, cell=None):
         """Ask Gemini to change the current code; the cell body is the instruction.
 
         The proposal is shown as a diff with Apply / Discard buttons (Undo after
@@ -163,14 +174,20 @@ class GeminiMagics(Magics):
         except UsageError as exc:
             NotebookDisplay.error(f"{exc} (see %%gemini_{mode}?)")
             return
-        prompt = self.shell.var_expand(cell, depth=2) if args.interpolate else cell
+        settings = self._settings()
+        display = NotebookDisplay(mode)
+        body = "\n".join(part for part in (" ".join(args.words), cell or "") if part)
+        try:
+            pieces, failing_cell, prompt = self._explicit_context(args, body)
+        except UserError as exc:
+            display.error(str(exc))
+            return None
         request = TurnRequest(
             mode=mode, prompt=prompt, conversation=args.conversation, cell=args.cell,
             notebook=args.notebook, new=args.new, model=args.model, state=args.state,
             no_context=args.no_context, dry_run=args.dry_run,
+            extra_pieces=tuple(pieces), preferred_target=failing_cell,
         )
-        settings = self._settings()
-        display = NotebookDisplay(mode)
         if self._stale():
             display.note("the live notebook view has not caught up with this cell; "
                          "using the kernel's record of executed cells for this turn")
@@ -197,6 +214,38 @@ class GeminiMagics(Magics):
         if mode == "edit" and turn.proposal_source is not None:
             return self._show_proposal(outcome, prompt)
         return None
+
+    def _cell_for_filename(self, filename: str):
+        """A traceback frame's file -> the cell it was compiled from (id, label)."""
+        number = getattr(self.shell.compile, "_filename_map", {}).get(filename)
+        cell = self.session.record.by_execution_count(number) if number is not None else None
+        return (cell.id, cell.label) if cell else (None, None)
+
+    def _explicit_context(self, args, cell: str):
+        """--error and --vars pieces, the failing cell, and the prompt."""
+        from .variables import interpolated_names, parse_var_list, variable_pieces
+
+        pieces, failing_cell, prompt = [], None, cell
+        if args.error:
+            from .last_error import DEFAULT_ERROR_PROMPT, capture_last_error, error_piece
+
+            err = capture_last_error(self.shell, self._cell_for_filename)
+            if err is None:
+                raise UserError("--error: no exception has been raised in this session yet")
+            pieces.append(error_piece(err))
+            failing_cell = err.cell_id
+            if not prompt.strip():
+                prompt = DEFAULT_ERROR_PROMPT
+        names = parse_var_list(args.vars) if args.vars else []
+        if args.interpolate:
+            placeholders = [n for n in interpolated_names(cell) if n in self.shell.user_ns]
+            names += [n for n in placeholders if n not in names]
+            # {df} names the variable whose summary goes along; its repr could be huge
+            for name in placeholders:
+                prompt = prompt.replace("{" + name + "}", f"`{name}`")
+            prompt = self.shell.var_expand(prompt, depth=3)
+        pieces += variable_pieces(names, self.shell.user_ns, self.max_var_chars)
+        return pieces, failing_cell, prompt
 
     def _show_proposal(self, outcome, instruction: str):
         """Show the diff and buttons; where only the running cell can be written, wait here."""

@@ -57,6 +57,11 @@ class ExecutionRecord:
         if old is not None:
             self.by_id[cell_id] = Cell(old.id, source, old.cell_type, old.execution_count)
 
+    def set_count(self, cell_id: str, execution_count: int) -> None:
+        old = self.by_id.get(cell_id)
+        if old is not None and old.execution_count != execution_count:
+            self.by_id[cell_id] = Cell(old.id, old.source, old.cell_type, execution_count)
+
     def cells(self) -> Sequence[Cell]:
         return [self.by_id[k] for k in self.order]
 

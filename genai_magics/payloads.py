@@ -16,8 +16,9 @@ or "edit" (reply JSON: "explanation", short Markdown, and "proposedSource", the 
 "prompt" is the request; "currentSource" is the document (a cell, or cells as "# %% id=..."
 blocks), sent when it changed; "sourceSynchronized" means the document is your latest full
 version not discarded or undone; "superseded...Sha256" mark replaced versions;
-"secondaryContext" holds other cells (read-only); "proposalOutcomes" says what the user did
-with your proposals.
+"secondaryContext" holds other cells (read-only); "lastError" the last exception with its
+trimmed traceback; "variables" summaries of live variables; "proposalOutcomes" says what the
+user did with your proposals.
 """
 
 EDIT_RESPONSE_SCHEMA: dict[str, Any] = {

@@ -41,6 +41,8 @@ class TurnRequest:
     state: StateMode | None = None
     no_context: bool = False
     dry_run: bool = False
+    extra_pieces: tuple[ContextPiece, ...] = ()  # asked for explicitly: the last error, variables
+    preferred_target: str | None = None  # a cell id to use when no --cell is given (the failing cell)
 
 
 class TurnDisplay(Protocol):
@@ -147,7 +149,12 @@ class Session:
             doc = Document(key="notebook", label="notebook", source=notebook_text(cells))
             target = None
         else:
-            target = self.find_cell(req.cell) if req.cell else self.default_target()
+            if req.cell:
+                target = self.find_cell(req.cell)
+            elif req.preferred_target and req.preferred_target in self.record.by_id:
+                target = self._freshest(self.record.by_id[req.preferred_target])
+            else:
+                target = self.default_target()
             if target is None:
                 if req.mode == "edit":
                     raise UserError("nothing to edit yet: run a code cell first, or name one with --cell")
@@ -169,11 +176,12 @@ class Session:
         return doc, target
 
     def context_pieces(self, req: TurnRequest, doc: Document | None, settings: Settings) -> list[ContextPiece]:
+        explicit = list(req.extra_pieces)
         if req.no_context or req.notebook:
-            return []
+            return explicit
         exclude = {self.record.running_id or "", doc.key if doc else ""}
         piece = secondary_context(list(self._view().cells()), exclude, settings.secondary_context_chars)
-        return [piece] if piece else []
+        return ([piece] if piece else []) + explicit
 
     # -- a turn --------------------------------------------------------------
     def _client(self, settings: ClientSettings):

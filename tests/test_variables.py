@@ -166,7 +166,7 @@ def test_plain_values_import_no_pandas_numpy_or_polars() -> None:
 
 # -- numpy / pandas / polars ------------------------------------------------------
 def test_numpy_array_shape_dtype_and_first_values() -> None:
-    np = pytest.importorskip("numpy")
+    np = __import__("numpy")
     text = summarize(np.arange(12, dtype=np.int16).reshape(3, 4), "a", CAP)
     assert text == (
         "numpy.ndarray shape=(3, 4) dtype=int16\n"
@@ -183,14 +183,14 @@ def test_numpy_array_shape_dtype_and_first_values() -> None:
 
 @pytest.fixture(scope="module")
 def huge_frame():
-    pd = pytest.importorskip("pandas")
-    np = pytest.importorskip("numpy")
+    pd = __import__("pandas")
+    np = __import__("numpy")
     n = 10_000_000
     return pd.DataFrame({"a": np.arange(n, dtype=np.int32), "b": np.zeros(n, dtype=np.float32)})
 
 
 def test_ten_million_row_frame_is_fast_capped_and_never_rendered_whole(huge_frame, monkeypatch) -> None:
-    pd = pytest.importorskip("pandas")
+    pd = __import__("pandas")
 
     def refuse(method):
         def guarded(self, *args, **kwargs):
@@ -222,7 +222,7 @@ def test_ten_million_row_frame_is_fast_capped_and_never_rendered_whole(huge_fram
 
 
 def test_wide_frame_lists_a_bounded_number_of_columns() -> None:
-    pd = pytest.importorskip("pandas")
+    pd = __import__("pandas")
     wide = pd.DataFrame([[1] * 5_000], columns=[f"c{i}" for i in range(5_000)])
     text = summarize(wide, "w", 100_000)
     assert "c39:int64, … +4960 columns" in text and "c40:" not in text
@@ -243,7 +243,7 @@ def test_frame_piece_hash_changes_with_a_new_column_only(huge_frame) -> None:
 
 
 def test_polars_frame_when_installed() -> None:
-    pl = pytest.importorskip("polars")
+    pl = __import__("polars")
     df = pl.DataFrame({"a": list(range(100)), "b": ["x"] * 100})
     text = summarize(df, "p", CAP)
     assert text.startswith("polars.DataFrame shape=(100, 2)\ncolumns: a:Int64, b:String\nhead(5)")
