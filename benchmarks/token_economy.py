@@ -74,7 +74,7 @@ if str(ROOT) not in sys.path:
 
 from genai_magics.cell_writer import KernelStateWriter  # noqa: E402
 from genai_magics.hashing import sha256_text  # noqa: E402
-from genai_magics.payloads import EDIT_RESPONSE_SCHEMA, to_text  # noqa: E402
+from genai_magics.payloads import EDIT_RESPONSE_SCHEMA, SYSTEM_INSTRUCTION, to_text  # noqa: E402
 from genai_magics.proposal import ProposalController  # noqa: E402
 from genai_magics.session import Session, Settings, TurnRequest  # noqa: E402
 from genai_magics.stub import StubServer  # noqa: E402
@@ -408,8 +408,19 @@ def report(label: str, steps: list[Step], run: Run, targets: list[tuple[str, boo
                  "(utf-8 bytes); (e') = only the first and hand-edited versions + every prompt; their token "
                  "figures are ceil(bytes/4), read once.")
     lines.append(f"(d) vs the strict floor (e'): {tot['d'] / f_bytes:.2f}x; per-turn overhead of (d) beyond the "
-                 f"documents it must send: ~{(tot['d'] - f_bytes) / n:,.0f} bytes (system instruction, JSON, "
+                 f"documents it must send: ~{(tot['d'] - f_bytes) / n:,.0f} bytes (system instruction "
+                 f"{len(SYSTEM_INSTRUCTION.encode()):,} B, JSON, "
                  "previous_interaction_id, response schema, secondary context once)")
+    lines.append(f"(c) vs (a): contents mode uploads {tot['c'] / tot['a']:.2f}x the bytes of stateless resend "
+                 "(the app-managed transcript, with the active version in full, goes up on every request); "
+                 f"it saves against (b): {tot['b'] / tot['c']:.1f}x fewer bytes, "
+                 f"{ctx['b'] / ctx['c']:.1f}x less context")
+    if n >= 10:
+        c5, cn = run.stats["c"][4].tokens, run.stats["c"][-1].tokens
+        slope = (cn - c5) / (n - 5)
+        cross = 5 + 0.3 * c5 / slope if slope > 0 else float("inf")
+        lines.append(f"(c) context grows ~{slope:,.0f} tokens/turn after turn 5 (prompts, replies, sha markers); "
+                     f"at this rate it passes 1.3x turn 5 around turn {cross:.0f}")
     d_more = [i + 1 for i in range(n) if run.stats["d"][i].tokens > run.stats["c"][i].tokens]
     if d_more:
         lines.append(f"interactions reads more context than contents on {len(d_more)}/{n} turns "
