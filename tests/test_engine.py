@@ -484,7 +484,9 @@ def test_turn_of_a_reset_conversation_is_refused():
             getattr(fresh, action)(t)
     assert fresh.snapshot() == before
     assert t.outcome == "proposed"
-    assert fresh.generation != old.generation
+    old.closed = True  # what Session.reset does to the conversation it drops
+    for action in ("apply", "discard", "undo"):
+        assert old.refusal(action, t) == "this proposal belongs to a conversation that was reset; nothing changed"
 
 
 def test_owns_is_identity_not_equality():
@@ -650,6 +652,57 @@ def test_new_chain_record_forgets_context_not_resent():
     turn(conv, "ask", S0, pieces=[])  # the new chain was sent no context
     plan = conv.plan_turn("ask", "q", doc(S0), [ctx("a")])
     assert plan.payload["secondaryContext"] == "a"
+
+
+def test_new_chain_digest_carries_outcomes():
+    conv = Conversation("c", state_mode="interactions")
+    _, t1 = turn(conv, "edit", S0, prompt="one", proposal=S1)
+    conv.apply(t1)
+    _, t2 = turn(conv, "edit", S1, prompt="two", proposal=S2)
+    turn(conv, "ask", S1, prompt="three")
+    conv.lose_chain()
+    plan = conv.plan_turn("ask", "four", doc(S1))
+    assert [e.get("outcome") for e in plan.payload["earlierTurns"]] == ["applied", "proposed", None]
+    assert plan.proposal_outcomes == {}
+    assert "proposalOutcomes" not in plan.payload
+
+
+def test_outcome_told_in_new_chain_digest_is_not_told_again():
+    """BUG: earlierTurns already told the new chain that S1 was applied; the next
+    turn repeats it as proposalOutcomes, keyed by a sha the new chain never saw."""
+    conv = Conversation("c", state_mode="interactions")
+    _, t1 = turn(conv, "edit", S0, proposal=S1, interaction_id="i1")
+    conv.apply(t1)
+    conv.lose_chain()
+    first, _ = turn(conv, "ask", S1, interaction_id="j1")
+    assert first.payload["earlierTurns"][0]["outcome"] == "applied"
+    plan = conv.plan_turn("ask", "q", doc(S1))
+    assert plan.synchronized is True
+    assert plan.proposal_outcomes == {}
+    assert "proposalOutcomes" not in plan.payload
+
+
+def test_outcome_changed_after_new_chain_is_told():
+    conv = Conversation("c", state_mode="interactions")
+    _, t1 = turn(conv, "edit", S0, proposal=S1, interaction_id="i1")
+    conv.apply(t1)
+    conv.lose_chain()
+    turn(conv, "ask", S1, interaction_id="j1")
+    conv.undo(t1)
+    plan = conv.plan_turn("ask", "q", doc(S0))
+    assert plan.proposal_outcomes == {sha(S1)[:12]: "undone"}
+    assert plan.synchronized is False  # the new chain was never sent S0
+    assert plan.payload["currentSource"] == S0
+
+
+def test_interactions_chain_holds_its_own_discarded_proposal_text():
+    conv = Conversation("c", state_mode="interactions")
+    _, t1 = turn(conv, "edit", S0, proposal=S1)
+    conv.discard(t1)
+    plan = conv.plan_turn("ask", "q", doc(S0))
+    assert plan.synchronized is True
+    assert plan.payload == {"mode": "ask", "prompt": "q", "sourceSynchronized": True,
+                            "proposalOutcomes": {sha(S1)[:12]: "discarded"}}
 
 
 def test_earlier_turns_replies_are_clipped():
