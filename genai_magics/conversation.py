@@ -7,7 +7,6 @@ never recorded, so the state is exactly as before it.
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Sequence
 
@@ -21,7 +20,6 @@ StateMode = Literal["contents", "interactions"]
 Outcome = Literal["none", "proposed", "applied", "discarded", "undone"]
 STATE_MODES: tuple[StateMode, ...] = ("contents", "interactions")
 
-_generations = itertools.count(1)
 
 
 @dataclass(frozen=True)
@@ -110,7 +108,7 @@ class Conversation:
     last_interaction_id: str | None = None
     outcomes_told: dict[str, str] = field(default_factory=dict)  # proposal sha12 -> outcome
     chain_shas: set[str] = field(default_factory=set)  # full sources the server chain holds
-    generation: int = field(default_factory=lambda: next(_generations))
+    closed: bool = False  # reset or started over: its proposals' buttons do nothing
 
     # -- planning -----------------------------------------------------------
     def plan_turn(
@@ -212,6 +210,9 @@ class Conversation:
             if plan.previous_interaction_id is None:  # a new chain holds only what this turn sends
                 self.sync = SyncState()
                 self.chain_shas = set()
+                # the digest told the new chain every outcome so far
+                self.outcomes_told.update({t.proposal_sha256[:12]: t.outcome for t in plan.new_chain_digest
+                                           if t.proposal_sha256 and t.outcome != "proposed"})
             self.last_interaction_id = interaction_id
             self.outcomes_told.update(plan.proposal_outcomes)
             if turn.sent_source and turn.base_sha256:
@@ -239,7 +240,7 @@ class Conversation:
 
     def refusal(self, action: str, turn: Turn) -> str | None:
         """Why ``action`` on ``turn`` must do nothing, or None when it may proceed."""
-        if not self.owns(turn):
+        if self.closed or not self.owns(turn):
             return "this proposal belongs to a conversation that was reset; nothing changed"
         if turn.proposal_source is None:
             return "this turn has no proposal"

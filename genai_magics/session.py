@@ -5,7 +5,9 @@ imports no IPython: the magics hand it plain values and a display to talk to.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
@@ -17,7 +19,11 @@ from .notebook_edit import notebook_text
 from .conversation import Conversation, Mode, StateMode, Turn, TurnPlan, Usage
 from .errors import UserError, describe, status_code
 from .notebook_view import ExecutionRecord, NotebookView
-from .transport import TRANSPORTS, ClientSettings, TurnResult, make_client
+from .transport import TRANSPORTS, ClientSettings, RetryNotices, TurnResult, make_client
+
+# What the SDK reads from the environment when a client is made.
+CLIENT_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_USE_VERTEXAI",
+              "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_GENAI_API_VERSION")
 
 
 @dataclass(frozen=True)
@@ -75,23 +81,28 @@ class Session:
     view: Callable[[], NotebookView] | None = None  # the freshest view available now
     cell_above: Callable[[str], Cell | None] | None = None  # set when the layout is known
     conversations: dict[str, Conversation] = field(default_factory=dict)
-    _clients: dict[ClientSettings, Any] = field(default_factory=dict)
+    _clients: dict[str, tuple[Any, RetryNotices]] = field(default_factory=dict)
 
     # -- conversations -------------------------------------------------------
     def conversation(self, name: str, state: StateMode, new: bool = False) -> Conversation:
+        """The named conversation, or a new one that is kept only once a turn succeeds."""
         if not CONVERSATION_NAME.match(name):
             raise UserError(
                 f"conversation name {name!r} is not allowed: use 1-64 letters, digits, '_', '-' or '.'"
             )
         if new or name not in self.conversations:
-            self.conversations[name] = Conversation(name=name, state_mode=state)
+            return Conversation(name=name, state_mode=state)
         return self.conversations[name]
 
     def reset(self, name: str | None = None) -> list[str]:
         names = list(self.conversations) if name is None else [name]
+        reset = []
         for n in names:
-            self.conversations.pop(n, None)
-        return names
+            conv = self.conversations.pop(n, None)
+            if conv is not None:
+                conv.closed = True
+                reset.append(n)
+        return reset
 
     # -- the notebook --------------------------------------------------------
     def _view(self) -> NotebookView:
@@ -185,16 +196,20 @@ class Session:
 
     # -- a turn --------------------------------------------------------------
     def _client(self, settings: ClientSettings):
-        if settings not in self._clients:
+        """One SDK client per settings and credentials: a new key or base URL takes effect at once."""
+        env = tuple(os.environ.get(name, "") for name in CLIENT_ENV)
+        key = hashlib.sha256(repr((settings, env)).encode()).hexdigest()  # no key text kept here
+        if key not in self._clients:
+            notices = RetryNotices(settings.retry_attempts)
             try:
-                self._clients[settings] = make_client(settings)
+                self._clients[key] = (make_client(settings, notices), notices)
             except ValueError as exc:
                 if "API key" in str(exc) or "api_key" in str(exc):
                     raise UserError(
                         "no API key: set GEMINI_API_KEY (or GOOGLE_API_KEY), or use --dry-run to see the request"
                     ) from None
                 raise UserError(describe(exc, attempts=0, timeout_s=settings.timeout_s)) from None
-        return self._clients[settings]
+        return self._clients[key]
 
     def run(self, req: TurnRequest, settings: Settings, display: TurnDisplay) -> TurnOutcome:
         if not req.prompt.strip():
@@ -206,29 +221,51 @@ class Session:
         doc, target = self.resolve_document(req, settings)
         pieces = self.context_pieces(req, doc, settings)
         plan = conv.plan_turn(req.mode, req.prompt, doc, pieces, state)
-        transport = TRANSPORTS[plan.state_mode](lambda: self._client(settings.client), model)
         if req.dry_run:
-            return TurnOutcome(conv, plan, model, request=transport.request(plan, conv.history), target=target)
+            request = TRANSPORTS[plan.state_mode](None, model).request(plan, conv.history)
+            return TurnOutcome(conv, plan, model, request=request, target=target)
+        client, notices = self._client(settings.client)
+        transport = TRANSPORTS[plan.state_mode](client, model)
+        notices.start(display.note)
         try:
-            result = transport.send(plan, conv.history, display.chunk)
+            result, plan = self._send(transport, conv, plan, display, settings,
+                                      lambda: conv.plan_turn(req.mode, req.prompt, doc, pieces, state))
+        finally:
+            notices.start(None)
+        turn = self._commit(conv, plan, result)
+        replaced = self.conversations.get(conv.name)
+        if replaced is not None and replaced is not conv:  # --new started it over
+            replaced.closed = True
+        self.conversations[conv.name] = conv  # a conversation exists once a turn succeeded
+        return TurnOutcome(conv, plan, model, turn=turn, target=target)
+
+    def _send(self, transport, conv: Conversation, plan: TurnPlan, display: TurnDisplay, settings: Settings,
+              replan: Callable[[], TurnPlan]) -> tuple[TurnResult, TurnPlan]:
+        """Send once; if the server lost the interaction chain, start a new chain once.
+
+        Any failure leaves the conversation exactly as it was.
+        """
+        try:
+            return transport.send(plan, conv.history, display.chunk), plan
         except KeyboardInterrupt:
             raise UserError("stopped: the answer was interrupted; nothing was recorded and the conversation is as before") from None
-        except UserError:
-            raise
         except Exception as exc:
-            if plan.previous_interaction_id and status_code(exc) == 404:
-                # The server forgot the chain: start a new one that carries what the model needs.
-                display.note("the server no longer holds this conversation; starting a new chain and resending the context")
-                conv.lose_chain()
-                plan = conv.plan_turn(req.mode, req.prompt, doc, pieces, state)
-                try:
-                    result = transport.send(plan, conv.history, display.chunk)
-                except Exception as again:
-                    raise UserError(self._failure(again, settings)) from again
-            else:
+            if not (plan.previous_interaction_id and status_code(exc) == 404):
                 raise UserError(self._failure(exc, settings)) from exc
-        turn = self._commit(conv, plan, result)
-        return TurnOutcome(conv, plan, model, turn=turn, target=target)
+        # The server forgot the chain: a new one that carries what the model needs.
+        display.note("the server no longer holds this conversation; starting a new chain and "
+                     "sending the document, the context and a digest of the earlier turns once")
+        previous = conv.last_interaction_id
+        conv.lose_chain()
+        fresh = replan()
+        try:
+            return transport.send(fresh, conv.history, display.chunk), fresh
+        except KeyboardInterrupt:
+            conv.last_interaction_id = previous
+            raise UserError("stopped: the answer was interrupted; nothing was recorded and the conversation is as before") from None
+        except Exception as again:
+            conv.last_interaction_id = previous
+            raise UserError(self._failure(again, settings)) from again
 
     @staticmethod
     def _failure(exc: BaseException, settings: Settings) -> str:

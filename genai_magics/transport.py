@@ -41,28 +41,69 @@ def body_bytes(body: dict[str, Any]) -> int:
     return len(json.dumps(body, ensure_ascii=False).encode("utf-8"))
 
 
-def make_client(settings: ClientSettings):
+RETRY_STATUS = (408, 429, 500, 502, 503, 504)
+INITIAL_DELAY_S, MAX_DELAY_S, EXP_BASE = 1.0, 30.0, 2.0
+
+
+class RetryNotices:
+    """Turns each retriable HTTP answer into a 'retrying' line while a turn runs.
+
+    The SDK's HttpRetryOptions does the retrying; this only watches responses
+    (an httpx event hook) so the user sees why the cell is still waiting.
+    """
+
+    def __init__(self, attempts: int):
+        self.attempts = attempts
+        self.say: Callable[[str], None] | None = None
+        self.failures = 0
+
+    def start(self, say: Callable[[str], None] | None) -> None:
+        self.say, self.failures = say, 0
+
+    def __call__(self, response) -> None:
+        if response.status_code not in RETRY_STATUS or self.say is None:
+            return
+        self.failures += 1
+        if self.failures >= self.attempts:
+            return  # the last attempt: the failure itself is reported
+        header = response.headers.get("retry-after")
+        try:
+            wait = float(header) if header else None
+        except ValueError:
+            wait = None
+        if wait is None:
+            wait = min(MAX_DELAY_S, INITIAL_DELAY_S * EXP_BASE ** (self.failures - 1))
+        what = "rate limited" if response.status_code == 429 else "Gemini server error"
+        self.say(f"{what} ({response.status_code}); retrying in ~{wait:.0f} s "
+                 f"({self.failures + 1}/{self.attempts})")
+
+
+def make_client(settings: ClientSettings, notices: RetryNotices):
     """A google-genai client; the SDK reads the key and base URL from the environment."""
     from google import genai
     from google.genai import types
 
     retry = types.HttpRetryOptions(
         attempts=max(1, settings.retry_attempts),
-        initial_delay=1.0,
-        max_delay=30.0,
-        exp_base=2.0,
-        http_status_codes=[408, 429, 500, 502, 503, 504],
+        initial_delay=INITIAL_DELAY_S,
+        max_delay=MAX_DELAY_S,
+        exp_base=EXP_BASE,
+        http_status_codes=list(RETRY_STATUS),
     )
     return genai.Client(
-        http_options=types.HttpOptions(retry_options=retry, timeout=int(settings.timeout_s * 1000))
+        http_options=types.HttpOptions(
+            retry_options=retry,
+            timeout=int(settings.timeout_s * 1000),
+            client_args={"event_hooks": {"response": [notices]}},
+        )
     )
 
 
 class ContentsTransport:
     """App-managed state: the kernel sends the compacted transcript every turn."""
 
-    def __init__(self, client_factory: Callable[[], Any], model: str):
-        self._client_factory = client_factory
+    def __init__(self, client: Any, model: str):
+        self.client = client  # None for a dry run: request() needs no client
         self.model = model
 
     def request(self, plan: TurnPlan, history: Sequence[Turn]) -> dict[str, Any]:
@@ -74,10 +115,9 @@ class ContentsTransport:
 
     def send(self, plan: TurnPlan, history: Sequence[Turn], on_chunk: OnChunk) -> TurnResult:
         body = self.request(plan, history)
-        client = self._client_factory()
         parts: list[str] = []
         usage = None
-        for chunk in client.models.generate_content_stream(**body):
+        for chunk in self.client.models.generate_content_stream(**body):
             text = chunk.text or ""
             if text:
                 parts.append(text)
@@ -97,8 +137,8 @@ class ContentsTransport:
 class InteractionsTransport:
     """Server-managed state: only the new input, chained by previous_interaction_id."""
 
-    def __init__(self, client_factory: Callable[[], Any], model: str):
-        self._client_factory = client_factory
+    def __init__(self, client: Any, model: str):
+        self.client = client  # None for a dry run: request() needs no client
         self.model = model
 
     def request(self, plan: TurnPlan, history: Sequence[Turn]) -> dict[str, Any]:
@@ -122,11 +162,10 @@ class InteractionsTransport:
 
     def send(self, plan: TurnPlan, history: Sequence[Turn], on_chunk: OnChunk) -> TurnResult:
         body = self.request(plan, history)
-        client = self._client_factory()
         parts: list[str] = []
         interaction_id = None
         usage = None
-        for event in client.interactions.create(**body, stream=True):
+        for event in self.client.interactions.create(**body, stream=True):
             kind = getattr(event, "event_type", None)
             if kind == "step.delta":
                 delta = getattr(event, "delta", None)
