@@ -68,6 +68,9 @@ class ExecutionRecord:
     def cell_above(self, cell_id: str) -> Cell | None:
         return None  # execution order says nothing about layout
 
+    def notebook_cells(self) -> Sequence[Cell]:
+        raise NotebookFileError("no notebook file is known to this kernel and no live notebook view is connected")
+
     def by_execution_count(self, count: int) -> Cell | None:
         return next((c for c in self.by_id.values() if c.execution_count == count), None)
 
@@ -149,3 +152,10 @@ class MergedView:
 
     def cell_above(self, cell_id: str) -> Cell | None:
         return None  # a saved file may be stale about layout: only the bridge knows
+
+    def notebook_cells(self) -> Sequence[Cell]:
+        """The whole notebook (for --notebook): the file must be readable."""
+        if self.path is None:
+            return self.record.notebook_cells()
+        read_notebook_cells(self.path)  # a clear error for a missing, corrupt or old file
+        return self.cells()

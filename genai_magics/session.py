@@ -18,7 +18,7 @@ from .context import ContextPiece, secondary_context
 from .notebook_edit import notebook_text
 from .conversation import Conversation, Mode, StateMode, Turn, TurnPlan, Usage
 from .errors import UserError, describe, status_code
-from .notebook_view import ExecutionRecord, NotebookView
+from .notebook_view import ExecutionRecord, NotebookFileError, NotebookView
 from .transport import TRANSPORTS, ClientSettings, RetryNotices, TurnResult, make_client
 
 # What the SDK reads from the environment when a client is made.
@@ -64,6 +64,16 @@ class TurnOutcome:
     turn: Turn | None = None  # None for a dry run
     request: dict[str, Any] | None = None  # the dry run's exact request
     target: Cell | None = None  # the cell an edit proposal is for
+
+
+def undecodable_at(text: str) -> int | None:
+    """Where text stops being sendable UTF-8 text (a NUL or a lone surrogate), if anywhere."""
+    nul = text.find("\x00")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start if nul < 0 else min(nul, exc.start)
+    return nul if nul >= 0 else None
 
 
 def estimate_tokens(text: str) -> int:
@@ -154,9 +164,14 @@ class Session:
 
     def resolve_document(self, req: TurnRequest, settings: Settings) -> tuple[Document | None, Cell | None]:
         if req.notebook:
-            cells = [c for c in self._view().cells() if not is_genai_magic(c.source) and c.id != self.record.running_id]
+            view = self._view()
+            try:  # the live view has every cell; otherwise the notebook file must be readable
+                known = getattr(view, "notebook_cells", view.cells)()
+            except NotebookFileError as exc:
+                raise UserError(f"--notebook: {exc}") from None
+            cells = [c for c in known if not is_genai_magic(c.source) and c.id != self.record.running_id]
             if not cells:
-                raise UserError("--notebook: no notebook cells are known (no notebook file and no live view)")
+                raise UserError("--notebook: the notebook has no cells to work on")
             doc = Document(key="notebook", label="notebook", source=notebook_text(cells))
             target = None
         else:
@@ -176,6 +191,10 @@ class Session:
                 raise UserError(f"--cell {req.cell}: that is a genai magic cell, not code to work on")
             # A cell Apply wrote in a running-cell frontend starts with the instruction line.
             doc = Document(key=target.id, label=target.label, source=strip_applied_marker(target.source))
+        bad = undecodable_at(doc.source)
+        if bad is not None:
+            raise UserError(f"{doc.label} holds binary or undecodable text (at character {bad}); "
+                            "nothing was sent - only text can be the document")
         size = len(doc.source.encode("utf-8", "surrogatepass"))
         if size > settings.max_document_bytes:
             raise UserError(
