@@ -682,6 +682,31 @@ def test_outcome_told_in_new_chain_digest_is_not_told_again():
     assert "proposalOutcomes" not in plan.payload
 
 
+def test_outcome_changed_while_new_chain_turn_is_out_is_told():
+    """The digest was built before Undo was clicked: it told the chain "applied"."""
+    conv = Conversation("c", state_mode="interactions")
+    _, t1 = turn(conv, "edit", S0, proposal=S1, interaction_id="i1")
+    conv.apply(t1)
+    conv.lose_chain()
+    plan = conv.plan_turn("ask", "q", doc(S1))
+    assert plan.payload["earlierTurns"][0]["outcome"] == "applied"
+    conv.undo(t1)  # clicked while the request is out
+    conv.record(plan, "r", interaction_id="j1")
+    nxt = conv.plan_turn("ask", "q", doc(S0))
+    assert nxt.proposal_outcomes == {sha(S1)[:12]: "undone"}
+
+
+def test_outcome_changed_while_turn_is_out_is_told_next():
+    conv = Conversation("c", state_mode="interactions")
+    _, t1 = turn(conv, "edit", S0, proposal=S1, interaction_id="i1")
+    conv.apply(t1)
+    plan = conv.plan_turn("ask", "q", doc(S1))
+    assert plan.proposal_outcomes == {sha(S1)[:12]: "applied"}
+    conv.undo(t1)
+    conv.record(plan, "r", interaction_id="i2")
+    assert conv.plan_turn("ask", "q", doc(S0)).proposal_outcomes == {sha(S1)[:12]: "undone"}
+
+
 def test_outcome_changed_after_new_chain_is_told():
     conv = Conversation("c", state_mode="interactions")
     _, t1 = turn(conv, "edit", S0, proposal=S1, interaction_id="i1")

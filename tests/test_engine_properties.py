@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 from genai_magics.cells import Cell, Document
 from genai_magics.contents import build_contents
-from genai_magics.context import SECONDARY_FIELD, secondary_context
+from genai_magics.context import SECONDARY_FIELD, ContextPiece, secondary_context
 from genai_magics.conversation import Conversation, Turn, TransitionRefused
 from genai_magics.hashing import sha256_text
 
@@ -259,7 +259,9 @@ def probe(conv: Conversation, ref: Ref) -> None:
 
 # -- the interpreter -----------------------------------------------------------
 
-def do_turn(conv: Conversation, ref: Ref, mode: str, *, with_doc: bool = True, propose: bool = True) -> None:
+def do_turn(conv: Conversation, ref: Ref, mode: str, *, with_doc: bool = True, propose: bool = True,
+            in_flight=None) -> None:
+    """One turn; ``in_flight`` runs while the request is out (a button click), before the record."""
     doc = ref.document() if with_doc else None
     pieces = ref.pieces()
     state_mode = ref.state_mode
@@ -280,6 +282,10 @@ def do_turn(conv: Conversation, ref: Ref, mode: str, *, with_doc: bool = True, p
         interaction_id = f"int-{ref.ids}"
     outcomes = ref.expected_outcomes(state_mode)
     new_chain = ref.new_chain(state_mode)
+    # what earlierTurns told a new chain, as sent
+    digest_told = {sha(t.proposal)[:12]: t.outcome for t in ref.turns if t.proposal is not None and t.outcome in SHOWN}
+    if in_flight is not None:
+        in_flight()
     turn = conv.record(plan, response, proposal_source=proposal, interaction_id=interaction_id)
     assert turn.index == len(ref.turns) + 1
     assert turn.sent_source is plan.send_source
@@ -291,8 +297,7 @@ def do_turn(conv: Conversation, ref: Ref, mode: str, *, with_doc: bool = True, p
             ref.ctx_sent = {}
             ref.active = None
             # earlierTurns told it every outcome so far: proposalOutcomes must not repeat them
-            ref.told.update({sha(t.proposal)[:12]: t.outcome for t in ref.turns
-                             if t.proposal is not None and t.outcome in SHOWN})
+            ref.told.update(digest_told)
         ref.chain_alive = True
         ref.last_id = interaction_id
         ref.told.update(outcomes)
@@ -366,6 +371,8 @@ def run(ops, initial_mode: str) -> None:
             do_turn(conv, ref, "ask", with_doc=False)
         elif kind in ("apply", "discard", "undo"):
             do_transition(conv, ref, kind, op[1])
+        elif kind == "in_flight":  # a button clicked while a request is out
+            do_turn(conv, ref, op[1], in_flight=lambda: do_transition(conv, ref, op[2], op[3]))
         elif kind == "manual":
             ref.cells[ref.target] += f"\n# manual {op[1]}"
             ref.seen_texts.append(ref.cells[ref.target])
@@ -412,6 +419,8 @@ def operations(mixed: bool):
         transition,
         transition,
         transition,
+        st.tuples(st.just("in_flight"), st.sampled_from(["ask", "edit"]), st.sampled_from(["apply", "discard", "undo"]),
+                  st.integers(0, 50)),
         st.tuples(st.just("manual"), st.integers(0, 3)),
         st.tuples(st.just("paste"), st.integers(0, 50)),
         st.tuples(st.just("switch"), st.integers(0, 2)),
@@ -439,6 +448,8 @@ def test_contents_mode_matches_reference(ops):
 # A proposal (or a base) from before a lost chain: the new chain never saw it.
 @example(ops=[("edit",), ("lose_chain",), ("ask",), ("apply", 0)])
 @example(ops=[("edit",), ("apply", 0), ("lose_chain",), ("ask",), ("undo", 0)])
+# Undo clicked while the first turn of a new chain is out: its digest said "applied".
+@example(ops=[("edit",), ("apply", 0), ("lose_chain",), ("in_flight", "ask", "undo", 0)])
 def test_interactions_mode_matches_reference(ops):
     run(ops, "interactions")
 
@@ -478,3 +489,27 @@ def test_interpreter_catches_an_undo_that_keeps_the_proposal_active(monkeypatch)
     monkeypatch.setattr(Conversation, "undo", undo)
     with pytest.raises(AssertionError):
         run(_session_with_undo(), "contents")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    sources=st.lists(st.text(max_size=40), min_size=1, max_size=4),
+    context=st.text(max_size=40),
+    prompt=st.text(max_size=20),
+)
+def test_any_text_survives_the_wire_payloads(sources, context, prompt):
+    """Quotes, newlines, U+2028, NUL...: every source and prompt comes back exactly."""
+    conv = Conversation("wire")
+    for i, source in enumerate(sources):
+        plan = conv.plan_turn("edit", prompt, Document("k", "cell k", source), [ContextPiece(SECONDARY_FIELD, context)])
+        items = parsed(build_contents(conv.history, plan))
+        assert items[-1][1]["prompt"] == prompt
+        assert items[-1][1].get("currentSource", source) == source
+        if i == 0:
+            assert items[-1][1][SECONDARY_FIELD] == context
+        turn = conv.record(plan, prompt, proposal_source=source + prompt)
+        conv.apply(turn)
+    plan = conv.plan_turn("ask", prompt, Document("k", "cell k", sources[-1] + prompt))
+    assert plan.synchronized is True
+    items = parsed(build_contents(conv.history, plan))
+    assert items[-2][1]["proposedSource"] == sources[-1] + prompt
