@@ -210,9 +210,11 @@ class Conversation:
             if plan.previous_interaction_id is None:  # a new chain holds only what this turn sends
                 self.sync = SyncState()
                 self.chain_shas = set()
-                # the digest told the new chain every outcome so far
-                self.outcomes_told.update({t.proposal_sha256[:12]: t.outcome for t in plan.new_chain_digest
-                                           if t.proposal_sha256 and t.outcome != "proposed"})
+                # the digest told the new chain every outcome so far, as they were when planned
+                # (a button clicked while the request was out is told on the next turn)
+                told = zip(plan.new_chain_digest, plan.payload.get("earlierTurns", ()))
+                self.outcomes_told.update({t.proposal_sha256[:12]: e["outcome"] for t, e in told
+                                           if t.proposal_sha256 and e.get("outcome") not in (None, "proposed")})
             self.last_interaction_id = interaction_id
             self.outcomes_told.update(plan.proposal_outcomes)
             if turn.sent_source and turn.base_sha256:
