@@ -95,3 +95,32 @@ class NotebookDisplay:
         text = json.dumps(body, indent=2, ensure_ascii=False, default=str)
         title = f"dry run ({state}): this request would be sent; nothing was sent and no state changed"
         display(_Rich(f"<b>{html.escape(title)}</b><pre>{html.escape(text)}</pre>", f"{title}\n{text}"))
+
+
+class TerminalDisplay(NotebookDisplay):
+    """Terminal IPython: no updatable outputs, so the answer streams straight to stdout."""
+
+    def start(self, what: str) -> None:
+        print(f"{what}…", flush=True)
+
+    def chunk(self, text: str) -> None:
+        self._text.append(text)
+        if self.mode == "ask":
+            sys.stdout.write(text)
+            sys.stdout.flush()
+
+    def finish(self, markdown: str) -> None:
+        if self.mode == "ask":
+            print(flush=True)  # the answer itself has streamed already
+        else:
+            print(markdown, flush=True)
+
+    def clear_progress(self) -> None:
+        pass
+
+    def note(self, text: str) -> None:
+        print(text, flush=True)
+
+    @staticmethod
+    def footer(text: str) -> None:
+        print(text, flush=True)

@@ -12,7 +12,7 @@ from traitlets import Bool, Enum, Float, Int, Unicode
 from . import report
 from .cell_writer import KernelStateWriter, RunningCellWriter, StagedWriter
 from .conversation import STATE_MODES
-from .display import NotebookDisplay
+from .display import NotebookDisplay, TerminalDisplay
 from .cells import is_genai_magic
 from .errors import UserError
 from .notebook_view import MergedView, notebook_path_from
@@ -68,6 +68,11 @@ class GeminiMagics(Magics):
         self.session.cell_above = self._cell_above
         self.staged: dict = {}  # magic cell id -> (text, done): Apply waiting for the cell's next run
         self.latest: dict = {}  # conversation name -> its newest ProposalController
+
+    @property
+    def _terminal(self) -> bool:
+        """Terminal IPython: no widgets, no rich outputs; the next prompt can be pre-filled."""
+        return type(self.shell).__name__ == "TerminalInteractiveShell"
 
     # -- what the kernel knows -------------------------------------------------
     def _view(self):
@@ -175,7 +180,7 @@ class GeminiMagics(Magics):
             NotebookDisplay.error(f"{exc} (see %%gemini_{mode}?)")
             return
         settings = self._settings()
-        display = NotebookDisplay(mode)
+        display = TerminalDisplay(mode) if self._terminal else NotebookDisplay(mode)
         body = "\n".join(part for part in (" ".join(args.words), cell or "") if part)
         try:
             pieces, failing_cell, prompt = self._explicit_context(args, body)
@@ -263,7 +268,7 @@ class GeminiMagics(Magics):
             writer=writer, current_source=lambda: self._current_source(cell_id),
         )
         self.latest[outcome.conversation.name] = controller
-        if type(self.shell).__name__ == "TerminalInteractiveShell":
+        if self._terminal:
             print(controller.diff or "(no change)")
             self.shell.set_next_input(outcome.turn.proposal_source)
             print("genai_magics: the proposal is pre-filled at the next prompt; "
