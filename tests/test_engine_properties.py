@@ -513,3 +513,21 @@ def test_any_text_survives_the_wire_payloads(sources, context, prompt):
     assert plan.synchronized is True
     items = parsed(build_contents(conv.history, plan))
     assert items[-2][1]["proposedSource"] == sources[-1] + prompt
+
+
+def test_interpreter_catches_an_engine_that_trusts_a_lost_chain(monkeypatch):
+    """The pre-fix interactions engine: a chain is assumed to hold every version ever seen."""
+    plan_turn = Conversation.plan_turn
+
+    def trusting(self, *args, **kwargs):
+        everything = {t.base_sha256 for t in self.history if t.sent_source} | {
+            t.proposal_sha256 for t in self.history if t.proposal_sha256}
+        saved, self.chain_shas = self.chain_shas, set(self.chain_shas) | everything
+        try:
+            return plan_turn(self, *args, **kwargs)
+        finally:
+            self.chain_shas = saved
+
+    monkeypatch.setattr(Conversation, "plan_turn", trusting)
+    with pytest.raises(AssertionError, match="must be resent"):
+        run([("edit",), ("lose_chain",), ("ask",), ("apply", 0)], "interactions")
