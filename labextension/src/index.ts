@@ -401,7 +401,12 @@ class NotebookBridge {
         }
         const cell = shared.cells[i];
         if (cell.getSource() !== req.source) {
+          // One undo step of its own, never merged with typing just before or after.
+          const undo = (cell as unknown as { undoManager?: { stopCapturing?: () => void } | null })
+            .undoManager;
+          undo?.stopCapturing?.();
           cell.setSource(req.source);
+          undo?.stopCapturing?.();
         }
         return { cell_id: req.cell_id };
       }
