@@ -83,7 +83,9 @@ class RunningCellWriter:
 
     def write(self, cell_id: str, source: str, done: Done) -> str | None:
         if not self.running:
-            done("this cell has finished running; only a running cell can be replaced here")
+            # Undo after the cell finished: nothing can be written here; the target
+            # cell still holds the code from before, so only the conversation changes.
+            done(None)
             return None
         text = applied_text(self.instruction, source)
         self._set_next_input(text)

@@ -10,7 +10,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from traitlets import Bool, Enum, Float, Int, Unicode
 
 from . import report
-from .cell_writer import KernelStateWriter, RunningCellWriter, StagedWriter
+from .cell_writer import KernelStateWriter, RunningCellWriter, StagedWriter, strip_applied_marker
 from .conversation import STATE_MODES
 from .display import NotebookDisplay, TerminalDisplay
 from .cells import is_genai_magic
@@ -142,11 +142,12 @@ class GeminiMagics(Magics):
         return True
 
     def _current_source(self, cell_id: str):
+        """A cell's code now (without the instruction line Apply adds in running-cell frontends)."""
         for cell in self._view().cells():
             if cell.id == cell_id:
-                return cell.source
+                return strip_applied_marker(cell.source)
         cell = self.session.record.by_id.get(cell_id)
-        return cell.source if cell else None
+        return strip_applied_marker(cell.source) if cell else None
 
     # -- the magics ----------------------------------------------------------
     @_turn_arguments
@@ -265,7 +266,7 @@ class GeminiMagics(Magics):
                                     lambda: [c for c in self.bridge.cells() if not is_genai_magic(c.source)])
         controller = ProposalController(
             conversation=outcome.conversation, turn=outcome.turn, cell_id=cell_id,
-            writer=writer, current_source=lambda: self._current_source(cell_id),
+            writer=writer, current_source=self._current_source,
         )
         self.latest[outcome.conversation.name] = controller
         if self._terminal:

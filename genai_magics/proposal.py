@@ -44,7 +44,7 @@ class ProposalController:
     turn: Turn
     cell_id: str
     writer: CellWriter
-    current_source: Callable[[], str | None]  # the cell as the kernel sees it now
+    current_source: Callable[[str], str | None]  # a cell's code as the kernel sees it now
     message: str = ""
     pending: str | None = None  # a write that completes later (staged Apply)
     listeners: list[Listener] = field(default_factory=list)
@@ -84,7 +84,7 @@ class ProposalController:
         if reason:
             self._say(f"{action.capitalize()}: {reason}.")
             return
-        current = self.current_source()
+        current = self.current_source(self.cell_id)
         if expect is not None and current is not None and current != expect and not force:
             self._say(
                 f"{action.capitalize()} not done: the cell changed since this proposal was made. "
@@ -105,6 +105,8 @@ class ProposalController:
             except TransitionRefused as exc:  # a concurrent click got there first
                 self._say(f"{action.capitalize()}: {exc}.")
                 return
+            # Where Apply writes the running magic cell, that cell holds the code from now on.
+            self.cell_id = getattr(self.writer, "magic_cell_id", self.cell_id)
             self._say(done_text)
 
         calls: list[str | None] = []

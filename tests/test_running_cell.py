@@ -29,6 +29,12 @@ def test_apply_while_the_magic_cell_waits_replaces_it_in_the_execute_reply(kerne
     kernel.run("%%gemini_ask\nWhy?", cell_id=NB + "W3sZmlsZQ==")
     ask = current_payload(api_requests(stub)[-1])
     assert ask.get("sourceSynchronized") is True and "currentSource" not in ask
+    # Undo after the cell finished: nothing to write; the conversation goes back to the base
+    kernel.click("Undo")
+    assert any("Undone for the conversation" in v for v in kernel.html_values())
+    kernel.run("%%gemini_ask\nAnd now?", cell_id=NB + "W4sZmlsZQ==")
+    again = current_payload(api_requests(stub)[-1])
+    assert again["currentSource"] == payload["text"].split("\n", 1)[1]  # the applied cell, sent again
 
 
 def test_discard_releases_the_cell_without_writing(kernel, stub):
