@@ -1,6 +1,7 @@
 """Plain data for notebook cells and the document a turn is about."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -29,7 +30,7 @@ class Cell:
     cell_type: CellType = "code"
     execution_count: int | None = None
 
-    @property
+    @functools.cached_property
     def sha256(self) -> str:
         return sha256_text(self.source)
 

@@ -8,6 +8,7 @@ shape, so one rule covers all of them.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -32,14 +33,17 @@ class ContextPiece:
         return self.field if self.name is None else f"{self.field}:{self.name}"
 
 
+@functools.lru_cache(maxsize=4096)
+def _block(cell: Cell) -> str:
+    """One cell's text for the context; cached, since most cells do not change between turns."""
+    kind = "" if cell.cell_type == "code" else f" [{cell.cell_type}]"
+    count = f" {cell.label}" if cell.execution_count is not None else ""
+    return f"# %%{kind}{count} id={cell.id} sha256={short(cell.sha256)}\n{cell.source}"
+
+
 def serialize_cells(cells: Iterable[Cell]) -> str:
     """Percent-style text of cells, each headed by its id and its own hash."""
-    chunks = []
-    for cell in cells:
-        kind = "" if cell.cell_type == "code" else f" [{cell.cell_type}]"
-        count = f" {cell.label}" if cell.execution_count is not None else ""
-        chunks.append(f"# %%{kind}{count} id={cell.id} sha256={short(cell.sha256)}\n{cell.source}")
-    return "\n\n".join(chunks)
+    return "\n\n".join(_block(cell) for cell in cells)
 
 
 def context_cells(cells: Sequence[Cell], exclude_ids: Iterable[str]) -> list[Cell]:
@@ -53,18 +57,19 @@ def context_cells(cells: Sequence[Cell], exclude_ids: Iterable[str]) -> list[Cel
 
 
 def secondary_context(cells: Sequence[Cell], exclude_ids: Iterable[str], max_chars: int) -> ContextPiece | None:
-    """One piece holding the other cells, capped at ``max_chars`` (nearest cells kept)."""
+    """One piece holding the other cells, capped at ``max_chars``: the topmost cells go first."""
     chosen = context_cells(cells, exclude_ids)
     if not chosen:
         return None
-    text = serialize_cells(chosen)
-    dropped = 0
-    while len(text) > max_chars and len(chosen) > 1:
-        chosen = chosen[1:]  # drop the oldest (topmost) first: nearer cells matter more
-        dropped += 1
-        text = serialize_cells(chosen)
-    if len(text) > max_chars:
-        text = text[:max_chars]
+    blocks = [_block(c) for c in chosen]
+    kept, size = 0, -2
+    for block in reversed(blocks):  # nearest (lowest) cells matter most: keep them
+        if kept and size + 2 + len(block) > max_chars:
+            break
+        size += 2 + len(block)
+        kept += 1
+    text = "\n\n".join(blocks[len(blocks) - kept:])[:max_chars]
+    dropped = len(blocks) - kept
     if dropped:
         text = f"# ({dropped} earlier cells left out: context cap {max_chars} chars)\n\n" + text
     return ContextPiece(SECONDARY_FIELD, text)

@@ -7,6 +7,7 @@ on disk (nbformat) for cells never run. The engine never knows which.
 """
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,8 +100,19 @@ def notebook_path_from(env: Mapping[str, str], user_ns: Mapping[str, object]) ->
 
 
 def read_notebook_cells(path: Path) -> list[Cell]:
-    """Cells of an nbformat 4 file, in order; a clear error otherwise."""
+    """Cells of an nbformat 4 file, in order; a clear error otherwise (parsed once per file version)."""
+    try:
+        stat = path.stat()
+    except OSError:
+        raise NotebookFileError(f"notebook file not found: {path}") from None
+    return list(_read_cells(str(path), stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=8)
+def _read_cells(path_text: str, mtime_ns: int, size: int) -> tuple[Cell, ...]:
     import nbformat
+
+    path = Path(path_text)
 
     try:
         nb = nbformat.read(str(path), as_version=nbformat.NO_CONVERT)
@@ -110,7 +122,7 @@ def read_notebook_cells(path: Path) -> list[Cell]:
         raise NotebookFileError(f"cannot read notebook {path.name}: {type(exc).__name__}: {exc}") from None
     if nb.get("nbformat") != 4:
         raise NotebookFileError(f"{path.name} is nbformat {nb.get('nbformat')}, not 4")
-    cells = []
+    cells: list[Cell] = []
     for i, c in enumerate(nb.cells):
         cells.append(
             Cell(
@@ -120,7 +132,7 @@ def read_notebook_cells(path: Path) -> list[Cell]:
                 execution_count=c.get("execution_count"),
             )
         )
-    return cells
+    return tuple(cells)
 
 
 @dataclass

@@ -9,7 +9,6 @@ way to wait and Apply is staged for the next run of the same cell.
 """
 from __future__ import annotations
 
-import asyncio
 import inspect
 import re
 import time
@@ -50,6 +49,8 @@ def await_edit_magic(lines: list[str]) -> list[str]:
 
 
 async def wait_async(decided: Callable[[], bool], timeout_s: float) -> bool:
+    import asyncio  # only here: %load_ext must not pay for it
+
     deadline = time.monotonic() + timeout_s
     while not decided():
         if time.monotonic() >= deadline:
