@@ -1,0 +1,360 @@
+"""API failures in a real kernel, both state modes: one clear line, no traceback, nothing recorded.
+
+Pattern of every case: turn 1 succeeds; the target cell is hand-edited and
+re-run (so the model no longer holds it); a fault is injected into the
+stand-in; turn 2 fails -> exactly one ``genai_magics: ...`` line on stderr, no
+error message (traceback), ``%gemini status``/``tokens``/``history`` exactly as
+before; turn 3 without a fault carries the edited cell as ``currentSource``
+(the sync hashes did not move) and, in interactions mode, chains from turn 1.
+"""
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from conftest import FAKE_KEY
+from kernel_harness import Kernel
+from wire import api_requests, current_payload
+
+MODES = ["contents", "interactions"]
+CELL = "def area(r):\n    return 3.14159 * r * r\n"
+EDITED = "def area(r):\n    return math.pi * r ** 2\n"
+OTHER = "import math\nRADIUS = 2\n"
+
+# (case id, injection or special, the phrase the one line must hold, turn 2 mode)
+CASES = [
+    ("http400", dict(fault="http", status=400), "Gemini rejected the request (400): Request contains an invalid argument.", "edit"),
+    ("http401", dict(fault="http", status=401), "API key rejected (401): set GEMINI_API_KEY", "ask"),
+    ("http403", dict(fault="http", status=403), "API key rejected (403): set GEMINI_API_KEY", "edit"),
+    # interactions: a 404 on a chained turn is a lost chain, retried once as a new chain
+    ("http404", dict(fault="http", status=404, times=2), "not found (404): check the model name", "ask"),
+    ("http429", dict(fault="http", status=429), "rate limited (429) after 1 attempt(s); wait a minute", "edit"),
+    ("http500", dict(fault="http", status=500), "Gemini server error (500) after 1 attempt(s)", "ask"),
+    ("http503", dict(fault="http", status=503), "Gemini server error (503) after 1 attempt(s)", "edit"),
+    ("timeout", "timeout", "no answer within 1 s; raise %config GeminiMagics.timeout", "ask"),
+    ("refused", "refused", "cannot reach Gemini", "ask"),
+    ("cut_stream_ask", dict(fault="cut_stream", after_chunks=1), "the answer stream was cut off before it finished", "ask"),
+    ("cut_stream_edit", dict(fault="cut_stream", after_chunks=1), "the answer stream was cut off before it finished", "edit"),
+    ("invalid_json", dict(fault="invalid_json"), "the model's edit answer was not valid JSON", "edit"),
+]
+
+
+@pytest.fixture(scope="module")
+def kern(stub, tmp_path_factory):
+    """One kernel for the module (the SDK import costs seconds); each test has its own conversation."""
+    k = Kernel(env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY},
+               cwd=str(tmp_path_factory.mktemp("failures")))
+    k.run("%load_ext genai_magics", cell_id="setup")
+    k.run("%config GeminiMagics.retry_attempts = 1", cell_id="cfg")
+    k.run(OTHER, cell_id="other")
+    yield k
+    k.close()
+
+
+@pytest.fixture
+def kernel(kern, stub):
+    stub.reset()
+    stub.chunk_delay = 0.0
+    yield kern
+    stub.chunk_delay = 0.0
+    kern.run("%config GeminiMagics.retry_attempts = 1\n%config GeminiMagics.timeout = 120.0\n"
+             "%gemini debug off", cell_id="restore")
+
+
+def status_line(kernel, conv: str) -> str:
+    out = kernel.run("%gemini status", cell_id="status").stdout
+    lines = [line for line in out.splitlines() if line.startswith(f"conversation {conv!r}:")]
+    assert len(lines) == 1, out
+    return lines[0]
+
+
+def observed(kernel, conv: str) -> tuple[str, str, str]:
+    return (status_line(kernel, conv),
+            kernel.run(f"%gemini tokens -c {conv}", cell_id="tokens").stdout,
+            kernel.run(f"%gemini history -c {conv}", cell_id="history").stdout)
+
+
+def one_line(run) -> str:
+    """The failure line: the only stderr output, no traceback anywhere."""
+    assert run.errors == [], run.errors
+    assert "Traceback" not in run.plain
+    lines = run.stderr.splitlines()
+    assert len(lines) == 1, run.stderr
+    assert lines[0].startswith("genai_magics: ")
+    return lines[0]
+
+
+def closed_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def first_turn(kernel, stub, mode: str, conv: str, cell_id: str):
+    """Turn 1 on the cell, then a hand edit that is re-run: the model no longer holds the cell."""
+    kernel.run(CELL, cell_id=cell_id)
+    run = kernel.run(f"%%gemini_ask --state {mode} -c {conv} --cell {cell_id}\nWhat does it compute?",
+                     cell_id=f"m1-{conv}")
+    assert run.stderr == "" and "Stub answer to: What does it compute?" in run.plain
+    turn1 = api_requests(stub)[-1]
+    assert current_payload(turn1)["currentSource"] == CELL
+    kernel.run(EDITED, cell_id=cell_id)
+    return turn1
+
+
+def third_turn_resends(kernel, stub, mode: str, conv: str, cell_id: str, turn1) -> None:
+    """After the failure, a turn without a fault sends what the model does not hold."""
+    before = len(api_requests(stub))
+    run = kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nAnd now?", cell_id=f"m3-{conv}")
+    assert run.stderr == "" and "Stub answer to: And now?" in run.plain
+    sent = api_requests(stub)[before:]
+    assert len(sent) == 1 and sent[0]["status"] == 200
+    payload = current_payload(sent[0])
+    assert payload["currentSource"] == EDITED
+    assert "sourceSynchronized" not in payload
+    if mode == "interactions":
+        assert sent[0]["json"]["previous_interaction_id"] == turn1["interaction_id"]
+    else:
+        roles = [c["role"] for c in sent[0]["json"]["contents"]]
+        assert roles == ["user", "model", "user"], "the failed turn must not be in the transcript"
+    assert "turn 2 ·" in run.plain  # the footer numbers it as the second recorded turn
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case, fault, phrase, turn_mode", CASES, ids=[c[0] for c in CASES])
+def test_failed_turn_is_one_line_and_changes_nothing(kernel, stub, mode, case, fault, phrase, turn_mode):
+    conv, cell_id = f"{case}-{mode}", f"cell-{case}-{mode}"
+    turn1 = first_turn(kernel, stub, mode, conv, cell_id)
+    before = observed(kernel, conv)
+    assert "1 turn(s)" in before[0]
+    apply_buttons = len(kernel.buttons("Apply"))
+    sent_before = len(api_requests(stub))
+
+    if fault == "timeout":
+        kernel.run("%config GeminiMagics.timeout = 1.0", cell_id="cfg")
+        stub.inject("delay", seconds=3)
+    elif fault == "refused":
+        kernel.run(f"%env GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:{closed_port()}", cell_id="env")
+    else:
+        fault = dict(fault)
+        if mode == "contents" and fault.get("times"):
+            fault["times"] = 1  # no chain to recover in contents mode: one 404 is the failure
+        stub.inject(**fault)
+    started = time.monotonic()
+    run = kernel.run(f"%%gemini_{turn_mode} -c {conv} --cell {cell_id}\nMake it better", cell_id=f"m2-{conv}")
+    elapsed = time.monotonic() - started
+    if fault == "refused":
+        kernel.run(f"%env GOOGLE_GEMINI_BASE_URL={stub.url}", cell_id="env")
+    if fault == "timeout":
+        kernel.run("%config GeminiMagics.timeout = 120.0", cell_id="cfg")
+        assert elapsed < 2.9, "the client timeout, not the server's delay, ended the turn"
+
+    line = one_line(run)
+    assert phrase in line, line
+    assert "{'error'" not in line and '{"error"' not in line, f"a raw error body is not a clear line: {line}"
+    assert FAKE_KEY not in run.plain
+    assert len(kernel.buttons("Apply")) == apply_buttons, "a failed edit shows no proposal"
+    assert observed(kernel, conv) == before, "the failed turn changed the conversation"
+    if fault not in ("refused",):
+        assert len(api_requests(stub)) > sent_before, "the fault was really hit"
+    third_turn_resends(kernel, stub, mode, conv, cell_id, turn1)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_retries_429_with_backoff_and_shows_the_wait(kernel, stub, mode):
+    conv, cell_id = f"retry-{mode}", f"cell-retry-{mode}"
+    turn1 = first_turn(kernel, stub, mode, conv, cell_id)
+    kernel.run("%config GeminiMagics.retry_attempts = 3", cell_id="cfg")
+    stub.inject("http", status=429, times=2)
+    before = len(api_requests(stub))
+    started = time.monotonic()
+    run = kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nretry please", cell_id=f"m2-{conv}")
+    elapsed = time.monotonic() - started
+    assert run.stderr == "" and run.errors == []
+    assert "Stub answer to: retry please" in run.plain
+    assert "rate limited (429); retrying in ~1 s (2/3)" in run.plain
+    assert "rate limited (429); retrying in ~2 s (3/3)" in run.plain
+    sent = api_requests(stub)[before:]
+    assert [r["status"] for r in sent] == [429, 429, 200]
+    assert elapsed >= 1.0, "backoff waited between attempts"
+    # the retried request is the same turn: it carries the edited cell, once
+    assert all(current_payload(r)["currentSource"] == EDITED for r in sent)
+    if mode == "interactions":
+        assert all(r["json"]["previous_interaction_id"] == turn1["interaction_id"] for r in sent)
+    assert "2 turn(s)" in status_line(kernel, conv)
+
+
+def test_retries_exhausted_show_attempts_and_change_nothing(kernel, stub):
+    conv, cell_id = "exhausted", "cell-exhausted"
+    turn1 = first_turn(kernel, stub, "contents", conv, cell_id)
+    kernel.run("%config GeminiMagics.retry_attempts = 2", cell_id="cfg")
+    before = observed(kernel, conv)
+    stub.inject("http", status=503, times=2)
+    n = len(api_requests(stub))
+    run = kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nagain", cell_id=f"m2-{conv}")
+    assert "Gemini server error (503); retrying in ~1 s (2/2)" in run.plain
+    line = one_line(run)
+    assert line == "genai_magics: Gemini server error (503) after 2 attempt(s); run the cell again later."
+    assert [r["status"] for r in api_requests(stub)[n:]] == [503, 503]
+    assert observed(kernel, conv) == before
+    third_turn_resends(kernel, stub, "contents", conv, cell_id, turn1)
+
+
+def test_retry_attempts_and_timeout_are_traitlets():
+    from genai_magics.magics import GeminiMagics
+
+    traits = GeminiMagics.class_traits(config=True)
+    assert {"retry_attempts", "timeout"} <= set(traits)
+    assert traits["retry_attempts"].default_value >= 2
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_interrupt_while_streaming_records_nothing_and_says_so(kernel, stub, mode):
+    conv, cell_id = f"interrupt-{mode}", f"cell-interrupt-{mode}"
+    turn1 = first_turn(kernel, stub, mode, conv, cell_id)
+    before = observed(kernel, conv)
+    stub.chunk_delay = 1.0  # the answer streams slowly: interrupt it after its first piece
+    msg_id = kernel.start(f"%%gemini_ask -c {conv} --cell {cell_id}\nstream slowly", cell_id=f"m2-{conv}")
+
+    def partial_answer_shown(k):
+        return any(m["msg_type"] in ("display_data", "update_display_data")
+                   and "Stub answer" in m["content"]["data"].get("text/plain", "")
+                   for m in k._pending[msg_id])
+
+    kernel.wait_until(partial_answer_shown, msg_id, timeout=30)
+    kernel.km.interrupt_kernel()
+    run = kernel.finish(msg_id)
+    stub.chunk_delay = 0.0
+    line = one_line(run)
+    assert line == ("genai_magics: stopped: the answer was interrupted; nothing was recorded "
+                    "and the conversation is as before")
+    assert run.reply["content"]["status"] == "ok"
+    assert observed(kernel, conv) == before
+    third_turn_resends(kernel, stub, mode, conv, cell_id, turn1)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("magic", ["ask", "edit"])
+def test_interrupt_while_waiting_for_the_answer(kernel, stub, mode, magic):
+    """The stop button while the request waits for the first byte (edit cells run as async cells)."""
+    conv, cell_id = f"interrupt-wait-{magic}-{mode}", f"cell-interrupt-wait-{magic}-{mode}"
+    turn1 = first_turn(kernel, stub, mode, conv, cell_id)
+    before = observed(kernel, conv)
+    stub.inject("delay", seconds=5)
+    n = len(api_requests(stub))
+    msg_id = kernel.start(f"%%gemini_{magic} -c {conv} --cell {cell_id}\nslow {magic}", cell_id=f"m2-{conv}")
+    deadline = time.monotonic() + 30
+    while len(api_requests(stub)) == n and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    kernel.km.interrupt_kernel()
+    line = one_line(kernel.finish(msg_id))
+    assert line.startswith("genai_magics: stopped: the answer was interrupted")
+    assert observed(kernel, conv) == before
+    third_turn_resends(kernel, stub, mode, conv, cell_id, turn1)
+
+
+def test_lost_chain_starts_a_new_chain_once_and_resends_what_the_model_needs(kernel, stub):
+    conv, cell_id = "lost", "cell-lost"
+    turn1 = first_turn(kernel, stub, "interactions", conv, cell_id)
+    kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nsecond", cell_id=f"m2-{conv}")
+    turn2 = api_requests(stub)[-1]
+    assert turn2["json"]["previous_interaction_id"] == turn1["interaction_id"]
+    assert stub.forget_interaction(turn2["interaction_id"])
+    n = len(api_requests(stub))
+    run = kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nthird, after the server forgot",
+                     cell_id=f"m3-{conv}")
+    assert run.stderr == "" and run.errors == []
+    assert "Stub answer to: third, after the server forgot" in run.plain
+    assert ("the server no longer holds this conversation; starting a new chain and sending the document, "
+            "the context and a digest of the earlier turns once") in run.plain
+    lost, fresh = api_requests(stub)[n:]
+    assert lost["status"] == 404 and lost["json"]["previous_interaction_id"] == turn2["interaction_id"]
+    assert fresh["status"] == 200 and "previous_interaction_id" not in fresh["json"]
+    payload = current_payload(fresh)
+    assert payload["currentSource"] == EDITED
+    assert "RADIUS = 2" in payload["secondaryContext"]
+    assert [(t["mode"], t["prompt"].strip()) for t in payload["earlierTurns"]] == [
+        ("ask", "What does it compute?"), ("ask", "second")]
+    # the model really holds the document again
+    assert "lines (sha256" in fresh["response_text"]
+    assert "3 turn(s)" in status_line(kernel, conv)
+    assert f"interaction {fresh['interaction_id']}" in status_line(kernel, conv)
+    # turn 4 chains normally from the new chain, sends nothing again
+    n = len(api_requests(stub))
+    run = kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nfourth", cell_id=f"m4-{conv}")
+    assert run.stderr == "" and "no longer holds" not in run.plain
+    (turn4,) = api_requests(stub)[n:]
+    assert turn4["json"]["previous_interaction_id"] == fresh["interaction_id"]
+    p4 = current_payload(turn4)
+    assert p4.get("sourceSynchronized") is True
+    assert not {"currentSource", "secondaryContext", "earlierTurns"} & set(p4)
+
+
+def test_lost_chain_recovery_that_fails_keeps_the_old_chain_id(kernel, stub):
+    conv, cell_id = "lost-twice", "cell-lost-twice"
+    turn1 = first_turn(kernel, stub, "interactions", conv, cell_id)
+    before = observed(kernel, conv)
+    assert f"interaction {turn1['interaction_id']}" in before[0]
+    stub.inject("http", status=404, times=2)
+    n = len(api_requests(stub))
+    run = kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nsecond", cell_id=f"m2-{conv}")
+    assert "starting a new chain" in run.plain  # tried once, and said so
+    assert one_line(run).startswith("genai_magics: not found (404)")
+    chained, fresh = api_requests(stub)[n:]
+    assert chained["json"].get("previous_interaction_id") == turn1["interaction_id"]
+    assert "previous_interaction_id" not in fresh["json"]
+    assert observed(kernel, conv) == before
+    third_turn_resends(kernel, stub, "interactions", conv, cell_id, turn1)
+
+
+def test_failed_first_turn_creates_no_conversation(kernel, stub):
+    kernel.run(CELL, cell_id="cell-first-fail")
+    stub.inject("http", status=500)
+    run = kernel.run("%%gemini_ask -c firstfail --cell cell-first-fail\nhello", cell_id="m-first-fail")
+    assert one_line(run).startswith("genai_magics: Gemini server error (500)")
+    assert "'firstfail'" not in kernel.run("%gemini status", cell_id="status").stdout
+    again = kernel.run("%%gemini_ask -c firstfail --cell cell-first-fail\nhello", cell_id="m-first-fail")
+    assert again.stderr == "" and "turn 1 ·" in again.plain
+
+
+def test_debug_off_by_default_no_traceback_debug_on_shows_it_for_api_failures(kernel, stub):
+    conv, cell_id = "debug", "cell-debug"
+    first_turn(kernel, stub, "contents", conv, cell_id)
+    stub.inject("http", status=500)
+    off = kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nq", cell_id="m-debug")
+    assert "Traceback" not in off.plain
+    assert kernel.run("%gemini debug on", cell_id="dbg").stdout.strip() == "debug: on"
+    stub.inject("http", status=500)
+    on = kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nq", cell_id="m-debug")
+    assert on.errors == []  # still no error message: the cell does not fail
+    assert "genai_magics: Gemini server error (500)" in on.stderr
+    assert "Traceback (most recent call last)" in on.stderr, \
+        "with %gemini debug on, an API failure must show its traceback"
+    assert "ServerError" in on.stderr
+    assert FAKE_KEY not in on.plain
+    assert "1 turn(s)" in status_line(kernel, conv)
+
+
+def test_debug_on_shows_traceback_of_an_unexpected_error(kernel, stub):
+    kernel.run(CELL, cell_id="cell-bug")
+    patch = ("_m = get_ipython().magics_manager.registry['GeminiMagics']\n"
+             "_orig_run = _m.session.run\n"
+             "def _boom(*a, **k):\n    raise ZeroDivisionError('simulated bug')\n"
+             "_m.session.run = _boom")
+    kernel.run(patch, cell_id="patch")
+    try:
+        off = kernel.run("%%gemini_ask --cell cell-bug\nq", cell_id="m-bug")
+        line = one_line(off)
+        assert line == ("genai_magics: unexpected ZeroDivisionError: simulated bug "
+                        "(%gemini debug on shows the traceback)")
+        kernel.run("%gemini debug on", cell_id="dbg")
+        on = kernel.run("%%gemini_ask --cell cell-bug\nq", cell_id="m-bug")
+        assert on.errors == []
+        assert "Traceback (most recent call last)" in on.stderr and "_boom" in on.stderr
+    finally:
+        kernel.run("_m.session.run = _orig_run", cell_id="unpatch")
