@@ -1,4 +1,9 @@
-"""The proposal's buttons: rendering only; ProposalController does the work."""
+"""The proposal's buttons: rendering only; ProposalController does the work.
+
+Every widget is a comm to the frontend, so the view starts with the few it
+needs (the diff with its status line, Apply, Discard, Copy) and adds Undo, the
+'… anyway' button and the copy box only when they apply.
+"""
 from __future__ import annotations
 
 import html
@@ -7,39 +12,36 @@ from .proposal import ProposalController, diff_html
 
 
 class ProposalWidget:
-    """Diff, Apply / Discard / Undo (and '… anyway' when the cell changed), a status line."""
-
     def __init__(self, controller: ProposalController):
         import ipywidgets as w
 
+        self._w = w
         self.controller = controller
-        self.diff = w.HTML(diff_html(controller.diff))
-        self.status = w.HTML()
+        self._diff = diff_html(controller.diff)
+        self.view = w.HTML()
         self.apply_button = w.Button(description="Apply", button_style="success", icon="check",
                                      tooltip="Write the proposal into the cell")
         self.discard_button = w.Button(description="Discard", icon="times", tooltip="Keep the cell as it is")
-        self.undo_button = w.Button(description="Undo", button_style="warning", icon="undo",
-                                    tooltip="Put back the code from before the proposal")
-        self.force_button = w.Button(description="Overwrite anyway", button_style="danger", layout=w.Layout(display="none"))
-        self.copy_area = w.Textarea(value=controller.turn.proposal_source or "", layout=w.Layout(width="100%", display="none"))
         self.copy_button = w.Button(description="Copy", icon="copy", tooltip="Show the proposal as text to copy")
+        self.undo_button = None
+        self.force_button = None
         self._pending_force: str | None = None
         self.apply_button.on_click(lambda _: self.controller.apply())
         self.discard_button.on_click(lambda _: self.controller.discard())
-        self.undo_button.on_click(lambda _: self.controller.undo())
-        self.force_button.on_click(self._force)
         self.copy_button.on_click(self._copy)
-        self.box = w.VBox([
-            self.diff,
-            w.HBox([self.apply_button, self.discard_button, self.undo_button, self.copy_button, self.force_button]),
-            self.status,
-            self.copy_area,
-        ])
+        self.buttons = w.HBox([self.apply_button, self.discard_button, self.copy_button])
+        self.box = w.VBox([self.view, self.buttons])
         controller.listeners.append(lambda c: self.refresh())
         self.refresh()
 
+    def _add_button(self, button) -> None:
+        self.buttons.children = (*self.buttons.children, button)
+
     def _copy(self, _button) -> None:
-        self.copy_area.layout.display = None
+        self.copy_button.disabled = True
+        area = self._w.Textarea(value=self.controller.turn.proposal_source or "",
+                                layout=self._w.Layout(width="100%", height="12em"))
+        self.box.children = (*self.box.children, area)
 
     def _force(self, _button) -> None:
         action, self._pending_force = self._pending_force, None
@@ -52,13 +54,24 @@ class ProposalWidget:
         c = self.controller
         self.apply_button.disabled = not c.enabled("apply")
         self.discard_button.disabled = not c.enabled("discard")
-        self.undo_button.disabled = not c.enabled("undo")
-        self.undo_button.layout.display = None if c.turn.outcome in ("applied", "undone") else "none"
+        if self.undo_button is None and c.turn.outcome in ("applied", "undone"):
+            self.undo_button = self._w.Button(description="Undo", button_style="warning", icon="undo",
+                                              tooltip="Put back the code from before the proposal")
+            self.undo_button.on_click(lambda _: self.controller.undo())
+            self._add_button(self.undo_button)
+        if self.undo_button is not None:
+            self.undo_button.disabled = not c.enabled("undo")
         changed = "the cell changed since" in c.message
         self._pending_force = c.message.split(" ", 1)[0].lower() if changed else None
-        self.force_button.layout.display = None if changed else "none"
-        self.force_button.description = f"{(self._pending_force or 'apply').capitalize()} anyway"
-        self.status.value = f'<span style="font-size:12px">{html.escape(c.message)}</span>'
+        if changed and self.force_button is None:
+            self.force_button = self._w.Button(button_style="danger")
+            self.force_button.on_click(self._force)
+            self._add_button(self.force_button)
+        if self.force_button is not None:
+            self.force_button.description = f"{(self._pending_force or 'apply').capitalize()} anyway"
+            self.force_button.layout.display = None if changed else "none"
+        status = f'<div style="font-size:12px;margin-top:4px">{html.escape(c.message)}</div>'
+        self.view.value = self._diff + status
 
     def _repr_mimebundle_(self, **kwargs):
         return self.box._repr_mimebundle_(**kwargs)
