@@ -14,6 +14,7 @@ MAGIC_PREFIXES = ("%%gemini_ask", "%%gemini_edit")
 _STEERING_LINES = ("%gemini", "%load_ext genai_magics", "%reload_ext genai_magics", "%config GeminiMagics")
 
 
+@functools.lru_cache(maxsize=8192)  # asked for every cell on every turn; sources rarely change
 def is_genai_magic(source: str) -> bool:
     """A cell that talks to or steers the assistant is never a document or context itself."""
     text = source.lstrip()
