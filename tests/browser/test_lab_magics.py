@@ -1,0 +1,66 @@
+"""The whole flow in a real page: %%gemini_edit against the stand-in, Apply, Undo.
+
+The code cell directly above the magic cell is the target; a hand edit in it
+that was never run is what the proposal is made from; Apply writes into that
+cell in the editor, Undo puts the hand-edited code back.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from test_lab_bridge import NotebookPage, write_notebook
+
+
+@pytest.fixture
+def stub_url():
+    proc = subprocess.Popen([sys.executable, "-m", "genai_magics.stub", "--port", "0"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline().strip()
+        assert line.startswith("GOOGLE_GEMINI_BASE_URL="), line
+        yield line.split("=", 1)[1]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture
+def server_env(stub_url):
+    return {"GOOGLE_GEMINI_BASE_URL": stub_url, "GEMINI_API_KEY": "fake"}
+
+
+@pytest.mark.parametrize("jupyter_server", ["lab", "notebook"], indirect=True)
+def test_gemini_edit_apply_and_undo_in_the_page(jupyter_server, page, artifacts):
+    from playwright.sync_api import expect
+
+    write_notebook(jupyter_server.root / "magic.ipynb", [
+        ("setup", "%load_ext genai_magics"),
+        ("code", "total = 1 + 2"),
+        ("magic", "%%gemini_edit\nAdd input validation"),
+    ])
+    nb = NotebookPage(page, artifacts)
+    nb.open(jupyter_server.notebook_url("magic.ipynb"), 3)
+    nb.run(0)
+    # a hand edit in the cell above, never run: the proposal is made from it
+    nb.type_into(1, "total = 40 + 2")
+    nb.run(2)
+    apply = nb.cell(2).locator("button", has_text=re.compile(r"^\s*Apply\s*$"))
+    expect(apply).to_be_visible(timeout=30_000)
+    nb.shot("proposal")
+
+    apply.click()
+    proposed = ["# stub edit: Add input validation", "total = 40 + 2"]
+    expect(nb.editor(1).locator(".cm-line")).to_have_text(proposed, timeout=10_000)
+    nb.shot("applied")
+
+    undo = nb.cell(2).locator("button", has_text=re.compile(r"^\s*Undo\s*$"))
+    expect(undo).to_be_enabled(timeout=10_000)
+    undo.click()
+    expect(nb.editor(1)).to_have_text("total = 40 + 2", timeout=10_000)
+    nb.shot("undone")
+    # the magic cell itself was never touched
+    expect(nb.editor(2).locator(".cm-line")).to_have_text(["%%gemini_edit", "Add input validation"])
