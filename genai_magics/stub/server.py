@@ -492,10 +492,7 @@ class StubServer:
             with self._lock:
                 self._interactions[ident] = {**copy.deepcopy(interaction), "input_text": input_text,
                                              "output_text": text}
-        info.update(mode=mode or ("edit" if info["edit"] else "ask"), prompt=prompt,
-                    previous_interaction_id=previous_id, interaction_id=ident,
-                    held_document_sha256=_sha(document) if document is not None else None,
-                    input_tokens=in_tokens, response_tokens=out_tokens, response_text=text)
+        info.update(previous_interaction_id=previous_id, interaction_id=ident)
         if not info["stream"]:
             return _Reply(200, interaction)
         events = [_sse({"event_type": "interaction.created",
