@@ -333,7 +333,7 @@ def run_session(stub: StubServer, steps: list[Step], model: str, state: str, not
         out.append(take(stub, s.document))
         if s.mode == "edit":
             ctl = ProposalController(conversation=outcome.conversation, turn=outcome.turn, cell_id=CELL,
-                                     writer=writer, current_source=lambda: rec.by_id[CELL].source)
+                                     writer=writer, current_source=lambda cell_id: rec.by_id[cell_id].source)
             ctl.apply()
             if not ctl.message.startswith("Applied"):
                 raise RuntimeError(f"{state} turn {s.turn}: apply refused: {ctl.message}")

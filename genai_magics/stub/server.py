@@ -210,6 +210,25 @@ def edit_reply(prompt: str, document: str | None) -> str:
 INVALID_JSON_REPLY = '{"explanation": "stub invalid_json fault", "proposedSource": "print(1)\\n'
 
 
+def _answer(turns: list[tuple[str, str]], current: str, system: str, fault: dict[str, Any] | None,
+            info: dict[str, Any]) -> tuple[str, int, int]:
+    """The deterministic reply to a transcript, and the tokens it read and wrote (recorded in ``info``)."""
+    mode, prompt = current_prompt(current)
+    document = held_document(turns)
+    if fault and fault["fault"] == "invalid_json":
+        text = INVALID_JSON_REPLY
+    elif info["edit"]:
+        text = edit_reply(prompt, document)
+    else:
+        text = ask_reply(prompt, document)
+    in_tokens = sum(tokens(t) for _, t in turns) + tokens(system)
+    out_tokens = tokens(text)
+    info.update(mode=mode or ("edit" if info["edit"] else "ask"), prompt=prompt,
+                held_document_sha256=_sha(document) if document is not None else None,
+                input_tokens=in_tokens, response_tokens=out_tokens, response_text=text)
+    return text, in_tokens, out_tokens
+
+
 class _Reply:
     """What one API request is answered with, computed before anything is sent."""
 
@@ -411,21 +430,10 @@ class StubServer:
                  if isinstance(c, dict)]
         system = "".join(_texts(body.get("systemInstruction") or body.get("system_instruction")))
         user_texts = [t for r, t in turns if r == "user"]
-        mode, prompt = current_prompt(user_texts[-1] if user_texts else "")
-        document = held_document(turns)
-        if fault and fault["fault"] == "invalid_json":
-            text = INVALID_JSON_REPLY
-        elif info["edit"]:
-            text = edit_reply(prompt, document)
-        else:
-            text = ask_reply(prompt, document)
-        prompt_tokens = sum(tokens(t) for _, t in turns) + tokens(system)
-        out_tokens = tokens(text)
+        text, prompt_tokens, out_tokens = _answer(turns, user_texts[-1] if user_texts else "", system,
+                                                  fault, info)
         usage = {"promptTokenCount": prompt_tokens, "candidatesTokenCount": out_tokens,
                  "totalTokenCount": prompt_tokens + out_tokens}
-        info.update(mode=mode or ("edit" if info["edit"] else "ask"), prompt=prompt,
-                    held_document_sha256=_sha(document) if document is not None else None,
-                    input_tokens=prompt_tokens, response_tokens=out_tokens, response_text=text)
         response_id = f"stub-{_sha(json.dumps(body, sort_keys=True))[:16]}"
         if not stream:
             return _Reply(200, {
@@ -466,16 +474,7 @@ class StubServer:
             turns.append(("user", stored["input_text"]))
             turns.append(("model", stored["output_text"]))
         turns.append(("user", input_text))
-        mode, prompt = current_prompt(input_text)
-        document = held_document(turns)
-        if fault and fault["fault"] == "invalid_json":
-            text = INVALID_JSON_REPLY
-        elif info["edit"]:
-            text = edit_reply(prompt, document)
-        else:
-            text = ask_reply(prompt, document)
-        in_tokens = sum(tokens(t) for _, t in turns) + tokens(system)
-        out_tokens = tokens(text)
+        text, in_tokens, out_tokens = _answer(turns, input_text, system, fault, info)
         usage = {"total_input_tokens": in_tokens, "total_output_tokens": out_tokens,
                  "total_tokens": in_tokens + out_tokens}
         ident = self._new_id()
