@@ -35,8 +35,21 @@ def status_code(exc: BaseException) -> int | None:
 
 def describe(exc: BaseException, *, attempts: int, timeout_s: float) -> str:
     """One line: what happened and what to do about it."""
+    return _redact(_describe(exc, attempts=attempts, timeout_s=timeout_s))
+
+
+def _server_message(exc: BaseException) -> str:
+    """The server's own error message (the interactions client keeps the JSON body apart)."""
+    body = getattr(exc, "body", None)
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return error["message"]
+    return getattr(exc, "message", None) or str(exc)
+
+
+def _describe(exc: BaseException, *, attempts: int, timeout_s: float) -> str:
     code = status_code(exc)
-    detail = _first_line(getattr(exc, "message", None) or str(exc))
+    detail = _first_line(_redact(_server_message(exc)))  # before clipping: no half key
     name = type(exc).__name__
     if code in (401, 403):
         return f"API key rejected ({code}): set GEMINI_API_KEY (or GOOGLE_API_KEY) to a valid key. {detail}"
@@ -50,8 +63,8 @@ def describe(exc: BaseException, *, attempts: int, timeout_s: float) -> str:
         return f"Gemini server error ({code}) after {attempts} attempt(s); run the cell again later."
     if "Timeout" in name or "timed out" in detail.lower():
         return f"no answer within {timeout_s:g} s; raise %config GeminiMagics.timeout or try again."
-    if "Connect" in name or "connection refused" in detail.lower():
-        return f"cannot reach Gemini ({_redact(detail)}); check the network or GOOGLE_GEMINI_BASE_URL."
     if "RemoteProtocol" in name or "incomplete" in detail.lower() or "peer closed" in detail.lower():
         return "the answer stream was cut off before it finished; run the cell again."
-    return _redact(f"{name}: {detail}")
+    if "Connect" in name or "connection refused" in detail.lower():
+        return f"cannot reach Gemini ({detail}); check the network or GOOGLE_GEMINI_BASE_URL."
+    return f"{name}: {detail}"
