@@ -203,6 +203,8 @@ class GeminiMagics(Magics):
             outcome = self.session.run(request, settings, display)
         except UserError as exc:
             display.clear_progress()
+            if self.debug and exc.__cause__ is not None:  # an API failure: its traceback on request
+                traceback.print_exception(exc.__cause__)
             display.error(str(exc))
             return
         except Exception as exc:  # a bug of ours: one line unless debugging
