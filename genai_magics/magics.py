@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import os
+import signal
+import threading
 import traceback
+from contextlib import contextmanager
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
@@ -46,6 +49,20 @@ def _turn_arguments(func):
     return func
 
 
+@contextmanager
+def _interruptible():
+    """The stop button raises KeyboardInterrupt in the blocking request, also in an async
+    (%%gemini_edit) cell, where ipykernel's own SIGINT handler waits for the coroutine to yield."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
+
+
 @magics_class
 class GeminiMagics(Magics):
     """Stateful Gemini conversations about your notebook's cells."""
@@ -54,6 +71,7 @@ class GeminiMagics(Magics):
     state = Enum(list(STATE_MODES), default_value="contents", help="default state mode for new conversations").tag(config=True)
     max_document_bytes = Int(1_000_000, help="largest document (cell or notebook) sent, in bytes").tag(config=True)
     secondary_context_chars = Int(20_000, help="cap on the other cells sent as context, in characters").tag(config=True)
+    max_chain_versions = Int(8, help="interactions mode: start a new server chain when it holds more full versions of the code than this (0: never)").tag(config=True)
     retry_attempts = Int(5, help="attempts for 429 and 5xx answers (the SDK's HttpRetryOptions)").tag(config=True)
     timeout = Float(120.0, help="seconds to wait for an answer").tag(config=True)
     debug = Bool(False, help="show full tracebacks for unexpected errors").tag(config=True)
@@ -114,6 +132,7 @@ class GeminiMagics(Magics):
             state=self.state,
             max_document_bytes=self.max_document_bytes,
             secondary_context_chars=self.secondary_context_chars,
+            max_chain_versions=self.max_chain_versions,
             client=ClientSettings(retry_attempts=self.retry_attempts, timeout_s=self.timeout),
         )
 
@@ -200,7 +219,8 @@ class GeminiMagics(Magics):
         try:
             if not args.dry_run:
                 display.start(f"asking {request.model or settings.model}")
-            outcome = self.session.run(request, settings, display)
+            with _interruptible():
+                outcome = self.session.run(request, settings, display)
         except UserError as exc:
             display.clear_progress()
             if self.debug and exc.__cause__ is not None:  # an API failure: its traceback on request
