@@ -19,6 +19,7 @@ Mode = Literal["ask", "edit"]
 StateMode = Literal["contents", "interactions"]
 Outcome = Literal["none", "proposed", "applied", "discarded", "undone"]
 STATE_MODES: tuple[StateMode, ...] = ("contents", "interactions")
+DIGEST_TURNS = 16  # a new server chain learns this many earlier turns, in short
 
 
 
@@ -118,12 +119,17 @@ class Conversation:
         document: Document | None,
         pieces: Sequence[ContextPiece] = (),
         state_mode: StateMode | None = None,
+        max_chain_versions: int = 0,
     ) -> TurnPlan:
         state_mode = state_mode or self.state_mode
         interactions = state_mode == "interactions"
-        # A new server chain (first interactions turn after contents turns, or a
-        # chain the server lost) holds nothing: everything is sent again.
-        new_chain = interactions and self.last_interaction_id is None and bool(self.history)
+        # A new server chain holds nothing, so everything is sent again: after
+        # contents turns, when the server lost the chain, or when the chain holds
+        # more than max_chain_versions full copies of the code (the server cannot
+        # compact them, and the model reads them all on every turn).
+        lost = self.last_interaction_id is None and bool(self.history)
+        crowded = bool(max_chain_versions) and len(self.chain_shas) > max_chain_versions
+        new_chain = interactions and (lost or crowded)
         holds = SyncState() if new_chain else self.sync
         synchronized = (
             document is not None
@@ -145,7 +151,7 @@ class Conversation:
         )
         if send_source and document is not None:
             payload["document"] = document.label
-        digest = tuple(self.history) if new_chain else ()
+        digest = tuple(self.history[-DIGEST_TURNS:]) if new_chain else ()
         if digest:
             payload["earlierTurns"] = [
                 {"mode": t.mode, "prompt": t.prompt, "reply": _clip(t.response, 400)}
@@ -161,7 +167,7 @@ class Conversation:
             synchronized=synchronized,
             pieces=sent,
             omitted=omitted,
-            previous_interaction_id=self.last_interaction_id if interactions else None,
+            previous_interaction_id=self.last_interaction_id if interactions and not new_chain else None,
             proposal_outcomes=outcomes,
             new_chain_digest=digest,
             payload=payload,

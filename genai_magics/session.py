@@ -32,6 +32,7 @@ class Settings:
     state: StateMode
     max_document_bytes: int = 1_000_000
     secondary_context_chars: int = 20_000
+    max_chain_versions: int = 8
     client: ClientSettings = ClientSettings()
 
 
@@ -239,16 +240,21 @@ class Session:
         conv = self.conversation(req.conversation, state, req.new)
         doc, target = self.resolve_document(req, settings)
         pieces = self.context_pieces(req, doc, settings)
-        plan = conv.plan_turn(req.mode, req.prompt, doc, pieces, state)
+        replan = lambda: conv.plan_turn(req.mode, req.prompt, doc, pieces, state,  # noqa: E731
+                                        settings.max_chain_versions)
+        plan = replan()
         if req.dry_run:
             request = TRANSPORTS[plan.state_mode](None, model).request(plan, conv.history)
             return TurnOutcome(conv, plan, model, request=request, target=target)
         client, notices = self._client(settings.client)
         transport = TRANSPORTS[plan.state_mode](client, model)
+        if plan.new_chain_digest and conv.last_interaction_id:
+            display.note(f"the server chain holds {len(conv.chain_shas)} versions of the code and the model "
+                         "reads them all on every turn; starting a new chain with the current code and a "
+                         "digest of the earlier turns (%config GeminiMagics.max_chain_versions)")
         notices.start(display.note)
         try:
-            result, plan = self._send(transport, conv, plan, display, settings,
-                                      lambda: conv.plan_turn(req.mode, req.prompt, doc, pieces, state))
+            result, plan = self._send(transport, conv, plan, display, settings, replan)
         finally:
             notices.start(None)
         turn = self._commit(conv, plan, result)
