@@ -133,3 +133,18 @@ def test_dry_run_sends_nothing_changes_nothing_and_needs_no_key(stub, tmp_path):
         assert missing.errors == []
     finally:
         k.close()
+
+
+def test_a_second_click_does_nothing_and_says_why(kernel, stub):
+    kernel.run(CELL_A, cell_id="cell-a")
+    kernel.run("%%gemini_edit\nAdd input validation.", cell_id="m1")
+    kernel.click("Apply")
+    status = kernel.run("%gemini status", cell_id="s1").stdout
+    kernel.click("Apply")
+    assert any("Apply: already applied." in v for v in kernel.html_values())
+    assert kernel.run("%gemini status", cell_id="s2").stdout == status
+    apply_id = kernel.buttons("Apply")[-1]
+    discard_id = kernel.buttons("Discard")[-1]
+    assert kernel.state(apply_id)["disabled"] is True and kernel.state(discard_id)["disabled"] is True
+    undo_id = kernel.buttons("Undo")[-1]
+    assert kernel.state(undo_id)["disabled"] is False

@@ -1,0 +1,43 @@
+"""notebooks/quickstart.ipynb, executed by pytest-notebook on the stand-in."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from pytest_notebook.nb_regression import NBRegressionFixture
+
+from conftest import FAKE_KEY
+from wire import api_requests, current_payload
+
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "quickstart.ipynb"
+
+
+def _text(cell) -> str:
+    parts = []
+    for out in cell.outputs:
+        parts.append(out.get("text") or out.get("data", {}).get("text/markdown") or out.get("data", {}).get("text/plain", ""))
+    return "\n".join(parts)
+
+
+def test_quickstart_runs_on_the_stand_in(stub):
+    stub.reset()
+    fixture = NBRegressionFixture(
+        exec_timeout=180,
+        exec_env={**os.environ, "GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY},
+        # outputs hold ports, widget ids and timings: the run must succeed, the outputs are checked below
+        diff_ignore=("/cells/*/outputs", "/cells/*/execution_count", "/metadata"),
+    )
+    result = fixture.check(str(NOTEBOOK))
+    cells = {c.source.split("\n", 1)[0]: c for c in result.nb_final.cells if c.cell_type == "code"}
+    edit = _text(cells["%%gemini_edit"])
+    assert "Stub edit for: Add input validation" in edit and "In[" in edit and "sent" in edit
+    follow = _text(cells["%%gemini_ask -c server"])
+    assert "not re-sent: synchronized" in follow
+    table = _text(cells["%gemini tokens"])
+    assert "conversation 'default'" in table and "conversation 'server'" in table
+    kinds = [r["kind"] for r in api_requests(stub)]
+    assert kinds == ["stream", "stream", "interaction.create", "interaction.create"]
+    last = current_payload(api_requests(stub)[-1])
+    assert last["sourceSynchronized"] is True and "currentSource" not in last
+    assert FAKE_KEY not in json.dumps(result.nb_final)
