@@ -2,9 +2,7 @@ import pytest
 
 from genai_magics.stub import StubServer
 
-from kernel_harness import Kernel
-
-FAKE_KEY = "AIzaFAKE-test-key-0123456789"
+from kernel_harness import FAKE_KEY, Kernel
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,8 @@ from typing import Any
 
 from jupyter_client.manager import KernelManager
 
+FAKE_KEY = "AIzaFAKE-test-key-0123456789"  # the key every test kernel gets: it must never show up anywhere
+
 
 @dataclass
 class Run:

@@ -14,7 +14,7 @@ import time
 import nbformat
 import pytest
 
-from conftest import FAKE_KEY
+from kernel_harness import FAKE_KEY
 from kernel_harness import Kernel
 from wire import api_requests, current_payload
 

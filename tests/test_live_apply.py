@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import FAKE_KEY
+from kernel_harness import FAKE_KEY
 from fake_frontend import FakeFrontend
 from wire import api_requests, current_payload
 

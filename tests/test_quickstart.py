@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pytest_notebook.nb_regression import NBRegressionFixture
 
-from conftest import FAKE_KEY
+from kernel_harness import FAKE_KEY
 from wire import api_requests, current_payload
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "quickstart.ipynb"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAKE_KEY
+from kernel_harness import FAKE_KEY
 from wire import api_requests, current_payload
 
 IPYTHON = str(Path(sys.executable).with_name("ipython"))
