@@ -52,8 +52,17 @@ def context_cells(cells: Sequence[Cell], exclude_ids: Iterable[str]) -> list[Cel
     return [
         c
         for c in cells
-        if c.id not in excluded and c.source.strip() and not is_genai_magic(c.source)
+        if c.id not in excluded and c.source.strip() and not is_genai_magic(c.source) and _is_text(c.source)
     ]
+
+
+def _is_text(source: str) -> bool:
+    """Sendable as UTF-8 (a lone surrogate from a damaged file is not): such a cell is left out."""
+    try:
+        source.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def secondary_context(cells: Sequence[Cell], exclude_ids: Iterable[str], max_chars: int) -> ContextPiece | None:
