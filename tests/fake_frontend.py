@@ -147,6 +147,13 @@ class FakeFrontend:
         self.kc = self.km.client()
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=timeout)
+        self.kc.kernel_info()
+        info = self.kc.get_shell_msg(timeout=timeout)
+        self.supported_features: list[str] = info["content"].get("supported_features", [])
+
+    @property
+    def supports_subshells(self) -> bool:
+        return "kernel subshells" in self.supported_features
 
     # ------------------------------------------------------------ lifecycle
     def __enter__(self) -> "FakeFrontend":
