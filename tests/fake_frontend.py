@@ -36,6 +36,8 @@ from typing import Any, Iterable
 
 from jupyter_client.manager import KernelManager
 
+from kernel_harness import Run as KernelRun
+
 TARGET = "genai_magics.bridge"
 WIDGET_TARGET = "jupyter.widget"
 
@@ -51,26 +53,14 @@ class FakeCell:
 
 
 @dataclass
-class Run:
-    """What one execute produced."""
+class Run(KernelRun):
+    """What one execute produced (the harness's Run, plus the cell it ran)."""
 
-    cell_id: str | None
-    reply: dict[str, Any]
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    cell_id: str | None = None
 
     @property
     def status(self) -> str:
         return self.reply["content"]["status"]
-
-    @property
-    def stdout(self) -> str:
-        return "".join(m["content"]["text"] for m in self.messages
-                       if m["msg_type"] == "stream" and m["content"]["name"] == "stdout")
-
-    @property
-    def stderr(self) -> str:
-        return "".join(m["content"]["text"] for m in self.messages
-                       if m["msg_type"] == "stream" and m["content"]["name"] == "stderr")
 
     @property
     def outputs(self) -> list[dict[str, Any]]:
@@ -315,7 +305,7 @@ class FakeFrontend:
         msg_id = self._send_shell("execute_request", content, metadata={"cellId": cell_id})
         messages = self._wait_idle(msg_id, timeout)
         reply = self._shell_reply(msg_id, timeout)
-        return Run(cell_id, reply, messages)
+        return Run(reply=reply, messages=messages, cell_id=cell_id)
 
     def _shell_reply(self, msg_id: str, timeout: float | None) -> dict:
         deadline = time.monotonic() + (timeout or self.timeout)
