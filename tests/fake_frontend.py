@@ -27,16 +27,15 @@ Usage::
 """
 from __future__ import annotations
 
-import os
 import queue
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable
 
-from jupyter_client.manager import KernelManager
 
 from kernel_harness import Run as KernelRun
+from kernel_harness import start_kernel
 
 TARGET = "genai_magics.bridge"
 WIDGET_TARGET = "jupyter.widget"
@@ -130,13 +129,7 @@ class FakeFrontend:
         self._subshell_id: str | None = None
         self._orphans: dict[str, list[dict[str, Any]]] = {}
 
-        self.km = KernelManager(kernel_name="python3")
-        full_env = dict(os.environ)
-        full_env.update(env or {})
-        self.km.start_kernel(env=full_env, cwd=cwd)
-        self.kc = self.km.client()
-        self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=timeout)
+        self.km, self.kc = start_kernel(env, cwd, timeout)
         self.kc.kernel_info()
         info = self.kc.get_shell_msg(timeout=timeout)
         self.supported_features: list[str] = info["content"].get("supported_features", [])

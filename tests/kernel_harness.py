@@ -52,15 +52,19 @@ class Run:
         return [m for m in self.messages if m["msg_type"] == "error"]
 
 
+def start_kernel(env: dict[str, str] | None, cwd: str | None, timeout: float = 60):
+    """A real ipykernel (this interpreter's), with ``env`` on top of ours; its manager and client."""
+    km = KernelManager(kernel_name="python3")
+    km.start_kernel(env={**os.environ, **(env or {})}, cwd=cwd)
+    kc = km.client()
+    kc.start_channels()
+    kc.wait_for_ready(timeout=timeout)
+    return km, kc
+
+
 class Kernel:
     def __init__(self, env: dict[str, str] | None = None, cwd: str | None = None):
-        self.km = KernelManager(kernel_name="python3")
-        full_env = dict(os.environ)
-        full_env.update(env or {})
-        self.km.start_kernel(env=full_env, cwd=cwd)
-        self.kc = self.km.client()
-        self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=60)
+        self.km, self.kc = start_kernel(env, cwd)
         self.models: dict[str, dict[str, Any]] = {}  # widget comm id -> state
         self.comm_messages: list[dict[str, Any]] = []  # every comm message from the kernel
         self._pending: dict[str, list[dict[str, Any]]] = {}  # running cells' iopub so far
