@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from genai_magics.cells import Cell, Document
 from genai_magics.contents import build_contents
 from genai_magics.context import SECONDARY_FIELD, ContextPiece, secondary_context
-from genai_magics.conversation import Conversation, Turn, TransitionRefused
+from genai_magics.conversation import DIGEST_TURNS, Conversation, Turn, TransitionRefused
 from genai_magics.hashing import sha256_text
 
 CELL_IDS = ("a", "b", "c")
@@ -175,11 +175,12 @@ def check_plan(conv: Conversation, ref: Ref, plan, doc: Document | None, pieces,
     else:
         assert plan.previous_interaction_id is None
     if new_chain:
-        assert [(e["mode"], e["prompt"]) for e in payload["earlierTurns"]] == [(t.mode, t.prompt) for t in ref.turns]
+        digest = ref.turns[-DIGEST_TURNS:]  # a new chain learns the latest turns only
+        assert [(e["mode"], e["prompt"]) for e in payload["earlierTurns"]] == [(t.mode, t.prompt) for t in digest]
         assert [e.get("outcome") for e in payload["earlierTurns"]] == [
-            None if t.outcome == "none" else t.outcome for t in ref.turns
+            None if t.outcome == "none" else t.outcome for t in digest
         ]
-        assert len(plan.new_chain_digest) == len(ref.turns)
+        assert len(plan.new_chain_digest) == len(digest)
     else:
         assert "earlierTurns" not in payload and plan.new_chain_digest == ()
 
@@ -283,7 +284,8 @@ def do_turn(conv: Conversation, ref: Ref, mode: str, *, with_doc: bool = True, p
     outcomes = ref.expected_outcomes(state_mode)
     new_chain = ref.new_chain(state_mode)
     # what earlierTurns told a new chain, as sent
-    digest_told = {sha(t.proposal)[:12]: t.outcome for t in ref.turns if t.proposal is not None and t.outcome in SHOWN}
+    digest_told = {sha(t.proposal)[:12]: t.outcome for t in ref.turns[-DIGEST_TURNS:]
+                   if t.proposal is not None and t.outcome in SHOWN}
     if in_flight is not None:
         in_flight()
     turn = conv.record(plan, response, proposal_source=proposal, interaction_id=interaction_id)
