@@ -163,9 +163,12 @@ class GeminiMagics(Magics):
 
     def _current_source(self, cell_id: str):
         """A cell's code now (without the instruction line Apply adds in running-cell frontends)."""
-        for cell in self._view().cells():
+        view = self._view()
+        for cell in view.cells():
             if cell.id == cell_id:
                 return strip_applied_marker(cell.source)
+        if view is self.bridge:
+            return None  # the live notebook no longer has it
         cell = self.session.record.by_id.get(cell_id)
         return strip_applied_marker(cell.source) if cell else None
 

@@ -85,6 +85,10 @@ class ProposalController:
             self._say(f"{action.capitalize()}: {reason}.")
             return
         current = self.current_source(self.cell_id)
+        if source is not None and current is None and self.writer.kind == "live" and self.cell_id != "notebook":
+            self._say(f"{action.capitalize()} not done: the cell this proposal is for is no longer "
+                      "in the notebook (deleted?). Nothing changed.")
+            return
         if expect is not None and current is not None and current != expect and not force:
             self._say(
                 f"{action.capitalize()} not done: the cell changed since this proposal was made. "

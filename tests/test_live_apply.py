@@ -111,3 +111,13 @@ def test_notebook_edit_applies_and_undoes_cell_edits(stub, tmp_path):
         click(ff, "Undo", "Undone")
         assert ff.source("a") == CELL_A
         assert [c.id for c in ff.cells] == ["setup", "a", "md", "m"]
+
+
+def test_a_deleted_target_cell_is_said_and_nothing_changes(lab, stub):
+    lab.execute("b")
+    lab.execute("m")
+    lab.remove_cell("b")
+    lab.push_snapshot()
+    click(lab, "Apply", "no longer in the notebook")
+    assert lab.requests_received == []
+    assert "b" not in [c.id for c in lab.cells]

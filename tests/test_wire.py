@@ -148,3 +148,14 @@ def test_a_second_click_does_nothing_and_says_why(kernel, stub):
     assert kernel.state(apply_id)["disabled"] is True and kernel.state(discard_id)["disabled"] is True
     undo_id = kernel.buttons("Undo")[-1]
     assert kernel.state(undo_id)["disabled"] is False
+
+
+def test_without_a_live_frontend_apply_says_to_paste_and_copy_shows_the_text(kernel, stub):
+    kernel.run(CELL_A, cell_id="cell-a")
+    kernel.run("%%gemini_edit\nAdd input validation.", cell_id="m1")
+    assert any("this frontend cannot edit cells, so paste it" in v for v in kernel.html_values())
+    kernel.click("Copy")
+    areas = [s["value"] for s in kernel.models.values() if s.get("_model_name") == "TextareaModel"]
+    assert len(areas) == 1 and areas[0].startswith("# stub edit: Add input validation.") and areas[0].endswith(CELL_A)
+    kernel.click("Apply")
+    assert any("paste the proposal into In[" in v for v in kernel.html_values())
