@@ -242,9 +242,10 @@ class GeminiMagics(Magics):
             return
         turn = outcome.turn
         display.finish(turn.response or ("_(proposal below)_" if mode == "edit" else "_(empty answer)_"))
-        display.footer(report.footer(turn, outcome.plan, outcome.model))
+        footer = report.footer(turn, outcome.plan, outcome.model)
         if mode == "edit" and turn.proposal_source is not None:
-            return self._show_proposal(outcome, prompt)
+            return self._show_proposal(outcome, prompt, lambda: display.footer(footer))
+        display.footer(footer)
         return None
 
     def _cell_for_filename(self, filename: str):
@@ -279,7 +280,7 @@ class GeminiMagics(Magics):
         pieces += variable_pieces(names, self.shell.user_ns, self.max_var_chars)
         return pieces, failing_cell, prompt
 
-    def _show_proposal(self, outcome, instruction: str):
+    def _show_proposal(self, outcome, instruction: str, footer):
         """Show the diff and buttons; where only the running cell can be written, wait here."""
         from IPython.display import display
 
@@ -296,6 +297,7 @@ class GeminiMagics(Magics):
         )
         self.latest[outcome.conversation.name] = controller
         if self._terminal:
+            footer()
             print(controller.diff or "(no change)")
             self.shell.set_next_input(outcome.turn.proposal_source)
             print("genai_magics: the proposal is pre-filled at the next prompt; "
@@ -304,6 +306,7 @@ class GeminiMagics(Magics):
         from .widgets import ProposalWidget
 
         display(ProposalWidget(controller))
+        footer()
         if not isinstance(writer, RunningCellWriter):
             return None
 

@@ -154,6 +154,14 @@ class Session:
                 return Cell(c.id, c.source, c.cell_type, c.execution_count or cell.execution_count)
         return cell
 
+    def _label(self, cell: Cell) -> str:
+        """How people find the cell: In[n] once it ran, else its position in the notebook."""
+        ran = cell.execution_count or getattr(self.record.by_id.get(cell.id), "execution_count", None)
+        if ran is not None:
+            return f"In[{ran}]"
+        ids = [c.id for c in self._view().cells()]
+        return f"cell #{ids.index(cell.id) + 1}" if cell.id in ids else cell.label
+
     def default_target(self) -> Cell | None:
         running = self.record.running_id
         if self.cell_above and running:
@@ -191,7 +199,7 @@ class Session:
             if is_genai_magic(target.source):
                 raise UserError(f"--cell {req.cell}: that is a genai magic cell, not code to work on")
             # A cell Apply wrote in a running-cell frontend starts with the instruction line.
-            doc = Document(key=target.id, label=target.label, source=strip_applied_marker(target.source))
+            doc = Document(key=target.id, label=self._label(target), source=strip_applied_marker(target.source))
         bad = undecodable_at(doc.source)
         if bad is not None:
             raise UserError(f"{doc.label} holds binary or undecodable text (at character {bad}); "

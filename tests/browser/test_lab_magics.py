@@ -6,7 +6,9 @@ cell in the editor, Undo puts the hand-edited code back.
 """
 from __future__ import annotations
 
+import json
 import re
+import urllib.request
 import subprocess
 import sys
 
@@ -34,16 +36,17 @@ def server_env(stub_url):
 
 
 @pytest.mark.parametrize("jupyter_server", ["lab", "notebook"], indirect=True)
-def test_gemini_edit_apply_and_undo_in_the_page(jupyter_server, page, artifacts):
+def test_gemini_edit_apply_and_undo_in_the_page(jupyter_server, page, artifacts, stub_url):
     from playwright.sync_api import expect
 
     write_notebook(jupyter_server.root / "magic.ipynb", [
         ("setup", "%load_ext genai_magics"),
         ("code", "total = 1 + 2"),
         ("magic", "%%gemini_edit\nAdd input validation"),
+        ("ask", "%%gemini_ask\nWhat changed?"),
     ])
     nb = NotebookPage(page, artifacts)
-    nb.open(jupyter_server.notebook_url("magic.ipynb"), 3)
+    nb.open(jupyter_server.notebook_url("magic.ipynb"), 4)
     nb.run(0)
     # a hand edit in the cell above, never run: the proposal is made from it
     nb.type_into(1, "total = 40 + 2")
@@ -64,3 +67,13 @@ def test_gemini_edit_apply_and_undo_in_the_page(jupyter_server, page, artifacts)
     nb.shot("undone")
     # the magic cell itself was never touched
     expect(nb.editor(2).locator(".cm-line")).to_have_text(["%%gemini_edit", "Add input validation"])
+
+    # another hand edit, never run: the next ask sends it (the stand-in's records say so)
+    nb.type_into(1, "total = 7")
+    nb.run(3)
+    expect(nb.cell(3)).to_contain_text("Stub answer to: What changed?", timeout=30_000)
+    nb.shot("asked")
+    with urllib.request.urlopen(f"{stub_url}/_stub/requests", timeout=10) as response:
+        records = [r for r in json.load(response) if r["kind"] == "stream"]
+    last = json.loads(records[-1]["json"]["contents"][-1]["parts"][0]["text"])
+    assert last["currentSource"] == "total = 7"
