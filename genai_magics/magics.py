@@ -73,6 +73,7 @@ class GeminiMagics(Magics):
     max_document_bytes = Int(1_000_000, help="largest document (cell or notebook) sent, in bytes").tag(config=True)
     secondary_context_chars = Int(20_000, help="cap on the other cells sent as context, in characters").tag(config=True)
     max_chain_versions = Int(8, help="interactions mode: start a new server chain when it holds more full versions of the code than this (0: never)").tag(config=True)
+    temperature = Float(None, allow_none=True, help="sampling temperature sent with every turn (None: the model's default)").tag(config=True)
     retry_attempts = Int(5, help="attempts for 429 and 5xx answers (the SDK's HttpRetryOptions)").tag(config=True)
     timeout = Float(120.0, help="seconds to wait for an answer").tag(config=True)
     debug = Bool(False, help="show full tracebacks for unexpected errors").tag(config=True)
@@ -134,6 +135,7 @@ class GeminiMagics(Magics):
             max_document_bytes=self.max_document_bytes,
             secondary_context_chars=self.secondary_context_chars,
             max_chain_versions=self.max_chain_versions,
+            temperature=self.temperature,
             client=ClientSettings(retry_attempts=self.retry_attempts, timeout_s=self.timeout),
         )
 

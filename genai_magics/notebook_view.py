@@ -42,8 +42,8 @@ class ExecutionRecord:
     description: str = "executed cells (kernel record)"
 
     def record(self, cell_id: str | None, source: str, execution_count: int | None) -> Cell:
-        # Without a frontend cell id each run is its own cell, as In[n] is.
-        key = cell_id or f"run-{len(self.by_id) + 1}"
+        # Without a frontend cell id each run is its own cell, named as IPython names it.
+        key = cell_id or (f"In[{execution_count}]" if execution_count is not None else f"run-{len(self.by_id) + 1}")
         cell = Cell(id=key, source=source, cell_type="code", execution_count=execution_count)
         self.by_id[key] = cell
         if key in self.order:

@@ -33,6 +33,7 @@ class Settings:
     max_document_bytes: int = 1_000_000
     secondary_context_chars: int = 20_000
     max_chain_versions: int = 8
+    temperature: float | None = None
     client: ClientSettings = ClientSettings()
 
 
@@ -252,10 +253,10 @@ class Session:
                                         settings.max_chain_versions)
         plan = replan()
         if req.dry_run:
-            request = TRANSPORTS[plan.state_mode](None, model).request(plan, conv.history)
+            request = TRANSPORTS[plan.state_mode](None, model, settings.temperature).request(plan, conv.history)
             return TurnOutcome(conv, plan, model, request=request, target=target)
         client, notices = self._client(settings.client)
-        transport = TRANSPORTS[plan.state_mode](client, model)
+        transport = TRANSPORTS[plan.state_mode](client, model, settings.temperature)
         if plan.new_chain_digest and conv.last_interaction_id:
             display.note(f"the server chain holds {len(conv.chain_shas)} versions of the code and the model "
                          "reads them all on every turn; starting a new chain with the current code and a "

@@ -99,15 +99,20 @@ def make_client(settings: ClientSettings, notices: RetryNotices):
     )
 
 
-class ContentsTransport:
-    """App-managed state: the kernel sends the compacted transcript every turn."""
-
-    def __init__(self, client: Any, model: str):
+class _Transport:
+    def __init__(self, client: Any, model: str, temperature: float | None = None):
         self.client = client  # None for a dry run: request() needs no client
         self.model = model
+        self.temperature = temperature
+
+
+class ContentsTransport(_Transport):
+    """App-managed state: the kernel sends the compacted transcript every turn."""
 
     def request(self, plan: TurnPlan, history: Sequence[Turn]) -> dict[str, Any]:
         config: dict[str, Any] = {"system_instruction": SYSTEM_INSTRUCTION}
+        if self.temperature is not None:
+            config["temperature"] = self.temperature
         if plan.mode == "edit":
             config["response_mime_type"] = "application/json"
             config["response_schema"] = EDIT_RESPONSE_SCHEMA
@@ -134,16 +139,12 @@ class ContentsTransport:
         )
 
 
-class InteractionsTransport:
+class InteractionsTransport(_Transport):
     """Server-managed state: only the new input, chained by previous_interaction_id."""
 
-    def __init__(self, client: Any, model: str):
-        self.client = client  # None for a dry run: request() needs no client
-        self.model = model
-
     def request(self, plan: TurnPlan, history: Sequence[Turn]) -> dict[str, Any]:
-        # system_instruction and the response format belong to one interaction:
-        # they are sent again on every turn.
+        # system_instruction, the generation config and the response format belong
+        # to one interaction: they are sent again on every turn.
         body: dict[str, Any] = {
             "model": self.model,
             "input": to_text(plan.payload),
@@ -152,6 +153,8 @@ class InteractionsTransport:
         }
         if plan.previous_interaction_id:
             body["previous_interaction_id"] = plan.previous_interaction_id
+        if self.temperature is not None:
+            body["generation_config"] = {"temperature": self.temperature}
         if plan.mode == "edit":
             body["response_format"] = {
                 "type": "text",

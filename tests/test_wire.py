@@ -159,3 +159,22 @@ def test_without_a_live_frontend_apply_says_to_paste_and_copy_shows_the_text(ker
     assert len(areas) == 1 and areas[0].startswith("# stub edit: Add input validation.") and areas[0].endswith(CELL_A)
     kernel.click("Apply")
     assert any("paste the proposal into In[" in v for v in kernel.html_values())
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_generation_config_and_system_instruction_go_with_every_turn(kernel, stub, mode):
+    kernel.run("%config GeminiMagics.temperature = 0.25", cell_id="cfg")
+    kernel.run(CELL_A, cell_id="cell-a")
+    kernel.run(f"%%gemini_ask --state {mode}\nfirst {{braces}} stay", cell_id="m1")
+    kernel.run("%%gemini_edit\nsecond", cell_id="m2")
+    first, second = api_requests(stub)
+    assert current_payload(first)["prompt"].strip() == "first {braces} stay"  # not interpolated
+    for record in (first, second):
+        body = record["json"]
+        if mode == "interactions":
+            assert body["generation_config"] == {"temperature": 0.25} and body["system_instruction"]
+        else:
+            assert body["generationConfig"]["temperature"] == 0.25 and body["systemInstruction"]
+    edit_body = second["json"]
+    schema = edit_body["response_format"]["schema"] if mode == "interactions" else edit_body["generationConfig"]["responseSchema"]
+    assert set(schema["properties"]) == {"explanation", "proposedSource"}
