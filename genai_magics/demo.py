@@ -18,6 +18,8 @@ DEFAULT_NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "quick
 def _text_of(output) -> str:
     if output.output_type == "stream":
         return output.text
+    if output.output_type == "error":  # a notebook may raise on purpose, to ask about it
+        return f"{output.ename}: {output.evalue}"
     data = output.get("data", {})
     return data.get("text/markdown") or data.get("text/plain", "")
 
@@ -34,7 +36,7 @@ def run(notebook: Path, output: Path | None) -> int:
         os.environ["GOOGLE_GEMINI_BASE_URL"] = stub.url
         os.environ["GEMINI_API_KEY"] = "stand-in-key"
         os.environ.pop("GOOGLE_API_KEY", None)
-        client = NotebookClient(nb, timeout=120, kernel_name="python3",
+        client = NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
                                 resources={"metadata": {"path": str(notebook.parent)}})
         client.execute()
         api_calls = [r for r in stub.requests if r["kind"] != "count"]

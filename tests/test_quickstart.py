@@ -41,3 +41,19 @@ def test_quickstart_runs_on_the_stand_in(stub):
     last = current_payload(api_requests(stub)[-1])
     assert last["sourceSynchronized"] is True and "currentSource" not in last
     assert FAKE_KEY not in json.dumps(result.nb_final)
+
+
+def test_context_notebook_sends_error_and_variables_once(stub):
+    stub.reset()
+    fixture = NBRegressionFixture(
+        exec_timeout=180,
+        exec_allow_errors=True,  # the notebook raises on purpose, to ask about it
+        exec_env={**os.environ, "GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY},
+        diff_ignore=("/cells/*/outputs", "/cells/*/execution_count", "/metadata"),
+    )
+    fixture.check(str(NOTEBOOK.with_name("context.ipynb")))
+    sent = [current_payload(r) for r in api_requests(stub)]
+    assert [("lastError" in p, "variables" in p) for p in sent] == [
+        (True, False), (False, True), (False, False), (False, True)]
+    assert sent[0]["lastError"].startswith("IndexError raised in In[")
+    assert "price" in sent[3]["variables"]["sales"]
