@@ -358,3 +358,37 @@ def test_debug_on_shows_traceback_of_an_unexpected_error(kernel, stub):
         assert "Traceback (most recent call last)" in on.stderr and "_boom" in on.stderr
     finally:
         kernel.run("_m.session.run = _orig_run", cell_id="unpatch")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_wait_shown_is_the_wait_taken_with_a_retry_after_header(stub, monkeypatch, mode):
+    """'retrying in ~N s' must match the pause before the next attempt (in-process: timing only)."""
+    import re
+
+    from genai_magics.magics import GeminiMagics
+    from genai_magics.session import Session, Settings, TurnRequest
+    from genai_magics.transport import ClientSettings
+
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", stub.url)
+    monkeypatch.setenv("GEMINI_API_KEY", FAKE_KEY)
+    stub.reset()
+    notes: list[str] = []
+
+    class Display:
+        def chunk(self, text):
+            pass
+
+        def note(self, text):
+            notes.append(text)
+
+    session = Session()
+    session.record.record("c", "x = 1\n", 1)
+    settings = Settings(model=GeminiMagics.class_traits()["model"].default_value, state=mode,
+                        client=ClientSettings(retry_attempts=2, timeout_s=30))
+    stub.inject("http", status=429, times=1, retry_after=4)
+    session.run(TurnRequest(mode="ask", prompt="q", cell="c"), settings, Display())
+    first, second = api_requests(stub)
+    gap = second["time"] - first["time"]
+    (note,) = notes
+    shown = float(re.search(r"retrying in ~(\d+) s", note).group(1))
+    assert abs(gap - shown) <= 1.0, f"the cell said {note!r} but the next attempt came after {gap:.1f} s"
