@@ -66,7 +66,10 @@ class RetryNotices:
         self.failures += 1
         if self.failures >= self.attempts:
             return  # the last attempt: the failure itself is reported
-        header = response.headers.get("retry-after")
+        # Only the interactions client waits as Retry-After says; generate_content's
+        # HttpRetryOptions backs off exponentially whatever the header says.
+        honoured = "/interactions" in str(getattr(response.request, "url", ""))
+        header = response.headers.get("retry-after") if honoured else None
         try:
             wait = float(header) if header else None
         except ValueError:
