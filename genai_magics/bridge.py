@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import secrets
 import threading
-import time
 from typing import Any, Callable
 
 from .cell_writer import Done
@@ -78,9 +77,7 @@ class Bridge:
         self._order: list[str] = []
         self._path: str | None = None
         self._seq: int | None = None
-        self._executing: str | None = None
         self._snapshot_count = 0
-        self._last_snapshot_at: float | None = None
         self._next_request = 0
         self._pending: dict[int, tuple[dict, Done, threading.Timer | None]] = {}
         self._reply_routes: dict[int, str | None] = {}
@@ -163,7 +160,6 @@ class Bridge:
         self._cells = {}
         self._order = []
         self._seq = None
-        self._executing = None
 
     def close(self) -> None:
         """Close the comm and fail pending requests; the view forgets the notebook."""
@@ -220,12 +216,6 @@ class Bridge:
     def path(self) -> str | None:
         with self._lock:
             return self._path
-
-    @property
-    def executing(self) -> str | None:
-        """The cell id the last snapshot said was about to run (None if not said)."""
-        with self._lock:
-            return self._executing
 
     @property
     def snapshot_count(self) -> int:
@@ -285,9 +275,7 @@ class Bridge:
                 self._seq = seq if isinstance(seq, int) else (self._seq or 0) + 1
                 if isinstance(data.get("path"), str):
                     self._path = data["path"]
-                self._executing = data.get("executing") if isinstance(data.get("executing"), str) else None
                 self._snapshot_count += 1
-                self._last_snapshot_at = time.monotonic()
                 self.connected = True
         if need_resync:
             self._send({"type": "resync"})

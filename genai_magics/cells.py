@@ -53,7 +53,3 @@ class Document:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sha256", sha256_text(self.source))
-
-    @classmethod
-    def of_cell(cls, cell: Cell) -> "Document":
-        return cls(key=cell.id, label=cell.label, source=cell.source)

@@ -41,11 +41,6 @@ def _block(cell: Cell) -> str:
     return f"# %%{kind}{count} id={cell.id} sha256={short(cell.sha256)}\n{cell.source}"
 
 
-def serialize_cells(cells: Iterable[Cell]) -> str:
-    """Percent-style text of cells, each headed by its id and its own hash."""
-    return "\n\n".join(_block(cell) for cell in cells)
-
-
 def context_cells(cells: Sequence[Cell], exclude_ids: Iterable[str]) -> list[Cell]:
     """The other cells: not the document, not genai magic cells, not empty."""
     excluded = set(exclude_ids)

@@ -8,10 +8,6 @@ class UserError(Exception):
     """Bad input or a failed turn: the message is shown as is; nothing changed."""
 
 
-class ChainLost(Exception):
-    """The server no longer knows the previous interaction."""
-
-
 def _redact(text: str) -> str:
     for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
         key = os.environ.get(var)

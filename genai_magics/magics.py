@@ -291,7 +291,7 @@ class GeminiMagics(Magics):
         if cell_id == "notebook" and self._live() is not None:
             from .notebook_edit import NotebookWriter
 
-            writer = NotebookWriter(self.bridge, outcome.turn.base_source or "",
+            writer = NotebookWriter(self.bridge, outcome.turn.base_source or "", outcome.turn.proposal_source or "",
                                     lambda: [c for c in self.bridge.cells() if not is_genai_magic(c.source)])
         controller = ProposalController(
             conversation=outcome.conversation, turn=outcome.turn, cell_id=cell_id,
@@ -363,6 +363,8 @@ class GeminiMagics(Magics):
             return
         if args.command == "status":
             print(report.status(list(convs.values()), self.model, self.state, self._view().description))
+            if self.bridge is not None:
+                print(self.bridge.status())
         elif args.command == "history":
             print("\n\n".join(report.history(c) for c in chosen) or "no conversation yet")
         elif args.command == "tokens":

@@ -93,11 +93,15 @@ def describe_ops(ops: Sequence[Op]) -> str:
     return f"{count['set']} changed, {count['insert']} new, {count['delete']} removed"
 
 
+def proposal_ops(base_text: str, proposal_text: str) -> list[Op]:
+    """The edits a proposal means against the notebook text it was made from."""
+    base = [Cell(b.id or f"new-{i}", b.source, b.cell_type) for i, b in enumerate(parse_blocks(base_text))]
+    return plan_ops(parse_blocks(proposal_text), base, {c.id for c in base})
+
+
 def notebook_diff(base_text: str, proposal_text: str) -> str:
     """The proposal per cell: a unified diff for each changed, new or removed cell."""
-    base = parse_blocks(base_text)
-    cells = [Cell(b.id or f"new-{i}", b.source, b.cell_type) for i, b in enumerate(base)]
-    ops = plan_ops(parse_blocks(proposal_text), cells, {c.id for c in cells})
+    ops = proposal_ops(base_text, proposal_text)
     parts = []
     for op in ops:
         if op.kind == "set":
@@ -116,15 +120,15 @@ class NotebookWriter:
 
     kind = "live"
 
-    def __init__(self, bridge, base_text: str, live_cells: Callable[[], Sequence[Cell]]):
+    def __init__(self, bridge, base_text: str, proposal_text: str, live_cells: Callable[[], Sequence[Cell]]):
         self.bridge = bridge
         self.base_ids = {b.id for b in parse_blocks(base_text) if b.id}
         self.inserted: set[str] = set()
         self.live_cells = live_cells
+        self.preview = describe_ops(proposal_ops(base_text, proposal_text))
 
     def describe_apply(self) -> str:
-        return ("Apply makes these cell edits in the notebook (changed, new and removed cells); "
-                "Undo reverts all of them.")
+        return f"Apply makes these cell edits in the notebook: {self.preview}. Undo reverts all of them."
 
     def write(self, cell_id: str, source: str, done: Done) -> str | None:
         managed = self.base_ids | self.inserted

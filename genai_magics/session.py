@@ -19,7 +19,7 @@ from .notebook_edit import notebook_text
 from .conversation import Conversation, Mode, StateMode, Turn, TurnPlan, Usage
 from .errors import UserError, describe, status_code
 from .notebook_view import ExecutionRecord, NotebookFileError, NotebookView
-from .transport import TRANSPORTS, ClientSettings, RetryNotices, TurnResult, make_client
+from .transport import TRANSPORTS, ClientSettings, RetryNotices, Transport, TurnResult, make_client
 
 # What the SDK reads from the environment when a client is made.
 CLIENT_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_USE_VERTEXAI",
@@ -256,7 +256,7 @@ class Session:
             request = TRANSPORTS[plan.state_mode](None, model, settings.temperature).request(plan, conv.history)
             return TurnOutcome(conv, plan, model, request=request, target=target)
         client, notices = self._client(settings.client)
-        transport = TRANSPORTS[plan.state_mode](client, model, settings.temperature)
+        transport: Transport = TRANSPORTS[plan.state_mode](client, model, settings.temperature)
         if plan.new_chain_digest and conv.last_interaction_id:
             display.note(f"the server chain holds {len(conv.chain_shas)} versions of the code and the model "
                          "reads them all on every turn; starting a new chain with the current code and a "
@@ -273,7 +273,7 @@ class Session:
         self.conversations[conv.name] = conv  # a conversation exists once a turn succeeded
         return TurnOutcome(conv, plan, model, turn=turn, target=target)
 
-    def _send(self, transport, conv: Conversation, plan: TurnPlan, display: TurnDisplay, settings: Settings,
+    def _send(self, transport: Transport, conv: Conversation, plan: TurnPlan, display: TurnDisplay, settings: Settings,
               replan: Callable[[], TurnPlan]) -> tuple[TurnResult, TurnPlan]:
         """Send once; if the server lost the interaction chain, start a new chain once.
 

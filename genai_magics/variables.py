@@ -22,7 +22,6 @@ from .context import ContextPiece
 from .errors import UserError
 
 VARIABLES_FIELD = "variables"
-DEFAULT_MAX_CHARS = 2_000
 
 _ELLIPSIS = "…"
 _HEAD_ROWS = 5  # rows of a DataFrame / Series shown

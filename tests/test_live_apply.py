@@ -121,3 +121,10 @@ def test_a_deleted_target_cell_is_said_and_nothing_changes(lab, stub):
     click(lab, "Apply", "no longer in the notebook")
     assert lab.requests_received == []
     assert "b" not in [c.id for c in lab.cells]
+
+
+def test_status_reports_the_live_bridge(lab, stub):
+    lab.add_cell("s", "%gemini status")
+    out = lab.execute("s").stdout
+    assert "notebook view: live notebook (bridge)" in out
+    assert "live bridge: 6 cells of fake.ipynb" in out
