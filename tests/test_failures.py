@@ -392,3 +392,38 @@ def test_the_wait_shown_is_the_wait_taken_with_a_retry_after_header(stub, monkey
     (note,) = notes
     shown = float(re.search(r"retrying in ~(\d+) s", note).group(1))
     assert abs(gap - shown) <= 1.0, f"the cell said {note!r} but the next attempt came after {gap:.1f} s"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_refused_connection_with_default_retries_is_not_silent(stub, monkeypatch, mode):
+    """With the default attempts, an unreachable server must not leave the cell silent for long:
+    either the line comes at once, or each retry is announced like a 429's."""
+    from genai_magics.magics import GeminiMagics
+    from genai_magics.session import Session, Settings, TurnRequest
+    from genai_magics.transport import ClientSettings
+
+    traits = GeminiMagics.class_traits()
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", f"http://127.0.0.1:{closed_port()}")
+    monkeypatch.setenv("GEMINI_API_KEY", FAKE_KEY)
+    notes: list[tuple[float, str]] = []
+    started = time.monotonic()
+
+    class Display:
+        def chunk(self, text):
+            pass
+
+        def note(self, text):
+            notes.append((time.monotonic() - started, text))
+
+    session = Session()
+    session.record.record("c", "x = 1\n", 1)
+    settings = Settings(model=traits["model"].default_value, state=mode,
+                        client=ClientSettings(retry_attempts=traits["retry_attempts"].default_value,
+                                              timeout_s=traits["timeout"].default_value))
+    with pytest.raises(Exception) as failure:
+        session.run(TurnRequest(mode="ask", prompt="q", cell="c"), settings, Display())
+    elapsed = time.monotonic() - started
+    assert "cannot reach Gemini" in str(failure.value)
+    retries = [text for _, text in notes if "retrying" in text]
+    assert elapsed < 5 or len(retries) == settings.client.retry_attempts - 1, (
+        f"{elapsed:.1f} s before the line, retry notices: {notes}")
