@@ -22,7 +22,7 @@ import os
 from dataclasses import dataclass, field
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from genai_magics.cells import Cell
@@ -329,6 +329,7 @@ def env(stub):
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@example(state="interactions", ops=[("edit",), ("ask",), ("apply",)])  # found by this test: see below
 @given(state=st.sampled_from(["contents", "interactions"]), ops=st.lists(OPS, min_size=1, max_size=12))
 def test_random_sessions_with_failures_match_the_reference(env, stub, state, ops):
     stub.reset()
@@ -348,3 +349,21 @@ def test_every_fault_between_two_turns(env, stub, state, kind):
     for op in [("edit",), ("apply",), ("hand_edit",), ("other_edit",), ("fail", kind, "edit"), ("ask",),
                ("forget",), ("fail", kind, "ask"), ("edit",), ("discard",), ("ask",)]:
         driver.step(op)
+
+
+@pytest.mark.parametrize("state", ["contents", "interactions"])
+def test_apply_after_an_ask_that_resent_the_base_is_not_synchronized_on_a_stale_chain(env, stub, state):
+    """Edit, ask before clicking (the cell still holds the base, so the base is resent), Apply, ask.
+
+    The chain's latest full version is then the base, yet the cell holds the proposal:
+    by the system instruction ("sourceSynchronized means the document is your latest
+    full version not discarded or undone") the model would read the base. The turn
+    must resend the proposal. Contents mode compacts the base away and is right.
+    """
+    stub.reset()
+    driver = Driver(stub, state)
+    for op in [("edit",), ("ask",), ("apply",)]:
+        driver.step(op)
+    display, sent = driver.turn("ask")
+    assert sent[-1]["held_document_sha256"] == sha(driver.ref.cells[TARGET]), (
+        "the model answers about the base while the cell holds the applied proposal")
