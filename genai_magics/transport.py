@@ -6,6 +6,8 @@ so ``%load_ext genai_magics`` stays fast and a dry run needs no key.
 from __future__ import annotations
 
 import json
+import logging
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
@@ -56,9 +58,26 @@ class RetryNotices:
         self.attempts = attempts
         self.say: Callable[[str], None] | None = None
         self.failures = 0
+        self._log = _TransportRetryLog(self)
 
     def start(self, say: Callable[[str], None] | None) -> None:
+        """Announce retries to ``say`` while a turn runs; None stops announcing."""
         self.say, self.failures = say, 0
+        logger = logging.getLogger(SDK_RETRY_LOGGER)
+        if say is None:
+            logger.removeHandler(self._log)
+            logger.setLevel(self._log.previous_level)
+        else:
+            self._log.previous_level = logger.level
+            logger.addHandler(self._log)
+            if not logger.isEnabledFor(logging.INFO):
+                logger.setLevel(logging.INFO)
+
+    def transport_failure(self, error: str, wait: float) -> None:
+        """A retry after a failure without an HTTP answer (connection refused, reset, timeout)."""
+        self.failures += 1
+        if self.say is not None and self.failures < self.attempts:
+            self.say(f"cannot reach Gemini ({error}); retrying in ~{wait:.0f} s ({self.failures + 1}/{self.attempts})")
 
     def __call__(self, response) -> None:
         if response.status_code not in RETRY_STATUS or self.say is None:
@@ -79,6 +98,26 @@ class RetryNotices:
         what = "rate limited" if response.status_code == 429 else "Gemini server error"
         self.say(f"{what} ({response.status_code}); retrying in ~{wait:.0f} s "
                  f"({self.failures + 1}/{self.attempts})")
+
+
+# generate_content's retries (tenacity) announce each wait on this logger; a
+# failure without an HTTP answer is only visible there.
+SDK_RETRY_LOGGER = "google_genai._api_client"
+_TENACITY_RETRY = re.compile(r"^Retrying .+ in ([\d.]+) seconds as it raised (\w+): ?(.*)$", re.S)
+
+
+class _TransportRetryLog(logging.Handler):
+    def __init__(self, notices: RetryNotices):
+        super().__init__(logging.INFO)
+        self.notices = notices
+        self.previous_level = logging.NOTSET
+
+    def emit(self, record: logging.LogRecord) -> None:
+        match = _TENACITY_RETRY.match(record.getMessage())
+        if match is None or match.group(2) in ("ClientError", "ServerError", "APIError"):
+            return  # HTTP answers are announced by the response hook
+        detail = " ".join(match.group(3).split())[:120] or match.group(2)
+        self.notices.transport_failure(detail, float(match.group(1)))
 
 
 def make_client(settings: ClientSettings, notices: RetryNotices):
