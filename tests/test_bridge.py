@@ -305,18 +305,3 @@ def _load_code() -> str:
     if "Bridge" in inspect.getsource(genai_magics):
         return "%load_ext genai_magics\nfrom genai_magics.bridge import Bridge\nB = Bridge.attach(get_ipython())\n"
     return ATTACH
-
-
-@pytest.mark.skipif(not __import__("os").environ.get("GENAI_MAGICS_MEASURE"),
-                    reason="measurement only: set GENAI_MAGICS_MEASURE=1 to see the trap without the routing")
-@pytest.mark.parametrize("comm_subshell", [False, True])
-def test_measure_the_trap_without_kernel_routing(comm_subshell, capsys):
-    """Without the bridge's routing, ipykernel 7.4 handles some snapshots on a
-    subshell, after the cell they precede started (measured 27/30 and 28/30)."""
-    with FakeFrontend(cells=[("a", "x = 1"), ("b", "y = 2")], comm_subshell=comm_subshell) as ff:
-        ff.execute_code(ATTACH)
-        ff.execute_code("B._comm._reply_subshell_for = type(B._comm)._reply_subshell_for.__get__(B._comm)")
-        _make_comm_last_used_from_a_subshell(ff)
-        fresh = _ordering_runs(ff, 30)
-    with capsys.disabled():
-        print(f"\nwithout routing (frontend on {'a subshell' if comm_subshell else 'the main shell'}): {fresh}/30 fresh")
