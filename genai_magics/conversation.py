@@ -108,7 +108,8 @@ class Conversation:
     sync: SyncState = field(default_factory=SyncState)
     last_interaction_id: str | None = None
     outcomes_told: dict[str, str] = field(default_factory=dict)  # proposal sha12 -> outcome
-    chain_shas: set[str] = field(default_factory=set)  # full sources the server chain holds
+    # full versions of the code on the server chain, oldest first: (sha, the turn that proposed it or None)
+    chain_versions: list[tuple[str, int | None]] = field(default_factory=list)
     closed: bool = False  # reset or started over: its proposals' buttons do nothing
 
     # -- planning -----------------------------------------------------------
@@ -128,13 +129,13 @@ class Conversation:
         # more than max_chain_versions full copies of the code (the server cannot
         # compact them, and the model reads them all on every turn).
         lost = self.last_interaction_id is None and bool(self.history)
-        crowded = bool(max_chain_versions) and len(self.chain_shas) > max_chain_versions
+        crowded = bool(max_chain_versions) and len(self.chain_versions) > max_chain_versions
         new_chain = interactions and (lost or crowded)
         holds = SyncState() if new_chain else self.sync
         synchronized = (
             document is not None
             and holds.active_document_sha256 == document.sha256
-            and (document.sha256 in self.chain_shas if interactions
+            and (document.sha256 == self.chain_head() if interactions
                  else find_holder(self.history, document.sha256) is not None)
         )
         send_source = document is not None and not synchronized
@@ -172,6 +173,18 @@ class Conversation:
             new_chain_digest=digest,
             payload=payload,
         )
+
+    def chain_head(self) -> str | None:
+        """The newest full version on the server chain that was not discarded or undone.
+
+        The model takes the latest code it holds as the current one, so only that
+        version can be "synchronized"; any older one must be sent again.
+        """
+        outcomes = {t.index: t.outcome for t in self.history}
+        for sha, proposer in reversed(self.chain_versions):
+            if proposer is None or outcomes.get(proposer) not in ("discarded", "undone"):
+                return sha
+        return None
 
     def _untold_outcomes(self) -> dict[str, str]:
         told: dict[str, str] = {}
@@ -215,7 +228,7 @@ class Conversation:
         if plan.state_mode == "interactions":
             if plan.previous_interaction_id is None:  # a new chain holds only what this turn sends
                 self.sync = SyncState()
-                self.chain_shas = set()
+                self.chain_versions = []
                 # the digest told the new chain every outcome so far, as they were when planned
                 # (a button clicked while the request was out is told on the next turn)
                 told = zip(plan.new_chain_digest, plan.payload.get("earlierTurns", ()))
@@ -224,14 +237,14 @@ class Conversation:
             self.last_interaction_id = interaction_id
             self.outcomes_told.update(plan.proposal_outcomes)
             if turn.sent_source and turn.base_sha256:
-                self.chain_shas.add(turn.base_sha256)
+                self.chain_versions.append((turn.base_sha256, None))
             if turn.proposal_sha256:
-                self.chain_shas.add(turn.proposal_sha256)
+                self.chain_versions.append((turn.proposal_sha256, turn.index))
         else:
             # Contents turns are not on any server chain: a later interactions
             # turn must start a chain that includes them.
             self.last_interaction_id = None
-            self.chain_shas = set()
+            self.chain_versions = []
         self.state_mode = plan.state_mode
         if turn.proposal_sha256 is not None:
             self.sync.active_document_sha256 = turn.proposal_sha256
@@ -309,7 +322,7 @@ class Conversation:
             history=[replace(t) for t in self.history],
             sync=SyncState(self.sync.active_document_sha256, dict(self.sync.context_hashes)),
             outcomes_told=dict(self.outcomes_told),
-            chain_shas=set(self.chain_shas),
+            chain_versions=list(self.chain_versions),
         )
 
 

@@ -258,7 +258,7 @@ class Session:
         client, notices = self._client(settings.client)
         transport: Transport = TRANSPORTS[plan.state_mode](client, model, settings.temperature)
         if plan.new_chain_digest and conv.last_interaction_id:
-            display.note(f"the server chain holds {len(conv.chain_shas)} versions of the code and the model "
+            display.note(f"the server chain holds {len(conv.chain_versions)} versions of the code and the model "
                          "reads them all on every turn; starting a new chain with the current code and a "
                          "digest of the earlier turns (%config GeminiMagics.max_chain_versions)")
         notices.start(display.note)

@@ -17,13 +17,13 @@ def test_a_crowded_chain_starts_over_with_the_current_code_and_a_digest():
     source = "x = 1\n"
     for n in range(3):
         source = edit_and_apply(conv, source, n, limit=3)
-    assert len(conv.chain_shas) == 4  # the base and three proposals
+    assert len(conv.chain_versions) == 4  # the base and three proposals
     plan = conv.plan_turn("ask", "why?", Document("a", "In[1]", source), (), "interactions", 3)
     assert plan.previous_interaction_id is None
     assert plan.payload["currentSource"] == source
     assert [t["prompt"] for t in plan.payload["earlierTurns"]] == ["change 0", "change 1", "change 2"]
     conv.record(plan, "because", interaction_id="j1")
-    assert conv.chain_shas == {Document("a", "", source).sha256}
+    assert conv.chain_versions == [(Document("a", "", source).sha256, None)]
     follow = conv.plan_turn("ask", "and?", Document("a", "In[1]", source), (), "interactions", 3)
     assert follow.previous_interaction_id == "j1" and follow.synchronized is True
 

@@ -108,10 +108,20 @@ class Ref:
         valid = any(t.sent and t.base == text for t in turns) or any(
             t.proposal == text and t.outcome in ("proposed", "applied") for t in turns
         )
-        seen = any((t.sent and t.base == text) or t.proposal == text for t in turns)
         if state_mode == "contents":
             return valid, valid
-        return valid, seen
+        # interactions: the model takes the newest full version on the chain that was not
+        # discarded or undone as the code; only that one is synchronized
+        head = None
+        for t in reversed(turns):
+            if t.proposal is not None and t.outcome in ("proposed", "applied"):
+                head = t.proposal
+            elif t.sent:
+                head = t.base
+            else:
+                continue
+            break
+        return head == text, head == text
 
     def later_applied(self, i: int) -> bool:
         return any(t.outcome == "applied" for t in self.turns[i + 1:])
@@ -518,18 +528,10 @@ def test_any_text_survives_the_wire_payloads(sources, context, prompt):
 
 
 def test_interpreter_catches_an_engine_that_trusts_a_lost_chain(monkeypatch):
-    """The pre-fix interactions engine: a chain is assumed to hold every version ever seen."""
-    plan_turn = Conversation.plan_turn
+    """The pre-fix interactions engine: whatever the sync state says, the chain is assumed to hold it."""
+    def trusting(self):
+        return self.sync.active_document_sha256
 
-    def trusting(self, *args, **kwargs):
-        everything = {t.base_sha256 for t in self.history if t.sent_source} | {
-            t.proposal_sha256 for t in self.history if t.proposal_sha256}
-        saved, self.chain_shas = self.chain_shas, set(self.chain_shas) | everything
-        try:
-            return plan_turn(self, *args, **kwargs)
-        finally:
-            self.chain_shas = saved
-
-    monkeypatch.setattr(Conversation, "plan_turn", trusting)
+    monkeypatch.setattr(Conversation, "chain_head", trusting)
     with pytest.raises(AssertionError, match="must be resent"):
         run([("edit",), ("lose_chain",), ("ask",), ("apply", 0)], "interactions")

@@ -94,7 +94,8 @@ class Ref:
     active: str | None = None  # sha of the active document
     ctx: str | None = None  # sha of the secondary context the model holds
     last_id: str | None = None
-    chain: set[str] = field(default_factory=set)  # interactions: versions the server chain holds
+    # interactions: the full versions on the server chain, oldest first, with the turn that proposed each
+    chain: list[tuple[str, "RefTurn | None"]] = field(default_factory=list)
     server_lost: bool = False  # the stand-in forgot the chain (the engine does not know yet)
     n: int = 0
     other_count: int | None = None  # the other cell's execution count (its context block names it)
@@ -114,7 +115,9 @@ class Ref:
 
     def holds(self, text: str, new_chain: bool) -> bool:
         if self.state == "interactions":
-            return not new_chain and text in self.chain
+            # the model takes the newest version not discarded or undone as the code
+            valid = [v for v, t in self.chain if t is None or t.outcome in ("proposed", "applied")]
+            return not new_chain and bool(valid) and valid[-1] == text
         return any(t.sent == text or (t.proposal == text and t.outcome in ("proposed", "applied"))
                    for t in self.turns)
 
@@ -142,7 +145,7 @@ def full_snapshot(session: Session):
     s = conv.snapshot()
     return ([(t.index, t.outcome, t.proposal_sha256, t.base_sha256, t.sent_source, t.interaction_id) for t in s.history],
             s.sync.active_document_sha256, dict(s.sync.context_hashes), s.last_interaction_id,
-            dict(s.outcomes_told), set(s.chain_shas), s.state_mode, s.closed)
+            dict(s.outcomes_told), list(s.chain_versions), s.state_mode, s.closed)
 
 
 def ref_state(ref: Ref):
@@ -216,13 +219,14 @@ class Driver:
 
         proposal = f"# stub edit: {f'step {ref.n} {mode}'}\n{cell}" if mode == "edit" else None
         if new_chain:
-            ref.chain = set()
-        ref.turns.append(RefTurn(sent=None if synced else cell, base=cell, proposal=proposal,
-                                 outcome="proposed" if proposal else "none"))
+            ref.chain = []
+        turn = RefTurn(sent=None if synced else cell, base=cell, proposal=proposal,
+                       outcome="proposed" if proposal else "none")
+        ref.turns.append(turn)
         if not synced:
-            ref.chain.add(cell)
+            ref.chain.append((cell, None))
         if proposal is not None:
-            ref.chain.add(proposal)
+            ref.chain.append((proposal, turn))
         ref.active = sha(proposal if proposal is not None else cell)
         ref.ctx = ref.piece_sha()
         if ref.state == "interactions":
