@@ -26,6 +26,7 @@ import json
 import math
 import re
 import socket
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -274,7 +275,7 @@ class StubServer:
         self._injections: list[dict[str, Any]] = []
         self._interactions: dict[str, dict[str, Any]] = {}
         self._next_id = 1
-        self._httpd = ThreadingHTTPServer((self.host, port), _make_handler(self), bind_and_activate=True)
+        self._httpd = _QuietServer((self.host, port), _make_handler(self), bind_and_activate=True)
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -589,6 +590,14 @@ class StubServer:
             reply.cut = True
             reply.events = reply.events[: fault["after_chunks"]]
         return reply, record, fault
+
+
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hangs up (a cancelled stream, a closed keep-alive) is not an error here.
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
 
 
 def _make_handler(stub: StubServer) -> type[BaseHTTPRequestHandler]:
