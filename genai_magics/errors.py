@@ -50,7 +50,7 @@ def _describe(exc: BaseException, *, attempts: int, timeout_s: float) -> str:
     if code in (401, 403):
         return f"API key rejected ({code}): set GEMINI_API_KEY (or GOOGLE_API_KEY) to a valid key. {detail}"
     if code == 400:
-        return f"Gemini rejected the request (400): {detail}"
+        return f"Gemini rejected the request (400): {detail} - check the prompt and --model; --dry-run shows the request"
     if code == 404:
         return f"not found (404): check the model name (%config GeminiMagics.model). {detail}"
     if code == 429:
