@@ -44,20 +44,15 @@ def model(obj) -> types.Content:
     return types.Content(role="model", parts=[types.Part(text=turn(obj))])
 
 
-@pytest.fixture(scope="module")
-def server():
-    with StubServer() as stub:
-        yield stub
-
-
 @pytest.fixture
-def stub(server, monkeypatch):
-    server.reset()
+def stub(stub, monkeypatch):
+    """The session's stand-in (conftest), reset, with this process's SDK pointed at it."""
+    stub.reset()
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
     monkeypatch.setenv("GEMINI_API_KEY", KEY)
-    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
-    yield server
-    server.reset()
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", stub.url)
+    yield stub
+    stub.reset()
 
 
 def make_client(timeout_ms: int | None = None) -> genai.Client:
