@@ -32,6 +32,8 @@ def test_quickstart_runs_on_the_stand_in(stub):
     cells = {c.source.split("\n", 1)[0]: c for c in result.nb_final.cells if c.cell_type == "code"}
     edit = _text(cells["%%gemini_edit"])
     assert "Stub edit for: Add input validation" in edit and "In[" in edit and "sent" in edit
+    assert "Applied" in _text(cells["%gemini apply"])
+    assert "not re-sent: synchronized" in _text(cells["%%gemini_ask"])  # the applied proposal is held
     follow = _text(cells["%%gemini_ask -c server"])
     assert "not re-sent: synchronized" in follow
     table = _text(cells["%gemini tokens"])
