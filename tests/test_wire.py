@@ -178,3 +178,34 @@ def test_generation_config_and_system_instruction_go_with_every_turn(kernel, stu
     edit_body = second["json"]
     schema = edit_body["response_format"]["schema"] if mode == "interactions" else edit_body["generationConfig"]["responseSchema"]
     assert set(schema["properties"]) == {"explanation", "proposedSource"}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_after_a_kernel_restart_the_first_turn_sends_everything(kernel, stub, mode):
+    setup_cells(kernel)
+    kernel.run(f"%%gemini_ask --state {mode}\nfirst", cell_id="m1")
+    kernel.km.restart_kernel(now=True)
+    kernel.kc.wait_for_ready(timeout=60)
+    kernel.run("%load_ext genai_magics", cell_id="setup")
+    setup_cells(kernel)
+    kernel.run(f"%%gemini_ask --state {mode}\nafter the restart", cell_id="m2")
+    sent = api_requests(stub)[-1]
+    payload = current_payload(sent)
+    assert payload["currentSource"] == CELL_A and "RADIUS = 2" in payload["secondaryContext"]
+    if mode == "interactions":
+        assert "previous_interaction_id" not in sent["json"]
+    else:
+        assert len(sent["json"]["contents"]) == 1
+
+
+def test_two_conversations_on_one_cell_each_resend_what_they_do_not_hold(kernel, stub):
+    setup_cells(kernel)
+    kernel.run("%%gemini_ask -c x --cell cell-a\nfirst in x", cell_id="m1")
+    kernel.run("%%gemini_ask -c y --cell cell-a\nfirst in y", cell_id="m2")
+    kernel.run("%%gemini_edit -c x --cell cell-a\nchange it", cell_id="m3")
+    kernel.click("Apply")  # the cell now holds x's proposal
+    kernel.run("%%gemini_ask -c x --cell cell-a\nx again", cell_id="m4")
+    kernel.run("%%gemini_ask -c y --cell cell-a\ny again", cell_id="m5")
+    x_again, y_again = (current_payload(r) for r in api_requests(stub)[-2:])
+    assert x_again.get("sourceSynchronized") is True and "currentSource" not in x_again
+    assert y_again["currentSource"].startswith("# stub edit: change it")
