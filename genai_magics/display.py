@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import sys
 import time
 from typing import Any
@@ -22,12 +23,25 @@ class _Rich:
         return {"text/html": self._html, "text/plain": self._plain}
 
 
+_CODE = re.compile(r"(```.*?(?:```|$)|`[^`\n]*`)", re.S)
+
+
+def safe_markdown(text: str) -> str:
+    """Model text as Markdown that cannot carry markup: '<' outside code is escaped.
+
+    Outputs of a cell that just ran are trusted by the frontend, so raw HTML in
+    an answer (say an <img onerror=...>) would render; inside code it stays text anyway.
+    """
+    parts = _CODE.split(text)
+    return "".join(part if i % 2 else part.replace("<", "&lt;") for i, part in enumerate(parts))
+
+
 class _Markdown:
     def __init__(self, text: str):
         self.text = text
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        return {"text/markdown": self.text, "text/plain": self.text}
+        return {"text/markdown": safe_markdown(self.text), "text/plain": self.text}
 
 
 class NotebookDisplay:

@@ -209,3 +209,13 @@ def test_two_conversations_on_one_cell_each_resend_what_they_do_not_hold(kernel,
     x_again, y_again = (current_payload(r) for r in api_requests(stub)[-2:])
     assert x_again.get("sourceSynchronized") is True and "currentSource" not in x_again
     assert y_again["currentSource"].startswith("# stub edit: change it")
+
+
+def test_markup_in_an_answer_is_shown_as_text(kernel, stub):
+    kernel.run(CELL_A, cell_id="cell-a")
+    run = kernel.run("%%gemini_ask\nwhat is <img src=x onerror=alert(1)> in `a<b`?", cell_id="m1")
+    shown = [m["content"]["data"]["text/markdown"] for m in run.messages
+             if m["msg_type"] in ("display_data", "update_display_data") and "text/markdown" in m["content"]["data"]]
+    final = shown[-1]
+    assert "&lt;img src=x onerror=alert(1)>" in final and "<img" not in final
+    assert "`a<b`" in final  # code stays code
