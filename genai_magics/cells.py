@@ -14,6 +14,16 @@ MAGIC_PREFIXES = ("%%gemini_ask", "%%gemini_edit")
 _STEERING_LINES = ("%gemini", "%load_ext genai_magics", "%reload_ext genai_magics", "%config GeminiMagics")
 
 
+def undecodable_at(text: str) -> int | None:
+    """Where text stops being sendable UTF-8 text (a NUL or a lone surrogate), if anywhere."""
+    nul = text.find("\x00")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start if nul < 0 else min(nul, exc.start)
+    return nul if nul >= 0 else None
+
+
 @functools.lru_cache(maxsize=8192)  # asked for every cell on every turn; sources rarely change
 def is_genai_magic(source: str) -> bool:
     """A cell that talks to or steers the assistant is never a document or context itself."""

@@ -12,7 +12,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from .cells import Cell, is_genai_magic
+from .cells import Cell, is_genai_magic, undecodable_at
 from .hashing import sha256_text, short
 
 SECONDARY_FIELD = "secondaryContext"
@@ -42,22 +42,15 @@ def _block(cell: Cell) -> str:
 
 
 def context_cells(cells: Sequence[Cell], exclude_ids: Iterable[str]) -> list[Cell]:
-    """The other cells: not the document, not genai magic cells, not empty."""
+    """The other cells: not the document, not genai magic cells, not empty, and sendable
+    (a cell with a NUL or a lone surrogate is left out rather than break every turn)."""
     excluded = set(exclude_ids)
     return [
         c
         for c in cells
-        if c.id not in excluded and c.source.strip() and not is_genai_magic(c.source) and _is_text(c.source)
+        if c.id not in excluded and c.source.strip() and not is_genai_magic(c.source)
+        and undecodable_at(c.source) is None
     ]
-
-
-def _is_text(source: str) -> bool:
-    """Sendable as UTF-8 (a lone surrogate from a damaged file is not): such a cell is left out."""
-    try:
-        source.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def secondary_context(cells: Sequence[Cell], exclude_ids: Iterable[str], max_chars: int) -> ContextPiece | None:
@@ -72,7 +65,9 @@ def secondary_context(cells: Sequence[Cell], exclude_ids: Iterable[str], max_cha
             break
         size += 2 + len(block)
         kept += 1
-    text = "\n\n".join(blocks[len(blocks) - kept:])[:max_chars]
+    text = "\n\n".join(blocks[len(blocks) - kept:])
+    if len(text) > max_chars:  # one cell alone is over the cap
+        text = text[:max_chars] + "\n# … (cut at the context cap)"
     dropped = len(blocks) - kept
     if dropped:
         text = f"# ({dropped} earlier cells left out: context cap {max_chars} chars)\n\n" + text

@@ -1,6 +1,7 @@
 """Failures a user can act on, as one clear line each (no traceback by default)."""
 from __future__ import annotations
 
+import logging
 import os
 
 
@@ -8,12 +9,38 @@ class UserError(Exception):
     """Bad input or a failed turn: the message is shown as is; nothing changed."""
 
 
-def _redact(text: str) -> str:
+def redact(text: str) -> str:
+    """The text with any API key from the environment replaced by ***."""
     for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
         key = os.environ.get(var)
         if key and len(key) >= 4:
             text = text.replace(key, "***")
     return text
+
+
+class _RedactKeys(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        clean = redact(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        return True
+
+
+_REDACT_KEYS = _RedactKeys()
+
+
+def redact_library_logs() -> None:
+    """Keep the key out of the SDK's and httpx's own log lines (a server may echo it back).
+
+    Filters on a logger apply to what that logger emits, so each one gets it;
+    called whenever a client is made, after the SDK's modules exist.
+    """
+    for name in list(logging.root.manager.loggerDict):
+        if name.startswith(("google_genai", "google.genai", "httpx", "httpcore")):
+            logger = logging.getLogger(name)
+            if _REDACT_KEYS not in logger.filters:
+                logger.addFilter(_REDACT_KEYS)
 
 
 def _first_line(text: str, limit: int = 200) -> str:
@@ -31,7 +58,7 @@ def status_code(exc: BaseException) -> int | None:
 
 def describe(exc: BaseException, *, attempts: int, timeout_s: float) -> str:
     """One line: what happened and what to do about it."""
-    return _redact(_describe(exc, attempts=attempts, timeout_s=timeout_s))
+    return redact(_describe(exc, attempts=attempts, timeout_s=timeout_s))
 
 
 def _server_message(exc: BaseException) -> str:
@@ -45,7 +72,7 @@ def _server_message(exc: BaseException) -> str:
 
 def _describe(exc: BaseException, *, attempts: int, timeout_s: float) -> str:
     code = status_code(exc)
-    detail = _first_line(_redact(_server_message(exc)))  # before clipping: no half key
+    detail = _first_line(redact(_server_message(exc)))  # before clipping: no half key
     name = type(exc).__name__
     if code in (401, 403):
         return f"API key rejected ({code}): set GEMINI_API_KEY (or GOOGLE_API_KEY) to a valid key. {detail}"
@@ -58,7 +85,8 @@ def _describe(exc: BaseException, *, attempts: int, timeout_s: float) -> str:
     if code is not None and code >= 500:
         return f"Gemini server error ({code}) after {attempts} attempt(s); run the cell again later."
     if "Timeout" in name or "timed out" in detail.lower():
-        return f"no answer within {timeout_s:g} s; raise %config GeminiMagics.timeout or try again."
+        return (f"no answer within {timeout_s:g} s (each of {attempts} attempt(s)); "
+                "raise %config GeminiMagics.timeout or try again.")
     if "RemoteProtocol" in name or "incomplete" in detail.lower() or "peer closed" in detail.lower():
         return "the answer stream was cut off before it finished; run the cell again."
     if "Connect" in name or "connection refused" in detail.lower():

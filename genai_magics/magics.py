@@ -18,7 +18,7 @@ from .cell_writer import KernelStateWriter, RunningCellWriter, StagedWriter, str
 from .conversation import STATE_MODES
 from .display import NotebookDisplay, TerminalDisplay
 from .cells import is_genai_magic
-from .errors import UserError, _redact
+from .errors import UserError, redact
 from .notebook_view import MergedView, notebook_path_from
 from .proposal import ProposalController
 from .session import Session, Settings, TurnRequest
@@ -230,14 +230,14 @@ class GeminiMagics(Magics):
         except UserError as exc:
             display.clear_progress()
             if self.debug and exc.__cause__ is not None:  # an API failure: its traceback on request
-                print(_redact("".join(traceback.format_exception(exc.__cause__))), end="", file=sys.stderr)
+                print(redact("".join(traceback.format_exception(exc.__cause__))), end="", file=sys.stderr)
             display.error(str(exc))
             return
         except Exception as exc:  # a bug of ours: one line unless debugging
             display.clear_progress()
             if self.debug:
-                print(_redact(traceback.format_exc()), end="", file=sys.stderr)
-            display.error(_redact(f"unexpected {type(exc).__name__}: {exc} (%gemini debug on shows the traceback)"))
+                print(redact(traceback.format_exc()), end="", file=sys.stderr)
+            display.error(redact(f"unexpected {type(exc).__name__}: {exc} (%gemini debug on shows the traceback)"))
             return
         if outcome.request is not None:
             display.request(outcome.request, outcome.plan.state_mode)

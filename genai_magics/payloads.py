@@ -9,7 +9,7 @@ import json
 from typing import Any, Mapping
 
 from .context import ContextPiece
-from .errors import _redact
+from .errors import redact
 
 SYSTEM_INSTRUCTION = """\
 You assist in a Jupyter notebook. Each user turn is JSON: "mode" is "ask" (answer in Markdown)
@@ -96,4 +96,4 @@ def model_payload(
 def to_text(payload: Mapping[str, Any]) -> str:
     """The one JSON text part a turn carries (compact: every byte is uploaded)."""
     # The API key never travels in a turn (a variable or a cell may hold it): the dry run shows this too.
-    return _redact(json.dumps(payload, ensure_ascii=False, separators=(",", ":")))
+    return redact(json.dumps(payload, ensure_ascii=False, separators=(",", ":")))

@@ -9,15 +9,15 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Protocol
 
 from .cell_writer import strip_applied_marker
-from .cells import Cell, Document, is_genai_magic
+from .cells import Cell, Document, is_genai_magic, undecodable_at
 from .context import ContextPiece, secondary_context
 from .notebook_edit import notebook_text
 from .conversation import Conversation, Mode, StateMode, Turn, TurnPlan, Usage
-from .errors import UserError, describe, status_code
+from .errors import UserError, describe, redact, status_code
 from .notebook_view import ExecutionRecord, NotebookFileError, NotebookView
 from .transport import TRANSPORTS, ClientSettings, RetryNotices, Transport, TurnResult, make_client
 
@@ -66,16 +66,6 @@ class TurnOutcome:
     turn: Turn | None = None  # None for a dry run
     request: dict[str, Any] | None = None  # the dry run's exact request
     target: Cell | None = None  # the cell an edit proposal is for
-
-
-def undecodable_at(text: str) -> int | None:
-    """Where text stops being sendable UTF-8 text (a NUL or a lone surrogate), if anywhere."""
-    nul = text.find("\x00")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return exc.start if nul < 0 else min(nul, exc.start)
-    return nul if nul >= 0 else None
 
 
 def estimate_tokens(text: str) -> int:
@@ -182,7 +172,7 @@ class Session:
             cells = [c for c in known if not is_genai_magic(c.source) and c.id != self.record.running_id]
             if not cells:
                 raise UserError("--notebook: the notebook has no cells to work on")
-            doc = Document(key="notebook", label="notebook", source=notebook_text(cells))
+            doc = Document(key="notebook", label="the notebook", source=notebook_text(cells))
             target = None
         else:
             if req.cell:
@@ -229,7 +219,7 @@ class Session:
         env = tuple(os.environ.get(name, "") for name in CLIENT_ENV)
         key = hashlib.sha256(repr((settings, env)).encode()).hexdigest()  # no key text kept here
         if key not in self._clients:
-            notices = RetryNotices(settings.retry_attempts)
+            notices = RetryNotices(settings.retry_attempts, settings.timeout_s)
             try:
                 self._clients[key] = (make_client(settings, notices), notices)
             except ValueError as exc:
@@ -241,7 +231,9 @@ class Session:
         return self._clients[key]
 
     def run(self, req: TurnRequest, settings: Settings, display: TurnDisplay) -> TurnOutcome:
-        if not req.prompt.strip():
+        # The prompt as the model gets it: no key, even one interpolated from a variable.
+        req = replace(req, prompt=redact(req.prompt.strip()))
+        if not req.prompt:
             raise UserError("the prompt is empty: write your request in the cell body below the magic line")
         state = req.state or (self.conversations[req.conversation].state_mode
                               if req.conversation in self.conversations and not req.new else settings.state)
@@ -266,6 +258,8 @@ class Session:
             result, plan = self._send(transport, conv, plan, display, settings, replan)
         finally:
             notices.start(None)
+        if notices.request_bytes:  # the footer reports what really went over the wire
+            result = replace(result, usage=replace(result.usage, request_bytes=notices.request_bytes))
         turn = self._commit(conv, plan, result)
         replaced = self.conversations.get(conv.name)
         if replaced is not None and replaced is not conv:  # --new started it over

@@ -54,30 +54,40 @@ class RetryNotices:
     (an httpx event hook) so the user sees why the cell is still waiting.
     """
 
-    def __init__(self, attempts: int):
+    def __init__(self, attempts: int, timeout_s: float):
         self.attempts = attempts
+        self.timeout_s = timeout_s
         self.say: Callable[[str], None] | None = None
         self.failures = 0
+        self.request_bytes = 0  # the body of the latest request, as it went on the wire
         self._log = _TransportRetryLog(self)
+
+    def on_request(self, request) -> None:
+        """httpx request hook: what really goes over the wire (the SDK's own JSON)."""
+        self.request_bytes = len(request.content)
 
     def start(self, say: Callable[[str], None] | None) -> None:
         """Announce retries to ``say`` while a turn runs; None stops announcing."""
-        self.say, self.failures = say, 0
+        self.say = say
         logger = logging.getLogger(SDK_RETRY_LOGGER)
-        if say is None:
+        if say is None:  # the turn is over: keep what it measured
             logger.removeHandler(self._log)
             logger.setLevel(self._log.previous_level)
         else:
+            self.failures = self.request_bytes = 0
             self._log.previous_level = logger.level
             logger.addHandler(self._log)
             if not logger.isEnabledFor(logging.INFO):
                 logger.setLevel(logging.INFO)
 
-    def transport_failure(self, error: str, wait: float) -> None:
+    def transport_failure(self, kind: str, error: str, wait: float) -> None:
         """A retry after a failure without an HTTP answer (connection refused, reset, timeout)."""
         self.failures += 1
-        if self.say is not None and self.failures < self.attempts:
-            self.say(f"cannot reach Gemini ({error}); retrying in ~{wait:.0f} s ({self.failures + 1}/{self.attempts})")
+        if self.say is None or self.failures >= self.attempts:
+            return
+        what = (f"no answer within {self.timeout_s:g} s" if "Timeout" in kind
+                else f"cannot reach Gemini ({error})")
+        self.say(f"{what}; retrying in ~{wait:.0f} s ({self.failures + 1}/{self.attempts})")
 
     def __call__(self, response) -> None:
         if response.status_code not in RETRY_STATUS or self.say is None:
@@ -116,8 +126,8 @@ class _TransportRetryLog(logging.Handler):
         match = _TENACITY_RETRY.match(record.getMessage())
         if match is None or match.group(2) in ("ClientError", "ServerError", "APIError"):
             return  # HTTP answers are announced by the response hook
-        detail = " ".join(match.group(3).split())[:120] or match.group(2)
-        self.notices.transport_failure(detail, float(match.group(1)))
+        detail = " ".join(match.group(3).split())[:120].rstrip(".") or match.group(2)
+        self.notices.transport_failure(match.group(2), detail, float(match.group(1)))
 
 
 def make_client(settings: ClientSettings, notices: RetryNotices):
@@ -125,6 +135,9 @@ def make_client(settings: ClientSettings, notices: RetryNotices):
     from google import genai
     from google.genai import types
 
+    from .errors import redact_library_logs
+
+    redact_library_logs()
     retry = types.HttpRetryOptions(
         attempts=max(1, settings.retry_attempts),
         initial_delay=INITIAL_DELAY_S,
@@ -136,7 +149,7 @@ def make_client(settings: ClientSettings, notices: RetryNotices):
         http_options=types.HttpOptions(
             retry_options=retry,
             timeout=int(settings.timeout_s * 1000),
-            client_args={"event_hooks": {"response": [notices]}},
+            client_args={"event_hooks": {"request": [notices.on_request], "response": [notices]}},
         )
     )
 

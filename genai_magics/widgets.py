@@ -20,7 +20,7 @@ class ProposalWidget:
         self._diff = diff_html(controller.diff)
         self.view = w.HTML()
         self.apply_button = w.Button(description="Apply", button_style="success", icon="check",
-                                     tooltip="Write the proposal into the cell")
+                                     tooltip=controller.writer.describe_apply())
         self.discard_button = w.Button(description="Discard", icon="times", tooltip="Keep the cell as it is")
         self.copy_button = w.Button(description="Copy", icon="copy", tooltip="Show the proposal as text to copy")
         self.undo_button = None
@@ -71,7 +71,7 @@ class ProposalWidget:
             self.force_button.description = f"{(self._pending_force or 'apply').capitalize()} anyway"
             self.force_button.layout.display = None if changed else "none"
         status = f'<div style="font-size:12px;margin-top:4px">{html.escape(c.message)}</div>'
-        self.view.value = self._diff + status
+        self.view.value = self._diff + "\n" + status
 
     def _repr_mimebundle_(self, **kwargs):
         return self.box._repr_mimebundle_(**kwargs)

@@ -33,7 +33,7 @@ CASES = [
     ("http429", dict(fault="http", status=429), "rate limited (429) after 1 attempt(s); wait a minute", "edit"),
     ("http500", dict(fault="http", status=500), "Gemini server error (500) after 1 attempt(s)", "ask"),
     ("http503", dict(fault="http", status=503), "Gemini server error (503) after 1 attempt(s)", "edit"),
-    ("timeout", "timeout", "no answer within 1 s; raise %config GeminiMagics.timeout", "ask"),
+    ("timeout", "timeout", "no answer within 1 s (each of 1 attempt(s)); raise %config GeminiMagics.timeout", "ask"),
     ("refused", "refused", "cannot reach Gemini", "ask"),
     ("cut_stream_ask", dict(fault="cut_stream", after_chunks=1), "the answer stream was cut off before it finished", "ask"),
     ("cut_stream_edit", dict(fault="cut_stream", after_chunks=1), "the answer stream was cut off before it finished", "edit"),

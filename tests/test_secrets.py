@@ -110,7 +110,27 @@ def test_a_variable_holding_the_key_is_not_sent_or_shown(secret_env, stub, tmp_p
         assert KEY not in dry.plain, "the dry run shows the key"
         sent = k.run("%%gemini_ask --vars api_key\nIs this set?", cell_id="m2")
         assert KEY not in sent.plain
+        said = k.run("%%gemini_ask --interpolate\nthe key is $api_key", cell_id="m3")
+        assert KEY not in said.plain
+        history = k.run("%gemini history", cell_id="h").stdout
+        assert "the key is ***" in history and KEY not in history
         assert KEY not in json.dumps(stub.requests), "the key was sent to the model"
+    finally:
+        k.close()
+
+
+def test_library_logs_that_echo_the_key_are_redacted(secret_env, stub, tmp_path):
+    """A server that echoes the key in a retried 500, with the SDK's logging at DEBUG."""
+    k = Kernel(env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": KEY}, cwd=str(tmp_path))
+    try:
+        k.run("import logging\nlogging.basicConfig(level=logging.DEBUG, force=True)", cell_id="log")
+        k.run("%load_ext genai_magics", cell_id="setup")
+        k.run("%config GeminiMagics.retry_attempts = 2", cell_id="cfg")
+        k.run("x = 1", cell_id="c1")
+        stub.inject("http", status=500, times=2, message=f"oops {KEY}")
+        run = k.run("%%gemini_ask\nhello", cell_id="m1")
+        assert "Retrying" in run.stderr  # the SDK logged the retry, with the server's message
+        assert KEY not in run.plain and KEY not in run.stderr
     finally:
         k.close()
 

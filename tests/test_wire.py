@@ -219,3 +219,20 @@ def test_markup_in_an_answer_is_shown_as_text(kernel, stub):
     final = shown[-1]
     assert "&lt;img src=x onerror=alert(1)>" in final and "<img" not in final
     assert "`a<b`" in final  # code stays code
+
+
+def test_the_footer_reports_the_bytes_that_went_over_the_wire(kernel, stub):
+    kernel.run(CELL_A, cell_id="cell-a")
+    ask = kernel.run("%%gemini_ask\nhow big?", cell_id="m1")
+    edit = kernel.run("%%gemini_edit --state interactions -c i\nand now?", cell_id="m2")
+    sizes = [r["body_bytes"] for r in api_requests(stub)]
+    assert f"request {sizes[0]:,} B" in ask.plain and f"request {sizes[1]:,} B" in edit.plain
+
+
+def test_a_cell_that_cannot_be_sent_is_left_out_of_the_context(kernel, stub):
+    kernel.run("s = 'ab\x00cd'  # a literal NUL: the cell fails, but it was run", cell_id="nul")
+    kernel.run(OTHER, cell_id="other")
+    kernel.run(CELL_A, cell_id="cell-a")
+    kernel.run("%%gemini_ask\nwhat is here?", cell_id="m1")
+    context = current_payload(api_requests(stub)[-1])["secondaryContext"]
+    assert "RADIUS = 2" in context and "id=nul" not in context
