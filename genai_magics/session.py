@@ -73,6 +73,7 @@ def estimate_tokens(text: str) -> int:
     return (len(text.encode("utf-8")) + 3) // 4
 
 
+STOPPED = "stopped: the answer was interrupted; nothing was recorded and the conversation is as before"
 _COUNT_REF = re.compile(r"^(?:In\s*\[\s*)?(\d+)\s*\]?$")
 CONVERSATION_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
@@ -276,7 +277,7 @@ class Session:
         try:
             return transport.send(plan, conv.history, display.chunk), plan
         except KeyboardInterrupt:
-            raise UserError("stopped: the answer was interrupted; nothing was recorded and the conversation is as before") from None
+            raise UserError(STOPPED) from None
         except Exception as exc:
             if not (plan.previous_interaction_id and status_code(exc) == 404):
                 raise UserError(self._failure(exc, settings)) from exc
@@ -290,7 +291,7 @@ class Session:
             return transport.send(fresh, conv.history, display.chunk), fresh
         except KeyboardInterrupt:
             conv.last_interaction_id = previous
-            raise UserError("stopped: the answer was interrupted; nothing was recorded and the conversation is as before") from None
+            raise UserError(STOPPED) from None
         except Exception as again:
             conv.last_interaction_id = previous
             raise UserError(self._failure(again, settings)) from again
