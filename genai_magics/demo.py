@@ -3,7 +3,7 @@
 ``python -m genai_magics.demo`` needs no API key: it starts the stand-in on
 127.0.0.1, executes notebooks/quickstart.ipynb in a real kernel (nbclient),
 prints what each magic cell showed and the conversation's token table, and
-writes the executed notebook next to the original (``--output`` to choose).
+writes the executed notebook to the current folder (``--output`` to choose).
 """
 from __future__ import annotations
 
@@ -14,7 +14,13 @@ import re
 import sys
 from pathlib import Path
 
-DEFAULT_NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "quickstart.ipynb"
+# The checkout's notebooks/ (an editable install), else the copy the wheel carries.
+_HERE = Path(__file__).resolve().parent
+DEFAULT_NOTEBOOK = next(
+    (p for p in (_HERE.parent / "notebooks" / "quickstart.ipynb", _HERE / "notebooks" / "quickstart.ipynb")
+     if p.exists()),
+    _HERE.parent / "notebooks" / "quickstart.ipynb",
+)
 
 
 def _widget_text(model_id: str, widgets: dict) -> str:
@@ -43,7 +49,12 @@ def _text_of(output, widgets: dict) -> str:
 
 def run(notebook: Path, output: Path | None) -> int:
     import nbformat
-    from nbclient import NotebookClient
+
+    try:
+        from nbclient import NotebookClient
+    except ImportError:
+        print("the demo runs a notebook with nbclient: pip install 'genai-magics[demo]'", file=sys.stderr)
+        return 2
 
     from .stub import StubServer
 
@@ -68,7 +79,7 @@ def run(notebook: Path, output: Path | None) -> int:
                 print(text)
     print(f"\n{len(api_calls)} requests went to the stand-in at {stub.url}; "
           f"{sum(r['body_bytes'] for r in api_calls):,} bytes uploaded in all.")
-    target = output or notebook.with_name(notebook.stem + ".executed.ipynb")
+    target = output or Path.cwd() / (notebook.stem + ".executed.ipynb")
     nbformat.write(nb, str(target))
     print(f"executed notebook written to {target}")
     return 0
