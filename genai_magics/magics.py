@@ -47,6 +47,7 @@ def _turn_arguments(func):
     ]
     for decorator in reversed(decorators):
         func = decorator(func)
+    func.parser.allow_abbrev = False  # a mistyped flag is an error, not a guess
     return func
 
 

@@ -102,9 +102,10 @@ def test_empty_prompt(kernel, stub, source, expected):
 @pytest.mark.parametrize("source, expected", [
     ("%%gemini_ask --bogus\nhi", "genai_magics: unrecognized arguments: --bogus (see %%gemini_ask?)"),
     ("%%gemini_edit --celll cell-mean\nhi", "genai_magics: unrecognized arguments: --celll (see %%gemini_edit?)"),
+    ("%%gemini_edit --cel cell-mean\nhi", "genai_magics: unrecognized arguments: --cel (see %%gemini_edit?)"),
     ("%%gemini_ask --state nowhere\nhi", "invalid choice: 'nowhere'"),
     ("%gemini frobnicate", "invalid choice: 'frobnicate'"),
-], ids=["ask-unknown", "edit-typo", "bad-state", "gemini-unknown-command"])
+], ids=["ask-unknown", "edit-typo", "edit-prefix-is-not-a-guess", "bad-state", "gemini-unknown-command"])
 def test_unknown_flag_or_command(kernel, stub, source, expected):
     line = rejected(kernel, stub, source)
     assert expected in line
