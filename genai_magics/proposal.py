@@ -100,7 +100,11 @@ class ProposalController:
             self._say(done_text)
             return
 
+        calls: list[str | None] = []
+
         def finished(error: str | None) -> None:
+            calls.append(error)
+            self.pending = None
             if error:
                 self._say(f"{action.capitalize()} failed: {error}. Nothing changed.")
                 return
@@ -113,14 +117,7 @@ class ProposalController:
             self.cell_id = getattr(self.writer, "magic_cell_id", self.cell_id)
             self._say(done_text)
 
-        calls: list[str | None] = []
-
-        def settled(error: str | None) -> None:
-            calls.append(error)
-            self.pending = None
-            finished(error)
-
-        pending = self.writer.write(self.cell_id, source, settled)
+        pending = self.writer.write(self.cell_id, source, finished)
         if pending and not calls:  # the write completes later (staged)
             self.pending = pending
             self._say(pending)
