@@ -3,7 +3,7 @@
 JupyterLab 4.6 may send comm messages on kernel subshells, and ipykernel 7.4
 routes a comm's incoming messages to the thread that last sent on it, so a
 snapshot pushed just before an execute request can be handled after the cell
-started. ``genai_magics.bridge`` routes every snapshot to the main shell. This
+started. ``genai_magics.frontends.bridge`` routes every snapshot to the main shell. This
 runs N hand-edit-then-run cycles through the fake frontend of the tests, with
 the routing and with it switched off, for a frontend that sends on the main
 shell and one that sends on a subshell, and prints how many runs saw the fresh

@@ -139,9 +139,9 @@ class Null(io.TextIOBase):
 def install_fake_transports() -> None:
     """Build the real request body, answer without the SDK or the network."""
     from genai_magics import session as session_mod
-    from genai_magics.conversation import Usage
+    from genai_magics.engine.conversation import Usage
     from genai_magics.stub.server import ask_reply, edit_reply
-    from genai_magics.transport import TRANSPORTS, TurnResult, body_bytes
+    from genai_magics.gemini.transport import TRANSPORTS, TurnResult, body_bytes
 
     def fake(base: type) -> type:
         class Offline(base):  # type: ignore[misc, valid-type]
@@ -277,9 +277,9 @@ def part1(calls: int) -> tuple[list[tuple[str, list[float], str]], list[str]]:
 
 def breakdown(session, settings, calls: int, label: str = "") -> list[str]:
     """Median ms of each engine step of one ask turn (same inputs as the dry run)."""
-    from genai_magics.context import secondary_context
+    from genai_magics.engine.context import secondary_context
     from genai_magics.session import TurnRequest
-    from genai_magics.transport import TRANSPORTS, body_bytes
+    from genai_magics.gemini.transport import TRANSPORTS, body_bytes
 
     req = TurnRequest(mode="ask", prompt="Why is the summary tuple built this way?", cell=TARGET)
     conv = session.conversations["default"]
@@ -306,7 +306,7 @@ def breakdown(session, settings, calls: int, label: str = "") -> list[str]:
 def sdk_loopback(calls: int) -> str:
     """Info only: real SDK calls over loopback to a stand-in in another process."""
     from genai_magics.session import Session, Settings, TurnRequest
-    import genai_magics.transport as transport_mod
+    import genai_magics.gemini.transport as transport_mod
 
     proc = subprocess.Popen([sys.executable, "-m", "genai_magics.stub", "--port", "0"], stdout=subprocess.PIPE,
                             text=True, cwd=str(ROOT))

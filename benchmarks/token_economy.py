@@ -72,10 +72,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from genai_magics.cell_writer import KernelStateWriter  # noqa: E402
-from genai_magics.hashing import sha256_text  # noqa: E402
-from genai_magics.payloads import EDIT_RESPONSE_SCHEMA, SYSTEM_INSTRUCTION, to_text  # noqa: E402
-from genai_magics.proposal import ProposalController  # noqa: E402
+from genai_magics.frontends.cell_writer import KernelStateWriter  # noqa: E402
+from genai_magics.engine.hashing import sha256_text  # noqa: E402
+from genai_magics.engine.payloads import EDIT_RESPONSE_SCHEMA, SYSTEM_INSTRUCTION, to_text  # noqa: E402
+from genai_magics.ui.proposal import ProposalController  # noqa: E402
 from genai_magics.session import Session, Settings, TurnRequest  # noqa: E402
 from genai_magics.stub import StubServer  # noqa: E402
 from genai_magics.stub import server as _server  # noqa: E402

@@ -17,14 +17,14 @@ def load_ipython_extension(ipython) -> None:
     magics = GeminiMagics(shell=ipython)
     ipython.register_magics(magics)
     if getattr(ipython, "kernel", None) is not None:
-        from .bridge import Bridge
+        from .frontends.bridge import Bridge
 
         # Opens the comm to the genai-magics-bridge frontend extension, if the notebook has it.
         magics.bridge = Bridge.attach(ipython)
     ipython.events.register("pre_run_cell", magics.pre_run_cell)
     ipython.events.register("post_run_cell", magics.post_run_cell)
     _LOADED[id(ipython)] = magics
-    from . import waiting
+    from .frontends import waiting
 
     if getattr(ipython, "kernel", None) is not None and waiting.mechanism() == "async":
         ipython.input_transformers_post.append(waiting.await_edit_magic)
@@ -36,7 +36,7 @@ def unload_ipython_extension(ipython) -> None:
         return
     ipython.events.unregister("pre_run_cell", magics.pre_run_cell)
     ipython.events.unregister("post_run_cell", magics.post_run_cell)
-    from . import waiting
+    from .frontends import waiting
 
     if waiting.await_edit_magic in ipython.input_transformers_post:
         ipython.input_transformers_post.remove(waiting.await_edit_magic)

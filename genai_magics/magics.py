@@ -13,17 +13,18 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, Enum, Float, Int, Unicode
 
-from . import report
-from .cell_writer import KernelStateWriter, RunningCellWriter, StagedWriter, strip_applied_marker
-from .conversation import STATE_MODES
-from .display import NotebookDisplay, TerminalDisplay
-from .cells import is_genai_magic
-from .errors import UserError, redact
-from .notebook_view import MergedView, notebook_path_from
-from .proposal import ProposalController
+from .ui import report
+from .frontends.cell_writer import KernelStateWriter, RunningCellWriter, StagedWriter, strip_applied_marker
+from .engine.conversation import STATE_MODES
+from .ui.display import NotebookDisplay, TerminalDisplay
+from .engine.cells import is_genai_magic
+from .engine.errors import UserError
+from .engine.redaction import redact
+from .frontends.notebook_view import MergedView, notebook_path_from
+from .ui.proposal import ProposalController
 from .session import Session, Settings, TurnRequest
-from .transport import ClientSettings
-from . import waiting
+from .gemini.transport import ClientSettings
+from .frontends import waiting
 
 VSCODE_CELL = "vscode-notebook-cell:"
 
@@ -259,11 +260,11 @@ class GeminiMagics(Magics):
 
     def _explicit_context(self, args, cell: str):
         """--error and --vars pieces, the failing cell, and the prompt."""
-        from .variables import interpolated_names, parse_var_list, variable_pieces
+        from .sources.variables import interpolated_names, parse_var_list, variable_pieces
 
         pieces, failing_cell, prompt = [], None, cell
         if args.error:
-            from .last_error import DEFAULT_ERROR_PROMPT, capture_last_error, error_piece
+            from .sources.last_error import DEFAULT_ERROR_PROMPT, capture_last_error, error_piece
 
             err = capture_last_error(self.shell, self._cell_for_filename)
             if err is None:
@@ -290,7 +291,7 @@ class GeminiMagics(Magics):
         cell_id = outcome.target.id if outcome.target is not None else "notebook"
         writer = self._writer(instruction)
         if cell_id == "notebook" and self._live() is not None:
-            from .notebook_edit import NotebookWriter
+            from .frontends.notebook_edit import NotebookWriter
 
             writer = NotebookWriter(self.bridge, outcome.turn.base_source or "", outcome.turn.proposal_source or "",
                                     lambda: [c for c in self.bridge.cells() if not is_genai_magic(c.source)])
@@ -306,7 +307,7 @@ class GeminiMagics(Magics):
             print("genai_magics: the proposal is pre-filled at the next prompt; "
                   "%gemini apply / discard / undo record what you did with it.")
             return None
-        from .widgets import ProposalWidget
+        from .ui.widgets import ProposalWidget
 
         display(ProposalWidget(controller))
         footer()

@@ -12,14 +12,16 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Protocol
 
-from .cell_writer import strip_applied_marker
-from .cells import Cell, Document, is_genai_magic, undecodable_at
-from .context import ContextPiece, secondary_context
-from .notebook_edit import notebook_text
-from .conversation import Conversation, Mode, StateMode, Turn, TurnPlan, Usage
-from .errors import UserError, describe, redact, status_code
-from .notebook_view import ExecutionRecord, NotebookFileError, NotebookView
-from .transport import TRANSPORTS, ClientSettings, RetryNotices, Transport, TurnResult, make_client
+from .frontends.cell_writer import strip_applied_marker
+from .engine.cells import Cell, Document, is_genai_magic, undecodable_at
+from .engine.context import ContextPiece, secondary_context
+from .frontends.notebook_edit import notebook_text
+from .engine.conversation import Conversation, Mode, StateMode, Turn, TurnPlan, Usage
+from .engine.errors import UserError
+from .gemini.errors import describe, status_code
+from .engine.redaction import redact
+from .frontends.notebook_view import ExecutionRecord, NotebookFileError, NotebookView
+from .gemini.transport import TRANSPORTS, ClientSettings, RetryNotices, Transport, TurnResult, make_client
 
 # What the SDK reads from the environment when a client is made.
 CLIENT_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_USE_VERTEXAI",

@@ -4,7 +4,7 @@ It starts a real ipykernel and drives it the way JupyterLab with the
 ``genai-magics-bridge`` extension does:
 
 - it keeps an in-memory notebook (ids, types, sources, order);
-- it registers the comm target ``genai_magics.bridge``: when the kernel opens
+- it registers the comm target ``genai_magics.frontends.bridge``: when the kernel opens
   that comm (iopub ``comm_open``), it pushes a full snapshot;
 - before each ``execute_request`` it pushes a snapshot of the cells that
   changed, as a shell ``comm_msg`` with no subshell id (the extension's
@@ -20,7 +20,7 @@ Single-threaded: iopub is read only inside the calls (``execute``,
 Usage::
 
     with FakeFrontend(cells=[("a", "x = 1"), ("m", "%%gemini_edit\\n...")]) as ff:
-        ff.execute_code("from genai_magics.bridge import Bridge; Bridge.attach(get_ipython())")
+        ff.execute_code("from genai_magics.frontends.bridge import Bridge; Bridge.attach(get_ipython())")
         ff.edit("a", "x = 2")            # a hand edit, not run
         run = ff.execute("m")           # snapshot with the edit goes first
         run.stdout, run.reply, ff.requests_received, ff.widget_models
@@ -101,7 +101,7 @@ class FakeFrontend:
         timeout: float = 60.0,
     ):
         """
-        bridge: register the ``genai_magics.bridge`` target (False: a frontend
+        bridge: register the ``genai_magics.frontends.bridge`` target (False: a frontend
             without the extension).
         close_unknown_comms: answer a comm_open for an unregistered target with
             comm_close, as JupyterLab does (False: ignore it, as nbclient does).

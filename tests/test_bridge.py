@@ -13,7 +13,7 @@ import pytest
 
 from fake_frontend import FakeFrontend
 
-ATTACH = "from genai_magics.bridge import Bridge\nB = Bridge.attach(get_ipython())\n"
+ATTACH = "from genai_magics.frontends.bridge import Bridge\nB = Bridge.attach(get_ipython())\n"
 
 # A cell that reports whether the bridge's view had this very cell's source
 # when it started running (the snapshot pushed before it was handled first).
@@ -145,7 +145,7 @@ def test_insert_and_delete(ff):
 
 def test_request_without_reply_times_out():
     with FakeFrontend(cells=[("a", "x = 1")]) as ff:
-        ff.execute_code("from genai_magics.bridge import Bridge\nB = Bridge.attach(get_ipython(), timeout=0.5)")
+        ff.execute_code("from genai_magics.frontends.bridge import Bridge\nB = Bridge.attach(get_ipython(), timeout=0.5)")
         ff.answer_requests = False
         t0 = time.monotonic()
         ff.execute_code("res = []\nB.writer.write('a', 'x = 2', res.append)")
@@ -303,5 +303,5 @@ def _load_code() -> str:
     import genai_magics
 
     if "Bridge" in inspect.getsource(genai_magics):
-        return "%load_ext genai_magics\nfrom genai_magics.bridge import Bridge\nB = Bridge.attach(get_ipython())\n"
+        return "%load_ext genai_magics\nfrom genai_magics.frontends.bridge import Bridge\nB = Bridge.attach(get_ipython())\n"
     return ATTACH

@@ -1,8 +1,8 @@
 """Interactions mode: a server chain that holds too many versions of the code is started over."""
 from __future__ import annotations
 
-from genai_magics.cells import Document
-from genai_magics.conversation import DIGEST_TURNS, Conversation
+from genai_magics.engine.cells import Document
+from genai_magics.engine.conversation import DIGEST_TURNS, Conversation
 
 
 def edit_and_apply(conv: Conversation, source: str, n: int, limit: int) -> str:

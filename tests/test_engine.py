@@ -9,11 +9,11 @@ import json
 
 import pytest
 
-from genai_magics.cells import Cell, Document
-from genai_magics.contents import build_contents
-from genai_magics.context import SECONDARY_FIELD, ContextPiece, secondary_context
-from genai_magics.conversation import Conversation, TransitionRefused, find_holder
-from genai_magics.hashing import sha256_text
+from genai_magics.engine.cells import Cell, Document
+from genai_magics.engine.contents import build_contents
+from genai_magics.engine.context import SECONDARY_FIELD, ContextPiece, secondary_context
+from genai_magics.engine.conversation import Conversation, TransitionRefused, find_holder
+from genai_magics.engine.hashing import sha256_text
 
 S0 = "def f(x):\n    return x\n"
 S1 = "def f(x):\n    return x + 1\n"

@@ -28,11 +28,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from genai_magics.cells import Cell, Document
-from genai_magics.contents import build_contents
-from genai_magics.context import SECONDARY_FIELD, ContextPiece, secondary_context
-from genai_magics.conversation import DIGEST_TURNS, Conversation, Turn, TransitionRefused
-from genai_magics.hashing import sha256_text
+from genai_magics.engine.cells import Cell, Document
+from genai_magics.engine.contents import build_contents
+from genai_magics.engine.context import SECONDARY_FIELD, ContextPiece, secondary_context
+from genai_magics.engine.conversation import DIGEST_TURNS, Conversation, Turn, TransitionRefused
+from genai_magics.engine.hashing import sha256_text
 
 CELL_IDS = ("a", "b", "c")
 SHOWN = ("applied", "discarded", "undone")  # outcomes the model is told about
@@ -486,7 +486,7 @@ def _session_with_undo():
 
 
 def test_interpreter_catches_an_engine_that_never_synchronizes(monkeypatch):
-    import genai_magics.conversation as conversation
+    import genai_magics.engine.conversation as conversation
 
     monkeypatch.setattr(conversation, "find_holder", lambda history, sha: None)
     with pytest.raises(AssertionError, match="must not be resent"):

@@ -25,14 +25,14 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from genai_magics.cells import Cell
-from genai_magics.context import SECONDARY_FIELD, secondary_context
-from genai_magics.conversation import TransitionRefused
-from genai_magics.errors import UserError
-from genai_magics.hashing import sha256_text
+from genai_magics.engine.cells import Cell
+from genai_magics.engine.context import SECONDARY_FIELD, secondary_context
+from genai_magics.engine.conversation import TransitionRefused
+from genai_magics.engine.errors import UserError
+from genai_magics.engine.hashing import sha256_text
 from genai_magics.magics import GeminiMagics
 from genai_magics.session import Session, Settings, TurnRequest
-from genai_magics.transport import ClientSettings
+from genai_magics.gemini.transport import ClientSettings
 from kernel_harness import FAKE_KEY
 from wire import api_requests
 

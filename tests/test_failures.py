@@ -367,7 +367,7 @@ def test_the_wait_shown_is_the_wait_taken_with_a_retry_after_header(stub, monkey
 
     from genai_magics.magics import GeminiMagics
     from genai_magics.session import Session, Settings, TurnRequest
-    from genai_magics.transport import ClientSettings
+    from genai_magics.gemini.transport import ClientSettings
 
     monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", stub.url)
     monkeypatch.setenv("GEMINI_API_KEY", FAKE_KEY)
@@ -400,7 +400,7 @@ def test_refused_connection_with_default_retries_is_not_silent(stub, monkeypatch
     either the line comes at once, or each retry is announced like a 429's."""
     from genai_magics.magics import GeminiMagics
     from genai_magics.session import Session, Settings, TurnRequest
-    from genai_magics.transport import ClientSettings
+    from genai_magics.gemini.transport import ClientSettings
 
     traits = GeminiMagics.class_traits()
     monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", f"http://127.0.0.1:{closed_port()}")

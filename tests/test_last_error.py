@@ -8,13 +8,7 @@ from pathlib import Path
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
-from genai_magics.last_error import (
-    DEFAULT_ERROR_PROMPT,
-    MAX_TRACEBACK_CHARS,
-    LastError,
-    capture_last_error,
-    error_piece,
-)
+from genai_magics.sources.last_error import DEFAULT_ERROR_PROMPT, MAX_TRACEBACK_CHARS, LastError, capture_last_error, error_piece
 
 ROOT = Path(__file__).resolve().parents[1]
 IPYTHON_INTERNALS = ("interactiveshell", "run_code", "exec(code_obj", "site-packages", "IPython")
@@ -180,7 +174,7 @@ def test_caps_hold_for_deep_recursion_and_huge_messages(shell) -> None:
 
 def test_default_prompt_and_no_ipython_import_at_module_level() -> None:
     assert DEFAULT_ERROR_PROMPT == "Explain this error and how to fix it."
-    code = "import sys, genai_magics.last_error; print('IPython' in sys.modules)"
+    code = "import sys, genai_magics.sources.last_error; print('IPython' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"

@@ -12,11 +12,11 @@ import re
 
 import pytest
 
-from genai_magics.conversation import Conversation
-from genai_magics.hashing import sha256_text
+from genai_magics.engine.conversation import Conversation
+from genai_magics.engine.hashing import sha256_text
 from genai_magics.magics import GeminiMagics
 from genai_magics.session import Session, Settings, TurnRequest
-from genai_magics.transport import ClientSettings
+from genai_magics.gemini.transport import ClientSettings
 from kernel_harness import FAKE_KEY
 from wire import api_requests
 

@@ -12,15 +12,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from genai_magics.context import ContextPiece
-from genai_magics.conversation import Conversation
-from genai_magics.errors import UserError
-from genai_magics.variables import (
-    interpolated_names,
-    parse_var_list,
-    summarize,
-    variable_pieces,
-)
+from genai_magics.engine.context import ContextPiece
+from genai_magics.engine.conversation import Conversation
+from genai_magics.engine.errors import UserError
+from genai_magics.sources.variables import interpolated_names, parse_var_list, summarize, variable_pieces
 
 ROOT = Path(__file__).resolve().parents[1]
 CAP = 2_000
@@ -52,7 +47,7 @@ def test_plain_values_type_name_first() -> None:
 def test_deterministic_across_processes_even_for_sets() -> None:
     """Sets iterate in hash order, which changes with PYTHONHASHSEED: the summary must not."""
     code = """
-        from genai_magics.variables import summarize
+        from genai_magics.sources.variables import summarize
         print(summarize({"pear", "apple", "fig", "kiwi", 3, 1.5, ("t", 1)}, "s", 500))
         print(summarize(frozenset(f"w{i}" for i in range(50)), "f", 500))
     """
@@ -151,7 +146,7 @@ def test_plain_values_import_no_pandas_numpy_or_polars() -> None:
     out = _python(
         """
         import sys
-        from genai_magics.variables import summarize, variable_pieces
+        from genai_magics.sources.variables import summarize, variable_pieces
         class Obj:
             def __init__(self):
                 self.x = 1

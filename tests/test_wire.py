@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from genai_magics.hashing import sha256_text
+from genai_magics.engine.hashing import sha256_text
 from wire import api_requests, current_payload, transcript
 
 CELL_A = "def parse(s):\n    return int(s)\n"

@@ -95,7 +95,7 @@ def test_hand_edit_seen_and_kernel_write_shows_in_editor(jupyter_server, page, a
 
     t0 = time.monotonic()
     write_notebook(jupyter_server.root / "bridge.ipynb", [
-        ("setup", "from genai_magics.bridge import Bridge\nB = Bridge.attach(get_ipython())"),
+        ("setup", "from genai_magics.frontends.bridge import Bridge\nB = Bridge.attach(get_ipython())"),
         ("target", "y = 1"),
         ("probe", "print('SRC=' + B.cell('target').source, B.connected, B.cell_above('probe').id)"),
         ("writer", "res = []\nB.writer.write('target', \"y = 'written by the kernel'\", res.append)"),
@@ -144,7 +144,7 @@ def test_snapshot_precedes_every_run_after_a_widget_click(jupyter_server, page, 
     from playwright.sync_api import expect
 
     write_notebook(jupyter_server.root / "order.ipynb", [
-        ("setup", "from genai_magics.bridge import Bridge\nB = Bridge.attach(get_ipython())\n"
+        ("setup", "from genai_magics.frontends.bridge import Bridge\nB = Bridge.attach(get_ipython())\n"
                   "import ipywidgets, threading\nres = []\n"
                   "def _click(_):\n"
                   "    res.append(threading.current_thread().name)\n"
@@ -186,7 +186,7 @@ def test_page_reload_and_kernel_restart(jupyter_server, page, artifacts):
     from playwright.sync_api import expect
 
     write_notebook(jupyter_server.root / "again.ipynb", [
-        ("setup", "from genai_magics.bridge import Bridge\nB = Bridge.attach(get_ipython())"),
+        ("setup", "from genai_magics.frontends.bridge import Bridge\nB = Bridge.attach(get_ipython())"),
         ("target", "w = 1"),
         ("probe", "print('SRC=' + B.cell('target').source, B.snapshot_count > 0)"),
     ])

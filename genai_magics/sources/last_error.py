@@ -19,7 +19,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from .context import ContextPiece
+from ..engine.context import ContextPiece
 
 LAST_ERROR_FIELD = "lastError"
 DEFAULT_ERROR_PROMPT = "Explain this error and how to fix it."

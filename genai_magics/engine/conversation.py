@@ -22,7 +22,6 @@ STATE_MODES: tuple[StateMode, ...] = ("contents", "interactions")
 DIGEST_TURNS = 16  # a new server chain learns this many earlier turns, in short
 
 
-
 @dataclass(frozen=True)
 class Usage:
     input_tokens: int | None = None

@@ -6,36 +6,15 @@ committed - so a failed write never leaves the sync state wrong.
 """
 from __future__ import annotations
 
-import difflib
-import html
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .cell_writer import CellWriter
-from .conversation import Conversation, TransitionRefused, Turn
+from ..frontends.cell_writer import CellWriter
+from ..frontends.notebook_edit import notebook_diff
+from ..engine.diff import unified_diff
+from ..engine.conversation import Conversation, TransitionRefused, Turn
 
 Listener = Callable[["ProposalController"], None]
-
-
-def unified_diff(base: str, proposal: str, label: str) -> str:
-    lines = difflib.unified_diff(
-        base.splitlines(keepends=True), proposal.splitlines(keepends=True),
-        fromfile=f"{label} (current)", tofile=f"{label} (proposed)",
-    )
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
-
-
-def diff_html(diff: str) -> str:
-    """The diff as escaped HTML: a proposal is text, never markup."""
-    styles = {"+": "color:#116329;background:#dafbe1", "-": "color:#82071e;background:#ffebe9", "@": "color:#0550ae"}
-    rows = []
-    for line in diff.splitlines():
-        style = styles.get(line[:1], "")
-        if line.startswith(("+++", "---")):
-            style = "font-weight:bold"
-        rows.append(f'<span style="{style}">{html.escape(line) or "&nbsp;"}</span>')
-    body = "\n".join(rows) if rows else "(no change)"
-    return f'<pre style="font-size:12px;line-height:1.35;margin:0">{body}</pre>'
 
 
 @dataclass
@@ -56,8 +35,6 @@ class ProposalController:
     def diff(self) -> str:
         base, proposal = self.turn.base_source or "", self.turn.proposal_source or ""
         if self.turn.document_key == "notebook":
-            from .notebook_edit import notebook_diff
-
             return notebook_diff(base, proposal)
         return unified_diff(base, proposal, self.turn.document_label or "cell")
 

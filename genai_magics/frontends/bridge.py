@@ -43,7 +43,7 @@ import threading
 from typing import Any, Callable
 
 from .cell_writer import Done
-from .cells import Cell, is_genai_magic
+from ..engine.cells import Cell, is_genai_magic
 
 TARGET_NAME = "genai_magics.bridge"
 PROTOCOL_VERSION = 1

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Protocol, Sequence
 
-from .cells import Cell, is_genai_magic
+from ..engine.cells import Cell, is_genai_magic
 
 
 class NotebookView(Protocol):

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .conversation import Conversation, Turn, TurnPlan
-from .hashing import short
+from ..engine.conversation import Conversation, Turn, TurnPlan
+from ..engine.hashing import short
 
 
 def _n(value: int | None) -> str:

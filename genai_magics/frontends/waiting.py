@@ -44,7 +44,7 @@ def await_edit_magic(lines: list[str]) -> list[str]:
     """IPython post transformer: run %%gemini_edit cells as async cells."""
     if lines and lines[0].startswith(_EDIT_CALL):
         call = "".join(lines).rstrip("\n")
-        return [f"await __import__('genai_magics.waiting', fromlist=['settle']).settle({call})\n"]
+        return [f"await __import__('genai_magics.frontends.waiting', fromlist=['settle']).settle({call})\n"]
     return lines
 
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Literal, Sequence
 
 from .cell_writer import Done
-from .cells import Cell
-from .proposal import unified_diff
+from ..engine.cells import Cell
+from ..engine.diff import unified_diff
 
 _HEADER = re.compile(r"^# %%(?: \[(markdown|raw)\])?(?: id=(\S+))?\s*$")
 

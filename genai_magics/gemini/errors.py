@@ -1,21 +1,10 @@
-"""Failures a user can act on, as one clear line each (no traceback by default)."""
+"""API failures a user can act on, as one clear line each (no traceback by default)."""
 from __future__ import annotations
 
 import logging
-import os
 
 
-class UserError(Exception):
-    """Bad input or a failed turn: the message is shown as is; nothing changed."""
-
-
-def redact(text: str) -> str:
-    """The text with any API key from the environment replaced by ***."""
-    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
-        key = os.environ.get(var)
-        if key and len(key) >= 4:
-            text = text.replace(key, "***")
-    return text
+from ..engine.redaction import redact
 
 
 class _RedactKeys(logging.Filter):

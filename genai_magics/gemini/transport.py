@@ -11,9 +11,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
-from .contents import build_contents
-from .conversation import Turn, TurnPlan, Usage
-from .payloads import EDIT_RESPONSE_SCHEMA, SYSTEM_INSTRUCTION, to_text
+from ..engine.contents import build_contents
+from ..engine.conversation import Turn, TurnPlan, Usage
+from ..engine.payloads import EDIT_RESPONSE_SCHEMA, SYSTEM_INSTRUCTION, to_text
 
 OnChunk = Callable[[str], None]
 

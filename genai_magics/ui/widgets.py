@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import html
 
-from .proposal import ProposalController, diff_html
+from .proposal import ProposalController
+from .diff import diff_html
 
 
 class ProposalWidget:

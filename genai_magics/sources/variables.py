@@ -18,8 +18,8 @@ import reprlib
 import sys
 from typing import Any, Callable, Mapping, Sequence
 
-from .context import ContextPiece
-from .errors import UserError
+from ..engine.context import ContextPiece
+from ..engine.errors import UserError
 
 VARIABLES_FIELD = "variables"
 

@@ -9,7 +9,7 @@ import json
 from typing import Any, Mapping
 
 from .context import ContextPiece
-from .errors import redact
+from .redaction import redact
 
 SYSTEM_INSTRUCTION = """\
 You assist in a Jupyter notebook. Each user turn is JSON: "mode" is "ask" (answer in Markdown)

@@ -1,0 +1,58 @@
+"""The folders are the architecture: engine/ is pure and the layers import downwards only."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "genai_magics"
+# A layer may import itself and the layers listed for it, nothing above.
+ALLOWED = {
+    "engine": {"engine"},
+    "sources": {"sources", "engine"},
+    "gemini": {"gemini", "engine"},
+    "frontends": {"frontends", "engine"},
+    "ui": {"ui", "frontends", "engine"},
+}
+FORBIDDEN_IN_ENGINE = ("IPython", "ipywidgets", "ipykernel", "google", "httpx", "traitlets")
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """(level, dotted module) of every import in the file, lazy ones included."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(0, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.module is None:  # from . import x
+                found += [(node.level, alias.name) for alias in node.names]
+            else:
+                found.append((node.level, node.module))
+    return found
+
+
+def _layer_of(path: Path, level: int, module: str) -> str | None:
+    """The genai_magics layer an import reaches, or None outside the package."""
+    if level == 0:
+        parts = module.split(".")
+        return parts[1] if parts[0] == "genai_magics" and len(parts) > 1 else None
+    here = path.relative_to(PACKAGE).parts[:-1]
+    base = here[: len(here) - (level - 1)]
+    target = (*base, *module.split("."))
+    return target[0] if target else None
+
+
+def test_engine_imports_nothing_outside_itself():
+    for path in (PACKAGE / "engine").glob("*.py"):
+        for level, module in _imports(path):
+            assert not module.split(".")[0] in FORBIDDEN_IN_ENGINE, f"{path.name} imports {module}"
+            layer = _layer_of(path, level, module)
+            assert level == 0 and layer is None or layer == "engine", f"{path.name} imports {module} (level {level})"
+
+
+def test_layers_import_downwards_only():
+    for layer, allowed in ALLOWED.items():
+        for path in (PACKAGE / layer).glob("*.py"):
+            for level, module in _imports(path):
+                reached = _layer_of(path, level, module)
+                if level or reached is not None:
+                    assert reached in allowed, f"{layer}/{path.name} imports {module}: {reached} is not below {layer}"
