@@ -290,11 +290,11 @@ class GeminiMagics(Magics):
 
         cell_id = outcome.target.id if outcome.target is not None else "notebook"
         writer = self._writer(instruction)
-        if cell_id == "notebook" and self._live() is not None:
-            from .frontends.notebook_edit import NotebookWriter
+        if cell_id == "notebook":  # cell edits through the bridge; never the percent text into one cell
+            from .frontends.notebook_edit import notebook_writer
 
-            writer = NotebookWriter(self.bridge, outcome.turn.base_source or "", outcome.turn.proposal_source or "",
-                                    lambda: [c for c in self.bridge.cells() if not is_genai_magic(c.source)])
+            writer = notebook_writer(self._live(), outcome.turn.base_source or "", outcome.turn.proposal_source or "",
+                                     lambda: [c for c in self.bridge.cells() if not is_genai_magic(c.source)])
         controller = ProposalController(
             conversation=outcome.conversation, turn=outcome.turn, cell_id=cell_id,
             writer=writer, current_source=self._current_source,

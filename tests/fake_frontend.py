@@ -10,7 +10,10 @@ It starts a real ipykernel and drives it the way JupyterLab with the
   changed, as a shell ``comm_msg`` with no subshell id (the extension's
   behaviour), then sends the execute request with ``metadata.cellId``;
 - it answers ``set_source`` / ``insert_cell`` / ``delete_cell`` requests by
-  editing its notebook and replying ``ok`` or an error;
+  editing its notebook and replying ``ok`` or an error, as the extension does:
+  ``delete_cell`` replies with the removed cell's nbformat JSON (id, metadata,
+  outputs, execution count), ``insert_cell`` with a ``cell`` puts that JSON
+  back as it was, right below ``after_id``;
 - it tracks ipywidgets models (``jupyter.widget`` comm_open / comm_msg) so a
   test can click a button with :meth:`FakeFrontend.click`.
 
@@ -27,10 +30,11 @@ Usage::
 """
 from __future__ import annotations
 
+import copy
 import queue
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 
@@ -46,9 +50,28 @@ class FakeCell:
     id: str
     source: str
     cell_type: str = "code"
+    metadata: dict[str, Any] = field(default_factory=dict)
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+    execution_count: int | None = None
 
     def as_dict(self) -> dict[str, str]:
+        """What a snapshot carries."""
         return {"id": self.id, "cell_type": self.cell_type, "source": self.source}
+
+    def to_json(self) -> dict[str, Any]:
+        """The cell as nbformat JSON (what the extension's ``cell.toJSON()`` gives)."""
+        cell: dict[str, Any] = {"id": self.id, "cell_type": self.cell_type, "source": self.source,
+                                "metadata": copy.deepcopy(self.metadata)}
+        if self.cell_type == "code":
+            cell.update(outputs=copy.deepcopy(self.outputs), execution_count=self.execution_count)
+        return cell
+
+    @classmethod
+    def from_json(cls, cell: dict[str, Any]) -> "FakeCell":
+        source = cell.get("source", "")
+        return cls(cell["id"], "".join(source) if isinstance(source, list) else source, cell.get("cell_type", "code"),
+                   copy.deepcopy(cell.get("metadata") or {}), copy.deepcopy(cell.get("outputs") or []),
+                   cell.get("execution_count"))
 
 
 @dataclass
@@ -421,12 +444,18 @@ class FakeFrontend:
             if req.get("after_id") is not None:
                 index = self.notebook.index(self._find(req["after_id"])) + 1
             new_id = req.get("cell_id") or uuid.uuid4().hex[:8]
-            self.notebook.insert(index, FakeCell(new_id, req.get("source", ""), req.get("cell_type", "code")))
+            if any(c.id == new_id for c in self.notebook):
+                raise ValueError(f"a cell with id {new_id} exists already")
+            if isinstance(req.get("cell"), dict):
+                cell = FakeCell.from_json({**req["cell"], "id": new_id})
+            else:
+                cell = FakeCell(new_id, req.get("source", ""), req.get("cell_type", "code"))
+            self.notebook.insert(index, cell)
             return {"cell_id": new_id}
         if op == "delete_cell":
             cell = self._find(req.get("cell_id"))
             self.notebook.remove(cell)
-            return {"cell_id": cell.id}
+            return {"cell_id": cell.id, "cell": cell.to_json()}
         raise ValueError(f"unknown request {op}")
 
     def _find(self, cell_id: Any) -> FakeCell:

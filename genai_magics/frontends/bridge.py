@@ -12,14 +12,15 @@ Protocol version 1, frontend -> kernel::
      "order": [ids],            # when full or when the order changed
      "cells": [{"id", "cell_type", "source"}],  # all when full, else changed ones
      "removed": [ids], "executing": id?}
-    {"type": "reply", "request_id": n, "ok": true, "cell_id": id?}
+    {"type": "reply", "request_id": n, "ok": true, "cell_id": id?,
+     "cell": {...}?}            # delete_cell: the removed cell's nbformat JSON
     {"type": "reply", "request_id": n, "ok": false, "error": "unknown cell id ..."}
 
 kernel -> frontend::
 
     {"type": "request", "request_id": n, "op": "set_source", "cell_id", "source"}
     {"type": "request", "request_id": n, "op": "insert_cell", "after_id", "cell_id",
-     "source", "cell_type"}
+     "source", "cell_type", "cell"?}   # cell: full nbformat JSON to restore (id, metadata, outputs)
     {"type": "request", "request_id": n, "op": "delete_cell", "cell_id"}
     {"type": "resync"}          # please send a full snapshot
 
@@ -46,6 +47,7 @@ from .cell_writer import Done
 from ..engine.cells import Cell, is_genai_magic
 
 TARGET_NAME = "genai_magics.bridge"
+OnOk = Callable[[dict], None]  # gets a successful reply's data
 PROTOCOL_VERSION = 1
 DEFAULT_TIMEOUT = 10.0
 
@@ -79,7 +81,7 @@ class Bridge:
         self._seq: int | None = None
         self._snapshot_count = 0
         self._next_request = 0
-        self._pending: dict[int, tuple[dict, Done, threading.Timer | None]] = {}
+        self._pending: dict[int, tuple[dict, Done, threading.Timer | None, OnOk | None]] = {}
         self._reply_routes: dict[int, str | None] = {}
         self._closed = False
 
@@ -286,11 +288,13 @@ class Bridge:
             entry = self._pending.pop(request_id, None)
         if entry is None:
             return  # late (timed out) or answered already (a second tab)
-        request, done, timer = entry
+        request, done, timer, on_ok = entry
         if timer is not None:
             timer.cancel()
         if data.get("ok"):
             self._after_ok(request, data)
+            if on_ok is not None:
+                on_ok(data)
             done(None)
         else:
             done(str(data.get("error") or "the notebook frontend refused the edit"))
@@ -335,7 +339,7 @@ class Bridge:
         except Exception:
             return False
 
-    def _request(self, op: str, fields: dict, done: Done) -> None:
+    def _request(self, op: str, fields: dict, done: Done, on_ok: OnOk | None = None) -> None:
         with self._lock:
             if self._comm is None or not self.connected:
                 error: str | None = _NOT_CONNECTED
@@ -346,7 +350,7 @@ class Bridge:
                 timer = threading.Timer(self.timeout, self._on_timeout, args=(request_id,))
                 timer.daemon = True
                 request = {"type": "request", "request_id": request_id, "op": op, **fields}
-                self._pending[request_id] = (request, done, timer)
+                self._pending[request_id] = (request, done, timer, on_ok)
                 self._reply_routes[request_id] = self._current_subshell()
         if error is not None:
             done(error)
@@ -366,7 +370,7 @@ class Bridge:
             self._reply_routes.pop(request_id, None)
         if entry is None:
             return
-        request, done, _ = entry
+        request, done, _, _ = entry
         message = (
             f"no reply from the notebook frontend within {self.timeout:g} s ({request['op']}); "
             "is the notebook still open in JupyterLab?"
@@ -388,7 +392,7 @@ class Bridge:
         with self._lock:
             pending, self._pending = self._pending, {}
             self._reply_routes.clear()
-        for _request, done, timer in pending.values():
+        for _request, done, timer, _ in pending.values():
             if timer is not None:
                 timer.cancel()
             done(error)
@@ -396,18 +400,27 @@ class Bridge:
     def set_source(self, cell_id: str, source: str, done: Done) -> None:
         self._request("set_source", {"cell_id": cell_id, "source": source}, done)
 
-    def insert_cell(self, after_id: str | None, source: str, cell_type: str, done: Done) -> str:
-        """Insert a cell after ``after_id`` (None: at the top). Returns the new cell's id."""
-        new_id = _new_cell_id()
-        self._request(
-            "insert_cell",
-            {"after_id": after_id, "cell_id": new_id, "source": source, "cell_type": cell_type},
-            done,
-        )
+    def insert_cell(self, after_id: str | None, source: str, cell_type: str, done: Done,
+                    cell: dict[str, Any] | None = None) -> str:
+        """Insert a cell right below ``after_id`` (None: at the top). Returns the new cell's id.
+
+        ``cell``: a removed cell's nbformat JSON to put back as it was (its id,
+        metadata, outputs and execution count).
+        """
+        fields: dict[str, Any] = {"after_id": after_id, "source": source, "cell_type": cell_type}
+        if cell is not None:
+            fields["cell"] = cell
+        new_id = cell["id"] if cell is not None and isinstance(cell.get("id"), str) else _new_cell_id()
+        self._request("insert_cell", {**fields, "cell_id": new_id}, done)
         return new_id
 
-    def delete_cell(self, cell_id: str, done: Done) -> None:
-        self._request("delete_cell", {"cell_id": cell_id}, done)
+    def delete_cell(self, cell_id: str, done: Done, on_removed: Callable[[dict], None] | None = None) -> None:
+        """Delete a cell; ``on_removed`` gets its nbformat JSON (from the frontend's reply) before ``done``."""
+        def keep(data: dict) -> None:
+            if on_removed is not None and isinstance(data.get("cell"), dict):
+                on_removed(data["cell"])
+
+        self._request("delete_cell", {"cell_id": cell_id}, done, keep)
 
 
 class LiveWriter:

@@ -4,18 +4,35 @@ The model sees ``# %% id=...`` blocks; its proposal may change, add or remove
 cells (a block without a known id is a new cell). Reordering existing cells
 and changing a cell's type are not edits we make: the cell keeps its place and
 type.
+
+The text round-trips any cell source exactly. Each block is its header line,
+the cell's text and a newline; blocks are separated by one blank line. A cell
+line that starts with ``# %%`` (a script's own cell marker, or a line reading
+``# %% id=b``) is written with one more leading backslash (``\\# %%``), and
+a line of backslashes followed by ``# %%`` gets one more too, so no text
+inside a cell can end it or name another cell. CRLF, blank lines and trailing
+newlines pass through as they are.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Callable, Iterable, Literal, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Literal, Sequence
 
 from .cell_writer import Done
 from ..engine.cells import Cell
 from ..engine.diff import unified_diff
 
-_HEADER = re.compile(r"^# %%(?: \[(markdown|raw)\])?(?: id=(\S+))?\s*$")
+_HEADER = re.compile(r"^# %%(?: \[(markdown|raw)\])?(?: id=(\S+))?[ \t\r]*$")
+_MARKER_LINE = re.compile(r"^\\*# %%")  # a cell line that must be escaped (one more backslash)
+
+ESCAPING_RULE = (
+    "In the notebook document each cell is a block: a header line '# %% id=<id>' ('# %% [markdown] id=<id>' "
+    "or '# %% [raw] id=<id>' for those types), the cell's text, and a blank line before the next header. "
+    "A line inside a cell that starts with '# %%' is written with a leading backslash ('\\# %%'); keep "
+    "that escaping in proposedSource. Keep each kept cell's header and id; a block without an id is a new "
+    "cell; a cell left out is removed."
+)
 
 
 @dataclass(frozen=True)
@@ -25,22 +42,34 @@ class Block:
     source: str
 
 
+def _escape(source: str) -> str:
+    return "\n".join("\\" + line if _MARKER_LINE.match(line) else line for line in source.split("\n"))
+
+
+def _unescape(lines: list[str]) -> str:
+    return "\n".join(line[1:] if line.startswith("\\") and _MARKER_LINE.match(line) else line for line in lines)
+
+
+def _header(cell_type: str, cell_id: str) -> str:
+    kind = "" if cell_type == "code" else f" [{cell_type}]"
+    return f"# %%{kind} id={cell_id}"
+
+
 def notebook_text(cells: Iterable[Cell]) -> str:
     """The document text: each cell headed only by its type and id (stable under Apply)."""
-    blocks = []
-    for c in cells:
-        kind = "" if c.cell_type == "code" else f" [{c.cell_type}]"
-        blocks.append(f"# %%{kind} id={c.id}\n{c.source}")
-    return "\n\n".join(blocks)
+    return "\n".join(f"{_header(c.cell_type, c.id)}\n{_escape(c.source)}\n" for c in cells)
 
 
 def parse_blocks(text: str) -> list[Block]:
+    """The blocks of a document text; ``parse_blocks(notebook_text(cells))`` gives the cells back exactly."""
     blocks: list[Block] = []
     current: tuple[str | None, str] | None = None
     lines: list[str] = []
 
     def close() -> None:
-        body = "\n".join(lines).rstrip("\n")
+        body = _unescape(lines)
+        # The newline that ends each block's text is the format's, not the cell's.
+        body = body[:-1] if body.endswith("\n") else body
         if current is not None or body.strip():
             cid, ctype = current if current is not None else (None, "code")
             blocks.append(Block(cid, ctype, body))
@@ -59,7 +88,7 @@ def parse_blocks(text: str) -> list[Block]:
 @dataclass(frozen=True)
 class Op:
     kind: Literal["set", "insert", "delete"]
-    cell_id: str | None  # set/delete: the cell; insert: None (the bridge names it)
+    cell_id: str | None  # set/delete: the cell; insert: the id the proposal named, if any (the bridge names new cells)
     after: int | str | None  # insert: an existing id, the index of an earlier op's new cell, or None (top)
     cell_type: str
     source: str
@@ -80,7 +109,7 @@ def plan_ops(target: Sequence[Block], live: Sequence[Cell], managed: set[str]) -
                 ops.append(Op("set", cell.id, None, cell.cell_type, block.source, cell.source))
             anchor = cell.id
         else:
-            ops.append(Op("insert", None, anchor, block.cell_type, block.source))
+            ops.append(Op("insert", block.id, anchor, block.cell_type, block.source))
             anchor = len(ops) - 1
     for cell in live:
         if cell.id in managed and cell.id not in kept:
@@ -115,17 +144,31 @@ def notebook_diff(base_text: str, proposal_text: str) -> str:
     return "".join(parts)
 
 
-class NotebookWriter:
-    """Apply/Undo for a notebook proposal: several cell edits through the live bridge."""
+@dataclass(frozen=True)
+class _Removed:
+    cell: dict[str, Any]  # the cell as the frontend held it: nbformat JSON with id, metadata, outputs
+    above: str | None  # the cell directly above it before the edits that removed it (None: it was first)
 
+
+@dataclass
+class NotebookWriter:
+    """Apply/Undo for a notebook proposal: several cell edits through the live bridge.
+
+    A cell that Apply removed comes back on Undo as it was (id, type, text,
+    metadata, outputs), right below the cell that was above it.
+    """
+
+    bridge: Any
+    base_text: str
+    proposal_text: str
+    live_cells: Callable[[], Sequence[Cell]]  # the cells a proposal may touch, in notebook order
+    inserted: set[str] = field(default_factory=set)
+    removed: dict[str, _Removed] = field(default_factory=dict)
     kind = "live"
 
-    def __init__(self, bridge, base_text: str, proposal_text: str, live_cells: Callable[[], Sequence[Cell]]):
-        self.bridge = bridge
-        self.base_ids = {b.id for b in parse_blocks(base_text) if b.id}
-        self.inserted: set[str] = set()
-        self.live_cells = live_cells
-        self.preview = describe_ops(proposal_ops(base_text, proposal_text))
+    def __post_init__(self) -> None:
+        self.base_ids = {b.id for b in parse_blocks(self.base_text) if b.id}
+        self.preview = describe_ops(proposal_ops(self.base_text, self.proposal_text))
 
     def describe_apply(self) -> str:
         return f"Apply makes these cell edits in the notebook: {self.preview}. Undo reverts all of them."
@@ -133,6 +176,11 @@ class NotebookWriter:
     def write(self, cell_id: str, source: str, done: Done) -> str | None:
         managed = self.base_ids | self.inserted
         ops = plan_ops(parse_blocks(source), list(self.live_cells()), managed)
+        order = [c.id for c in self.bridge.cells()]
+        above = {cid: (order[i - 1] if i else None) for i, cid in enumerate(order)}
+        first = next((cid for cid in order if cid in managed), None)
+        top = above.get(first) if first else None  # a new first cell goes right above the document's first cell
+        present = set(order)
         new_ids: dict[int, str] = {}
 
         def step(i: int, error: str | None) -> None:
@@ -144,15 +192,58 @@ class NotebookWriter:
                 return
             op = ops[i]
             after = new_ids.get(op.after) if isinstance(op.after, int) else op.after
+            after = top if op.after is None else after
+            then = lambda e: step(i + 1, e)  # noqa: E731
             if op.kind == "set":
-                self.bridge.set_source(op.cell_id, op.source, lambda e: step(i + 1, e))
+                self.bridge.set_source(op.cell_id, op.source, then)
             elif op.kind == "delete":
                 self.inserted.discard(op.cell_id)
-                self.bridge.delete_cell(op.cell_id, lambda e: step(i + 1, e))
+                present.discard(op.cell_id)
+                self.bridge.delete_cell(op.cell_id, then, on_removed=lambda cell: self._keep(op.cell_id, cell, above))
+            elif op.cell_id in self.removed and op.cell_id not in present:
+                gone = self.removed.pop(op.cell_id)
+                cell = dict(gone.cell)
+                if str(cell.get("source", "")).rstrip("\n") != op.source.rstrip("\n"):
+                    cell["source"] = op.source
+                where = gone.above if gone.above is None or gone.above in present else after
+                self.bridge.insert_cell(where, cell.get("source", op.source), cell.get("cell_type", op.cell_type),
+                                        then, cell=cell)
+                new_ids[i] = op.cell_id
+                present.add(op.cell_id)
             else:
-                new_id = self.bridge.insert_cell(after, op.source, op.cell_type, lambda e: step(i + 1, e))
+                new_id = self.bridge.insert_cell(after, op.source, op.cell_type, then)
                 new_ids[i] = new_id
+                present.add(new_id)
                 self.inserted.add(new_id)
 
         step(0, None)
         return None
+
+    def _keep(self, cell_id: str, cell: dict[str, Any], above: dict[str, str | None]) -> None:
+        self.removed[cell_id] = _Removed(cell, above.get(cell_id))
+
+
+class NotebookCopyWriter:
+    """Where only the running cell can be written (VS Code without the bridge): nothing is written.
+
+    The whole notebook as percent text must never land in the magic cell; the
+    diff shows each cell's change and Copy gives the text to paste by hand.
+    """
+
+    kind = "copy"
+
+    def describe_apply(self) -> str:
+        return ("Apply only records the proposal for the conversation: this frontend cannot edit other cells, "
+                "so nothing is written into any cell; copy each changed cell from the diff (or Copy) yourself.")
+
+    def write(self, cell_id: str, source: str, done: Done) -> str | None:
+        done(None)
+        return None
+
+
+def notebook_writer(bridge: Any, base_text: str, proposal_text: str,
+                    live_cells: Callable[[], Sequence[Cell]]) -> NotebookWriter | NotebookCopyWriter:
+    """The writer for a ``--notebook`` proposal: cell edits through a connected bridge, else copy-only."""
+    if bridge is None:
+        return NotebookCopyWriter()
+    return NotebookWriter(bridge, base_text, proposal_text, live_cells)
