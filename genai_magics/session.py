@@ -15,11 +15,11 @@ from typing import Any, Callable, Protocol
 from .frontends.cell_writer import strip_applied_marker
 from .engine.cells import Cell, Document, is_genai_magic, undecodable_at
 from .engine.context import ContextPiece, secondary_context
-from .frontends.notebook_edit import notebook_text
+from .frontends.notebook_edit import notebook_text, unmask_cells
 from .engine.conversation import Conversation, Mode, StateMode, Turn, TurnPlan, Usage
 from .engine.errors import UserError
 from .gemini.errors import describe, status_code
-from .engine.redaction import redact
+from .engine.redaction import redact, unmask
 from .frontends.notebook_view import ExecutionRecord, NotebookFileError, NotebookView
 from .gemini.transport import TRANSPORTS, ClientSettings, RetryNotices, Transport, TurnResult, make_client
 
@@ -263,7 +263,7 @@ class Session:
             notices.start(None)
         if notices.request_bytes:  # the footer reports what really went over the wire
             result = replace(result, usage=replace(result.usage, request_bytes=notices.request_bytes))
-        turn = self._commit(conv, plan, result)
+        turn = self._commit(conv, plan, result, display)
         replaced = self.conversations.get(conv.name)
         if replaced is not None and replaced is not conv:  # --new started it over
             replaced.closed = True
@@ -305,16 +305,37 @@ class Session:
         return describe(exc, attempts=settings.client.retry_attempts, timeout_s=settings.client.timeout_s)
 
     @staticmethod
-    def _commit(conv: Conversation, plan: TurnPlan, result: TurnResult) -> Turn:
+    def _commit(conv: Conversation, plan: TurnPlan, result: TurnResult, display: TurnDisplay) -> Turn:
         saved = sum(estimate_tokens(p.text) for p in plan.omitted)
         if plan.synchronized and plan.document is not None:
             saved += estimate_tokens(plan.document.source)
         if plan.mode == "edit":
             explanation, proposal = parse_proposal(result.text)
+            if plan.document is not None:
+                proposal = unmasked_proposal(plan.document, proposal, display)
             return conv.record(plan, explanation, proposal_source=proposal, interaction_id=result.interaction_id,
                                usage=result.usage, saved_tokens=saved)
         return conv.record(plan, result.text, interaction_id=result.interaction_id, usage=result.usage,
                            saved_tokens=saved)
+
+
+def unmasked_proposal(doc: Document, proposal: str, display: TurnDisplay) -> str:
+    """The proposal with the API key back where the model saw ``***`` and kept it in place.
+
+    What the kernel masked never comes back as a change: a cell whose key line
+    the model changed around the mask is left as it was, and the cell says so.
+    """
+    if doc.key == "notebook":
+        proposal, ids = unmask_cells(doc.source, proposal)
+        untouched = [f"cell {i}" for i in ids]
+    else:
+        proposal, placed = unmask(doc.source, proposal)
+        untouched = [] if placed else [doc.label]
+        proposal = proposal if placed else doc.source
+    if untouched:
+        display.note(f"the model saw the API key as *** and changed the line around it in {', '.join(untouched)}; "
+                     "left as it is there (edit that line yourself)")
+    return proposal
 
 
 def parse_proposal(text: str) -> tuple[str, str]:

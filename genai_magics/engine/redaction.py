@@ -1,6 +1,7 @@
 """Keeping the API key out of everything the package shows, sends or keeps."""
 from __future__ import annotations
 
+import difflib
 import os
 
 
@@ -11,3 +12,78 @@ def redact(text: str) -> str:
         if key and len(key) >= 4:
             text = text.replace(key, "***")
     return text
+
+
+MASK = "***"
+
+
+def _keys() -> list[str]:
+    keys = {os.environ.get(var) for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY")}
+    return sorted((k for k in keys if k and len(k) >= 4), key=len, reverse=True)
+
+
+def _masked(text: str, keys: list[str]) -> tuple[str, list[tuple[int, str]]]:
+    """``text`` as :func:`redact` shows it, and where each mask stands in it (and for which key)."""
+    out: list[str] = []
+    where: list[tuple[int, str]] = []
+    i = length = 0
+    while i < len(text):
+        key = next((k for k in keys if text.startswith(k, i)), None)
+        if key is None:
+            out.append(text[i])
+            i += 1
+            length += 1
+        else:
+            where.append((length, key))
+            out.append(MASK)
+            i += len(key)
+            length += len(MASK)
+    return "".join(out), where
+
+
+def _unmask_line(masked: str, where: list[tuple[int, str]], proposal: str) -> str:
+    """Put each key back where the proposal kept the base's mask in place (same surrounding text)."""
+    matcher = difflib.SequenceMatcher(None, masked, proposal, autojunk=False)
+    blocks = matcher.get_matching_blocks()
+    edits = []
+    for pos, key in where:
+        for a, b, size in blocks:
+            if a <= pos and pos + len(MASK) <= a + size:
+                edits.append((b + pos - a, key))
+                break
+    for at, key in sorted(edits, reverse=True):
+        proposal = proposal[:at] + key + proposal[at + len(MASK):]
+    return proposal
+
+
+def unmask(base: str, proposal: str) -> tuple[str, bool]:
+    """The proposal with the API key put back where the model got it masked and kept it in place.
+
+    The model saw ``base`` with every key as ``***``; a proposal repeating a
+    line with that mask must not write ``***`` over the user's key. Each mask
+    in the proposal that lines up with a masked key of the base (the same line,
+    or the same text around it in a changed line) becomes that key again; a
+    ``***`` the model wrote anywhere else stays. Returns the text and whether
+    every key of the base that the proposal still masks found its place
+    (False: a key line was changed around its mask, so the cell must be left
+    as it is).
+    """
+    keys = [k for k in _keys() if k in base]
+    if not keys or MASK not in proposal:
+        return proposal, True
+    base_lines = base.split("\n")
+    masked_lines = [_masked(line, keys) for line in base_lines]
+    prop_lines = proposal.split("\n")
+    out = list(prop_lines)
+    matcher = difflib.SequenceMatcher(None, [m for m, _ in masked_lines], prop_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            out[j1:j2] = base_lines[i1:i2]
+        elif tag == "replace" and i2 - i1 == j2 - j1:
+            for k in range(i2 - i1):
+                masked, where = masked_lines[i1 + k]
+                if where:
+                    out[j1 + k] = _unmask_line(masked, where, prop_lines[j1 + k])
+    text = "\n".join(out)
+    lost = sum(text.count(k) for k in keys) < sum(base.count(k) for k in keys)
+    return text, not (lost and text.count(MASK) > base.count(MASK))

@@ -16,24 +16,16 @@ newlines pass through as they are.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Literal, Sequence
 
 from .cell_writer import Done
 from ..engine.cells import Cell
 from ..engine.diff import unified_diff
+from ..engine.redaction import MASK, unmask
 
 _HEADER = re.compile(r"^# %%(?: \[(markdown|raw)\])?(?: id=(\S+))?[ \t\r]*$")
 _MARKER_LINE = re.compile(r"^\\*# %%")  # a cell line that must be escaped (one more backslash)
-
-ESCAPING_RULE = (
-    "In the notebook document each cell is a block: a header line '# %% id=<id>' ('# %% [markdown] id=<id>' "
-    "or '# %% [raw] id=<id>' for those types), the cell's text, and a blank line before the next header. "
-    "A line inside a cell that starts with '# %%' is written with a leading backslash ('\\# %%'); keep "
-    "that escaping in proposedSource. Keep each kept cell's header and id; a block without an id is a new "
-    "cell; a cell left out is removed."
-)
-
 
 @dataclass(frozen=True)
 class Block:
@@ -50,14 +42,40 @@ def _unescape(lines: list[str]) -> str:
     return "\n".join(line[1:] if line.startswith("\\") and _MARKER_LINE.match(line) else line for line in lines)
 
 
-def _header(cell_type: str, cell_id: str) -> str:
+def _header(cell_type: str, cell_id: str | None) -> str:
     kind = "" if cell_type == "code" else f" [{cell_type}]"
-    return f"# %%{kind} id={cell_id}"
+    return f"# %%{kind}" + (f" id={cell_id}" if cell_id is not None else "")
+
+
+def blocks_text(blocks: Iterable[Block]) -> str:
+    return "\n".join(f"{_header(b.cell_type, b.id)}\n{_escape(b.source)}\n" for b in blocks)
 
 
 def notebook_text(cells: Iterable[Cell]) -> str:
     """The document text: each cell headed only by its type and id (stable under Apply)."""
-    return "\n".join(f"{_header(c.cell_type, c.id)}\n{_escape(c.source)}\n" for c in cells)
+    return blocks_text(Block(c.id, c.cell_type, c.source) for c in cells)
+
+
+def unmask_cells(base_text: str, proposal_text: str) -> tuple[str, list[str]]:
+    """The proposal with the API key back in each cell where the model kept its mask in place.
+
+    Returns the text and the ids of cells whose key line the model changed
+    around the mask: those cells are left as they were (their base text).
+    """
+    if MASK not in proposal_text:
+        return proposal_text, []
+    base = {b.id: b for b in parse_blocks(base_text) if b.id}
+    blocks, untouched = [], []
+    for block in parse_blocks(proposal_text):
+        old = base.get(block.id) if block.id else None
+        if old is not None:
+            text, placed = unmask(old.source, block.source)
+            if not placed:
+                untouched.append(old.id)
+                text = old.source
+            block = replace(block, source=text)
+        blocks.append(block)
+    return blocks_text(blocks), untouched
 
 
 def parse_blocks(text: str) -> list[Block]:

@@ -13,7 +13,8 @@ Served routes (what the SDK calls):
 * ``GET  /v1/interactions/{id}``
 
 Control routes (never recorded): ``GET /_stub/requests``, ``POST /_stub/reset``,
-``POST /_stub/inject``, ``DELETE /_stub/interactions/{id}``.
+``POST /_stub/inject``, ``POST /_stub/script_edit`` (``{"proposedSource": ...}``: the
+next edit answers exactly that), ``DELETE /_stub/interactions/{id}``.
 
 The API key is only ever checked for presence; its value is never stored.
 """
@@ -212,12 +213,15 @@ INVALID_JSON_REPLY = '{"explanation": "stub invalid_json fault", "proposedSource
 
 
 def _answer(turns: list[tuple[str, str]], current: str, system: str, fault: dict[str, Any] | None,
-            info: dict[str, Any]) -> tuple[str, int, int]:
+            info: dict[str, Any], scripted: str | None = None) -> tuple[str, int, int]:
     """The deterministic reply to a transcript, and the tokens it read and wrote (recorded in ``info``)."""
     mode, prompt = current_prompt(current)
     document = held_document(turns)
     if fault and fault["fault"] == "invalid_json":
         text = INVALID_JSON_REPLY
+    elif info["edit"] and scripted is not None:
+        text = json.dumps({"explanation": f"Scripted stand-in edit for: {_first_line(prompt)}.",
+                           "proposedSource": scripted}, ensure_ascii=False)
     elif info["edit"]:
         text = edit_reply(prompt, document)
     else:
@@ -273,6 +277,7 @@ class StubServer:
         self._stopping = threading.Event()
         self._records: list[dict[str, Any]] = []
         self._injections: list[dict[str, Any]] = []
+        self._scripted: list[str] = []  # proposals the next edits answer, oldest first
         self._interactions: dict[str, dict[str, Any]] = {}
         self._next_id = 1
         self._httpd = _QuietServer((self.host, port), _make_handler(self), bind_and_activate=True)
@@ -326,6 +331,7 @@ class StubServer:
         with self._lock:
             self._records.clear()
             self._injections.clear()
+            self._scripted.clear()
             self._interactions.clear()
             self._next_id = 1
 
@@ -351,6 +357,15 @@ class StubServer:
         with self._lock:
             self._injections.append(injection)
         return dict(injection)
+
+    def script_edit(self, proposed_source: str) -> None:
+        """Make the next edit request answer exactly ``proposed_source`` (once; scripts queue up)."""
+        with self._lock:
+            self._scripted.append(proposed_source)
+
+    def _take_script(self, info: dict[str, Any]) -> str | None:
+        with self._lock:
+            return self._scripted.pop(0) if info.get("edit") and self._scripted else None
 
     def forget_interaction(self, interaction_id: str) -> bool:
         with self._lock:
@@ -432,7 +447,7 @@ class StubServer:
         system = "".join(_texts(body.get("systemInstruction") or body.get("system_instruction")))
         user_texts = [t for r, t in turns if r == "user"]
         text, prompt_tokens, out_tokens = _answer(turns, user_texts[-1] if user_texts else "", system,
-                                                  fault, info)
+                                                  fault, info, self._take_script(info))
         usage = {"promptTokenCount": prompt_tokens, "candidatesTokenCount": out_tokens,
                  "totalTokenCount": prompt_tokens + out_tokens}
         response_id = f"stub-{_sha(json.dumps(body, sort_keys=True))[:16]}"
@@ -475,7 +490,7 @@ class StubServer:
             turns.append(("user", stored["input_text"]))
             turns.append(("model", stored["output_text"]))
         turns.append(("user", input_text))
-        text, in_tokens, out_tokens = _answer(turns, input_text, system, fault, info)
+        text, in_tokens, out_tokens = _answer(turns, input_text, system, fault, info, self._take_script(info))
         usage = {"total_input_tokens": in_tokens, "total_output_tokens": out_tokens,
                  "total_tokens": in_tokens + out_tokens}
         ident = self._new_id()
@@ -714,6 +729,12 @@ def _make_handler(stub: StubServer) -> type[BaseHTTPRequestHandler]:
                     self._send_json(400, {"error": str(exc)})
                     return
                 self._send_json(200, {"ok": True, "injection": injection})
+            elif method == "POST" and path == "/_stub/script_edit":
+                if not isinstance(body, dict) or not isinstance(body.get("proposedSource"), str):
+                    self._send_json(400, {"error": 'expected {"proposedSource": "..."}'})
+                    return
+                stub.script_edit(body["proposedSource"])
+                self._send_json(200, {"ok": True})
             elif method == "GET" and path == "/_stub/interactions":
                 self._send_json(200, sorted(stub.interactions))
             elif method == "DELETE" and path.startswith("/_stub/interactions/"):

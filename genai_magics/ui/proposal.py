@@ -12,6 +12,7 @@ from typing import Callable
 from ..frontends.cell_writer import CellWriter
 from ..frontends.notebook_edit import notebook_diff
 from ..engine.diff import unified_diff
+from ..engine.redaction import redact
 from ..engine.conversation import Conversation, TransitionRefused, Turn
 
 Listener = Callable[["ProposalController"], None]
@@ -35,8 +36,10 @@ class ProposalController:
     def diff(self) -> str:
         base, proposal = self.turn.base_source or "", self.turn.proposal_source or ""
         if self.turn.document_key == "notebook":
-            return notebook_diff(base, proposal)
-        return unified_diff(base, proposal, self.turn.document_label or "cell")
+            diff = notebook_diff(base, proposal)
+        else:
+            diff = unified_diff(base, proposal, self.turn.document_label or "cell")
+        return redact(diff)  # a cell that holds the key shows it masked, never in the output
 
     @property
     def decided(self) -> bool:

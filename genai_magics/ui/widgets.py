@@ -10,6 +10,7 @@ import html
 
 from .proposal import ProposalController
 from .diff import diff_html
+from ..engine.redaction import redact
 
 
 class ProposalWidget:
@@ -40,7 +41,7 @@ class ProposalWidget:
 
     def _copy(self, _button) -> None:
         self.copy_button.disabled = True
-        area = self._w.Textarea(value=self.controller.turn.proposal_source or "",
+        area = self._w.Textarea(value=redact(self.controller.turn.proposal_source or ""),
                                 layout=self._w.Layout(width="100%", height="12em"))
         self.box.children = (*self.box.children, area)
 

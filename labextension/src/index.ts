@@ -11,7 +11,9 @@
  *   cells that changed;
  * - answers the kernel's requests `set_source`, `insert_cell`, `delete_cell`
  *   by editing the live model (`cell.sharedModel`), with a reply `ok` or a
- *   clear error.
+ *   clear error. `delete_cell` replies with the removed cell's nbformat JSON
+ *   (id, metadata, outputs, execution count); `insert_cell` with a `cell`
+ *   puts such JSON back as it was, right below the cell `after_id`.
  *
  * Ordering: JupyterLab 4.6 sends comm messages on kernel subshells by
  * default, and a subshell message can overtake the execute request on the
@@ -50,6 +52,7 @@ interface IRequest {
   after_id?: string | null;
   source?: string;
   cell_type?: CellType;
+  cell?: { [key: string]: unknown };
 }
 
 /** Kernel-to-frontend messages. */
@@ -419,7 +422,9 @@ class NotebookBridge {
           }
           index = i + 1;
         }
-        const cellType = req.cell_type || 'code';
+        // A removed cell put back: its JSON as delete_cell returned it.
+        const restore = req.cell && typeof req.cell === 'object' ? req.cell : null;
+        const cellType = (restore?.cell_type as CellType) || req.cell_type || 'code';
         if (!['code', 'markdown', 'raw'].includes(cellType)) {
           throw new Error(`unknown cell type ${cellType}`);
         }
@@ -427,9 +432,10 @@ class NotebookBridge {
           throw new Error(`a cell with id ${req.cell_id} exists already`);
         }
         const cell: { [key: string]: unknown } = {
+          ...(restore ?? {}),
           cell_type: cellType,
-          source: req.source ?? '',
-          metadata: {}
+          source: req.source ?? (restore?.source as string) ?? '',
+          metadata: (restore?.metadata as object) ?? {}
         };
         if (req.cell_id) {
           cell.id = req.cell_id;
@@ -442,8 +448,9 @@ class NotebookBridge {
         if (i < 0) {
           throw new Error(`unknown cell id ${req.cell_id} in ${this._panel.context.path}`);
         }
+        const removed = shared.cells[i].toJSON();
         shared.deleteCell(i);
-        return { cell_id: req.cell_id };
+        return { cell_id: req.cell_id, cell: removed };
       }
       default:
         throw new Error(`unknown request ${(req as IRequest).op}`);
