@@ -1,0 +1,173 @@
+"""Real public notebooks (tests/corpus, sources and licences in its README): issue 8's corpus.
+
+Over every corpus notebook: the ``--notebook`` percent text round-trips every
+cell exactly, and in a real kernel behind the fake frontend (the live
+bridge's comm schema, loaded with the notebook's cells, metadata and outputs)
+an ask, an edit with Apply/Undo, and a ``--notebook`` Apply/Undo that changes,
+removes and adds cells and is undone exactly. Plus the context check of case
+8 on the 366-cell notebook with the magic cell near the top.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from fake_frontend import FakeCell, FakeFrontend
+from kernel_harness import FAKE_KEY
+from wire import api_requests, current_payload
+
+from genai_magics.engine.cells import Cell, is_genai_magic
+from genai_magics.frontends.notebook_edit import Block, notebook_text, parse_blocks, proposal_ops, describe_ops
+
+CORPUS = Path(__file__).parent / "corpus"
+FILES = sorted(p.name for p in CORPUS.glob("*.ipynb"))
+BIG = "handson-ml2_09_unsupervised_learning.ipynb"
+
+
+def corpus_cells(name: str) -> list[FakeCell]:
+    """The notebook's cells as a frontend holds them: files without ids get ids, as JupyterLab gives them."""
+    nb = nbformat.read(str(CORPUS / name), as_version=nbformat.NO_CONVERT)
+    cells = []
+    for i, c in enumerate(nb.cells):
+        raw = dict(c)
+        raw.setdefault("id", f"corpus-{i:04d}")
+        raw["source"] = "".join(c.source) if isinstance(c.source, list) else c.source
+        if c.cell_type == "code":
+            raw["outputs"] = [nbformat.from_dict(o) for o in c.get("outputs", [])]
+        cells.append(FakeCell.from_json(raw))
+    return cells
+
+
+def test_the_corpus_is_what_the_issue_asks_for():
+    """Corpus: 8-12 notebooks, nbformat 4.x with and without ids, markdown, raw, %matplotlib, !pip,
+    100+ cells, '# %%' inside a cell, kept text outputs; under 2 MB."""
+    assert 8 <= len(FILES) <= 12
+    nbs = [nbformat.read(str(CORPUS / f), as_version=nbformat.NO_CONVERT) for f in FILES]
+    assert {nb.nbformat_minor for nb in nbs} >= {2, 4, 5}
+    cells = [c for nb in nbs for c in nb.cells]
+    source = lambda c: "".join(c.source)  # noqa: E731
+    assert {c.cell_type for c in cells} == {"code", "markdown", "raw"}
+    assert any(all("id" in c for c in nb.cells) for nb in nbs) and any(not any("id" in c for c in nb.cells) for nb in nbs)
+    assert any("%matplotlib" in source(c) for c in cells) and any("!pip" in source(c) for c in cells)
+    assert max(len(nb.cells) for nb in nbs) >= 300
+    assert any(line.startswith("# %%") for c in cells for line in source(c).splitlines())
+    assert any(c.get("outputs") for c in cells)
+    assert sum(p.stat().st_size for p in CORPUS.iterdir()) < 2_000_000
+    assert all(f in (CORPUS / "README.md").read_text() for f in FILES)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_percent_text_round_trips_every_corpus_cell(name):
+    """Case 3 on the corpus: parse(notebook_text(cells)) == cells; changing one cell is one set op."""
+    cells = [Cell(c.id, c.source, c.cell_type) for c in corpus_cells(name)]
+    text = notebook_text(cells)
+    assert parse_blocks(text) == [Block(c.id, c.cell_type, c.source) for c in cells]
+    for i in {0, len(cells) // 2, len(cells) - 1}:
+        changed = [Cell(c.id, c.source + "\n# %% id=" + cells[0].id if k == i else c.source, c.cell_type)
+                   for k, c in enumerate(cells)]
+        ops = proposal_ops(text, notebook_text(changed))
+        assert [(o.kind, o.cell_id) for o in ops] == [("set", cells[i].id)]
+
+
+def statuses(ff) -> list[str]:
+    return [s.get("value", "") for s in ff.widget_models.values() if s.get("_model_name") == "HTMLModel"]
+
+
+def click(ff, label: str, expect: str) -> None:
+    """Click the newest button ``label``; wait until one more status line says ``expect``."""
+    seen = sum(expect in v for v in statuses(ff))
+    ff.click(ff.buttons()[label])
+    assert ff.pump_until(lambda: sum(expect in v for v in statuses(ff)) > seen, timeout=30), statuses(ff)[-3:]
+
+
+def snapshot(ff) -> list[dict]:
+    return [c.to_json() for c in ff.cells]
+
+
+def notebook_proposal(doc: list[Cell]) -> tuple[str, str]:
+    """A model's --notebook answer: one cell changed, up to two removed (outputs first), one added."""
+    code = [c for c in doc if c.cell_type == "code"] or doc
+    changed = code[len(code) // 2]
+    removable = [c for c in doc if c.id != changed.id]
+    removed = {c.id for c in removable[:2]} if len(doc) > 2 else set()
+    blocks = []
+    for c in doc:
+        if c.id in removed:
+            continue
+        source = c.source + "\n# reviewed" if c.id == changed.id else c.source
+        blocks.append(notebook_text([Cell(c.id, source, c.cell_type)]))
+        if c.id == changed.id:
+            blocks.append("# %%\nprint('added by the proposal')\n")
+    return "\n".join(blocks), f"1 changed, 1 new, {len(removed)} removed"
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_ask_edit_and_notebook_apply_undo_on_each_corpus_notebook(stub, tmp_path, name):
+    """Corpus (cases 3, 4): ask, edit Apply/Undo, and --notebook Apply/Undo on a real notebook; Undo
+    restores every cell's text, type, order, id, metadata and outputs exactly."""
+    stub.reset()
+    cells = [FakeCell("setup", "%load_ext genai_magics"), *corpus_cells(name),
+             FakeCell("code-end", "value = 41 + 1"),
+             FakeCell("ask", "%%gemini_ask\nWhat does the cell above do"),
+             FakeCell("edit", "%%gemini_edit\nAdd a comment"),
+             FakeCell("nb", "%%gemini_edit --notebook\nReview the notebook")]
+    with FakeFrontend(cells=cells, env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY},
+                      cwd=str(tmp_path), path=name) as ff:
+        ff.execute("setup")
+        ff.execute("code-end")
+        ask = ff.execute("ask")
+        assert "Stub answer to: What does the cell above do" in ask.plain, ask.plain[-500:]
+        assert current_payload(api_requests(stub)[-1])["currentSource"] == "value = 41 + 1"
+
+        before = snapshot(ff)
+        ff.execute("edit")
+        click(ff, "Apply", "Applied")
+        assert ff.source("code-end") == "# stub edit: Add a comment\nvalue = 41 + 1"
+        click(ff, "Undo", "Undone")
+        assert snapshot(ff) == before
+
+        doc = [Cell(c.id, c.source, c.cell_type) for c in ff.cells if not is_genai_magic(c.source)]
+        proposal, counts = notebook_proposal(doc)
+        stub.script_edit(proposal)
+        ff.execute("nb")
+        sent = current_payload(api_requests(stub)[-1])["currentSource"]
+        assert parse_blocks(sent) == [Block(c.id, c.cell_type, c.source) for c in doc]
+        assert describe_ops(proposal_ops(sent, proposal)) == counts
+        assert any(counts in v for v in statuses(ff))
+        before = snapshot(ff)
+        click(ff, "Apply", "Applied")
+        assert [c.source for c in ff.cells].count("print('added by the proposal')") == 1
+        assert len(ff.cells) == len(before) + 1 - int(counts.split(", ")[2][0])
+        click(ff, "Undo", "Undone")
+        assert snapshot(ff) == before
+
+
+_CONTEXT_ID = re.compile(r"^# %%(?: \[\w+\])?(?: In\[\d+\])? id=(\S+) sha256=", re.M)
+
+
+@pytest.mark.xfail(strict=True, reason="case 8: engine/context.py keeps the bottom of the notebook, "
+                                       "not the cells nearest the document (owned by the context work)")
+def test_context_is_the_cells_nearest_the_document_on_a_366_cell_notebook(stub, tmp_path):
+    """Case 8 on the corpus: the magic cell at position 12 of 366: the secondary context under the
+    cap holds the cells nearest the document (all the cells above it and the ones right below),
+    not the bottom of the notebook."""
+    stub.reset()
+    corpus = corpus_cells(BIG)
+    assert len(corpus) == 366
+    code_above = max(i for i in range(12) if corpus[i].cell_type == "code")
+    cells = [FakeCell("setup", "%load_ext genai_magics"), *corpus[:12],
+             FakeCell("ask", "%%gemini_ask\nWhat does this cell do"), *corpus[12:]]
+    with FakeFrontend(cells=cells, env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY},
+                      cwd=str(tmp_path), path=BIG) as ff:
+        ff.execute("setup")
+        ff.execute("ask")
+        sent = current_payload(api_requests(stub)[-1])
+        assert sent["currentSource"] == corpus[code_above].source
+        order = [c.id for c in corpus if c.source.strip() and c.id != corpus[code_above].id]
+        kept = [order.index(i) for i in _CONTEXT_ID.findall(sent["secondaryContext"])]
+        assert len(sent["secondaryContext"]) <= 20_000 + 200
+        assert kept == list(range(kept[0], kept[-1] + 1)), "the kept cells are one run of neighbours"
+        assert kept[0] == 0 and kept[-1] < 120, f"kept cells {kept[0]}..{kept[-1]} of {len(order)}"
