@@ -149,6 +149,20 @@ def server_env() -> dict[str, str]:
 
 
 @pytest.fixture
+def stub_url():
+    """The stand-in Gemini server in its own process (the kernels reach it over HTTP)."""
+    proc = subprocess.Popen([sys.executable, "-m", "genai_magics.stub", "--port", "0"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline().strip()
+        assert line.startswith("GOOGLE_GEMINI_BASE_URL="), line
+        yield line.split("=", 1)[1]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture
 def jupyter_server(request, tmp_path, artifacts, server_env):
     app = getattr(request, "param", "lab")
     root = tmp_path / "root"

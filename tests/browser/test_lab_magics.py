@@ -9,25 +9,10 @@ from __future__ import annotations
 import json
 import re
 import urllib.request
-import subprocess
-import sys
 
 import pytest
 
 from test_lab_bridge import NotebookPage, write_notebook
-
-
-@pytest.fixture
-def stub_url():
-    proc = subprocess.Popen([sys.executable, "-m", "genai_magics.stub", "--port", "0"],
-                            stdout=subprocess.PIPE, text=True)
-    try:
-        line = proc.stdout.readline().strip()
-        assert line.startswith("GOOGLE_GEMINI_BASE_URL="), line
-        yield line.split("=", 1)[1]
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 @pytest.fixture
