@@ -3,9 +3,10 @@
 The live bridge is the fake frontend on jupyter_client (tests/fake_frontend.py,
 the extension's comm schema); the proposal is the stand-in's own edit or one
 scripted with ``stub.script_edit`` (what a model would answer, written against
-the document it was sent). VS Code is simulated by its cell ids
-(``vscode-notebook-cell:<file>#<fragment>``) and ``__vsc_ipynb_file__``, with
-no bridge.
+the document it was sent). VS Code is simulated, with no bridge, by the shapes
+vscode-jupyter sends: ``metadata.cellId`` is the cell's document URI
+(``vscode-notebook-cell:<file>#<fragment>``, src/kernels/execution/cellExecution.ts)
+and its startup code sets ``__vsc_ipynb_file__`` (src/kernels/kernel.ts).
 """
 from __future__ import annotations
 
