@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Literal, Sequence
 from .cell_writer import Done
 from ..engine.cells import Cell
 from ..engine.diff import unified_diff
-from ..engine.redaction import MASK, unmask
+from ..engine.redaction import MASK, redact, unmask
 
 _HEADER = re.compile(r"^# %%(?: \[(markdown|raw)\])?(?: id=(\S+))?[ \t\r]*$")
 _MARKER_LINE = re.compile(r"^\\*# %%")  # a cell line that must be escaped (one more backslash)
@@ -62,7 +62,7 @@ def unmask_cells(base_text: str, proposal_text: str) -> tuple[str, list[str]]:
     Returns the text and the ids of cells whose key line the model changed
     around the mask: those cells are left as they were (their base text).
     """
-    if MASK not in proposal_text:
+    if MASK not in proposal_text or redact(base_text) == base_text:  # no key was masked
         return proposal_text, []
     base = {b.id: b for b in parse_blocks(base_text) if b.id}
     blocks, untouched = [], []
