@@ -87,3 +87,98 @@ def test_a_model_that_drops_the_blank_lines_or_escapes_changes_nothing_it_did_no
     cells = [Cell("a", "x = 1"), Cell("b", "y = 2")]
     assert parse_blocks("# %% id=a\nx = 1\n# %% id=b\ny = 2") == blocks_of(cells)
     assert parse_blocks("# %% id=a\n# %% Display\nx = 1\n") == [Block("a", "code", "# %% Display\nx = 1")]
+
+
+class ListBridge:
+    """The bridge's cell-edit requests over an in-memory notebook, answered later, as the extension's
+    replies arrive after the request (``answer`` delivers them)."""
+
+    def __init__(self, cells: list[dict]):
+        self.nb = [dict(c) for c in cells]
+        self.replies: list = []
+        self.count = 0
+
+    def cells(self) -> list[Cell]:
+        return [Cell(c["id"], c["source"], c["cell_type"]) for c in self.nb]
+
+    def _at(self, cell_id) -> int:
+        return next(i for i, c in enumerate(self.nb) if c["id"] == cell_id)
+
+    def set_source(self, cell_id, source, done):
+        self.nb[self._at(cell_id)]["source"] = source
+        self.replies.append(lambda: done(None))
+
+    def insert_cell(self, after_id, source, cell_type, done, cell=None):
+        self.count += 1
+        new = dict(cell) if cell else {"id": f"new-{self.count}", "cell_type": cell_type, "source": source,
+                                       "metadata": {}}
+        self.nb.insert(0 if after_id is None else self._at(after_id) + 1, new)
+        self.replies.append(lambda: done(None))
+        return new["id"]
+
+    def delete_cell(self, cell_id, done, on_removed=None):
+        gone = self.nb.pop(self._at(cell_id))
+        self.replies.append(lambda: (on_removed(dict(gone)) if on_removed else None, done(None)))
+
+    def answer(self) -> None:
+        while self.replies:
+            self.replies.pop(0)()
+
+
+UNMANAGED = {"setup", "ask", "m"}  # genai magic cells: never part of the document
+
+
+@st.composite
+def notebook_with_proposal(draw):
+    """A notebook (magic cells among the document's cells) and a proposal that keeps, changes,
+    removes and adds cells; both as the cell dicts the frontend holds."""
+    n = draw(st.integers(1, 7))
+    doc = [{"id": f"c{i}", "cell_type": draw(cell_types), "source": draw(sources),
+            "metadata": {"n": i}, "outputs": [{"output_type": "stream", "name": "stdout", "text": f"{i}\n"}]}
+           for i in range(n)]
+    magic = {"id": "ask", "cell_type": "code", "source": "%%gemini_ask\nWhy?", "metadata": {}}
+    cells = [{"id": "setup", "cell_type": "code", "source": "%load_ext genai_magics", "metadata": {}},
+             *doc, {"id": "m", "cell_type": "code", "source": "%%gemini_edit --notebook\nGo.", "metadata": {}}]
+    cells.insert(draw(st.integers(1, len(cells) - 1)), magic)
+    proposal: list[Block] = []
+    for c in doc:
+        if draw(st.booleans()) and draw(st.booleans()):
+            continue  # removed
+        source = draw(sources) if draw(st.booleans()) else c["source"]
+        proposal.append(Block(c["id"], c["cell_type"], source))
+        if draw(st.integers(0, 3)) == 0:
+            proposal.append(Block(None, draw(cell_types), draw(sources)))
+    if draw(st.booleans()):
+        proposal.insert(0, Block(None, "code", draw(sources)))
+    return cells, proposal
+
+
+@settings(max_examples=300, deadline=None)
+@given(notebook_with_proposal())
+def test_apply_makes_the_proposal_and_undo_restores_every_cell_exactly(case):
+    """Cases 3 and 4: Apply of any --notebook proposal leaves the document cells reading as the
+    proposal (magic cells untouched, the preview's counts are the edits made); Undo restores every
+    cell exactly: id, type, text, metadata, outputs and position among the magic cells."""
+    from genai_magics.frontends.notebook_edit import NotebookWriter, blocks_text
+
+    cells, proposal = case
+    bridge = ListBridge(cells)
+    live = lambda: [c for c in bridge.cells() if c.id not in UNMANAGED]  # noqa: E731
+    base_text = notebook_text(live())
+    proposal_text = blocks_text(proposal)
+    writer = NotebookWriter(bridge, base_text, proposal_text, live)
+    results: list = []
+    writer.write("notebook", proposal_text, results.append)
+    bridge.answer()
+    assert results == [None]
+    after = [c for c in bridge.nb if c["id"] not in UNMANAGED]
+    assert [c["source"].rstrip("\n") for c in after] == [b.source.rstrip("\n") for b in proposal]
+    kept_type = {c["id"]: c["cell_type"] for c in cells}  # a kept cell keeps its type
+    assert [c["cell_type"] for c in after] == [kept_type.get(b.id, b.cell_type) for b in proposal]
+    assert [c for c in bridge.nb if c["id"] in UNMANAGED] == [c for c in cells if c["id"] in UNMANAGED]
+    made = describe_ops(proposal_ops(base_text, proposal_text))
+    assert writer.preview == made
+    writer.write("notebook", base_text, results.append)
+    bridge.answer()
+    assert results == [None, None]
+    assert bridge.nb == cells
