@@ -7,6 +7,9 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 _LOADED: dict[int, object] = {}
+# Where the conversations wait out a %reload_ext: on the shell, since reloading
+# this module starts _LOADED afresh.
+_KEPT = "_genai_magics_kept"
 
 
 def load_ipython_extension(ipython) -> None:
@@ -14,7 +17,7 @@ def load_ipython_extension(ipython) -> None:
 
     if id(ipython) in _LOADED:
         return
-    magics = GeminiMagics(shell=ipython)
+    magics = GeminiMagics(shell=ipython, kept=ipython.__dict__.pop(_KEPT, None))
     ipython.register_magics(magics)
     if getattr(ipython, "kernel", None) is not None:
         from .frontends.bridge import Bridge
@@ -25,9 +28,11 @@ def load_ipython_extension(ipython) -> None:
     ipython.events.register("post_run_cell", magics.post_run_cell)
     _LOADED[id(ipython)] = magics
     from .frontends import waiting
+    from .line_syntax import one_line_questions
 
+    ipython.input_transformers_cleanup.append(one_line_questions)
     if getattr(ipython, "kernel", None) is not None and waiting.mechanism() == "async":
-        ipython.input_transformers_post.append(waiting.await_edit_magic)
+        ipython.input_transformers_post.append(waiting.await_edit_magic(ipython))
 
 
 def unload_ipython_extension(ipython) -> None:
@@ -36,10 +41,10 @@ def unload_ipython_extension(ipython) -> None:
         return
     ipython.events.unregister("pre_run_cell", magics.pre_run_cell)
     ipython.events.unregister("post_run_cell", magics.post_run_cell)
-    from .frontends import waiting
-
-    if waiting.await_edit_magic in ipython.input_transformers_post:
-        ipython.input_transformers_post.remove(waiting.await_edit_magic)
+    for transformers in (ipython.input_transformers_cleanup, ipython.input_transformers_post):
+        for transform in list(transformers):
+            if getattr(transform, "__module__", "").startswith("genai_magics."):
+                transformers.remove(transform)
     for kind in ("cell", "line"):
         for name in ("gemini_ask", "gemini_edit", "gemini"):
             ipython.magics_manager.magics[kind].pop(name, None)
@@ -47,3 +52,4 @@ def unload_ipython_extension(ipython) -> None:
         magics.bridge.close()
     if magics in ipython.configurables:
         ipython.configurables.remove(magics)
+    ipython.__dict__[_KEPT] = magics  # %reload_ext: the next load continues these conversations

@@ -9,24 +9,22 @@ import traceback
 from contextlib import contextmanager
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, Enum, Float, Int, Unicode
 
 from .ui import report
-from .frontends.cell_writer import KernelStateWriter, RunningCellWriter, StagedWriter, strip_applied_marker
+from .frontends.cell_writer import strip_applied_marker
+from .frontends import frontend as frontends
 from .engine.conversation import STATE_MODES
 from .ui.display import NotebookDisplay, TerminalDisplay
-from .engine.cells import is_genai_magic
 from .engine.errors import UserError
 from .engine.redaction import redact
 from .frontends.notebook_view import MergedView, notebook_path_from
+from .frontends.frontend import Kind
 from .ui.proposal import ProposalController
 from .session import Session, Settings, TurnRequest
 from .gemini.transport import ClientSettings
-from .frontends import waiting
-
-VSCODE_CELL = "vscode-notebook-cell:"
 
 
 def _turn_arguments(func):
@@ -81,15 +79,17 @@ class GeminiMagics(Magics):
     debug = Bool(False, help="show full tracebacks for unexpected errors").tag(config=True)
     max_var_chars = Int(2_000, help="cap on each variable summary sent with --vars, in characters").tag(config=True)
     apply_wait = Float(300.0, help="seconds a magic cell waits for Apply/Discard where only the running cell can be written (VS Code)").tag(config=True)
+    max_prompt_bytes = Int(100_000, help="largest prompt accepted, in bytes (the cell body or the one-line words)").tag(config=True)
 
-    def __init__(self, shell=None, **kwargs):
+    def __init__(self, shell=None, kept=None, **kwargs):
         super().__init__(shell=shell, **kwargs)
-        self.session = Session()
+        # ``kept``: what a %reload_ext carries over, so conversations and their buttons survive it
+        self.session = kept.session if kept is not None else Session()
+        self.staged: dict = kept.staged if kept is not None else {}  # magic cell id -> (text, done)
+        self.latest: dict = kept.latest if kept is not None else {}  # conversation -> newest ProposalController
         self.bridge = None  # set by load_ipython_extension when the live bridge is available
         self.session.view = self._view
-        self.session.cell_above = self._cell_above
-        self.staged: dict = {}  # magic cell id -> (text, done): Apply waiting for the cell's next run
-        self.latest: dict = {}  # conversation name -> its newest ProposalController
+        self.session.frontend_target = None
 
     @property
     def _terminal(self) -> bool:
@@ -98,10 +98,8 @@ class GeminiMagics(Magics):
 
     # -- what the kernel knows -------------------------------------------------
     def _view(self):
-        if self._live() is not None and not self._stale():
-            return self.bridge
-        ns = self.shell.user_ns if self.shell is not None else {}
-        return MergedView(self.session.record, notebook_path_from(os.environ, ns))
+        """The freshest notebook view now (a click comes after the run that chose its frontend)."""
+        return self._frontend().view
 
     def _live(self):
         """The bridge, if a live frontend is connected."""
@@ -113,14 +111,23 @@ class GeminiMagics(Magics):
         cell = self.session.record.by_id.get(running or "")
         return bool(live and cell and not live.is_fresh_for(cell.id, cell.source))
 
-    def _cell_above(self, cell_id: str):
-        live = self._live()
-        if live is None or self._stale():
-            return None
-        return live.cell_above(cell_id)
+    def _frontend(self) -> frontends.Frontend:
+        """What this run's frontend can do, decided once from what the kernel knows now."""
+        ns = self.shell.user_ns if self.shell is not None else {}
+        return frontends.choose(
+            terminal=self._terminal, bridge=self._live(), bridge_fresh=not self._stale(),
+            record=self.session.record,
+            file_view=MergedView(self.session.record, notebook_path_from(os.environ, ns)),
+            staged=self.staged, set_next_input=lambda text: self.shell.set_next_input(text, replace=True),
+            apply_wait=self.apply_wait,
+        )
 
     def pre_run_cell(self, info) -> None:
         cell_id = getattr(info, "cell_id", None)
+        if cell_id is None and not info.store_history:
+            # A frontend's own helper code (VS Code's variable viewer sends these), not a user's cell.
+            self.session.record.running_id = None
+            return
         # IPython has already counted this cell when it announces it (post_run_cell confirms).
         count = self.shell.execution_count - 1 if info.store_history else None
         self.session.record.record(cell_id, info.raw_cell, count)
@@ -140,18 +147,6 @@ class GeminiMagics(Magics):
             temperature=self.temperature,
             client=ClientSettings(retry_attempts=self.retry_attempts, timeout_s=self.timeout),
         )
-
-    def _writer(self, instruction: str):
-        """The way Apply reaches a cell in this frontend."""
-        if self._live() is not None:
-            return self.bridge.writer
-        magic_id = self.session.record.running_id or ""
-        if magic_id.startswith(VSCODE_CELL):
-            if waiting.mechanism() is None:
-                return StagedWriter(self.staged, magic_id, instruction)
-            return RunningCellWriter(lambda text: self.shell.set_next_input(text, replace=True),
-                                     self.session.record.set_source, magic_id, instruction, self.apply_wait)
-        return KernelStateWriter(self.session.record.set_source)
 
     def _write_staged(self) -> bool:
         """A staged Apply for this very cell: write it now, send nothing."""
@@ -177,6 +172,7 @@ class GeminiMagics(Magics):
         return strip_applied_marker(cell.source) if cell else None
 
     # -- the magics ----------------------------------------------------------
+    @no_var_expand  # {name} and $name are expanded only with --interpolate
     @_turn_arguments
     @line_cell_magic
     def gemini_ask(self, line, cell=None):
@@ -189,6 +185,7 @@ class GeminiMagics(Magics):
         """
         return self._turn("ask", self.gemini_ask, line, cell)
 
+    @no_var_expand
     @_turn_arguments
     @line_cell_magic
     def gemini_edit(self, line, cell=None):
@@ -210,6 +207,13 @@ class GeminiMagics(Magics):
         settings = self._settings()
         display = TerminalDisplay(mode) if self._terminal else NotebookDisplay(mode)
         body = "\n".join(part for part in (" ".join(args.words), cell or "") if part)
+        size = len(body.encode("utf-8", "surrogatepass"))
+        if size > self.max_prompt_bytes:
+            display.error(f"the prompt is {size:,} bytes, over the cap of {self.max_prompt_bytes:,}; nothing was sent "
+                          "(%config GeminiMagics.max_prompt_bytes; put big text in a cell and use --cell or --vars)")
+            return None
+        frontend = self._frontend()
+        self.session.frontend_target = frontend.default_target
         try:
             pieces, failing_cell, prompt = self._explicit_context(args, body)
         except UserError as exc:
@@ -248,7 +252,7 @@ class GeminiMagics(Magics):
         display.finish(turn.response or ("_(proposal below)_" if mode == "edit" else "_(empty answer)_"))
         footer = report.footer(turn, outcome.plan, outcome.model)
         if mode == "edit" and turn.proposal_source is not None:
-            return self._show_proposal(outcome, prompt, lambda: display.footer(footer))
+            return self._show_proposal(frontend, outcome, prompt, lambda: display.footer(footer))
         display.footer(footer)
         return None
 
@@ -284,23 +288,20 @@ class GeminiMagics(Magics):
         pieces += variable_pieces(names, self.shell.user_ns, self.max_var_chars)
         return pieces, failing_cell, prompt
 
-    def _show_proposal(self, outcome, instruction: str, footer):
+    def _show_proposal(self, frontend: frontends.Frontend, outcome, instruction: str, footer):
         """Show the diff and buttons; where only the running cell can be written, wait here."""
         from IPython.display import display
 
         cell_id = outcome.target.id if outcome.target is not None else "notebook"
-        writer = self._writer(instruction)
-        if cell_id == "notebook":  # cell edits through the bridge; never the percent text into one cell
-            from .frontends.notebook_edit import notebook_writer
-
-            writer = notebook_writer(self._live(), outcome.turn.base_source or "", outcome.turn.proposal_source or "",
-                                     lambda: [c for c in self.bridge.cells() if not is_genai_magic(c.source)])
+        turn = outcome.turn
+        writer = frontend.writer(instruction, (turn.base_source or "", turn.proposal_source or "")
+                                 if cell_id == "notebook" else None)
         controller = ProposalController(
             conversation=outcome.conversation, turn=outcome.turn, cell_id=cell_id,
             writer=writer, current_source=self._current_source,
         )
         self.latest[outcome.conversation.name] = controller
-        if self._terminal:
+        if frontend.kind is Kind.TERMINAL:
             footer()
             print(controller.diff or "(no change)")
             self.shell.set_next_input(outcome.turn.proposal_source)
@@ -311,25 +312,7 @@ class GeminiMagics(Magics):
 
         display(ProposalWidget(controller))
         footer()
-        if not isinstance(writer, RunningCellWriter):
-            return None
-
-        def release(decided: bool) -> None:
-            writer.running = False
-            if not decided:
-                controller.replace_writer(
-                    StagedWriter(self.staged, writer.magic_cell_id, instruction),
-                    f"No choice within {writer.timeout_s:g} s; the cell is released. "
-                    "Apply is now staged: click it, then run this cell again.")
-
-        if waiting.mechanism() == "poll":
-            release(waiting.wait_poll(lambda: controller.decided, writer.timeout_s))
-            return None
-
-        async def wait():
-            release(await waiting.wait_async(lambda: controller.decided, writer.timeout_s))
-
-        return wait()
+        return frontend.wait_for_choice(controller, instruction, self.staged)
 
     @magic_arguments()
     @argument("command", nargs="?", default="status",
@@ -364,7 +347,9 @@ class GeminiMagics(Magics):
             NotebookDisplay.error(f"no conversation named {args.conversation!r}")
             return
         if args.command == "status":
-            print(report.status(list(convs.values()), self.model, self.state, self._view().description))
+            frontend = self._frontend()
+            print(report.status(list(convs.values()), self.model, self.state, frontend.view.description))
+            print(f"frontend: {frontend.kind.value}")
             if self.bridge is not None:
                 print(self.bridge.status())
         elif args.command == "history":

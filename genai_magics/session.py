@@ -18,6 +18,7 @@ from .engine.context import ContextPiece, secondary_context
 from .frontends.notebook_edit import notebook_text, unmask_cells
 from .engine.conversation import Conversation, Mode, StateMode, Turn, TurnPlan, Usage
 from .engine.errors import UserError
+from .engine.hashing import sha256_text
 from .gemini.errors import describe, status_code
 from .engine.redaction import redact, unmask
 from .frontends.notebook_view import ExecutionRecord, NotebookFileError, NotebookView
@@ -58,6 +59,7 @@ class TurnRequest:
 class TurnDisplay(Protocol):
     def chunk(self, text: str) -> None: ...
     def note(self, text: str) -> None: ...
+    def document(self, label: str | None, source: str) -> None: ...
 
 
 @dataclass
@@ -84,7 +86,7 @@ CONVERSATION_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 class Session:
     record: ExecutionRecord = field(default_factory=ExecutionRecord)
     view: Callable[[], NotebookView] | None = None  # the freshest view available now
-    cell_above: Callable[[str], Cell | None] | None = None  # set when the layout is known
+    frontend_target: Callable[[], Cell | None] | None = None  # the frontend's default document
     conversations: dict[str, Conversation] = field(default_factory=dict)
     _clients: dict[str, tuple[Any, RetryNotices]] = field(default_factory=dict)
 
@@ -123,22 +125,29 @@ class Session:
             return self._freshest(cell)
         cells = list(self._view().cells())
         m = _COUNT_REF.match(ref)
-        if m:
+        by_count = None
+        if m:  # only this session's runs have an In[n]: a saved file's counts are another session's
             count = int(m.group(1))
-            cell = self.record.by_execution_count(count) or next(
-                (c for c in cells if c.execution_count == count), None
-            )
-            if cell is None:
-                raise UserError(f"--cell {ref}: no cell with execution count {count} in this session")
-            return self._freshest(cell)
+            by_count = self.record.by_execution_count(count) or next(
+                (c for c in cells if c.execution_count == count), None)
+            if not ref.isdigit():  # written In[n]: nothing else is meant
+                if by_count is None:
+                    raise UserError(f"--cell {ref}: no cell with execution count {count} in this session")
+                return self._freshest(by_count)
         exact = [c for c in cells if c.id == ref] or ([self.record.by_id[ref]] if ref in self.record.by_id else [])
-        if exact:
-            return self._freshest(exact[0])
-        prefixed = [c for c in cells if c.id.startswith(ref)]
-        if len(prefixed) == 1:
-            return self._freshest(prefixed[0])
-        if len(prefixed) > 1:
-            raise UserError(f"--cell {ref}: ambiguous, {len(prefixed)} cells have ids starting with it")
+        by_id = exact or [c for c in cells if c.id.startswith(ref)]
+        if by_count is not None and by_id:
+            raise UserError(f"--cell {ref}: ambiguous, In[{ref}] ran in this session and cell {by_id[0].id[:12]} has "
+                            f"an id starting with {ref}; write In[{ref}] for the run, or more of the id")
+        if by_count is not None:
+            return self._freshest(by_count)
+        if len(by_id) == 1:
+            return self._freshest(by_id[0])
+        if len(by_id) > 1:
+            raise UserError(f"--cell {ref}: ambiguous, {len(by_id)} cells have ids starting with it")
+        if m:
+            raise UserError(f"--cell {ref}: no cell with execution count {ref} in this session and no cell id "
+                            "starting with it")
         raise UserError(f"--cell {ref}: no such cell (use an execution count like 5 or In[5], a cell id, or -1)")
 
     def _freshest(self, cell: Cell) -> Cell:
@@ -157,15 +166,32 @@ class Session:
         return f"cell #{ids.index(cell.id) + 1}" if cell.id in ids else cell.label
 
     def default_target(self) -> Cell | None:
-        running = self.record.running_id
-        if self.cell_above and running:
-            above = self.cell_above(running)
-            if above is not None:
-                return above
-        cell = self.record.latest_document(exclude=running)
+        cell = (self.frontend_target() if self.frontend_target
+                else self.record.latest_document(exclude=self.record.running_id))
         return self._freshest(cell) if cell else None
 
-    def resolve_document(self, req: TurnRequest, settings: Settings) -> tuple[Document | None, Cell | None]:
+    def follow_up_target(self, conv: Conversation | None) -> Cell | None:
+        """A follow-up keeps its conversation's document (a `clear` run in between does not take
+        its place), unless the newest run cell holds exactly the code the model has (the proposal
+        run at the terminal's pre-filled prompt, or pasted into a new cell): the code lives there
+        now. A new conversation takes the default."""
+        default = self.default_target()
+        kept = self.kept_target(conv)
+        if kept is None or (default is not None and conv is not None and conv.sync.active_document_sha256
+                            == sha256_text(strip_applied_marker(default.source))):
+            return default
+        return kept
+
+    def kept_target(self, conv: Conversation | None) -> Cell | None:
+        """The document a conversation already works on, while that cell still exists."""
+        key = conv.document_key if conv else None
+        if key is None or key == "notebook":
+            return None
+        cell = next((c for c in self._view().cells() if c.id == key), None) or self.record.by_id.get(key)
+        return self._freshest(cell) if cell is not None else None
+
+    def resolve_document(self, req: TurnRequest, settings: Settings,
+                         conv: Conversation | None = None) -> tuple[Document | None, Cell | None]:
         if req.notebook:
             view = self._view()
             try:  # the live view has every cell; otherwise the notebook file must be readable
@@ -183,7 +209,7 @@ class Session:
             elif req.preferred_target and req.preferred_target in self.record.by_id:
                 target = self._freshest(self.record.by_id[req.preferred_target])
             else:
-                target = self.default_target()
+                target = self.follow_up_target(conv)
             if target is None:
                 if req.mode == "edit":
                     raise UserError("nothing to edit yet: run a code cell first, or name one with --cell")
@@ -213,7 +239,8 @@ class Session:
         if req.no_context or req.notebook:
             return explicit
         exclude = {self.record.running_id or "", doc.key if doc else ""}
-        piece = secondary_context(list(self._view().cells()), exclude, settings.secondary_context_chars)
+        anchor = doc.key if doc else self.record.running_id  # the context is what is nearest to it
+        piece = secondary_context(list(self._view().cells()), exclude, settings.secondary_context_chars, anchor)
         return ([piece] if piece else []) + explicit
 
     # -- a turn --------------------------------------------------------------
@@ -242,7 +269,8 @@ class Session:
                               if req.conversation in self.conversations and not req.new else settings.state)
         model = req.model or settings.model
         conv = self.conversation(req.conversation, state, req.new)
-        doc, target = self.resolve_document(req, settings)
+        doc, target = self.resolve_document(req, settings, None if req.new else conv)
+        display.document(doc.label if doc else None, target.source if target else "")
         pieces = self.context_pieces(req, doc, settings)
         replan = lambda: conv.plan_turn(req.mode, req.prompt, doc, pieces, state,  # noqa: E731
                                         settings.max_chain_versions)

@@ -111,7 +111,11 @@ class Kernel:
         cell_id = cell_id or f"cell-{uuid.uuid4().hex[:8]}"
         content = {"code": source, "silent": False, "store_history": True,
                    "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}
-        msg = self.kc.session.msg("execute_request", content, metadata={"cellId": cell_id})
+        return self.send_execute(content, {"cellId": cell_id})
+
+    def send_execute(self, content: dict[str, Any], metadata: dict[str, Any]) -> str:
+        """Send an execute request shaped by the caller (another frontend's fields); its msg id."""
+        msg = self.kc.session.msg("execute_request", content, metadata=metadata)
         self.kc.shell_channel.send(msg)
         self._pending[msg["header"]["msg_id"]] = []
         return msg["header"]["msg_id"]

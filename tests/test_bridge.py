@@ -65,7 +65,7 @@ def test_first_snapshot_is_full_and_gives_layout(ff):
     assert kernel_json(ff, "B.cell_above('b').id") == "a"
     assert kernel_json(ff, "B.cell_above('a')") is None
     assert kernel_json(ff, "B.cell_above('nope')") is None
-    assert kernel_json(ff, "B.writer.kind") == "live"
+    assert kernel_json(ff, "type(B.writer).__name__") == "LiveWriter"
     assert "Ctrl+Z" in kernel_json(ff, "B.writer.describe_apply()")
 
 

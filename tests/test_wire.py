@@ -121,7 +121,8 @@ def test_dry_run_sends_nothing_changes_nothing_and_needs_no_key(stub, tmp_path):
         k.run("%load_ext genai_magics", cell_id="setup")
         k.run(CELL_A, cell_id="cell-a")
         dry = k.run("%%gemini_edit --dry-run\nAdd validation", cell_id="m1")
-        title, body = dry.plain.split("\n", 1)
+        document, title, body = dry.plain.split("\n", 2)
+        assert document == "document: In[2] · parse()"  # named at the top of the dry run too
         assert title.startswith("dry run (contents)")
         request = json.loads(body)
         assert json.loads(request["contents"][-1]["parts"][0]["text"])["currentSource"] == CELL_A

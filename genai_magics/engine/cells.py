@@ -63,3 +63,19 @@ class Document:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sha256", sha256_text(self.source))
+
+
+def summary(source: str, width: int = 40) -> str:
+    """A few words that name a cell for people: its first def or class, else its first code line."""
+    first = ""
+    for line in source.splitlines():
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        for keyword, suffix in (("def ", "()"), ("async def ", "()"), ("class ", "")):
+            if text.startswith(keyword):
+                name = text[len(keyword):].split("(")[0].split(":")[0].strip()
+                if name.isidentifier():
+                    return name + suffix
+        first = first or text
+    return first if len(first) <= width else first[: width - 1] + "…"

@@ -53,22 +53,40 @@ def context_cells(cells: Sequence[Cell], exclude_ids: Iterable[str]) -> list[Cel
     ]
 
 
-def secondary_context(cells: Sequence[Cell], exclude_ids: Iterable[str], max_chars: int) -> ContextPiece | None:
-    """One piece holding the other cells, capped at ``max_chars``: the topmost cells go first."""
-    chosen = context_cells(cells, exclude_ids)
+def _nearest_first(cells: Sequence[Cell], anchor: str | None) -> list[int]:
+    """Positions of ``cells`` ordered by distance to the anchor cell (below before above on a tie);
+    without a known anchor, the lowest cells first (the newest code sits at the bottom)."""
+    ids = [c.id for c in cells]
+    if anchor in ids:
+        at = ids.index(anchor)
+        return sorted(range(len(cells)), key=lambda i: (abs(i - at), i < at))
+    return list(reversed(range(len(cells))))
+
+
+def secondary_context(cells: Sequence[Cell], exclude_ids: Iterable[str], max_chars: int,
+                      anchor: str | None = None) -> ContextPiece | None:
+    """One piece holding the other cells, capped at ``max_chars``: the cells nearest the
+    ``anchor`` (the document, or the magic cell) are kept, in notebook order."""
+    excluded = set(exclude_ids)
+    positions = [i for i, c in enumerate(cells) if c.id == anchor or c.id not in excluded]
+    ordered = [cells[i] for i in positions]  # the anchor stays only to measure distances from
+    chosen = set(context_cells(ordered, excluded))
     if not chosen:
         return None
-    blocks = [_block(c) for c in chosen]
-    kept, size = 0, -2
-    for block in reversed(blocks):  # nearest (lowest) cells matter most: keep them
+    kept: set[int] = set()
+    size = -2
+    for i in _nearest_first(ordered, anchor):
+        if ordered[i] not in chosen:
+            continue
+        block = _block(ordered[i])
         if kept and size + 2 + len(block) > max_chars:
             break
         size += 2 + len(block)
-        kept += 1
-    text = "\n\n".join(blocks[len(blocks) - kept:])
+        kept.add(i)
+    text = "\n\n".join(_block(ordered[i]) for i in sorted(kept))
     if len(text) > max_chars:  # one cell alone is over the cap
         text = text[:max_chars] + "\n# … (cut at the context cap)"
-    dropped = len(blocks) - kept
+    dropped = len(chosen) - len(kept)
     if dropped:
-        text = f"# ({dropped} earlier cells left out: context cap {max_chars} chars)\n\n" + text
+        text = f"# ({dropped} farther cells left out: context cap {max_chars} chars)\n\n" + text
     return ContextPiece(SECONDARY_FIELD, text)

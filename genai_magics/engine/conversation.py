@@ -110,6 +110,9 @@ class Conversation:
     # full versions of the code on the server chain, oldest first: (sha, the turn that proposed it or None)
     chain_versions: list[tuple[str, int | None]] = field(default_factory=list)
     closed: bool = False  # reset or started over: its proposals' buttons do nothing
+    # the cell this conversation works on: follow-ups without --cell keep it; an Apply that wrote
+    # the code into another cell (the running magic cell in VS Code) moves it there
+    document_key: str | None = None
 
     # -- planning -----------------------------------------------------------
     def plan_turn(
@@ -251,6 +254,8 @@ class Conversation:
             self.sync.active_document_sha256 = doc.sha256
         for piece in plan.pieces:
             self.sync.context_hashes[piece.key] = piece.sha256
+        if doc is not None:
+            self.document_key = doc.key
         self.history.append(turn)
         return turn
 

@@ -43,7 +43,8 @@ import secrets
 import threading
 from typing import Any, Callable
 
-from .cell_writer import Done
+from . import kernel_compat
+from .cell_writer import Done, live_done
 from ..engine.cells import Cell, is_genai_magic
 
 TARGET_NAME = "genai_magics.bridge"
@@ -123,9 +124,6 @@ class Bridge:
 
     def _install_routing(self, comm: Any) -> None:
         """Snapshots to the main shell, replies to the thread that asked (ipykernel >= 7.4)."""
-        original = getattr(comm, "_reply_subshell_for", None)
-        if original is None:
-            return  # older ipykernel: messages go where their header says (the main shell)
 
         def route(data: Any, default: Any) -> Any:
             if isinstance(data, dict):
@@ -135,27 +133,13 @@ class Bridge:
                 if kind == "reply":
                     with self._lock:
                         sid = self._reply_routes.pop(data.get("request_id"), None)
-                    return sid if self._subshell_exists(sid) else None
+                    return sid if kernel_compat.subshell_exists(self.shell, sid) else None
             return None
 
-        comm._reply_subshell_for = route
-
-    def _subshell_exists(self, subshell_id: str | None) -> bool:
-        if subshell_id is None:
-            return True
-        try:
-            kernel = self.shell.kernel
-            kernel.shell_channel_thread.manager.get_shell_channel_to_subshell_socket(subshell_id)
-            return True
-        except Exception:
-            return False
+        kernel_compat.set_comm_reply_router(comm, route)
 
     def _current_subshell(self) -> str | None:
-        try:
-            parent = self.shell.kernel.get_parent()
-            return (parent.get("header") or {}).get("subshell_id")
-        except Exception:
-            return None
+        return kernel_compat.current_subshell(self.shell)
 
     def _reset_view(self) -> None:
         self.connected = False
@@ -426,10 +410,15 @@ class Bridge:
 class LiveWriter:
     """Apply writes into the cell in the live notebook, through the bridge."""
 
-    kind = "live"
+    target_must_exist = True
 
     def __init__(self, bridge: Bridge):
         self.bridge = bridge
+
+    describe_done = staticmethod(live_done)
+
+    def holder(self, cell_id: str) -> str:
+        return cell_id
 
     def describe_apply(self) -> str:
         return "Apply writes the proposal into the cell in the notebook (one Ctrl+Z step undoes it there)."

@@ -12,10 +12,16 @@ Done = Callable[[str | None], None]  # called with an error message, or None on 
 
 
 class CellWriter(Protocol):
-    kind: str  # "live" | "running-cell" | "staged" | "copy"
+    target_must_exist: bool  # the frontend's notebook is known: a deleted target cell refuses the write
 
     def describe_apply(self) -> str:
         """One sentence shown before the click: what Apply will do here."""
+
+    def describe_done(self, verb: str, what: str, label: str) -> str:
+        """The line shown after a write succeeded (verb: Applied/Undone; what: the code written)."""
+
+    def holder(self, cell_id: str) -> str:
+        """The cell that holds the code after a write to ``cell_id``."""
 
     def write(self, cell_id: str, source: str, done: Done) -> str | None:
         """Put ``source`` into the cell; call ``done`` once, with an error or None.
@@ -24,10 +30,20 @@ class CellWriter(Protocol):
         """
 
 
-class KernelStateWriter:
-    """No way to reach the frontend's cell: keep the kernel's view and say so."""
+class _Writer:
+    target_must_exist = False
 
-    kind = "copy"
+    def holder(self, cell_id: str) -> str:
+        return cell_id
+
+
+def live_done(verb: str, what: str, label: str) -> str:
+    """After a write into the live notebook."""
+    return f"{verb}: {what} is now in {label} (Ctrl+Z in the cell reverts it too)."
+
+
+class KernelStateWriter(_Writer):
+    """No way to reach the frontend's cell: keep the kernel's view and say so."""
 
     def __init__(self, set_source: Callable[[str, str], None]):
         self._set_source = set_source
@@ -37,6 +53,9 @@ class KernelStateWriter:
             "Apply records the proposal as this cell's code for the conversation; "
             "this frontend cannot edit cells, so paste it into the cell yourself (Copy)."
         )
+
+    def describe_done(self, verb: str, what: str, label: str) -> str:
+        return f"{verb} for the conversation: paste {what} into {label} yourself (this frontend cannot edit cells)."
 
     def write(self, cell_id: str, source: str, done: Done) -> str | None:
         self._set_source(cell_id, source)
@@ -60,10 +79,18 @@ def strip_applied_marker(source: str) -> str:
     return source
 
 
-class RunningCellWriter:
-    """VS Code and the like: only the running cell can be replaced, in its execute reply."""
+def _running_cell_done(verb: str, what: str, label: str) -> str:
+    if verb == "Applied":
+        return "Applied: this cell is replaced by the proposal (your instruction kept as its first line)."
+    return f"{verb} for the conversation: {label} still holds the code from before; this cell keeps the applied code."
 
-    kind = "running-cell"
+
+class RunningCellWriter(_Writer):
+    """VS Code and the like: only the running cell can be replaced, in its execute reply.
+
+    ``set_next_input`` is called only while the magic cell is waiting for the
+    click; the payload would otherwise land on whichever cell runs next.
+    """
 
     def __init__(self, set_next_input: Callable[[str], None], set_source: Callable[[str, str], None],
                  magic_cell_id: str, instruction: str, timeout_s: float):
@@ -72,7 +99,12 @@ class RunningCellWriter:
         self.magic_cell_id = magic_cell_id
         self.instruction = instruction
         self.timeout_s = timeout_s
-        self.running = True  # cleared when the magic cell stops waiting
+        self.running = False  # true only while the magic cell waits for the click
+
+    def holder(self, cell_id: str) -> str:
+        return self.magic_cell_id  # Apply wrote the running magic cell: it holds the code now
+
+    describe_done = staticmethod(_running_cell_done)
 
     def describe_apply(self) -> str:
         return (
@@ -83,8 +115,9 @@ class RunningCellWriter:
 
     def write(self, cell_id: str, source: str, done: Done) -> str | None:
         if not self.running:
-            # Undo after the cell finished: nothing can be written here; the target
-            # cell still holds the code from before, so only the conversation changes.
+            # Undo after the cell finished: nothing can be written (the payload would land on
+            # another cell); the target cell still holds the code from before, so only the
+            # conversation changes.
             done(None)
             return None
         text = applied_text(self.instruction, source)
@@ -94,10 +127,8 @@ class RunningCellWriter:
         return None
 
 
-class StagedWriter:
+class StagedWriter(_Writer):
     """No way to wait for a click: Apply is recorded and written when the cell runs again."""
-
-    kind = "staged"
 
     def __init__(self, staged: dict[str, tuple[str, Done]], magic_cell_id: str, instruction: str):
         self._staged = staged
@@ -107,6 +138,11 @@ class StagedWriter:
     def describe_apply(self) -> str:
         return ("Apply is staged: run this cell again and it is replaced by the proposal "
                 "(no new request is sent).")
+
+    def holder(self, cell_id: str) -> str:
+        return self.magic_cell_id
+
+    describe_done = staticmethod(_running_cell_done)
 
     def write(self, cell_id: str, source: str, done: Done) -> str | None:
         self._staged[self.magic_cell_id] = (applied_text(self.instruction, source), done)

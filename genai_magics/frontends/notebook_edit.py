@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Literal, Sequence
 
-from .cell_writer import Done
+from .cell_writer import Done, live_done
 from ..engine.cells import Cell
 from ..engine.diff import unified_diff
 from ..engine.redaction import MASK, redact, unmask
@@ -182,11 +182,15 @@ class NotebookWriter:
     live_cells: Callable[[], Sequence[Cell]]  # the cells a proposal may touch, in notebook order
     inserted: set[str] = field(default_factory=set)
     removed: dict[str, _Removed] = field(default_factory=dict)
-    kind = "live"
+    target_must_exist = False  # the document is the notebook, not one cell
+    describe_done = staticmethod(live_done)
 
     def __post_init__(self) -> None:
         self.base_ids = {b.id for b in parse_blocks(self.base_text) if b.id}
         self.preview = describe_ops(proposal_ops(self.base_text, self.proposal_text))
+
+    def holder(self, cell_id: str) -> str:
+        return cell_id
 
     def describe_apply(self) -> str:
         return f"Apply makes these cell edits in the notebook: {self.preview}. Undo reverts all of them."
@@ -248,20 +252,18 @@ class NotebookCopyWriter:
     diff shows each cell's change and Copy gives the text to paste by hand.
     """
 
-    kind = "copy"
+    target_must_exist = False
 
     def describe_apply(self) -> str:
         return ("Apply only records the proposal for the conversation: this frontend cannot edit other cells, "
                 "so nothing is written into any cell; copy each changed cell from the diff (or Copy) yourself.")
 
+    def describe_done(self, verb: str, what: str, label: str) -> str:
+        return f"{verb} for the conversation: paste {what} into {label} yourself (this frontend cannot edit cells)."
+
+    def holder(self, cell_id: str) -> str:
+        return cell_id
+
     def write(self, cell_id: str, source: str, done: Done) -> str | None:
         done(None)
         return None
-
-
-def notebook_writer(bridge: Any, base_text: str, proposal_text: str,
-                    live_cells: Callable[[], Sequence[Cell]]) -> NotebookWriter | NotebookCopyWriter:
-    """The writer for a ``--notebook`` proposal: cell edits through a connected bridge, else copy-only."""
-    if bridge is None:
-        return NotebookCopyWriter()
-    return NotebookWriter(bridge, base_text, proposal_text, live_cells)

@@ -40,12 +40,15 @@ class ExecutionRecord:
     order: list[str] = field(default_factory=list)  # ids by last execution, oldest first
     running_id: str | None = None
     description: str = "executed cells (kernel record)"
+    # every text a cell held in this session (by SHA-256): a saved file's copy of it is the same cell
+    sources: dict[str, set[str]] = field(default_factory=dict)
 
     def record(self, cell_id: str | None, source: str, execution_count: int | None) -> Cell:
         # Without a frontend cell id each run is its own cell, named as IPython names it.
         key = cell_id or (f"In[{execution_count}]" if execution_count is not None else f"run-{len(self.by_id) + 1}")
         cell = Cell(id=key, source=source, cell_type="code", execution_count=execution_count)
         self.by_id[key] = cell
+        self.sources.setdefault(key, set()).add(cell.sha256)
         if key in self.order:
             self.order.remove(key)
         self.order.append(key)
@@ -57,6 +60,7 @@ class ExecutionRecord:
         old = self.by_id.get(cell_id)
         if old is not None:
             self.by_id[cell_id] = Cell(old.id, source, old.cell_type, old.execution_count)
+            self.sources.setdefault(cell_id, set()).add(self.by_id[cell_id].sha256)
 
     def set_count(self, cell_id: str, execution_count: int) -> None:
         old = self.by_id.get(cell_id)
@@ -122,17 +126,12 @@ def _read_cells(path_text: str, mtime_ns: int, size: int) -> tuple[Cell, ...]:
         raise NotebookFileError(f"cannot read notebook {path.name}: {type(exc).__name__}: {exc}") from None
     if nb.get("nbformat") != 4:
         raise NotebookFileError(f"{path.name} is nbformat {nb.get('nbformat')}, not 4")
-    cells: list[Cell] = []
-    for i, c in enumerate(nb.cells):
-        cells.append(
-            Cell(
-                id=c.get("id") or f"file-{i}",
-                source=c.source,
-                cell_type=c.cell_type if c.cell_type in ("code", "markdown", "raw") else "raw",
-                execution_count=c.get("execution_count"),
-            )
-        )
-    return tuple(cells)
+    # Execution counts in a saved file belong to whichever session saved it: never this session's In[n].
+    return tuple(
+        Cell(id=c.get("id") or f"file-{i}", source=c.source,
+             cell_type=c.cell_type if c.cell_type in ("code", "markdown", "raw") else "raw")
+        for i, c in enumerate(nb.cells)
+    )
 
 
 @dataclass
@@ -153,14 +152,7 @@ class MergedView:
             file_cells = read_notebook_cells(self.path)
         except NotebookFileError:
             return self.record.cells()
-        seen = set()
-        merged = []
-        for c in file_cells:
-            live = self.record.by_id.get(c.id)
-            merged.append(live or c)
-            seen.add(c.id)
-        merged.extend(c for c in self.record.cells() if c.id not in seen)
-        return merged
+        return merge_file_and_record(file_cells, self.record)
 
     def cell_above(self, cell_id: str) -> Cell | None:
         return None  # a saved file may be stale about layout: only the bridge knows
@@ -171,3 +163,23 @@ class MergedView:
             return self.record.notebook_cells()
         read_notebook_cells(self.path)  # a clear error for a missing, corrupt or old file
         return self.cells()
+
+
+def merge_file_and_record(file_cells: Sequence[Cell], record: ExecutionRecord) -> list[Cell]:
+    """File order, each cell once: a file cell and an executed cell are the same cell when they
+    share an id (JupyterLab) or when the file holds a text the executed cell had in this session
+    (VS Code's ids are URIs the file never holds; files without ids get positional ones). The
+    executed cell's source wins: it is at least as fresh as the last save."""
+    unmatched = {cid: record.sources.get(cid, set()) for cid in record.order}
+    merged: list[Cell] = []
+    for c in file_cells:
+        match = c.id if c.id in unmatched else next(
+            (cid for cid, seen in unmatched.items() if c.sha256 in seen), None)
+        if match is None:
+            merged.append(c)
+            continue
+        del unmatched[match]
+        executed = record.by_id[match]
+        merged.append(Cell(executed.id, executed.source, c.cell_type, executed.execution_count))
+    merged.extend(record.by_id[cid] for cid in unmatched)  # run but not in the saved file (yet)
+    return merged

@@ -3,15 +3,29 @@ from __future__ import annotations
 
 import html
 
+MAX_DIFF_HTML = 200_000  # bytes of HTML shown; a bigger diff is summarized (the Copy button has the text)
+_STYLES = {"+": "color:#116329;background:#dafbe1", "-": "color:#82071e;background:#ffebe9", "@": "color:#0550ae"}
 
-def diff_html(diff: str) -> str:
-    """The diff as escaped HTML: a proposal is text, never markup."""
-    styles = {"+": "color:#116329;background:#dafbe1", "-": "color:#82071e;background:#ffebe9", "@": "color:#0550ae"}
-    rows = []
+
+def _summary(diff: str, cap: int) -> str:
+    lines = diff.splitlines()
+    added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++"))
+    removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("---"))
+    return (f"(the diff is too large to show here: {added:,} lines added, {removed:,} removed, "
+            f"{len(diff):,} characters, over the {cap:,}-byte display cap; Copy shows the proposal as text)")
+
+
+def diff_html(diff: str, cap: int = MAX_DIFF_HTML) -> str:
+    """The diff as escaped HTML, at most about ``cap`` bytes: a proposal is text, never markup."""
+    rows, size = [], 0
     for line in diff.splitlines():
-        style = styles.get(line[:1], "")
-        if line.startswith(("+++", "---")):
-            style = "font-weight:bold"
-        rows.append(f'<span style="{style}">{html.escape(line) or "&nbsp;"}</span>')
-    body = "\n".join(rows) if rows else "(no change)"
+        style = "font-weight:bold" if line.startswith(("+++", "---")) else _STYLES.get(line[:1], "")
+        row = f'<span style="{style}">{html.escape(line) or "&nbsp;"}</span>'
+        size += len(row) + 1
+        if size > cap:
+            body = html.escape(_summary(diff, cap))
+            break
+        rows.append(row)
+    else:
+        body = "\n".join(rows) if rows else "(no change)"
     return f'<pre style="font-size:12px;line-height:1.35;margin:0">{body}</pre>'

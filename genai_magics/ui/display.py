@@ -12,6 +12,8 @@ import sys
 import time
 from typing import Any
 
+from ..engine.cells import summary
+
 
 class _Rich:
     """A display object with both an HTML and a plain-text form."""
@@ -44,16 +46,41 @@ class _Markdown:
         return {"text/markdown": safe_markdown(self.text), "text/plain": self.text}
 
 
+def document_line(label: str | None, source: str) -> str:
+    """Which document a turn is about, named at its top: ``document: In[4] · parse()``."""
+    if label is None:
+        return "document: none"
+    what = summary(source)
+    return f"document: {label} · {what}" if what else f"document: {label}"
+
+
 class NotebookDisplay:
-    """Streams into one updatable output; throttled so a fast stream is cheap."""
+    """Streams into one updatable output; throttled so a fast stream is cheap.
+
+    What streams into the cell is bounded (``max_stream_chars``): a huge answer
+    is cut in the output, and kept whole in ``%gemini history``.
+    """
 
     interval_s = 0.15
+    max_stream_chars = 200_000
 
     def __init__(self, mode: str):
         self.mode = mode
         self._text: list[str] = []
+        self._size = 0
         self._handle = None
+        self._header = None
         self._last = 0.0
+
+    def document(self, label: str | None, source: str) -> None:
+        from IPython.display import display
+
+        line = document_line(label, source)
+        obj = _Rich(f'<div style="color:#555;font-size:12px">{html.escape(line)}</div>', line)
+        if self._header is not None:
+            self._header.update(obj)
+        else:
+            display(obj)
 
     def _show(self, obj: Any) -> None:
         from IPython.display import display
@@ -64,24 +91,35 @@ class NotebookDisplay:
             self._handle.update(obj)
 
     def start(self, what: str) -> None:
+        from IPython.display import display
+
+        # a place above the answer for the document line, filled once the document is known
+        self._header = display(_Rich("", ""), display_id=True)
         self._show(_Rich(f'<i style="color:#666">{html.escape(what)}…</i>', f"{what}…"))
 
     def chunk(self, text: str) -> None:
         self._text.append(text)
+        self._size += len(text)
         now = time.monotonic()
         if now - self._last >= self.interval_s:
             self._last = now
             self._show(self._progress())
 
     def _progress(self) -> Any:
-        text = "".join(self._text)
         if self.mode == "edit":
-            return _Rich(f'<i style="color:#666">receiving the proposal… {len(text):,} chars</i>',
-                         f"receiving the proposal… {len(text):,} chars")
-        return _Markdown(text)
+            return _Rich(f'<i style="color:#666">receiving the proposal… {self._size:,} chars</i>',
+                         f"receiving the proposal… {self._size:,} chars")
+        return _Markdown(self.bounded("".join(self._text)))
+
+    def bounded(self, text: str) -> str:
+        """Text for the cell: at most ``max_stream_chars`` of it."""
+        if len(text) <= self.max_stream_chars:
+            return text
+        return (text[: self.max_stream_chars] + f"\n\n… (cut here: {len(text) - self.max_stream_chars:,} more "
+                "characters; %gemini history shows the whole answer)")
 
     def finish(self, markdown: str) -> None:
-        self._show(_Markdown(markdown))
+        self._show(_Markdown(self.bounded(markdown)))
 
     def clear_progress(self) -> None:
         if self._handle is not None:
@@ -117,17 +155,24 @@ class TerminalDisplay(NotebookDisplay):
     def start(self, what: str) -> None:
         print(f"{what}…", flush=True)
 
+    def document(self, label: str | None, source: str) -> None:
+        print(document_line(label, source), flush=True)
+
     def chunk(self, text: str) -> None:
         self._text.append(text)
-        if self.mode == "ask":
-            sys.stdout.write(text)
+        shown = self._size
+        self._size += len(text)
+        if self.mode == "ask" and shown < self.max_stream_chars:
+            sys.stdout.write(text[: self.max_stream_chars - shown])
+            if self._size > self.max_stream_chars:
+                sys.stdout.write("\n… (cut here; %gemini history shows the whole answer)")
             sys.stdout.flush()
 
     def finish(self, markdown: str) -> None:
         if self.mode == "ask":
             print(flush=True)  # the answer itself has streamed already
         else:
-            print(markdown, flush=True)
+            print(self.bounded(markdown), flush=True)
 
     def clear_progress(self) -> None:
         pass

@@ -63,8 +63,8 @@ class ProposalWidget:
             self._add_button(self.undo_button)
         if self.undo_button is not None:
             self.undo_button.disabled = not c.enabled("undo")
-        changed = "the cell changed since" in c.message
-        self._pending_force = c.message.split(" ", 1)[0].lower() if changed else None
+        self._pending_force = c.status.needs_force
+        changed = self._pending_force is not None
         if changed and self.force_button is None:
             self.force_button = self._w.Button(button_style="danger")
             self.force_button.on_click(self._force)
@@ -72,7 +72,7 @@ class ProposalWidget:
         if self.force_button is not None:
             self.force_button.description = f"{(self._pending_force or 'apply').capitalize()} anyway"
             self.force_button.layout.display = None if changed else "none"
-        status = f'<div style="font-size:12px;margin-top:4px">{html.escape(c.message)}</div>'
+        status = f'<div style="font-size:12px;margin-top:4px">{html.escape(c.status.text)}</div>'
         self.view.value = self._diff + "\n" + status
 
     def _repr_mimebundle_(self, **kwargs):

@@ -1,0 +1,118 @@
+"""One object per magic run that knows what this frontend can do.
+
+Chosen once, when the magic starts, from what the kernel knows: a live bridge,
+a VS Code cell that can wait for the click, a VS Code cell that cannot
+(staged Apply), any other frontend (copy only), or a terminal. It owns the
+notebook view, the default target, the writer (and with it the wording of
+what Apply will do) and the waiting. Nothing else asks which frontend it is.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable
+
+from ..engine.cells import Cell, is_genai_magic
+from . import waiting
+from .cell_writer import CellWriter, KernelStateWriter, RunningCellWriter, StagedWriter
+from .notebook_edit import NotebookCopyWriter, NotebookWriter
+from .notebook_view import ExecutionRecord, NotebookView
+
+VSCODE_CELL = "vscode-notebook-cell:"
+
+
+class Kind(enum.Enum):
+    LIVE = "live notebook (bridge)"
+    RUNNING_CELL = "VS Code: Apply replaces the running magic cell"
+    STAGED = "VS Code: Apply is staged for the next run of the magic cell"
+    COPY = "copy only: Apply is recorded for the conversation"
+    TERMINAL = "terminal: the proposal is pre-filled at the next prompt"
+
+
+@dataclass
+class Frontend:
+    kind: Kind
+    view: NotebookView
+    record: ExecutionRecord
+    magic_cell_id: str | None
+    make_writer: Callable[[str], CellWriter]  # instruction -> writer
+    cell_above: Callable[[str], Cell | None] | None = None  # the layout, where it is known
+    # (base, proposal) of a --notebook turn -> its writer: cell edits through a bridge, else copy-only
+    make_notebook_writer: Callable[[str, str], CellWriter] = lambda _base, _proposal: NotebookCopyWriter()
+    waits: waiting.Mechanism | None = None  # a running cell that waits for the click, and how
+
+    def default_target(self) -> Cell | None:
+        """The code cell directly above the magic where the layout is known, else the newest run one."""
+        running = self.magic_cell_id
+        if self.cell_above is not None and running:
+            above = self.cell_above(running)
+            if above is not None:
+                return above
+        return self.record.latest_document(exclude=running)
+
+    def writer(self, instruction: str, notebook: tuple[str, str] | None = None) -> CellWriter:
+        """How Apply reaches the notebook; ``notebook``: (base, proposal) of a --notebook turn."""
+        if notebook is not None:  # never the percent text into one cell
+            return self.make_notebook_writer(*notebook)
+        return self.make_writer(instruction)
+
+    def wait_for_choice(self, controller: Any, instruction: str,
+                        staged: dict) -> Awaitable[None] | None:
+        """Keep the magic cell running until the click (where Apply needs that); what to return."""
+        writer = controller.writer
+        if self.waits is None or not isinstance(writer, RunningCellWriter):
+            return None
+
+        def release(decided: bool) -> None:
+            writer.running = False
+            if not decided:
+                controller.replace_writer(
+                    StagedWriter(staged, writer.magic_cell_id, instruction),
+                    f"No choice within {writer.timeout_s:g} s; the cell is released. "
+                    "Apply is now staged: click it, then run this cell again.")
+
+        writer.running = True
+        if self.waits == "poll":
+            try:
+                release(waiting.wait_poll(lambda: controller.decided, writer.timeout_s))
+            except BaseException:
+                release(controller.decided)
+                raise
+            return None
+
+        async def wait() -> None:
+            decided = False
+            try:
+                decided = await waiting.wait_async(lambda: controller.decided, writer.timeout_s)
+            finally:
+                release(decided or controller.decided)
+
+        return wait()
+
+
+def choose(*, terminal: bool, bridge: Any, bridge_fresh: bool, record: ExecutionRecord, file_view: NotebookView,
+           staged: dict, set_next_input: Callable[[str], None], apply_wait: float) -> Frontend:
+    """The frontend of this run, from what the kernel knows now."""
+    magic_id = record.running_id
+    if terminal:
+        return Frontend(Kind.TERMINAL, file_view, record, magic_id, lambda _i: KernelStateWriter(record.set_source))
+    if bridge is not None and bridge.connected:
+        view = bridge if bridge_fresh else file_view
+
+        def notebook_writer(base: str, proposal: str) -> CellWriter:
+            return NotebookWriter(bridge, base, proposal,
+                                  lambda: [c for c in bridge.cells() if not is_genai_magic(c.source)])
+
+        return Frontend(Kind.LIVE, view, record, magic_id, lambda _i: bridge.writer,
+                        cell_above=bridge.cell_above if bridge_fresh else None,
+                        make_notebook_writer=notebook_writer)
+    if magic_id and magic_id.startswith(VSCODE_CELL):
+        mechanism = waiting.mechanism()
+        # async waiting works only if the cell awaits what the magic returns (see waiting.py)
+        if mechanism == "poll" or (mechanism == "async" and waiting.will_be_awaited()):
+            return Frontend(Kind.RUNNING_CELL, file_view, record, magic_id,
+                            lambda i: RunningCellWriter(set_next_input, record.set_source, magic_id, i, apply_wait),
+                            waits=mechanism)
+        return Frontend(Kind.STAGED, file_view, record, magic_id,
+                        lambda i: StagedWriter(staged, magic_id, i))
+    return Frontend(Kind.COPY, file_view, record, magic_id, lambda _i: KernelStateWriter(record.set_source))

@@ -1,0 +1,87 @@
+"""Every reliance on ipykernel's and IPython's private or version-bound behaviour, in one place.
+
+Each function checks the version it was written for and answers "not
+available" elsewhere, so a kernel upgrade degrades (staged Apply, default
+routing) instead of breaking a cell.
+"""
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any, Callable
+
+
+@functools.lru_cache(maxsize=1)
+def ipykernel_version() -> tuple[int, int] | None:
+    try:
+        import ipykernel
+    except ImportError:
+        return None
+    major, minor = (int(x) for x in re.findall(r"\d+", ipykernel.__version__)[:2])
+    return major, minor
+
+
+def dispatches_comms_while_awaiting() -> bool:
+    """ipykernel >= 7.4 handles comm messages (widget clicks) while an async cell awaits."""
+    version = ipykernel_version()
+    return version is not None and version >= (7, 4)
+
+
+def can_poll_comms() -> bool:
+    """ipykernel 6 with jupyter-ui-poll can pump comm messages from a blocking wait
+    (7.0-7.3 cannot: jupyter-ui-poll does not process comm messages there)."""
+    version = ipykernel_version()
+    if version is None or version[0] >= 7:
+        return False
+    try:
+        import jupyter_ui_poll  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def runs_async_cells(shell: Any) -> bool:
+    """A cell with top-level ``await`` runs on the kernel's asyncio loop (not with
+    ``%autoawait off``, not with a trio/curio runner, not outside a kernel)."""
+    if getattr(shell, "kernel", None) is None or not getattr(shell, "autoawait", False):
+        return False
+    try:
+        from IPython.core.interactiveshell import _asyncio_runner  # private, used by ipykernel the same way
+    except ImportError:
+        return False
+    return shell.loop_runner is _asyncio_runner
+
+
+# -- comm routing on kernel subshells (ipykernel >= 7.4) --------------------------------------------
+
+def set_comm_reply_router(comm: Any, route: Callable[[Any, Any], Any]) -> bool:
+    """Choose the subshell each incoming message of ``comm`` is handled on.
+
+    ipykernel 7.4 routes a comm's messages to the thread that last sent on it
+    (``Comm._reply_subshell_for``); older kernels use the message header. False
+    where the hook does not exist.
+    """
+    if not hasattr(comm, "_reply_subshell_for"):
+        return False
+    comm._reply_subshell_for = route
+    return True
+
+
+def subshell_exists(shell: Any, subshell_id: str | None) -> bool:
+    """Whether a kernel subshell is still there (None: the main shell, always)."""
+    if subshell_id is None:
+        return True
+    try:
+        shell.kernel.shell_channel_thread.manager.get_shell_channel_to_subshell_socket(subshell_id)
+        return True
+    except Exception:  # no subshells in this ipykernel, or that one was deleted
+        return False
+
+
+def current_subshell(shell: Any) -> str | None:
+    """The subshell of the message being handled now (None: the main shell)."""
+    try:
+        parent = shell.kernel.get_parent()
+        return (parent.get("header") or {}).get("subshell_id")
+    except Exception:  # ipykernel < 7 has no subshells
+        return None
