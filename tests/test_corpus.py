@@ -148,8 +148,6 @@ def test_ask_edit_and_notebook_apply_undo_on_each_corpus_notebook(stub, tmp_path
 _CONTEXT_ID = re.compile(r"^# %%(?: \[\w+\])?(?: In\[\d+\])? id=(\S+) sha256=", re.M)
 
 
-@pytest.mark.xfail(strict=True, reason="case 8: engine/context.py keeps the bottom of the notebook, "
-                                       "not the cells nearest the document (owned by the context work)")
 def test_context_is_the_cells_nearest_the_document_on_a_366_cell_notebook(stub, tmp_path):
     """Case 8 on the corpus: the magic cell at position 12 of 366: the secondary context under the
     cap holds the cells nearest the document (all the cells above it and the ones right below),

@@ -4,9 +4,7 @@ The live bridge is the fake frontend on jupyter_client (tests/fake_frontend.py,
 the extension's comm schema); the proposal is the stand-in's own edit or one
 scripted with ``stub.script_edit`` (what a model would answer, written against
 the document it was sent). VS Code is simulated, with no bridge, by the shapes
-vscode-jupyter sends: ``metadata.cellId`` is the cell's document URI
-(``vscode-notebook-cell:<file>#<fragment>``, src/kernels/execution/cellExecution.ts)
-and its startup code sets ``__vsc_ipynb_file__`` (src/kernels/kernel.ts).
+vscode-jupyter sends (tests/helpers/vscode.py names the file of each).
 """
 from __future__ import annotations
 
@@ -16,6 +14,7 @@ import nbformat
 import pytest
 
 from fake_frontend import FakeCell, FakeFrontend
+from helpers.vscode import VSCode, set_next_input
 from kernel_harness import FAKE_KEY
 from wire import api_requests, current_payload
 
@@ -130,17 +129,16 @@ def test_notebook_proposal_in_vscode_is_copy_only_and_never_written_into_the_mag
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("x = 1", id="c1"), nbformat.v4.new_code_cell("y = 2", id="c2")]
     nbformat.write(nb, str(path))
-    vsc = f"vscode-notebook-cell:{path}#"
-    kernel.run("%config GeminiMagics.apply_wait = 2.0", cell_id=vsc + "cfg")
-    kernel.run(f"__vsc_ipynb_file__ = {str(path)!r}", cell_id=vsc + "file")
-    kernel.run("x = 1", cell_id=vsc + "W0sZmlsZQ==")
-    run = kernel.run("%%gemini_edit --notebook\nAdd a title comment.", cell_id=vsc + "W1sZmlsZQ==")
+    vs = VSCode(kernel, str(path))
+    vs.run("%config GeminiMagics.apply_wait = 2.0", 1)
+    vs.open_notebook()
+    vs.run("x = 1", 2)
+    run = vs.run("%%gemini_edit --notebook\nAdd a title comment.", 3)
     assert not run.errors and "genai_magics:" not in run.stderr, run.stderr
     said = " ".join(kernel.html_values())
     assert "this frontend cannot edit other cells, so nothing is written into any cell" in said
     kernel.click("Apply")
-    payloads = run.reply["content"].get("payload", [])
-    assert [p for p in payloads if p.get("source") == "set_next_input"] == []
+    assert set_next_input(run) == []
     assert any("paste the proposal into the notebook yourself" in v for v in kernel.html_values())
 
 
