@@ -116,7 +116,7 @@ class NotebookDisplay:
         if len(text) <= self.max_stream_chars:
             return text
         return (text[: self.max_stream_chars] + f"\n\n… (cut here: {len(text) - self.max_stream_chars:,} more "
-                "characters; %gemini history shows the whole answer)")
+                "characters not shown; the whole answer is kept in the conversation)")
 
     def finish(self, markdown: str) -> None:
         self._show(_Markdown(self.bounded(markdown)))
@@ -165,7 +165,7 @@ class TerminalDisplay(NotebookDisplay):
         if self.mode == "ask" and shown < self.max_stream_chars:
             sys.stdout.write(text[: self.max_stream_chars - shown])
             if self._size > self.max_stream_chars:
-                sys.stdout.write("\n… (cut here; %gemini history shows the whole answer)")
+                sys.stdout.write("\n… (cut here: the rest is not shown; the whole answer is kept in the conversation)")
             sys.stdout.flush()
 
     def finish(self, markdown: str) -> None:
