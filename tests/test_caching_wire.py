@@ -161,3 +161,13 @@ def test_an_ask_after_an_ask_repeats_the_whole_previous_request_as_its_prefix(ke
         # every earlier content as it was sent, the last user turn included; then the reply and the new turn
         assert after["contents"][:len(before["contents"])] == before["contents"]
         assert len(after["contents"]) == len(before["contents"]) + 2
+
+
+def test_a_cache_that_cannot_be_made_leaves_the_turn_going_without_one(kernel, stub):
+    big_conversation(kernel, stub)
+    stub.inject("http", status=400, match="cache.create", message="Cached content is too small. (stub)")
+    run = kernel.run("%%gemini_ask\nq1", cell_id="m1")
+    assert "could not create a context cache (400); sending without one" in run.plain
+    assert "Stub answer to: q1" in run.plain and run.stderr == ""
+    assert kinds(stub) == ["cache.create", "stream"]
+    assert "cachedContent" not in stub.requests[1]["json"] and "systemInstruction" in stub.requests[1]["json"]
