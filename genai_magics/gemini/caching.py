@@ -36,7 +36,8 @@ from .transport import CachedHead, OnChunk, TurnResult
 
 CACHE_MODES = ("auto", "off")
 Action = Literal["none", "use", "create", "drop"]
-DELETE_TIMEOUT_S = 2.0  # per deletion when the kernel exits or the extension unloads
+DELETE_TIMEOUT_S = 10.0  # one attempt: a reset must not wait through the turn's retries
+EXIT_TIMEOUT_S = 2.0  # per deletion when the kernel exits or the extension unloads
 
 
 @dataclass(frozen=True)
@@ -224,27 +225,24 @@ class ContextCaches:
                                                                    - entry.created)))
 
     # -- ending -------------------------------------------------------------------------
-    def release(self, conv: Conversation, timeout_s: float | None = None) -> str | None:
-        """Delete the conversation's cache (if any); returns its name."""
+    def release(self, conv: Conversation, timeout_s: float = DELETE_TIMEOUT_S) -> str | None:
+        """Delete the conversation's cache (if any), one attempt within ``timeout_s``; returns its name."""
         with self._lock:
             entry = self.entries.pop(id(conv), None)
         if entry is None:
             return None
         now = self.clock()
         self.ended.append((entry.model, entry.tokens * max(0.0, min(now, entry.expires) - entry.created)))
-        config: dict[str, Any] = {}
-        if timeout_s is not None:
-            from google.genai import types
+        from google.genai import types
 
-            config["http_options"] = types.HttpOptions(timeout=int(timeout_s * 1000),
-                                                       retry_options=types.HttpRetryOptions(attempts=1))
+        once = types.HttpOptions(timeout=int(timeout_s * 1000), retry_options=types.HttpRetryOptions(attempts=1))
         try:
-            entry.client.caches.delete(name=entry.name, config=config or None)
+            entry.client.caches.delete(name=entry.name, config={"http_options": once})
         except Exception:  # gone already, or unreachable: it expires by itself within its TTL
             pass
         return entry.name
 
-    def release_all(self, timeout_s: float = DELETE_TIMEOUT_S) -> list[str]:
+    def release_all(self, timeout_s: float = EXIT_TIMEOUT_S) -> list[str]:
         """Delete every cache in parallel, each call bounded by ``timeout_s``, all by twice that (kernel exit)."""
         names: list[str] = []
         workers = [threading.Thread(target=lambda c=e.owner: names.append(self.release(c, timeout_s) or ""),
