@@ -11,11 +11,11 @@ replaced when the head changes, and deleted on reset, ``--new``, unload and
 kernel exit so nothing is billed for storage after the user is done.
 
 Interactions mode makes no explicit caches: the SDK's ``interactions.create``
-accepts ``cached_content``, but how a cache combines with
-``previous_interaction_id`` (which comes first, whether the cache's system
-instruction replaces the one every interaction carries) is not documented, and
-the chain already keeps the document on the server. Its implicit cache hits are
-counted (``usage.total_cached_tokens``).
+type has a ``cached_content`` field, but Google's Interactions overview
+(ai.google.dev/gemini-api/docs/interactions-overview, 2026) lists explicit
+caching among the features not yet available there ("use generateContent"), and
+says the server-side chain itself gets the higher implicit cache hit rate. Its
+implicit cache hits are counted (``usage.total_cached_tokens``).
 
 ``decide`` is the pure decision; ``ContextCaches`` carries it out.
 """
