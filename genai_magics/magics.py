@@ -347,8 +347,8 @@ class GeminiMagics(Magics):
 
         %gemini status           model, state mode, synced hashes, turn counts
         %gemini history [-c N]   the turns, prompt and reply
-        %gemini tokens [-c N]    per-turn tokens and request bytes
-        %gemini reset [NAME|--all]  forget a conversation (default: 'default')
+        %gemini tokens [-c N]    per-turn tokens (cached ones too), request bytes and cost; session totals
+        %gemini reset [NAME|--all]  forget a conversation (default: 'default') and delete its context cache
         %gemini model [NAME]     show or set the default model
         %gemini state [MODE]     show or set the default state mode
         %gemini debug on|off     full tracebacks for unexpected errors

@@ -357,7 +357,8 @@ class StubServer:
     ...     os.environ["GOOGLE_GEMINI_BASE_URL"] = stub.url
     """
 
-    def __init__(self, port: int = 0, host: str = "127.0.0.1", chunk_delay: float = 0.0):
+    def __init__(self, port: int = 0, host: str = "127.0.0.1", chunk_delay: float = 0.0,
+                 implicit_caching: bool = False):
         if host not in LOOPBACK_HOSTS:
             raise ValueError(f"the stub binds to the loopback interface only, not {host!r}")
         self.host = "127.0.0.1"
@@ -372,7 +373,8 @@ class StubServer:
         self._caches: dict[str, dict[str, Any]] = {}  # every cache made (deleted and expired ones kept, marked)
         self._next_cache = 1
         self._clock_offset = 0.0
-        self.implicit_caching = False
+        self.implicit_default = implicit_caching  # what reset() goes back to
+        self.implicit_caching = implicit_caching
         self.implicit_ttl_s = IMPLICIT_TTL_S
         self.implicit_minimums: dict[str, int] = {}
         self.cache_missing_status = 403
@@ -434,7 +436,7 @@ class StubServer:
             self._caches.clear()
             self._next_cache = 1
             self._clock_offset = 0.0
-            self.implicit_caching = False
+            self.implicit_caching = self.implicit_default
             self.implicit_ttl_s = IMPLICIT_TTL_S
             self.implicit_minimums = {}
             self.cache_missing_status = 403
