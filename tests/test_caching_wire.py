@@ -171,3 +171,30 @@ def test_a_cache_that_cannot_be_made_leaves_the_turn_going_without_one(kernel, s
     assert "Stub answer to: q1" in run.plain and run.stderr == ""
     assert kinds(stub) == ["cache.create", "stream"]
     assert "cachedContent" not in stub.requests[1]["json"] and "systemInstruction" in stub.requests[1]["json"]
+
+
+def test_switching_to_interactions_mode_deletes_the_contents_cache(stub, monkeypatch):
+    from genai_magics.session import Session, Settings, TurnRequest
+    from kernel_harness import FAKE_KEY
+
+    stub.reset()
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", stub.url)
+    monkeypatch.setenv("GEMINI_API_KEY", FAKE_KEY)
+
+    class Quiet:
+        notes: list[str] = []
+
+        def chunk(self, text):
+            pass
+
+        def note(self, text):
+            self.notes.append(text)
+
+    session = Session()
+    session.record.record("big", BIG, 1)
+    settings = Settings(model=MODEL, state="contents")
+    session.run(TurnRequest(mode="ask", prompt="q1", cell="big"), settings, Quiet())
+    session.run(TurnRequest(mode="ask", prompt="q2", cell="big", state="interactions"), settings, Quiet())
+    assert kinds(stub) == ["cache.create", "stream", "cache.delete", "interaction.create"]
+    assert [c["state"] for c in stub.caches] == ["deleted"]
+    assert session.caches.entries == {}

@@ -144,9 +144,9 @@ class ContextCaches:
     def step(self, conv: Conversation, transport: Any, plan: TurnPlan, history: Sequence[Turn],
              mode: str, price: Price | None, ttl_s: float) -> CacheStep:
         entry = self.entries.get(id(conv))
-        if plan.state_mode != "contents":
-            return CacheStep(Decision("none", False, "interactions mode keeps the document on the server chain"),
-                             entry=None)
+        if plan.state_mode != "contents":  # a contents-mode cache of this conversation is of no use now
+            return CacheStep(Decision("drop" if entry else "none", False,
+                                      "interactions mode makes no explicit cache"), entry=entry)
         contents, length = transport.head(plan, history)
         head = tuple(contents[:length])
         tokens = estimate_tokens(SYSTEM_INSTRUCTION) + sum(
