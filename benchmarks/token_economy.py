@@ -275,6 +275,11 @@ class TurnStat:
     cached: int = 0  # of ``tokens``, served from a cache
     output: int = 0
     written: int = 0  # tokens written into explicit caches before the turn's request
+    prefix: int = 0  # of ``tokens``, a prefix of the previous request (system instruction and turns)
+
+    @property
+    def reuse(self) -> float:
+        return self.prefix / self.tokens if self.tokens else 0.0
 
     def dollars(self, price: Price) -> float:
         fresh = self.tokens - self.cached + self.written
@@ -303,7 +308,7 @@ def take(stub: StubServer, expected_doc: str) -> TurnStat:
     held = [r["held_document_sha256"] for r in reads]
     return TurnStat(sum(r["body_bytes"] for r in recs), sum(r["input_tokens"] for r in reads), len(recs),
                     bool(held) and held[-1] == want, cached=sum(r["cached_tokens"] for r in reads),
-                    output=sum(r["response_tokens"] for r in reads),
+                    output=sum(r["response_tokens"] for r in reads), prefix=sum(r["prefix_tokens"] for r in reads),
                     written=sum(r["input_tokens"] for r in recs if r["kind"] == "cache.create"))
 
 
@@ -492,6 +497,13 @@ def report(label: str, steps: list[Step], run: Run, targets: list[tuple[str, boo
                      f"over the session {ctx['d']:,} vs {ctx['c']:,}, {ctx['d'] / ctx['c']:.1f}x): the server keeps every "
                      "proposal and every resent source in full in the stored chain and cannot compact them to sha "
                      "markers, while contents mode keeps only the active version in full.")
+    later = range(1, n)
+    asks = [i for i in later if steps[i].mode == "ask" and steps[i - 1].mode == "ask" and not steps[i].before]
+    lines.append("prefix reuse (share of a request's tokens repeating a prefix of the previous request), mean over "
+                 "turns 2-n" + (", and over asks right after an ask" if asks else "") + ": "
+                 + ", ".join(f"{k} {sum(run.stats[k][i].reuse for i in later) / len(later):.0%}"
+                             + (f" / {sum(run.stats[k][i].reuse for i in asks) / len(asks):.0%}" if asks else "")
+                             for k in STRATEGIES))
     lines.append("stand-in time per strategy: " + ", ".join(f"{k} {run.seconds[k]:.1f}s" for k in STRATEGIES))
     return lines + target_lines(targets)
 
@@ -570,6 +582,7 @@ def per_turn_rows(n: str, steps: list[Step], run: Run) -> list[dict]:
         for k in STRATEGIES:
             row[f"{k}_bytes"] = run.stats[k][i].bytes
             row[f"{k}_tokens"] = run.stats[k][i].tokens
+            row[f"{k}_reuse"] = round(run.stats[k][i].reuse, 4)
         rows.append(row)
     return rows
 
@@ -577,12 +590,13 @@ def per_turn_rows(n: str, steps: list[Step], run: Run) -> list[dict]:
 def per_turn_table(rows: list[dict]) -> list[str]:
     head = (f"{'ses':>3} {'turn':>4} {'mode':<4} {'before':<9} {'doc':<8} "
             + " ".join(f"{k + ' bytes':>10}" for k in STRATEGIES) + f" {'e bytes':>8} "
-            + " ".join(f"{k + ' tok':>9}" for k in STRATEGIES))
+            + " ".join(f"{k + ' tok':>9}" for k in STRATEGIES) + " " + " ".join(f"{k + ' reuse':>8}" for k in STRATEGIES))
     out = [head]
     for r in rows:
         out.append(f"{r['session']:>3} {r['turn']:>4} {r['mode']:<4} {r['before']:<9} {r['doc_sha']:<8} "
                    + " ".join(f"{r[k + '_bytes']:>10,}" for k in STRATEGIES) + f" {r['e_bytes']:>8,} "
-                   + " ".join(f"{r[k + '_tokens']:>9,}" for k in STRATEGIES))
+                   + " ".join(f"{r[k + '_tokens']:>9,}" for k in STRATEGIES) + " "
+                   + " ".join(f"{r[k + '_reuse']:>8.0%}" for k in STRATEGIES))
     return out
 
 
@@ -636,7 +650,8 @@ def main(argv: list[str] | None = None) -> int:
         print()
         rows += per_turn_rows(label, steps, run)
     if args.per_turn:
-        print("per turn (bytes uploaded / context tokens read; 'before' = event before the turn; "
+        print("per turn (bytes uploaded / context tokens read / prefix reuse: the share of the request's tokens "
+              "repeating a prefix of the previous request; 'before' = event before the turn; "
               "e bytes = the prompt + the document if this version is new):")
         print("\n".join(per_turn_table(rows)))
         print()

@@ -26,6 +26,8 @@ instruction, then turns; a part of a turn counted in whole 4-byte tokens)
 identical to an earlier request of the same model within ``implicit_ttl_s``,
 counted when it reaches the model's minimum (``implicit_minimum``), is reported as
 cached tokens (``cachedContentTokenCount``; interactions ``usage.total_cached_tokens``).
+Every request's record also says how many of its tokens repeat a prefix of the
+previous request of the same model (``prefix_tokens``), whether or not anything is cached.
 
 Control routes (never recorded): ``GET /_stub/requests``, ``POST /_stub/reset``,
 ``POST /_stub/inject``, ``POST /_stub/script_edit`` (``{"proposedSource": ...}``: the
@@ -379,6 +381,7 @@ class StubServer:
         self.implicit_minimums: dict[str, int] = {}
         self.cache_missing_status = 403
         self._prefixes: list[tuple[str, float, list[tuple[str, str]]]] = []  # (model, time, sequence)
+        self._previous: dict[str, list[tuple[str, str]]] = {}  # model -> the sequence its last request read
         self._httpd = _QuietServer((self.host, port), _make_handler(self), bind_and_activate=True)
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -441,6 +444,7 @@ class StubServer:
             self.implicit_minimums = {}
             self.cache_missing_status = 403
             self._prefixes.clear()
+            self._previous.clear()
 
     # -- the clock and caching ------------------------------------------------------
     def now(self) -> float:
@@ -558,6 +562,14 @@ class StubServer:
 
     def _minimum(self, model: str) -> int:
         return self.implicit_minimums.get(model, implicit_minimum(model))
+
+    def _read(self, model: str, sequence: list[tuple[str, str]], info: dict[str, Any]) -> int:
+        """What a request reads: records ``prefix_tokens`` (the prefix it shares with the previous request
+        of the same model, cached or not) and returns its implicitly cached tokens."""
+        with self._lock:
+            info["prefix_tokens"] = _common_tokens(self._previous.get(model, []), sequence)
+            self._previous[model] = sequence
+        return self._implicit_cached(model, sequence)
 
     def _implicit_cached(self, model: str, sequence: list[tuple[str, str]]) -> int:
         """The deterministic implicit-caching model; records this request's sequence for later ones."""
@@ -700,7 +712,7 @@ class StubServer:
         user_texts = [t for r, t in turns if r == "user"]
         text, prompt_tokens, out_tokens = _answer(turns, user_texts[-1] if user_texts else "", system,
                                                   fault, info, self._take_script(info))
-        cached = max(explicit, self._implicit_cached(model, [("system", system)] + turns))
+        cached = max(explicit, self._read(model, [("system", system)] + turns, info))
         info["cached_tokens"] = cached
         usage = {"promptTokenCount": prompt_tokens, "candidatesTokenCount": out_tokens,
                  "totalTokenCount": prompt_tokens + out_tokens}
@@ -747,7 +759,7 @@ class StubServer:
             turns.append(("model", stored["output_text"]))
         turns.append(("user", input_text))
         text, in_tokens, out_tokens = _answer(turns, input_text, system, fault, info, self._take_script(info))
-        cached = self._implicit_cached(model, [("system", system)] + turns)
+        cached = self._read(model, [("system", system)] + turns, info)
         info["cached_tokens"] = cached
         usage = {"total_input_tokens": in_tokens, "total_output_tokens": out_tokens,
                  "total_tokens": in_tokens + out_tokens}
@@ -804,7 +816,7 @@ class StubServer:
             "json": body, "kind": None, "model": None, "has_api_key": has_key, "stream": False,
             "edit": False, "mode": None, "prompt": None, "held_document_sha256": None,
             "previous_interaction_id": None, "interaction_id": None,
-            "input_tokens": 0, "cached_tokens": 0, "response_tokens": 0, "response_text": None,
+            "input_tokens": 0, "cached_tokens": 0, "prefix_tokens": 0, "response_tokens": 0, "response_text": None,
             "cached_content": None, "cache_name": None,
             "status": None, "fault": None, "time": time.time(),
         }
