@@ -554,3 +554,13 @@ def test_interactions_report_implicit_cached_tokens(stub, client):
     # the first request (system instruction and first input) is a prefix of the chain the second one reads
     assert second.usage.total_cached_tokens == stub.requests[0]["input_tokens"]
     assert second.usage.total_cached_tokens < second.usage.total_input_tokens
+
+
+def test_every_request_records_the_prefix_it_shares_with_the_previous_one(stub, client):
+    doc = json.dumps({"currentSource": DOC})
+    client.models.generate_content(model=CACHE_MODEL, contents=alternating(doc, "answer", "q1"))
+    client.models.generate_content(model=CACHE_MODEL, contents=alternating(doc, "answer", "q1", "a1", "q2"))
+    client.models.generate_content(model=CACHE_MODEL, contents=alternating("other", "answer"))
+    first, second, third = (r["prefix_tokens"] for r in stub.requests)
+    assert (first, second, third) == (0, tokens(doc) + tokens("answer") + tokens("q1"), 0)
+    assert all(r["cached_tokens"] == 0 for r in stub.requests)  # implicit caching off: nothing billed as cached
