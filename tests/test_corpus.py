@@ -117,6 +117,8 @@ def test_ask_edit_and_notebook_apply_undo_on_each_corpus_notebook(stub, tmp_path
     with FakeFrontend(cells=cells, env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY},
                       cwd=str(tmp_path), path=name) as ff:
         ff.execute("setup")
+        # the document goes out inside each request, not into an explicit context cache, so the request shows it
+        ff.execute_code('%config GeminiMagics.cache = "off"')
         ff.execute("code-end")
         ask = ff.execute("ask")
         assert "Stub answer to: What does the cell above do" in ask.plain, ask.plain[-500:]
