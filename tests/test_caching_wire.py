@@ -44,6 +44,7 @@ def test_a_cache_is_created_once_referenced_by_the_next_turns_and_billed_in_the_
         assert f"in {record['input_tokens']:,} tok ({cached:,} cached)" in footer
         assert re.search(r" · ~\$0\.\d+", footer)
     assert f"{cached:,} tok written to the cache" in first.plain and "more than resending" in first.plain
+    assert "In[4] sent into the context cache (26,550 chars)" in first.plain
     assert "saved vs resending" in second.plain
     # 3.8 Flash prices: $0.75 in, $0.075 cached, $3.75 out per 1M tokens
     fresh = r2["input_tokens"] - cached

@@ -50,7 +50,8 @@ def footer(turn: Turn, plan: TurnPlan, model: str) -> str:
         if plan.synchronized:
             omitted.append(f"{plan.document.label} not re-sent: synchronized")
         else:
-            omitted.append(f"{plan.document.label} sent ({len(plan.document.source):,} chars)")
+            where = " into the context cache" if turn.usage.cache_write_tokens else ""
+            omitted.append(f"{plan.document.label} sent{where} ({len(plan.document.source):,} chars)")
     for piece in plan.omitted:
         omitted.append(f"{piece.key} not re-sent: unchanged")
     for piece in plan.pieces:
