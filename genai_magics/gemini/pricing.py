@@ -32,17 +32,21 @@ PRICES: dict[str, Price] = {
     # deprecated, routed to gemini-3.8-flash (ai.google.dev/gemini-api/docs/models/gemini-3.7-flash, Aug 2026)
     "gemini-3.7-flash": Price(0.75, 0.075, 3.75, 1.00, 4096, "routed to gemini-3.8-flash; " + _FLASH_38),
     "gemini-3.5-flash": Price(1.50, 0.15, 9.00, 1.00, 4096,
-                              "byteiota.com/gemini-flash-pricing-cache-cost-fix ($1.50 / $9.00, cache 10% of input)"),
-    "gemini-3.1-pro": Price(2.00, 0.20, 12.00, 4.50, 4096,
+                              "byteiota.com/gemini-flash-pricing-cache-cost-fix ($1.50 / $9.00; cached reads 10% of "
+                              "input); storage and minimum assumed as for 3.8 Flash"),
+    "gemini-3.1-pro": Price(2.00, 0.20, 12.00, 4.50, 2048,
                             "morphllm.com/gemini-api-pricing, techjacksolutions.com context-caching guide "
-                            "(2026-06-09: $2.00 in, $0.20 cached)"),
+                            "(2026-06-09: $2.00 in, $0.20 cached); minimum 2,048 from chandanbhagat.com.np; "
+                            "storage: the Pro rate ($4.50)"),
     "gemini-2.5-pro": Price(1.25, 0.125, 10.00, 4.50, 2048,
-                            "ai.google.dev/gemini-api/docs/pricing as cited by deploybase.ai (2026-03); "
-                            "minimum from ai.google.dev/gemini-api/docs/caching"),
+                            "ai.google.dev/gemini-api/docs/pricing as cited by deploybase.ai (2026-03); storage as "
+                            "cited on discuss.ai.google.dev; minimum from ai.google.dev/gemini-api/docs/caching"),
     "gemini-2.5-flash": Price(0.30, 0.03, 2.50, 1.00, 1024,
                               "ai.google.dev/gemini-api/docs/pricing as cited by morphllm.com; "
                               "minimum from ai.google.dev/gemini-api/docs/caching"),
-    "gemini-2.5-flash-lite": Price(0.10, 0.01, 0.40, 1.00, 1024, "morphllm.com/gemini-api-pricing"),
+    "gemini-2.5-flash-lite": Price(0.10, 0.01, 0.40, 1.00, 1024,
+                                   "morphllm.com/gemini-api-pricing; cached reads 10% and the Flash storage "
+                                   "rate assumed"),
 }
 
 _PER_TOKEN = 1e-6
