@@ -356,6 +356,9 @@ class _Quiet:
     def note(self, text: str) -> None:
         self.notes.append(f"{self.label}: {text}")
 
+    def document(self, label: str | None, source: str) -> None:
+        pass
+
 
 def run_session(stub: StubServer, steps: list[Step], model: str, state: str, notes: list[str],
                 cache: str = "off") -> list[TurnStat]:

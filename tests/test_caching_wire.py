@@ -191,6 +191,9 @@ def test_switching_to_interactions_mode_deletes_the_contents_cache(stub, monkeyp
         def note(self, text):
             self.notes.append(text)
 
+        def document(self, label, source):
+            pass
+
     session = Session()
     session.record.record("big", BIG, 1)
     settings = Settings(model=MODEL, state="contents")

@@ -163,6 +163,8 @@ def test_context_is_the_cells_nearest_the_document_on_a_366_cell_notebook(stub, 
     with FakeFrontend(cells=cells, env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY},
                       cwd=str(tmp_path), path=BIG) as ff:
         ff.execute("setup")
+        # the document and the context go out inside the request, not into an explicit context cache
+        ff.execute_code('%config GeminiMagics.cache = "off"')
         ff.execute("ask")
         sent = current_payload(api_requests(stub)[-1])
         assert sent["currentSource"] == corpus[code_above].source
