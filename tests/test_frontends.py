@@ -230,7 +230,8 @@ def test_reload_ext_keeps_conversations_and_old_buttons_work(kernel, stub):
 
 def test_identical_proposal_offers_no_apply(kernel, stub):
     kernel.run(CELL_A, cell_id="cell-a")
-    kernel.run("%%gemini_edit\nchange nothing", cell_id="m1")
+    stub.script_edit(CELL_A)
+    kernel.run("%%gemini_edit\nChange nothing.", cell_id="m1")
     apply_id = kernel.buttons("Apply")[-1]
     assert kernel.state(apply_id)["disabled"] is True
     assert any("No change" in v for v in statuses(kernel))
@@ -240,7 +241,8 @@ def test_identical_proposal_offers_no_apply(kernel, stub):
 
 def test_a_change_of_only_the_final_newline_is_visible(kernel, stub):
     kernel.run(CELL_A, cell_id="cell-a")
-    kernel.run("%%gemini_edit\ndrop the final newline", cell_id="m1")
+    stub.script_edit(CELL_A.rstrip("\n"))
+    kernel.run("%%gemini_edit\nDrop the final newline.", cell_id="m1")
     assert any("No newline at end of file" in v for v in statuses(kernel))
     assert kernel.state(kernel.buttons("Apply")[-1])["disabled"] is False
 
@@ -248,7 +250,8 @@ def test_a_change_of_only_the_final_newline_is_visible(kernel, stub):
 def test_a_huge_diff_is_summarized_not_rendered(kernel, stub):
     big = "".join(f"value_{i} = {i} * 2  # a line of a long generated table\n" for i in range(6_000))
     kernel.run(big, cell_id="big")
-    kernel.run("%%gemini_edit\nuppercase everything", cell_id="m1")
+    stub.script_edit(big.upper())  # every line changes
+    kernel.run("%%gemini_edit\nUppercase everything.", cell_id="m1")
     (view,) = [v for v in statuses(kernel) if "too large to show" in v]
     assert len(view.encode()) < 210_000
     assert kernel.buttons("Copy")
