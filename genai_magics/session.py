@@ -191,8 +191,8 @@ class Session:
         key = conv.document_key if conv else None
         if key is None or key == "notebook":
             return None
-        cell = next((c for c in self._view().cells() if c.id == key), None) or self.record.by_id.get(key)
-        return self._freshest(cell) if cell is not None else None
+        # the view holds every cell the kernel knows (a live notebook: only those still there)
+        return next((c for c in self._view().cells() if c.id == key), None)
 
     def resolve_document(self, req: TurnRequest, settings: Settings,
                          conv: Conversation | None = None) -> tuple[Document | None, Cell | None]:

@@ -313,3 +313,23 @@ def test_a_one_line_question_may_end_with_a_question_mark(kernel, stub):
     help_run = kernel.run("%gemini_ask?", cell_id="help")  # help on the magic still works
     (page,) = help_run.reply["content"]["payload"]
     assert "Ask Gemini" in page["data"]["text/plain"]
+
+
+def test_in_the_live_notebook_the_document_is_kept_until_its_cell_is_deleted(stub, tmp_path):
+    from fake_frontend import FakeFrontend
+    from kernel_harness import FAKE_KEY
+
+    stub.reset()
+    cells = [("setup", "%load_ext genai_magics"), ("a", CELL_A), ("m1", "%%gemini_ask\nWhat does it do?"),
+             ("b", "def double(x):\n    return 2 * x\n"), ("m2", "%%gemini_ask\nAnd edge cases?")]
+    with FakeFrontend(cells=cells, env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY},
+                      cwd=str(tmp_path)) as ff:
+        ff.execute("setup")
+        ff.execute("m1")
+        assert sent(stub)["currentSource"] == CELL_A
+        ff.execute("m2")  # below b, but a follow-up: the conversation's document stays a
+        follow = sent(stub)
+        assert follow.get("sourceSynchronized") is True and "currentSource" not in follow
+        ff.remove_cell("a")
+        ff.execute("m2")  # its document is gone: the default, the cell above
+        assert sent(stub)["currentSource"] == "def double(x):\n    return 2 * x\n"
