@@ -26,6 +26,8 @@ from .gemini.transport import TRANSPORTS, CachedHead, ClientSettings, RetryNotic
 from .gemini.caching import CacheStep, ContextCaches
 from .gemini.pricing import Price, price_for, turn_cost
 from .engine.payloads import estimate_tokens
+from .engine.record import TurnKey, TurnMeta
+from .persistence.replay import Replay
 
 # What the SDK reads from the environment when a client is made.
 CLIENT_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_USE_VERTEXAI",
@@ -60,6 +62,12 @@ class TurnRequest:
     dry_run: bool = False
     extra_pieces: tuple[ContextPiece, ...] = ()  # asked for explicitly: the last error, variables
     preferred_target: str | None = None  # a cell id to use when no --cell is given (the failing cell)
+    rerun: bool = False  # ask again although a recorded turn matches
+
+    def flags(self) -> tuple[str, ...]:
+        """The flags that make a turn a different turn (for replay)."""
+        named = (("--notebook", self.notebook), ("--no-context", self.no_context), ("--new", self.new))
+        return tuple(f for f, on in named if on) + ((f"--cell {self.cell}",) if self.cell else ())
 
 
 class TurnDisplay(Protocol):
@@ -71,15 +79,17 @@ class TurnDisplay(Protocol):
 @dataclass
 class TurnOutcome:
     conversation: Conversation
-    plan: TurnPlan
+    plan: TurnPlan | None  # None for a replayed turn
     model: str
     turn: Turn | None = None  # None for a dry run
     request: dict[str, Any] | None = None  # the dry run's exact request
     target: Cell | None = None  # the cell an edit proposal is for
     cache_plan: str | None = None  # the dry run's explicit-cache plan
+    replayed: TurnMeta | None = None  # set when the turn was shown from the record, not asked
 
 
 STOPPED = "stopped: the answer was interrupted; nothing was recorded and the conversation is as before"
+_FALLBACK_ID = re.compile(r"^(In\[\d+\]|run-\d+)$")  # no frontend cell id: named by execution count
 _COUNT_REF = re.compile(r"^(?:In\s*\[\s*)?(\d+)\s*\]?$")
 CONVERSATION_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
@@ -91,6 +101,7 @@ class Session:
     frontend_target: Callable[[], Cell | None] | None = None  # the frontend's default document
     conversations: dict[str, Conversation] = field(default_factory=dict)
     caches: ContextCaches = field(default_factory=ContextCaches)
+    replay: Replay = field(default_factory=Replay)  # the record of earlier kernels
     _clients: dict[str, tuple[Any, RetryNotices]] = field(default_factory=dict)
 
     # -- conversations -------------------------------------------------------
@@ -113,6 +124,7 @@ class Session:
                 conv.closed = True
                 self.caches.release(conv)  # nothing stays billed for storage
                 reset.append(n)
+            self.replay.stop(n)
         return reset
 
     # -- the notebook --------------------------------------------------------
@@ -269,6 +281,7 @@ class Session:
         req = replace(req, prompt=redact(req.prompt.strip()))
         if not req.prompt:
             raise UserError("the prompt is empty: write your request in the cell body below the magic line")
+        self.replay.restore(self.conversations)
         state = req.state or (self.conversations[req.conversation].state_mode
                               if req.conversation in self.conversations and not req.new else settings.state)
         model = req.model or settings.model
@@ -276,6 +289,13 @@ class Session:
         doc, target = self.resolve_document(req, settings, None if req.new else conv)
         display.document(doc.label if doc else None, target.source if target else "")
         pieces = self.context_pieces(req, doc, settings)
+        key = None
+        if not req.dry_run:
+            key = self._turn_key(req, model, state, doc, pieces)
+            replayed = self.replay.replay(req.conversation, key, req.rerun)
+            if replayed is not None:
+                restored, turn, meta = replayed
+                return TurnOutcome(restored, None, model, turn=turn, target=target, replayed=meta)
         replan = lambda: conv.plan_turn(req.mode, req.prompt, doc, pieces, state,  # noqa: E731
                                         settings.max_chain_versions)
         plan = replan()
@@ -314,7 +334,17 @@ class Session:
             replaced.closed = True
             self.caches.release(replaced)
         self.conversations[conv.name] = conv  # a conversation exists once a turn succeeded
+        note = self.replay.committed(conv, key)
+        if note:
+            display.note(note)
         return TurnOutcome(conv, plan, model, turn=turn, target=target)
+
+    def _turn_key(self, req: TurnRequest, model: str, state: StateMode, doc: Document | None,
+                  pieces: list[ContextPiece]) -> TurnKey:
+        running = self.record.running_id
+        magic_cell = running if running and not _FALLBACK_ID.match(running) else None
+        return TurnKey.of(req.mode, req.prompt, model, state, req.flags(), magic_cell,
+                          doc.sha256 if doc else None, tuple(pieces))
 
     def _send(self, transport: Transport, conv: Conversation, plan: TurnPlan, display: TurnDisplay, settings: Settings,
               replan: Callable[[], TurnPlan], step: CacheStep) -> tuple[TurnResult, TurnPlan]:
