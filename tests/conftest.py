@@ -5,6 +5,14 @@ from genai_magics.stub import StubServer
 from kernel_harness import FAKE_KEY, Kernel
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_jupyter_data_dir(tmp_path_factory):
+    """Conversation records of test kernels land in a temporary data dir, never the user's."""
+    import os
+
+    os.environ["JUPYTER_DATA_DIR"] = str(tmp_path_factory.mktemp("jupyter-data"))
+
+
 @pytest.fixture(scope="session")
 def stub():
     with StubServer() as server:

@@ -60,9 +60,11 @@ class Replay:
             why = "--rerun asks Gemini" if rerun else f"no recorded turn matches this cell (turn {position} of {name!r})"
             raise UserError(f"replay is 'only': {why}; nothing was sent "
                             "(%config GeminiMagics.replay = 'auto' to ask Gemini)")
-        if rec is not None and self.mode == "off":
+        if rec is None or rec.cursor >= rec.replayable:
+            return None  # nothing recorded by an earlier kernel is left to replay
+        if self.mode == "off":
             rec.replayable = rec.cursor  # continue the whole restored conversation
-        elif rec is not None:
+        else:
             branch(rec)
         return None
 
