@@ -51,8 +51,9 @@ class TurnKey:
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> "TurnKey":
-        return TurnKey(d["mode"], d["prompt"], d["model"], d["state_mode"], tuple(d["flags"]), d.get("magic_cell"),
-                       d.get("document_sha256"), tuple(tuple(p) for p in d.get("pieces", ())))
+        pieces = d["pieces"]
+        return TurnKey(d["mode"], d["prompt"], d["model"], d["state_mode"], tuple(d["flags"]), d["magic_cell"],
+                       d["document_sha256"], tuple(map(tuple, pieces)) if pieces else ())
 
 
 @dataclass
@@ -72,6 +73,7 @@ class ConversationRecord:
     loaded: int = 0  # turns read from the file
     replayable: int = 0  # the first this many turns came from an earlier kernel and may be replayed
     cursor: int = 0  # how many of them this kernel has replayed, in order
+    told: dict[str, str] = field(default_factory=dict)  # outcomes told up to the newest meta
 
 
 # -- conversations as plain data ---------------------------------------------
@@ -94,9 +96,25 @@ def _set_state(conv: Conversation, s: dict[str, Any]) -> None:
     conv.chain_versions = [(sha, proposer) for sha, proposer in s["chain_versions"]]
 
 
-def state_after(conv: Conversation) -> dict[str, Any]:
-    """The conversation's state now, for the meta of the turn it just recorded."""
-    return _state(conv)
+def state_after(conv: Conversation, told: dict[str, str]) -> dict[str, Any]:
+    """The conversation's state now, for the meta of the turn it just recorded.
+
+    The outcomes the server was told only grow, so each turn keeps what is new
+    since ``told`` (updated here): a 500-turn record stays linear in size.
+    """
+    state = _state(conv)
+    everything = state.pop("outcomes_told")
+    state["outcomes_told_new"] = {k: v for k, v in everything.items() if told.get(k) != v}
+    told.update(state["outcomes_told_new"])
+    return state
+
+
+def _told_until(rec: "ConversationRecord", turns: list[Turn]) -> dict[str, str]:
+    told: dict[str, str] = {}
+    for t in turns:
+        if t.index in rec.meta:
+            told.update(rec.meta[t.index].after["outcomes_told_new"])
+    return told
 
 
 def _piece(d: dict[str, Any]) -> ContextPiece:
@@ -105,37 +123,58 @@ def _piece(d: dict[str, Any]) -> ContextPiece:
     return piece
 
 
-def _turn_dict(t: Turn) -> dict[str, Any]:
-    d = {k: v for k, v in t.__dict__.items() if k not in ("pieces", "usage")}
+_SHARED = (("base_source", "base_sha256"), ("proposal_source", "proposal_sha256"))
+
+
+def _turn_dict(t: Turn, sources: dict[str, str]) -> dict[str, Any]:
+    """One turn; each version of the code goes into ``sources`` once, turns name it by sha."""
+    d = {k: v for k, v in t.__dict__.items() if k not in ("pieces", "usage", "base_source", "proposal_source")}
+    for text_field, sha_field in _SHARED:
+        text = getattr(t, text_field)
+        if text is not None:
+            sources.setdefault(getattr(t, sha_field), text)
     d["pieces"] = [{"field": p.field, "name": p.name, "text": p.text, "sha256": p.sha256} for p in t.pieces]
     d["usage"] = asdict(t.usage)
     return d
 
 
-def _turn(d: dict[str, Any]) -> Turn:
-    fields = {k: v for k, v in d.items() if k in Turn.__dataclass_fields__ and k not in ("pieces", "usage")}
-    return Turn(**fields, pieces=tuple(_piece(p) for p in d["pieces"]), usage=Usage(**d["usage"]))
+_PLAIN_FIELDS = frozenset(Turn.__dataclass_fields__) - {"pieces", "usage", "base_source", "proposal_source"}
+
+
+def _turn(d: dict[str, Any], sources: dict[str, str]) -> Turn:
+    fields = {k: d[k] for k in _PLAIN_FIELDS.intersection(d)}
+    base, proposal = d.get("base_sha256"), d.get("proposal_sha256")
+    return Turn(**fields, base_source=sources[base] if base else None,
+                proposal_source=sources[proposal] if proposal else None,
+                pieces=tuple(_piece(p) for p in d["pieces"]) if d["pieces"] else (), usage=Usage(**d["usage"]))
 
 
 def _conversation_dict(rec: ConversationRecord) -> dict[str, Any]:
     conv = rec.conversation
+    sources: dict[str, str] = {}
+    turns = [_turn_dict(t, sources) | ({"key": rec.meta[t.index].key.to_dict(), "at": rec.meta[t.index].at,
+                                        "after": rec.meta[t.index].after} if t.index in rec.meta else {})
+             for t in conv.history]
     return {
         "name": conv.name,
         "created": rec.created,
         "model": rec.meta[conv.history[-1].index].key.model if conv.history and conv.history[-1].index in rec.meta
         else None,
         **_state(conv),
-        "turns": [_turn_dict(t) | ({"key": rec.meta[t.index].key.to_dict(), "at": rec.meta[t.index].at,
-                                    "after": rec.meta[t.index].after} if t.index in rec.meta else {})
-                  for t in conv.history],
+        "sources": sources,
+        "turns": turns,
     }
 
 
 def _conversation(d: dict[str, Any]) -> ConversationRecord:
-    conv = Conversation(name=d["name"], state_mode=d["state_mode"], history=[_turn(t) for t in d["turns"]])
+    conv = Conversation(name=d["name"], state_mode=d["state_mode"],
+                        history=[_turn(t, d["sources"]) for t in d["turns"]])
     _set_state(conv, d)
     meta = {t["index"]: TurnMeta(TurnKey.from_dict(t["key"]), t["at"], t["after"]) for t in d["turns"] if "key" in t}
-    return ConversationRecord(conv, meta, d.get("created", 0.0), loaded=len(conv.history), replayable=len(conv.history))
+    rec = ConversationRecord(conv, meta, d.get("created", 0.0), loaded=len(conv.history),
+                             replayable=len(conv.history))
+    rec.told = _told_until(rec, conv.history)
+    return rec
 
 
 @dataclass
@@ -236,9 +275,11 @@ def branch(rec: ConversationRecord) -> None:
     for t in dropped:
         rec.meta.pop(t.index, None)
     if not conv.history:
+        rec.told = {}
         _set_state(conv, _state(Conversation(conv.name, conv.state_mode)))
         return
-    _set_state(conv, rec.meta[conv.history[-1].index].after)
+    rec.told = _told_until(rec, conv.history)
+    _set_state(conv, rec.meta[conv.history[-1].index].after | {"outcomes_told": rec.told})
     # What happened to a kept proposal later (Discard, Undo) still holds.
     for t in conv.history:
         if t.outcome in ("discarded", "undone") and conv.sync.active_document_sha256 == t.proposal_sha256:

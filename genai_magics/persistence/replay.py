@@ -83,7 +83,7 @@ class Replay:
             rec = ConversationRecord(conv, created=time.time())
             self.record.conversations[conv.name] = rec
         turn = conv.history[-1]
-        rec.meta[turn.index] = TurnMeta(key, time.time(), state_after(conv))
+        rec.meta[turn.index] = TurnMeta(key, time.time(), state_after(conv, rec.told))
         self.record.notebook = self.notebook
         return self.save()
 
