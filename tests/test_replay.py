@@ -351,3 +351,24 @@ def test_without_a_notebook_path_nothing_is_persisted_unless_a_path_is_set(stub,
             == "second"
     finally:
         k.close()
+
+
+@pytest.mark.parametrize("fault", [dict(fault="http", status=400), dict(fault="invalid_json", match="edit")],
+                         ids=["http400", "invalid_json"])
+def test_a_failed_turn_writes_nothing_and_a_replayed_run_after_it_still_matches(stub, notebook, fault):
+    stub.reset()
+    k = start(stub, notebook)
+    try:
+        k.run(CELL_A, cell_id="cell-a")
+        k.run("%%gemini_ask\nfirst", cell_id="m1")
+        record = the_record(notebook)
+        before = record.read_bytes()
+        stub.inject(**fault)
+        failed = k.run("%%gemini_edit\nsecond", cell_id="m2")
+        assert failed.stderr.startswith("genai_magics: ") and len(failed.stderr.splitlines()) == 1
+        assert record.read_bytes() == before
+        restart(k)
+        k.run(CELL_A, cell_id="cell-a")
+        assert "replayed turn 1" in k.run("%%gemini_ask\nfirst", cell_id="m1").plain
+    finally:
+        k.close()
