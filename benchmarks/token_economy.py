@@ -427,17 +427,18 @@ def _record_run(stub: StubServer, steps: list[Step], model: str, state: str, rec
     settings = Settings(model=model, state=state)  # type: ignore[arg-type]
     display = _Quiet(notes, state)
 
-    def kernel() -> tuple[Session, list[int]]:
+    def kernel(document: str) -> Session:
+        """A fresh kernel that ran the other cells and the code cell (as it is now)."""
         session = Session()
         if record is not None:
             session.replay.configure("auto", True, str(record), None)
         for cid, src in SECONDARY_CELLS:
             session.record.record(cid, src, None)
-        return session, [0]
+        session.record.record(CELL, document, None)
+        return session
 
     def turn(session: Session, s: Step, apply: bool) -> None:
         rec = session.record
-        rec.record(CELL, s.document, None) if rec.by_id.get(CELL) is None else None
         rec.record(f"magic-{s.turn}", f"%%gemini_{s.mode} --cell {CELL}\n{s.prompt}", None)
         outcome = session.run(TurnRequest(mode=s.mode, prompt=s.prompt, cell=CELL, state=state),  # type: ignore[arg-type]
                               settings, display)
@@ -454,13 +455,12 @@ def _record_run(stub: StubServer, steps: list[Step], model: str, state: str, rec
         return TurnStat(sum(r["body_bytes"] for r in recs), sum(r["input_tokens"] for r in recs), len(recs))
 
     stub.reset()
-    session, _ = kernel()
+    session = kernel(first_steps[0].document)
     for s in first_steps:
         turn(session, s, apply=True)
     first = stat(stub)
     if restart:
-        session, _ = kernel()  # a new kernel: the cell holds its final code, the magic cells run again
-        session.record.record(CELL, new_steps[0].document, None)
+        session = kernel(new_steps[0].document)  # a new kernel: the cell holds its final code; Run All
         for s in first_steps:
             turn(session, Step(s.turn, s.mode, s.prompt, document=new_steps[0].document), apply=False)
     rerun = stat(stub)
@@ -744,6 +744,7 @@ def main(argv: list[str] | None = None) -> int:
         plans = [(label, plan_session(n, hand_at, undo_at)) for label, n, hand_at, undo_at in SESSIONS]
         for label, steps in plans + [(ASK_HEAVY, plan_ask_heavy())]:
             results[label] = (steps, {a: measure(steps, stub, model, implicit=a == "always") for a, _ in ASSUMPTIONS})
+        restart_lines = restart_and_run_all(stub, model)
 
     print(f"token economy on the stand-in (model {model}, real google-genai SDK over HTTP; bytes = request "
           "bodies received, tokens = the stand-in's input_tokens)\n")
@@ -776,6 +777,8 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(f"note: {note}" for note in dict.fromkeys(runs["never"].notes + runs["always"].notes)))
         print()
         rows += per_turn_rows(label, steps, run)
+    print("\n".join(restart_lines))
+    print()
     if args.per_turn:
         print("per turn (bytes uploaded / context tokens read / prefix reuse: the share of the request's tokens "
               "repeating a prefix of the previous request; 'before' = event before the turn; "
