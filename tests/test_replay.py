@@ -372,3 +372,30 @@ def test_a_failed_turn_writes_nothing_and_a_replayed_run_after_it_still_matches(
         assert "replayed turn 1" in k.run("%%gemini_ask\nfirst", cell_id="m1").plain
     finally:
         k.close()
+
+
+def test_after_a_restart_a_chain_the_server_lost_falls_back_to_the_existing_recovery(stub, notebook):
+    stub.reset()
+    k = start(stub, notebook)
+    try:
+        k.run(OTHER, cell_id="other")
+        k.run(CELL_A, cell_id="cell-a")
+        k.run("%%gemini_ask --state interactions\nWhat does this do?", cell_id="m1")
+        recorded = json.loads(the_record(notebook).read_text())["conversations"]["default"]["last_interaction_id"]
+        assert stub.forget_interaction(recorded)
+        restart(k)
+        k.run(OTHER, cell_id="other")
+        k.run(CELL_A, cell_id="cell-a")
+        assert "replayed turn 1" in k.run("%%gemini_ask --state interactions\nWhat does this do?", cell_id="m1").plain
+        live = k.run("%%gemini_ask\nAnd why int()?", cell_id="m2")
+        assert "the server no longer holds this conversation" in live.plain and live.stderr == ""
+        lost, fresh = api_requests(stub)[-2:]
+        assert lost["json"]["previous_interaction_id"] == recorded and lost["status"] == 404
+        payload = current_payload(fresh)
+        assert "previous_interaction_id" not in fresh["json"] and payload["currentSource"] == CELL_A
+        assert [t["prompt"] for t in payload["earlierTurns"]] == ["What does this do?"]
+        after = json.loads(the_record(notebook).read_text())["conversations"]["default"]
+        assert after["last_interaction_id"] not in (None, recorded)
+        assert after["turns"][-1]["interaction_id"] == after["last_interaction_id"]
+    finally:
+        k.close()
