@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -84,6 +83,8 @@ class RecordStore:
         """Write the record; one line when this kernel lost the record to another kernel."""
         if self.lost:
             return None  # said once already
+        import tempfile  # only when writing: %load_ext stays cheap
+
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         with _locked(self.path):
             try:
