@@ -20,7 +20,7 @@ from .engine.conversation import Conversation, Mode, StateMode, Turn, TurnPlan, 
 from .engine.errors import UserError
 from .engine.hashing import sha256_text
 from .gemini.errors import describe, status_code
-from .engine.redaction import redact, unmask
+from .engine.redaction import MASK, redact, unmask
 from .frontends.notebook_view import ExecutionRecord, NotebookFileError, NotebookView
 from .gemini.transport import TRANSPORTS, CachedHead, ClientSettings, RetryNotices, Transport, TurnResult, make_client
 from .gemini.caching import CacheStep, ContextCaches
@@ -295,6 +295,7 @@ class Session:
             replayed = self.replay.replay(req.conversation, key, req.rerun)
             if replayed is not None:
                 restored, turn, meta = replayed
+                _unmask_recorded(turn, doc)
                 return TurnOutcome(restored, None, model, turn=turn, target=target, replayed=meta)
         replan = lambda: conv.plan_turn(req.mode, req.prompt, doc, pieces, state,  # noqa: E731
                                         settings.max_chain_versions)
@@ -432,6 +433,17 @@ def _priced(usage: Usage, price: Price | None) -> Usage:
     cost = turn_cost(price, usage.input_tokens, usage.cached_tokens or 0, output, usage.cache_write_tokens)
     resend = turn_cost(price, usage.input_tokens, 0, output)
     return replace(usage, cost_usd=cost, resend_cost_usd=resend)
+
+
+def _unmask_recorded(turn: Turn, doc: Document | None) -> None:
+    """The record holds the key as ***: where the cell holds it now, Apply and Undo of a
+    replayed proposal write it back in place, never *** over it."""
+    if doc is None:
+        return
+    for name in ("base_source", "proposal_source"):
+        text = getattr(turn, name)
+        if text is not None and MASK in text:
+            setattr(turn, name, unmask_cells(doc.source, text)[0] if doc.key == "notebook" else unmask(doc.source, text)[0])
 
 
 def parse_proposal(text: str) -> tuple[str, str]:

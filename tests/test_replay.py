@@ -308,6 +308,20 @@ def test_the_key_never_reaches_the_record(stub, notebook):
         text = the_record(notebook).read_text()
         assert FAKE_KEY not in text and "***" in text
         assert json.loads(text)["conversations"]["default"]["turns"][1]["outcome"] == "applied"
+        proposal = k.run(GET_PROPOSAL, cell_id="peek").stdout
+        assert FAKE_KEY in proposal, "the in-kernel proposal keeps the user's key in place"
+        # after a restart the replayed proposal's Undo writes the key back, never *** over it
+        restart(k)
+        k.run(f"SECRET = {FAKE_KEY!r}\nprint(len(SECRET))", cell_id="secret")
+        k.run(proposal, cell_id="cell-a")
+        k.run(f"%%gemini_ask --vars SECRET\nIs {FAKE_KEY} safe here?", cell_id="m1")
+        assert "replayed turn 2" in k.run("%%gemini_edit\nRead the token from the environment.", cell_id="m2").plain
+        k.click("Undo")
+        holds = k.run("m = get_ipython().magics_manager.registry['GeminiMagics']\n"
+                      "src = m.session.record.by_id['cell-a'].source\n"
+                      f"print({FAKE_KEY!r} in src, '***' in src, 'stub edit' in src)", cell_id="check").stdout
+        assert holds == "True False False\n"
+        assert FAKE_KEY not in the_record(notebook).read_text()
     finally:
         k.close()
 

@@ -9,7 +9,11 @@ import urllib.request
 import pytest
 
 from test_lab_bridge import NotebookPage, write_notebook
-from test_lab_magics import server_env, stub_url  # noqa: F401 - the stand-in and its server environment
+
+
+@pytest.fixture
+def server_env(stub_url):
+    return {"GOOGLE_GEMINI_BASE_URL": stub_url, "GEMINI_API_KEY": "fake"}
 
 
 def api_requests(stub_url: str) -> list[dict]:
