@@ -182,10 +182,15 @@ def normalised(outputs: list[list[dict]]) -> list[list[dict]]:
     return out
 
 
-def widget_texts(nb) -> list[str]:
-    """The widget HTML (diff and status line) every proposal shows, in order."""
+STATUS_LINE = '<div style="font-size:12px;margin-top:4px">'
+
+
+def proposal_views(nb) -> list[tuple[str, str]]:
+    """(diff HTML, status line) of every proposal widget nbclient saved with the notebook."""
     state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
-    return sorted(s["state"].get("value", "") for s in state.values() if s["model_name"] == "HTMLModel")
+    values = sorted(s["state"]["value"] for s in state.values()
+                    if s["model_name"] == "HTMLModel" and STATUS_LINE in s["state"].get("value", ""))
+    return [tuple(v.rsplit(STATUS_LINE, 1)) for v in values]
 
 
 def test_run_all_twice_sends_nothing_the_second_time_and_shows_the_same(stub, notebook):
@@ -200,6 +205,11 @@ def test_run_all_twice_sends_nothing_the_second_time_and_shows_the_same(stub, no
     footers = [o["data"]["text/plain"] for cell in magic_outputs(second) for o in cell
                if o.get("data", {}).get("text/plain", "").startswith("replayed turn")]
     assert [f.split(" (")[0] for f in footers] == [f"replayed turn {i}" for i in range(1, 7)]
+    # the two proposals show the same diffs; their status line says they were replayed
+    live, replayed = proposal_views(first), proposal_views(second)
+    assert len(live) == 2 and [d for d, _ in replayed] == [d for d, _ in live]
+    assert all(status.startswith("Replayed from the record: not acted on in an earlier session")
+               for _, status in replayed)
     # replayed again, with no key and replay 'only' (CI): exactly the same outputs
     third = run_all(notebook, stub, key=None, replay="only")
     assert len(api_requests(stub)) == 6
