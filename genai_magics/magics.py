@@ -22,7 +22,7 @@ from .engine.errors import UserError
 from .engine.redaction import redact
 from .frontends.notebook_view import MergedView, notebook_path_from
 from .frontends.frontend import Kind
-from .ui.proposal import ProposalController
+from .ui.proposal import ProposalController, Status
 from .session import Session, Settings, TurnRequest
 from .gemini.transport import ClientSettings
 from .persistence.replay import REPLAY_MODES
@@ -346,7 +346,7 @@ class GeminiMagics(Magics):
             writer=writer, current_source=self._current_source,
         )
         if outcome.replayed:
-            controller.message = report.replayed_proposal(outcome.turn, self._current_source(cell_id))
+            controller.status = Status(report.replayed_proposal(outcome.turn, self._current_source(cell_id)))
         controller.listeners.append(self._saved)
         self.latest[outcome.conversation.name] = controller
         if frontend.kind is Kind.TERMINAL:

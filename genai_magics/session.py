@@ -282,6 +282,8 @@ class Session:
         if not req.prompt:
             raise UserError("the prompt is empty: write your request in the cell body below the magic line")
         self.replay.restore(self.conversations)
+        if not req.dry_run:
+            self.replay.position(req.conversation)
         state = req.state or (self.conversations[req.conversation].state_mode
                               if req.conversation in self.conversations and not req.new else settings.state)
         model = req.model or settings.model

@@ -147,8 +147,8 @@ def write_notebook(path: Path, prompts=PROMPTS, state: str = "contents") -> None
 def run_all(path: Path, stub, key: str | None = FAKE_KEY, **config) -> nbformat.NotebookNode:
     """Restart (a new kernel) and Run All, as nbclient does in CI."""
     nb = nbformat.read(str(path), as_version=4)
-    for name, value in config.items():
-        nb.cells.insert(1, nbformat.v4.new_code_cell(f"%config GeminiMagics.{name} = {value!r}"))
+    for name, value in config.items():  # in the config cell: the execution counts stay as they were
+        nb.cells[1].source += f"\n%config GeminiMagics.{name} = {value!r}"
     env = {"GOOGLE_GEMINI_BASE_URL": stub.url, "JPY_SESSION_NAME": str(path), "GEMINI_API_KEY": key or ""}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
@@ -421,5 +421,36 @@ def test_after_a_restart_a_chain_the_server_lost_falls_back_to_the_existing_reco
         after = json.loads(the_record(notebook).read_text())["conversations"]["default"]
         assert after["last_interaction_id"] not in (None, recorded)
         assert after["turns"][-1]["interaction_id"] == after["last_interaction_id"]
+    finally:
+        k.close()
+
+
+def test_run_all_resolves_each_cell_as_the_conversation_did_then(stub, notebook):
+    """A conversation that moved to another cell: replayed turn 1 is about the first cell again."""
+    stub.reset()
+    k = start(stub, notebook)
+    cell_b = "def area(r):\n    return 3.14 * r * r\n"
+
+    def run_all() -> list[str]:
+        k.run(CELL_A, cell_id="cell-a")
+        outs = [k.run("%%gemini_ask\nWhat does this do?", cell_id="m1").plain]
+        k.run(cell_b, cell_id="cell-b")
+        outs.append(k.run("%%gemini_ask --cell cell-b\nAnd this one?", cell_id="m2").plain)
+        outs.append(k.run("%%gemini_ask\nAny bug in it?", cell_id="m3").plain)
+        return outs
+
+    try:
+        first = run_all()
+        assert "2 lines" in first[0] and "2 lines" in first[2]
+        sent = [current_payload(r) for r in api_requests(stub)]
+        assert sent[0]["currentSource"] == CELL_A and sent[1]["currentSource"] == cell_b
+        restart(k)
+        again = run_all()
+        assert len(api_requests(stub)) == 3
+        assert [f"replayed turn {i}" in out for i, out in enumerate(again, start=1)] == [True, True, True]
+        live = k.run("%%gemini_ask\nAnd now?", cell_id="m4")
+        assert "turn 4 ·" in live.plain
+        payload = current_payload(api_requests(stub)[-1])
+        assert payload["sourceSynchronized"] is True and "currentSource" not in payload  # still cell B
     finally:
         k.close()

@@ -74,6 +74,7 @@ class ConversationRecord:
     replayable: int = 0  # the first this many turns came from an earlier kernel and may be replayed
     cursor: int = 0  # how many of them this kernel has replayed, in order
     told: dict[str, str] = field(default_factory=dict)  # outcomes told up to the newest meta
+    resume_document_key: str | None = None  # the conversation's document once every recorded turn replayed
 
 
 # -- conversations as plain data ---------------------------------------------
@@ -85,6 +86,7 @@ def _state(conv: Conversation) -> dict[str, Any]:
         "last_interaction_id": conv.last_interaction_id,
         "outcomes_told": dict(conv.outcomes_told),
         "chain_versions": [list(v) for v in conv.chain_versions],
+        "document_key": conv.document_key,
     }
 
 
@@ -94,6 +96,7 @@ def _set_state(conv: Conversation, s: dict[str, Any]) -> None:
     conv.last_interaction_id = s["last_interaction_id"]
     conv.outcomes_told = dict(s["outcomes_told"])
     conv.chain_versions = [(sha, proposer) for sha, proposer in s["chain_versions"]]
+    conv.document_key = s.get("document_key")
 
 
 def state_after(conv: Conversation, told: dict[str, str]) -> dict[str, Any]:
@@ -174,6 +177,7 @@ def _conversation(d: dict[str, Any]) -> ConversationRecord:
     rec = ConversationRecord(conv, meta, d.get("created", 0.0), loaded=len(conv.history),
                              replayable=len(conv.history))
     rec.told = _told_until(rec, conv.history)
+    rec.resume_document_key = conv.document_key
     return rec
 
 
@@ -262,6 +266,23 @@ def replay_match(rec: ConversationRecord, key: TurnKey) -> Turn | None:
     return turn
 
 
+def document_at_cursor(rec: ConversationRecord) -> None:
+    """While replaying, the conversation's document is the one it had before the next recorded
+    turn (follow-ups without --cell resolve to it), so Run All resolves each cell as then."""
+    conv, at = rec.conversation, rec.cursor
+    if at >= rec.replayable:
+        return
+    before = rec.meta.get(conv.history[at - 1].index) if at else None
+    conv.document_key = before.after["document_key"] if before else None
+
+
+def replayed(rec: ConversationRecord) -> None:
+    """One more recorded turn was shown; after the last one the conversation resumes as recorded."""
+    rec.cursor += 1
+    if rec.cursor == rec.replayable == rec.loaded:
+        rec.conversation.document_key = rec.resume_document_key
+
+
 def branch(rec: ConversationRecord) -> None:
     """A cell went live at the replay position: the recorded turns from there on are
     replaced, as re-running the notebook from that cell would; the conversation
@@ -269,6 +290,7 @@ def branch(rec: ConversationRecord) -> None:
     conv, keep = rec.conversation, rec.cursor
     rec.replayable = keep
     if keep >= len(conv.history):
+        conv.document_key = rec.resume_document_key
         return  # every recorded turn was replayed: continue from the end
     dropped = conv.history[keep:]
     conv.history = conv.history[:keep]

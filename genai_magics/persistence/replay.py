@@ -8,7 +8,8 @@ from typing import Literal
 
 from ..engine.conversation import Conversation, Turn
 from ..engine.errors import UserError
-from ..engine.record import ConversationRecord, NotebookRecord, TurnKey, TurnMeta, branch, replay_match, state_after
+from ..engine.record import (ConversationRecord, NotebookRecord, TurnKey, TurnMeta, branch, document_at_cursor,
+                             replay_match, replayed, state_after)
 from .store import RecordStore, record_path
 
 ReplayMode = Literal["auto", "off", "only"]
@@ -53,7 +54,7 @@ class Replay:
         rec = self.record.conversations.get(name) if self.record else None
         turn = replay_match(rec, key) if rec is not None and self.mode != "off" and not rerun else None
         if turn is not None:
-            rec.cursor += 1
+            replayed(rec)
             return rec.conversation, turn, rec.meta[turn.index]
         if self.mode == "only":
             position = (rec.cursor if rec else 0) + 1
@@ -64,9 +65,16 @@ class Replay:
             return None  # nothing recorded by an earlier kernel is left to replay
         if self.mode == "off":
             rec.replayable = rec.cursor  # continue the whole restored conversation
+            rec.conversation.document_key = rec.resume_document_key
         else:
             branch(rec)
         return None
+
+    def position(self, name: str) -> None:
+        """Before a cell resolves its document: the conversation as it was at the replay position."""
+        rec = self.record.conversations.get(name) if self.record and self.mode != "off" else None
+        if rec is not None:
+            document_at_cursor(rec)
 
     def stop(self, name: str) -> None:
         """The conversation was reset in this kernel: its recorded turns are not replayed any more."""
