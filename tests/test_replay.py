@@ -454,3 +454,20 @@ def test_run_all_resolves_each_cell_as_the_conversation_did_then(stub, notebook)
         assert payload["sourceSynchronized"] is True and "currentSource" not in payload  # still cell B
     finally:
         k.close()
+
+
+def test_replay_off_asks_again_and_continues_the_restored_conversation(stub, notebook):
+    stub.reset()
+    k = start(stub, notebook)
+    try:
+        k.run(CELL_A, cell_id="cell-a")
+        k.run("%%gemini_ask\nWhat does this do?", cell_id="m1")
+        restart(k)
+        k.run("%config GeminiMagics.replay = 'off'", cell_id="cfg")
+        k.run(CELL_A, cell_id="cell-a")
+        again = k.run("%%gemini_ask\nWhat does this do?", cell_id="m1")
+        assert len(api_requests(stub)) == 2 and "turn 2 ·" in again.plain
+        payload = current_payload(api_requests(stub)[-1])
+        assert payload["sourceSynchronized"] is True, "the restored conversation holds the cell"
+    finally:
+        k.close()
