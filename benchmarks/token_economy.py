@@ -664,6 +664,29 @@ def floor_cost(steps: list[Step], replies: list[int], price: Price) -> float:
     return 1e-6 * total
 
 
+def above_floor(steps: list[Step], stats: list[TurnStat], storage_hours: float, price: Price) -> dict[str, float]:
+    """Where a strategy's dollars go beyond the floor, in parts that add up to the difference.
+
+    storage: explicit-cache token-hours; creating reads: the cached read of each turn that creates a cache
+    (the floor reads a new version once, a cache bills its creation and then this read); head: every
+    cached or written token beyond the floor's document reads (system instruction, other cells, JSON
+    escaping, earlier turns inside the cached head); full-price: tokens read at full price beyond the
+    prompts (earlier turns after the cached head, documents on turns without a cache); output.
+    """
+    seen: set[str] = set()
+    docs = prompts = 0.0
+    for s in steps:
+        sha = sha256_text(s.document)
+        docs += stub_tokens(s.document) * (price.cached_input if sha in seen else price.input)
+        prompts += stub_tokens(s.prompt) * price.input
+        seen.add(sha)
+    creating = sum(t.cached for t in stats if t.written) * price.cached_input
+    cached = sum(t.written for t in stats) * price.input + sum(t.cached for t in stats) * price.cached_input
+    return {"storage": storage_hours * price.storage_hour, "creating reads": creating,
+            "head": cached - creating - docs,
+            "full-price": sum(t.tokens - t.cached for t in stats) * price.input - prompts}
+
+
 def dollars(run: Run, key: str, price: Price) -> float:
     return sum(t.dollars(price) for t in run.stats[key]) + 1e-6 * run.storage_hours[key] * price.storage_hour
 
@@ -689,6 +712,11 @@ def cost_report(label: str, steps: list[Step], runs: dict[str, Run], model: str)
                          f"{cost[k] / floor:>7.2f}x {cost['a'] / cost[k]:>7.2f}x")
         lines.append(f"{'floor (computed)':<31} {'':>13} {'':>10} {'':>13} {'':>9} {floor:>9.4f} {1:>7.2f}x "
                      f"{cost['a'] / floor:>7.2f}x")
+        if assumption == "never":
+            parts = above_floor(steps, run.stats["f"], run.storage_hours["f"], price)
+            lines.append(f"(f) above the floor (${cost['f'] - floor:.4f}): "
+                         + ", ".join(f"{k} ${1e-6 * v:.4f} ({1e-6 * v / floor:.0%})" for k, v in parts.items())
+                         + " of the floor; output the same")
         best = min(OURS, key=cost.get)
         others = min((k for k in STRATEGIES if k not in OURS), key=cost.get)
         targets.append((f"session {label}, {words}: genai_magics' best mode ({best}) is the cheapest "
