@@ -56,7 +56,11 @@ and ends with ``%gemini reset`` (the explicit cache is deleted).
 Billed cost, at the price table's rates for the model (``genai_magics/gemini/pricing.py``):
 full-price input tokens (read minus cached, plus tokens written into explicit
 caches), cached input tokens, output tokens, and explicit-cache storage
-token-hours (from the stand-in's record of each cache's life). Every strategy
+token-hours (from the stand-in's record of each cache's life, from creation to its
+delete or expiry: a google-genai maintainer answered that the Gemini API bills the
+actual lifetime, github.com/googleapis/js-genai/issues/508; a forum answer says a
+delete does not refund the TTL set, so (f) is also shown billed to the last expiry
+set). Every strategy
 runs twice, under two assumptions for implicit caching: it never hits (the
 stand-in's implicit model off), and it always hits an identical prefix (on, with
 no TTL limit, over the model's minimum). The floor: each distinct document
@@ -300,7 +304,8 @@ class Run:
     stats: dict[str, list[TurnStat]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
-    storage_hours: dict[str, float] = field(default_factory=dict)  # explicit-cache token-hours
+    storage_hours: dict[str, float] = field(default_factory=dict)  # explicit-cache token-hours (each cache's life)
+    ttl_hours: dict[str, float] = field(default_factory=dict)  # the same, to the last expiry set (delete ignored)
 
 
 
@@ -570,6 +575,7 @@ def measure(steps: list[Step], stub: StubServer, model: str, implicit: bool = Fa
         t0 = time.perf_counter()
         run.stats[key] = runners[key]()
         run.storage_hours[key] = sum(c["token_seconds"] for c in stub.caches) / 3600
+        run.ttl_hours[key] = sum(c["tokens"] * (c["expire"] - c["created"]) for c in stub.caches) / 3600
         if any(c["state"] == "live" for c in stub.caches):
             run.notes.append(f"{NAMES[key]}: a cache was still live at the end")
         run.seconds[key] = time.perf_counter() - t0
@@ -715,8 +721,12 @@ def cost_report(label: str, steps: list[Step], runs: dict[str, Run], model: str)
         if assumption == "never":
             parts = above_floor(steps, run.stats["f"], run.storage_hours["f"], price)
             lines.append(f"(f) above the floor (${cost['f'] - floor:.4f}): "
-                         + ", ".join(f"{k} ${1e-6 * v:.4f} ({1e-6 * v / floor:.0%})" for k, v in parts.items())
+                         + ", ".join(f"{k} ${1e-6 * v:.4f} ({1e-6 * v / floor:.1%})" for k, v in parts.items())
                          + " of the floor; output the same")
+            by_ttl = cost["f"] + 1e-6 * (run.ttl_hours["f"] - run.storage_hours["f"]) * price.storage_hour
+            lines.append(f"(f) if storage were billed to the last expiry set, not the cache's life (a delete not "
+                         f"refunding the rest): {run.ttl_hours['f']:,.0f} token-hours, ${by_ttl:.4f}, "
+                         f"{by_ttl / floor:.2f}x the floor")
         best = min(OURS, key=cost.get)
         others = min((k for k in STRATEGIES if k not in OURS), key=cost.get)
         targets.append((f"session {label}, {words}: genai_magics' best mode ({best}) is the cheapest "
