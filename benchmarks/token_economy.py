@@ -658,16 +658,22 @@ def stub_tokens(text: str) -> int:
     return math.ceil(len(text.encode("utf-8")) / 4)
 
 
+def floor_reads(steps: list[Step], price: Price) -> tuple[float, float]:
+    """The floor's input, in $ per 1M: (documents: each distinct version once at full price, every later
+    read cached; prompts at full price)."""
+    seen: set[str] = set()
+    docs = prompts = 0.0
+    for s in steps:
+        sha = sha256_text(s.document)
+        docs += stub_tokens(s.document) * (price.cached_input if sha in seen else price.input)
+        prompts += stub_tokens(s.prompt) * price.input
+        seen.add(sha)
+    return docs, prompts
+
+
 def floor_cost(steps: list[Step], replies: list[int], price: Price) -> float:
     """Each distinct document version read once at full price, every later read cached; prompts; replies."""
-    seen: set[str] = set()
-    total = 0.0
-    for s, out in zip(steps, replies):
-        sha = sha256_text(s.document)
-        total += stub_tokens(s.document) * (price.cached_input if sha in seen else price.input)
-        total += stub_tokens(s.prompt) * price.input + out * price.output
-        seen.add(sha)
-    return 1e-6 * total
+    return 1e-6 * (sum(floor_reads(steps, price)) + sum(replies) * price.output)
 
 
 def above_floor(steps: list[Step], stats: list[TurnStat], storage_hours: float, price: Price) -> dict[str, float]:
@@ -679,13 +685,7 @@ def above_floor(steps: list[Step], stats: list[TurnStat], storage_hours: float, 
     escaping, earlier turns inside the cached head); full-price: tokens read at full price beyond the
     prompts (earlier turns after the cached head, documents on turns without a cache); output.
     """
-    seen: set[str] = set()
-    docs = prompts = 0.0
-    for s in steps:
-        sha = sha256_text(s.document)
-        docs += stub_tokens(s.document) * (price.cached_input if sha in seen else price.input)
-        prompts += stub_tokens(s.prompt) * price.input
-        seen.add(sha)
+    docs, prompts = floor_reads(steps, price)
     creating = sum(t.cached for t in stats if t.written) * price.cached_input
     cached = sum(t.written for t in stats) * price.input + sum(t.cached for t in stats) * price.cached_input
     return {"storage": storage_hours * price.storage_hour, "creating reads": creating,
