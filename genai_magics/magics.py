@@ -14,7 +14,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from traitlets import Bool, Dict, Enum, Float, Int, Unicode
 
 from .ui import report
-from .frontends.cell_writer import strip_applied_marker
+from .frontends.cell_writer import EDITED_BEFORE_RERUN, strip_applied_marker
 from .frontends import frontend as frontends
 from .engine.conversation import STATE_MODES
 from .ui.display import NotebookDisplay, TerminalDisplay
@@ -96,7 +96,7 @@ class GeminiMagics(Magics):
         super().__init__(shell=shell, **kwargs)
         # ``kept``: what a %reload_ext carries over, so conversations and their buttons survive it
         self.session = kept.session if kept is not None else Session()
-        self.staged: dict = kept.staged if kept is not None else {}  # magic cell id -> (text, done)
+        self.staged: dict = kept.staged if kept is not None else {}  # magic cell id -> StagedApply
         self.latest: dict = kept.latest if kept is not None else {}  # conversation -> newest ProposalController
         self.bridge = None  # set by load_ipython_extension when the live bridge is available
         self.session.view = self._view
@@ -192,14 +192,22 @@ class GeminiMagics(Magics):
         return out
 
     def _write_staged(self) -> bool:
-        """A staged Apply for this very cell: write it now, send nothing."""
-        staged = self.staged.pop(self.session.record.running_id or "", None)
+        """A staged Apply for this very cell, as it was when staged: write it now, send nothing.
+
+        Committed first: a proposal discarded, reset or made stale since the click is never written.
+        """
+        running = self.session.record.running_id or ""
+        staged = self.staged.pop(running, None)
         if staged is None:
             return False
-        text, done = staged
-        self.shell.set_next_input(text, replace=True)
-        self.session.record.set_source(self.session.record.running_id, text)
-        done(None)
+        cell = self.session.record.by_id.get(running)
+        if cell is None or cell.source != staged.cell_source:
+            staged.done(EDITED_BEFORE_RERUN)  # a new instruction is a new request
+            return False
+        if not staged.done(None):
+            return False  # the widget says why (discarded, reset, a newer one applied)
+        self.shell.set_next_input(staged.text, replace=True)
+        self.session.record.set_source(running, staged.text)
         print("genai_magics: the staged proposal replaces this cell now; no request was sent.")
         return True
 

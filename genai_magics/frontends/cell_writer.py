@@ -6,9 +6,11 @@ transition only after the cell really changed.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Protocol
 
-Done = Callable[[str | None], None]  # called with an error message, or None on success
+# called with an error message, or None on success; the controller's returns whether it committed
+Done = Callable[[str | None], "bool | None"]
 
 
 class CellWriter(Protocol):
@@ -127,13 +129,32 @@ class RunningCellWriter(_Writer):
         return None
 
 
-class StagedWriter(_Writer):
-    """No way to wait for a click: Apply is recorded and written when the cell runs again."""
+@dataclass(frozen=True)
+class StagedApply:
+    """An Apply waiting for the magic cell's next run."""
 
-    def __init__(self, staged: dict[str, tuple[str, Done]], magic_cell_id: str, instruction: str):
+    text: str  # what replaces the magic cell
+    cell_source: str  # the magic cell as it ran when the proposal was made: another text is a new request
+    done: Done
+
+
+EDITED_BEFORE_RERUN = ("the magic cell was edited before it ran again, so it ran as written; "
+                       "click Apply again to stage the proposal for its next run")
+
+
+class StagedWriter(_Writer):
+    """No way to wait for a click: Apply is recorded and written when the cell runs again.
+
+    Once the staged text was written, a later write (Undo) changes only the conversation:
+    the original cell still holds the code from before, like a running cell that finished.
+    """
+
+    def __init__(self, staged: dict[str, StagedApply], magic_cell_id: str, instruction: str, cell_source: str):
         self._staged = staged
         self.magic_cell_id = magic_cell_id
         self.instruction = instruction
+        self.cell_source = cell_source
+        self.wrote = False
 
     def describe_apply(self) -> str:
         return ("Apply is staged: run this cell again and it is replaced by the proposal "
@@ -145,5 +166,15 @@ class StagedWriter(_Writer):
     describe_done = staticmethod(_running_cell_done)
 
     def write(self, cell_id: str, source: str, done: Done) -> str | None:
-        self._staged[self.magic_cell_id] = (applied_text(self.instruction, source), done)
+        if self.wrote:
+            done(None)
+            return None
+
+        def written(error: str | None) -> bool:
+            committed = bool(done(error))
+            self.wrote = self.wrote or committed
+            return committed
+
+        self._staged[self.magic_cell_id] = StagedApply(applied_text(self.instruction, source), self.cell_source,
+                                                       written)
         return "Apply staged: run this cell again (Shift+Enter) to write the proposal into it."

@@ -50,6 +50,11 @@ class Frontend:
                 return above
         return self.record.latest_document(exclude=running)
 
+    def magic_source(self) -> str:
+        """The magic cell's text as it ran (a staged Apply is for that text only)."""
+        cell = self.record.by_id.get(self.magic_cell_id or "")
+        return cell.source if cell is not None else ""
+
     def writer(self, instruction: str, notebook: tuple[str, str] | None = None) -> CellWriter:
         """How Apply reaches the notebook; ``notebook``: (base, proposal) of a --notebook turn."""
         if notebook is not None:  # never the percent text into one cell
@@ -76,7 +81,7 @@ class Frontend:
             writer.running = False
             if not decided:
                 controller.replace_writer(
-                    StagedWriter(staged, writer.magic_cell_id, instruction),
+                    StagedWriter(staged, writer.magic_cell_id, instruction, self.magic_source()),
                     f"No choice within {writer.timeout_s:g} s; the cell is released. "
                     "Apply is now staged: click it, then run this cell again.")
 
@@ -125,5 +130,5 @@ def choose(*, terminal: bool, bridge: Any, bridge_fresh: bool, record: Execution
                             lambda i: RunningCellWriter(set_next_input, record.set_source, magic_id, i, apply_wait),
                             waits=mechanism)
         return Frontend(Kind.STAGED, file_view, record, magic_id,
-                        lambda i: StagedWriter(staged, magic_id, i))
+                        lambda i: StagedWriter(staged, magic_id, i, record.by_id[magic_id].source))
     return Frontend(Kind.COPY, file_view, record, magic_id, lambda _i: KernelStateWriter(record.set_source))

@@ -105,21 +105,23 @@ class ProposalController:
 
         calls: list[str | None] = []
 
-        def finished(error: str | None) -> None:
+        def finished(error: str | None) -> bool:
+            """The write's outcome; whether the transition was committed."""
             calls.append(error)
             if error:
                 self._say(Status(f"{action.capitalize()} failed: {error}. Nothing changed."))
-                return
+                return False
             try:
                 commit(self.turn)
-            except TransitionRefused as exc:  # a concurrent click got there first
+            except TransitionRefused as exc:  # a concurrent click got there first, or a discard/reset since
                 self._say(Status(f"{action.capitalize()}: {exc}."))
-                return
+                return False
             holder = self.writer.holder(self.cell_id)
             if holder != self.cell_id and self.conversation.document_key == self.cell_id:
                 self.conversation.document_key = holder  # the code lives in that cell now
             self.cell_id = holder
             self._say(Status(done()))
+            return True
 
         pending = self.writer.write(self.cell_id, source, finished)
         if pending and not calls:  # the write completes later (staged)

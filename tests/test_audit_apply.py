@@ -1,0 +1,77 @@
+"""Adversarial audit of Apply / Discard / Undo (issue 8's work): each test is a way a user could
+make Apply write the wrong thing or Undo clobber a hand edit, found by trying it. Real kernels
+(jupyter_client), VS Code's request shapes from tests/helpers/vscode.py, the fake live frontend
+(tests/fake_frontend.py), proposals scripted with the stand-in's ``script_edit``."""
+from __future__ import annotations
+
+from fake_frontend import FakeFrontend
+from helpers.vscode import VSCode, set_next_input
+from kernel_harness import FAKE_KEY
+from wire import api_requests
+
+from genai_magics.engine.cells import Cell
+from genai_magics.frontends.notebook_edit import notebook_text
+
+CELL_A = "def parse(s):\n    return int(s)\n"
+LOOP = "for _ in range(1):\n    get_ipython().run_cell_magic('gemini_edit', '', 'Add input validation.')"
+
+
+def _staged(kernel, vscode):
+    """VS Code, a magic that cannot wait (run_cell_magic in a loop): Apply clicked, so staged."""
+    vscode.run(CELL_A, 1)
+    vscode.run(LOOP, 2)
+    kernel.click("Apply")
+    assert any("Apply staged: run this cell again" in v for v in kernel.html_values())
+
+
+# -- staged Apply (VS Code, a cell that cannot wait) ------------------------------------------------
+
+def test_discard_after_a_staged_apply_writes_nothing_on_the_next_run(kernel, stub):
+    vscode = VSCode(kernel)
+    _staged(kernel, vscode)
+    kernel.click("Discard")
+    assert any("Discarded" in v for v in kernel.html_values())
+    n = len(api_requests(stub))
+    again = vscode.run(LOOP, 2)
+    assert all(not p["text"].startswith("# gemini_edit:") for p in set_next_input(again)), \
+        "a discarded proposal must never replace the cell"
+    assert "staged proposal replaces this cell" not in again.stdout
+    assert len(api_requests(stub)) == n + 1, "the run is a normal turn again"
+
+
+def test_reset_after_a_staged_apply_writes_nothing_on_the_next_run(kernel, stub):
+    vscode = VSCode(kernel)
+    _staged(kernel, vscode)
+    kernel.run("%gemini reset", cell_id="reset")
+    again = vscode.run(LOOP, 2)
+    assert all(not p["text"].startswith("# gemini_edit:") for p in set_next_input(again))
+    assert "staged proposal replaces this cell" not in again.stdout
+
+
+def test_a_magic_cell_edited_after_a_staged_apply_runs_as_written(kernel, stub):
+    """The user changed the instruction before running the cell again: that is a new request,
+    not the old proposal over the new instruction."""
+    vscode = VSCode(kernel)
+    _staged(kernel, vscode)
+    n = len(api_requests(stub))
+    edited = LOOP.replace("Add input validation.", "Add a docstring instead.")
+    again = vscode.run(edited, 2)
+    assert set_next_input(again) == [], "the edited cell must not be overwritten by the old proposal"
+    assert len(api_requests(stub)) == n + 1
+    assert any("the magic cell was edited before it ran again" in v for v in kernel.html_values())
+
+
+def test_undo_after_a_staged_apply_was_written_is_not_staged_again(kernel, stub):
+    """Undo after the staged proposal replaced the cell: the conversation goes back and the widget
+    says the original cell still holds the old code; nothing is staged (no 'Apply staged' for an
+    Undo, no old code written over the magic cell on its next run)."""
+    vscode = VSCode(kernel)
+    _staged(kernel, vscode)
+    written = vscode.run(LOOP, 2)
+    (payload,) = set_next_input(written)
+    kernel.click("Undo")
+    said = kernel.html_values()
+    assert any("Undone for the conversation" in v and "still holds the code from before" in v for v in said), said
+    assert not any("Apply staged" in v for v in said[-1:])
+    again = vscode.run(payload["text"], 2)  # the cell as VS Code now holds it, run again
+    assert set_next_input(again) == []
