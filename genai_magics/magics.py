@@ -22,6 +22,7 @@ from .engine.errors import UserError
 from .engine.redaction import redact
 from .frontends.notebook_view import MergedView, notebook_path_from
 from .frontends.frontend import Kind
+from .frontends.notebook_edit import NotebookWriter
 from .ui.proposal import ProposalController, Status
 from .session import Session, Settings, TurnRequest
 from .gemini.transport import ClientSettings
@@ -352,8 +353,9 @@ class GeminiMagics(Magics):
         writer = frontend.writer(instruction, (turn.base_source or "", turn.proposal_source or "")
                                  if cell_id == "notebook" else None)
         controller = ProposalController(
-            conversation=outcome.conversation, turn=outcome.turn, cell_id=cell_id,
-            writer=writer, current_source=self._current_source,
+            conversation=outcome.conversation, turn=outcome.turn, cell_id=cell_id, writer=writer,
+            # a --notebook edit through the bridge: the document is the cells it manages, not one cell
+            current_source=writer.current_source if isinstance(writer, NotebookWriter) else self._current_source,
         )
         if outcome.replayed:
             replayed = report.replayed_proposal(outcome.turn, self._current_source(cell_id))

@@ -75,3 +75,67 @@ def test_undo_after_a_staged_apply_was_written_is_not_staged_again(kernel, stub)
     assert not any("Apply staged" in v for v in said[-1:])
     again = vscode.run(payload["text"], 2)  # the cell as VS Code now holds it, run again
     assert set_next_input(again) == []
+
+
+# -- --notebook through the live bridge: a hand edit is never clobbered silently -------------------
+
+def _lab(stub, tmp_path, cells):
+    stub.reset()
+    return FakeFrontend(cells=cells, env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY},
+                        cwd=str(tmp_path))
+
+
+def _statuses(ff) -> list[str]:
+    return [s.get("value", "") for s in ff.widget_models.values() if s.get("_model_name") == "HTMLModel"]
+
+
+def _click(ff, label: str, expect: str) -> None:
+    ff.click(ff.buttons()[label])
+    assert ff.pump_until(lambda: any(expect in v for v in _statuses(ff)), timeout=15), _statuses(ff)
+
+
+NB_CELLS = [("setup", "%load_ext genai_magics"), ("a", "x = 1\n"), ("b", "y = 2\n"),
+            ("m", "%%gemini_edit --notebook\nDouble them and add a total.")]
+NB_PROPOSAL = notebook_text([Cell("a", "x = 2\n"), Cell("b", "y = 4\n")]) + "\n# %%\ntotal = x + y\n"
+
+
+def test_notebook_undo_after_a_hand_edit_of_a_changed_cell_asks_first(stub, tmp_path):
+    with _lab(stub, tmp_path, NB_CELLS) as ff:
+        ff.execute("setup")
+        stub.script_edit(NB_PROPOSAL)
+        ff.execute("m")
+        _click(ff, "Apply", "Applied")
+        assert ff.source("a") == "x = 2\n"
+        ff.edit("a", "x = 2  # checked by hand\n")
+        ff.push_snapshot()  # the extension pushes an edit a moment after it is typed
+        _click(ff, "Undo", "changed since")
+        assert ff.source("a") == "x = 2  # checked by hand\n", "Undo clobbered the hand edit"
+        _click(ff, "Undo anyway", "Undone")
+        assert [(c.id, c.source) for c in ff.cells] == [("setup", "%load_ext genai_magics"), ("a", "x = 1\n"),
+                                                       ("b", "y = 2\n"), ("m", NB_CELLS[-1][1])]
+
+
+def test_notebook_undo_after_typing_into_a_new_cell_asks_first(stub, tmp_path):
+    with _lab(stub, tmp_path, NB_CELLS) as ff:
+        ff.execute("setup")
+        stub.script_edit(NB_PROPOSAL)
+        ff.execute("m")
+        _click(ff, "Apply", "Applied")
+        (new,) = [c for c in ff.cells if c.source == "total = x + y"]
+        ff.edit(new.id, "total = x + y\nprint(total)  # my own line\n")
+        ff.push_snapshot()
+        _click(ff, "Undo", "changed since")
+        assert any(c.id == new.id for c in ff.cells), "Undo deleted a cell the user typed into"
+
+
+def test_notebook_apply_after_a_hand_edit_since_the_proposal_asks_first(stub, tmp_path):
+    with _lab(stub, tmp_path, NB_CELLS) as ff:
+        ff.execute("setup")
+        stub.script_edit(NB_PROPOSAL)
+        ff.execute("m")
+        ff.edit("b", "y = 3  # changed my mind\n")
+        ff.push_snapshot()
+        _click(ff, "Apply", "changed since")
+        assert ff.source("b") == "y = 3  # changed my mind\n" and ff.requests_received == []
+        _click(ff, "Apply anyway", "Applied")
+        assert ff.source("b") == "y = 4\n"

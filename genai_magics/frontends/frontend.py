@@ -68,7 +68,7 @@ class Frontend:
             return self
         magic_id = self.magic_cell_id or ""
         return replace(self, kind=Kind.STAGED, waits=None,
-                       make_writer=lambda i: StagedWriter(staged, magic_id, i))
+                       make_writer=lambda i: StagedWriter(staged, magic_id, i, self.magic_source()))
 
     def wait_for_choice(self, controller: Any, instruction: str,
                         staged: dict) -> Awaitable[None] | None:

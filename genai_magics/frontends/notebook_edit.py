@@ -182,6 +182,8 @@ class NotebookWriter:
     live_cells: Callable[[], Sequence[Cell]]  # the cells a proposal may touch, in notebook order
     inserted: set[str] = field(default_factory=set)
     removed: dict[str, _Removed] = field(default_factory=dict)
+    # text written (the proposal, or the base on Undo) -> the managed cells' text right after the write
+    written: dict[str, str] = field(default_factory=dict)
     target_must_exist = False  # the document is the notebook, not one cell
     describe_done = staticmethod(live_done)
 
@@ -191,6 +193,16 @@ class NotebookWriter:
 
     def holder(self, cell_id: str) -> str:
         return cell_id
+
+    def _managed_text(self) -> str:
+        managed = self.base_ids | self.inserted
+        return notebook_text(c for c in self.live_cells() if c.id in managed)
+
+    def current_source(self, _cell_id: str) -> str:
+        """The document now, for the 'changed since' check: the text last written while the cells are
+        as that write left them (new cells have the frontend's ids, not the proposal's), else as they are."""
+        now = self._managed_text()
+        return next((text for text, after in self.written.items() if after == now), now)
 
     def describe_apply(self) -> str:
         return f"Apply makes these cell edits in the notebook: {self.preview}. Undo reverts all of them."
@@ -210,6 +222,7 @@ class NotebookWriter:
                 done(f"{error} (after {i - 1} of {len(ops)} cell edits)")
                 return
             if i == len(ops):
+                self.written[source] = self._managed_text()
                 done(None)
                 return
             op = ops[i]

@@ -95,7 +95,8 @@ class ProposalController:
                              "in the notebook (deleted?). Nothing changed."))
             return
         if expect is not None and current is not None and current != expect and not force:
-            self._say(Status(f"{action.capitalize()} not done: the cell changed since this proposal was made. "
+            what = "a cell of the notebook" if self.turn.document_key == "notebook" else "the cell"
+            self._say(Status(f"{action.capitalize()} not done: {what} changed since this proposal was made. "
                              f"Use '{action} anyway' to overwrite it.", needs_force=action))
             return
         if source is None:  # nothing to write (discard)
