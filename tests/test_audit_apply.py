@@ -139,3 +139,21 @@ def test_notebook_apply_after_a_hand_edit_since_the_proposal_asks_first(stub, tm
         assert ff.source("b") == "y = 3  # changed my mind\n" and ff.requests_received == []
         _click(ff, "Apply anyway", "Applied")
         assert ff.source("b") == "y = 4\n"
+
+
+def test_a_double_click_on_notebook_apply_makes_the_edits_once(stub, tmp_path):
+    """Two Apply clicks before the frontend answered the first one's cell edits (a double click):
+    one new cell, not two, and Undo leaves the notebook as it was."""
+    with _lab(stub, tmp_path, NB_CELLS) as ff:
+        ff.execute("setup")
+        stub.script_edit(NB_PROPOSAL)
+        ff.execute("m")
+        before = [(c.id, c.source) for c in ff.cells]
+        apply_id = ff.buttons()["Apply"]
+        ff.click(apply_id, wait=False)
+        ff.click(apply_id, wait=False)
+        assert ff.pump_until(lambda: any("Applied" in v for v in _statuses(ff)), timeout=15), _statuses(ff)
+        ff.pump(1.0)
+        assert [c.source for c in ff.cells].count("total = x + y") == 1, [c.source for c in ff.cells]
+        _click(ff, "Undo", "Undone")
+        assert [(c.id, c.source) for c in ff.cells] == before

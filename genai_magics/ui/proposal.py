@@ -39,6 +39,7 @@ class ProposalController:
     current_source: Callable[[str], str | None]  # a cell's code as the kernel sees it now
     status: Status = Status("")
     listeners: list[Listener] = field(default_factory=list)
+    writing: bool = False  # a write was sent and its reply has not come back (a second click waits)
 
     def __post_init__(self) -> None:
         self.status = Status(NO_CHANGE if self.no_change else self.writer.describe_apply())
@@ -82,6 +83,8 @@ class ProposalController:
 
     def _run(self, action: Action, source: str | None, commit: Callable[[Turn], Turn], done: Callable[[], str],
              expect: str | None, force: bool) -> None:
+        if self.writing:  # a double click: the first click's edits are still being made
+            return
         reason = self.conversation.refusal(action, self.turn)
         if reason:
             self._say(Status(f"{action.capitalize()}: {reason}."))
@@ -109,6 +112,7 @@ class ProposalController:
         def finished(error: str | None) -> bool:
             """The write's outcome; whether the transition was committed."""
             calls.append(error)
+            self.writing = False
             if error:
                 self._say(Status(f"{action.capitalize()} failed: {error}. Nothing changed."))
                 return False
@@ -124,8 +128,14 @@ class ProposalController:
             self._say(Status(done()))
             return True
 
-        pending = self.writer.write(self.cell_id, source, finished)
-        if pending and not calls:  # the write completes later (staged)
+        self.writing = True
+        try:
+            pending = self.writer.write(self.cell_id, source, finished)
+        except BaseException:
+            self.writing = False
+            raise
+        if pending and not calls:  # the write completes later (staged): other clicks stay possible
+            self.writing = False
             self._say(Status(pending, pending=True))
 
     def apply(self, force: bool = False) -> None:
