@@ -4,7 +4,7 @@ make Apply write the wrong thing or Undo clobber a hand edit, found by trying it
 (tests/fake_frontend.py), proposals scripted with the stand-in's ``script_edit``."""
 from __future__ import annotations
 
-from fake_frontend import FakeFrontend
+from fake_frontend import FakeCell, FakeFrontend
 from helpers.vscode import VSCode, set_next_input
 from kernel_harness import FAKE_KEY
 from wire import api_requests
@@ -157,3 +157,91 @@ def test_a_double_click_on_notebook_apply_makes_the_edits_once(stub, tmp_path):
         assert [c.source for c in ff.cells].count("total = x + y") == 1, [c.source for c in ff.cells]
         _click(ff, "Undo", "Undone")
         assert [(c.id, c.source) for c in ff.cells] == before
+
+
+def _apply_then_undo(stub, tmp_path, cells, proposal, expect_after):
+    with _lab(stub, tmp_path, cells) as ff:
+        ff.execute("setup")
+        before = [c.to_json() for c in ff.cells]
+        stub.script_edit(proposal)
+        ff.execute("m")
+        _click(ff, "Apply", "Applied")
+        assert [(c.cell_type, c.source) for c in ff.cells] == expect_after
+        _click(ff, "Undo", "Undone")
+        assert [c.to_json() for c in ff.cells] == before
+
+
+def test_notebook_new_cells_at_the_very_top_and_bottom_and_undo(stub, tmp_path):
+    cells = [("a", "x = 1\n"), FakeCell("md", "# Title", "markdown"), ("setup", "%load_ext genai_magics"),
+             ("m", "%%gemini_edit --notebook\nWrap it.")]
+    proposal = ("# %%\nimport os\n\n" + notebook_text([Cell("a", "x = 1\n"), Cell("md", "# Title", "markdown")])
+                + "\n# %% [markdown]\nThe end.\n")
+    _apply_then_undo(stub, tmp_path, cells, proposal, [
+        ("code", "import os"), ("code", "x = 1\n"), ("markdown", "# Title"), ("markdown", "The end."),
+        ("code", "%load_ext genai_magics"), ("code", "%%gemini_edit --notebook\nWrap it.")])
+
+
+def test_notebook_removing_every_cell_but_the_magic_and_undo(stub, tmp_path):
+    cells = [FakeCell("a", "x = 1\n", "code", {"tags": ["t"]}, [{"output_type": "stream", "name": "stdout",
+                                                                  "text": "1\n"}], 4),
+             ("setup", "%load_ext genai_magics"), FakeCell("r", "raw\n", "raw"),
+             ("m", "%%gemini_edit --notebook\nRemove everything."), FakeCell("z", "## end", "markdown")]
+    _apply_then_undo(stub, tmp_path, cells, "", [
+        ("code", "%load_ext genai_magics"), ("code", "%%gemini_edit --notebook\nRemove everything.")])
+
+
+def test_two_conversations_on_one_cell_apply_both_and_undo_in_either_order(stub, tmp_path):
+    """Conversations one and two both propose for cell c from the same code. Applying the second
+    over the first asks first; Undo of the one applied first, while the other's text is in the
+    cell, asks first too; Undo of the second puts back what its 'Apply anyway' overwrote (the
+    first's code, not the second's base); undoing in reverse order restores the original."""
+    cells = [("setup", "%load_ext genai_magics"), ("c", "v = 1\n"),
+             ("m1", "%%gemini_edit -c one\nMake it two."), ("m2", "%%gemini_edit -c two\nMake it three.")]
+    with _lab(stub, tmp_path, cells) as ff:
+        ff.execute("setup")
+        stub.script_edit("v = 2\n")
+        ff.execute("m1")
+        stub.script_edit("v = 3\n")
+        run = ff.execute("m2")
+        assert not run.stderr, run.stderr
+        ids = [mid for mid, s in ff.widget_models.items()
+               if s.get("_model_name") == "ButtonModel" and s.get("description") == "Apply"]
+        first, second = ids
+        ff.click(first)
+        assert ff.pump_until(lambda: ff.source("c") == "v = 2\n")
+        ff.click(second)
+        assert ff.pump_until(lambda: any("changed since" in v for v in _statuses(ff)))
+        assert ff.source("c") == "v = 2\n"
+        ff.click(ff.buttons()["Apply anyway"])
+
+        def undo_buttons() -> list[str]:
+            return [mid for mid, s in ff.widget_models.items()
+                    if s.get("_model_name") == "ButtonModel" and s.get("description") == "Undo"]
+
+        assert ff.pump_until(lambda: len(undo_buttons()) == 2)
+        assert ff.source("c") == "v = 3\n"
+        undo = undo_buttons()
+        ff.click(undo[0])  # the first conversation's Undo: the cell holds the second's text
+        assert ff.pump_until(lambda: sum("Undo not done" in v for v in _statuses(ff)) == 1)
+        assert ff.source("c") == "v = 3\n"
+        ff.click(undo[1])
+        assert ff.pump_until(lambda: ff.source("c") == "v = 2\n")
+        ff.click(undo[0])
+        assert ff.pump_until(lambda: ff.source("c") == "v = 1\n"), ff.source("c")
+
+
+def test_undo_after_apply_anyway_puts_back_the_hand_edit(stub, tmp_path):
+    """Apply anyway over a hand edit, then Undo: the hand edit comes back, not the code the
+    proposal was made from (that would silently lose what the user typed)."""
+    cells = [("setup", "%load_ext genai_magics"), ("c", "v = 1\n"), ("m", "%%gemini_edit\nMake it two.")]
+    with _lab(stub, tmp_path, cells) as ff:
+        ff.execute("setup")
+        stub.script_edit("v = 2\n")
+        ff.execute("m")
+        ff.edit("c", "v = 1  # my note\n")
+        ff.push_snapshot()
+        _click(ff, "Apply", "changed since")
+        _click(ff, "Apply anyway", "Applied")
+        assert ff.source("c") == "v = 2\n"
+        _click(ff, "Undo", "Undone")
+        assert ff.source("c") == "v = 1  # my note\n"

@@ -40,6 +40,8 @@ class ProposalController:
     status: Status = Status("")
     listeners: list[Listener] = field(default_factory=list)
     writing: bool = False  # a write was sent and its reply has not come back (a second click waits)
+    # what 'Apply anyway' overwrote (a hand edit, another conversation's Apply): Undo puts that back
+    overwritten: str | None = None
 
     def __post_init__(self) -> None:
         self.status = Status(NO_CHANGE if self.no_change else self.writer.describe_apply())
@@ -102,6 +104,7 @@ class ProposalController:
             self._say(Status(f"{action.capitalize()} not done: {what} changed since this proposal was made. "
                              f"Use '{action} anyway' to overwrite it.", needs_force=action))
             return
+        replaced = current if force and action == "apply" and current is not None and current != expect else None
         if source is None:  # nothing to write (discard)
             commit(self.turn)
             self._say(Status(done()))
@@ -121,6 +124,8 @@ class ProposalController:
             except TransitionRefused as exc:  # a concurrent click got there first, or a discard/reset since
                 self._say(Status(f"{action.capitalize()}: {exc}."))
                 return False
+            if action == "apply":
+                self.overwritten = replaced
             holder = self.writer.holder(self.cell_id)
             if holder != self.cell_id and self.conversation.document_key == self.cell_id:
                 self.conversation.document_key = holder  # the code lives in that cell now
@@ -147,8 +152,10 @@ class ProposalController:
                   lambda: "Discarded: the cell keeps its code; the model is told it was discarded.", None, False)
 
     def undo(self, force: bool = False) -> None:
-        self._run("undo", self.turn.base_source, self.conversation.undo,
-                  lambda: self._done("Undone", "the code from before the proposal"), self.turn.proposal_source, force)
+        source, what = ((self.turn.base_source, "the code from before the proposal") if self.overwritten is None
+                        else (self.overwritten, "the code from before 'Apply anyway'"))
+        self._run("undo", source, self.conversation.undo, lambda: self._done("Undone", what),
+                  self.turn.proposal_source, force)
 
     def _done(self, verb: str, what: str) -> str:
         return self.writer.describe_done(verb, what, self.turn.document_label or "the cell")
