@@ -245,3 +245,22 @@ def test_undo_after_apply_anyway_puts_back_the_hand_edit(stub, tmp_path):
         assert ff.source("c") == "v = 2\n"
         _click(ff, "Undo", "Undone")
         assert ff.source("c") == "v = 1  # my note\n"
+
+
+# -- VS Code one-line forms ---------------------------------------------------------------------------
+
+def test_vscode_one_line_edit_ending_in_a_question_mark_with_dollar_and_braces_waits(kernel, stub):
+    """`%gemini_edit can you guard {s} and $s?`: IPython's help and var expansion do not touch it,
+    the cell still waits for the click, and Apply replaces that cell in its own reply."""
+    vscode = VSCode(kernel)
+    vscode.run(CELL_A, 1)
+    line = "%gemini_edit can you guard {s} and $s?"
+    msg_id = vscode.start(line, 2)
+    kernel.wait_until(lambda k: any("Apply replaces this magic cell" in v for v in k.html_values()), msg_id)
+    kernel.click("Apply", wait=False)
+    run = kernel.finish(msg_id)
+    assert run.errors == [] and "coroutine" not in run.plain
+    (payload,) = set_next_input(run)
+    assert payload["replace"] is True and payload["text"].startswith("# gemini_edit: can you guard {s} and $s?\n")
+    assert [r for r in api_requests(stub)][-1]["json"]["contents"][-1]["parts"][0]["text"].count("{s} and $s?") == 1
+    assert set_next_input(vscode.run("y = 1", 3)) == []
