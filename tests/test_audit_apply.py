@@ -264,3 +264,18 @@ def test_vscode_one_line_edit_ending_in_a_question_mark_with_dollar_and_braces_w
     assert payload["replace"] is True and payload["text"].startswith("# gemini_edit: can you guard {s} and $s?\n")
     assert [r for r in api_requests(stub)][-1]["json"]["contents"][-1]["parts"][0]["text"].count("{s} and $s?") == 1
     assert set_next_input(vscode.run("y = 1", 3)) == []
+
+
+def test_notebook_undo_after_apply_anyway_puts_back_the_hand_edits(stub, tmp_path):
+    with _lab(stub, tmp_path, NB_CELLS) as ff:
+        ff.execute("setup")
+        stub.script_edit(NB_PROPOSAL)
+        ff.execute("m")
+        ff.edit("b", "y = 3  # changed my mind\n")
+        ff.push_snapshot()
+        before = [c.to_json() for c in ff.cells]
+        _click(ff, "Apply", "changed since")
+        _click(ff, "Apply anyway", "Applied")
+        assert ff.source("b") == "y = 4\n" and any(c.source == "total = x + y" for c in ff.cells)
+        _click(ff, "Undo", "Undone")
+        assert [c.to_json() for c in ff.cells] == before
