@@ -24,6 +24,7 @@ from .frontends.notebook_view import MergedView, notebook_path_from
 from .frontends.frontend import Kind
 from .ui.proposal import ProposalController
 from .session import Session, Settings, TurnRequest
+from .gemini.models import DEFAULT_MODEL, models_table
 from .gemini.transport import ClientSettings
 
 
@@ -68,7 +69,7 @@ def _interruptible():
 class GeminiMagics(Magics):
     """Stateful Gemini conversations about your notebook's cells."""
 
-    model = Unicode("gemini-3.7-flash", help="Gemini model used when --model is not given").tag(config=True)
+    model = Unicode(DEFAULT_MODEL, help="Gemini model used when --model is not given").tag(config=True)
     state = Enum(list(STATE_MODES), default_value="contents", help="default state mode for new conversations").tag(config=True)
     max_document_bytes = Int(1_000_000, help="largest document (cell or notebook) sent, in bytes").tag(config=True)
     secondary_context_chars = Int(20_000, help="cap on the other cells sent as context, in characters").tag(config=True)
@@ -137,6 +138,9 @@ class GeminiMagics(Magics):
         if running and result.execution_count is not None:
             self.session.record.set_count(running, result.execution_count)
 
+    def client_settings(self) -> ClientSettings:
+        return ClientSettings(retry_attempts=self.retry_attempts, timeout_s=self.timeout)
+
     def _settings(self) -> Settings:
         return Settings(
             model=self.model,
@@ -145,7 +149,7 @@ class GeminiMagics(Magics):
             secondary_context_chars=self.secondary_context_chars,
             max_chain_versions=self.max_chain_versions,
             temperature=self.temperature,
-            client=ClientSettings(retry_attempts=self.retry_attempts, timeout_s=self.timeout),
+            client=self.client_settings(),
         )
 
     def _write_staged(self) -> bool:
@@ -316,7 +320,7 @@ class GeminiMagics(Magics):
 
     @magic_arguments()
     @argument("command", nargs="?", default="status",
-              choices=["status", "history", "reset", "tokens", "model", "state", "debug",
+              choices=["status", "history", "reset", "tokens", "model", "models", "state", "debug",
                        "apply", "discard", "undo", "help"],
               help="what to do (default: status)")
     @argument("value", nargs="?", help="model name, state mode, conversation to reset, or on/off for debug")
@@ -331,6 +335,7 @@ class GeminiMagics(Magics):
         %gemini tokens [-c N]    per-turn tokens and request bytes
         %gemini reset [NAME|--all]  forget a conversation (default: 'default')
         %gemini model [NAME]     show or set the default model
+        %gemini models           the models your key can use, and the state modes each works in
         %gemini state [MODE]     show or set the default state mode
         %gemini debug on|off     full tracebacks for unexpected errors
         %gemini apply|discard|undo [-c N]  act on the newest proposal (for frontends without buttons)
@@ -363,6 +368,11 @@ class GeminiMagics(Magics):
             if args.value:
                 self.model = args.value
             print(f"model: {self.model}")
+        elif args.command == "models":
+            try:
+                print(models_table(self.session.models(self.client_settings()), self.model))
+            except UserError as exc:
+                NotebookDisplay.error(str(exc))
         elif args.command == "state":
             if args.value:
                 if args.value not in STATE_MODES:

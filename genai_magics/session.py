@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import re
+import threading
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Protocol
 
@@ -22,6 +23,7 @@ from .engine.hashing import sha256_text
 from .gemini.errors import describe, status_code
 from .engine.redaction import redact, unmask
 from .frontends.notebook_view import ExecutionRecord, NotebookFileError, NotebookView
+from .gemini.models import ModelInfo, available_models
 from .gemini.transport import TRANSPORTS, ClientSettings, RetryNotices, Transport, TurnResult, make_client
 
 # What the SDK reads from the environment when a client is made.
@@ -89,6 +91,8 @@ class Session:
     frontend_target: Callable[[], Cell | None] | None = None  # the frontend's default document
     conversations: dict[str, Conversation] = field(default_factory=dict)
     _clients: dict[str, tuple[Any, RetryNotices]] = field(default_factory=dict)
+    # One client is built at a time: a turn that arrives during the warm-up waits for it.
+    _client_lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- conversations -------------------------------------------------------
     def conversation(self, name: str, state: StateMode, new: bool = False) -> Conversation:
@@ -248,17 +252,39 @@ class Session:
         """One SDK client per settings and credentials: a new key or base URL takes effect at once."""
         env = tuple(os.environ.get(name, "") for name in CLIENT_ENV)
         key = hashlib.sha256(repr((settings, env)).encode()).hexdigest()  # no key text kept here
-        if key not in self._clients:
-            notices = RetryNotices(settings.retry_attempts, settings.timeout_s)
+        with self._client_lock:
+            if key not in self._clients:
+                notices = RetryNotices(settings.retry_attempts, settings.timeout_s)
+                try:
+                    self._clients[key] = (make_client(settings, notices), notices)
+                except ValueError as exc:
+                    if "API key" in str(exc) or "api_key" in str(exc):
+                        raise UserError(
+                            "no API key: set GEMINI_API_KEY (or GOOGLE_API_KEY), or use --dry-run to see the request"
+                        ) from None
+                    raise UserError(describe(exc, attempts=0, timeout_s=settings.timeout_s)) from None
+            return self._clients[key]
+
+    def warm_up(self, settings: ClientSettings) -> threading.Thread:
+        """Import the SDK and build the client in the background, so the first turn's request
+        leaves as fast as the others'. A failure (no key yet) is left for that turn to report."""
+        def build() -> None:
             try:
-                self._clients[key] = (make_client(settings, notices), notices)
-            except ValueError as exc:
-                if "API key" in str(exc) or "api_key" in str(exc):
-                    raise UserError(
-                        "no API key: set GEMINI_API_KEY (or GOOGLE_API_KEY), or use --dry-run to see the request"
-                    ) from None
-                raise UserError(describe(exc, attempts=0, timeout_s=settings.timeout_s)) from None
-        return self._clients[key]
+                self._client(settings)
+            except Exception:  # noqa: BLE001 - the first turn builds the client again and says why
+                pass
+
+        thread = threading.Thread(target=build, name="genai_magics warm-up", daemon=True)
+        thread.start()
+        return thread
+
+    def models(self, settings: ClientSettings) -> list[ModelInfo]:
+        """The models the key can use (``client.models.list()``), or a UserError saying why not."""
+        client, _ = self._client(settings)
+        try:
+            return available_models(client)
+        except Exception as exc:
+            raise UserError(describe(exc, attempts=settings.retry_attempts, timeout_s=settings.timeout_s)) from exc
 
     def run(self, req: TurnRequest, settings: Settings, display: TurnDisplay) -> TurnOutcome:
         # The prompt as the model gets it: no key, even one interpolated from a variable.

@@ -11,6 +11,7 @@ Served routes (what the SDK calls):
 * ``POST /v1/models/{model}:countTokens``
 * ``POST /v1/interactions`` (``"stream": true`` answers server-sent events)
 * ``GET  /v1/interactions/{id}``
+* ``GET  /v1/models`` (``client.models.list()``: the package's default model and two others)
 
 Control routes (never recorded): ``GET /_stub/requests``, ``POST /_stub/reset``,
 ``POST /_stub/inject``, ``POST /_stub/script_edit`` (``{"proposedSource": ...}``: the
@@ -69,6 +70,23 @@ MATCHES = (None, "any", "generate", "stream", "count", "interactions", "edit", "
 _MODEL_RE = re.compile(r"^/v1(?:beta|alpha)?/models/([^/:]+):(generateContent|streamGenerateContent|countTokens)$")
 _INTERACTIONS_RE = re.compile(r"^/v1(?:beta|alpha)?/interactions/?$")
 _INTERACTION_RE = re.compile(r"^/v1(?:beta|alpha)?/interactions/([^/]+)$")
+_MODELS_RE = re.compile(r"^/v1(?:beta|alpha)?/models/?$")
+
+
+def _catalogue() -> list[dict[str, Any]]:
+    """What ``GET models`` lists, in the real API's shape (an embedding model cannot converse)."""
+    from ..gemini.models import DEFAULT_MODEL  # the stand-in serves the package's default
+
+    def entry(name: str, methods: list[str]) -> dict[str, Any]:
+        display = " ".join(word.capitalize() for word in name.split("-"))
+        return {"name": f"models/{name}", "version": "001", "displayName": display,
+                "description": f"{display} (stub)", "inputTokenLimit": 1048576, "outputTokenLimit": 65536,
+                "supportedGenerationMethods": methods, "temperature": 1, "maxTemperature": 2, "topP": 0.95,
+                "topK": 64, "thinking": True}
+
+    chat = ["generateContent", "countTokens", "createCachedContent", "batchGenerateContent"]
+    return [entry(DEFAULT_MODEL, chat), entry("gemini-3.1-pro-preview", chat),
+            entry("gemini-embedding-001", ["embedContent", "countTextTokens"])]
 
 
 def tokens(text: str | None) -> int:
@@ -544,6 +562,20 @@ class StubServer:
         stored.pop("output_text", None)
         return _Reply(200, stored)
 
+    def _handle_models(self, query: dict[str, str], info: dict[str, Any]) -> _Reply:
+        """One page of the catalogue; ``pageSize``/``pageToken`` as the real API pages (small
+        pages by default, so a client's paging is exercised)."""
+        models = _catalogue()
+        try:
+            start = int(query.get("pageToken") or 0)
+            size = int(query.get("pageSize") or 2)
+        except ValueError:
+            return _error(400, "Invalid page token or size. (stub)")
+        page: dict[str, Any] = {"models": models[start:start + size]}
+        if start + size < len(models):
+            page["nextPageToken"] = str(start + size)
+        return _Reply(200, page)
+
     def handle_api(self, method: str, path: str, query: dict[str, str], raw: bytes,
                    has_key: bool) -> tuple[_Reply, dict[str, Any], dict[str, Any] | None]:
         """Route one API request; returns the reply, the record and the fault applied."""
@@ -581,6 +613,8 @@ class StubServer:
                 isinstance(f, dict) and (f.get("mime_type") == "application/json" or "schema" in f) for f in fmts)
         elif _INTERACTION_RE.match(path) and method == "GET":
             record["kind"] = "interaction.get"
+        elif _MODELS_RE.match(path) and method == "GET":
+            record["kind"] = "models.list"
         else:
             record["status"] = 404
             return _error(404, f"The stub serves no {method} {path}."), record, None
@@ -591,7 +625,7 @@ class StubServer:
                                 "call this API. (stub)")
             record["status"] = reply.status
             return reply, record, None
-        if record["kind"] != "interaction.get" and not isinstance(body, dict):
+        if record["kind"] not in ("interaction.get", "models.list") and not isinstance(body, dict):
             reply = _error(400, "Invalid JSON payload received. (stub)")
             record["status"] = reply.status
             return reply, record, None
@@ -610,6 +644,8 @@ class StubServer:
             reply = self._handle_count(body, record)
         elif kind == "interaction.create":
             reply = self._handle_create(body, fault, record)
+        elif kind == "models.list":
+            reply = self._handle_models(query, record)
         else:
             reply = self._handle_get(_INTERACTION_RE.match(path).group(1), record)
         record["status"] = reply.status
