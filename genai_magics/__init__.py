@@ -27,8 +27,8 @@ def load_ipython_extension(ipython) -> None:
     ipython.events.register("pre_run_cell", magics.pre_run_cell)
     ipython.events.register("post_run_cell", magics.post_run_cell)
     _LOADED[id(ipython)] = magics
-    # google.genai takes ~0.5 s to import: pay it now, off the main thread, not in the first turn.
-    magics.session.warm_up(magics.client_settings())
+    # The SDK's import and first-use costs (~0.5-2 s): paid now, off the main thread, not by the first turn.
+    magics.session.warm_up(magics._settings())
     from .frontends import waiting
     from .line_syntax import one_line_questions
 

@@ -138,9 +138,6 @@ class GeminiMagics(Magics):
         if running and result.execution_count is not None:
             self.session.record.set_count(running, result.execution_count)
 
-    def client_settings(self) -> ClientSettings:
-        return ClientSettings(retry_attempts=self.retry_attempts, timeout_s=self.timeout)
-
     def _settings(self) -> Settings:
         return Settings(
             model=self.model,
@@ -149,7 +146,7 @@ class GeminiMagics(Magics):
             secondary_context_chars=self.secondary_context_chars,
             max_chain_versions=self.max_chain_versions,
             temperature=self.temperature,
-            client=self.client_settings(),
+            client=ClientSettings(retry_attempts=self.retry_attempts, timeout_s=self.timeout),
         )
 
     def _write_staged(self) -> bool:
@@ -370,7 +367,7 @@ class GeminiMagics(Magics):
             print(f"model: {self.model}")
         elif args.command == "models":
             try:
-                print(models_table(self.session.models(self.client_settings()), self.model))
+                print(models_table(self.session.models(self._settings().client), self.model))
             except UserError as exc:
                 NotebookDisplay.error(str(exc))
         elif args.command == "state":

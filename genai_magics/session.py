@@ -24,6 +24,7 @@ from .gemini.errors import describe, status_code
 from .engine.redaction import redact, unmask
 from .frontends.notebook_view import ExecutionRecord, NotebookFileError, NotebookView
 from .gemini.models import ModelInfo, available_models
+from .gemini.warm_up import rehearse
 from .gemini.transport import TRANSPORTS, ClientSettings, RetryNotices, Transport, TurnResult, make_client
 
 # What the SDK reads from the environment when a client is made.
@@ -265,13 +266,20 @@ class Session:
                     raise UserError(describe(exc, attempts=0, timeout_s=settings.timeout_s)) from None
             return self._clients[key]
 
-    def warm_up(self, settings: ClientSettings) -> threading.Thread:
-        """Import the SDK and build the client in the background, so the first turn's request
-        leaves as fast as the others'. A failure (no key yet) is left for that turn to report."""
+    def warm_up(self, settings: Settings) -> threading.Thread:
+        """Import the SDK, run its lazy first steps offline and build the client, in the
+        background, so the first turn's request leaves as fast as the others'. The first turn
+        waits for the client lock rather than importing in parallel; a failure here (no key
+        yet) is left for that turn to report."""
         def build() -> None:
+            with self._client_lock:
+                try:
+                    rehearse(settings.state, settings.model)
+                except Exception:  # noqa: BLE001 - only a head start: the turn itself does the same work
+                    pass
             try:
-                self._client(settings)
-            except Exception:  # noqa: BLE001 - the first turn builds the client again and says why
+                self._client(settings.client)
+            except UserError:
                 pass
 
         thread = threading.Thread(target=build, name="genai_magics warm-up", daemon=True)
