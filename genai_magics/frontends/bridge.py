@@ -212,9 +212,11 @@ class Bridge:
         """One line for ``%gemini status``."""
         with self._lock:
             if self._comm is None:
-                return "live bridge: no comm (not in a kernel, or closed)"
+                return "live bridge: off (not in a kernel, or closed)"
             if not self.connected:
-                return "live bridge: comm open, no snapshot from the notebook yet (extension missing?)"
+                # The kernel opened its side; nothing says a frontend is listening until it answers.
+                return ("live bridge: not connected: no notebook has answered (the genai-magics-bridge "
+                        "JupyterLab / Notebook 7 extension is not active in this frontend)")
             return f"live bridge: {len(self._order)} cells of {self._path or 'the notebook'}, snapshot #{self._seq}"
 
     # ------------------------------------------------------- incoming messages

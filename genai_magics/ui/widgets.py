@@ -76,4 +76,10 @@ class ProposalWidget:
         self.view.value = self._diff + "\n" + status
 
     def _repr_mimebundle_(self, **kwargs):
-        return self.box._repr_mimebundle_(**kwargs)
+        # Where no widget manager renders the view (a saved notebook on GitHub or nbviewer,
+        # nbconvert, a console), the same bundle shows the diff and what Apply will do, as
+        # they were when the proposal appeared.
+        bundle = self.box._repr_mimebundle_(**kwargs)
+        bundle["text/plain"] = f"{self.controller.diff.rstrip() or '(no change)'}\n{self.controller.message}"
+        bundle["text/html"] = self.view.value
+        return bundle
