@@ -58,8 +58,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+for path in (ROOT, ROOT / "tests"):  # the package, and the helpers tests and benchmarks share
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+
+from helpers.display import RecordingDisplay  # noqa: E402
 
 GOAL_CALL_MS = 5.0
 GOAL_LOAD_MS = 150.0
@@ -236,11 +239,7 @@ def part1(calls: int) -> tuple[list[tuple[str, list[float], str]], list[str]]:
         req = TurnRequest(mode="ask", prompt="Why is the summary tuple built this way?", cell=TARGET,
                           conversation=conversation, state=state, dry_run=True)  # type: ignore[arg-type]
 
-        class D:
-            def chunk(self, text: str) -> None: ...
-            def note(self, text: str) -> None: ...
-
-        d = D()
+        d = RecordingDisplay()
         return lambda: session.run(req, settings, d)
 
     with contextlib.redirect_stdout(Null()), contextlib.redirect_stderr(io.StringIO()) as err:
@@ -334,18 +333,14 @@ def sdk_loopback(calls: int) -> str:
         patched = dict(session_mod.TRANSPORTS)
         session_mod.TRANSPORTS.update(real)
         try:
-            class D:
-                def chunk(self, text: str) -> None: ...
-                def note(self, text: str) -> None: ...
-
             req = TurnRequest(mode="ask", prompt="Why is the summary tuple built this way?", cell=TARGET)
-            s.run(req, settings, D())
+            s.run(req, settings, RecordingDisplay())
             saved = s.conversations["default"].snapshot()
 
             def restore() -> None:
                 s.conversations["default"] = saved.snapshot()
 
-            ms = timed(lambda: s.run(req, settings, D()), calls, warmup=5, between=restore)
+            ms = timed(lambda: s.run(req, settings, RecordingDisplay()), calls, warmup=5, between=restore)
         finally:
             session_mod.TRANSPORTS.update(patched)
         return (f"info: Session.run of an ask with the REAL SDK over loopback HTTP to a stand-in in another process "

@@ -1,8 +1,25 @@
+from pathlib import Path
+
 import pytest
 
 from genai_magics.stub import StubServer
 
-from kernel_harness import FAKE_KEY, Kernel
+from helpers.kernel import FAKE_KEY, Kernel
+
+# Fixtures that start a real kernel (or a terminal IPython): a test that uses one is
+# marked `kernel`; tests under tests/browser/ are marked `browser`. Tests that start
+# kernels themselves carry @pytest.mark.kernel. `pytest -m "not kernel and not browser"`
+# is the fast layer.
+KERNEL_FIXTURES = {"kernel", "ff", "term"}
+BROWSER = Path(__file__).resolve().parent / "browser"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if BROWSER in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.browser)
+        elif KERNEL_FIXTURES & set(item.fixturenames):
+            item.add_marker(pytest.mark.kernel)
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,7 @@
 """--error and --vars in a real kernel: each piece goes once, again only when it changed."""
 from __future__ import annotations
 
-from wire import api_requests, current_payload
+from helpers.wire import api_requests, current_payload
 
 
 def test_last_error_goes_once_and_a_new_error_goes_again(kernel, stub):

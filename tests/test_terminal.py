@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kernel_harness import FAKE_KEY
-from wire import api_requests, current_payload
+from helpers.kernel import FAKE_KEY
+from helpers.wire import api_requests, current_payload
 
 IPYTHON = str(Path(sys.executable).with_name("ipython"))
 

@@ -14,27 +14,30 @@ import sys
 from genai_magics.gemini.models import DEFAULT_MODEL
 
 PROBE = r"""
-import json, os, sys
+import json, sys
 from google.genai import types
 from genai_magics.gemini.warm_up import rehearse
 kinds = (types.GenerateContentConfig, types.Content, types.GenerateContentResponse)
 before = [k.__pydantic_complete__ for k in kinds]
-rehearse(sys.argv[1], sys.argv[2])
-print(json.dumps({"before": before, "after": [k.__pydantic_complete__ for k in kinds]}))
+rehearse("contents", sys.argv[1])
+after = [k.__pydantic_complete__ for k in kinds]
+interactions_before = "google.genai._gaos.google_genai" in sys.modules
+rehearse("interactions", sys.argv[1])
+print(json.dumps({"before": before, "after": after, "interactions": [
+    interactions_before, "google.genai._gaos.google_genai" in sys.modules]}))
 """
 
 
 def test_the_rehearsal_builds_the_sdk_types_offline(stub):
     stub.clear()
     env = {**os.environ, "GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": "must-not-be-used"}
-    for mode in ("contents", "interactions"):
-        out = subprocess.run([sys.executable, "-c", PROBE, mode, DEFAULT_MODEL], capture_output=True, text=True,
-                             env=env, timeout=120)
-        assert out.returncode == 0, out.stderr
-        built = json.loads(out.stdout)
-        assert built["before"] == [False, False, False]  # a fresh interpreter has not built them
-        if mode == "contents":
-            assert built["after"] == [True, True, True]
+    out = subprocess.run([sys.executable, "-c", PROBE, DEFAULT_MODEL], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    built = json.loads(out.stdout)
+    assert built["before"] == [False, False, False]  # a fresh interpreter has not built them
+    assert built["after"] == [True, True, True]
+    assert built["interactions"] == [False, True]  # the interactions client's code is loaded too
     assert stub.requests == []  # an in-memory transport answered: nothing reached any server
 
 

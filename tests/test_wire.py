@@ -6,7 +6,7 @@ import json
 import pytest
 
 from genai_magics.engine.hashing import sha256_text
-from wire import api_requests, current_payload, transcript
+from helpers.wire import api_requests, current_payload, transcript
 
 CELL_A = "def parse(s):\n    return int(s)\n"
 OTHER = "import math\nRADIUS = 2\n"
@@ -112,8 +112,9 @@ def test_ten_turn_edit_session_holds_the_code_once(kernel, stub):
     assert current_payload(last)["sourceSynchronized"] is True
 
 
+@pytest.mark.kernel
 def test_dry_run_sends_nothing_changes_nothing_and_needs_no_key(stub, tmp_path):
-    from kernel_harness import Kernel
+    from helpers.kernel import Kernel
 
     k = Kernel(env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": "", "GOOGLE_API_KEY": ""}, cwd=str(tmp_path))
     try:

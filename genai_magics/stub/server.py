@@ -104,9 +104,11 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _chunks(text: str, minimum: int = 3, size: int = 48) -> list[str]:
-    """Split text (by characters, never inside a UTF-8 sequence) into >= ``minimum`` pieces."""
-    n = max(minimum, math.ceil(len(text) / size))
+def _chunks(text: str, minimum: int = 3, size: int = 48, most: int = 32) -> list[str]:
+    """Split text (by characters, never inside a UTF-8 sequence) into >= ``minimum`` pieces of about
+    ``size`` characters, and no more than ``most`` pieces: a long answer streams in bigger pieces,
+    as Gemini's do (and the SDK parses each event of an interaction into new pydantic types)."""
+    n = max(minimum, min(most, math.ceil(len(text) / size)))
     step = max(1, math.ceil(len(text) / n))
     parts = [text[i:i + step] for i in range(0, len(text), step)] or [""]
     while len(parts) < minimum:

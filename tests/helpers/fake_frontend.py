@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 
-from kernel_harness import Run as KernelRun
-from kernel_harness import start_kernel
+from helpers.kernel import Run as KernelRun
+from helpers.kernel import start_kernel
 
 TARGET = "genai_magics.bridge"
 WIDGET_TARGET = "jupyter.widget"
