@@ -1,4 +1,4 @@
-"""How hard the property tests search: fully in CI, a few examples in a maintainer's quick loop."""
+"""How hard the property and long-session tests work: fully in CI, less in a maintainer's quick loop."""
 from __future__ import annotations
 
 import os
