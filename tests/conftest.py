@@ -35,3 +35,17 @@ def kernel(stub, tmp_path):
     k.run("%load_ext genai_magics", cell_id="setup")
     yield k
     k.close()
+
+
+@pytest.fixture
+def magic_shell(stub, monkeypatch):
+    """The extension in an in-process IPython shell, talking to the stand-in (the fast layer)."""
+    from helpers.shell import Shell
+
+    stub.reset()
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", stub.url)
+    monkeypatch.setenv("GEMINI_API_KEY", FAKE_KEY)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    s = Shell()
+    yield s
+    s.close()
