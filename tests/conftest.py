@@ -22,6 +22,24 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.kernel)
 
 
+@pytest.fixture(autouse=True)
+def _kernel_tests_are_marked(request, monkeypatch):
+    """A test that starts a kernel without the `kernel` marker fails at once, so the fast
+    layer stays fast as tests are added."""
+    if request.node.get_closest_marker("kernel") is not None:
+        return
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"{request.node.nodeid} starts a kernel: mark it @pytest.mark.kernel "
+                             "(or use the kernel fixture)")
+
+    import helpers.fake_frontend
+    import helpers.kernel
+
+    monkeypatch.setattr(helpers.kernel, "start_kernel", refuse)
+    monkeypatch.setattr(helpers.fake_frontend, "start_kernel", refuse)
+
+
 @pytest.fixture(scope="session")
 def stub():
     with StubServer() as server:

@@ -15,9 +15,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from fake_frontend import FakeCell, FakeFrontend
-from kernel_harness import FAKE_KEY
-from wire import api_requests, current_payload
+from helpers.fake_frontend import FakeCell, FakeFrontend
+from helpers.kernel import FAKE_KEY
+from helpers.wire import api_requests, current_payload
 
 from genai_magics.engine.cells import Cell, is_genai_magic
 from genai_magics.frontends.notebook_edit import Block, notebook_text, parse_blocks, proposal_ops, describe_ops
@@ -104,6 +104,7 @@ def notebook_proposal(doc: list[Cell]) -> tuple[str, str]:
     return "\n".join(blocks), f"1 changed, 1 new, {len(removed)} removed"
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("name", FILES)
 def test_ask_edit_and_notebook_apply_undo_on_each_corpus_notebook(stub, tmp_path, name):
     """Corpus (cases 3, 4): ask, edit Apply/Undo, and --notebook Apply/Undo on a real notebook; Undo
@@ -148,6 +149,7 @@ def test_ask_edit_and_notebook_apply_undo_on_each_corpus_notebook(stub, tmp_path
 _CONTEXT_ID = re.compile(r"^# %%(?: \[\w+\])?(?: In\[\d+\])? id=(\S+) sha256=", re.M)
 
 
+@pytest.mark.kernel
 def test_context_is_the_cells_nearest_the_document_on_a_366_cell_notebook(stub, tmp_path):
     """Case 8 on the corpus: the magic cell at position 12 of 366: the secondary context under the
     cap holds the cells nearest the document (all the cells above it and the ones right below),

@@ -12,7 +12,7 @@ import nbformat
 import pytest
 
 from helpers.vscode import VARIABLE_VIEWER, VSCode, cell_text_after, set_next_input
-from wire import api_requests, current_payload
+from helpers.wire import api_requests, current_payload
 
 CELL_A = "def parse(s):\n    return int(s)\n"
 CORPUS = Path(__file__).parent / "corpus"

@@ -1,6 +1,6 @@
 """``--notebook`` Apply and Undo on a real kernel (issue 8, cases 3, 4, 5 and 13).
 
-The live bridge is the fake frontend on jupyter_client (tests/fake_frontend.py,
+The live bridge is the fake frontend on jupyter_client (tests/helpers/fake_frontend.py,
 the extension's comm schema); the proposal is the stand-in's own edit or one
 scripted with ``stub.script_edit`` (what a model would answer, written against
 the document it was sent). VS Code is simulated, with no bridge, by the shapes
@@ -13,13 +13,15 @@ import copy
 import nbformat
 import pytest
 
-from fake_frontend import FakeCell, FakeFrontend
+from helpers.fake_frontend import FakeCell, FakeFrontend
 from helpers.vscode import VSCode, set_next_input
-from kernel_harness import FAKE_KEY
-from wire import api_requests, current_payload
+from helpers.kernel import FAKE_KEY
+from helpers.wire import api_requests, current_payload
 
 from genai_magics.engine.cells import Cell
 from genai_magics.frontends.notebook_edit import notebook_text
+
+pytestmark = pytest.mark.kernel  # every test here drives a real kernel
 
 SCRIPT = ("# %%\nimport pandas as pd\n\n# %% Display a data frame\ndf = pd.DataFrame({'A': [1, 2]})\n"
           "df\n\n# %% id=b\ndf.plot(kind='bar')\n")
