@@ -80,6 +80,13 @@ def estimate_tokens(text: str) -> int:
     return (len(text.encode("utf-8")) + 3) // 4
 
 
+def _no_key() -> bool:
+    """The Gemini Developer API takes its key from GEMINI_API_KEY or GOOGLE_API_KEY; Vertex AI
+    (GOOGLE_GENAI_USE_VERTEXAI) uses Google Cloud credentials instead (the SDK's rule)."""
+    vertex = os.environ.get("GOOGLE_GENAI_USE_VERTEXAI", "").strip().lower() in ("1", "true")
+    return not vertex and not (os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY"))
+
+
 STOPPED = "stopped: the answer was interrupted; nothing was recorded and the conversation is as before"
 _COUNT_REF = re.compile(r"^(?:In\s*\[\s*)?(\d+)\s*\]?$")
 CONVERSATION_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -253,16 +260,14 @@ class Session:
         """One SDK client per settings and credentials: a new key or base URL takes effect at once."""
         env = tuple(os.environ.get(name, "") for name in CLIENT_ENV)
         key = hashlib.sha256(repr((settings, env)).encode()).hexdigest()  # no key text kept here
+        if _no_key():
+            raise UserError("no API key: set GEMINI_API_KEY (or GOOGLE_API_KEY), or use --dry-run to see the request")
         with self._client_lock:
             if key not in self._clients:
                 notices = RetryNotices(settings.retry_attempts, settings.timeout_s)
                 try:
                     self._clients[key] = (make_client(settings, notices), notices)
-                except ValueError as exc:
-                    if "API key" in str(exc) or "api_key" in str(exc):
-                        raise UserError(
-                            "no API key: set GEMINI_API_KEY (or GOOGLE_API_KEY), or use --dry-run to see the request"
-                        ) from None
+                except ValueError as exc:  # the SDK's settings checks (Vertex AI project, options)
                     raise UserError(describe(exc, attempts=0, timeout_s=settings.timeout_s)) from None
             return self._clients[key]
 

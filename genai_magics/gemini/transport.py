@@ -14,6 +14,7 @@ from typing import Any, Callable, Protocol, Sequence
 from ..engine.contents import build_contents
 from ..engine.conversation import Turn, TurnPlan, Usage
 from ..engine.payloads import EDIT_RESPONSE_SCHEMA, SYSTEM_INSTRUCTION, to_text
+from .errors import failure_kinds
 
 OnChunk = Callable[[str], None]
 
@@ -80,13 +81,12 @@ class RetryNotices:
             if not logger.isEnabledFor(logging.INFO):
                 logger.setLevel(logging.INFO)
 
-    def transport_failure(self, kind: str, error: str, wait: float) -> None:
+    def transport_failure(self, timed_out: bool, error: str, wait: float) -> None:
         """A retry after a failure without an HTTP answer (connection refused, reset, timeout)."""
         self.failures += 1
         if self.say is None or self.failures >= self.attempts:
             return
-        what = (f"no answer within {self.timeout_s:g} s" if "Timeout" in kind
-                else f"cannot reach Gemini ({error})")
+        what = f"no answer within {self.timeout_s:g} s" if timed_out else f"cannot reach Gemini ({error})"
         self.say(f"{what}; retrying in ~{wait:.0f} s ({self.failures + 1}/{self.attempts})")
 
     def __call__(self, response) -> None:
@@ -124,10 +124,24 @@ class _TransportRetryLog(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         match = _TENACITY_RETRY.match(record.getMessage())
-        if match is None or match.group(2) in ("ClientError", "ServerError", "APIError"):
+        kinds = failure_kinds()
+        # tenacity's line names the exception's class only: look the class up and decide by type
+        cls = _logged_class(match.group(2), kinds) if match else None
+        if cls is None or issubclass(cls, kinds.status):
             return  # HTTP answers are announced by the response hook
         detail = " ".join(match.group(3).split())[:120].rstrip(".") or match.group(2)
-        self.notices.transport_failure(match.group(2), detail, float(match.group(1)))
+        self.notices.transport_failure(issubclass(cls, kinds.timeout), detail, float(match.group(1)))
+
+
+def _logged_class(name: str, kinds) -> type | None:
+    """The SDK or httpx exception class a retry line names, if it is one of theirs."""
+    todo = [*kinds.status, *kinds.timeout, *kinds.connect, *kinds.cut]
+    while todo:
+        cls = todo.pop()
+        if cls.__name__ == name:
+            return cls
+        todo += cls.__subclasses__()
+    return None
 
 
 def make_client(settings: ClientSettings, notices: RetryNotices):
