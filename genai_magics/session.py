@@ -20,6 +20,7 @@ from .frontends.notebook_edit import notebook_text, unmask_cells
 from .engine.conversation import Conversation, Mode, StateMode, Turn, TurnPlan, Usage
 from .engine.errors import UserError
 from .engine.hashing import sha256_text
+from .engine.text import estimate_tokens
 from .gemini.errors import describe, status_code
 from .engine.redaction import redact, unmask
 from .frontends.notebook_view import ExecutionRecord, NotebookFileError, NotebookView
@@ -73,11 +74,6 @@ class TurnOutcome:
     turn: Turn | None = None  # None for a dry run
     request: dict[str, Any] | None = None  # the dry run's exact request
     target: Cell | None = None  # the cell an edit proposal is for
-
-
-def estimate_tokens(text: str) -> int:
-    """About four bytes a token: only for the 'saved' figure in the footer."""
-    return (len(text.encode("utf-8")) + 3) // 4
 
 
 def _no_key() -> bool:
@@ -419,4 +415,4 @@ def parse_proposal(text: str) -> tuple[str, str]:
     return (explanation if isinstance(explanation, str) else ""), data["proposedSource"]
 
 
-__all__ = ["Session", "Settings", "TurnRequest", "TurnOutcome", "parse_proposal", "estimate_tokens", "Usage"]
+__all__ = ["Session", "Settings", "TurnRequest", "TurnOutcome", "parse_proposal", "Usage"]

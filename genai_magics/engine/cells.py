@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 from .hashing import sha256_text
 
 CellType = Literal["code", "markdown", "raw"]
+CELL_TYPES: tuple[str, ...] = get_args(CellType)
 
 MAGIC_PREFIXES = ("%%gemini_ask", "%%gemini_edit")
 # Lines that only steer the assistant; a cell made of nothing else is not code to work on.

@@ -6,6 +6,7 @@ import sys
 from dataclasses import dataclass
 
 from ..engine.redaction import redact
+from ..engine.text import one_line
 
 
 class _RedactKeys(logging.Filter):
@@ -31,11 +32,6 @@ def redact_library_logs() -> None:
             logger = logging.getLogger(name)
             if _REDACT_KEYS not in logger.filters:
                 logger.addFilter(_REDACT_KEYS)
-
-
-def _first_line(text: str, limit: int = 200) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -108,7 +104,7 @@ def _transport(exc: BaseException, kinds: _Kinds) -> tuple[str, BaseException] |
 
 def _describe(exc: BaseException, *, attempts: int, timeout_s: float) -> str:
     code = status_code(exc)
-    detail = _first_line(redact(_server_message(exc)))  # before clipping: no half key
+    detail = one_line(redact(_server_message(exc)), 200)  # before clipping: no half key
     if code in (401, 403):
         return f"API key rejected ({code}): set GEMINI_API_KEY (or GOOGLE_API_KEY) to a valid key. {detail}"
     if code == 400:
@@ -127,7 +123,7 @@ def _describe(exc: BaseException, *, attempts: int, timeout_s: float) -> str:
                     "raise %config GeminiMagics.timeout or try again.")
         if kind == "cut":
             return "the answer stream was cut off before it finished; run the cell again."
-        return (f"cannot reach Gemini ({_first_line(redact(str(error)))}); "
+        return (f"cannot reach Gemini ({one_line(redact(str(error)), 200)}); "
                 "check the network or GOOGLE_GEMINI_BASE_URL.")
     if code is not None:
         return f"Gemini answered {code}: {detail}"
