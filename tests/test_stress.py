@@ -49,7 +49,7 @@ def check_contents_request(body: dict, conv: str, own_versions: set[str]) -> Non
     contents = body["contents"]
     roles = [c["role"] for c in contents]
     assert roles == ["user", "model"] * (len(contents) // 2) + ["user"]
-    assert "systemInstruction" in body or "system_instruction" in body
+    assert body["systemInstruction"]  # the SDK's wire name
     full = 0
     for i, c in enumerate(contents):
         assert len(c["parts"]) == 1
