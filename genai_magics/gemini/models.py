@@ -1,7 +1,7 @@
 """Which Gemini models there are: the default, and what a key can use.
 
-The default is named here and nowhere else in the package. google.genai is
-imported only inside ``available_models`` (through the client it is given).
+The default is named here and nowhere else in the package. Nothing here imports
+google.genai: ``available_models`` works on the client it is given.
 """
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ class ModelInfo:
     display_name: str
     contents: bool  # generate_content works: the contents state mode
     interactions: bool  # client.interactions.create works: the interactions state mode
-    input_token_limit: int | None = None
 
 
 def model_info(model: Any) -> ModelInfo:
@@ -32,8 +31,7 @@ def model_info(model: Any) -> ModelInfo:
     # models.list does not say which models the Interactions API serves; its docs
     # list the Gemini generateContent models, so that is the rule used here.
     interactions = contents and name.startswith("gemini-")
-    return ModelInfo(name=name, display_name=model.display_name or name, contents=contents,
-                     interactions=interactions, input_token_limit=model.input_token_limit)
+    return ModelInfo(name=name, display_name=model.display_name or name, contents=contents, interactions=interactions)
 
 
 def available_models(client: Any) -> list[ModelInfo]:
