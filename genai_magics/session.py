@@ -319,7 +319,7 @@ class Session:
             display.note(f"the server chain holds {len(conv.chain_versions)} versions of the code and the model "
                          "reads them all on every turn; starting a new chain with the current code and a "
                          "digest of the earlier turns (%config GeminiMagics.max_chain_versions)")
-        notices.start(display.note)
+        notices.start(display.note, transport.honours_retry_after)
         try:
             result, plan = self._send(transport, conv, plan, display, settings, replan)
         finally:

@@ -33,6 +33,8 @@ class ClientSettings:
 
 
 class Transport(Protocol):
+    honours_retry_after: bool  # the client waits as a 429's Retry-After says (what the notice tells)
+
     def request(self, plan: TurnPlan, history: Sequence[Turn]) -> dict[str, Any]:
         """The exact request body this turn sends (what ``--dry-run`` shows)."""
 
@@ -59,6 +61,7 @@ class RetryNotices:
         self.attempts = attempts
         self.timeout_s = timeout_s
         self.say: Callable[[str], None] | None = None
+        self.honours_retry_after = False  # whether the running turn's client waits as Retry-After says
         self.failures = 0
         self.request_bytes = 0  # the body of the latest request, as it went on the wire
         self._log = _TransportRetryLog(self)
@@ -67,9 +70,10 @@ class RetryNotices:
         """httpx request hook: what really goes over the wire (the SDK's own JSON)."""
         self.request_bytes = len(request.content)
 
-    def start(self, say: Callable[[str], None] | None) -> None:
+    def start(self, say: Callable[[str], None] | None, honours_retry_after: bool = False) -> None:
         """Announce retries to ``say`` while a turn runs; None stops announcing."""
         self.say = say
+        self.honours_retry_after = honours_retry_after
         logger = logging.getLogger(SDK_RETRY_LOGGER)
         if say is None:  # the turn is over: keep what it measured
             logger.removeHandler(self._log)
@@ -95,10 +99,7 @@ class RetryNotices:
         self.failures += 1
         if self.failures >= self.attempts:
             return  # the last attempt: the failure itself is reported
-        # Only the interactions client waits as Retry-After says; generate_content's
-        # HttpRetryOptions backs off exponentially whatever the header says.
-        honoured = "/interactions" in str(getattr(response.request, "url", ""))
-        header = response.headers.get("retry-after") if honoured else None
+        header = response.headers.get("retry-after") if self.honours_retry_after else None
         try:
             wait = float(header) if header else None
         except ValueError:
@@ -169,6 +170,10 @@ def make_client(settings: ClientSettings, notices: RetryNotices):
 
 
 class _Transport:
+    # Only the interactions client waits as Retry-After says; generate_content's
+    # HttpRetryOptions backs off exponentially whatever the header says.
+    honours_retry_after = False
+
     def __init__(self, client: Any, model: str, temperature: float | None = None):
         self.client = client  # None for a dry run: request() needs no client
         self.model = model
@@ -210,6 +215,8 @@ class ContentsTransport(_Transport):
 
 class InteractionsTransport(_Transport):
     """Server-managed state: only the new input, chained by previous_interaction_id."""
+
+    honours_retry_after = True
 
     def request(self, plan: TurnPlan, history: Sequence[Turn]) -> dict[str, Any]:
         # system_instruction, the generation config and the response format belong
