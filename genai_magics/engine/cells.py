@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from .hashing import sha256_text
+from .text import clip
 
 CellType = Literal["code", "markdown", "raw"]
 CELL_TYPES: tuple[str, ...] = get_args(CellType)
@@ -79,4 +80,4 @@ def summary(source: str, width: int = 40) -> str:
                 if name.isidentifier():
                     return name + suffix
         first = first or text
-    return first if len(first) <= width else first[: width - 1] + "…"
+    return clip(first, width)
