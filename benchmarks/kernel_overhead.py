@@ -154,8 +154,8 @@ def install_fake_transports() -> None:
 
     def fake(base: type) -> type:
         class Offline(base):  # type: ignore[misc, valid-type]
-            def send(self, plan, history, on_chunk):
-                body = self.request(plan, history)
+            def send(self, plan, history, on_chunk, cache=None):
+                body = self.request(plan, history, cache)
                 size = body_bytes(body)
                 doc = plan.document.source if plan.document is not None else None
                 text = edit_reply(plan.prompt, doc) if plan.mode == "edit" else ask_reply(plan.prompt, doc)

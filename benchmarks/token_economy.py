@@ -1,4 +1,4 @@
-"""Token economy: five ways to hold a conversation about a 2,000-line cell, side by side.
+"""Token economy: ways to hold a conversation about a 2,000-line cell, side by side, in bytes and in dollars.
 
 Everything runs the real google-genai SDK over real HTTP against the bundled
 stand-in (``genai_magics.stub.StubServer``); every number is read from the
@@ -14,6 +14,8 @@ Strategies
       the document attached to every user message;
   (c) genai_magics, contents mode (app-managed, compacted transcript) via ``Session.run``;
   (d) genai_magics, interactions mode (server-managed chain) via ``Session.run``;
+  (f) genai_magics, contents mode with explicit context caching (``GeminiMagics.cache = "auto"``, the
+      default; (c) runs with ``cache = "off"``);
   (e) the minimum, computed: each distinct document version a turn is about, once
       (utf-8 bytes), + every prompt (utf-8 bytes). No JSON, no system instruction,
       no secondary context, no replies.
@@ -45,7 +47,21 @@ turn 20 and an Undo of the latest applied proposal before turn 35. Sessions:
        (a)/(d) can never reach 5 in 10 turns: at most 10 uploads / 2 uploads);
   50   all 50 steps.
 
-Each session runs in a fresh Session against a freshly reset stand-in.
+  ask 30 asks on 3 versions of the cell, 10 questions each (hand edits before turns 11 and 21).
+
+Each session runs in a fresh Session against a freshly reset stand-in, one
+simulated minute per turn (the stand-in's clock; the cache manager reads it too),
+and ends with ``%gemini reset`` (the explicit cache is deleted).
+
+Billed cost, at the price table's rates for the model (``genai_magics/gemini/pricing.py``):
+full-price input tokens (read minus cached, plus tokens written into explicit
+caches), cached input tokens, output tokens, and explicit-cache storage
+token-hours (from the stand-in's record of each cache's life). Every strategy
+runs twice, under two assumptions for implicit caching: it never hits (the
+stand-in's implicit model off), and it always hits an identical prefix (on, with
+no TTL limit, over the model's minimum). The floor: each distinct document
+version read once at full price and every later read at the cached price, plus
+the prompts (input) and the replies (output).
 
 Apply/Undo run as in a kernel without a live frontend: the real
 ``ProposalController`` with ``KernelStateWriter(record.set_source)`` (checks the
@@ -74,6 +90,7 @@ for path in (ROOT, ROOT / "tests"):  # the package, and the helpers tests and be
         sys.path.insert(0, str(path))
 
 from genai_magics.frontends.cell_writer import KernelStateWriter  # noqa: E402
+from genai_magics.gemini.pricing import PRICES, Price  # noqa: E402
 from genai_magics.engine.hashing import sha256_text  # noqa: E402
 from genai_magics.engine.payloads import EDIT_RESPONSE_SCHEMA, SYSTEM_INSTRUCTION, to_text  # noqa: E402
 from genai_magics.ui.proposal import ProposalController  # noqa: E402
@@ -91,15 +108,21 @@ def _bigger_chunks(text: str, minimum: int = 3, size: int = 48) -> list[str]:
 
 SEED = 20240611
 CELL = "cell-a"
-API_KINDS = ("stream", "generate", "count", "interaction.create", "interaction.get")
-STRATEGIES = ("a", "b", "c", "d")
+API_KINDS = ("stream", "generate", "count", "interaction.create", "interaction.get",
+             "cache.create", "cache.get", "cache.update", "cache.delete")
+READS = ("stream", "generate", "interaction.create")  # requests the model answers
+STRATEGIES = ("a", "b", "c", "d", "f")
+OURS = ("c", "d", "f")
 NAMES = {
     "a": "(a) stateless resend",
     "b": "(b) naive chats.send_message",
     "c": "(c) genai_magics contents",
     "d": "(d) genai_magics interactions",
     "e": "(e) minimum (computed)",
+    "f": "(f) contents + explicit cache",
 }
+ASSUMPTIONS = (("never", "implicit caching never hits"), ("always", "implicit caching always hits an identical prefix"))
+MINUTE = 60.0  # simulated time per turn
 
 
 def default_model() -> str:
@@ -202,6 +225,7 @@ class Step:
 
 
 SESSIONS = (("10", 10, 20, 35), ("10+", 10, 4, 7), ("50", 50, 20, 35))  # label, turns, hand edit, undo
+ASK_HEAVY = "ask"
 
 
 def plan_session(n: int, hand_at: int, undo_at: int) -> list[Step]:
@@ -226,14 +250,42 @@ def plan_session(n: int, hand_at: int, undo_at: int) -> list[Step]:
     return steps
 
 
+def plan_ask_heavy(versions: int = 3, questions: int = 10) -> list[Step]:
+    """30 asks on 3 versions of the cell: the user edits it by hand after every 10 questions."""
+    rng = random.Random(SEED + 2)
+    steps: list[Step] = []
+    doc = generate_cell()
+    for v in range(versions):
+        for q in range(questions):
+            turn = v * questions + q + 1
+            before = "hand edit" if v and not q else ""
+            if before:
+                doc = hand_edit(doc)
+            steps.append(Step(turn, "ask", f"Turn {turn}: what does {rng.choice(_TOPICS)} in this cell do? "
+                                           "Answer briefly.", before, doc))
+    return steps
+
+
 # -- measuring --------------------------------------------------------------------
 
 @dataclass
 class TurnStat:
     bytes: int = 0
-    tokens: int = 0
+    tokens: int = 0  # context read (cached included)
     requests: int = 0
     held_ok: bool = True  # the stand-in model held the intended document
+    cached: int = 0  # of ``tokens``, served from a cache
+    output: int = 0
+    written: int = 0  # tokens written into explicit caches before the turn's request
+    prefix: int = 0  # of ``tokens``, a prefix of the previous request (system instruction and turns)
+
+    @property
+    def reuse(self) -> float:
+        return self.prefix / self.tokens if self.tokens else 0.0
+
+    def dollars(self, price: Price) -> float:
+        fresh = self.tokens - self.cached + self.written
+        return 1e-6 * (fresh * price.input + self.cached * price.cached_input + self.output * price.output)
 
 
 @dataclass
@@ -241,18 +293,25 @@ class Run:
     stats: dict[str, list[TurnStat]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    storage_hours: dict[str, float] = field(default_factory=dict)  # explicit-cache token-hours
+
 
 
 def take(stub: StubServer, expected_doc: str) -> TurnStat:
+    """This turn's records, then one simulated minute passes."""
     recs = [r for r in stub.requests if r["kind"] in API_KINDS]
     stub.clear()
+    stub.advance(MINUTE)
     bad = [r for r in recs if r["status"] != 200]
     if bad:
         raise RuntimeError(f"stand-in answered {[r['status'] for r in bad]}")
     want = sha256_text(expected_doc)
-    held = [r["held_document_sha256"] for r in recs if r["kind"] in ("stream", "generate", "interaction.create")]
-    return TurnStat(sum(r["body_bytes"] for r in recs), sum(r["input_tokens"] for r in recs), len(recs),
-                    bool(held) and held[-1] == want)
+    reads = [r for r in recs if r["kind"] in READS]
+    held = [r["held_document_sha256"] for r in reads]
+    return TurnStat(sum(r["body_bytes"] for r in recs), sum(r["input_tokens"] for r in reads), len(recs),
+                    bool(held) and held[-1] == want, cached=sum(r["cached_tokens"] for r in reads),
+                    output=sum(r["response_tokens"] for r in reads), prefix=sum(r["prefix_tokens"] for r in reads),
+                    written=sum(r["input_tokens"] for r in recs if r["kind"] == "cache.create"))
 
 
 def edit_config(mode: str) -> dict | None:
@@ -289,8 +348,10 @@ def run_chat(stub: StubServer, steps: list[Step], model: str) -> list[TurnStat]:
     return out
 
 
-def run_session(stub: StubServer, steps: list[Step], model: str, state: str, notes: list[str]) -> list[TurnStat]:
+def run_session(stub: StubServer, steps: list[Step], model: str, state: str, notes: list[str],
+                cache: str = "off") -> list[TurnStat]:
     session = Session()
+    session.caches.clock = stub.now  # the cache manager lives on the simulated clock too
     rec = session.record
     count = 0
 
@@ -302,7 +363,7 @@ def run_session(stub: StubServer, steps: list[Step], model: str, state: str, not
     for cid, src in SECONDARY_CELLS:
         run_cell(cid, src)
     run_cell(CELL, steps[0].document)
-    settings = Settings(model=model, state=state)  # type: ignore[arg-type]
+    settings = Settings(model=model, state=state, cache=cache)  # type: ignore[arg-type]
     display = RecordingDisplay(on_note=lambda text: notes.append(f"{state}: {text}"))
     writer = KernelStateWriter(rec.set_source)
     applied: list[ProposalController] = []
@@ -329,6 +390,7 @@ def run_session(stub: StubServer, steps: list[Step], model: str, state: str, not
             if not ctl.message.startswith("Applied"):
                 raise RuntimeError(f"{state} turn {s.turn}: apply refused: {ctl.message}")
             applied.append(ctl)
+    session.reset()  # the user is done: the explicit cache is deleted
     return out
 
 
@@ -348,18 +410,24 @@ def floor(steps: list[Step]) -> int:
     return sum(len(d.encode("utf-8")) for d in docs) + sum(len(s.prompt.encode("utf-8")) for s in steps)
 
 
-def measure(steps: list[Step], stub: StubServer, model: str) -> Run:
+def measure(steps: list[Step], stub: StubServer, model: str, implicit: bool = False) -> Run:
     run = Run()
     runners = {
         "a": lambda: run_stateless(stub, steps, model),
         "b": lambda: run_chat(stub, steps, model),
         "c": lambda: run_session(stub, steps, model, "contents", run.notes),
         "d": lambda: run_session(stub, steps, model, "interactions", run.notes),
+        "f": lambda: run_session(stub, steps, model, "contents", run.notes, cache="auto"),
     }
     for key in STRATEGIES:
         stub.reset()
+        stub.configure_caching(implicit=implicit, implicit_ttl_s=1e12,
+                               implicit_minimum={model: PRICES[model].cache_minimum})
         t0 = time.perf_counter()
         run.stats[key] = runners[key]()
+        run.storage_hours[key] = sum(c["token_seconds"] for c in stub.caches) / 3600
+        if any(c["state"] == "live" for c in stub.caches):
+            run.notes.append(f"{NAMES[key]}: a cache was still live at the end")
         run.seconds[key] = time.perf_counter() - t0
         missed = [i + 1 for i, t in enumerate(run.stats[key]) if not t.held_ok]
         if missed:
@@ -420,15 +488,77 @@ def report(label: str, steps: list[Step], run: Run, targets: list[tuple[str, boo
                      f"over the session {ctx['d']:,} vs {ctx['c']:,}, {ctx['d'] / ctx['c']:.1f}x): the server keeps every "
                      "proposal and every resent source in full in the stored chain and cannot compact them to sha "
                      "markers, while contents mode keeps only the active version in full.")
+    later = range(1, n)
+    asks = [i for i in later if steps[i].mode == "ask" and steps[i - 1].mode == "ask" and not steps[i].before]
+    lines.append("prefix reuse (share of a request's tokens repeating a prefix of the previous request), mean over "
+                 "turns 2-n" + (", and over asks right after an ask" if asks else "") + ": "
+                 + ", ".join(f"{k} {sum(run.stats[k][i].reuse for i in later) / len(later):.0%}"
+                             + (f" / {sum(run.stats[k][i].reuse for i in asks) / len(asks):.0%}" if asks else "")
+                             for k in STRATEGIES))
     lines.append("stand-in time per strategy: " + ", ".join(f"{k} {run.seconds[k]:.1f}s" for k in STRATEGIES))
-    for label, ok, detail in targets:
-        if ok is None:
-            lines.append(f"info {label}: measured {detail}")
-        else:
-            lines.append(f"target {label}: measured {detail} — {'PASS' if ok else 'FAIL'}")
-    for note in run.notes:
-        lines.append(f"note: {note}")
-    return lines
+    return lines + target_lines(targets)
+
+
+def target_lines(targets: list[tuple[str, bool | None, str]]) -> list[str]:
+    return [f"info {label}: measured {detail}" if ok is None else
+            f"target {label}: measured {detail} — {'PASS' if ok else 'FAIL'}" for label, ok, detail in targets]
+
+
+def stub_tokens(text: str) -> int:
+    return math.ceil(len(text.encode("utf-8")) / 4)
+
+
+def floor_cost(steps: list[Step], replies: list[int], price: Price) -> float:
+    """Each distinct document version read once at full price, every later read cached; prompts; replies."""
+    seen: set[str] = set()
+    total = 0.0
+    for s, out in zip(steps, replies):
+        sha = sha256_text(s.document)
+        total += stub_tokens(s.document) * (price.cached_input if sha in seen else price.input)
+        total += stub_tokens(s.prompt) * price.input + out * price.output
+        seen.add(sha)
+    return 1e-6 * total
+
+
+def dollars(run: Run, key: str, price: Price) -> float:
+    return sum(t.dollars(price) for t in run.stats[key]) + 1e-6 * run.storage_hours[key] * price.storage_hour
+
+
+def cost_report(label: str, steps: list[Step], runs: dict[str, Run], model: str) -> tuple[list[str], list[tuple]]:
+    """The billed-cost table under both assumptions, and the targets' results."""
+    price = PRICES[model]
+    lines = [f"-- billed cost, session {label}, at {model}'s table rates (${price.input} in, ${price.cached_input} "
+             f"cached, ${price.output} out per 1M tokens; ${price.storage_hour} per 1M token-hours of cache) --"]
+    head = (f"{'strategy':<31} {'full-price in':>13} {'cached in':>10} {'storage tok-h':>13} {'out':>9} "
+            f"{'dollars':>9} {'vs floor':>8} {'(a) / x':>8}")
+    targets: list[tuple] = []
+    for assumption, words in ASSUMPTIONS:
+        run = runs[assumption]
+        floor = floor_cost(steps, [t.output for t in run.stats["a"]], price)
+        cost = {k: dollars(run, k, price) for k in STRATEGIES}
+        lines += [f"{words}:", head, "-" * len(head)]
+        for k in STRATEGIES:
+            v = run.stats[k]
+            full = sum(t.tokens - t.cached + t.written for t in v)
+            lines.append(f"{NAMES[k]:<31} {full:>13,} {sum(t.cached for t in v):>10,} "
+                         f"{run.storage_hours[k]:>13,.0f} {sum(t.output for t in v):>9,} {cost[k]:>9.4f} "
+                         f"{cost[k] / floor:>7.2f}x {cost['a'] / cost[k]:>7.2f}x")
+        lines.append(f"{'floor (computed)':<31} {'':>13} {'':>10} {'':>13} {'':>9} {floor:>9.4f} {1:>7.2f}x "
+                     f"{cost['a'] / floor:>7.2f}x")
+        best = min(OURS, key=cost.get)
+        others = min((k for k in STRATEGIES if k not in OURS), key=cost.get)
+        targets.append((f"session {label}, {words}: genai_magics' best mode ({best}) is the cheapest "
+                        "(ties within 5%)", cost[best] <= 1.05 * cost[others],
+                        f"({best}) ${cost[best]:.4f} vs cheapest other ({others}) ${cost[others]:.4f}: "
+                        f"{cost[best] / cost[others]:.2f}x"))
+        if label in ("50", ASK_HEAVY):
+            targets.append((f"session {label}, {words}: within 1.3x of the floor", cost[best] <= 1.3 * floor,
+                            f"({best}) ${cost[best]:.4f} / floor ${floor:.4f} = {cost[best] / floor:.2f}x"))
+        if label == ASK_HEAVY and assumption == "never":
+            targets.append((f"session {label}, {words}: >= 3x cheaper than stateless resend",
+                            cost["a"] >= 3 * cost[best],
+                            f"(a) ${cost['a']:.4f} / ({best}) ${cost[best]:.4f} = {cost['a'] / cost[best]:.2f}x"))
+    return lines, targets
 
 
 def per_turn_rows(n: str, steps: list[Step], run: Run) -> list[dict]:
@@ -443,6 +573,7 @@ def per_turn_rows(n: str, steps: list[Step], run: Run) -> list[dict]:
         for k in STRATEGIES:
             row[f"{k}_bytes"] = run.stats[k][i].bytes
             row[f"{k}_tokens"] = run.stats[k][i].tokens
+            row[f"{k}_reuse"] = round(run.stats[k][i].reuse, 4)
         rows.append(row)
     return rows
 
@@ -450,12 +581,13 @@ def per_turn_rows(n: str, steps: list[Step], run: Run) -> list[dict]:
 def per_turn_table(rows: list[dict]) -> list[str]:
     head = (f"{'ses':>3} {'turn':>4} {'mode':<4} {'before':<9} {'doc':<8} "
             + " ".join(f"{k + ' bytes':>10}" for k in STRATEGIES) + f" {'e bytes':>8} "
-            + " ".join(f"{k + ' tok':>9}" for k in STRATEGIES))
+            + " ".join(f"{k + ' tok':>9}" for k in STRATEGIES) + " " + " ".join(f"{k + ' reuse':>8}" for k in STRATEGIES))
     out = [head]
     for r in rows:
         out.append(f"{r['session']:>3} {r['turn']:>4} {r['mode']:<4} {r['before']:<9} {r['doc_sha']:<8} "
                    + " ".join(f"{r[k + '_bytes']:>10,}" for k in STRATEGIES) + f" {r['e_bytes']:>8,} "
-                   + " ".join(f"{r[k + '_tokens']:>9,}" for k in STRATEGIES))
+                   + " ".join(f"{r[k + '_tokens']:>9,}" for k in STRATEGIES) + " "
+                   + " ".join(f"{r[k + '_reuse']:>8.0%}" for k in STRATEGIES))
     return out
 
 
@@ -473,14 +605,15 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["GEMINI_API_KEY"] = "fake"
         os.environ.pop("GOOGLE_API_KEY", None)
         results = {}
-        for label, n, hand_at, undo_at in SESSIONS:
-            steps = plan_session(n, hand_at, undo_at)
-            results[label] = (steps, measure(steps, stub, model))
+        plans = [(label, plan_session(n, hand_at, undo_at)) for label, n, hand_at, undo_at in SESSIONS]
+        for label, steps in plans + [(ASK_HEAVY, plan_ask_heavy())]:
+            results[label] = (steps, {a: measure(steps, stub, model, implicit=a == "always") for a, _ in ASSUMPTIONS})
 
     print(f"token economy on the stand-in (model {model}, real google-genai SDK over HTTP; bytes = request "
           "bodies received, tokens = the stand-in's input_tokens)\n")
     rows: list[dict] = []
-    for label, (steps, run) in results.items():
+    for label, (steps, runs) in results.items():
+        run = runs["never"]  # bytes and context do not depend on implicit caching
         tot = {k: sum(t.bytes for t in v) for k, v in run.stats.items()}
         e_bytes, _ = minimum(steps)
         targets: list[tuple[str, bool | None, str]] = []
@@ -502,11 +635,14 @@ def main(argv: list[str] | None = None) -> int:
                 r = tot["b"] / tot[k]
                 targets.append((f"({k}) uploads >= 10 x fewer bytes than (b) over 50 turns", r >= 10,
                                 f"(b)/({k}) = {r:.1f}"))
-        print("\n".join(report(label, steps, run, targets)))
+        costs, cost_targets = cost_report(label, steps, runs, model)
+        print("\n".join(report(label, steps, run, targets) + costs + target_lines(cost_targets)))
+        print("\n".join(f"note: {note}" for note in dict.fromkeys(runs["never"].notes + runs["always"].notes)))
         print()
         rows += per_turn_rows(label, steps, run)
     if args.per_turn:
-        print("per turn (bytes uploaded / context tokens read; 'before' = event before the turn; "
+        print("per turn (bytes uploaded / context tokens read / prefix reuse: the share of the request's tokens "
+              "repeating a prefix of the previous request; 'before' = event before the turn; "
               "e bytes = the prompt + the document if this version is new):")
         print("\n".join(per_turn_table(rows)))
         print()

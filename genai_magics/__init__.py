@@ -27,6 +27,10 @@ def load_ipython_extension(ipython) -> None:
     ipython.events.register("pre_run_cell", magics.pre_run_cell)
     ipython.events.register("post_run_cell", magics.post_run_cell)
     _LOADED[id(ipython)] = magics
+    import atexit
+
+    # Kernel exit: delete the explicit caches so none is billed for storage (bounded: never blocks long).
+    atexit.register(magics.session.caches.release_all)
     # The SDK's import and first-use costs (~0.5-2 s): paid now, off the main thread, not by the first turn.
     magics.session.warm_up(magics._settings())
     from .frontends import waiting
@@ -52,6 +56,10 @@ def unload_ipython_extension(ipython) -> None:
             ipython.magics_manager.magics[kind].pop(name, None)
     if magics.bridge is not None:
         magics.bridge.close()
+    import atexit
+
+    atexit.unregister(magics.session.caches.release_all)
+    magics.session.caches.release_all()
     if magics in ipython.configurables:
         ipython.configurables.remove(magics)
     ipython.__dict__[_KEPT] = magics  # %reload_ext: the next load continues these conversations

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
-from traitlets import Bool, Enum, Float, Int, Unicode
+from traitlets import Bool, Dict, Enum, Float, Int, Unicode
 
 from .ui import report
 from .frontends.cell_writer import strip_applied_marker
@@ -96,6 +96,9 @@ class GeminiMagics(Magics):
     max_var_chars = Int(2_000, help="cap on each variable summary sent with --vars, in characters").tag(config=True)
     apply_wait = Float(300.0, help="seconds a magic cell waits for Apply/Discard where only the running cell can be written (VS Code)").tag(config=True)
     max_prompt_bytes = Int(100_000, help="largest prompt accepted, in bytes (the cell body or the one-line words)").tag(config=True)
+    cache = Enum(["auto", "off"], default_value="auto", help="contents mode: keep the conversation's stable head (system instruction, document, context) in an explicit Gemini context cache when it is over the model's cache minimum and pays off; off: never").tag(config=True)
+    cache_ttl = Float(600.0, help="seconds an explicit cache lives unless used (each use extends it)").tag(config=True)
+    prices = Dict(help='prices per model overriding or adding to the table (US$ per 1M tokens): {"model": {"input": .., "cached_input": .., "output": .., "storage_hour": .., "cache_minimum": tokens}}').tag(config=True)
 
     def __init__(self, shell=None, kept=None, **kwargs):
         super().__init__(shell=shell, **kwargs)
@@ -162,7 +165,23 @@ class GeminiMagics(Magics):
             max_chain_versions=self.max_chain_versions,
             temperature=self.temperature,
             client=ClientSettings(retry_attempts=self.retry_attempts, timeout_s=self.timeout),
+            cache=self.cache,
+            cache_ttl_s=self.cache_ttl,
+            prices=dict(self.prices),
         )
+
+    def _storage_costs(self) -> list[tuple[str, float, float | None]]:
+        """(model, token-hours, dollars or None) of explicit cache storage so far."""
+        from .gemini.pricing import price_for, storage_cost
+
+        out = []
+        for model, hours in self.session.caches.storage_token_hours().items():
+            try:
+                price = price_for(model.removeprefix("models/"), self.prices)
+            except ValueError:
+                price = None
+            out.append((model.removeprefix("models/"), hours, storage_cost(price, hours) if price else None))
+        return out
 
     def _write_staged(self) -> bool:
         """A staged Apply for this very cell: write it now, send nothing."""
@@ -278,7 +297,7 @@ class GeminiMagics(Magics):
             display.error(redact(f"unexpected {type(exc).__name__}: {exc} (%gemini debug on shows the traceback)"))
             return
         if outcome.request is not None:
-            display.request(outcome.request, outcome.plan.state_mode)
+            display.request(outcome.request, outcome.plan.state_mode, outcome.cache_plan)
             return
         turn = outcome.turn
         display.finish(turn.response or ("_(proposal below)_" if mode == "edit" else "_(empty answer)_"))
@@ -359,8 +378,8 @@ class GeminiMagics(Magics):
 
         %gemini status           model, state mode, synced hashes, turn counts
         %gemini history [-c N]   the turns, prompt and reply
-        %gemini tokens [-c N]    per-turn tokens and request bytes
-        %gemini reset [NAME|--all]  forget a conversation (default: 'default')
+        %gemini tokens [-c N]    per-turn tokens (cached ones too), request bytes and cost; session totals
+        %gemini reset [NAME|--all]  forget a conversation (default: 'default') and delete its context cache
         %gemini model [NAME]     show or set the default model
         %gemini models           the models your key can use, and the state modes each works in
         %gemini state [MODE]     show or set the default state mode
@@ -388,6 +407,8 @@ class GeminiMagics(Magics):
             print("\n\n".join(report.history(c) for c in chosen) or "no conversation yet")
         elif args.command == "tokens":
             print("\n\n".join(report.token_table(c) for c in chosen) or "no conversation yet")
+            if convs:
+                print(report.session_totals(list(convs.values()), self._storage_costs()))
         elif args.command == "reset":
             names = self.session.reset(None if args.all else (args.value or "default"))
             print(f"reset: {', '.join(names)}" if names else "nothing to reset")

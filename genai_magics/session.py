@@ -26,7 +26,9 @@ from .engine.redaction import redact, unmask
 from .frontends.notebook_view import ExecutionRecord, NotebookFileError, NotebookView
 from .gemini.models import ModelInfo, available_models
 from .gemini.warm_up import rehearse
-from .gemini.transport import TRANSPORTS, ClientSettings, RetryNotices, Transport, TurnResult, make_client
+from .gemini.transport import TRANSPORTS, CachedHead, ClientSettings, RetryNotices, Transport, TurnResult, make_client
+from .gemini.caching import CacheStep, ContextCaches
+from .gemini.pricing import Price, price_for, turn_cost
 
 # What the SDK reads from the environment when a client is made.
 CLIENT_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_USE_VERTEXAI",
@@ -42,6 +44,9 @@ class Settings:
     max_chain_versions: int = 8
     temperature: float | None = None
     client: ClientSettings = ClientSettings()
+    cache: str = "auto"  # explicit context caching: "auto" or "off"
+    cache_ttl_s: float = 600.0
+    prices: dict[str, dict[str, Any]] = field(default_factory=dict)  # overrides of gemini/pricing.py
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,7 @@ class TurnOutcome:
     turn: Turn | None = None  # None for a dry run
     request: dict[str, Any] | None = None  # the dry run's exact request
     target: Cell | None = None  # the cell an edit proposal is for
+    cache_plan: str | None = None  # the dry run's explicit-cache plan
 
 
 def _no_key() -> bool:
@@ -94,6 +100,7 @@ class Session:
     view: Callable[[], NotebookView] | None = None  # the freshest view available now
     frontend_target: Callable[[], Cell | None] | None = None  # the frontend's default document
     conversations: dict[str, Conversation] = field(default_factory=dict)
+    caches: ContextCaches = field(default_factory=ContextCaches)
     _clients: dict[str, tuple[Any, RetryNotices]] = field(default_factory=dict)
     # One client is built at a time: a turn that arrives during the warm-up waits for it.
     _client_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -116,6 +123,7 @@ class Session:
             conv = self.conversations.pop(n, None)
             if conv is not None:
                 conv.closed = True
+                self.caches.release(conv)  # nothing stays billed for storage
                 reset.append(n)
         return reset
 
@@ -310,9 +318,16 @@ class Session:
         replan = lambda: conv.plan_turn(req.mode, req.prompt, doc, pieces, state,  # noqa: E731
                                         settings.max_chain_versions)
         plan = replan()
+        try:
+            price = price_for(model, settings.prices)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
         if req.dry_run:
-            request = TRANSPORTS[plan.state_mode](None, model, settings.temperature).request(plan, conv.history)
-            return TurnOutcome(conv, plan, model, request=request, target=target)
+            transport = TRANSPORTS[plan.state_mode](None, model, settings.temperature)
+            step = self.caches.step(conv, transport, plan, conv.history, settings.cache, price, settings.cache_ttl_s)
+            request = transport.request(plan, conv.history, _planned_head(step))
+            return TurnOutcome(conv, plan, model, request=request, target=target,
+                               cache_plan=step.describe(settings.cache_ttl_s))
         client, notices = self._client(settings.client)
         transport: Transport = TRANSPORTS[plan.state_mode](client, model, settings.temperature)
         if plan.new_chain_digest and conv.last_interaction_id:
@@ -321,26 +336,34 @@ class Session:
                          "digest of the earlier turns (%config GeminiMagics.max_chain_versions)")
         notices.start(display.note, transport.honours_retry_after)
         try:
-            result, plan = self._send(transport, conv, plan, display, settings, replan)
+            step = self.caches.step(conv, transport, plan, conv.history, settings.cache, price, settings.cache_ttl_s)
+            result, plan = self._send(transport, conv, plan, display, settings, replan, step)
+        except BaseException:
+            if self.conversations.get(conv.name) is not conv:  # a conversation that never started keeps no cache
+                self.caches.release(conv)
+            raise
         finally:
             notices.start(None)
         if notices.request_bytes:  # the footer reports what really went over the wire
             result = replace(result, usage=replace(result.usage, request_bytes=notices.request_bytes))
+        result = replace(result, usage=_priced(result.usage, price))
         turn = self._commit(conv, plan, result, display)
         replaced = self.conversations.get(conv.name)
         if replaced is not None and replaced is not conv:  # --new started it over
             replaced.closed = True
+            self.caches.release(replaced)
         self.conversations[conv.name] = conv  # a conversation exists once a turn succeeded
         return TurnOutcome(conv, plan, model, turn=turn, target=target)
 
     def _send(self, transport: Transport, conv: Conversation, plan: TurnPlan, display: TurnDisplay, settings: Settings,
-              replan: Callable[[], TurnPlan]) -> tuple[TurnResult, TurnPlan]:
+              replan: Callable[[], TurnPlan], step: CacheStep) -> tuple[TurnResult, TurnPlan]:
         """Send once; if the server lost the interaction chain, start a new chain once.
 
         Any failure leaves the conversation exactly as it was.
         """
         try:
-            return transport.send(plan, conv.history, display.chunk), plan
+            return self.caches.send(conv, transport, plan, conv.history, display.chunk, display.note, step,
+                                    settings.cache_ttl_s), plan
         except KeyboardInterrupt:
             raise UserError(STOPPED) from None
         except Exception as exc:
@@ -399,6 +422,25 @@ def unmasked_proposal(doc: Document, proposal: str, display: TurnDisplay) -> str
         display.note(f"the model saw the API key as *** and changed the line around it in {', '.join(untouched)}; "
                      "left as it is there (edit that line yourself)")
     return proposal
+
+
+def _planned_head(step: CacheStep) -> CachedHead | None:
+    """The cache a dry run's request would name (a cache still to be made has no name yet)."""
+    if step.decision.action == "use" and step.entry is not None:
+        return CachedHead(step.entry.name, step.entry.length)
+    if step.decision.action == "create":
+        return CachedHead("cachedContents/(created before the request)", len(step.head))
+    return None
+
+
+def _priced(usage: Usage, price: Price | None) -> Usage:
+    """The turn's cost at the price table's rates, and what the same turn costs with nothing cached."""
+    if price is None or usage.input_tokens is None or usage.output_tokens is None:
+        return usage
+    output = usage.output_tokens + (usage.thinking_tokens or 0)
+    cost = turn_cost(price, usage.input_tokens, usage.cached_tokens or 0, output, usage.cache_write_tokens)
+    resend = turn_cost(price, usage.input_tokens, 0, output)
+    return replace(usage, cost_usd=cost, resend_cost_usd=resend)
 
 
 def parse_proposal(text: str) -> tuple[str, str]:

@@ -103,6 +103,8 @@ def test_ask_edit_and_notebook_apply_undo_on_each_corpus_notebook(stub, tmp_path
     with FakeFrontend(cells=cells, env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY},
                       cwd=str(tmp_path), path=name) as ff:
         ff.execute("setup")
+        # the document goes out inside each request, not into an explicit context cache, so the request shows it
+        ff.execute_code('%config GeminiMagics.cache = "off"')
         ff.execute("code-end")
         ask = ff.execute("ask")
         assert "Stub answer to: What does the cell above do" in ask.plain, ask.plain[-500:]
@@ -148,6 +150,8 @@ def test_context_is_the_cells_nearest_the_document_on_a_366_cell_notebook(stub, 
     with FakeFrontend(cells=cells, env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY},
                       cwd=str(tmp_path), path=BIG) as ff:
         ff.execute("setup")
+        # the document and the context go out inside the request, not into an explicit context cache
+        ff.execute_code('%config GeminiMagics.cache = "off"')
         ff.execute("ask")
         sent = current_payload(api_requests(stub)[-1])
         assert sent["currentSource"] == corpus[code_above].source

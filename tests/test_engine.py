@@ -177,7 +177,7 @@ def test_edit_discard_is_synchronized_on_base_held_by_user_turn():
     plan = conv.plan_turn("ask", "then what?", doc(S0))
     assert plan.synchronized is True
     roles = parsed(build_contents(conv.history, plan))
-    assert roles[0][1] == {"mode": "edit", "prompt": "p", "currentSource": S0}
+    assert roles[0][1] == {"mode": "edit", "prompt": "p", "currentSource": S0, "document": "In[1]"}  # as sent
     assert roles[1][1] == {"kind": "code_proposal", "explanation": "reply to p",
                            "supersededProposalSha256": sha(S1), "outcome": "discarded"}
     assert roles[2][1] == {"mode": "ask", "prompt": "then what?", "sourceSynchronized": True}
@@ -347,8 +347,8 @@ def test_ten_turn_edit_session_keeps_full_code_once():
             assert model["proposedSource"] == versions[10]
     superseded = {p.get("supersededProposalSha256") for p in payloads} - {None}
     assert superseded == {sha(v) for v in versions[1:10]}
-    for i in range(1, 10):  # synchronized turns carried no source: nothing to mark
-        assert set(payloads[2 * i]) == {"mode", "prompt"}
+    for i in range(1, 10):  # synchronized turns carried no source: nothing to mark; rendered as sent
+        assert payloads[2 * i] == {"mode": "edit", "prompt": payloads[2 * i]["prompt"], "sourceSynchronized": True}
 
 
 def test_context_compaction_keeps_only_newest_version_in_full():
@@ -373,7 +373,7 @@ def test_context_resent_now_supersedes_every_history_version():
     plan = conv.plan_turn("ask", "q", doc(S0), [ctx("new\n")])
     payloads = [p for _, p in parsed(build_contents(conv.history, plan))]
     assert payloads[0] == {"mode": "ask", "prompt": "p", "currentSource": S0,
-                           "supersededSecondaryContextSha256": sha("old\n")}
+                           "supersededSecondaryContextSha256": sha("old\n"), "document": "In[1]"}
     assert payloads[-1]["secondaryContext"] == "new\n"
 
 

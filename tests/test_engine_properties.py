@@ -205,7 +205,8 @@ def check_contents(conv: Conversation, ref: Ref, plan, doc: Document | None) -> 
     for i, t in enumerate(ref.turns):
         user, model = items[2 * i][1], items[2 * i + 1][1]
         assert (user["mode"], user["prompt"]) == (t.mode, t.prompt)
-        assert "sourceSynchronized" not in user and "proposalOutcomes" not in user
+        # rendered as sent: sourceSynchronized stays on a turn that said it, never with a source
+        assert "proposalOutcomes" not in user and not ("sourceSynchronized" in user and t.sent)
         if t.sent:
             if "currentSource" in user:
                 assert user["currentSource"] == t.base and "supersededSourceSha256" not in user

@@ -119,6 +119,8 @@ def test_file_and_executed_cells_are_one_cell_and_the_document_is_not_its_own_co
     vs = VSCode(kernel, str(path))
     vs.open_notebook()
     kernel.run("%config GeminiMagics.secondary_context_chars = 1000000", cell_id="cfg")
+    # the document and the context go out inside the request, not into an explicit context cache
+    kernel.run('%config GeminiMagics.cache = "off"', cell_id="nocache")
     ran = {4: 1, 6: 2, 10: 3}  # file position -> VS Code handle
     for position, handle in ran.items():
         vs.run(nb.cells[position].source, handle)
@@ -160,6 +162,8 @@ def test_context_cap_keeps_the_cells_nearest_the_document(kernel, stub, tmp_path
     nb = nbformat.read(path, as_version=nbformat.NO_CONVERT)
     vs = VSCode(kernel, str(path))
     vs.open_notebook()
+    # the document and the context go out inside the request, not into an explicit context cache
+    kernel.run('%config GeminiMagics.cache = "off"', cell_id="nocache")
     vs.run("%%gemini_ask --cell file-12\nWhat does this cell do?", 1)
     payload = sent(stub)
     assert payload["currentSource"] == nb.cells[12].source

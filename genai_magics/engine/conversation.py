@@ -25,9 +25,14 @@ DIGEST_TURNS = 16  # a new server chain learns this many earlier turns, in short
 
 @dataclass(frozen=True)
 class Usage:
-    input_tokens: int | None = None
+    input_tokens: int | None = None  # everything the model read, cached tokens included
     output_tokens: int | None = None
     request_bytes: int = 0
+    cached_tokens: int | None = None  # input served from a cache, explicit or implicit
+    thinking_tokens: int | None = None
+    cache_write_tokens: int = 0  # tokens written into an explicit cache for this turn (billed as input)
+    cost_usd: float | None = None  # None: the model has no price
+    resend_cost_usd: float | None = None  # the same input and output with nothing cached
 
 
 @dataclass
@@ -41,6 +46,7 @@ class Turn:
     base_source: str | None = None  # the document when asked: kept locally for diff/undo
     base_sha256: str | None = None
     sent_source: bool = False  # this user turn carried currentSource
+    synchronized: bool = False  # this user turn said sourceSynchronized
     pieces: tuple[ContextPiece, ...] = ()  # context sent in full with this turn
     response: str = ""  # the answer, or the proposal's explanation
     proposal_source: str | None = None
@@ -219,6 +225,7 @@ class Conversation:
             base_source=doc.source if doc else None,
             base_sha256=doc.sha256 if doc else None,
             sent_source=plan.send_source,
+            synchronized=plan.synchronized,
             pieces=plan.pieces,
             response=response,
             proposal_source=proposal_source,

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
-from ..engine.contents import build_contents
+from ..engine.contents import Contents, build_contents, cacheable
 from ..engine.conversation import Turn, TurnPlan, Usage
 from ..engine.payloads import EDIT_RESPONSE_SCHEMA, SYSTEM_INSTRUCTION, to_text
 from .errors import failure_kinds
@@ -27,6 +27,14 @@ class TurnResult:
 
 
 @dataclass(frozen=True)
+class CachedHead:
+    """An explicit cache holding the system instruction and the first ``length`` contents of the request."""
+
+    name: str
+    length: int
+
+
+@dataclass(frozen=True)
 class ClientSettings:
     retry_attempts: int = 5
     timeout_s: float = 120.0
@@ -34,11 +42,14 @@ class ClientSettings:
 
 class Transport(Protocol):
     honours_retry_after: bool  # the client waits as a 429's Retry-After says (what the notice tells)
+    client: Any
+    model: str
 
-    def request(self, plan: TurnPlan, history: Sequence[Turn]) -> dict[str, Any]:
+    def request(self, plan: TurnPlan, history: Sequence[Turn], cache: CachedHead | None = None) -> dict[str, Any]:
         """The exact request body this turn sends (what ``--dry-run`` shows)."""
 
-    def send(self, plan: TurnPlan, history: Sequence[Turn], on_chunk: OnChunk) -> TurnResult:
+    def send(self, plan: TurnPlan, history: Sequence[Turn], on_chunk: OnChunk,
+             cache: CachedHead | None = None) -> TurnResult:
         """Send the turn, streaming text chunks to ``on_chunk``."""
 
 
@@ -183,17 +194,28 @@ class _Transport:
 class ContentsTransport(_Transport):
     """App-managed state: the kernel sends the compacted transcript every turn."""
 
-    def request(self, plan: TurnPlan, history: Sequence[Turn]) -> dict[str, Any]:
-        config: dict[str, Any] = {"system_instruction": SYSTEM_INSTRUCTION}
+    def head(self, plan: TurnPlan, history: Sequence[Turn]) -> tuple[Contents, int]:
+        """The contents as an explicit cache would split them, and the length of their stable head."""
+        return cacheable(history, plan)
+
+    def request(self, plan: TurnPlan, history: Sequence[Turn], cache: CachedHead | None = None) -> dict[str, Any]:
+        config: dict[str, Any] = {}
+        if cache is None:
+            config["system_instruction"] = SYSTEM_INSTRUCTION
+            contents = build_contents(history, plan)
+        else:  # the cache holds the system instruction: the API refuses it beside cached_content
+            config["cached_content"] = cache.name
+            contents = cacheable(history, plan)[0][cache.length:]
         if self.temperature is not None:
             config["temperature"] = self.temperature
         if plan.mode == "edit":
             config["response_mime_type"] = "application/json"
             config["response_schema"] = EDIT_RESPONSE_SCHEMA
-        return {"model": self.model, "contents": build_contents(history, plan), "config": config}
+        return {"model": self.model, "contents": contents, "config": config}
 
-    def send(self, plan: TurnPlan, history: Sequence[Turn], on_chunk: OnChunk) -> TurnResult:
-        body = self.request(plan, history)
+    def send(self, plan: TurnPlan, history: Sequence[Turn], on_chunk: OnChunk,
+             cache: CachedHead | None = None) -> TurnResult:
+        body = self.request(plan, history, cache)
         parts: list[str] = []
         usage = None
         for chunk in self.client.models.generate_content_stream(**body):
@@ -209,6 +231,8 @@ class ContentsTransport(_Transport):
                 input_tokens=getattr(usage, "prompt_token_count", None),
                 output_tokens=getattr(usage, "candidates_token_count", None),
                 request_bytes=body_bytes(body),
+                cached_tokens=getattr(usage, "cached_content_token_count", None),
+                thinking_tokens=getattr(usage, "thoughts_token_count", None),
             ),
         )
 
@@ -218,7 +242,8 @@ class InteractionsTransport(_Transport):
 
     honours_retry_after = True
 
-    def request(self, plan: TurnPlan, history: Sequence[Turn]) -> dict[str, Any]:
+    def request(self, plan: TurnPlan, history: Sequence[Turn], cache: CachedHead | None = None) -> dict[str, Any]:
+        # No explicit cache here (cache is always None): see gemini/caching.py.
         # system_instruction, the generation config and the response format belong
         # to one interaction: they are sent again on every turn.
         body: dict[str, Any] = {
@@ -239,7 +264,8 @@ class InteractionsTransport(_Transport):
             }
         return body
 
-    def send(self, plan: TurnPlan, history: Sequence[Turn], on_chunk: OnChunk) -> TurnResult:
+    def send(self, plan: TurnPlan, history: Sequence[Turn], on_chunk: OnChunk,
+             cache: CachedHead | None = None) -> TurnResult:
         body = self.request(plan, history)
         parts: list[str] = []
         interaction_id = None
@@ -265,6 +291,8 @@ class InteractionsTransport(_Transport):
                 input_tokens=getattr(usage, "total_input_tokens", None),
                 output_tokens=getattr(usage, "total_output_tokens", None),
                 request_bytes=body_bytes(body),
+                cached_tokens=getattr(usage, "total_cached_tokens", None),
+                thinking_tokens=getattr(usage, "total_thought_tokens", None),
             ),
         )
 

@@ -20,9 +20,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0, help="TCP port (0 picks a free one)")
     parser.add_argument("--host", default="127.0.0.1", help="loopback only: 127.0.0.1 or localhost")
     parser.add_argument("--chunk-delay", type=float, default=0.0, metavar="SECONDS", help="seconds between streamed chunks")
+    parser.add_argument("--implicit-caching", action="store_true",
+                        help="report identical prefixes of earlier requests as cached tokens (off by default)")
     args = parser.parse_args(argv)
     try:
-        stub = StubServer(port=args.port, host=args.host, chunk_delay=args.chunk_delay)
+        stub = StubServer(port=args.port, host=args.host, chunk_delay=args.chunk_delay,
+                          implicit_caching=args.implicit_caching)
     except (ValueError, OSError) as exc:
         print(f"genai_magics.stub: {exc}", file=sys.stderr, flush=True)
         return 2

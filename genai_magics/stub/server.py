@@ -12,10 +12,30 @@ Served routes (what the SDK calls):
 * ``POST /v1/interactions`` (``"stream": true`` answers server-sent events)
 * ``GET  /v1/interactions/{id}``
 * ``GET  /v1/models`` (``client.models.list()``: the package's default model and two others)
+* ``POST /v1/cachedContents``; ``GET``, ``PATCH`` (ttl / expireTime), ``DELETE``
+  ``/v1/cachedContents/{id}``: explicit context caches that expire on the
+  stand-in's clock
+
+Caching, as the real API reports it: a request naming ``cachedContent`` reads the
+cache's system instruction and contents before its own, counts them in
+``promptTokenCount`` and reports them as ``cachedContentTokenCount``; beside a
+``systemInstruction``, ``tools`` or ``toolConfig`` it is refused with a 400; a
+cache the stand-in does not know (never made, deleted, expired) is a 403
+``PERMISSION_DENIED`` (or a 404, ``cache_missing_status``). Implicit caching is a
+deterministic model, off by default: a request's longest prefix (system
+instruction, then turns; a part of a turn counted in whole 4-byte tokens)
+identical to an earlier request of the same model within ``implicit_ttl_s``,
+counted when it reaches the model's minimum (``implicit_minimum``), is reported as
+cached tokens (``cachedContentTokenCount``; interactions ``usage.total_cached_tokens``).
+Every request's record also says how many of its tokens repeat a prefix of the
+previous request of the same model (``prefix_tokens``), whether or not anything is cached.
 
 Control routes (never recorded): ``GET /_stub/requests``, ``POST /_stub/reset``,
 ``POST /_stub/inject``, ``POST /_stub/script_edit`` (``{"proposedSource": ...}``: the
-next edit answers exactly that), ``DELETE /_stub/interactions/{id}``.
+next edit answers exactly that), ``DELETE /_stub/interactions/{id}``, ``GET /_stub/caches``
+(every cache made, with its lifetime), ``POST /_stub/clock`` (``{"advance": s}``),
+``POST /_stub/caching`` (``{"implicit": bool, "missing_status": 403|404,
+"implicit_ttl_s": s, "implicit_minimum": {model: tokens}}``).
 
 The API key is only ever checked for presence; its value is never stored.
 """
@@ -65,7 +85,8 @@ _DEFAULT_MESSAGES = {
 
 FAULTS = ("http", "cut_stream", "invalid_json", "delay")
 MATCHES = (None, "any", "generate", "stream", "count", "interactions", "edit", "ask",
-           "interaction.create", "interaction.get")
+           "interaction.create", "interaction.get", "caches", "cache.create", "cache.get", "cache.update",
+           "cache.delete")
 
 _MODEL_RE = re.compile(r"^/v1(?:beta|alpha)?/models/([^/:]+):(generateContent|streamGenerateContent|countTokens)$")
 _INTERACTIONS_RE = re.compile(r"^/v1(?:beta|alpha)?/interactions/?$")
@@ -87,6 +108,66 @@ def _catalogue() -> list[dict[str, Any]]:
     chat = ["generateContent", "countTokens", "createCachedContent", "batchGenerateContent"]
     return [entry(DEFAULT_MODEL, chat), entry("gemini-3.1-pro-preview", chat),
             entry("gemini-embedding-001", ["embedContent", "countTextTokens"])]
+
+
+_CACHES_RE = re.compile(r"^/v1(?:beta|alpha)?/cachedContents/?$")
+_CACHE_RE = re.compile(r"^/v1(?:beta|alpha)?/(cachedContents/[^/]+)$")
+
+CACHE_MISSING = "CachedContent not found (or permission denied)"
+CACHE_CONFLICT = ("CachedContent can not be used with GenerateContent request setting system_instruction, "
+                  "tools or tool_config.\n\nProposed fix: move those values to CachedContent from "
+                  "GenerateContent request.")
+DEFAULT_CACHE_TTL_S = 3600.0  # the real API's default when a cache is made without a TTL
+IMPLICIT_TTL_S = 300.0
+
+
+def implicit_minimum(model: str) -> int:
+    """The stand-in's smallest prefix implicit caching counts: 4,096 tokens for pro models, else 2,048."""
+    return 4096 if "pro" in model else 2048
+
+
+def _duration(value: Any) -> float | None:
+    """``"300s"`` / ``"1.5s"`` -> seconds; None if it is not a protobuf Duration."""
+    if isinstance(value, str) and re.fullmatch(r"\d+(?:\.\d+)?s", value.strip()):
+        return float(value.strip()[:-1])
+    return None
+
+
+def _timestamp(seconds: float) -> str:
+    return _dt.datetime.fromtimestamp(seconds, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _parse_timestamp(value: Any) -> float | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return _dt.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _common_tokens(a: list[tuple[str, str]], b: list[tuple[str, str]]) -> int:
+    """Tokens of the longest common prefix of two (role, text) sequences.
+
+    Whole equal pieces count their own tokens; inside the first differing piece of
+    the same role, only whole 4-byte tokens of the common prefix count.
+    """
+    total = 0
+    for (role_a, text_a), (role_b, text_b) in zip(a, b):
+        if (role_a, text_a) == (role_b, text_b):
+            total += tokens(text_a)
+            continue
+        if role_a == role_b:
+            low, high = 0, min(len(text_a), len(text_b))  # binary search on slices: C speed on 70 kB turns
+            while low < high:
+                mid = (low + high + 1) // 2
+                if text_a[:mid] == text_b[:mid]:
+                    low = mid
+                else:
+                    high = mid - 1
+            total += len(text_a[:low].encode("utf-8", "surrogatepass")) // 4
+        break
+    return total
 
 
 def tokens(text: str | None) -> int:
@@ -300,7 +381,8 @@ class StubServer:
     ...     os.environ["GOOGLE_GEMINI_BASE_URL"] = stub.url
     """
 
-    def __init__(self, port: int = 0, host: str = "127.0.0.1", chunk_delay: float = 0.0):
+    def __init__(self, port: int = 0, host: str = "127.0.0.1", chunk_delay: float = 0.0,
+                 implicit_caching: bool = False):
         if host not in LOOPBACK_HOSTS:
             raise ValueError(f"the stub binds to the loopback interface only, not {host!r}")
         self.host = "127.0.0.1"
@@ -312,6 +394,16 @@ class StubServer:
         self._scripted: list[str] = []  # proposals the next edits answer, oldest first
         self._interactions: dict[str, dict[str, Any]] = {}
         self._next_id = 1
+        self._caches: dict[str, dict[str, Any]] = {}  # every cache made (deleted and expired ones kept, marked)
+        self._next_cache = 1
+        self._clock_offset = 0.0
+        self.implicit_default = implicit_caching  # what reset() goes back to
+        self.implicit_caching = implicit_caching
+        self.implicit_ttl_s = IMPLICIT_TTL_S
+        self.implicit_minimums: dict[str, int] = {}
+        self.cache_missing_status = 403
+        self._prefixes: list[tuple[str, float, list[tuple[str, str]]]] = []  # (model, time, sequence)
+        self._previous: dict[str, list[tuple[str, str]]] = {}  # model -> the sequence its last request read
         self._httpd = _QuietServer((self.host, port), _make_handler(self), bind_and_activate=True)
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -359,13 +451,158 @@ class StubServer:
             self._records.clear()
 
     def reset(self) -> None:
-        """Forget records, pending injections and stored interactions."""
+        """Forget records, pending injections, stored interactions and caches; caching settings to defaults."""
         with self._lock:
             self._records.clear()
             self._injections.clear()
             self._scripted.clear()
             self._interactions.clear()
             self._next_id = 1
+            self._caches.clear()
+            self._next_cache = 1
+            self._clock_offset = 0.0
+            self.implicit_caching = self.implicit_default
+            self.implicit_ttl_s = IMPLICIT_TTL_S
+            self.implicit_minimums = {}
+            self.cache_missing_status = 403
+            self._prefixes.clear()
+            self._previous.clear()
+
+    # -- the clock and caching ------------------------------------------------------
+    def now(self) -> float:
+        """The stand-in's clock: wall time plus what ``advance`` added (cache expiry runs on it)."""
+        return time.time() + self._clock_offset
+
+    def advance(self, seconds: float) -> float:
+        """Move the stand-in's clock forward (expire caches without waiting); returns the new time."""
+        with self._lock:
+            self._clock_offset += float(seconds)
+            return self.now()
+
+    def configure_caching(self, *, implicit: bool | None = None, missing_status: int | None = None,
+                          implicit_ttl_s: float | None = None,
+                          implicit_minimum: dict[str, int] | None = None) -> dict[str, Any]:
+        if missing_status not in (None, 403, 404):
+            raise ValueError("missing_status must be 403 or 404")
+        with self._lock:
+            if implicit is not None:
+                self.implicit_caching = bool(implicit)
+            if missing_status is not None:
+                self.cache_missing_status = int(missing_status)
+            if implicit_ttl_s is not None:
+                self.implicit_ttl_s = float(implicit_ttl_s)
+            if implicit_minimum is not None:
+                self.implicit_minimums.update({str(k): int(v) for k, v in implicit_minimum.items()})
+            return {"implicit": self.implicit_caching, "missing_status": self.cache_missing_status,
+                    "implicit_ttl_s": self.implicit_ttl_s, "implicit_minimum": dict(self.implicit_minimums)}
+
+    @property
+    def caches(self) -> list[dict[str, Any]]:
+        """Every cache made, oldest first: name, model, tokens, created, ended (delete or expiry), state."""
+        with self._lock:
+            now = self.now()
+            out = []
+            for c in self._caches.values():
+                state = c["state"] if c["state"] != "live" or c["expire"] > now else "expired"
+                ended = c["ended"] if c["ended"] is not None else (c["expire"] if state == "expired" else None)
+                out.append({"name": c["name"], "model": c["model"], "tokens": c["tokens"], "state": state,
+                            "created": c["created"], "ended": ended, "expire": c["expire"],
+                            "token_seconds": c["tokens"] * ((ended if ended is not None else now) - c["created"])})
+            return out
+
+    def _live_cache(self, name: str) -> dict[str, Any] | None:
+        c = self._caches.get(name)
+        if c is None or c["state"] != "live":
+            return None
+        if c["expire"] <= self.now():
+            c["state"], c["ended"] = "expired", c["expire"]
+            return None
+        return c
+
+    def _cache_missing(self, name: str) -> _Reply:
+        return _error(self.cache_missing_status, CACHE_MISSING if self.cache_missing_status == 403
+                      else f"CachedContent {name!r} not found. (stub)")
+
+    def _cache_view(self, c: dict[str, Any]) -> dict[str, Any]:
+        return {"name": c["name"], "model": c["model"], "displayName": c["display_name"],
+                "createTime": _timestamp(c["created"]), "updateTime": _timestamp(c["updated"]),
+                "expireTime": _timestamp(c["expire"]), "usageMetadata": {"totalTokenCount": c["tokens"]}}
+
+    def _expiry(self, body: dict[str, Any], now: float) -> float | None:
+        if "ttl" in body:
+            ttl = _duration(body["ttl"])
+            return None if ttl is None else now + ttl
+        if "expireTime" in body:
+            return _parse_timestamp(body["expireTime"])
+        return now + DEFAULT_CACHE_TTL_S
+
+    def _handle_cache_create(self, body: dict[str, Any], info: dict[str, Any]) -> _Reply:
+        model = body.get("model")
+        if not isinstance(model, str) or not model.startswith("models/"):
+            return _error(400, "model must be 'models/{model}'. (stub)")
+        contents = [(c.get("role") or "user", "".join(_texts(c))) for c in body.get("contents") or []
+                    if isinstance(c, dict)]
+        system = "".join(_texts(body.get("systemInstruction")))
+        total = sum(tokens(t) for _, t in contents) + tokens(system)
+        minimum = self._minimum(model[len("models/"):])
+        if total < minimum:
+            return _error(400, f"Cached content is too small. total_token_count={total}, min_total_token_count="
+                               f"{minimum}. (stub)")
+        now = self.now()
+        expire = self._expiry(body, now)
+        if expire is None:
+            return _error(400, f"Invalid value at 'cached_content.ttl': {body.get('ttl')!r}. (stub)")
+        with self._lock:
+            name = f"cachedContents/stub-{self._next_cache:06d}"
+            self._next_cache += 1
+            self._caches[name] = {"name": name, "model": model, "display_name": body.get("displayName") or "",
+                                  "contents": contents, "system": system, "tokens": total,
+                                  "created": now, "updated": now, "expire": expire, "ended": None,
+                                  "state": "live"}
+            view = self._cache_view(self._caches[name])
+        info.update(cache_name=name, input_tokens=total)
+        return _Reply(200, view)
+
+    def _handle_cache(self, method: str, name: str, body: dict[str, Any] | None, info: dict[str, Any]) -> _Reply:
+        info["cache_name"] = name
+        with self._lock:
+            c = self._live_cache(name)
+            if c is None:
+                return self._cache_missing(name)
+            if method == "GET":
+                return _Reply(200, self._cache_view(c))
+            if method == "DELETE":
+                c["state"], c["ended"] = "deleted", self.now()
+                return _Reply(200, {})
+            now = self.now()  # PATCH: only the expiry may change
+            expire = self._expiry(body or {}, now) if ("ttl" in (body or {}) or "expireTime" in (body or {})) \
+                else None
+            if expire is None:
+                return _error(400, "Only ttl or expireTime can be updated. (stub)")
+            c["expire"], c["updated"] = expire, now
+            return _Reply(200, self._cache_view(c))
+
+    def _minimum(self, model: str) -> int:
+        return self.implicit_minimums.get(model, implicit_minimum(model))
+
+    def _read(self, model: str, sequence: list[tuple[str, str]], info: dict[str, Any]) -> int:
+        """What a request reads: records ``prefix_tokens`` (the prefix it shares with the previous request
+        of the same model, cached or not) and returns its implicitly cached tokens."""
+        with self._lock:
+            info["prefix_tokens"] = _common_tokens(self._previous.get(model, []), sequence)
+            self._previous[model] = sequence
+        return self._implicit_cached(model, sequence)
+
+    def _implicit_cached(self, model: str, sequence: list[tuple[str, str]]) -> int:
+        """The deterministic implicit-caching model; records this request's sequence for later ones."""
+        if not self.implicit_caching:  # earlier requests are remembered only while the model is on
+            return 0
+        with self._lock:
+            now = self.now()
+            self._prefixes = [p for p in self._prefixes if now - p[1] <= self.implicit_ttl_s]
+            best = max((_common_tokens(seq, sequence) for m, _, seq in self._prefixes if m == model), default=0)
+            self._prefixes.append((model, now, sequence))
+        return best if best >= self._minimum(model) else 0
 
     def inject(self, fault: str = "http", *, status: int = 429, times: int = 1, match: str | None = None,
                retry_after: Any = None, seconds: float = 5.0, message: str | None = None,
@@ -435,6 +672,8 @@ class StubServer:
             return bool(info["stream"])
         if match == "interactions":
             return kind.startswith("interaction.")
+        if match == "caches":
+            return kind.startswith("cache.")
         if match == "edit":
             return bool(info.get("edit"))
         if match == "ask":
@@ -477,11 +716,30 @@ class StubServer:
         turns = [(c.get("role") or "user", "".join(_texts(c))) for c in body.get("contents") or []
                  if isinstance(c, dict)]
         system = "".join(_texts(body.get("systemInstruction") or body.get("system_instruction")))
+        explicit = 0
+        name = body.get("cachedContent")
+        if name is not None:
+            info["cached_content"] = name
+            if any(k in body for k in ("systemInstruction", "system_instruction", "tools", "toolConfig")):
+                return _error(400, CACHE_CONFLICT)
+            with self._lock:
+                cache = self._live_cache(name) if isinstance(name, str) else None
+                if cache is None:
+                    return self._cache_missing(str(name))
+                if cache["model"] != f"models/{model}":
+                    return _error(400, f"Model {model!r} does not match the model of {name} ({cache['model']}). "
+                                       "(stub)")
+                turns = list(cache["contents"]) + turns
+                system, explicit = cache["system"], cache["tokens"]
         user_texts = [t for r, t in turns if r == "user"]
         text, prompt_tokens, out_tokens = _answer(turns, user_texts[-1] if user_texts else "", system,
                                                   fault, info, self._take_script(info))
+        cached = max(explicit, self._read(model, [("system", system)] + turns, info))
+        info["cached_tokens"] = cached
         usage = {"promptTokenCount": prompt_tokens, "candidatesTokenCount": out_tokens,
                  "totalTokenCount": prompt_tokens + out_tokens}
+        if cached:
+            usage["cachedContentTokenCount"] = cached
         response_id = f"stub-{_sha(json.dumps(body, sort_keys=True))[:16]}"
         if not stream:
             return _Reply(200, {
@@ -523,8 +781,12 @@ class StubServer:
             turns.append(("model", stored["output_text"]))
         turns.append(("user", input_text))
         text, in_tokens, out_tokens = _answer(turns, input_text, system, fault, info, self._take_script(info))
+        cached = self._read(model, [("system", system)] + turns, info)
+        info["cached_tokens"] = cached
         usage = {"total_input_tokens": in_tokens, "total_output_tokens": out_tokens,
                  "total_tokens": in_tokens + out_tokens}
+        if cached:
+            usage["total_cached_tokens"] = cached
         ident = self._new_id()
         now = _now()
         interaction: dict[str, Any] = {
@@ -590,7 +852,8 @@ class StubServer:
             "json": body, "kind": None, "model": None, "has_api_key": has_key, "stream": False,
             "edit": False, "mode": None, "prompt": None, "held_document_sha256": None,
             "previous_interaction_id": None, "interaction_id": None,
-            "input_tokens": 0, "response_tokens": 0, "response_text": None,
+            "input_tokens": 0, "cached_tokens": 0, "prefix_tokens": 0, "response_tokens": 0, "response_text": None,
+            "cached_content": None, "cache_name": None,
             "status": None, "fault": None, "time": time.time(),
         }
         m = _MODEL_RE.match(path)
@@ -617,6 +880,13 @@ class StubServer:
             record["kind"] = "interaction.get"
         elif _MODELS_RE.match(path) and method == "GET":
             record["kind"] = "models.list"
+
+
+        elif _CACHES_RE.match(path) and method == "POST":
+            record["kind"] = "cache.create"
+            record["model"] = (body or {}).get("model") if isinstance(body, dict) else None
+        elif _CACHE_RE.match(path) and method in ("GET", "PATCH", "DELETE"):
+            record["kind"] = {"GET": "cache.get", "PATCH": "cache.update", "DELETE": "cache.delete"}[method]
         else:
             record["status"] = 404
             return _error(404, f"The stub serves no {method} {path}."), record, None
@@ -627,7 +897,8 @@ class StubServer:
                                 "call this API. (stub)")
             record["status"] = reply.status
             return reply, record, None
-        if record["kind"] not in ("interaction.get", "models.list") and not isinstance(body, dict):
+        if record["kind"] in ("generate", "stream", "count", "interaction.create", "cache.create",
+                              "cache.update") and not isinstance(body, dict):
             reply = _error(400, "Invalid JSON payload received. (stub)")
             record["status"] = reply.status
             return reply, record, None
@@ -648,6 +919,10 @@ class StubServer:
             reply = self._handle_create(body, fault, record)
         elif kind == "models.list":
             reply = self._handle_models(query, record)
+        elif kind == "cache.create":
+            reply = self._handle_cache_create(body, record)
+        elif kind.startswith("cache."):
+            reply = self._handle_cache(method, _CACHE_RE.match(path).group(1), body, record)
         else:
             reply = self._handle_get(_INTERACTION_RE.match(path).group(1), record)
         record["status"] = reply.status
@@ -785,6 +1060,22 @@ def _make_handler(stub: StubServer) -> type[BaseHTTPRequestHandler]:
                     return
                 stub.script_edit(body["proposedSource"])
                 self._send_json(200, {"ok": True})
+            elif method == "GET" and path == "/_stub/caches":
+                self._send_json(200, stub.caches)
+            elif method == "POST" and path == "/_stub/clock":
+                try:
+                    self._send_json(200, {"now": stub.advance(float((body or {}).get("advance", 0)))})
+                except (TypeError, ValueError, AttributeError) as exc:
+                    self._send_json(400, {"error": str(exc)})
+            elif method == "POST" and path == "/_stub/caching":
+                allowed = {"implicit", "missing_status", "implicit_ttl_s", "implicit_minimum"}
+                if not isinstance(body, dict) or set(body) - allowed:
+                    self._send_json(400, {"error": f"expected an object with keys among {sorted(allowed)}"})
+                    return
+                try:
+                    self._send_json(200, stub.configure_caching(**body))
+                except (TypeError, ValueError, AttributeError) as exc:
+                    self._send_json(400, {"error": str(exc)})
             elif method == "GET" and path == "/_stub/interactions":
                 self._send_json(200, sorted(stub.interactions))
             elif method == "DELETE" and path.startswith("/_stub/interactions/"):

@@ -141,11 +141,13 @@ class NotebookDisplay:
         print(f"genai_magics: {text}", file=sys.stderr)
 
     @staticmethod
-    def request(body: dict[str, Any], state: str) -> None:
+    def request(body: dict[str, Any], state: str, cache_plan: str | None = None) -> None:
         from IPython.display import display
 
         text = json.dumps(body, indent=2, ensure_ascii=False, default=str)
         title = f"dry run ({state}): this request would be sent; nothing was sent and no state changed"
+        if cache_plan:
+            title += f" · {cache_plan}"
         display(_Rich(f"<b>{html.escape(title)}</b><pre>{html.escape(text)}</pre>", f"{title}\n{text}"))
 
 

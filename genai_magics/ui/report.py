@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..engine.conversation import Conversation, Turn, TurnPlan
+from ..engine.conversation import Conversation, Turn, TurnPlan, Usage
 from ..engine.hashing import short
 
 
@@ -11,10 +11,38 @@ def _n(value: int | None) -> str:
     return "?" if value is None else f"{value:,}"
 
 
+def _usd(value: float) -> str:
+    """Two significant digits: ~$0.0012, ~$0.011, ~$1.2."""
+    return f"~${value:.2g}" if 0 < abs(value) < 1 else f"~${value:,.2f}"
+
+
+def _saved(usage: Usage) -> float | None:
+    if usage.cost_usd is None or usage.resend_cost_usd is None:
+        return None
+    return usage.resend_cost_usd - usage.cost_usd
+
+
+def bill(usage: Usage) -> str:
+    """``in 12,345 tok (11,002 cached) · out 321 · ~$0.0012 · ~$0.011 saved vs resending``."""
+    cached = f" ({usage.cached_tokens:,} cached)" if usage.cached_tokens else ""
+    thinking = f" (+{usage.thinking_tokens:,} thinking)" if usage.thinking_tokens else ""
+    parts = [f"in {_n(usage.input_tokens)} tok{cached}", f"out {_n(usage.output_tokens)}{thinking}"]
+    if usage.cache_write_tokens:
+        parts.append(f"{usage.cache_write_tokens:,} tok written to the cache")
+    if usage.cost_usd is not None:
+        parts.append(_usd(usage.cost_usd))
+        saved = _saved(usage)
+        if saved and saved > 0:
+            parts.append(f"{_usd(saved)} saved vs resending")
+        elif saved and saved < 0:
+            parts.append(f"{_usd(-saved)} more than resending (a new cache)")
+    return " · ".join(parts)
+
+
 def footer(turn: Turn, plan: TurnPlan, model: str) -> str:
     parts = [
         f"turn {turn.index} · {turn.mode} · {turn.state_mode} · {model}",
-        f"in {_n(turn.usage.input_tokens)} tok · out {_n(turn.usage.output_tokens)} tok",
+        bill(turn.usage),
         f"request {turn.usage.request_bytes:,} B",
     ]
     omitted = []
@@ -22,7 +50,8 @@ def footer(turn: Turn, plan: TurnPlan, model: str) -> str:
         if plan.synchronized:
             omitted.append(f"{plan.document.label} not re-sent: synchronized")
         else:
-            omitted.append(f"{plan.document.label} sent ({len(plan.document.source):,} chars)")
+            where = " into the context cache" if turn.usage.cache_write_tokens else ""
+            omitted.append(f"{plan.document.label} sent{where} ({len(plan.document.source):,} chars)")
     for piece in plan.omitted:
         omitted.append(f"{piece.key} not re-sent: unchanged")
     for piece in plan.pieces:
@@ -33,21 +62,46 @@ def footer(turn: Turn, plan: TurnPlan, model: str) -> str:
 
 
 def token_table(conv: Conversation) -> str:
-    header = f"{'turn':>4}  {'mode':<4}  {'state':<12}  {'in tok':>8}  {'out tok':>8}  {'req bytes':>10}  {'doc':<6}  {'saved':>7}"
+    header = (f"{'turn':>4}  {'mode':<4}  {'state':<12}  {'in tok':>8}  {'cached':>8}  {'out tok':>8}  "
+              f"{'req bytes':>10}  {'doc':<6}  {'saved':>7}  {'cost $':>9}  {'saved $':>9}")
     rows = [f"conversation {conv.name!r}", header]
-    total_in = total_out = total_bytes = total_saved = 0
     for t in conv.history:
         doc = "-" if t.base_sha256 is None else ("sent" if t.sent_source else "synced")
+        u = t.usage
         rows.append(
-            f"{t.index:>4}  {t.mode:<4}  {t.state_mode:<12}  {_n(t.usage.input_tokens):>8}  "
-            f"{_n(t.usage.output_tokens):>8}  {t.usage.request_bytes:>10,}  {doc:<6}  {t.saved_tokens:>7,}"
+            f"{t.index:>4}  {t.mode:<4}  {t.state_mode:<12}  {_n(u.input_tokens):>8}  {u.cached_tokens or 0:>8,}  "
+            f"{_n(u.output_tokens):>8}  {u.request_bytes:>10,}  {doc:<6}  {t.saved_tokens:>7,}  "
+            f"{_dollars(u.cost_usd):>9}  {_dollars(_saved(u)):>9}"
         )
-        total_in += t.usage.input_tokens or 0
-        total_out += t.usage.output_tokens or 0
-        total_bytes += t.usage.request_bytes
-        total_saved += t.saved_tokens
-    rows.append(f"{'all':>4}  {'':<4}  {'':<12}  {total_in:>8,}  {total_out:>8,}  {total_bytes:>10,}  {'':<6}  {total_saved:>7,}")
+    rows.append(_total_row("all", [t.usage for t in conv.history], sum(t.saved_tokens for t in conv.history)))
     return "\n".join(rows)
+
+
+def _dollars(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def _total_row(label: str, usages: Sequence[Usage], saved_tokens: int) -> str:
+    priced = [u for u in usages if u.cost_usd is not None]
+    cost = sum(u.cost_usd or 0 for u in priced) if priced else None
+    saved = sum(_saved(u) or 0 for u in priced) if priced else None
+    unpriced = len(usages) - len(priced)
+    note = f"  ({unpriced} turn(s) of a model with no price: tokens only)" if priced and unpriced else ""
+    return (f"{label:>4}  {'':<4}  {'':<12}  {sum(u.input_tokens or 0 for u in usages):>8,}  "
+            f"{sum(u.cached_tokens or 0 for u in usages):>8,}  {sum(u.output_tokens or 0 for u in usages):>8,}  "
+            f"{sum(u.request_bytes for u in usages):>10,}  {'':<6}  {saved_tokens:>7,}  {_dollars(cost):>9}  "
+            f"{_dollars(saved):>9}{note}")
+
+
+def session_totals(convs: Sequence[Conversation], storage: Sequence[tuple[str, float, float | None]]) -> str:
+    """Every conversation's turns together, and explicit cache storage so far (model, token-hours, dollars)."""
+    turns = [t for c in convs for t in c.history]
+    lines = [f"session: {len(convs)} conversation(s), {len(turns)} turn(s)",
+             _total_row("all", [t.usage for t in turns], sum(t.saved_tokens for t in turns))]
+    for model, hours, dollars in storage:
+        lines.append(f"cache storage {model}: {hours:,.1f} token-hours" + (f", {_usd(dollars)}" if dollars is not None
+                                                                        else " (no price known)"))
+    return "\n".join(lines)
 
 
 def status(convs: Sequence[Conversation], model: str, state: str, view: str) -> str:

@@ -1,0 +1,274 @@
+"""Explicit context caches for contents-mode conversations (``GeminiMagics.cache``).
+
+The stable head of a conversation (system instruction, then the contents up to
+the one holding the document or context in full) goes into an explicit cache
+when it is over the model's cache minimum and caching pays off by the price
+table; the next turns reference it, and the API then bills those tokens at the
+cached rate. A request naming a cache may not carry ``system_instruction``,
+``tools`` or ``tool_config`` (a 400), so the system instruction lives in the
+cache. A cache is refreshed (its TTL patched) when used and close to expiry,
+replaced when the head changes, and deleted on reset, ``--new``, unload and
+kernel exit so nothing is billed for storage after the user is done.
+
+Interactions mode makes no explicit caches: the SDK's ``interactions.create``
+type has a ``cached_content`` field, but Google's Interactions overview
+(ai.google.dev/gemini-api/docs/interactions-overview, 2026) lists explicit
+caching among the features not yet available there ("use generateContent"), and
+says the server-side chain itself gets the higher implicit cache hit rate. Its
+implicit cache hits are counted (``usage.total_cached_tokens``).
+
+``decide`` is the pure decision; ``ContextCaches`` carries it out.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Literal, Sequence
+
+from ..engine.conversation import Conversation, Turn, TurnPlan
+from ..engine.payloads import SYSTEM_INSTRUCTION
+from ..engine.text import estimate_tokens
+from .errors import status_code
+from .pricing import Price
+from .transport import CachedHead, OnChunk, TurnResult
+
+CACHE_MODES = ("auto", "off")
+Action = Literal["none", "use", "create", "drop"]
+DELETE_TIMEOUT_S = 10.0  # one attempt: a reset must not wait through the turn's retries
+EXIT_TIMEOUT_S = 2.0  # per deletion when the kernel exits or the extension unloads
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: Action  # none: send without a cache; use: the existing one; create: a new one (replacing any); drop: delete the existing one, send without
+    refresh: bool  # patch the TTL of the cache used
+    reason: str
+
+
+def pays_off(price: Price, ttl_s: float, expected_reads: float) -> bool:
+    """Whether a new cache saves more than it costs, per token of the head.
+
+    Without a cache every read is billed at the input price. With one, creation
+    bills the head once at the input price (as the read it replaces would), then
+    every read, this turn's included, at the cached price, plus storage for the
+    TTL. So a cache pays off when the later reads it saves outweigh this turn's
+    cached read and the storage.
+    """
+    saved = expected_reads * (price.input - price.cached_input)
+    extra = price.cached_input + price.storage_hour * ttl_s / 3600
+    return saved > extra
+
+
+def decide(*, mode: str, price: Price | None, model: str, head_tokens: int, head_sha: str | None,
+           existing_sha: str | None, existing_expires: float | None, now: float, ttl_s: float,
+           expected_reads: float = 1.0) -> Decision:
+    """What to do about the explicit cache for this turn; pure."""
+    held = existing_sha is not None
+
+    def without(reason: str) -> Decision:
+        return Decision("drop" if held else "none", False, reason)
+
+    if mode == "off":
+        return without("caching is off (GeminiMagics.cache)")
+    if price is None:
+        return without(f"no price known for {model}, so no cache minimum either: not cached")
+    if head_sha is None or head_tokens < price.cache_minimum:
+        return without(f"the stable head is ~{head_tokens:,} tokens, under {model}'s cache minimum "
+                       f"of {price.cache_minimum:,}")
+    if existing_sha == head_sha:
+        remaining = (existing_expires or now) - now
+        return Decision("use", remaining < ttl_s / 2, f"the cached head (~{head_tokens:,} tokens) is unchanged")
+    if not pays_off(price, ttl_s, expected_reads):
+        return without(f"a cache of ~{head_tokens:,} tokens would not pay off at {model}'s prices "
+                       f"within a TTL of {ttl_s:g} s")
+    verb = "replace the cache: the head changed" if held else "cache the stable head"
+    return Decision("create", False, f"{verb} (~{head_tokens:,} tokens)")
+
+
+def cache_is_gone(exc: BaseException) -> bool:
+    """The server no longer knows the cache a request named: 403 PERMISSION_DENIED or 404."""
+    code = status_code(exc)
+    return code == 404 or (code == 403 and "CachedContent" in str(exc))
+
+
+@dataclass
+class CacheEntry:
+    name: str
+    model: str
+    head_sha: str
+    length: int
+    tokens: int
+    created: float
+    expires: float
+    client: Any
+    owner: Conversation  # kept alive by the entry: the key is its id()
+
+
+@dataclass(frozen=True)
+class CacheStep:
+    """This turn's decision and the head it is about."""
+
+    decision: Decision
+    head: tuple[dict[str, Any], ...] = ()
+    head_tokens: int = 0
+    head_sha: str | None = None
+    entry: CacheEntry | None = None
+
+    def describe(self, ttl_s: float) -> str:
+        """The cache plan in words (the dry run shows it)."""
+        d = self.decision
+        if d.action == "use" and self.entry is not None:
+            refresh = f"; its TTL is extended to {ttl_s:g} s first" if d.refresh else ""
+            return f"cache plan: use {self.entry.name}: {d.reason}{refresh}"
+        if d.action == "create":
+            replaced = f", then delete {self.entry.name}" if self.entry is not None else ""
+            return (f"cache plan: create a context cache (system instruction + {len(self.head)} content(s), "
+                    f"TTL {ttl_s:g} s) and reference it{replaced}: {d.reason}")
+        if d.action == "drop" and self.entry is not None:
+            return f"cache plan: delete {self.entry.name} and send without a cache: {d.reason}"
+        return f"cache plan: none: {d.reason}"
+
+
+@dataclass
+class ContextCaches:
+    """The explicit caches of one kernel's conversations, one at most per conversation."""
+
+    clock: Callable[[], float] = time.time
+    entries: dict[int, CacheEntry] = field(default_factory=dict)
+    ended: list[tuple[str, float]] = field(default_factory=list)  # (model, token-seconds) of deleted caches
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # -- deciding ---------------------------------------------------------------
+    def step(self, conv: Conversation, transport: Any, plan: TurnPlan, history: Sequence[Turn],
+             mode: str, price: Price | None, ttl_s: float) -> CacheStep:
+        entry = self.entries.get(id(conv))
+        if plan.state_mode != "contents":  # a contents-mode cache of this conversation is of no use now
+            return CacheStep(Decision("drop" if entry else "none", False,
+                                      "interactions mode makes no explicit cache"), entry=entry)
+        contents, length = transport.head(plan, history)
+        head = tuple(contents[:length])
+        tokens = estimate_tokens(SYSTEM_INSTRUCTION) + sum(
+            estimate_tokens(p["text"]) for c in head for p in c["parts"]) if length else 0
+        sha = _head_sha(transport.model, head) if length else None
+        decision = decide(mode=mode, price=price, model=transport.model, head_tokens=tokens, head_sha=sha,
+                          existing_sha=entry.head_sha if entry and entry.model == transport.model else None,
+                          existing_expires=entry.expires if entry else None, now=self.clock(), ttl_s=ttl_s)
+        if decision.action == "none" and entry is not None:  # another model's cache: of no use now
+            decision = replace(decision, action="drop")
+        return CacheStep(decision, head, tokens, sha, entry)
+
+    # -- doing ----------------------------------------------------------------------
+    def send(self, conv: Conversation, transport: Any, plan: TurnPlan, history: Sequence[Turn],
+             on_chunk: OnChunk, note: Callable[[str], None], step: CacheStep, ttl_s: float) -> TurnResult:
+        """Send the turn with the cache the step decided on; a cache the server lost is made again once."""
+        cached, written = self._prepare(conv, transport, step, note, ttl_s)
+        try:
+            result = transport.send(plan, history, on_chunk, cached)
+        except Exception as exc:
+            if cached is None or not cache_is_gone(exc):
+                raise
+            note("the context cache expired or was deleted on the server; creating it again once")
+            self._forget(conv)
+            again = replace(step, decision=Decision("create", False, "the server lost the cache"), entry=None)
+            cached, written = self._prepare(conv, transport, again, note, ttl_s)
+            result = transport.send(plan, history, on_chunk, cached)
+        return replace(result, usage=replace(result.usage, cache_write_tokens=written))
+
+    def _prepare(self, conv: Conversation, transport: Any, step: CacheStep, note: Callable[[str], None],
+                 ttl_s: float) -> tuple[CachedHead | None, int]:
+        """Create, refresh or drop as decided; the cache to reference and the tokens written into it."""
+        action, entry = step.decision.action, step.entry
+        if action == "use" and entry is not None:
+            if step.decision.refresh and not self._refresh(entry, ttl_s):
+                note("the context cache expired or was deleted on the server; creating it again once")
+                self._forget(conv)
+                return self._prepare(conv, transport, replace(step, decision=Decision("create", False, ""),
+                                                              entry=None), note, ttl_s)
+            return CachedHead(entry.name, entry.length), 0
+        if action in ("drop", "create") and entry is not None:
+            self.release(conv)
+        if action != "create":
+            return None, 0
+        try:
+            made = transport.client.caches.create(model=transport.model, config={
+                "contents": list(step.head), "system_instruction": SYSTEM_INSTRUCTION, "ttl": f"{ttl_s:g}s",
+                "display_name": f"genai_magics {conv.name}"})
+        except Exception as exc:  # the turn goes on without a cache; the reason is shown
+            note(f"could not create a context cache ({status_code(exc) or type(exc).__name__}); "
+                 "sending without one")
+            return None, 0
+        now = self.clock()
+        tokens = getattr(getattr(made, "usage_metadata", None), "total_token_count", None) or step.head_tokens
+        with self._lock:
+            self.entries[id(conv)] = CacheEntry(made.name, transport.model, step.head_sha or "", len(step.head),
+                                                tokens, now, now + ttl_s, transport.client, conv)
+        return CachedHead(made.name, len(step.head)), tokens
+
+    def _refresh(self, entry: CacheEntry, ttl_s: float) -> bool:
+        try:
+            entry.client.caches.update(name=entry.name, config={"ttl": f"{ttl_s:g}s"})
+        except Exception as exc:
+            if cache_is_gone(exc):
+                return False
+            return True  # not refreshed this time (a transient failure): it still lives until its expiry
+        entry.expires = self.clock() + ttl_s
+        return True
+
+    def _forget(self, conv: Conversation) -> None:
+        """The server no longer has it: stop counting its storage at its expiry."""
+        with self._lock:
+            entry = self.entries.pop(id(conv), None)
+            if entry is not None:
+                self.ended.append((entry.model, entry.tokens * max(0.0, min(self.clock(), entry.expires)
+                                                                   - entry.created)))
+
+    # -- ending -------------------------------------------------------------------------
+    def release(self, conv: Conversation, timeout_s: float = DELETE_TIMEOUT_S) -> str | None:
+        """Delete the conversation's cache (if any), one attempt within ``timeout_s``; returns its name."""
+        with self._lock:
+            entry = self.entries.pop(id(conv), None)
+        if entry is None:
+            return None
+        now = self.clock()
+        self.ended.append((entry.model, entry.tokens * max(0.0, min(now, entry.expires) - entry.created)))
+        from google.genai import types
+
+        once = types.HttpOptions(timeout=int(timeout_s * 1000), retry_options=types.HttpRetryOptions(attempts=1))
+        try:
+            entry.client.caches.delete(name=entry.name, config={"http_options": once})
+        except Exception:  # gone already, or unreachable: it expires by itself within its TTL
+            pass
+        return entry.name
+
+    def release_all(self, timeout_s: float = EXIT_TIMEOUT_S) -> list[str]:
+        """Delete every cache in parallel, each call bounded by ``timeout_s``, all by twice that (kernel exit)."""
+        names: list[str] = []
+        workers = [threading.Thread(target=lambda c=e.owner: names.append(self.release(c, timeout_s) or ""),
+                                    daemon=True) for e in list(self.entries.values())]
+        for w in workers:
+            w.start()
+        deadline = time.monotonic() + 2 * timeout_s
+        for w in workers:
+            w.join(max(0.0, deadline - time.monotonic()))
+        return [n for n in names if n]
+
+    def storage_token_hours(self) -> dict[str, float]:
+        """Token-hours of explicit cache storage so far, per model (live caches until now)."""
+        now = self.clock()
+        out: dict[str, float] = {}
+        for model, seconds in self.ended + [(e.model, e.tokens * max(0.0, min(now, e.expires) - e.created))
+                                            for e in self.entries.values()]:
+            out[model] = out.get(model, 0.0) + seconds / 3600
+        return out
+
+    def name_of(self, conv: Conversation) -> str | None:
+        entry = self.entries.get(id(conv))
+        return entry.name if entry else None
+
+
+def _head_sha(model: str, head: Sequence[dict[str, Any]]) -> str:
+    text = json.dumps([model, SYSTEM_INSTRUCTION, list(head)], ensure_ascii=False, sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

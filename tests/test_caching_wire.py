@@ -1,0 +1,193 @@
+"""Cached tokens, cost and explicit context caches over the wire: real kernels, the real SDK, the stand-in."""
+from __future__ import annotations
+
+import re
+
+from helpers.display import RecordingDisplay
+from helpers.wire import api_requests, current_payload
+
+MODEL = "gemini-3.7-flash"  # the table's 4,096-token cache minimum applies
+# ~26 kB of code: ~6,500 tokens, over the cache minimum
+BIG = "".join(f"def step_{i}(values, limit={i}):\n    return [v * {i} for v in values if v < limit]\n\n"
+              for i in range(320))
+OTHER = "import math\nRADIUS = 2\n"
+
+
+def kinds(stub) -> list[str]:
+    return [r["kind"] for r in stub.requests]
+
+
+def big_conversation(kernel, stub):
+    kernel.run(f"%config GeminiMagics.model = {MODEL!r}", cell_id="cfg")
+    kernel.run(OTHER, cell_id="other")
+    kernel.run(BIG, cell_id="big")
+
+
+def test_a_cache_is_created_once_referenced_by_the_next_turns_and_billed_in_the_footer(kernel, stub):
+    big_conversation(kernel, stub)
+    first = kernel.run("%%gemini_ask\nWhat does step_3 do?", cell_id="m1")
+    second = kernel.run("%%gemini_ask\nAnd step_4?", cell_id="m2")
+    third = kernel.run("%%gemini_edit\nAdd type hints.", cell_id="m3")
+    assert kinds(stub) == ["cache.create", "stream", "stream", "stream"]
+    create, r1, r2, r3 = stub.requests
+    name = stub.caches[0]["name"]
+    assert [r["json"].get("cachedContent") for r in (r1, r2, r3)] == [name] * 3
+    # the cache holds the system instruction and the document; no request repeats them
+    assert create["json"]["systemInstruction"]["parts"][0]["text"].startswith("You assist in a Jupyter notebook")
+    assert '"currentSource"' in create["json"]["contents"][0]["parts"][0]["text"]
+    assert all("systemInstruction" not in r["json"] and BIG[:200] not in str(r["json"]["contents"])
+               for r in (r1, r2, r3))
+    assert current_payload(r1) == {"mode": "ask", "prompt": "What does step_3 do?"}
+    assert "The document I hold has 960 lines" in first.plain  # the model reads the cached document
+    cached = stub.caches[0]["tokens"]
+    for run, record in ((first, r1), (second, r2), (third, r3)):
+        footer = next(line for line in run.plain.splitlines() if line.startswith("turn "))
+        assert f"in {record['input_tokens']:,} tok ({cached:,} cached)" in footer
+        assert re.search(r" · ~\$0\.\d+", footer)
+    assert f"{cached:,} tok written to the cache" in first.plain and "more than resending" in first.plain
+    assert "In[4] sent into the context cache (26,550 chars)" in first.plain
+    assert "saved vs resending" in second.plain
+    # 3.8 Flash prices: $0.75 in, $0.075 cached, $3.75 out per 1M tokens
+    fresh = r2["input_tokens"] - cached
+    cost = (fresh * 0.75 + cached * 0.075 + r2["response_tokens"] * 3.75) / 1e6
+    assert f"~${cost:.2g} ·" in second.plain
+
+    table = kernel.run("%gemini tokens", cell_id="t").stdout
+    rows = [line.split() for line in table.splitlines() if line.strip()[:1].isdigit()]
+    assert [int(r[4].replace(",", "")) for r in rows] == [cached] * 3  # the cached column
+    assert float(rows[1][-2]) == round(cost, 4)
+    assert "session: 1 conversation(s), 3 turn(s)" in table
+    assert re.search(r"cache storage gemini-3.7-flash: [\d.]+ token-hours, ~\$", table)
+
+
+def test_the_cache_is_replaced_when_the_document_changes_and_deleted_on_reset(kernel, stub):
+    big_conversation(kernel, stub)
+    kernel.run("%%gemini_ask\nWhat does step_3 do?", cell_id="m1")
+    kernel.run(BIG + "THRESHOLD = 0.75\n", cell_id="big")  # a hand edit
+    changed = kernel.run("%%gemini_ask\nWhat changed?", cell_id="m2")
+    assert kinds(stub) == ["cache.create", "stream", "cache.delete", "cache.create", "stream"]
+    old, new = stub.caches
+    assert old["state"] == "deleted" and new["state"] == "live"
+    assert stub.requests[2]["path"].endswith(old["name"]) and stub.requests[4]["json"]["cachedContent"] == new["name"]
+    assert "THRESHOLD = 0.75" in str(stub.requests[3]["json"]["contents"])  # the new version is cached, not re-read
+    assert "The document I hold has 961 lines" in changed.plain
+    out = kernel.run("%gemini reset", cell_id="r").stdout
+    assert "reset: default" in out
+    assert kinds(stub)[-1] == "cache.delete" and stub.requests[-1]["path"].endswith(new["name"])
+    assert [c["state"] for c in stub.caches] == ["deleted", "deleted"]
+
+
+def test_new_unload_and_kernel_exit_delete_the_caches(kernel, stub):
+    big_conversation(kernel, stub)
+    kernel.run("%%gemini_ask\nq1", cell_id="m1")
+    kernel.run("%%gemini_ask --new\nq2", cell_id="m2")  # starts over: a new cache, the old one deleted
+    assert kinds(stub) == ["cache.create", "stream", "cache.create", "stream", "cache.delete"]
+    kernel.run("%%gemini_ask -c other\nq3", cell_id="m3")
+    kernel.run("%unload_ext genai_magics", cell_id="u")
+    assert sorted(kinds(stub)[-2:]) == ["cache.delete", "cache.delete"]
+    assert [c["state"] for c in stub.caches] == ["deleted"] * 3
+
+    kernel.run("%load_ext genai_magics", cell_id="l")
+    kernel.run(f"%config GeminiMagics.model = {MODEL!r}", cell_id="cfg2")
+    kernel.run(BIG, cell_id="big")  # a fresh extension knows the cells run after it was loaded
+    kernel.run("%%gemini_ask\nq4", cell_id="m4")
+    assert len(stub.caches) == 4 and stub.caches[-1]["state"] == "live"
+    kernel.km.shutdown_kernel(now=False)  # a kernel shutdown runs atexit: the cache is deleted
+    assert stub.caches[-1]["state"] == "deleted" and kinds(stub)[-1] == "cache.delete"
+
+
+def test_an_expired_cache_is_created_again_once_with_a_note(kernel, stub):
+    big_conversation(kernel, stub)
+    kernel.run("%%gemini_ask\nq1", cell_id="m1")
+    stub.advance(601)  # the 600 s TTL ran out on the server's clock
+    again = kernel.run("%%gemini_ask\nq2", cell_id="m2")
+    assert "the context cache expired or was deleted on the server; creating it again once" in again.plain
+    assert "Stub answer to: q2" in again.plain and again.stderr == ""
+    assert kinds(stub) == ["cache.create", "stream", "stream", "cache.create", "stream"]
+    assert [r["status"] for r in stub.requests] == [200, 200, 403, 200, 200]
+    assert [c["state"] for c in stub.caches] == ["expired", "live"]
+    history = kernel.run("%gemini history", cell_id="h").stdout
+    assert history.count("-> ") == 2  # nothing recorded twice
+
+    stub.configure_caching(missing_status=404)  # some report a 404
+    stub.advance(601)
+    third = kernel.run("%%gemini_ask\nq3", cell_id="m3")
+    assert "creating it again once" in third.plain and "Stub answer to: q3" in third.plain
+    assert [r["status"] for r in stub.requests][-3:] == [404, 200, 200]
+
+
+def test_cache_off_sends_no_cache_call_and_dry_run_shows_the_plan(kernel, stub):
+    big_conversation(kernel, stub)
+    dry = kernel.run("%%gemini_ask --dry-run\nq0", cell_id="d1")
+    assert "cache plan: create a context cache (system instruction + 1 content(s), TTL 600 s)" in dry.plain
+    assert '"cached_content": "cachedContents/(created before the request)"' in dry.plain
+    assert stub.requests == []
+    kernel.run('%config GeminiMagics.cache = "off"', cell_id="off")
+    dry = kernel.run("%%gemini_ask --dry-run\nq0", cell_id="d2")
+    assert "cache plan: none: caching is off (GeminiMagics.cache)" in dry.plain
+    kernel.run("%%gemini_ask\nq1", cell_id="m1")
+    kernel.run("%%gemini_ask\nq2", cell_id="m2")
+    assert kinds(stub) == ["stream", "stream"]
+    assert all("cachedContent" not in r["json"] and "systemInstruction" in r["json"] for r in stub.requests)
+
+
+def test_an_unknown_model_shows_tokens_and_no_price(kernel, stub):
+    kernel.run(OTHER, cell_id="other")
+    run = kernel.run("%%gemini_ask --model my-own-model\nq", cell_id="m1")
+    footer = next(line for line in run.plain.splitlines() if line.startswith("turn "))
+    assert "in " in footer and "$" not in footer
+    assert kinds(stub) == ["stream"]
+
+
+def test_implicit_cache_hits_show_in_the_footer_in_both_modes(kernel, stub):
+    stub.configure_caching(implicit=True, implicit_minimum={MODEL: 10})
+    kernel.run(f"%config GeminiMagics.model = {MODEL!r}", cell_id="cfg")
+    kernel.run(OTHER, cell_id="other")
+    for mode in ("contents", "interactions"):
+        kernel.run(f"%%gemini_ask --state {mode} -c {mode}\nq1", cell_id=f"{mode}1")
+        second = kernel.run(f"%%gemini_ask -c {mode}\nq2", cell_id=f"{mode}2")
+        cached = api_requests(stub)[-1]["cached_tokens"]
+        assert cached > 0 and f"({cached:,} cached)" in second.plain
+
+
+def test_an_ask_after_an_ask_repeats_the_whole_previous_request_as_its_prefix(kernel, stub):
+    kernel.run(OTHER, cell_id="other")
+    kernel.run("def parse(s):\n    return int(s)\n", cell_id="cell-a")
+    kernel.run("%%gemini_ask\nq1", cell_id="m1")
+    kernel.run("%%gemini_ask\nq2", cell_id="m2")
+    kernel.run("%%gemini_ask\nq3", cell_id="m3")
+    r1, r2, r3 = (r["json"] for r in api_requests(stub))
+    for before, after in ((r1, r2), (r2, r3)):
+        assert after["systemInstruction"] == before["systemInstruction"]
+        assert after["generationConfig"] == before.get("generationConfig")
+        # every earlier content as it was sent, the last user turn included; then the reply and the new turn
+        assert after["contents"][:len(before["contents"])] == before["contents"]
+        assert len(after["contents"]) == len(before["contents"]) + 2
+
+
+def test_a_cache_that_cannot_be_made_leaves_the_turn_going_without_one(kernel, stub):
+    big_conversation(kernel, stub)
+    stub.inject("http", status=400, match="cache.create", message="Cached content is too small. (stub)")
+    run = kernel.run("%%gemini_ask\nq1", cell_id="m1")
+    assert "could not create a context cache (400); sending without one" in run.plain
+    assert "Stub answer to: q1" in run.plain and run.stderr == ""
+    assert kinds(stub) == ["cache.create", "stream"]
+    assert "cachedContent" not in stub.requests[1]["json"] and "systemInstruction" in stub.requests[1]["json"]
+
+
+def test_switching_to_interactions_mode_deletes_the_contents_cache(stub, monkeypatch):
+    from genai_magics.session import Session, Settings, TurnRequest
+    from helpers.kernel import FAKE_KEY
+
+    stub.reset()
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", stub.url)
+    monkeypatch.setenv("GEMINI_API_KEY", FAKE_KEY)
+
+    session = Session()
+    session.record.record("big", BIG, 1)
+    settings = Settings(model=MODEL, state="contents")
+    session.run(TurnRequest(mode="ask", prompt="q1", cell="big"), settings, RecordingDisplay())
+    session.run(TurnRequest(mode="ask", prompt="q2", cell="big", state="interactions"), settings, RecordingDisplay())
+    assert kinds(stub) == ["cache.create", "stream", "cache.delete", "interaction.create"]
+    assert [c["state"] for c in stub.caches] == ["deleted"]
+    assert session.caches.entries == {}
