@@ -20,7 +20,8 @@ Part 1, per call (network excluded), in one IPython ``InteractiveShell``:
         request body, committing the turn, the displays (footer; for an edit the
         diff, ProposalController and the ipywidgets proposal widget);
       - the same with the notebook file on disk (``__session__`` set to a
-        200-cell .ipynb, as Jupyter sets it): the kernel view then merges the file;
+        200-cell .ipynb, as Jupyter sets it): the kernel view then merges the file,
+        and each turn writes the notebook's record (temp file, fsync, rename);
       - engine only: ``Session.run(TurnRequest(..., dry_run=True))`` (resolve,
         context, plan, request body; no display, no commit);
       - baseline: ``ip.run_cell("pass")``, what any cell costs;
@@ -181,6 +182,7 @@ def part1(calls: int) -> tuple[list[tuple[str, list[float], str]], list[str]]:
     notes: list[str] = []
     tmp = Path(tempfile.mkdtemp(prefix="genai-overhead-"))
     os.environ["IPYTHONDIR"] = str(tmp / "ipython")
+    os.environ["JUPYTER_DATA_DIR"] = str(tmp / "jupyter-data")  # the notebook's record goes here, not to ~
     cfg = Config()
     cfg.HistoryManager.hist_file = ":memory:"
     ip = InteractiveShell.instance(config=cfg)

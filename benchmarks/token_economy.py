@@ -71,6 +71,15 @@ hand edit re-records the cell with a changed source, as re-running it does.
     python benchmarks/token_economy.py              # the tables and targets
     python benchmarks/token_economy.py --per-turn   # plus per-turn rows
     python benchmarks/token_economy.py --csv out.csv
+    python benchmarks/token_economy.py --restart-only  # only the "restart and run all" table
+
+Restart and Run All (issue 9): 10 magic cells (the first 10 steps, every edit
+applied), a kernel restart (a fresh Session), Run All (the 10 magic cells again,
+the cell holding its final code), then 3 new turns (ask, edit applied, ask).
+Each genai_magics mode runs with the notebook's record (replayed turns send
+nothing) and without it (persist off: a restart forgets); stateless resend sends
+everything every time; "no restart" is the same 13 turns in one kernel, the
+reference the 3 new turns must not exceed.
 """
 from __future__ import annotations
 
@@ -394,6 +403,129 @@ def run_session(stub: StubServer, steps: list[Step], model: str, state: str, not
     return out
 
 
+# -- restart and run all ------------------------------------------------------------
+
+RESTART_TURNS, NEW_TURNS = 10, 3
+
+
+def _record_run(stub: StubServer, steps: list[Step], model: str, state: str, record: Path | None,
+                notes: list[str], restart: bool, cache: str = "off") -> tuple[TurnStat, TurnStat, TurnStat]:
+    """(first session, Run All after the restart, the new turns) for one genai_magics configuration."""
+    first_steps, new_steps = steps[:RESTART_TURNS], steps[RESTART_TURNS:]
+    settings = Settings(model=model, state=state, cache=cache)  # type: ignore[arg-type]
+    display = RecordingDisplay(on_note=lambda text: notes.append(f"{state}: {text}"))
+
+    def kernel(document: str) -> Session:
+        """A fresh kernel that ran the other cells and the code cell (as it is now)."""
+        session = Session()
+        session.caches.clock = stub.now  # the cache manager lives on the simulated clock too
+        if record is not None:
+            session.replay.configure("auto", True, str(record), None)
+        for cid, src in SECONDARY_CELLS:
+            session.record.record(cid, src, None)
+        session.record.record(CELL, document, None)
+        return session
+
+    def turn(session: Session, s: Step, apply: bool) -> None:
+        rec = session.record
+        rec.record(f"magic-{s.turn}", f"%%gemini_{s.mode} --cell {CELL}\n{s.prompt}", None)
+        outcome = session.run(TurnRequest(mode=s.mode, prompt=s.prompt, cell=CELL, state=state),  # type: ignore[arg-type]
+                              settings, display)
+        if apply and s.mode == "edit" and outcome.replayed is None:
+            ctl = ProposalController(conversation=outcome.conversation, turn=outcome.turn, cell_id=CELL,
+                                     writer=KernelStateWriter(rec.set_source),
+                                     current_source=lambda cell_id: rec.by_id[cell_id].source)
+            ctl.listeners.append(lambda c: session.replay.outcome_changed(c.conversation))
+            ctl.apply()
+
+    def stat(stub: StubServer) -> TurnStat:
+        recs = [r for r in stub.requests if r["kind"] in API_KINDS]
+        stub.clear()
+        return TurnStat(sum(r["body_bytes"] for r in recs), sum(r["input_tokens"] for r in recs), len(recs))
+
+    stub.reset()
+    session = kernel(first_steps[0].document)
+    for s in first_steps:
+        turn(session, s, apply=True)
+    first = stat(stub)
+    if restart:
+        session = kernel(new_steps[0].document)  # a new kernel: the cell holds its final code; Run All
+        for s in first_steps:
+            turn(session, Step(s.turn, s.mode, s.prompt, document=new_steps[0].document), apply=False)
+    rerun = stat(stub)
+    for s in new_steps:
+        turn(session, s, apply=True)
+    return first, rerun, stat(stub)
+
+
+def _stateless_restart(stub: StubServer, steps: list[Step], model: str) -> tuple[TurnStat, TurnStat, TurnStat]:
+    from google import genai
+
+    client = genai.Client()
+    stub.reset()
+    parts = (steps[:RESTART_TURNS],
+             [Step(s.turn, s.mode, s.prompt, document=steps[RESTART_TURNS].document) for s in steps[:RESTART_TURNS]],
+             steps[RESTART_TURNS:])
+    out = []
+    for part in parts:
+        for s in part:
+            for _ in client.models.generate_content_stream(model=model, contents=message(s),
+                                                           config=edit_config(s.mode)):
+                pass
+        recs = [r for r in stub.requests if r["kind"] in API_KINDS]
+        stub.clear()
+        out.append(TurnStat(sum(r["body_bytes"] for r in recs), sum(r["input_tokens"] for r in recs), len(recs)))
+    return out[0], out[1], out[2]
+
+
+def restart_and_run_all(stub: StubServer, model: str) -> list[str]:
+    """The "restart and run all" table (issue 9); every figure read from the stand-in."""
+    import tempfile
+
+    steps = plan_session(RESTART_TURNS + NEW_TURNS, 99, 99)
+    notes: list[str] = []
+    rows: list[tuple[str, tuple[TurnStat, TurnStat, TurnStat]]] = [
+        ("(a) stateless resend", _stateless_restart(stub, steps, model))]
+    records = tempfile.TemporaryDirectory()  # the notebooks' record files
+    tmp = records.name
+    for key, state in (("c", "contents"), ("d", "interactions")):
+        rows.append((f"({key}) {state}, with the record",
+                     _record_run(stub, steps, model, state, Path(tmp) / f"{state}.json", notes, True)))
+        rows.append((f"({key}) {state}, without the record",
+                     _record_run(stub, steps, model, state, None, notes, True)))
+        rows.append((f"({key}) {state}, no restart (reference)",
+                     _record_run(stub, steps, model, state, None, notes, False)))
+    head = (f"{'restart and run all':<40} {'first 10: bytes':>15} {'Run All: requests':>17} {'bytes':>10} "
+            f"{'tokens read':>11} {'3 new: bytes':>13} {'tokens read':>11}")
+    lines = [f"== restart and run all: {RESTART_TURNS} magic cells on the {len(steps[0].document.encode()):,}-byte "
+             f"cell (edits applied), kernel restart, Run All, then {NEW_TURNS} new turns ==", head, "-" * len(head)]
+    for name, (first, rerun, new) in rows:
+        lines.append(f"{name:<40} {first.bytes:>15,} {rerun.requests:>17} {rerun.bytes:>10,} {rerun.tokens:>11,} "
+                     f"{new.bytes:>13,} {new.tokens:>11,}")
+    by = dict(rows)
+    for key, state in (("c", "contents"), ("d", "interactions")):
+        with_record = by[f"({key}) {state}, with the record"]
+        reference = by[f"({key}) {state}, no restart (reference)"]
+        ok = with_record[1].bytes == 0 and with_record[1].requests == 0
+        lines.append(f"target ({key}) Run All after the restart uploads 0 bytes: measured {with_record[1].bytes:,} B in "
+                     f"{with_record[1].requests} requests — {'PASS' if ok else 'FAIL'}")
+        ok = with_record[2].bytes <= reference[2].bytes and with_record[2].tokens <= reference[2].tokens
+        lines.append(f"target ({key}) the {NEW_TURNS} new turns cost no more than without the restart: "
+                     f"{with_record[2].bytes:,} B / {with_record[2].tokens:,} tok vs {reference[2].bytes:,} B / "
+                     f"{reference[2].tokens:,} tok — {'PASS' if ok else 'FAIL'}")
+        # the same with explicit context caching on (the default): the cache is not part of the record
+        cached = [_record_run(stub, steps, model, state, Path(tmp) / f"{state}-cache.json" if restarted else None,
+                              notes, restarted, cache="auto") for restarted in (True, False)]
+        ok = cached[0][1].requests == 0 and cached[0][2].bytes <= cached[1][2].bytes
+        lines.append(f"target ({key}) with cache auto: Run All {cached[0][1].requests} requests; the {NEW_TURNS} new "
+                     f"turns {cached[0][2].requests} requests, {cached[0][2].bytes:,} B / {cached[0][2].tokens:,} tok vs "
+                     f"no restart {cached[1][2].requests} requests, {cached[1][2].bytes:,} B / {cached[1][2].tokens:,} "
+                     f"tok — {'PASS' if ok else 'FAIL'}")
+    records.cleanup()
+    lines += [f"note: {n}" for n in notes]
+    return lines
+
+
 def minimum(steps: list[Step]) -> tuple[int, int]:
     """(e): distinct document versions once + prompts, in utf-8 bytes; and how many versions."""
     seen: dict[str, str] = {}
@@ -595,7 +727,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--per-turn", action="store_true", help="also print every turn's bytes and tokens")
     parser.add_argument("--csv", metavar="PATH", help="write the per-turn rows as CSV")
+    parser.add_argument("--restart-only", action="store_true", help="only the restart-and-run-all table")
     args = parser.parse_args(argv)
+    if args.restart_only:
+        return restart_main()
 
     t0 = time.perf_counter()
     model = default_model()
@@ -608,6 +743,7 @@ def main(argv: list[str] | None = None) -> int:
         plans = [(label, plan_session(n, hand_at, undo_at)) for label, n, hand_at, undo_at in SESSIONS]
         for label, steps in plans + [(ASK_HEAVY, plan_ask_heavy())]:
             results[label] = (steps, {a: measure(steps, stub, model, implicit=a == "always") for a, _ in ASSUMPTIONS})
+        restart_lines = restart_and_run_all(stub, model)
 
     print(f"token economy on the stand-in (model {model}, real google-genai SDK over HTTP; bytes = request "
           "bodies received, tokens = the stand-in's input_tokens)\n")
@@ -640,6 +776,8 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(f"note: {note}" for note in dict.fromkeys(runs["never"].notes + runs["always"].notes)))
         print()
         rows += per_turn_rows(label, steps, run)
+    print("\n".join(restart_lines))
+    print()
     if args.per_turn:
         print("per turn (bytes uploaded / context tokens read / prefix reuse: the share of the request's tokens "
               "repeating a prefix of the previous request; 'before' = event before the turn; "
@@ -653,6 +791,17 @@ def main(argv: list[str] | None = None) -> int:
             w.writerows(rows)
         print(f"per-turn CSV written to {args.csv}")
     print(f"total wall time {time.perf_counter() - t0:.1f}s")
+    return 0
+
+
+def restart_main() -> int:
+    model = default_model()
+    _server._chunks = _bigger_chunks
+    with StubServer() as stub:
+        os.environ["GOOGLE_GEMINI_BASE_URL"] = stub.url
+        os.environ["GEMINI_API_KEY"] = "fake"
+        os.environ.pop("GOOGLE_API_KEY", None)
+        print("\n".join(restart_and_run_all(stub, model)))
     return 0
 
 

@@ -24,10 +24,11 @@ from .engine.errors import UserError
 from .engine.redaction import redact
 from .frontends.notebook_view import MergedView, notebook_path_from
 from .frontends.frontend import Kind
-from .ui.proposal import ProposalController
+from .ui.proposal import ProposalController, Status
 from .session import Session, Settings, TurnRequest
 from .gemini.models import DEFAULT_MODEL, models_table
 from .gemini.transport import ClientSettings
+from .persistence.replay import REPLAY_MODES
 
 
 def _turn_arguments(magic: str, form: str):
@@ -47,6 +48,7 @@ def _turn_arguments(magic: str, form: str):
             argument("--interpolate", action="store_true", help="expand {name} and $name from the user namespace in the prompt (and send a summary of each {name} variable)"),
             argument("--error", action="store_true", help="send the session's last exception (trimmed traceback); an empty prompt asks to explain and fix it"),
             argument("--vars", metavar="NAMES", help="send compact summaries of these variables, e.g. df,model (each only when it changed)"),
+            argument("--rerun", action="store_true", help="ask Gemini again although this turn is in the notebook's record"),
             argument("words", nargs="*", help=argparse.SUPPRESS if form == "cell" else "the prompt"),
         ]
         for decorator in reversed(decorators):
@@ -94,6 +96,12 @@ class GeminiMagics(Magics):
     timeout = Float(120.0, help="seconds to wait for an answer").tag(config=True)
     debug = Bool(False, help="show full tracebacks for unexpected errors").tag(config=True)
     max_var_chars = Int(2_000, help="cap on each variable summary sent with --vars, in characters").tag(config=True)
+    persist = Bool(True, help="keep each notebook's conversations in a record that outlives the kernel").tag(config=True)
+    replay = Enum(list(REPLAY_MODES), default_value="auto",
+                  help="after a restart, show a recorded turn instead of asking again: auto, off, or only (never ask)"
+                  ).tag(config=True)
+    record_location = Unicode("user", help="where the record lives: 'user' (private, the Jupyter data dir), "
+                              "'notebook' (beside the .ipynb, to share or commit) or a file path").tag(config=True)
     apply_wait = Float(300.0, help="seconds a magic cell waits for Apply/Discard where only the running cell can be written (VS Code)").tag(config=True)
     max_prompt_bytes = Int(100_000, help="largest prompt accepted, in bytes (the cell body or the one-line words)").tag(config=True)
     cache = Enum(["auto", "off"], default_value="auto", help="contents mode: keep the conversation's stable head (system instruction, document, context) in an explicit Gemini context cache when it is over the model's cache minimum and pays off; off: never").tag(config=True)
@@ -155,6 +163,22 @@ class GeminiMagics(Magics):
         running = self.session.record.running_id
         if running and result.execution_count is not None:
             self.session.record.set_count(running, result.execution_count)
+
+    def _replay(self):
+        """The session's record, pointed at this notebook with the current settings; its pending lines shown."""
+        ns = self.shell.user_ns if self.shell is not None else {}
+        replay = self.session.replay
+        replay.configure(self.replay, self.persist, self.record_location, notebook_path_from(os.environ, ns))
+        replay.restore(self.session.conversations)
+        while replay.notes:
+            NotebookDisplay.error(replay.notes.pop(0))
+        return replay
+
+    def _saved(self, controller) -> None:
+        """Apply, Discard or Undo happened: the record says so too."""
+        note = self.session.replay.outcome_changed(controller.conversation)
+        if note:
+            NotebookDisplay.error(note)
 
     def _settings(self) -> Settings:
         return Settings(
@@ -274,12 +298,13 @@ class GeminiMagics(Magics):
             mode=mode, prompt=prompt, conversation=args.conversation, cell=args.cell,
             notebook=args.notebook, new=args.new, model=args.model, state=args.state,
             no_context=args.no_context, dry_run=args.dry_run,
-            extra_pieces=tuple(pieces), preferred_target=failing_cell,
+            extra_pieces=tuple(pieces), preferred_target=failing_cell, rerun=args.rerun,
         )
         if self._stale():
             display.note("the live notebook view has not caught up with this cell; "
                          "using the kernel's record of executed cells for this turn")
         try:
+            self._replay()
             if not args.dry_run:
                 display.start(f"asking {request.model or settings.model}")
             with _interruptible():
@@ -301,7 +326,8 @@ class GeminiMagics(Magics):
             return
         turn = outcome.turn
         display.finish(turn.response or ("_(proposal below)_" if mode == "edit" else "_(empty answer)_"))
-        footer = report.footer(turn, outcome.plan, outcome.model)
+        footer = (report.replay_footer(turn, outcome.replayed.at) if outcome.replayed else
+                  report.footer(turn, outcome.plan, outcome.model))
         if mode == "edit" and turn.proposal_source is not None:
             return self._show_proposal(frontend, outcome, prompt, lambda: display.footer(footer))
         display.footer(footer)
@@ -351,6 +377,9 @@ class GeminiMagics(Magics):
             conversation=outcome.conversation, turn=outcome.turn, cell_id=cell_id,
             writer=writer, current_source=self._current_source,
         )
+        if outcome.replayed:
+            controller.status = Status(report.replayed_proposal(outcome.turn, self._current_source(cell_id)))
+        controller.listeners.append(self._saved)
         self.latest[outcome.conversation.name] = controller
         if frontend.kind is Kind.TERMINAL:
             footer()
@@ -366,12 +395,12 @@ class GeminiMagics(Magics):
 
     @magic_arguments()
     @argument("command", nargs="?", default="status",
-              choices=["status", "history", "reset", "tokens", "model", "models", "state", "debug",
+              choices=["status", "history", "reset", "forget", "tokens", "model", "models", "state", "debug",
                        "apply", "discard", "undo", "help"],
               help="what to do (default: status)")
     @argument("value", nargs="?", help="model name, state mode, conversation to reset, or on/off for debug")
     @argument("-c", "--conversation", default=None, metavar="NAME", help="conversation for history/tokens (default: all)")
-    @argument("--all", action="store_true", help="with reset: every conversation")
+    @argument("--all", action="store_true", help="with reset or forget: every conversation")
     @line_magic
     def gemini(self, line):
         """Inspect and steer the conversations.
@@ -380,6 +409,7 @@ class GeminiMagics(Magics):
         %gemini history [-c N]   the turns, prompt and reply
         %gemini tokens [-c N]    per-turn tokens (cached ones too), request bytes and cost; session totals
         %gemini reset [NAME|--all]  forget a conversation (default: 'default') and delete its context cache
+        %gemini forget [NAME|--all] reset it and delete it from the notebook's record
         %gemini model [NAME]     show or set the default model
         %gemini models           the models your key can use, and the state modes each works in
         %gemini state [MODE]     show or set the default state mode
@@ -391,6 +421,11 @@ class GeminiMagics(Magics):
         except UsageError as exc:
             NotebookDisplay.error(f"{exc} (see %gemini?)")
             return
+        try:
+            replay = self._replay()
+        except Exception as exc:  # an unusable record location must not break the other commands
+            NotebookDisplay.error(redact(f"conversation record: {type(exc).__name__}: {exc}"))
+            replay = self.session.replay
         convs = self.session.conversations
         chosen = [convs[args.conversation]] if args.conversation in convs else (
             [] if args.conversation else list(convs.values()))
@@ -403,6 +438,7 @@ class GeminiMagics(Magics):
             print(f"frontend: {frontend.kind.value}")
             if self.bridge is not None:
                 print(self.bridge.status())
+            print(replay.status())
         elif args.command == "history":
             print("\n\n".join(report.history(c) for c in chosen) or "no conversation yet")
         elif args.command == "tokens":
@@ -412,6 +448,10 @@ class GeminiMagics(Magics):
         elif args.command == "reset":
             names = self.session.reset(None if args.all else (args.value or "default"))
             print(f"reset: {', '.join(names)}" if names else "nothing to reset")
+        elif args.command == "forget":
+            names = None if args.all else [args.value or "default"]
+            gone = set(replay.forget(names)) | set(self.session.reset(None if names is None else names[0]))
+            print(f"forgotten: {', '.join(sorted(gone))}" if gone else "nothing to forget")
         elif args.command == "model":
             if args.value:
                 self.model = args.value

@@ -22,13 +22,15 @@ from .engine.errors import UserError
 from .engine.hashing import sha256_text
 from .engine.text import estimate_tokens
 from .gemini.errors import describe, status_code
-from .engine.redaction import redact, unmask
+from .engine.redaction import MASK, redact, unmask
 from .frontends.notebook_view import ExecutionRecord, NotebookFileError, NotebookView
 from .gemini.models import ModelInfo, available_models
 from .gemini.warm_up import rehearse
 from .gemini.transport import TRANSPORTS, CachedHead, ClientSettings, RetryNotices, Transport, TurnResult, make_client
 from .gemini.caching import CacheStep, ContextCaches
 from .gemini.pricing import Price, price_for, turn_cost
+from .engine.record import TurnKey, TurnMeta
+from .persistence.replay import Replay
 
 # What the SDK reads from the environment when a client is made.
 CLIENT_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_USE_VERTEXAI",
@@ -63,6 +65,12 @@ class TurnRequest:
     dry_run: bool = False
     extra_pieces: tuple[ContextPiece, ...] = ()  # asked for explicitly: the last error, variables
     preferred_target: str | None = None  # a cell id to use when no --cell is given (the failing cell)
+    rerun: bool = False  # ask again although a recorded turn matches
+
+    def flags(self) -> tuple[str, ...]:
+        """The flags that make a turn a different turn (for replay)."""
+        named = (("--notebook", self.notebook), ("--no-context", self.no_context), ("--new", self.new))
+        return tuple(f for f, on in named if on) + ((f"--cell {self.cell}",) if self.cell else ())
 
 
 class TurnDisplay(Protocol):
@@ -74,12 +82,13 @@ class TurnDisplay(Protocol):
 @dataclass
 class TurnOutcome:
     conversation: Conversation
-    plan: TurnPlan
+    plan: TurnPlan | None  # None for a replayed turn
     model: str
     turn: Turn | None = None  # None for a dry run
     request: dict[str, Any] | None = None  # the dry run's exact request
     target: Cell | None = None  # the cell an edit proposal is for
     cache_plan: str | None = None  # the dry run's explicit-cache plan
+    replayed: TurnMeta | None = None  # set when the turn was shown from the record, not asked
 
 
 def _no_key() -> bool:
@@ -90,6 +99,7 @@ def _no_key() -> bool:
 
 
 STOPPED = "stopped: the answer was interrupted; nothing was recorded and the conversation is as before"
+_FALLBACK_ID = re.compile(r"^(In\[\d+\]|run-\d+)$")  # no frontend cell id: named by execution count
 _COUNT_REF = re.compile(r"^(?:In\s*\[\s*)?(\d+)\s*\]?$")
 CONVERSATION_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
@@ -101,6 +111,7 @@ class Session:
     frontend_target: Callable[[], Cell | None] | None = None  # the frontend's default document
     conversations: dict[str, Conversation] = field(default_factory=dict)
     caches: ContextCaches = field(default_factory=ContextCaches)
+    replay: Replay = field(default_factory=Replay)  # the record of earlier kernels
     _clients: dict[str, tuple[Any, RetryNotices]] = field(default_factory=dict)
     # One client is built at a time: a turn that arrives during the warm-up waits for it.
     _client_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -125,6 +136,7 @@ class Session:
                 conv.closed = True
                 self.caches.release(conv)  # nothing stays billed for storage
                 reset.append(n)
+            self.replay.stop(n)
         return reset
 
     # -- the notebook --------------------------------------------------------
@@ -203,8 +215,8 @@ class Session:
         key = conv.document_key if conv else None
         if key is None or key == "notebook":
             return None
-        cell = next((c for c in self._view().cells() if c.id == key), None) or self.record.by_id.get(key)
-        return self._freshest(cell) if cell is not None else None
+        # the view holds every cell the kernel knows (a live notebook: only those still there)
+        return next((c for c in self._view().cells() if c.id == key), None)
 
     def resolve_document(self, req: TurnRequest, settings: Settings,
                          conv: Conversation | None = None) -> tuple[Document | None, Cell | None]:
@@ -308,6 +320,9 @@ class Session:
         req = replace(req, prompt=redact(req.prompt.strip()))
         if not req.prompt:
             raise UserError("the prompt is empty: write your request in the cell body below the magic line")
+        self.replay.restore(self.conversations)
+        if not req.dry_run:
+            self.replay.position(req.conversation)
         state = req.state or (self.conversations[req.conversation].state_mode
                               if req.conversation in self.conversations and not req.new else settings.state)
         model = req.model or settings.model
@@ -315,6 +330,14 @@ class Session:
         doc, target = self.resolve_document(req, settings, None if req.new else conv)
         display.document(doc.label if doc else None, target.source if target else "")
         pieces = self.context_pieces(req, doc, settings)
+        key = None
+        if not req.dry_run:
+            key = self._turn_key(req, model, state, doc, pieces)
+            replayed = self.replay.replay(req.conversation, key, req.rerun)
+            if replayed is not None:
+                restored, turn, meta = replayed
+                _unmask_recorded(turn, doc)
+                return TurnOutcome(restored, None, model, turn=turn, target=target, replayed=meta)
         replan = lambda: conv.plan_turn(req.mode, req.prompt, doc, pieces, state,  # noqa: E731
                                         settings.max_chain_versions)
         plan = replan()
@@ -353,7 +376,17 @@ class Session:
             replaced.closed = True
             self.caches.release(replaced)
         self.conversations[conv.name] = conv  # a conversation exists once a turn succeeded
+        note = self.replay.committed(conv, key)
+        if note:
+            display.note(note)
         return TurnOutcome(conv, plan, model, turn=turn, target=target)
+
+    def _turn_key(self, req: TurnRequest, model: str, state: StateMode, doc: Document | None,
+                  pieces: list[ContextPiece]) -> TurnKey:
+        running = self.record.running_id
+        magic_cell = running if running and not _FALLBACK_ID.match(running) else None
+        return TurnKey.of(req.mode, req.prompt, model, state, req.flags(), magic_cell,
+                          doc.sha256 if doc else None, tuple(pieces))
 
     def _send(self, transport: Transport, conv: Conversation, plan: TurnPlan, display: TurnDisplay, settings: Settings,
               replan: Callable[[], TurnPlan], step: CacheStep) -> tuple[TurnResult, TurnPlan]:
@@ -441,6 +474,17 @@ def _priced(usage: Usage, price: Price | None) -> Usage:
     cost = turn_cost(price, usage.input_tokens, usage.cached_tokens or 0, output, usage.cache_write_tokens)
     resend = turn_cost(price, usage.input_tokens, 0, output)
     return replace(usage, cost_usd=cost, resend_cost_usd=resend)
+
+
+def _unmask_recorded(turn: Turn, doc: Document | None) -> None:
+    """The record holds the key as ***: where the cell holds it now, Apply and Undo of a
+    replayed proposal write it back in place, never *** over it."""
+    if doc is None:
+        return
+    for name in ("base_source", "proposal_source"):
+        text = getattr(turn, name)
+        if text is not None and MASK in text:
+            setattr(turn, name, unmask_cells(doc.source, text)[0] if doc.key == "notebook" else unmask(doc.source, text)[0])
 
 
 def parse_proposal(text: str) -> tuple[str, str]:

@@ -40,6 +40,14 @@ def _kernel_tests_are_marked(request, monkeypatch):
     monkeypatch.setattr(helpers.fake_frontend, "start_kernel", refuse)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_jupyter_data_dir(tmp_path_factory):
+    """Conversation records of test kernels land in a temporary data dir, never the user's."""
+    import os
+
+    os.environ["JUPYTER_DATA_DIR"] = str(tmp_path_factory.mktemp("jupyter-data"))
+
+
 @pytest.fixture(scope="session")
 def stub():
     with StubServer() as server:

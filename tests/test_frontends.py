@@ -230,7 +230,8 @@ def test_reload_ext_keeps_conversations_and_old_buttons_work(kernel, stub):
 
 def test_identical_proposal_offers_no_apply(kernel, stub):
     kernel.run(CELL_A, cell_id="cell-a")
-    kernel.run("%%gemini_edit\nchange nothing", cell_id="m1")
+    stub.script_edit(CELL_A)
+    kernel.run("%%gemini_edit\nChange nothing.", cell_id="m1")
     apply_id = kernel.buttons("Apply")[-1]
     assert kernel.state(apply_id)["disabled"] is True
     assert any("No change" in v for v in statuses(kernel))
@@ -240,7 +241,8 @@ def test_identical_proposal_offers_no_apply(kernel, stub):
 
 def test_a_change_of_only_the_final_newline_is_visible(kernel, stub):
     kernel.run(CELL_A, cell_id="cell-a")
-    kernel.run("%%gemini_edit\ndrop the final newline", cell_id="m1")
+    stub.script_edit(CELL_A.rstrip("\n"))
+    kernel.run("%%gemini_edit\nDrop the final newline.", cell_id="m1")
     assert any("No newline at end of file" in v for v in statuses(kernel))
     assert kernel.state(kernel.buttons("Apply")[-1])["disabled"] is False
 
@@ -248,7 +250,8 @@ def test_a_change_of_only_the_final_newline_is_visible(kernel, stub):
 def test_a_huge_diff_is_summarized_not_rendered(kernel, stub):
     big = "".join(f"value_{i} = {i} * 2  # a line of a long generated table\n" for i in range(6_000))
     kernel.run(big, cell_id="big")
-    kernel.run("%%gemini_edit\nuppercase everything", cell_id="m1")
+    stub.script_edit(big.upper())  # every line changes
+    kernel.run("%%gemini_edit\nUppercase everything.", cell_id="m1")
     (view,) = [v for v in statuses(kernel) if "too large to show" in v]
     assert len(view.encode()) < 210_000
     assert kernel.buttons("Copy")
@@ -310,3 +313,24 @@ def test_a_one_line_question_may_end_with_a_question_mark(kernel, stub):
     help_run = kernel.run("%gemini_ask?", cell_id="help")  # help on the magic still works
     (page,) = help_run.reply["content"]["payload"]
     assert "Ask Gemini" in page["data"]["text/plain"]
+
+
+@pytest.mark.kernel
+def test_in_the_live_notebook_the_document_is_kept_until_its_cell_is_deleted(stub, tmp_path):
+    from helpers.fake_frontend import FakeFrontend
+    from helpers.kernel import FAKE_KEY
+
+    stub.reset()
+    cells = [("setup", "%load_ext genai_magics"), ("a", CELL_A), ("m1", "%%gemini_ask\nWhat does it do?"),
+             ("b", "def double(x):\n    return 2 * x\n"), ("m2", "%%gemini_ask\nAnd edge cases?")]
+    with FakeFrontend(cells=cells, env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY},
+                      cwd=str(tmp_path)) as ff:
+        ff.execute("setup")
+        ff.execute("m1")
+        assert sent(stub)["currentSource"] == CELL_A
+        ff.execute("m2")  # below b, but a follow-up: the conversation's document stays a
+        follow = sent(stub)
+        assert follow.get("sourceSynchronized") is True and "currentSource" not in follow
+        ff.remove_cell("a")
+        ff.execute("m2")  # its document is gone: the default, the cell above
+        assert sent(stub)["currentSource"] == "def double(x):\n    return 2 * x\n"

@@ -12,6 +12,7 @@ ALLOWED = {
     "gemini": {"gemini", "engine"},
     "frontends": {"frontends", "engine"},
     "ui": {"ui", "frontends", "engine"},
+    "persistence": {"persistence", "engine"},
 }
 FORBIDDEN_IN_ENGINE = ("IPython", "ipywidgets", "ipykernel", "google", "httpx", "traitlets")
 

@@ -71,8 +71,8 @@ class Frontend:
                     f"No choice within {writer.timeout_s:g} s; the cell is released. "
                     "Apply is now staged: click it, then run this cell again.")
 
-        writer.running = True
         if self.waits == "poll":
+            writer.running = True
             try:
                 release(waiting.wait_poll(lambda: controller.decided, writer.timeout_s))
             except BaseException:
@@ -81,6 +81,8 @@ class Frontend:
             return None
 
         async def wait() -> None:
+            # running only once the cell really awaits: set_next_input then reaches this cell's reply
+            writer.running = True
             decided = False
             try:
                 decided = await waiting.wait_async(lambda: controller.decided, writer.timeout_s)

@@ -58,10 +58,11 @@ def set_comm_reply_router(comm: Any, route: Callable[[Any, Any], Any]) -> bool:
     """Choose the subshell each incoming message of ``comm`` is handled on.
 
     ipykernel 7.4 routes a comm's messages to the thread that last sent on it
-    (``Comm._reply_subshell_for``); older kernels use the message header. False
-    where the hook does not exist.
+    (``Comm._reply_subshell_for``, measured on 7.4); older kernels use the
+    message header. False where the hook is not known to work.
     """
-    if not hasattr(comm, "_reply_subshell_for"):
+    version = ipykernel_version()
+    if version is None or version < (7, 4) or not hasattr(comm, "_reply_subshell_for"):
         return False
     comm._reply_subshell_for = route
     return True

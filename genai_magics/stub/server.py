@@ -283,25 +283,13 @@ def ask_reply(prompt: str, document: str | None) -> str:
     return f"Stub answer to: {prompt}\n\n{holds}"
 
 
-# Instructions the stand-in carries out literally: proposals that change nothing, or only the end.
-LITERAL_EDITS = {
-    "change nothing": lambda document: document,
-    "drop the final newline": lambda document: document.rstrip("\n"),
-    "uppercase everything": str.upper,  # every line changes: the biggest diff for its size
-}
-
-
 def edit_source(prompt: str, document: str | None) -> str:
-    """The proposed source: a ``# stub edit: ...`` line added on top of the held document
-    (or one of the ``LITERAL_EDITS``, when the instruction is exactly its name).
+    """The proposed source: a ``# stub edit: ...`` line added on top of the held document.
 
     A percent-format notebook (first line ``# %% ...``) gets the line inside its
     first cell, so the cell headers stay intact.
     """
     marker = f"# stub edit: {_first_line(prompt)}"
-    literal = LITERAL_EDITS.get(_first_line(prompt).lower())
-    if literal is not None and document is not None:
-        return literal(document)
     if document is None:
         return f"{marker}\nresult = {_first_line(prompt)!r}\nprint(result)\n"
     if document.startswith("# %%"):

@@ -1,6 +1,7 @@
 """Text for people: the per-turn footer and the token table (pure functions)."""
 from __future__ import annotations
 
+import time
 from typing import Sequence
 
 from ..engine.conversation import Conversation, Turn, TurnPlan, Usage
@@ -59,6 +60,26 @@ def footer(turn: Turn, plan: TurnPlan, model: str) -> str:
     if turn.saved_tokens:
         omitted.append(f"~{turn.saved_tokens:,} tokens saved")
     return " · ".join(parts + omitted)
+
+
+def replay_footer(turn: Turn, at: float) -> str:
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(at))
+    return f"replayed turn {turn.index} ({when}) · 0 tokens · --rerun asks again"
+
+
+def replayed_proposal(turn: Turn, holds: str | None) -> str:
+    """The status line of a proposal shown from the record: what happened to it, what the cell holds now."""
+    done = {"proposed": "not acted on", "applied": "applied", "discarded": "discarded", "undone": "applied, then undone"}
+    where = turn.document_label or "the cell"
+    if holds is None:
+        now = ""
+    elif turn.proposal_source is not None and holds == turn.proposal_source:
+        now = f"; {where} holds the proposal now"
+    elif holds == turn.base_source:
+        now = f"; {where} holds the code from before the proposal"
+    else:
+        now = f"; {where} has changed since"
+    return f"Replayed from the record: {done.get(turn.outcome, turn.outcome)} in an earlier session{now}."
 
 
 def token_table(conv: Conversation) -> str:

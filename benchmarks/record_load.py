@@ -1,0 +1,95 @@
+"""How long a notebook's conversation record takes to load and to write (issue 9).
+
+Builds a record of 500 turns (asks and edits alternating, every edit applied,
+the other cells as context, one variable summary every 10 turns) with the real
+engine, writes it with the real store (temp file + rename under the lock) and
+loads it back the way a restarted kernel does. Goal: a 500-turn record loads in
+under 50 ms. Timings: the best of N (the run least disturbed by other
+processes, as timeit reports) and the median; on a shared machine both vary.
+
+    python benchmarks/record_load.py
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from genai_magics.engine.cells import Document  # noqa: E402
+from genai_magics.engine.context import ContextPiece  # noqa: E402
+from genai_magics.gemini.models import DEFAULT_MODEL  # noqa: E402
+from genai_magics.engine.conversation import Conversation, Usage  # noqa: E402
+from genai_magics.engine.record import (ConversationRecord, NotebookRecord, TurnKey, TurnMeta,  # noqa: E402
+                                        state_after)
+from genai_magics.persistence.store import RecordStore  # noqa: E402
+from genai_magics.stub.server import edit_source  # noqa: E402
+
+from token_economy import SECONDARY_CELLS, generate_cell, script_prompts  # noqa: E402
+
+TURNS, GOAL_MS = 500, 50.0
+
+
+def build(turns: int, lines: int, state: str) -> NotebookRecord:
+    conv = Conversation("default", state_mode=state)  # type: ignore[arg-type]
+    rec = ConversationRecord(conv, created=time.time())
+    source = generate_cell(lines)
+    context = ContextPiece("secondaryContext", "\n\n".join(src for _, src in SECONDARY_CELLS))
+    for i, (mode, prompt) in enumerate(script_prompts(turns), start=1):
+        doc = Document("cell-a", "In[4]", source)
+        pieces = [context] + ([ContextPiece("variables", f"df: DataFrame (1000, {i})", "df")] if i % 10 == 0 else [])
+        plan = conv.plan_turn(mode, prompt, doc, pieces, max_chain_versions=8)  # type: ignore[arg-type]
+        reply = f"Turn {i}: " + "an answer of a few sentences about the code. " * 8
+        if mode == "edit":
+            proposal = edit_source(prompt, source)
+            turn = conv.record(plan, reply, proposal_source=proposal, interaction_id=f"int-{i}",
+                               usage=Usage(2000, 300, 4000))
+            conv.apply(turn)
+            source = proposal
+        else:
+            turn = conv.record(plan, reply, interaction_id=f"int-{i}", usage=Usage(2000, 300, 4000))
+        key = TurnKey.of(mode, prompt, DEFAULT_MODEL, state, (), f"magic-{i}", doc.sha256, tuple(pieces))
+        rec.meta[turn.index] = TurnMeta(key, time.time(), state_after(conv, rec.told))
+    return NotebookRecord("/home/user/work.ipynb", time.time(), conversations={"default": rec})
+
+
+def timed_ms(fn, repeat: int) -> tuple[float, float]:
+    """(best, median) of ``repeat`` calls, in ms."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1000)
+    return min(times), statistics.median(times)
+
+
+def main() -> int:
+    print(f"{'record':<44} {'file size':>12} {'load best / median':>20} {'write best / median':>21}")
+    ok = True
+    with tempfile.TemporaryDirectory() as tmp:
+        for lines in (100, 2000):
+            for state in ("contents", "interactions"):
+                record = build(TURNS, lines, state)
+                path = Path(tmp) / f"{lines}-{state}.json"
+                store = RecordStore(path)
+                write = timed_ms(lambda: store.save(record), 9)
+                load = timed_ms(lambda: RecordStore(path).load(), 21)
+                loaded, note = RecordStore(path).load()
+                assert note is None and len(loaded.conversations["default"].conversation.history) == TURNS
+                name = f"{TURNS} turns, {lines:,}-line cell, {state}"
+                print(f"{name:<44} {path.stat().st_size:>10,} B {load[0]:>8.1f} / {load[1]:>6.1f} ms "
+                      f"{write[0]:>9.1f} / {write[1]:>6.1f} ms")
+                if lines == 100:
+                    ok = ok and load[0] < GOAL_MS
+    print(f"goal: a {TURNS}-turn record on a 100-line cell loads in < {GOAL_MS:.0f} ms (best of 21) — "
+          f"{'PASS' if ok else 'FAIL'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,308 @@
+"""A notebook's conversations as plain data, and which recorded turn a cell replays.
+
+Pure: (de)serialization of ``Conversation`` objects and the replay rules; the
+file, its lock and its location live in ``persistence/``. After a kernel
+restart, the k-th turn a conversation is asked for is compared with its k-th
+recorded turn: same magic cell (when the frontend names cells), mode, prompt,
+flags, model, state mode, the hashes of the explicit context (last error,
+variables) and a document the conversation already knew from that turn on.
+Never the execution count: a restarted kernel counts from 1 again.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .context import ContextPiece, SECONDARY_FIELD
+from .conversation import Conversation, SyncState, Turn, Usage
+from .redaction import redact
+
+SCHEMA_VERSION = 1
+
+
+class RecordError(Exception):
+    """The record cannot be used (corrupt, truncated, a newer schema); the message says which."""
+
+
+@dataclass(frozen=True)
+class TurnKey:
+    """What makes a cell's turn the same turn as a recorded one."""
+
+    mode: str
+    prompt: str
+    model: str
+    state_mode: str
+    flags: tuple[str, ...]  # --cell REF, --notebook, --no-context, --new
+    magic_cell: str | None  # the frontend's id of the magic cell (nbformat id, VS Code URI) when known
+    document_sha256: str | None
+    pieces: tuple[tuple[str, str], ...]  # (key, sha256) of the explicit context: last error, variables
+
+    @staticmethod
+    def of(mode: str, prompt: str, model: str, state_mode: str, flags: tuple[str, ...], magic_cell: str | None,
+           document_sha256: str | None, pieces: tuple[ContextPiece, ...]) -> "TurnKey":
+        # The other cells are background that grows as the notebook does: Run All sees
+        # its final state, so they are not part of a turn's identity (see README).
+        explicit = tuple(sorted((p.key, p.sha256) for p in pieces if p.field != SECONDARY_FIELD))
+        return TurnKey(mode, prompt, model, state_mode, tuple(sorted(flags)), magic_cell, document_sha256, explicit)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> "TurnKey":
+        pieces = d["pieces"]
+        return TurnKey(d["mode"], d["prompt"], d["model"], d["state_mode"], tuple(d["flags"]), d["magic_cell"],
+                       d["document_sha256"], tuple(map(tuple, pieces)) if pieces else ())
+
+
+@dataclass
+class TurnMeta:
+    key: TurnKey
+    at: float  # when the turn finished, epoch seconds
+    after: dict[str, Any]  # the conversation's state right after the turn (to branch from it)
+
+
+@dataclass
+class ConversationRecord:
+    """One conversation as the record holds it, plus this kernel's replay position."""
+
+    conversation: Conversation
+    meta: dict[int, TurnMeta] = field(default_factory=dict)  # turn index -> meta
+    created: float = 0.0
+    loaded: int = 0  # turns read from the file
+    replayable: int = 0  # the first this many turns came from an earlier kernel and may be replayed
+    cursor: int = 0  # how many of them this kernel has replayed, in order
+    told: dict[str, str] = field(default_factory=dict)  # outcomes told up to the newest meta
+    resume_document_key: str | None = None  # the conversation's document once every recorded turn replayed
+
+
+# -- conversations as plain data ---------------------------------------------
+def _state(conv: Conversation) -> dict[str, Any]:
+    return {
+        "state_mode": conv.state_mode,
+        "active_document_sha256": conv.sync.active_document_sha256,
+        "context_hashes": dict(conv.sync.context_hashes),
+        "last_interaction_id": conv.last_interaction_id,
+        "outcomes_told": dict(conv.outcomes_told),
+        "chain_versions": [list(v) for v in conv.chain_versions],
+        "document_key": conv.document_key,
+    }
+
+
+def _set_state(conv: Conversation, s: dict[str, Any]) -> None:
+    conv.state_mode = s["state_mode"]
+    conv.sync = SyncState(s["active_document_sha256"], dict(s["context_hashes"]))
+    conv.last_interaction_id = s["last_interaction_id"]
+    conv.outcomes_told = dict(s["outcomes_told"])
+    conv.chain_versions = [(sha, proposer) for sha, proposer in s["chain_versions"]]
+    conv.document_key = s.get("document_key")
+
+
+def state_after(conv: Conversation, told: dict[str, str]) -> dict[str, Any]:
+    """The conversation's state now, for the meta of the turn it just recorded.
+
+    The outcomes the server was told only grow, so each turn keeps what is new
+    since ``told`` (updated here): a 500-turn record stays linear in size.
+    """
+    state = _state(conv)
+    everything = state.pop("outcomes_told")
+    state["outcomes_told_new"] = {k: v for k, v in everything.items() if told.get(k) != v}
+    told.update(state["outcomes_told_new"])
+    return state
+
+
+def _told_until(rec: "ConversationRecord", turns: list[Turn]) -> dict[str, str]:
+    told: dict[str, str] = {}
+    for t in turns:
+        if t.index in rec.meta:
+            told.update(rec.meta[t.index].after["outcomes_told_new"])
+    return told
+
+
+def _piece(d: dict[str, Any]) -> ContextPiece:
+    piece = ContextPiece(d["field"], d["text"], d.get("name"))
+    object.__setattr__(piece, "sha256", d["sha256"])  # the hash of what was sent, before redaction
+    return piece
+
+
+_SHARED = (("base_source", "base_sha256"), ("proposal_source", "proposal_sha256"))
+
+
+def _turn_dict(t: Turn, sources: dict[str, str]) -> dict[str, Any]:
+    """One turn; each version of the code goes into ``sources`` once, turns name it by sha."""
+    d = {k: v for k, v in t.__dict__.items() if k not in ("pieces", "usage", "base_source", "proposal_source")}
+    for text_field, sha_field in _SHARED:
+        text = getattr(t, text_field)
+        if text is not None:
+            sources.setdefault(getattr(t, sha_field), text)
+    d["pieces"] = [{"field": p.field, "name": p.name, "text": p.text, "sha256": p.sha256} for p in t.pieces]
+    d["usage"] = asdict(t.usage)
+    return d
+
+
+_PLAIN_FIELDS = frozenset(Turn.__dataclass_fields__) - {"pieces", "usage", "base_source", "proposal_source"}
+
+
+def _turn(d: dict[str, Any], sources: dict[str, str]) -> Turn:
+    fields = {k: d[k] for k in _PLAIN_FIELDS.intersection(d)}
+    base, proposal = d.get("base_sha256"), d.get("proposal_sha256")
+    return Turn(**fields, base_source=sources[base] if base else None,
+                proposal_source=sources[proposal] if proposal else None,
+                pieces=tuple(_piece(p) for p in d["pieces"]) if d["pieces"] else (), usage=Usage(**d["usage"]))
+
+
+def _conversation_dict(rec: ConversationRecord) -> dict[str, Any]:
+    conv = rec.conversation
+    sources: dict[str, str] = {}
+    turns = [_turn_dict(t, sources) | ({"key": rec.meta[t.index].key.to_dict(), "at": rec.meta[t.index].at,
+                                        "after": rec.meta[t.index].after} if t.index in rec.meta else {})
+             for t in conv.history]
+    return {
+        "name": conv.name,
+        "created": rec.created,
+        "model": rec.meta[conv.history[-1].index].key.model if conv.history and conv.history[-1].index in rec.meta
+        else None,
+        **_state(conv),
+        "sources": sources,
+        "turns": turns,
+    }
+
+
+def _conversation(d: dict[str, Any]) -> ConversationRecord:
+    conv = Conversation(name=d["name"], state_mode=d["state_mode"],
+                        history=[_turn(t, d["sources"]) for t in d["turns"]])
+    _set_state(conv, d)
+    meta = {t["index"]: TurnMeta(TurnKey.from_dict(t["key"]), t["at"], t["after"]) for t in d["turns"] if "key" in t}
+    rec = ConversationRecord(conv, meta, d.get("created", 0.0), loaded=len(conv.history),
+                             replayable=len(conv.history))
+    rec.told = _told_until(rec, conv.history)
+    rec.resume_document_key = conv.document_key
+    return rec
+
+
+@dataclass
+class NotebookRecord:
+    """Everything one notebook's record file holds."""
+
+    notebook: str  # the notebook's path, for %gemini status
+    created: float
+    generation: int = 0  # bumped on every write: a second kernel's write is detected
+    conversations: dict[str, ConversationRecord] = field(default_factory=dict)
+
+
+def dumps(record: NotebookRecord) -> str:
+    data = {
+        "schema": SCHEMA_VERSION,
+        "notebook": record.notebook,
+        "created": record.created,
+        "generation": record.generation,
+        "conversations": {name: _conversation_dict(r) for name, r in record.conversations.items()
+                          if r.conversation.history},
+    }
+    # The API key never lands on disk, even where a cell or a variable held it.
+    return redact(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+
+
+def loads(text: str) -> NotebookRecord:
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise RecordError(f"corrupt or truncated ({exc.msg} at character {exc.pos})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("schema"), int):
+        raise RecordError("not a genai_magics record")
+    if data["schema"] > SCHEMA_VERSION:
+        raise RecordError(f"written by a newer genai_magics (schema {data['schema']}, this one reads {SCHEMA_VERSION})")
+    try:
+        convs = {name: _conversation(c) for name, c in data["conversations"].items()}
+        return NotebookRecord(data["notebook"], data["created"], data["generation"], convs)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RecordError(f"corrupt ({type(exc).__name__}: {exc})") from None
+
+
+def generation_of(text: str) -> int | None:
+    """The generation of a record's text, or None when it cannot be read."""
+    try:
+        value = json.loads(text).get("generation")
+    except (ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) else None
+
+
+# -- replay ------------------------------------------------------------------
+def _versions_from(history: list[Turn], position: int) -> set[str]:
+    """Every version of the turn's document the conversation knew from this turn on:
+    Run All runs the code cells as they are now, after later Applies and hand edits."""
+    key = history[position].document_key
+    versions: set[str] = set()
+    for t in history[position:]:
+        if t.document_key != key:
+            continue
+        if t.base_sha256:
+            versions.add(t.base_sha256)
+        if t.proposal_sha256 and t.outcome == "applied":
+            versions.add(t.proposal_sha256)
+    return versions
+
+
+def replay_match(rec: ConversationRecord, key: TurnKey) -> Turn | None:
+    """The recorded turn this cell replays, or None (the cell goes live)."""
+    if rec.cursor >= rec.replayable:
+        return None
+    turn = rec.conversation.history[rec.cursor]
+    meta = rec.meta.get(turn.index)
+    if meta is None:
+        return None
+    was = meta.key
+    same = (was.mode, was.prompt, was.model, was.state_mode, was.flags, was.pieces) == (
+        key.mode, key.prompt, key.model, key.state_mode, key.flags, key.pieces)
+    if not same or (was.magic_cell and key.magic_cell and was.magic_cell != key.magic_cell):
+        return None
+    if (key.document_sha256 is None) != (was.document_sha256 is None):
+        return None
+    if key.document_sha256 is not None and key.document_sha256 not in _versions_from(rec.conversation.history,
+                                                                                      rec.cursor):
+        return None
+    return turn
+
+
+def document_at_cursor(rec: ConversationRecord) -> None:
+    """While replaying, the conversation's document is the one it had before the next recorded
+    turn (follow-ups without --cell resolve to it), so Run All resolves each cell as then."""
+    conv, at = rec.conversation, rec.cursor
+    if at >= rec.replayable:
+        return
+    before = rec.meta.get(conv.history[at - 1].index) if at else None
+    conv.document_key = before.after["document_key"] if before else None
+
+
+def replayed(rec: ConversationRecord) -> None:
+    """One more recorded turn was shown; after the last one the conversation resumes as recorded."""
+    rec.cursor += 1
+    if rec.cursor == rec.replayable == rec.loaded:
+        rec.conversation.document_key = rec.resume_document_key
+
+
+def branch(rec: ConversationRecord) -> None:
+    """A cell went live at the replay position: the recorded turns from there on are
+    replaced, as re-running the notebook from that cell would; the conversation
+    continues from the last replayed turn (its state, its interaction id)."""
+    conv, keep = rec.conversation, rec.cursor
+    rec.replayable = keep
+    if keep >= len(conv.history):
+        conv.document_key = rec.resume_document_key
+        return  # every recorded turn was replayed: continue from the end
+    dropped = conv.history[keep:]
+    conv.history = conv.history[:keep]
+    for t in dropped:
+        rec.meta.pop(t.index, None)
+    if not conv.history:
+        rec.told = {}
+        _set_state(conv, _state(Conversation(conv.name, conv.state_mode)))
+        return
+    rec.told = _told_until(rec, conv.history)
+    _set_state(conv, rec.meta[conv.history[-1].index].after | {"outcomes_told": rec.told})
+    # What happened to a kept proposal later (Discard, Undo) still holds.
+    for t in conv.history:
+        if t.outcome in ("discarded", "undone") and conv.sync.active_document_sha256 == t.proposal_sha256:
+            conv.sync.active_document_sha256 = t.base_sha256

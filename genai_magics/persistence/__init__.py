@@ -1,0 +1,1 @@
+"""Where a notebook's conversations outlive the kernel: the record file, its lock, replay."""

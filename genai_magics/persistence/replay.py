@@ -1,0 +1,139 @@
+"""This kernel's side of the record: restore once, replay in order, save after each change."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from ..engine.conversation import Conversation, Turn
+from ..engine.errors import UserError
+from ..engine.record import (ConversationRecord, NotebookRecord, TurnKey, TurnMeta, branch, document_at_cursor,
+                             replay_match, replayed, state_after)
+from .store import RecordStore, record_path
+
+ReplayMode = Literal["auto", "off", "only"]
+REPLAY_MODES: tuple[ReplayMode, ...] = ("auto", "off", "only")
+
+
+@dataclass
+class Replay:
+    """Owned by the session; the magics set ``mode``, ``persist`` and the record's location."""
+
+    mode: ReplayMode = "auto"
+    persist: bool = True
+    store: RecordStore | None = None
+    record: NotebookRecord | None = None
+    restored: list[str] = field(default_factory=list)  # conversations restored from the record
+    notes: list[str] = field(default_factory=list)  # lines to show once (set aside, lost the record)
+    notebook: str = ""
+
+    def configure(self, mode: ReplayMode, persist: bool, location: str, notebook: Path | None) -> None:
+        self.mode, self.persist, self.notebook = mode, persist, str(notebook or "")
+        path = record_path(location, notebook) if persist else None
+        if path is None:
+            self.store = self.record = None
+        elif self.store is None or self.store.path != path:
+            self.store, self.record = RecordStore(path), None
+
+    def restore(self, conversations: dict[str, Conversation]) -> None:
+        """Load the record once per kernel and hand its conversations to the session."""
+        if self.store is None or self.record is not None:
+            return
+        record, note = self.store.load()
+        if note:
+            self.notes.append(note)
+        self.record = record or NotebookRecord(notebook="", created=time.time())
+        for name, rec in self.record.conversations.items():
+            if name not in conversations:  # this kernel's own conversation wins
+                conversations[name] = rec.conversation
+                self.restored.append(name)
+
+    def replay(self, name: str, key: TurnKey, rerun: bool) -> tuple[Conversation, Turn, TurnMeta] | None:
+        """The recorded turn this cell shows again, or None: the cell goes live (after a branch)."""
+        rec = self.record.conversations.get(name) if self.record else None
+        turn = replay_match(rec, key) if rec is not None and self.mode != "off" and not rerun else None
+        if turn is not None:
+            replayed(rec)
+            return rec.conversation, turn, rec.meta[turn.index]
+        if self.mode == "only":
+            position = (rec.cursor if rec else 0) + 1
+            why = "--rerun asks Gemini" if rerun else f"no recorded turn matches this cell (turn {position} of {name!r})"
+            raise UserError(f"replay is 'only': {why}; nothing was sent "
+                            "(%config GeminiMagics.replay = 'auto' to ask Gemini)")
+        if rec is None or rec.cursor >= rec.replayable:
+            return None  # nothing recorded by an earlier kernel is left to replay
+        if self.mode == "off":
+            rec.replayable = rec.cursor  # continue the whole restored conversation
+            rec.conversation.document_key = rec.resume_document_key
+        else:
+            branch(rec)
+        return None
+
+    def position(self, name: str) -> None:
+        """Before a cell resolves its document: the conversation as it was at the replay position."""
+        rec = self.record.conversations.get(name) if self.record and self.mode != "off" else None
+        if rec is not None:
+            document_at_cursor(rec)
+
+    def stop(self, name: str) -> None:
+        """The conversation was reset in this kernel: its recorded turns are not replayed any more."""
+        rec = self.record.conversations.get(name) if self.record else None
+        if rec is not None:
+            rec.replayable = rec.cursor
+
+    def committed(self, conv: Conversation, key: TurnKey) -> str | None:
+        """A live turn succeeded: record it and write the file; a line if it could not be written."""
+        if self.store is None or self.record is None:
+            return None
+        rec = self.record.conversations.get(conv.name)
+        if rec is None or rec.conversation is not conv:  # new, or started over with --new
+            rec = ConversationRecord(conv, created=time.time())
+            self.record.conversations[conv.name] = rec
+        turn = conv.history[-1]
+        rec.meta[turn.index] = TurnMeta(key, time.time(), state_after(conv, rec.told))
+        self.record.notebook = self.notebook
+        return self.save()
+
+    def save(self) -> str | None:
+        if self.store is None or self.record is None:
+            return None
+        try:
+            return self.store.save(self.record)
+        except OSError as exc:
+            return f"cannot write the conversation record {self.store.path}: {exc}"
+
+    def outcome_changed(self, conv: Conversation) -> str | None:
+        """Apply, Discard or Undo changed a recorded conversation: write it."""
+        rec = self.record.conversations.get(conv.name) if self.record else None
+        return self.save() if rec is not None and rec.conversation is conv else None
+
+    def forget(self, names: list[str] | None) -> list[str]:
+        """Delete conversations from the record (all of it when ``names`` is None)."""
+        if self.store is None or self.record is None:
+            return []
+        gone = list(self.record.conversations) if names is None else [n for n in names
+                                                                      if n in self.record.conversations]
+        for name in gone:
+            del self.record.conversations[name]
+        if names is None:
+            self.store.delete()
+        elif gone:
+            self.save()
+        return gone
+
+    def status(self) -> str:
+        if self.store is None:
+            return ("record: off (GeminiMagics.persist is off)" if not self.persist else
+                    "record: none (the notebook's path is unknown: %config GeminiMagics.record_location = "
+                    "'/path/record.json' keeps one anyway)")
+        line = f"record: {self.store.path} · replay {self.mode}"
+        if self.record is None:
+            return line + " · not read yet"
+        for name in self.restored:
+            rec = self.record.conversations.get(name)
+            if rec is not None:
+                live = f", live from turn {rec.cursor + 1}" if rec.replayable == rec.cursor < rec.loaded else ""
+                line += (f"\nconversation {name!r} restored from the record: {rec.loaded} recorded turn(s), "
+                         f"{rec.cursor} replayed{live}")
+        return line

@@ -1,0 +1,117 @@
+"""The record file: where it lives, atomic writes, one writer at a time.
+
+Private by default (the user's Jupyter data dir, one file per notebook named by
+a hash of its absolute path); next to the notebook, or any path, on request.
+Every write goes to a temporary file in the same folder and is renamed over the
+record, under a lock, and only if nobody else wrote since this kernel read it.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..engine.record import NotebookRecord, RecordError, dumps, generation_of, loads
+
+USER = "user"
+NOTEBOOK = "notebook"
+
+
+def record_path(location: str, notebook: Path | None) -> Path | None:
+    """Where the notebook's record lives; None: nothing is persisted."""
+    if location not in (USER, NOTEBOOK):
+        return Path(location).expanduser()  # an explicit file: also without a known notebook (CI, terminal)
+    if notebook is None:
+        return None
+    notebook = notebook.resolve()
+    if location == NOTEBOOK:
+        return notebook.with_name(f"{notebook.stem}.genai_magics.json")
+    from jupyter_core.paths import jupyter_data_dir
+
+    name = hashlib.sha256(str(notebook).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return Path(jupyter_data_dir()) / "genai_magics" / "records" / f"{name}.json"
+
+
+@contextmanager
+def _locked(path: Path):
+    """An exclusive advisory lock beside the record (POSIX; elsewhere the generation check alone)."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@dataclass
+class RecordStore:
+    path: Path
+    generation: int = 0  # the generation this kernel read or wrote last
+    lost: bool = False  # another kernel wrote the record: this one stops writing
+
+    def load(self) -> tuple[NotebookRecord | None, str | None]:
+        """The record and None, or None and one line saying why there is none to use."""
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None, None
+        except (OSError, UnicodeDecodeError) as exc:
+            return None, self._set_aside(f"unreadable ({type(exc).__name__})")
+        try:
+            record = loads(text)
+        except RecordError as exc:
+            return None, self._set_aside(str(exc))
+        self.generation = record.generation
+        return record, None
+
+    def _set_aside(self, why: str) -> str:
+        aside = self.path.with_name(f"{self.path.name}.{time.strftime('%Y%m%d-%H%M%S')}.set-aside")
+        with _locked(self.path):
+            os.replace(self.path, aside)
+        self.generation = 0
+        return f"the conversation record {self.path} is {why}; set aside as {aside.name}, starting fresh"
+
+    def save(self, record: NotebookRecord) -> str | None:
+        """Write the record; one line when this kernel lost the record to another kernel."""
+        if self.lost:
+            return None  # said once already
+        import tempfile  # only when writing: %load_ext stays cheap
+
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with _locked(self.path):
+            try:
+                on_disk = generation_of(self.path.read_text(encoding="utf-8"))
+            except FileNotFoundError:
+                on_disk = 0
+            except (OSError, UnicodeDecodeError):
+                on_disk = None
+            if on_disk != self.generation:
+                self.lost = True
+                return (f"another kernel wrote this notebook's conversation record ({self.path}) since this kernel "
+                        "read it; this kernel no longer saves its turns (restart it to continue from that record)")
+            record.generation = self.generation + 1
+            fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    f.write(dumps(record))
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, self.path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+            self.generation = record.generation
+        return None
+
+    def delete(self) -> None:
+        with _locked(self.path):
+            self.path.unlink(missing_ok=True)
+        self.generation = 0

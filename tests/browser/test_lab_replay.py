@@ -1,0 +1,63 @@
+"""Restart Kernel and Run All Cells in a real JupyterLab: the magic cells replay their
+recorded turns (footer 'replayed turn N'), and the stand-in receives no request."""
+from __future__ import annotations
+
+import json
+import re
+import urllib.request
+
+import pytest
+
+from test_lab_bridge import NotebookPage, write_notebook
+
+
+@pytest.fixture
+def server_env(stub_url):
+    return {"GOOGLE_GEMINI_BASE_URL": stub_url, "GEMINI_API_KEY": "fake"}
+
+
+def api_requests(stub_url: str) -> list[dict]:
+    with urllib.request.urlopen(f"{stub_url}/_stub/requests", timeout=10) as response:
+        return [r for r in json.load(response) if r["kind"] in ("stream", "generate", "interaction.create")]
+
+
+@pytest.mark.parametrize("jupyter_server", ["lab"], indirect=True)
+def test_restart_kernel_and_run_all_replays_without_a_request(jupyter_server, page, artifacts, stub_url):
+    from playwright.sync_api import expect
+
+    write_notebook(jupyter_server.root / "replay.ipynb", [
+        ("setup", "%load_ext genai_magics"),
+        ("code", "total = 1 + 2"),
+        ("magic", "%%gemini_edit\nAdd input validation"),
+        ("ask", "%%gemini_ask\nWhat changed?"),
+    ])
+    nb = NotebookPage(page, artifacts)
+    nb.open(jupyter_server.notebook_url("replay.ipynb"), 4)
+    nb.run(0)
+    nb.run(1)
+    nb.run(2)
+    apply = nb.cell(2).locator("button", has_text=re.compile(r"^\s*Apply\s*$"))
+    expect(apply).to_be_visible(timeout=30_000)
+    apply.click()
+    expect(nb.editor(1).locator(".cm-line")).to_have_text(["# stub edit: Add input validation", "total = 1 + 2"],
+                                                          timeout=10_000)
+    nb.run(3)
+    expect(nb.cell(3)).to_contain_text("Stub answer to: What changed?", timeout=30_000)
+    expect(nb.cell(3)).to_contain_text("turn 2 · ask", timeout=10_000)
+    sent = len(api_requests(stub_url))
+    assert sent == 2
+    nb.shot("first-session")
+
+    page.locator('[data-command="notebook:restart-run-all"]').first.click()
+    page.locator(".jp-Dialog-button.jp-mod-accept").click()
+    expect(nb.cell(3).locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[4\]:"), timeout=60_000)
+    expect(nb.cell(2)).to_contain_text(re.compile(r"replayed turn 1 \(\d{4}-\d\d-\d\d \d\d:\d\d\) · 0 tokens · "
+                                                  r"--rerun asks again"), timeout=30_000)
+    expect(nb.cell(3)).to_contain_text("replayed turn 2", timeout=30_000)
+    expect(nb.cell(3)).to_contain_text("Stub answer to: What changed?")
+    expect(nb.cell(2)).to_contain_text("applied in an earlier session")
+    nb.shot("replayed")
+    assert len(api_requests(stub_url)) == sent, "Run All after the restart sent a request"
+    # the buttons say what happened: applied, so Undo is offered and Apply is not
+    expect(nb.cell(2).locator("button", has_text=re.compile(r"^\s*Apply\s*$"))).to_be_disabled()
+    expect(nb.cell(2).locator("button", has_text=re.compile(r"^\s*Undo\s*$"))).to_be_enabled()

@@ -1,0 +1,110 @@
+"""The record as data (engine/record.py): a conversation read back plans exactly the
+same next turn, and branching at turn k gives the state the conversation had then."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from genai_magics.engine.cells import Document
+from genai_magics.engine.context import ContextPiece
+from genai_magics.engine.contents import build_contents
+from genai_magics.engine.conversation import Conversation, Usage
+from genai_magics.engine.record import (ConversationRecord, NotebookRecord, RecordError, TurnKey, TurnMeta, branch,
+                                        dumps, loads, replay_match, state_after)
+
+CODE = "def f(x):\n    return x\n"
+
+
+def session(state: str, turns: int = 6, max_chain_versions: int = 0):
+    """A conversation with asks, edits, Apply, Discard and Undo, and the record's view of it at every turn."""
+    conv = Conversation("default", state_mode=state)  # type: ignore[arg-type]
+    rec = ConversationRecord(conv, created=time.time())
+    source, snapshots = CODE, {}
+    for i in range(1, turns + 1):
+        mode = "edit" if i % 2 == 0 else "ask"
+        doc = Document("cell-a", "In[2]", source)
+        pieces = [ContextPiece("secondaryContext", f"other cells v{i // 3}"), ContextPiece("variables", f"df {i}", "df")]
+        plan = conv.plan_turn(mode, f"prompt {i}", doc, pieces, max_chain_versions=max_chain_versions)
+        if mode == "edit":
+            turn = conv.record(plan, f"explain {i}", proposal_source=source + f"# edit {i}\n",
+                               interaction_id=f"int-{i}", usage=Usage(10, 2, 100))
+        else:
+            turn = conv.record(plan, f"answer {i}", interaction_id=f"int-{i}", usage=Usage(10, 2, 100))
+        rec.meta[turn.index] = TurnMeta(TurnKey.of(mode, f"prompt {i}", "m", state, (), f"magic-{i}", doc.sha256,
+                                                   tuple(pieces)), 1.0, state_after(conv, rec.told))
+        snapshots[i] = conv.snapshot()
+        if i == 2:
+            conv.apply(turn)
+            source = turn.proposal_source
+        if i == 4:
+            conv.discard(turn)
+    return rec, snapshots, source
+
+
+@pytest.mark.parametrize("state", ["contents", "interactions"])
+def test_a_conversation_read_back_plans_the_same_next_turn(state):
+    rec, _, source = session(state, max_chain_versions=2)
+    back = loads(dumps(NotebookRecord("/nb.ipynb", 1.0, conversations={"default": rec}))).conversations["default"]
+    doc = Document("cell-a", "In[2]", source)
+    pieces = [ContextPiece("secondaryContext", "other cells v2")]
+    before = rec.conversation.plan_turn("ask", "next", doc, pieces, max_chain_versions=2)
+    after = back.conversation.plan_turn("ask", "next", doc, pieces, max_chain_versions=2)
+    assert after == before
+    assert build_contents(back.conversation.history, after) == build_contents(rec.conversation.history, before)
+    assert back.conversation.snapshot() == rec.conversation.snapshot()
+
+
+@pytest.mark.parametrize("state", ["contents", "interactions"])
+def test_branching_at_turn_k_gives_the_state_of_turn_k(state):
+    for k in range(0, 6):
+        rec, snapshots, _ = session(state)
+        back = loads(dumps(NotebookRecord("/nb.ipynb", 1.0, conversations={"default": rec}))).conversations["default"]
+        back.cursor = k
+        branch(back)
+        conv = back.conversation
+        assert [t.index for t in conv.history] == list(range(1, k + 1)) and back.replayable == k
+        if k == 0:
+            assert conv.sync.active_document_sha256 is None and conv.last_interaction_id is None
+            continue
+        want = snapshots[k]
+        assert conv.last_interaction_id == want.last_interaction_id
+        assert conv.chain_versions == want.chain_versions and conv.outcomes_told == want.outcomes_told
+        assert conv.sync.context_hashes == want.sync.context_hashes
+        # Apply/Discard done later than turn k still count (turn 4's proposal was discarded)
+        expected = want.sync.active_document_sha256
+        if k == 4:
+            expected = conv.history[3].base_sha256
+        assert conv.sync.active_document_sha256 == expected
+
+
+def test_replay_matches_in_order_and_accepts_later_versions_of_the_document():
+    rec, _, final = session("contents")
+    back = loads(dumps(NotebookRecord("/nb.ipynb", 1.0, conversations={"default": rec}))).conversations["default"]
+    first = back.meta[1].key
+    assert replay_match(back, first) is back.conversation.history[0]
+    # Run All sees the code as it is now: the proposal applied at turn 2
+    now = TurnKey.of("ask", "prompt 1", "m", "contents", (), "magic-1", Document("c", "x", final).sha256,
+                     (ContextPiece("secondaryContext", "a new cell elsewhere"), ContextPiece("variables", "df 1", "df")))
+    assert replay_match(back, now) is back.conversation.history[0]
+    for changed in (dict(prompt="other"), dict(model="m2"), dict(flags=("--no-context",)), dict(magic_cell="x"),
+                    dict(document_sha256="0" * 64), dict(pieces=(("variables:df", "0" * 64),))):
+        assert replay_match(back, TurnKey(**{**first.__dict__, **changed})) is None, changed
+    back.cursor = 1
+    assert replay_match(back, first) is None, "turn 1 is not replayed twice"
+
+
+def test_the_record_format_is_refused_when_damaged_or_newer():
+    rec, _, _ = session("contents")
+    text = dumps(NotebookRecord("/nb.ipynb", 1.0, conversations={"default": rec}))
+    with pytest.raises(RecordError, match="corrupt or truncated"):
+        loads(text[:-10])
+    with pytest.raises(RecordError, match="newer genai_magics"):
+        loads(json.dumps({**json.loads(text), "schema": 2}))
+    with pytest.raises(RecordError, match="corrupt"):
+        loads(json.dumps({**json.loads(text), "conversations": {"default": {"name": "default"}}}))
+    # each version of the code is stored once
+    stored = json.loads(text)["conversations"]["default"]
+    versions = {t[f] for t in stored["turns"] for f in ("base_sha256", "proposal_sha256") if t.get(f)}
+    assert set(stored["sources"]) == versions and all("base_source" not in t for t in stored["turns"])

@@ -1,0 +1,65 @@
+"""The record file under contention: kernels writing at the same moment never interleave."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+from genai_magics.engine.cells import Document
+from genai_magics.engine.conversation import Conversation
+from genai_magics.engine.record import ConversationRecord, NotebookRecord, TurnKey, TurnMeta, loads, state_after
+from genai_magics.persistence.store import RecordStore, record_path
+
+
+def a_record(name: str, turns: int) -> NotebookRecord:
+    conv = Conversation(name)
+    rec = ConversationRecord(conv, created=time.time())
+    for i in range(turns):
+        doc = Document("c", "In[1]", f"x = {i}\n" * 200)
+        conv.record(conv.plan_turn("ask", f"{name} {i}", doc), "answer " * 50)
+        rec.meta[i + 1] = TurnMeta(TurnKey.of("ask", f"{name} {i}", "m", "contents", (), None, doc.sha256, ()),
+                                   time.time(), state_after(conv, rec.told))
+    return NotebookRecord("/nb.ipynb", time.time(), conversations={name: rec})
+
+
+def test_two_writers_at_the_same_moment_one_wins_the_file_is_always_whole(tmp_path):
+    path = tmp_path / "r.json"
+    for round_ in range(20):
+        path.unlink(missing_ok=True)
+        stores = [RecordStore(path), RecordStore(path)]
+        for s in stores:
+            assert s.load() == (None, None)
+        records = [a_record(f"k{i}", 30) for i in range(2)]
+        notes: list = [None, None]
+        start = threading.Barrier(2)
+
+        def write(i: int) -> None:
+            start.wait()
+            notes[i] = stores[i].save(records[i])
+
+        threads = [threading.Thread(target=write, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        lost = [i for i in range(2) if notes[i] is not None]
+        assert len(lost) == 1 and "another kernel wrote" in notes[lost[0]], (round_, notes)
+        winner = 1 - lost[0]
+        on_disk = loads(path.read_text())
+        assert list(on_disk.conversations) == [f"k{winner}"] and on_disk.generation == 1
+        assert stores[lost[0]].save(records[lost[0]]) is None, "the loser says it once and writes nothing"
+        assert list(loads(path.read_text()).conversations) == [f"k{winner}"]
+    assert [p.name for p in tmp_path.iterdir() if p.suffix == ".tmp"] == []
+
+
+def test_the_record_is_private_by_default(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "data"))
+    nb = tmp_path / "work.ipynb"
+    path = record_path("user", nb)
+    assert path.parent == tmp_path / "data" / "genai_magics" / "records" and nb.name not in path.name
+    assert record_path("user", None) is None and record_path("notebook", None) is None
+    assert record_path("notebook", nb) == tmp_path / "work.genai_magics.json"
+    assert record_path(str(tmp_path / "ci.json"), None) == tmp_path / "ci.json"
+    RecordStore(path).save(a_record("k", 1))
+    assert path.stat().st_mode & 0o077 == 0 and path.parent.stat().st_mode & 0o077 == 0
+    assert json.loads(path.read_text())["schema"] == 1
