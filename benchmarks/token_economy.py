@@ -56,7 +56,11 @@ and ends with ``%gemini reset`` (the explicit cache is deleted).
 Billed cost, at the price table's rates for the model (``genai_magics/gemini/pricing.py``):
 full-price input tokens (read minus cached, plus tokens written into explicit
 caches), cached input tokens, output tokens, and explicit-cache storage
-token-hours (from the stand-in's record of each cache's life). Every strategy
+token-hours (from the stand-in's record of each cache's life, from creation to its
+delete or expiry: a google-genai maintainer answered that the Gemini API bills the
+actual lifetime, github.com/googleapis/js-genai/issues/508; a forum answer says a
+delete does not refund the TTL set, so (f) is also shown billed to the last expiry
+set). Every strategy
 runs twice, under two assumptions for implicit caching: it never hits (the
 stand-in's implicit model off), and it always hits an identical prefix (on, with
 no TTL limit, over the model's minimum). The floor: each distinct document
@@ -302,7 +306,8 @@ class Run:
     stats: dict[str, list[TurnStat]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
-    storage_hours: dict[str, float] = field(default_factory=dict)  # explicit-cache token-hours
+    storage_hours: dict[str, float] = field(default_factory=dict)  # explicit-cache token-hours (each cache's life)
+    ttl_hours: dict[str, float] = field(default_factory=dict)  # the same, to the last expiry set (delete ignored)
 
 
 
@@ -558,6 +563,7 @@ def measure(steps: list[Step], stub: StubServer, model: str, implicit: bool = Fa
         t0 = time.perf_counter()
         run.stats[key] = runners[key]()
         run.storage_hours[key] = sum(c["token_seconds"] for c in stub.caches) / 3600
+        run.ttl_hours[key] = sum(c["tokens"] * (c["expire"] - c["created"]) for c in stub.caches) / 3600
         if any(c["state"] == "live" for c in stub.caches):
             run.notes.append(f"{NAMES[key]}: a cache was still live at the end")
         run.seconds[key] = time.perf_counter() - t0
@@ -640,16 +646,39 @@ def stub_tokens(text: str) -> int:
     return math.ceil(len(text.encode("utf-8")) / 4)
 
 
+def floor_reads(steps: list[Step], price: Price) -> tuple[float, float]:
+    """The floor's input, in $ per 1M: (documents: each distinct version once at full price, every later
+    read cached; prompts at full price)."""
+    seen: set[str] = set()
+    docs = prompts = 0.0
+    for s in steps:
+        sha = sha256_text(s.document)
+        docs += stub_tokens(s.document) * (price.cached_input if sha in seen else price.input)
+        prompts += stub_tokens(s.prompt) * price.input
+        seen.add(sha)
+    return docs, prompts
+
+
 def floor_cost(steps: list[Step], replies: list[int], price: Price) -> float:
     """Each distinct document version read once at full price, every later read cached; prompts; replies."""
-    seen: set[str] = set()
-    total = 0.0
-    for s, out in zip(steps, replies):
-        sha = sha256_text(s.document)
-        total += stub_tokens(s.document) * (price.cached_input if sha in seen else price.input)
-        total += stub_tokens(s.prompt) * price.input + out * price.output
-        seen.add(sha)
-    return 1e-6 * total
+    return 1e-6 * (sum(floor_reads(steps, price)) + sum(replies) * price.output)
+
+
+def above_floor(steps: list[Step], stats: list[TurnStat], storage_hours: float, price: Price) -> dict[str, float]:
+    """Where a strategy's dollars go beyond the floor, in parts that add up to the difference.
+
+    storage: explicit-cache token-hours; creating reads: the cached read of each turn that creates a cache
+    (the floor reads a new version once, a cache bills its creation and then this read); head: every
+    cached or written token beyond the floor's document reads (system instruction, other cells, JSON
+    escaping, earlier turns inside the cached head); full-price: tokens read at full price beyond the
+    prompts (earlier turns after the cached head, documents on turns without a cache); output.
+    """
+    docs, prompts = floor_reads(steps, price)
+    creating = sum(t.cached for t in stats if t.written) * price.cached_input
+    cached = sum(t.written for t in stats) * price.input + sum(t.cached for t in stats) * price.cached_input
+    return {"storage": storage_hours * price.storage_hour, "creating reads": creating,
+            "head": cached - creating - docs,
+            "full-price": sum(t.tokens - t.cached for t in stats) * price.input - prompts}
 
 
 def dollars(run: Run, key: str, price: Price) -> float:
@@ -677,6 +706,15 @@ def cost_report(label: str, steps: list[Step], runs: dict[str, Run], model: str)
                          f"{cost[k] / floor:>7.2f}x {cost['a'] / cost[k]:>7.2f}x")
         lines.append(f"{'floor (computed)':<31} {'':>13} {'':>10} {'':>13} {'':>9} {floor:>9.4f} {1:>7.2f}x "
                      f"{cost['a'] / floor:>7.2f}x")
+        if assumption == "never":
+            parts = above_floor(steps, run.stats["f"], run.storage_hours["f"], price)
+            lines.append(f"(f) above the floor (${cost['f'] - floor:.4f}): "
+                         + ", ".join(f"{k} ${1e-6 * v:.4f} ({1e-6 * v / floor:.1%})" for k, v in parts.items())
+                         + " of the floor; output the same")
+            by_ttl = cost["f"] + 1e-6 * (run.ttl_hours["f"] - run.storage_hours["f"]) * price.storage_hour
+            lines.append(f"(f) if storage were billed to the last expiry set, not the cache's life (a delete not "
+                         f"refunding the rest): {run.ttl_hours['f']:,.0f} token-hours, ${by_ttl:.4f}, "
+                         f"{by_ttl / floor:.2f}x the floor")
         best = min(OURS, key=cost.get)
         others = min((k for k in STRATEGIES if k not in OURS), key=cost.get)
         targets.append((f"session {label}, {words}: genai_magics' best mode ({best}) is the cheapest "

@@ -371,6 +371,8 @@ class GeminiMagics(Magics):
 
         cell_id = outcome.target.id if outcome.target is not None else "notebook"
         turn = outcome.turn
+        if outcome.replayed:
+            frontend = frontend.without_waiting(self.staged)
         writer = frontend.writer(instruction, (turn.base_source or "", turn.proposal_source or "")
                                  if cell_id == "notebook" else None)
         controller = ProposalController(
@@ -378,7 +380,10 @@ class GeminiMagics(Magics):
             writer=writer, current_source=self._current_source,
         )
         if outcome.replayed:
-            controller.status = Status(report.replayed_proposal(outcome.turn, self._current_source(cell_id)))
+            replayed = report.replayed_proposal(outcome.turn, self._current_source(cell_id))
+            if outcome.turn.outcome == "proposed":  # still open: say what Apply does here
+                replayed += " " + writer.describe_apply()
+            controller.status = Status(replayed)
         controller.listeners.append(self._saved)
         self.latest[outcome.conversation.name] = controller
         if frontend.kind is Kind.TERMINAL:

@@ -479,3 +479,38 @@ def test_replay_off_asks_again_and_continues_the_restored_conversation(stub, not
         assert payload["sourceSynchronized"] is True, "the restored conversation holds the cell"
     finally:
         k.close()
+
+
+def test_vscode_run_all_does_not_stop_at_a_replayed_proposal_and_never_writes_another_cell(stub, notebook):
+    """VS Code (request shapes: tests/helpers/vscode.py): a proposal nobody acted on is replayed after a
+    restart without making the cell wait for a click; Apply is staged for that cell's next run only."""
+    from helpers.vscode import VSCode, set_next_input
+
+    stub.reset()
+    k = Kernel(env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY}, cwd=str(notebook.parent))
+    vs = VSCode(k, path=str(notebook))
+    edit = "%%gemini_edit\nAdd input validation."
+    try:
+        vs.open_notebook()
+        vs.run("%load_ext genai_magics\n%config GeminiMagics.apply_wait = 1", 1)
+        vs.run(CELL_A, 2)
+        first = vs.run(edit, 3)  # nobody clicks: released after apply_wait, the proposal stays open
+        assert first.errors == [] and "Stub" not in first.stderr
+        before = len(api_requests(stub))
+
+        k.km.restart_kernel(now=True)
+        k.kc.wait_for_ready(timeout=60)
+        k.models.clear()
+        vs.open_notebook()
+        vs.run("%load_ext genai_magics", 1)  # apply_wait back at its default of 300 s
+        vs.run(CELL_A, 2)
+        replayed = vs.run(edit, 3, timeout=30)
+        assert "replayed turn 1" in replayed.plain and len(api_requests(stub)) == before
+        assert set_next_input(replayed) == []
+        assert any("Apply is staged" in v for v in k.html_values())
+        k.click("Apply")
+        assert set_next_input(vs.run("y = 2", 4)) == [], "Apply's text must never land on another cell"
+        (payload,) = set_next_input(vs.run(edit, 3))
+        assert payload["replace"] is True and "# stub edit" in payload["text"]
+    finally:
+        k.close()

@@ -9,7 +9,7 @@ what Apply will do) and the waiting. Nothing else asks which frontend it is.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Awaitable, Callable
 
 from ..engine.cells import Cell, is_genai_magic
@@ -55,6 +55,15 @@ class Frontend:
         if notebook is not None:  # never the percent text into one cell
             return self.make_notebook_writer(*notebook)
         return self.make_writer(instruction)
+
+    def without_waiting(self, staged: dict) -> Frontend:
+        """This frontend with Apply staged instead of a waiting cell (a replayed proposal: Run All
+        must not stop at it, and a click after the cell finished must not reach another cell)."""
+        if self.kind is not Kind.RUNNING_CELL:
+            return self
+        magic_id = self.magic_cell_id or ""
+        return replace(self, kind=Kind.STAGED, waits=None,
+                       make_writer=lambda i: StagedWriter(staged, magic_id, i))
 
     def wait_for_choice(self, controller: Any, instruction: str,
                         staged: dict) -> Awaitable[None] | None:
