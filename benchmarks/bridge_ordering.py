@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from fake_frontend import FakeFrontend  # noqa: E402
-from test_bridge import ATTACH, _make_comm_last_used_from_a_subshell, _ordering_runs  # noqa: E402
+from helpers.fake_frontend import FakeFrontend  # noqa: E402
+from helpers.bridge import ATTACH, make_comm_last_used_from_a_subshell, ordering_runs  # noqa: E402
 
 UNROUTE = "B._comm._reply_subshell_for = type(B._comm)._reply_subshell_for.__get__(B._comm)"
 
@@ -29,8 +29,8 @@ def measure(routed: bool, comm_subshell: bool, runs: int) -> int:
         ff.execute_code(ATTACH)
         if not routed:
             ff.execute_code(UNROUTE)
-        _make_comm_last_used_from_a_subshell(ff)
-        return _ordering_runs(ff, runs)
+        make_comm_last_used_from_a_subshell(ff)
+        return ordering_runs(ff, runs)
 
 
 def main() -> int:

@@ -32,10 +32,16 @@ Part 1, per call (network excluded), in one IPython ``InteractiveShell``:
 Part 2, ``%load_ext genai_magics``: each run in a fresh interpreter subprocess
 (default 12 runs after one discarded warm-up), ``InteractiveShell.instance()``
 timed separately from ``ip.run_line_magic("load_ext", "genai_magics")``; then
-whether ``google.genai`` and ``ipywidgets`` were imported by it (they should
-not be: both load lazily on the first request / first proposal).
+whether load_ext started the background warm-up, and whether it imported
+``google.genai`` or ``ipywidgets`` on the main thread (it should not: the
+warm-up thread imports the SDK, ipywidgets loads with the first proposal).
 
-    python benchmarks/kernel_overhead.py [--calls 200] [--runs 12]
+Part 3, how soon a turn's request leaves: fresh ipykernels against a stand-in,
+the time from a ``%%gemini_ask`` cell starting (its ``pre_run_cell``) to the
+stand-in receiving the request, for the first turn (without the warm-up, after
+it, and under Run All) and the later turns.
+
+    python benchmarks/kernel_overhead.py [--calls 200] [--runs 12] [--latency-kernels 4]
 """
 from __future__ import annotations
 
@@ -53,8 +59,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+for path in (ROOT, ROOT / "tests"):  # the package, and the helpers tests and benchmarks share
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+
+from helpers.display import RecordingDisplay  # noqa: E402
 
 GOAL_CALL_MS = 5.0
 GOAL_LOAD_MS = 150.0
@@ -232,11 +241,7 @@ def part1(calls: int) -> tuple[list[tuple[str, list[float], str]], list[str]]:
         req = TurnRequest(mode="ask", prompt="Why is the summary tuple built this way?", cell=TARGET,
                           conversation=conversation, state=state, dry_run=True)  # type: ignore[arg-type]
 
-        class D:
-            def chunk(self, text: str) -> None: ...
-            def note(self, text: str) -> None: ...
-
-        d = D()
+        d = RecordingDisplay()
         return lambda: session.run(req, settings, d)
 
     with contextlib.redirect_stdout(Null()), contextlib.redirect_stderr(io.StringIO()) as err:
@@ -330,18 +335,14 @@ def sdk_loopback(calls: int) -> str:
         patched = dict(session_mod.TRANSPORTS)
         session_mod.TRANSPORTS.update(real)
         try:
-            class D:
-                def chunk(self, text: str) -> None: ...
-                def note(self, text: str) -> None: ...
-
             req = TurnRequest(mode="ask", prompt="Why is the summary tuple built this way?", cell=TARGET)
-            s.run(req, settings, D())
+            s.run(req, settings, RecordingDisplay())
             saved = s.conversations["default"].snapshot()
 
             def restore() -> None:
                 s.conversations["default"] = saved.snapshot()
 
-            ms = timed(lambda: s.run(req, settings, D()), calls, warmup=5, between=restore)
+            ms = timed(lambda: s.run(req, settings, RecordingDisplay()), calls, warmup=5, between=restore)
         finally:
             session_mod.TRANSPORTS.update(patched)
         return (f"info: Session.run of an ask with the REAL SDK over loopback HTTP to a stand-in in another process "
@@ -366,15 +367,20 @@ ip = InteractiveShell.instance(config=cfg)
 t1 = time.perf_counter()
 before = set(sys.modules)
 import_ms = None
+warm_ups = []
 if sys.argv[1:] == ["import-first"]:
     import genai_magics.magics
     import_ms = (time.perf_counter() - t1) * 1000
+    # This run checks what load_ext itself imports on the main thread: the background
+    # warm-up (which imports google.genai on purpose) is only recorded, not started.
+    import genai_magics.session
+    genai_magics.session.Session.warm_up = lambda self, settings: warm_ups.append(settings.model)
     t1 = time.perf_counter()
 ip.run_line_magic("load_ext", "genai_magics")
 t2 = time.perf_counter()
 new = sorted({m.split(".")[0] for m in set(sys.modules) - before})
 print(json.dumps({"shell_ms": (t1 - t0) * 1000, "load_ms": (t2 - t1) * 1000, "import_ms": import_ms,
-                  "registered": "gemini_ask" in ip.magics_manager.magics["cell"],
+                  "registered": "gemini_ask" in ip.magics_manager.magics["cell"], "warm_ups": len(warm_ups),
                   "google.genai": "google.genai" in sys.modules, "ipywidgets": "ipywidgets" in sys.modules,
                   "new_top_level": new, "new_modules": len(set(sys.modules) - before)}))
 """
@@ -397,8 +403,9 @@ def part2(runs: int) -> tuple[dict[str, Any], list[str]]:
     shell = [r["shell_ms"] for r in results]
     last = results[-1]
     summary = {"load": load, "shell": shell, "import": [r["import_ms"] for r in split],
-               "after_import": [r["load_ms"] for r in split], "google.genai": any(r["google.genai"] for r in results),
-               "ipywidgets": any(r["ipywidgets"] for r in results), "registered": all(r["registered"] for r in results),
+               "after_import": [r["load_ms"] for r in split], "google.genai": any(r["google.genai"] for r in split),
+               "ipywidgets": any(r["ipywidgets"] for r in split), "registered": all(r["registered"] for r in results),
+               "warm_up_started": all(r["warm_ups"] == 1 for r in split),
                "new_top_level": last["new_top_level"], "new_modules": last["new_modules"]}
     notes = [f"load_ext imported {last['new_modules']} new modules; new top-level packages: "
              + ", ".join(last["new_top_level"])]
@@ -410,7 +417,7 @@ import sys, time
 _t = time.perf_counter()
 get_ipython().run_line_magic("load_ext", "genai_magics")
 _ms = (time.perf_counter() - _t) * 1000
-print("LOADEXT", _ms, "google.genai" in sys.modules, "ipywidgets" in sys.modules)
+print("LOADEXT", _ms, "ipywidgets" in sys.modules)
 """
 
 
@@ -436,15 +443,92 @@ def in_kernel(kernels: int, notes: list[str]) -> list[float]:
             if line is None:
                 notes.append("ipykernel row: no timing came back: " + "".join(text)[:200])
                 break
-            _, ms, genai, widgets = line.split()
+            _, ms, widgets = line.split()
             out.append(float(ms))
-            flags.add((genai, widgets))
+            flags.add(widgets)
         finally:
             kc.stop_channels()
             km.shutdown_kernel(now=True)
     if out:
-        notes.append(f"in a real ipykernel: google.genai / ipywidgets in sys.modules after load_ext: {sorted(flags)}")
+        notes.append(f"in a real ipykernel: ipywidgets in sys.modules after load_ext: {sorted(flags)} "
+                     "(google.genai is being imported by the warm-up thread by then)")
     return out
+
+
+# -- part 3: how soon a turn's request leaves ----------------------------------------------
+
+GOAL_FIRST_MS = 50.0
+TURN_SETUP = r"""
+import time
+_cell_starts = []
+get_ipython().events.register("pre_run_cell", lambda info: _cell_starts.append(time.time()))
+"""
+NO_WARM_UP = "import genai_magics.session as _s; _s.Session.warm_up = lambda self, settings: None"
+
+
+WAIT_FOR_WARM_UP = r"""
+import threading
+_t = time.perf_counter()
+for _thread in threading.enumerate():
+    if _thread.name == "genai_magics warm-up":
+        _thread.join()
+print(round((time.perf_counter() - _t) * 1000, 1))
+"""
+
+
+def request_latency(kernels: int, turns: int, warm_up: bool, run_all: bool) -> tuple[list[float], list[float]]:
+    """Milliseconds from a magic cell starting (pre_run_cell, in the kernel) to the stand-in
+    receiving its request (the stand-in's arrival time; same machine, same clock): the first
+    turn of each fresh kernel, and every later turn. The first question comes once the
+    warm-up is over (a user typing it), or at once (``run_all``: Run All)."""
+    from jupyter_client.manager import start_new_kernel
+
+    from genai_magics.stub import StubServer
+
+    first: list[float] = []
+    later: list[float] = []
+    with StubServer() as stub:
+        env = {**os.environ, "GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": "stand-in-key",
+               "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        for _ in range(kernels):
+            km, kc = start_new_kernel(kernel_name="python3", env=env, cwd=str(ROOT), stderr=subprocess.DEVNULL)
+            try:
+                run = lambda code: kc.execute_interactive(code, timeout=60, output_hook=lambda m: None)  # noqa: E731
+                run(TURN_SETUP + ("" if warm_up else NO_WARM_UP))
+                run("%load_ext genai_magics")
+                if not run_all:
+                    run(WAIT_FOR_WARM_UP)
+                run("def parse(s):\n    return int(s)\n")
+                starts_before = len(stub.requests)
+                for turn in range(turns):
+                    run(f"%%gemini_ask\nquestion {turn}: what does parse do?")
+                printed: list[str] = []
+                kc.execute_interactive("print(_cell_starts[-%d - 1:-1])" % turns, timeout=60,
+                                       output_hook=lambda m: printed.append(m["content"].get("text", ""))
+                                       if m["msg_type"] == "stream" else None)
+                magic_starts = json.loads("".join(printed))
+                arrivals = [r["time"] for r in stub.requests[starts_before:] if r["kind"] == "stream"]
+                delays = [(a - c) * 1000 for a, c in zip(arrivals, magic_starts)]
+                first.append(delays[0])
+                later.extend(delays[1:])
+            finally:
+                kc.stop_channels()
+                km.shutdown_kernel(now=True)
+    return first, later
+
+
+LATER_TURNS = 4
+
+
+def first_turn_rows(kernels: int) -> list[tuple[str, list[float], float | None]]:
+    cold_first, cold_later = request_latency(kernels, LATER_TURNS, warm_up=False, run_all=False)
+    warm_first, warm_later = request_latency(kernels, LATER_TURNS, warm_up=True, run_all=False)
+    run_all_first, _ = request_latency(kernels, 1, warm_up=True, run_all=True)
+    return [("first turn, no warm-up (before)", cold_first, None),
+            ("first turn, after the warm-up", warm_first, GOAL_FIRST_MS),
+            ("first turn, Run All (warm-up running)", run_all_first, None),
+            ("later turns, no warm-up", cold_later, None),
+            ("later turns, with the warm-up", warm_later, None)]
 
 
 # -- report ---------------------------------------------------------------------------
@@ -454,6 +538,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=200, help="timed calls per row (default 200)")
     parser.add_argument("--runs", type=int, default=12, help="fresh interpreters for %%load_ext (default 12)")
     parser.add_argument("--kernels", type=int, default=4, help="real ipykernels for the info row (0: skip)")
+    parser.add_argument("--latency-kernels", type=int, default=4,
+                        help="fresh ipykernels per first-turn latency row (0: skip)")
     parser.add_argument("--no-sdk-info", action="store_true", help="skip the informational SDK-over-loopback row")
     args = parser.parse_args(argv)
     t_start = time.perf_counter()
@@ -461,6 +547,7 @@ def main(argv: list[str] | None = None) -> int:
     load, load_notes = part2(args.runs)
     kernel = [] if args.kernels <= 0 else in_kernel(args.kernels, load_notes)
     rows, notes = part1(args.calls)
+    latency = first_turn_rows(args.latency_kernels) if args.latency_kernels > 0 else []
     sdk = None if args.no_sdk_info else sdk_loopback(min(args.calls, 50))
 
     load_avg = ", ".join(f"{x:.1f}" for x in os.getloadavg())
@@ -503,10 +590,26 @@ def main(argv: list[str] | None = None) -> int:
               f"{pct(kernel, 0.9):>8.1f} {min(kernel):>8.1f} {'-':>8}")
     print(f"runs: {len(load['load'])} fresh interpreters (after 1 discarded warm-up), and as many again for the "
           f"split rows; magics registered: {load['registered']}. 2 shared cores: compare median with min for noise.")
-    print(f"google.genai in sys.modules after load_ext: {load['google.genai']} "
-          f"({'PASS' if not load['google.genai'] else 'FAIL'}: should be False)")
+    print(f"load_ext started the background warm-up once: {load['warm_up_started']} "
+          f"({'PASS' if load['warm_up_started'] else 'FAIL'}: should be True)")
+    print(f"google.genai imported by load_ext on the main thread: {load['google.genai']} "
+          f"({'PASS' if not load['google.genai'] else 'FAIL'}: should be False; the warm-up thread imports it)")
     print(f"ipywidgets in sys.modules after load_ext: {load['ipywidgets']} "
           f"({'PASS' if not load['ipywidgets'] else 'FAIL'}: should be False)")
+    print()
+    if latency:
+        head = (f"{'cell start -> request at the stand-in':<42} {'median ms':>10} {'p90 ms':>8} {'min ms':>8} "
+                f"{'goal':>8}  verdict")
+        print(head)
+        print("-" * len(head))
+        for name, ms, goal in latency:
+            verdict = "" if goal is None else ("PASS" if statistics.median(ms) <= goal else "FAIL")
+            print(f"{name:<42} {statistics.median(ms):>10.1f} {pct(ms, 0.9):>8.1f} {min(ms):>8.1f} "
+                  f"{'-' if goal is None else '<= ' + format(goal, 'g'):>8}  {verdict}")
+        print(f"({args.latency_kernels} fresh ipykernels per first-turn row, {LATER_TURNS} turns each; measured from "
+              "the magic cell's pre_run_cell to the stand-in's arrival time. 'no warm-up' is the package with "
+              "Session.warm_up disabled in the kernel, as before; 'after the warm-up' asks once it is over, as a "
+              "user typing the first question does; 'Run All' asks at once, so the turn waits for the warm-up)")
     print()
     for note in load_notes + notes + ([sdk] if sdk else []):
         print(f"note: {note}")

@@ -23,6 +23,7 @@ if str(ROOT) not in sys.path:
 
 from genai_magics.engine.cells import Document  # noqa: E402
 from genai_magics.engine.context import ContextPiece  # noqa: E402
+from genai_magics.gemini.models import DEFAULT_MODEL  # noqa: E402
 from genai_magics.engine.conversation import Conversation, Usage  # noqa: E402
 from genai_magics.engine.record import (ConversationRecord, NotebookRecord, TurnKey, TurnMeta,  # noqa: E402
                                         state_after)
@@ -52,7 +53,7 @@ def build(turns: int, lines: int, state: str) -> NotebookRecord:
             source = proposal
         else:
             turn = conv.record(plan, reply, interaction_id=f"int-{i}", usage=Usage(2000, 300, 4000))
-        key = TurnKey.of(mode, prompt, "gemini-3.7-flash", state, (), f"magic-{i}", doc.sha256, tuple(pieces))
+        key = TurnKey.of(mode, prompt, DEFAULT_MODEL, state, (), f"magic-{i}", doc.sha256, tuple(pieces))
         rec.meta[turn.index] = TurnMeta(key, time.time(), state_after(conv, rec.told))
     return NotebookRecord("/home/user/work.ipynb", time.time(), conversations={"default": rec})
 

@@ -98,8 +98,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+for path in (ROOT, ROOT / "tests"):  # the package, and the helpers tests and benchmarks share
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
 
 from genai_magics.frontends.cell_writer import KernelStateWriter  # noqa: E402
 from genai_magics.gemini.pricing import PRICES, Price  # noqa: E402
@@ -110,6 +111,7 @@ from genai_magics.session import Session, Settings, TurnRequest  # noqa: E402
 from genai_magics.stub import StubServer  # noqa: E402
 from genai_magics.stub import server as _server  # noqa: E402
 from genai_magics.stub.server import edit_source  # noqa: E402
+from helpers.display import RecordingDisplay  # noqa: E402
 
 _original_chunks = _server._chunks
 
@@ -360,20 +362,6 @@ def run_chat(stub: StubServer, steps: list[Step], model: str) -> list[TurnStat]:
     return out
 
 
-class _Quiet:
-    def __init__(self, notes: list[str], label: str):
-        self.notes, self.label = notes, label
-
-    def chunk(self, text: str) -> None:
-        pass
-
-    def note(self, text: str) -> None:
-        self.notes.append(f"{self.label}: {text}")
-
-    def document(self, label: str | None, source: str) -> None:
-        pass
-
-
 def run_session(stub: StubServer, steps: list[Step], model: str, state: str, notes: list[str],
                 cache: str = "off") -> list[TurnStat]:
     session = Session()
@@ -390,7 +378,7 @@ def run_session(stub: StubServer, steps: list[Step], model: str, state: str, not
         run_cell(cid, src)
     run_cell(CELL, steps[0].document)
     settings = Settings(model=model, state=state, cache=cache)  # type: ignore[arg-type]
-    display = _Quiet(notes, state)
+    display = RecordingDisplay(on_note=lambda text: notes.append(f"{state}: {text}"))
     writer = KernelStateWriter(rec.set_source)
     applied: list[ProposalController] = []
     out = []
@@ -430,7 +418,7 @@ def _record_run(stub: StubServer, steps: list[Step], model: str, state: str, rec
     """(first session, Run All after the restart, the new turns) for one genai_magics configuration."""
     first_steps, new_steps = steps[:RESTART_TURNS], steps[RESTART_TURNS:]
     settings = Settings(model=model, state=state, cache=cache)  # type: ignore[arg-type]
-    display = _Quiet(notes, state)
+    display = RecordingDisplay(on_note=lambda text: notes.append(f"{state}: {text}"))
 
     def kernel(document: str) -> Session:
         """A fresh kernel that ran the other cells and the code cell (as it is now)."""

@@ -31,6 +31,8 @@ def load_ipython_extension(ipython) -> None:
 
     # Kernel exit: delete the explicit caches so none is billed for storage (bounded: never blocks long).
     atexit.register(magics.session.caches.release_all)
+    # The SDK's import and first-use costs (~0.5-2 s): paid now, off the main thread, not by the first turn.
+    magics.session.warm_up(magics._settings())
     from .frontends import waiting
     from .line_syntax import one_line_questions
 

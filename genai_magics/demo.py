@@ -8,9 +8,7 @@ writes the executed notebook to the current folder (``--output`` to choose).
 from __future__ import annotations
 
 import argparse
-import html
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -23,27 +21,14 @@ DEFAULT_NOTEBOOK = next(
 )
 
 
-def _widget_text(model_id: str, widgets: dict) -> str:
-    """The text a stored widget shows (the proposal's diff and status), tags stripped."""
-    model = widgets.get(model_id, {})
-    state = model.get("state", {})
-    if model.get("model_name") == "HTMLModel":
-        return html.unescape(re.sub(r"<[^>]+>", "", state.get("value", "")))
-    if model.get("model_name") == "ButtonModel":
-        return f"[{state.get('description', '')}]"
-    children = [c.removeprefix("IPY_MODEL_") for c in state.get("children", [])]
-    return "\n".join(t for t in (_widget_text(c, widgets) for c in children) if t)
-
-
-def _text_of(output, widgets: dict) -> str:
+def _text_of(output) -> str:
+    """What the cell showed when it ran: a proposal's text form is its diff and what Apply
+    will do, as it was then (its widgets' saved state is how they ended, after later cells)."""
     if output.output_type == "stream":
         return output.text
     if output.output_type == "error":  # a notebook may raise on purpose, to ask about it
         return f"{output.ename}: {output.evalue}"
     data = output.get("data", {})
-    view = data.get("application/vnd.jupyter.widget-view+json")
-    if view:
-        return _widget_text(view["model_id"], widgets)
     return data.get("text/markdown") or data.get("text/plain", "")
 
 
@@ -68,13 +53,12 @@ def run(notebook: Path, output: Path | None) -> int:
                                 resources={"metadata": {"path": str(notebook.parent)}})
         client.execute()
         api_calls = [r for r in stub.requests if r["kind"] != "count"]
-    widgets = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
         print(f"\n>>> {cell.source.strip()}")
         for out in cell.outputs:
-            text = _text_of(out, widgets).rstrip()
+            text = _text_of(out).rstrip()
             if text:
                 print(text)
     print(f"\n{len(api_calls)} requests went to the stand-in at {stub.url}; "

@@ -1,6 +1,8 @@
 """The IPython face of genai_magics: thin, flags in, session calls out."""
 from __future__ import annotations
 
+import argparse
+import inspect
 import os
 import signal
 import sys
@@ -9,7 +11,7 @@ import traceback
 from contextlib import contextmanager
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, Dict, Enum, Float, Int, Unicode
 
@@ -25,32 +27,46 @@ from .frontends.frontend import Kind
 from .frontends.notebook_edit import NotebookWriter
 from .ui.proposal import ProposalController, Status
 from .session import Session, Settings, TurnRequest
+from .gemini.models import DEFAULT_MODEL, models_table
 from .gemini.transport import ClientSettings
 from .persistence.replay import REPLAY_MODES
 
 
-def _turn_arguments(func):
-    """The flags shared by %%gemini_ask and %%gemini_edit."""
-    decorators = [
-        magic_arguments(),
-        argument("--cell", metavar="REF", help="the document: an execution count (5 or In[5]), a cell id, or -1 for the most recent code cell"),
-        argument("--notebook", action="store_true", help="the whole notebook is the document"),
-        argument("-c", "--conversation", default="default", metavar="NAME", help="which conversation to continue (default: 'default')"),
-        argument("--new", action="store_true", help="start this conversation over"),
-        argument("--model", metavar="MODEL", help="model for this turn (default: %%config GeminiMagics.model)"),
-        argument("--state", choices=STATE_MODES, help="where the conversation state lives: app-managed contents or server-side interactions"),
-        argument("--no-context", action="store_true", help="send no other cells (and for an ask, no document either)"),
-        argument("--dry-run", action="store_true", help="show the exact request; send nothing, change nothing, no key needed"),
-        argument("--interpolate", action="store_true", help="expand {name} and $name from the user namespace in the prompt (and send a summary of each {name} variable)"),
-        argument("--error", action="store_true", help="send the session's last exception (trimmed traceback); an empty prompt asks to explain and fix it"),
-        argument("--vars", metavar="NAMES", help="send compact summaries of these variables, e.g. df,model (each only when it changed)"),
-        argument("--rerun", action="store_true", help="ask Gemini again although this turn is in the notebook's record"),
-        argument("words", nargs="*", help="the prompt, in the one-line form (%%gemini_ask --error); the cell body otherwise"),
-    ]
-    for decorator in reversed(decorators):
-        func = decorator(func)
-    func.parser.allow_abbrev = False  # a mistyped flag is an error, not a guess
-    return func
+def _turn_arguments(magic: str, form: str):
+    """The flags shared by %%gemini_ask and %%gemini_edit, and the help of ``form``
+    ("cell": the prompt is the cell body; "line": the words after the flags)."""
+    def decorate(func):
+        decorators = [
+            magic_arguments(),
+            argument("--cell", metavar="REF", help="the document: an execution count (5 or In[5]), a cell id, or -1 for the most recent code cell"),
+            argument("--notebook", action="store_true", help="the whole notebook is the document"),
+            argument("-c", "--conversation", default="default", metavar="NAME", help="which conversation to continue (default: 'default')"),
+            argument("--new", action="store_true", help="start this conversation over"),
+            argument("--model", metavar="MODEL", help="model for this turn (default: %%config GeminiMagics.model)"),
+            argument("--state", choices=STATE_MODES, metavar="MODE", help="where the conversation lives: contents (kept by the kernel) or interactions (kept by the server)"),
+            argument("--no-context", action="store_true", help="send no other cells (and for an ask, no document either)"),
+            argument("--dry-run", action="store_true", help="show the exact request; send nothing, change nothing, no key needed"),
+            argument("--interpolate", action="store_true", help="expand {name} and $name from the user namespace in the prompt (and send a summary of each {name} variable)"),
+            argument("--error", action="store_true", help="send the session's last exception (trimmed traceback); an empty prompt asks to explain and fix it"),
+            argument("--vars", metavar="NAMES", help="send compact summaries of these variables, e.g. df,model (each only when it changed)"),
+            argument("--rerun", action="store_true", help="ask Gemini again although this turn is in the notebook's record"),
+            argument("words", nargs="*", help=argparse.SUPPRESS if form == "cell" else "the prompt"),
+        ]
+        for decorator in reversed(decorators):
+            func = decorator(func)
+        parser = func.parser
+        parser.allow_abbrev = False  # a mistyped flag is an error, not a guess
+        # argparse's own layout: IPython's formatter writes reST ('::', '<{a,b}>') that
+        # %%gemini_edit? would show raw.
+        parser.formatter_class = argparse.RawDescriptionHelpFormatter
+        parser.description = inspect.cleandoc(parser.description or "")
+        # argparse %-formats the usage: '%%' is one '%'.
+        parser.usage = (f"%%%%{magic} [options]\n       the prompt: the lines below, in the cell body" if form == "cell"
+                        else f"%%{magic} [options] prompt words")
+        func.__doc__ = parser.format_help()
+        return func
+
+    return decorate
 
 
 @contextmanager
@@ -71,7 +87,7 @@ def _interruptible():
 class GeminiMagics(Magics):
     """Stateful Gemini conversations about your notebook's cells."""
 
-    model = Unicode("gemini-3.7-flash", help="Gemini model used when --model is not given").tag(config=True)
+    model = Unicode(DEFAULT_MODEL, help="Gemini model used when --model is not given").tag(config=True)
     state = Enum(list(STATE_MODES), default_value="contents", help="default state mode for new conversations").tag(config=True)
     max_document_bytes = Int(1_000_000, help="largest document (cell or notebook) sent, in bytes").tag(config=True)
     secondary_context_chars = Int(20_000, help="cap on the other cells sent as context, in characters").tag(config=True)
@@ -225,22 +241,30 @@ class GeminiMagics(Magics):
 
     # -- the magics ----------------------------------------------------------
     @no_var_expand  # {name} and $name are expanded only with --interpolate
-    @_turn_arguments
-    @line_cell_magic
-    def gemini_ask(self, line, cell=None):
+    @_turn_arguments("gemini_ask", "cell")
+    @cell_magic("gemini_ask")
+    def gemini_ask(self, line, cell):
         """Ask Gemini about the current code; the cell body is the prompt.
 
         Follow-ups continue the same conversation: the document (by default the
-        most recently run code cell) is sent once and again only when its
-        SHA-256 shows it changed; the other cells go along as read-only context
-        when they changed.
+        code cell above, or the most recently run one) is sent once and again
+        only when its SHA-256 shows it changed; the other cells go along as
+        read-only context when they changed.
         """
         return self._turn("ask", self.gemini_ask, line, cell)
 
     @no_var_expand
-    @_turn_arguments
-    @line_cell_magic
-    def gemini_edit(self, line, cell=None):
+    @_turn_arguments("gemini_ask", "line")
+    @line_magic("gemini_ask")
+    def gemini_ask_line(self, line):
+        """Ask Gemini about the current code in one line: the words after the flags are
+        the prompt (%gemini_ask --error alone asks to explain the last error)."""
+        return self._turn("ask", self.gemini_ask_line, line, None)
+
+    @no_var_expand
+    @_turn_arguments("gemini_edit", "cell")
+    @cell_magic("gemini_edit")
+    def gemini_edit(self, line, cell):
         """Ask Gemini to change the current code; the cell body is the instruction.
 
         The proposal is shown as a diff with Apply / Discard buttons (Undo after
@@ -248,13 +272,21 @@ class GeminiMagics(Magics):
         """
         return self._turn("edit", self.gemini_edit, line, cell)
 
+    @no_var_expand
+    @_turn_arguments("gemini_edit", "line")
+    @line_magic("gemini_edit")
+    def gemini_edit_line(self, line):
+        """Ask Gemini to change the current code in one line: the words after the flags
+        are the instruction (%gemini_edit --error alone asks to fix the last error)."""
+        return self._turn("edit", self.gemini_edit_line, line, None)
+
     def _turn(self, mode: str, magic, line: str, cell: str):
         if self._write_staged():
             return None
         try:
             args = parse_argstring(magic, line)
         except UsageError as exc:
-            NotebookDisplay.error(f"{exc} (see %%gemini_{mode}?)")
+            NotebookDisplay.error(f"{exc} (see {'%%' if cell is not None else '%'}gemini_{mode}?)")
             return
         settings = self._settings()
         display = TerminalDisplay(mode) if self._terminal else NotebookDisplay(mode)
@@ -368,8 +400,7 @@ class GeminiMagics(Magics):
             footer()
             print(controller.diff or "(no change)")
             self.shell.set_next_input(outcome.turn.proposal_source)
-            print("genai_magics: the proposal is pre-filled at the next prompt; "
-                  "%gemini apply / discard / undo record what you did with it.")
+            print(f"genai_magics: {controller.message}")
             return None
         from .ui.widgets import ProposalWidget
 
@@ -379,7 +410,7 @@ class GeminiMagics(Magics):
 
     @magic_arguments()
     @argument("command", nargs="?", default="status",
-              choices=["status", "history", "reset", "forget", "tokens", "model", "state", "debug",
+              choices=["status", "history", "reset", "forget", "tokens", "model", "models", "state", "debug",
                        "apply", "discard", "undo", "help"],
               help="what to do (default: status)")
     @argument("value", nargs="?", help="model name, state mode, conversation to reset, or on/off for debug")
@@ -395,6 +426,7 @@ class GeminiMagics(Magics):
         %gemini reset [NAME|--all]  forget a conversation (default: 'default') and delete its context cache
         %gemini forget [NAME|--all] reset it and delete it from the notebook's record
         %gemini model [NAME]     show or set the default model
+        %gemini models           the models your key can use, and the state modes each works in
         %gemini state [MODE]     show or set the default state mode
         %gemini debug on|off     full tracebacks for unexpected errors
         %gemini apply|discard|undo [-c N]  act on the newest proposal (for frontends without buttons)
@@ -439,6 +471,11 @@ class GeminiMagics(Magics):
             if args.value:
                 self.model = args.value
             print(f"model: {self.model}")
+        elif args.command == "models":
+            try:
+                print(models_table(self.session.models(self._settings().client), self.model))
+            except UserError as exc:
+                NotebookDisplay.error(str(exc))
         elif args.command == "state":
             if args.value:
                 if args.value not in STATE_MODES:

@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import re
+import threading
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Protocol
 
@@ -19,13 +20,15 @@ from .frontends.notebook_edit import notebook_text, unmask_cells
 from .engine.conversation import Conversation, Mode, StateMode, Turn, TurnPlan, Usage
 from .engine.errors import UserError
 from .engine.hashing import sha256_text
+from .engine.text import estimate_tokens
 from .gemini.errors import describe, status_code
 from .engine.redaction import MASK, redact, unmask
 from .frontends.notebook_view import ExecutionRecord, NotebookFileError, NotebookView
+from .gemini.models import ModelInfo, available_models
+from .gemini.warm_up import rehearse
 from .gemini.transport import TRANSPORTS, CachedHead, ClientSettings, RetryNotices, Transport, TurnResult, make_client
 from .gemini.caching import CacheStep, ContextCaches
 from .gemini.pricing import Price, price_for, turn_cost
-from .engine.payloads import estimate_tokens
 from .engine.record import TurnKey, TurnMeta
 from .persistence.replay import Replay
 
@@ -88,6 +91,13 @@ class TurnOutcome:
     replayed: TurnMeta | None = None  # set when the turn was shown from the record, not asked
 
 
+def _no_key() -> bool:
+    """The Gemini Developer API takes its key from GEMINI_API_KEY or GOOGLE_API_KEY; Vertex AI
+    (GOOGLE_GENAI_USE_VERTEXAI) uses Google Cloud credentials instead (the SDK's rule)."""
+    vertex = os.environ.get("GOOGLE_GENAI_USE_VERTEXAI", "").strip().lower() in ("1", "true")
+    return not vertex and not (os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY"))
+
+
 STOPPED = "stopped: the answer was interrupted; nothing was recorded and the conversation is as before"
 _FALLBACK_ID = re.compile(r"^(In\[\d+\]|run-\d+)$")  # no frontend cell id: named by execution count
 _COUNT_REF = re.compile(r"^(?:In\s*\[\s*)?(\d+)\s*\]?$")
@@ -103,6 +113,8 @@ class Session:
     caches: ContextCaches = field(default_factory=ContextCaches)
     replay: Replay = field(default_factory=Replay)  # the record of earlier kernels
     _clients: dict[str, tuple[Any, RetryNotices]] = field(default_factory=dict)
+    # One client is built at a time: a turn that arrives during the warm-up waits for it.
+    _client_lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- conversations -------------------------------------------------------
     def conversation(self, name: str, state: StateMode, new: bool = False) -> Conversation:
@@ -264,17 +276,44 @@ class Session:
         """One SDK client per settings and credentials: a new key or base URL takes effect at once."""
         env = tuple(os.environ.get(name, "") for name in CLIENT_ENV)
         key = hashlib.sha256(repr((settings, env)).encode()).hexdigest()  # no key text kept here
-        if key not in self._clients:
-            notices = RetryNotices(settings.retry_attempts, settings.timeout_s)
+        if _no_key():
+            raise UserError("no API key: set GEMINI_API_KEY (or GOOGLE_API_KEY), or use --dry-run to see the request")
+        with self._client_lock:
+            if key not in self._clients:
+                notices = RetryNotices(settings.retry_attempts, settings.timeout_s)
+                try:
+                    self._clients[key] = (make_client(settings, notices), notices)
+                except ValueError as exc:  # the SDK's settings checks (Vertex AI project, options)
+                    raise UserError(describe(exc, attempts=0, timeout_s=settings.timeout_s)) from None
+            return self._clients[key]
+
+    def warm_up(self, settings: Settings) -> threading.Thread:
+        """Import the SDK, run its lazy first steps offline and build the client, in the
+        background, so the first turn's request leaves as fast as the others'. The first turn
+        waits for the client lock rather than importing in parallel; a failure here (no key
+        yet) is left for that turn to report."""
+        def build() -> None:
+            with self._client_lock:
+                try:
+                    rehearse(settings.state, settings.model)
+                except Exception:  # noqa: BLE001 - only a head start: the turn itself does the same work
+                    pass
             try:
-                self._clients[key] = (make_client(settings, notices), notices)
-            except ValueError as exc:
-                if "API key" in str(exc) or "api_key" in str(exc):
-                    raise UserError(
-                        "no API key: set GEMINI_API_KEY (or GOOGLE_API_KEY), or use --dry-run to see the request"
-                    ) from None
-                raise UserError(describe(exc, attempts=0, timeout_s=settings.timeout_s)) from None
-        return self._clients[key]
+                self._client(settings.client)
+            except UserError:
+                pass
+
+        thread = threading.Thread(target=build, name="genai_magics warm-up", daemon=True)
+        thread.start()
+        return thread
+
+    def models(self, settings: ClientSettings) -> list[ModelInfo]:
+        """The models the key can use (``client.models.list()``), or a UserError saying why not."""
+        client, _ = self._client(settings)
+        try:
+            return available_models(client)
+        except Exception as exc:
+            raise UserError(describe(exc, attempts=settings.retry_attempts, timeout_s=settings.timeout_s)) from exc
 
     def run(self, req: TurnRequest, settings: Settings, display: TurnDisplay) -> TurnOutcome:
         # The prompt as the model gets it: no key, even one interpolated from a variable.
@@ -318,7 +357,7 @@ class Session:
             display.note(f"the server chain holds {len(conv.chain_versions)} versions of the code and the model "
                          "reads them all on every turn; starting a new chain with the current code and a "
                          "digest of the earlier turns (%config GeminiMagics.max_chain_versions)")
-        notices.start(display.note)
+        notices.start(display.note, transport.honours_retry_after)
         try:
             step = self.caches.step(conv, transport, plan, conv.history, settings.cache, price, settings.cache_ttl_s)
             result, plan = self._send(transport, conv, plan, display, settings, replan, step)
@@ -462,4 +501,4 @@ def parse_proposal(text: str) -> tuple[str, str]:
     return (explanation if isinstance(explanation, str) else ""), data["proposedSource"]
 
 
-__all__ = ["Session", "Settings", "TurnRequest", "TurnOutcome", "parse_proposal", "estimate_tokens", "Usage"]
+__all__ = ["Session", "Settings", "TurnRequest", "TurnOutcome", "parse_proposal", "Usage"]

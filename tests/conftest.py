@@ -1,8 +1,43 @@
+from pathlib import Path
+
 import pytest
 
 from genai_magics.stub import StubServer
 
-from kernel_harness import FAKE_KEY, Kernel
+from helpers.kernel import FAKE_KEY, Kernel
+
+# Fixtures that start a real kernel (or a terminal IPython): a test that uses one is
+# marked `kernel`; tests under tests/browser/ are marked `browser`. Tests that start
+# kernels themselves carry @pytest.mark.kernel. `pytest -m "not kernel and not browser"`
+# is the fast layer.
+KERNEL_FIXTURES = {"kernel", "ff", "term"}
+BROWSER = Path(__file__).resolve().parent / "browser"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if BROWSER in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.browser)
+        elif KERNEL_FIXTURES & set(item.fixturenames):
+            item.add_marker(pytest.mark.kernel)
+
+
+@pytest.fixture(autouse=True)
+def _kernel_tests_are_marked(request, monkeypatch):
+    """A test that starts a kernel without the `kernel` marker fails at once, so the fast
+    layer stays fast as tests are added."""
+    if request.node.get_closest_marker("kernel") is not None:
+        return
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"{request.node.nodeid} starts a kernel: mark it @pytest.mark.kernel "
+                             "(or use the kernel fixture)")
+
+    import helpers.fake_frontend
+    import helpers.kernel
+
+    monkeypatch.setattr(helpers.kernel, "start_kernel", refuse)
+    monkeypatch.setattr(helpers.fake_frontend, "start_kernel", refuse)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -26,3 +61,17 @@ def kernel(stub, tmp_path):
     k.run("%load_ext genai_magics", cell_id="setup")
     yield k
     k.close()
+
+
+@pytest.fixture
+def magic_shell(stub, monkeypatch):
+    """The extension in an in-process IPython shell, talking to the stand-in (the fast layer)."""
+    from helpers.shell import Shell
+
+    stub.reset()
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", stub.url)
+    monkeypatch.setenv("GEMINI_API_KEY", FAKE_KEY)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    s = Shell()
+    yield s
+    s.close()

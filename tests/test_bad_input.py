@@ -14,9 +14,9 @@ import time
 import nbformat
 import pytest
 
-from kernel_harness import FAKE_KEY
-from kernel_harness import Kernel
-from wire import api_requests, current_payload
+from helpers.kernel import FAKE_KEY
+from helpers.kernel import Kernel
+from helpers.wire import api_requests, current_payload
 
 CELL = "def mean(xs):\n    return sum(xs) / len(xs)\n"
 MARKDOWN = "# Notes\nSome *markdown* text.\n"
@@ -235,6 +235,7 @@ def test_gemini_subcommands_on_nothing(kernel, stub):
     assert rejected(kernel, stub, "%gemini state nowhere") == "genai_magics: state must be one of contents, interactions"
 
 
+@pytest.mark.kernel
 def test_fresh_kernel_notebook_without_file_or_live_view_and_nothing_to_work_on(stub, tmp_path):
     stub.reset()
     k = Kernel(env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY, "JPY_SESSION_NAME": ""},

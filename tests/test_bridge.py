@@ -1,6 +1,6 @@
 """The live bridge, kernel side, against a fake frontend that speaks its protocol.
 
-The fake frontend (tests/fake_frontend.py) is a real jupyter_client talking to
+The fake frontend (tests/helpers/fake_frontend.py) is a real jupyter_client talking to
 a real ipykernel, pushing snapshots before execute requests the way the
 labextension does and answering edit requests.
 """
@@ -11,22 +11,10 @@ import time
 
 import pytest
 
-from fake_frontend import FakeFrontend
+from helpers.bridge import ATTACH, PROBE, kernel_json, make_comm_last_used_from_a_subshell, ordering_runs
+from helpers.fake_frontend import FakeFrontend
 
-ATTACH = "from genai_magics.frontends.bridge import Bridge\nB = Bridge.attach(get_ipython())\n"
-
-# A cell that reports whether the bridge's view had this very cell's source
-# when it started running (the snapshot pushed before it was handled first).
-PROBE = (
-    "_p = get_ipython().kernel.get_parent()\n"
-    "print('FRESH' if B.is_fresh_for(_p['metadata']['cellId'], _p['content']['code']) else 'STALE')\n"
-)
-
-
-def kernel_json(ff: FakeFrontend, expr: str):
-    run = ff.execute_code(f"import json as _j; print(_j.dumps({expr}))")
-    assert run.error is None, run.error
-    return json.loads(run.stdout.strip().splitlines()[-1])
+pytestmark = pytest.mark.kernel  # every test here starts a kernel (directly or through nbclient)
 
 
 def view(ff: FakeFrontend):
@@ -199,45 +187,10 @@ def test_late_snapshot_is_reported_as_stale(ff):
     assert ff.execute("probe").stdout.strip() == "FRESH"
 
 
-def _make_comm_last_used_from_a_subshell(ff: FakeFrontend) -> None:
-    """ipykernel 7.4 routes a comm's incoming messages to the thread that last sent on it.
-
-    A request sent from a subshell (as a widget click handled on JupyterLab's
-    comm subshell does) makes that the subshell; without the bridge's routing
-    the next snapshots would be handled there, racing the main shell.
-    """
-    if not ff.supports_subshells:
-        return  # ipykernel 6: one shell thread, nothing to race
-    sid = ff.create_subshell()
-    msg_id = ff._send_shell("execute_request", {
-        "code": "res_sub = []\nB.writer.write('b', B.cell('b').source, res_sub.append)",
-        "silent": False, "store_history": False, "user_expressions": {}, "allow_stdin": False,
-    }, subshell_id=sid)
-    ff._wait_idle(msg_id)
-    ff._shell_reply(msg_id, None)
-    ff.pump(0.3)
-    assert kernel_json(ff, "res_sub") == [None]
-
-
-def _ordering_runs(ff: FakeFrontend, n: int) -> int:
-    # a notebook of some size, so a snapshot takes a moment to handle
-    for i in range(150):
-        ff.add_cell(f"filler{i}", f"v{i} = {i}\n" + "# padding\n" * 20)
-    ff.add_cell("probe", PROBE)
-    fresh = 0
-    for i in range(n):
-        ff.edit("probe", f"# hand edit {i}, never run before\n" + PROBE)
-        ff.edit(f"filler{i}", f"v{i} = -{i}\n")
-        run = ff.execute("probe")
-        assert run.error is None, run.error
-        fresh += run.stdout.strip() == "FRESH"
-    return fresh
-
-
 def test_snapshot_before_every_execute_30_of_30(ff):
     """The extension's way: snapshots on the main shell, comm last used from a subshell."""
-    _make_comm_last_used_from_a_subshell(ff)
-    assert _ordering_runs(ff, 30) == 30
+    make_comm_last_used_from_a_subshell(ff)
+    assert ordering_runs(ff, 30) == 30
 
 
 def test_snapshot_order_holds_even_when_the_frontend_sends_on_a_subshell():
@@ -248,8 +201,8 @@ def test_snapshot_order_holds_even_when_the_frontend_sends_on_a_subshell():
             pytest.skip("this ipykernel has no subshells")
         ff.execute_code(ATTACH)
         assert kernel_json(ff, "B.connected") is True
-        _make_comm_last_used_from_a_subshell(ff)
-        assert _ordering_runs(ff, 30) == 30
+        make_comm_last_used_from_a_subshell(ff)
+        assert ordering_runs(ff, 30) == 30
 
 
 def test_reply_reaches_a_subshell_request_while_the_main_shell_is_busy(ff):

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import re
 
-from wire import api_requests, current_payload
+from helpers.display import RecordingDisplay
+from helpers.wire import api_requests, current_payload
 
 MODEL = "gemini-3.7-flash"  # the table's 4,096-token cache minimum applies
 # ~26 kB of code: ~6,500 tokens, over the cache minimum
@@ -176,29 +177,17 @@ def test_a_cache_that_cannot_be_made_leaves_the_turn_going_without_one(kernel, s
 
 def test_switching_to_interactions_mode_deletes_the_contents_cache(stub, monkeypatch):
     from genai_magics.session import Session, Settings, TurnRequest
-    from kernel_harness import FAKE_KEY
+    from helpers.kernel import FAKE_KEY
 
     stub.reset()
     monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", stub.url)
     monkeypatch.setenv("GEMINI_API_KEY", FAKE_KEY)
 
-    class Quiet:
-        notes: list[str] = []
-
-        def chunk(self, text):
-            pass
-
-        def note(self, text):
-            self.notes.append(text)
-
-        def document(self, label, source):
-            pass
-
     session = Session()
     session.record.record("big", BIG, 1)
     settings = Settings(model=MODEL, state="contents")
-    session.run(TurnRequest(mode="ask", prompt="q1", cell="big"), settings, Quiet())
-    session.run(TurnRequest(mode="ask", prompt="q2", cell="big", state="interactions"), settings, Quiet())
+    session.run(TurnRequest(mode="ask", prompt="q1", cell="big"), settings, RecordingDisplay())
+    session.run(TurnRequest(mode="ask", prompt="q2", cell="big", state="interactions"), settings, RecordingDisplay())
     assert kinds(stub) == ["cache.create", "stream", "cache.delete", "interaction.create"]
     assert [c["state"] for c in stub.caches] == ["deleted"]
     assert session.caches.entries == {}

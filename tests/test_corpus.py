@@ -15,9 +15,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from fake_frontend import FakeCell, FakeFrontend
-from kernel_harness import FAKE_KEY
-from wire import api_requests, current_payload
+from helpers.fake_frontend import FakeCell, FakeFrontend
+from helpers.kernel import FAKE_KEY
+from helpers.wire import api_requests, current_payload
 
 from genai_magics.engine.cells import Cell, is_genai_magic
 from genai_magics.frontends.notebook_edit import Block, notebook_text, parse_blocks, proposal_ops, describe_ops
@@ -72,21 +72,6 @@ def test_percent_text_round_trips_every_corpus_cell(name):
         assert [(o.kind, o.cell_id) for o in ops] == [("set", cells[i].id)]
 
 
-def statuses(ff) -> list[str]:
-    return [s.get("value", "") for s in ff.widget_models.values() if s.get("_model_name") == "HTMLModel"]
-
-
-def click(ff, label: str, expect: str) -> None:
-    """Click the newest button ``label``; wait until one more status line says ``expect``."""
-    seen = sum(expect in v for v in statuses(ff))
-    ff.click(ff.buttons()[label])
-    assert ff.pump_until(lambda: sum(expect in v for v in statuses(ff)) > seen, timeout=30), statuses(ff)[-3:]
-
-
-def snapshot(ff) -> list[dict]:
-    return [c.to_json() for c in ff.cells]
-
-
 def notebook_proposal(doc: list[Cell]) -> tuple[str, str]:
     """A model's --notebook answer: one cell changed, up to two removed (outputs first), one added."""
     code = [c for c in doc if c.cell_type == "code"] or doc
@@ -104,6 +89,7 @@ def notebook_proposal(doc: list[Cell]) -> tuple[str, str]:
     return "\n".join(blocks), f"1 changed, 1 new, {len(removed)} removed"
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("name", FILES)
 def test_ask_edit_and_notebook_apply_undo_on_each_corpus_notebook(stub, tmp_path, name):
     """Corpus (cases 3, 4): ask, edit Apply/Undo, and --notebook Apply/Undo on a real notebook; Undo
@@ -124,12 +110,12 @@ def test_ask_edit_and_notebook_apply_undo_on_each_corpus_notebook(stub, tmp_path
         assert "Stub answer to: What does the cell above do" in ask.plain, ask.plain[-500:]
         assert current_payload(api_requests(stub)[-1])["currentSource"] == "value = 41 + 1"
 
-        before = snapshot(ff)
+        before = ff.snapshot()
         ff.execute("edit")
-        click(ff, "Apply", "Applied")
+        ff.click_until("Apply", "Applied")
         assert ff.source("code-end") == "# stub edit: Add a comment\nvalue = 41 + 1"
-        click(ff, "Undo", "Undone")
-        assert snapshot(ff) == before
+        ff.click_until("Undo", "Undone")
+        assert ff.snapshot() == before
 
         doc = [Cell(c.id, c.source, c.cell_type) for c in ff.cells if not is_genai_magic(c.source)]
         proposal, counts = notebook_proposal(doc)
@@ -138,18 +124,19 @@ def test_ask_edit_and_notebook_apply_undo_on_each_corpus_notebook(stub, tmp_path
         sent = current_payload(api_requests(stub)[-1])["currentSource"]
         assert parse_blocks(sent) == [Block(c.id, c.cell_type, c.source) for c in doc]
         assert describe_ops(proposal_ops(sent, proposal)) == counts
-        assert any(counts in v for v in statuses(ff))
-        before = snapshot(ff)
-        click(ff, "Apply", "Applied")
+        assert any(counts in v for v in ff.statuses())
+        before = ff.snapshot()
+        ff.click_until("Apply", "Applied")
         assert [c.source for c in ff.cells].count("print('added by the proposal')") == 1
         assert len(ff.cells) == len(before) + 1 - int(counts.split(", ")[2][0])
-        click(ff, "Undo", "Undone")
-        assert snapshot(ff) == before
+        ff.click_until("Undo", "Undone")
+        assert ff.snapshot() == before
 
 
 _CONTEXT_ID = re.compile(r"^# %%(?: \[\w+\])?(?: In\[\d+\])? id=(\S+) sha256=", re.M)
 
 
+@pytest.mark.kernel
 def test_context_is_the_cells_nearest_the_document_on_a_366_cell_notebook(stub, tmp_path):
     """Case 8 on the corpus: the magic cell at position 12 of 366: the secondary context under the
     cap holds the cells nearest the document (all the cells above it and the ones right below),

@@ -33,6 +33,7 @@ from genai_magics.engine.contents import build_contents
 from genai_magics.engine.context import SECONDARY_FIELD, ContextPiece, secondary_context
 from genai_magics.engine.conversation import DIGEST_TURNS, Conversation, Turn, TransitionRefused
 from genai_magics.engine.hashing import sha256_text
+from helpers.properties import examples
 
 CELL_IDS = ("a", "b", "c")
 SHOWN = ("applied", "discarded", "undone")  # outcomes the model is told about
@@ -447,7 +448,7 @@ def operations(mixed: bool):
     return st.lists(st.one_of(choices), min_size=8, max_size=40)
 
 
-PROPS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPS = settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @PROPS
@@ -504,7 +505,7 @@ def test_interpreter_catches_an_undo_that_keeps_the_proposal_active(monkeypatch)
         run(_session_with_undo(), "contents")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     sources=st.lists(st.text(max_size=40), min_size=1, max_size=4),
     context=st.text(max_size=40),

@@ -33,8 +33,10 @@ from genai_magics.engine.hashing import sha256_text
 from genai_magics.magics import GeminiMagics
 from genai_magics.session import Session, Settings, TurnRequest
 from genai_magics.gemini.transport import ClientSettings
-from kernel_harness import FAKE_KEY
-from wire import api_requests
+from helpers.display import RecordingDisplay
+from helpers.kernel import FAKE_KEY
+from helpers.properties import examples
+from helpers.wire import api_requests
 
 MODEL = GeminiMagics.class_traits()["model"].default_value
 TARGET, OTHER = "target", "other"
@@ -63,20 +65,6 @@ OPS = st.one_of(
 
 def sha(text: str | None) -> str | None:
     return None if text is None else sha256_text(text)
-
-
-class Display:
-    def __init__(self):
-        self.notes: list[str] = []
-
-    def document(self, label, source):  # the document line: not under test here
-        pass
-
-    def chunk(self, text: str) -> None:
-        pass
-
-    def note(self, text: str) -> None:
-        self.notes.append(text)
 
 
 @dataclass
@@ -179,7 +167,7 @@ class Driver:
         ref.n += 1
         prompt = f"step {ref.n} {mode}"
         self.record(f"magic-{ref.n}", f"%%gemini_{mode}\n{prompt}")
-        display = Display()
+        display = RecordingDisplay()
         before = len(api_requests(self.stub))
         try:
             self.session.run(TurnRequest(mode=mode, prompt=prompt, cell=TARGET), self.settings, display)
@@ -335,7 +323,7 @@ def env(stub):
         yield
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @example(state="interactions", ops=[("edit",), ("ask",), ("apply",)])  # found by this test: see below
 @given(state=st.sampled_from(["contents", "interactions"]), ops=st.lists(OPS, min_size=1, max_size=12))
 def test_random_sessions_with_failures_match_the_reference(env, stub, state, ops):

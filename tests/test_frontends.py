@@ -12,7 +12,7 @@ import nbformat
 import pytest
 
 from helpers.vscode import VARIABLE_VIEWER, VSCode, cell_text_after, set_next_input
-from wire import api_requests, current_payload
+from helpers.wire import api_requests, current_payload
 
 CELL_A = "def parse(s):\n    return int(s)\n"
 CORPUS = Path(__file__).parent / "corpus"
@@ -315,9 +315,10 @@ def test_a_one_line_question_may_end_with_a_question_mark(kernel, stub):
     assert "Ask Gemini" in page["data"]["text/plain"]
 
 
+@pytest.mark.kernel
 def test_in_the_live_notebook_the_document_is_kept_until_its_cell_is_deleted(stub, tmp_path):
-    from fake_frontend import FakeFrontend
-    from kernel_harness import FAKE_KEY
+    from helpers.fake_frontend import FakeFrontend
+    from helpers.kernel import FAKE_KEY
 
     stub.reset()
     cells = [("setup", "%load_ext genai_magics"), ("a", CELL_A), ("m1", "%%gemini_ask\nWhat does it do?"),

@@ -19,7 +19,11 @@ def shell(monkeypatch):
     """The real shell, with no last exception in sys (as in a fresh kernel)."""
     for name in ("last_type", "last_value", "last_traceback", "last_exc"):
         monkeypatch.delattr(sys, name, raising=False)
-    return InteractiveShell.instance()
+    shell = InteractiveShell.instance()
+    mode = shell.InteractiveTB.mode
+    shell.InteractiveTB.set_mode("Plain")  # what IPython prints is not under test; Context mode is slow
+    yield shell
+    shell.InteractiveTB.set_mode(mode)
 
 
 def run(shell: InteractiveShell, code: str) -> int:

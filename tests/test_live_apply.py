@@ -1,15 +1,17 @@
 """Apply, Discard and Undo through the live bridge, with a fake JupyterLab frontend.
 
 The fake frontend pushes snapshots before each execute and answers the
-bridge's cell edits the way the labextension does (tests/fake_frontend.py).
+bridge's cell edits the way the labextension does (tests/helpers/fake_frontend.py).
 """
 from __future__ import annotations
 
 import pytest
 
-from kernel_harness import FAKE_KEY
-from fake_frontend import FakeFrontend
-from wire import api_requests, current_payload
+from helpers.kernel import FAKE_KEY
+from helpers.fake_frontend import FakeFrontend
+from helpers.wire import api_requests, current_payload
+
+pytestmark = pytest.mark.kernel  # every test here starts a kernel (directly or through nbclient)
 
 CELL_A = "def parse(s):\n    return int(s)"
 CELL_B = "def double(x):\n    return 2 * x"

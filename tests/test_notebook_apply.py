@@ -1,6 +1,6 @@
 """``--notebook`` Apply and Undo on a real kernel (issue 8, cases 3, 4, 5 and 13).
 
-The live bridge is the fake frontend on jupyter_client (tests/fake_frontend.py,
+The live bridge is the fake frontend on jupyter_client (tests/helpers/fake_frontend.py,
 the extension's comm schema); the proposal is the stand-in's own edit or one
 scripted with ``stub.script_edit`` (what a model would answer, written against
 the document it was sent). VS Code is simulated, with no bridge, by the shapes
@@ -13,13 +13,15 @@ import copy
 import nbformat
 import pytest
 
-from fake_frontend import FakeCell, FakeFrontend
+from helpers.fake_frontend import FakeCell, FakeFrontend
 from helpers.vscode import VSCode, set_next_input
-from kernel_harness import FAKE_KEY
-from wire import api_requests, current_payload
+from helpers.kernel import FAKE_KEY
+from helpers.wire import api_requests, current_payload
 
 from genai_magics.engine.cells import Cell
 from genai_magics.frontends.notebook_edit import notebook_text
+
+pytestmark = pytest.mark.kernel  # every test here drives a real kernel
 
 SCRIPT = ("# %%\nimport pandas as pd\n\n# %% Display a data frame\ndf = pd.DataFrame({'A': [1, 2]})\n"
           "df\n\n# %% id=b\ndf.plot(kind='bar')\n")
@@ -32,19 +34,6 @@ def frontend(stub, tmp_path, cells):
     stub.reset()
     return FakeFrontend(cells=cells, env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY},
                         cwd=str(tmp_path))
-
-
-def statuses(ff) -> list[str]:
-    return [s.get("value", "") for s in ff.widget_models.values() if s.get("_model_name") == "HTMLModel"]
-
-
-def click(ff, label: str, expect: str) -> None:
-    ff.click(ff.buttons()[label])
-    assert ff.pump_until(lambda: any(expect in v for v in statuses(ff)), timeout=15), statuses(ff)
-
-
-def snapshot(ff) -> list[dict]:
-    return [c.to_json() for c in ff.cells]
 
 
 def managed(ff) -> list[Cell]:
@@ -62,15 +51,15 @@ def test_a_cell_with_percent_lines_is_not_split_and_undo_restores_it(stub, tmp_p
         ff.execute("m")
         doc = current_payload(api_requests(stub)[-1])["currentSource"]
         assert doc.count("\n# %% id=b\n") == 1 and "\\# %% id=b" in doc  # the real header once; the line escaped
-        assert any("1 changed, 0 new, 0 removed" in v for v in statuses(ff))
-        before = snapshot(ff)
-        click(ff, "Apply", "Applied")
+        assert any("1 changed, 0 new, 0 removed" in v for v in ff.statuses())
+        before = ff.snapshot()
+        ff.click_until("Apply", "Applied")
         assert ff.source("a") == "# stub edit: Add a title comment.\n" + SCRIPT
         assert [c.id for c in ff.cells] == ["setup", "a", "b", "md", "m"]
         assert ff.source("b") == "x = 2\n" and ff.source("md") == "# Notes"
         assert [r["op"] for r in ff.requests_received] == ["set_source"]
-        click(ff, "Undo", "Undone")
-        assert snapshot(ff) == before
+        ff.click_until("Undo", "Undone")
+        assert ff.snapshot() == before
 
 
 def test_a_proposal_changing_another_cell_leaves_the_script_cell_alone(stub, tmp_path):
@@ -81,8 +70,8 @@ def test_a_proposal_changing_another_cell_leaves_the_script_cell_alone(stub, tmp
         ff.execute("setup")
         stub.script_edit(notebook_text([Cell("a", SCRIPT), Cell("b", "x = 4\n")]))
         ff.execute("m")
-        assert any("1 changed, 0 new, 0 removed" in v for v in statuses(ff))
-        click(ff, "Apply", "Applied")
+        assert any("1 changed, 0 new, 0 removed" in v for v in ff.statuses())
+        ff.click_until("Apply", "Applied")
         assert ff.source("a") == SCRIPT and ff.source("b") == "x = 4\n"
         assert [c.id for c in ff.cells] == ["setup", "a", "b", "m"]
 
@@ -102,7 +91,7 @@ def test_undo_after_removed_cells_restores_text_type_order_id_outputs_and_metada
     ]
     with frontend(stub, tmp_path, cells) as ff:
         ff.execute("setup")
-        before = snapshot(ff)
+        before = ff.snapshot()
         proposal = "\n".join([
             "# %%\nimport math\n",
             notebook_text([Cell("keep", "def f(x):\n    return 2 * x\n")]),
@@ -111,15 +100,15 @@ def test_undo_after_removed_cells_restores_text_type_order_id_outputs_and_metada
         ])
         stub.script_edit(proposal)
         ff.execute("m")
-        assert any("1 changed, 2 new, 3 removed" in v for v in statuses(ff))
-        click(ff, "Apply", "Applied")
+        assert any("1 changed, 2 new, 3 removed" in v for v in ff.statuses())
+        ff.click_until("Apply", "Applied")
         ids = [c.id for c in ff.cells]
         assert ids[0] == "setup" and ids[-1] == "m" and len(ids) == 6
         assert [c.source for c in ff.cells[1:5]] == ["import math", "def f(x):\n    return 2 * x\n",
                                                       "A new note.", "f(1)"]
         assert not {"first", "md", "raw"} & set(ids)
-        click(ff, "Undo", "Undone")
-        assert snapshot(ff) == before  # text, type, order, id, metadata, outputs, execution count
+        ff.click_until("Undo", "Undone")
+        assert ff.snapshot() == before  # text, type, order, id, metadata, outputs, execution count
 
 
 def test_notebook_proposal_in_vscode_is_copy_only_and_never_written_into_the_magic_cell(kernel, stub, tmp_path):
@@ -157,11 +146,11 @@ def test_a_masked_key_comes_back_as_the_key_not_as_stars(stub, tmp_path, magic):
         sent = api_requests(stub)[-1]["json"]
         assert FAKE_KEY not in str(sent) and '"***"' in current_payload(api_requests(stub)[-1])["currentSource"]
         if "--notebook" in magic:
-            assert any("1 changed, 0 new, 0 removed" in v for v in statuses(ff))
-        click(ff, "Apply", "Applied")
+            assert any("1 changed, 0 new, 0 removed" in v for v in ff.statuses())
+        ff.click_until("Apply", "Applied")
         assert ff.source("k") == "# stub edit: Add a title comment.\n" + KEY_CELL
         assert ff.source("a") == "x = 1\n"
-        shown = " ".join(statuses(ff)) + run.plain
+        shown = " ".join(ff.statuses()) + run.plain
         assert FAKE_KEY not in shown and "***" in shown  # the diff's context line shows the mask
 
 
@@ -176,6 +165,6 @@ def test_a_changed_key_line_leaves_the_cell_untouched_and_says_so(stub, tmp_path
         stub.script_edit(notebook_text([Cell("k", masked + "import os\n"), Cell("a", "x = 2\n")]))
         run = ff.execute("m")
         assert "the model saw the API key as *** and changed the line around it in cell k" in run.plain
-        assert any("1 changed, 0 new, 0 removed" in v for v in statuses(ff))
-        click(ff, "Apply", "Applied")
+        assert any("1 changed, 0 new, 0 removed" in v for v in ff.statuses())
+        ff.click_until("Apply", "Applied")
         assert ff.source("k") == KEY_CELL and ff.source("a") == "x = 2\n"

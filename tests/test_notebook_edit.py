@@ -12,6 +12,7 @@ from genai_magics.engine.cells import Cell
 from genai_magics.frontends.notebook_edit import (
     Block, describe_ops, notebook_diff, notebook_text, parse_blocks, plan_ops, proposal_ops,
 )
+from helpers.properties import examples
 
 # Pieces real cells are made of, the awkward ones over-represented.
 PIECES = ["# %%", "# %% id=b", "# %% [markdown] id=c", "\\# %%", "\\\\# %% id=a", "#%%", " # %%", "x = 1",
@@ -30,14 +31,14 @@ def blocks_of(cells):
     return [Block(c.id, c.cell_type, c.source) for c in cells]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(notebooks())
 def test_any_cell_text_round_trips_exactly(cells):
     """Case 3: parse(notebook_text(cells)) == cells, for sources with # %%, id=..., CRLF, blank lines."""
     assert parse_blocks(notebook_text(cells)) == blocks_of(cells)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(notebooks(min_size=2), st.data())
 def test_a_proposal_changing_one_cell_changes_exactly_that_cell(cells, data):
     """Case 3: a proposal that rewrites one cell's text (to anything, # %% lines included) is one set op."""
@@ -153,7 +154,7 @@ def notebook_with_proposal(draw):
     return cells, proposal
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(notebook_with_proposal())
 def test_apply_makes_the_proposal_and_undo_restores_every_cell_exactly(case):
     """Cases 3 and 4: Apply of any --notebook proposal leaves the document cells reading as the

@@ -5,10 +5,13 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from pytest_notebook.nb_regression import NBRegressionFixture
 
-from kernel_harness import FAKE_KEY
-from wire import api_requests, current_payload
+from helpers.kernel import FAKE_KEY
+from helpers.wire import api_requests, current_payload
+
+pytestmark = pytest.mark.kernel  # every test here starts a kernel (directly or through nbclient)
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "quickstart.ipynb"
 

@@ -16,8 +16,10 @@ import pytest
 from nbclient import NotebookClient
 
 from genai_magics.persistence.store import record_path
-from kernel_harness import FAKE_KEY, Kernel
-from wire import api_requests, current_payload, transcript
+from helpers.kernel import FAKE_KEY, Kernel
+from helpers.wire import api_requests, current_payload, transcript
+
+pytestmark = pytest.mark.kernel  # every test here starts kernels (directly or through nbclient)
 
 CELL_A = "def parse(s):\n    return int(s)\n"
 OTHER = "import math\nRADIUS = 2\n"
@@ -170,7 +172,8 @@ FOOTER = re.compile(r"^(turn \d+ · .*|replayed turn \d+ \(.*\) · 0 tokens · -
 
 def normalised(outputs: list[list[dict]]) -> list[list[dict]]:
     """Outputs with the honestly volatile parts named: the footer (a live turn's tokens and bytes
-    vs 'replayed …') and widget model ids, which are new objects in every kernel."""
+    vs 'replayed …'), widget model ids, which are new objects in every kernel, and a proposal's
+    status line in its text forms (live: what Apply will do; replayed: that it was replayed)."""
     out = copy.deepcopy(outputs)
     for cell in out:
         for o in cell:
@@ -179,6 +182,8 @@ def normalised(outputs: list[list[dict]]) -> list[list[dict]]:
                 o["data"] = {"footer": "FOOTER"}
             if "application/vnd.jupyter.widget-view+json" in data:
                 data["application/vnd.jupyter.widget-view+json"]["model_id"] = "MODEL"
+                data["text/plain"] = data["text/plain"].rsplit("\n", 1)[0] + "\nSTATUS"
+                data["text/html"] = data["text/html"].rsplit(STATUS_LINE, 1)[0] + "STATUS"
     return out
 
 
@@ -210,6 +215,9 @@ def test_run_all_twice_sends_nothing_the_second_time_and_shows_the_same(stub, no
     assert len(live) == 2 and [d for d, _ in replayed] == [d for d, _ in live]
     assert all(status.startswith("Replayed from the record: not acted on in an earlier session")
                for _, status in replayed)
+    texts = [o["data"]["text/plain"] for cell in magic_outputs(second) for o in cell
+             if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    assert len(texts) == 2 and all(t.rsplit("\n", 1)[1].startswith("Replayed from the record") for t in texts)
     # replayed again, with no key and replay 'only' (CI): exactly the same outputs
     third = run_all(notebook, stub, key=None, replay="only")
     assert len(api_requests(stub)) == 6

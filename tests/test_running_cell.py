@@ -1,7 +1,7 @@
 """VS Code style frontends: only the running cell can be written, in its execute reply."""
 from __future__ import annotations
 
-from wire import api_requests, current_payload
+from helpers.wire import api_requests, current_payload
 
 CELL_A = "def parse(s):\n    return int(s)\n"
 NB = "vscode-notebook-cell:/home/u/work/nb.ipynb#"

@@ -17,8 +17,10 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from kernel_harness import FAKE_KEY, Kernel
-from wire import api_requests, current_payload
+from helpers.kernel import FAKE_KEY, Kernel
+from helpers.wire import api_requests, current_payload
+
+pytestmark = pytest.mark.kernel  # every test here starts a kernel (directly or through nbclient)
 
 KEY = "AIzaSECRET-" + secrets.token_hex(12)
 

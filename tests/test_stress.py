@@ -17,8 +17,9 @@ from genai_magics.engine.hashing import sha256_text
 from genai_magics.magics import GeminiMagics
 from genai_magics.session import Session, Settings, TurnRequest
 from genai_magics.gemini.transport import ClientSettings
-from kernel_harness import FAKE_KEY
-from wire import api_requests
+from helpers.display import RecordingDisplay
+from helpers.kernel import FAKE_KEY
+from helpers.wire import api_requests
 
 MODEL = GeminiMagics.class_traits()["model"].default_value
 TURNS = 50
@@ -26,21 +27,6 @@ USER_KEYS = {"mode", "prompt", "currentSource", "sourceSynchronized", "document"
              "supersededSourceSha256", "supersededSecondaryContextSha256", "proposalOutcomes", "earlierTurns"}
 MODEL_KEYS = {"kind", "explanation", "proposedSource", "supersededProposalSha256", "outcome"}
 SHA = re.compile(r"^[0-9a-f]{64}$")
-
-
-class Display:
-    def __init__(self):
-        self.chunks: list[str] = []
-        self.notes: list[str] = []
-
-    def document(self, label, source):  # the document line: not under test here
-        pass
-
-    def chunk(self, text: str) -> None:
-        self.chunks.append(text)
-
-    def note(self, text: str) -> None:
-        self.notes.append(text)
 
 
 @pytest.fixture
@@ -63,7 +49,7 @@ def check_contents_request(body: dict, conv: str, own_versions: set[str]) -> Non
     contents = body["contents"]
     roles = [c["role"] for c in contents]
     assert roles == ["user", "model"] * (len(contents) // 2) + ["user"]
-    assert "systemInstruction" in body or "system_instruction" in body
+    assert body["systemInstruction"]  # the SDK's wire name
     full = 0
     for i, c in enumerate(contents):
         assert len(c["parts"]) == 1
@@ -127,7 +113,7 @@ def test_fifty_turns_two_conversations_interleaved(env, stub, state):
             hand_edits[name] += 1
         record(f"magic-{n}", f"%%gemini_{mode} -c {name}\n{name}: turn {i}")  # the running magic cell
         before = len(api_requests(stub))
-        display = Display()
+        display = RecordingDisplay()
         outcome = session.run(TurnRequest(mode=mode, prompt=f"{name}: turn {i}", conversation=name, cell=cell_id),
                               settings, display)
         sent = api_requests(stub)[before:]
@@ -207,7 +193,7 @@ def test_hashes_match_what_was_sent(env, stub):
     seen: set[str] = set()
     for i in range(8):
         session.record.record(f"m{i}", "%%gemini_edit\n", i + 2)
-        out = session.run(TurnRequest(mode="edit", prompt=f"x: {i}", cell="c"), settings, Display())
+        out = session.run(TurnRequest(mode="edit", prompt=f"x: {i}", cell="c"), settings, RecordingDisplay())
         session.conversations["default"].apply(out.turn)
         session.record.set_source("c", out.turn.proposal_source)
         seen |= {sha256_text(out.turn.base_source), out.turn.proposal_sha256}

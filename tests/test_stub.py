@@ -17,10 +17,11 @@ from google import genai
 from google.genai import errors, types
 
 from genai_magics.stub import StubServer, tokens
+from genai_magics.gemini.models import DEFAULT_MODEL
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "stub-test-key-SECRET-7f3a9c"
-MODEL = "gemini-2.5-flash"
+MODEL = DEFAULT_MODEL
 SCHEMA = {
     "type": "object",
     "properties": {"explanation": {"type": "string"}, "proposedSource": {"type": "string"}},

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kernel_harness import FAKE_KEY
-from wire import api_requests, current_payload
+from helpers.kernel import FAKE_KEY
+from helpers.wire import api_requests, current_payload
 
 IPYTHON = str(Path(sys.executable).with_name("ipython"))
 
@@ -78,3 +78,6 @@ def test_the_proposal_prefills_the_next_prompt_and_running_it_syncs(term, stub):
     assert "Stub answer to: why this way" in screen
     edit, ask = api_requests(stub)
     assert current_payload(ask).get("sourceSynchronized") is True
+    term.type("%gemini apply")  # recording it: the words say what happened here
+    screen = term.wait_for("Applied for the conversation: the model holds the proposal (pre-filled at the prompt).")
+    assert "paste" not in screen

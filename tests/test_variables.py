@@ -16,6 +16,7 @@ from genai_magics.engine.context import ContextPiece
 from genai_magics.engine.conversation import Conversation
 from genai_magics.engine.errors import UserError
 from genai_magics.sources.variables import interpolated_names, parse_var_list, summarize, variable_pieces
+from helpers.properties import examples
 
 ROOT = Path(__file__).resolve().parents[1]
 CAP = 2_000
@@ -131,7 +132,7 @@ nested = st.recursive(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(value=nested, cap=st.integers(min_value=0, max_value=400))
 def test_hard_cap_and_determinism_on_any_nested_value(value, cap) -> None:
     text = summarize(value, "v", cap)

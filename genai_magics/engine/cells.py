@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 from .hashing import sha256_text
+from .text import clip
 
 CellType = Literal["code", "markdown", "raw"]
+CELL_TYPES: tuple[str, ...] = get_args(CellType)
 
 MAGIC_PREFIXES = ("%%gemini_ask", "%%gemini_edit")
 # Lines that only steer the assistant; a cell made of nothing else is not code to work on.
@@ -78,4 +80,4 @@ def summary(source: str, width: int = 40) -> str:
                 if name.isidentifier():
                     return name + suffix
         first = first or text
-    return first if len(first) <= width else first[: width - 1] + "…"
+    return clip(first, width)

@@ -14,6 +14,7 @@ from .cells import Document
 from .hashing import sha256_text
 from .context import ContextPiece
 from .payloads import user_payload
+from .text import clip
 
 Mode = Literal["ask", "edit"]
 StateMode = Literal["contents", "interactions"]
@@ -163,7 +164,7 @@ class Conversation:
         digest = tuple(self.history[-DIGEST_TURNS:]) if new_chain else ()
         if digest:
             payload["earlierTurns"] = [
-                {"mode": t.mode, "prompt": t.prompt, "reply": _clip(t.response, 400)}
+                {"mode": t.mode, "prompt": t.prompt, "reply": clip(t.response, 400)}
                 | ({"outcome": t.outcome} if t.outcome != "none" else {})
                 for t in digest
             ]
@@ -335,7 +336,3 @@ class Conversation:
             outcomes_told=dict(self.outcomes_told),
             chain_versions=list(self.chain_versions),
         )
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"

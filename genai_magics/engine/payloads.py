@@ -95,11 +95,6 @@ def model_payload(
     return payload
 
 
-def estimate_tokens(text: str) -> int:
-    """About four bytes a token (the stand-in counts exactly this): for decisions and the 'saved' figure."""
-    return (len(text.encode("utf-8", "surrogatepass")) + 3) // 4
-
-
 def to_text(payload: Mapping[str, Any]) -> str:
     """The one JSON text part a turn carries (compact: every byte is uploaded)."""
     # The API key never travels in a turn (a variable or a cell may hold it): the dry run shows this too.

@@ -45,14 +45,13 @@ from typing import Any, Callable
 
 from . import kernel_compat
 from .cell_writer import Done, live_done
-from ..engine.cells import Cell, is_genai_magic
+from ..engine.cells import CELL_TYPES, Cell, is_genai_magic
 
 TARGET_NAME = "genai_magics.bridge"
 OnOk = Callable[[dict], None]  # gets a successful reply's data
 PROTOCOL_VERSION = 1
 DEFAULT_TIMEOUT = 10.0
 
-_CELL_TYPES = ("code", "markdown", "raw")
 _NOT_CONNECTED = (
     "no live notebook frontend is connected (the genai-magics-bridge JupyterLab "
     "extension has not answered in this kernel)"
@@ -212,9 +211,11 @@ class Bridge:
         """One line for ``%gemini status``."""
         with self._lock:
             if self._comm is None:
-                return "live bridge: no comm (not in a kernel, or closed)"
+                return "live bridge: off (not in a kernel, or closed)"
             if not self.connected:
-                return "live bridge: comm open, no snapshot from the notebook yet (extension missing?)"
+                # The kernel opened its side; nothing says a frontend is listening until it answers.
+                return ("live bridge: not connected: no notebook has answered (the genai-magics-bridge "
+                        "JupyterLab / Notebook 7 extension is not active in this frontend)")
             return f"live bridge: {len(self._order)} cells of {self._path or 'the notebook'}, snapshot #{self._seq}"
 
     # ------------------------------------------------------- incoming messages
@@ -295,7 +296,7 @@ class Bridge:
                 new_id = data.get("cell_id") or request.get("cell_id")
                 if isinstance(new_id, str) and new_id not in self._cells:
                     ctype = request.get("cell_type", "code")
-                    self._cells[new_id] = Cell(new_id, request.get("source", ""), ctype if ctype in _CELL_TYPES else "code")
+                    self._cells[new_id] = Cell(new_id, request.get("source", ""), ctype if ctype in CELL_TYPES else "code")
                     after = request.get("after_id")
                     index = self._order.index(after) + 1 if after in self._order else 0
                     self._order.insert(index, new_id)
@@ -436,5 +437,5 @@ def _cell_from(raw: Any) -> Cell | None:
     if isinstance(source, list):
         source = "".join(source)
     ctype = raw.get("cell_type", "code")
-    return Cell(raw["id"], source if isinstance(source, str) else "", ctype if ctype in _CELL_TYPES else "raw")
+    return Cell(raw["id"], source if isinstance(source, str) else "", ctype if ctype in CELL_TYPES else "raw")
 

@@ -65,6 +65,19 @@ class KernelStateWriter(_Writer):
         return None
 
 
+class PrefilledWriter(KernelStateWriter):
+    """Terminal IPython: the proposal is already at the next prompt; Apply only records it."""
+
+    def describe_apply(self) -> str:
+        return ("The proposal is pre-filled at the next prompt: run it there. "
+                "%gemini apply / discard / undo record what you did with it.")
+
+    def describe_done(self, verb: str, what: str, label: str) -> str:
+        if verb == "Applied":
+            return "Applied for the conversation: the model holds the proposal (pre-filled at the prompt)."
+        return f"{verb} for the conversation: the model holds {what} again; run that code to get it back."
+
+
 def applied_text(instruction: str, source: str) -> str:
     """The running cell after Apply: the instruction kept as a first comment line."""
     first = " ".join(instruction.strip().splitlines()[0].split()) if instruction.strip() else "edit"

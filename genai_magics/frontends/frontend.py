@@ -14,7 +14,7 @@ from typing import Any, Awaitable, Callable
 
 from ..engine.cells import Cell, is_genai_magic
 from . import waiting
-from .cell_writer import CellWriter, KernelStateWriter, RunningCellWriter, StagedWriter
+from .cell_writer import CellWriter, KernelStateWriter, PrefilledWriter, RunningCellWriter, StagedWriter
 from .notebook_edit import NotebookCopyWriter, NotebookWriter
 from .notebook_view import ExecutionRecord, NotebookView
 
@@ -111,7 +111,7 @@ def choose(*, terminal: bool, bridge: Any, bridge_fresh: bool, record: Execution
     """The frontend of this run, from what the kernel knows now."""
     magic_id = record.running_id
     if terminal:
-        return Frontend(Kind.TERMINAL, file_view, record, magic_id, lambda _i: KernelStateWriter(record.set_source))
+        return Frontend(Kind.TERMINAL, file_view, record, magic_id, lambda _i: PrefilledWriter(record.set_source))
     if bridge is not None and bridge.connected:
         view = bridge if bridge_fresh else file_view
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Protocol, Sequence
 
-from ..engine.cells import Cell, is_genai_magic
+from ..engine.cells import CELL_TYPES, Cell, is_genai_magic
 
 
 class NotebookView(Protocol):
@@ -129,7 +129,7 @@ def _read_cells(path_text: str, mtime_ns: int, size: int) -> tuple[Cell, ...]:
     # Execution counts in a saved file belong to whichever session saved it: never this session's In[n].
     return tuple(
         Cell(id=c.get("id") or f"file-{i}", source=c.source,
-             cell_type=c.cell_type if c.cell_type in ("code", "markdown", "raw") else "raw")
+             cell_type=c.cell_type if c.cell_type in CELL_TYPES else "raw")
         for i, c in enumerate(nb.cells)
     )
 

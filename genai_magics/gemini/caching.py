@@ -29,7 +29,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Literal, Sequence
 
 from ..engine.conversation import Conversation, Turn, TurnPlan
-from ..engine.payloads import SYSTEM_INSTRUCTION, estimate_tokens
+from ..engine.payloads import SYSTEM_INSTRUCTION
+from ..engine.text import estimate_tokens
 from .errors import status_code
 from .pricing import Price
 from .transport import CachedHead, OnChunk, TurnResult

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import logging
-
+import sys
+from dataclasses import dataclass
 
 from ..engine.redaction import redact
+from ..engine.text import one_line
 
 
 class _RedactKeys(logging.Filter):
@@ -32,16 +34,48 @@ def redact_library_logs() -> None:
                 logger.addFilter(_REDACT_KEYS)
 
 
-def _first_line(text: str, limit: int = 200) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+@dataclass(frozen=True)
+class _Kinds:
+    """The SDK's failure types, from the modules already loaded (a failure means they are)."""
+
+    status: tuple[type, ...]  # carry an HTTP status: google.genai.errors.APIError (.code), interactions' (.status_code)
+    timeout: tuple[type, ...]
+    connect: tuple[type, ...]
+    cut: tuple[type, ...]  # the stream ended before the answer did
+
+
+def failure_kinds() -> _Kinds:
+    status: list[type] = []
+    genai_errors = sys.modules.get("google.genai.errors")
+    if genai_errors is not None:
+        status.append(genai_errors.APIError)
+    # The interactions client raises its own hierarchy (google-genai >= 3.3), wrapping httpx's errors.
+    interactions = sys.modules.get("google.genai._interactions_errors")
+    if interactions is not None:
+        status.append(interactions.APIStatusError)
+    # The SDK's HTTP library: httpx2 since google-genai 3.6, httpx before (either may be in use).
+    http = [sys.modules[name] for name in ("httpx2", "httpx") if name in sys.modules]
+    return _Kinds(status=tuple(status), timeout=tuple(m.TimeoutException for m in http),
+                  connect=tuple(m.ConnectError for m in http), cut=tuple(m.RemoteProtocolError for m in http))
+
+
+def _chain(exc: BaseException):
+    """The exception and what it wraps (the interactions client wraps httpx's errors)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
 
 
 def status_code(exc: BaseException) -> int | None:
-    for attr in ("code", "status_code"):
-        value = getattr(exc, attr, None)
-        if isinstance(value, int):
-            return value
+    """The HTTP status of an API failure, or None for anything else."""
+    kinds = failure_kinds()
+    for error in _chain(exc):
+        if kinds.status and isinstance(error, kinds.status):
+            code = getattr(error, "code", None)
+            code = code if isinstance(code, int) else getattr(error, "status_code", None)
+            return code if isinstance(code, int) else None
     return None
 
 
@@ -59,10 +93,18 @@ def _server_message(exc: BaseException) -> str:
     return getattr(exc, "message", None) or str(exc)
 
 
+def _transport(exc: BaseException, kinds: _Kinds) -> tuple[str, BaseException] | None:
+    """("timeout" | "connect" | "cut", the httpx error) when the failure had no HTTP answer."""
+    for error in _chain(exc):
+        for kind, types in (("timeout", kinds.timeout), ("connect", kinds.connect), ("cut", kinds.cut)):
+            if types and isinstance(error, types):
+                return kind, error
+    return None
+
+
 def _describe(exc: BaseException, *, attempts: int, timeout_s: float) -> str:
     code = status_code(exc)
-    detail = _first_line(redact(_server_message(exc)))  # before clipping: no half key
-    name = type(exc).__name__
+    detail = one_line(redact(_server_message(exc)), 200)  # before clipping: no half key
     if code in (401, 403):
         return f"API key rejected ({code}): set GEMINI_API_KEY (or GOOGLE_API_KEY) to a valid key. {detail}"
     if code == 400:
@@ -73,11 +115,16 @@ def _describe(exc: BaseException, *, attempts: int, timeout_s: float) -> str:
         return f"rate limited (429) after {attempts} attempt(s); wait a minute and run the cell again."
     if code is not None and code >= 500:
         return f"Gemini server error ({code}) after {attempts} attempt(s); run the cell again later."
-    if "Timeout" in name or "timed out" in detail.lower():
-        return (f"no answer within {timeout_s:g} s (each of {attempts} attempt(s)); "
-                "raise %config GeminiMagics.timeout or try again.")
-    if "RemoteProtocol" in name or "incomplete" in detail.lower() or "peer closed" in detail.lower():
-        return "the answer stream was cut off before it finished; run the cell again."
-    if "Connect" in name or "connection refused" in detail.lower():
-        return f"cannot reach Gemini ({detail}); check the network or GOOGLE_GEMINI_BASE_URL."
-    return f"{name}: {detail}"
+    transport = _transport(exc, failure_kinds())
+    if transport is not None:
+        kind, error = transport
+        if kind == "timeout":
+            return (f"no answer within {timeout_s:g} s (each of {attempts} attempt(s)); "
+                    "raise %config GeminiMagics.timeout or try again.")
+        if kind == "cut":
+            return "the answer stream was cut off before it finished; run the cell again."
+        return (f"cannot reach Gemini ({one_line(redact(str(error)), 200)}); "
+                "check the network or GOOGLE_GEMINI_BASE_URL.")
+    if code is not None:
+        return f"Gemini answered {code}: {detail}"
+    return f"{type(exc).__name__}: {detail}"

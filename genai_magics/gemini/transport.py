@@ -14,6 +14,7 @@ from typing import Any, Callable, Protocol, Sequence
 from ..engine.contents import Contents, build_contents, cacheable
 from ..engine.conversation import Turn, TurnPlan, Usage
 from ..engine.payloads import EDIT_RESPONSE_SCHEMA, SYSTEM_INSTRUCTION, to_text
+from .errors import failure_kinds
 
 OnChunk = Callable[[str], None]
 
@@ -40,6 +41,7 @@ class ClientSettings:
 
 
 class Transport(Protocol):
+    honours_retry_after: bool  # the client waits as a 429's Retry-After says (what the notice tells)
     client: Any
     model: str
 
@@ -70,6 +72,7 @@ class RetryNotices:
         self.attempts = attempts
         self.timeout_s = timeout_s
         self.say: Callable[[str], None] | None = None
+        self.honours_retry_after = False  # whether the running turn's client waits as Retry-After says
         self.failures = 0
         self.request_bytes = 0  # the body of the latest request, as it went on the wire
         self._log = _TransportRetryLog(self)
@@ -78,9 +81,10 @@ class RetryNotices:
         """httpx request hook: what really goes over the wire (the SDK's own JSON)."""
         self.request_bytes = len(request.content)
 
-    def start(self, say: Callable[[str], None] | None) -> None:
+    def start(self, say: Callable[[str], None] | None, honours_retry_after: bool = False) -> None:
         """Announce retries to ``say`` while a turn runs; None stops announcing."""
         self.say = say
+        self.honours_retry_after = honours_retry_after
         logger = logging.getLogger(SDK_RETRY_LOGGER)
         if say is None:  # the turn is over: keep what it measured
             logger.removeHandler(self._log)
@@ -92,13 +96,12 @@ class RetryNotices:
             if not logger.isEnabledFor(logging.INFO):
                 logger.setLevel(logging.INFO)
 
-    def transport_failure(self, kind: str, error: str, wait: float) -> None:
+    def transport_failure(self, timed_out: bool, error: str, wait: float) -> None:
         """A retry after a failure without an HTTP answer (connection refused, reset, timeout)."""
         self.failures += 1
         if self.say is None or self.failures >= self.attempts:
             return
-        what = (f"no answer within {self.timeout_s:g} s" if "Timeout" in kind
-                else f"cannot reach Gemini ({error})")
+        what = f"no answer within {self.timeout_s:g} s" if timed_out else f"cannot reach Gemini ({error})"
         self.say(f"{what}; retrying in ~{wait:.0f} s ({self.failures + 1}/{self.attempts})")
 
     def __call__(self, response) -> None:
@@ -107,10 +110,7 @@ class RetryNotices:
         self.failures += 1
         if self.failures >= self.attempts:
             return  # the last attempt: the failure itself is reported
-        # Only the interactions client waits as Retry-After says; generate_content's
-        # HttpRetryOptions backs off exponentially whatever the header says.
-        honoured = "/interactions" in str(getattr(response.request, "url", ""))
-        header = response.headers.get("retry-after") if honoured else None
+        header = response.headers.get("retry-after") if self.honours_retry_after else None
         try:
             wait = float(header) if header else None
         except ValueError:
@@ -136,10 +136,24 @@ class _TransportRetryLog(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         match = _TENACITY_RETRY.match(record.getMessage())
-        if match is None or match.group(2) in ("ClientError", "ServerError", "APIError"):
+        kinds = failure_kinds()
+        # tenacity's line names the exception's class only: look the class up and decide by type
+        cls = _logged_class(match.group(2), kinds) if match else None
+        if cls is None or issubclass(cls, kinds.status):
             return  # HTTP answers are announced by the response hook
         detail = " ".join(match.group(3).split())[:120].rstrip(".") or match.group(2)
-        self.notices.transport_failure(match.group(2), detail, float(match.group(1)))
+        self.notices.transport_failure(issubclass(cls, kinds.timeout), detail, float(match.group(1)))
+
+
+def _logged_class(name: str, kinds) -> type | None:
+    """The SDK or httpx exception class a retry line names, if it is one of theirs."""
+    todo = [*kinds.status, *kinds.timeout, *kinds.connect, *kinds.cut]
+    while todo:
+        cls = todo.pop()
+        if cls.__name__ == name:
+            return cls
+        todo += cls.__subclasses__()
+    return None
 
 
 def make_client(settings: ClientSettings, notices: RetryNotices):
@@ -167,6 +181,10 @@ def make_client(settings: ClientSettings, notices: RetryNotices):
 
 
 class _Transport:
+    # Only the interactions client waits as Retry-After says; generate_content's
+    # HttpRetryOptions backs off exponentially whatever the header says.
+    honours_retry_after = False
+
     def __init__(self, client: Any, model: str, temperature: float | None = None):
         self.client = client  # None for a dry run: request() needs no client
         self.model = model
@@ -221,6 +239,8 @@ class ContentsTransport(_Transport):
 
 class InteractionsTransport(_Transport):
     """Server-managed state: only the new input, chained by previous_interaction_id."""
+
+    honours_retry_after = True
 
     def request(self, plan: TurnPlan, history: Sequence[Turn], cache: CachedHead | None = None) -> dict[str, Any]:
         # No explicit cache here (cache is always None): see gemini/caching.py.

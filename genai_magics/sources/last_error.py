@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from ..engine.context import ContextPiece
+from ..engine.text import ELLIPSIS, clip
 
 LAST_ERROR_FIELD = "lastError"
 DEFAULT_ERROR_PROMPT = "Explain this error and how to fix it."
@@ -30,7 +31,6 @@ _MESSAGE_CHARS = 1_000
 _LINE_CHARS = 200  # one source line of a frame
 _CAUSE_CHARS = 300
 _KEEP_FIRST = 2  # frames kept at the top when the middle is cut
-_ELLIPSIS = "…"
 
 _IPYTHON_INPUT = re.compile(r"<ipython-input-(\d+)-[0-9a-fA-F]+>")
 _IPYKERNEL_FILE = re.compile(r"ipykernel_\d+[/\\]\d+\.py$")
@@ -98,10 +98,6 @@ def _cell_resolver(shell: Any, cell_for_filename: CellForFilename | None) -> Cel
 
 
 # -- text -------------------------------------------------------------------------
-def _cap(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + _ELLIPSIS
-
-
 def _type_name(t: type) -> str:
     module = getattr(t, "__module__", None)
     qualname = getattr(t, "__qualname__", t.__name__)
@@ -110,9 +106,9 @@ def _type_name(t: type) -> str:
 
 def _message(exc: BaseException) -> str:
     if isinstance(exc, SyntaxError) and exc.msg:
-        return _cap(str(exc.msg), _MESSAGE_CHARS)
+        return clip(str(exc.msg), _MESSAGE_CHARS)
     try:
-        return _cap(str(exc), _MESSAGE_CHARS)
+        return clip(str(exc), _MESSAGE_CHARS)
     except Exception as inner:  # noqa: BLE001
         return f"<str() failed: {type(inner).__name__}>"
 
@@ -127,7 +123,7 @@ def _exception_only(exc: BaseException, resolve: CellForFilename) -> str:
         label = resolve(filename)[1]
         if label:
             text = text.replace(f'File "{filename}"', label, 1)
-    return _cap(text, _EXC_CHARS)
+    return clip(text, _EXC_CHARS)
 
 
 def _chained(exc: BaseException) -> str | None:
@@ -137,7 +133,7 @@ def _chained(exc: BaseException) -> str | None:
         how, other = "raised while handling", exc.__context__
     else:
         return None
-    return _cap(f"({how} {_type_name(type(other))}: {_message(other)})", _CAUSE_CHARS)
+    return clip(f"({how} {_type_name(type(other))}: {_message(other)})", _CAUSE_CHARS)
 
 
 def _short_path(path: str) -> str:
@@ -157,7 +153,7 @@ def _is_shell_internal(path: str) -> bool:
 def _frame_text(label: str, frame: traceback.FrameSummary) -> str:
     where = f"  {label}, line {frame.lineno}, in {frame.name}"
     line = (frame.line or "").strip()
-    return f"{where}\n    {_cap(line, _LINE_CHARS)}" if line else where
+    return f"{where}\n    {clip(line, _LINE_CHARS)}" if line else where
 
 
 def _collapse(frames: list[tuple[str, traceback.FrameSummary]]) -> list[str]:
@@ -184,7 +180,7 @@ def _fit(blocks: list[str], budget: int) -> list[str]:
     """Keep the first frames and as many of the innermost as fit in ``budget`` chars."""
     if sum(len(b) + 1 for b in blocks) <= budget:
         return blocks
-    head = [_cap(b, max(budget // 4, 1)) for b in blocks[:_KEEP_FIRST]]
+    head = [clip(b, max(budget // 4, 1)) for b in blocks[:_KEEP_FIRST]]
     used = sum(len(b) + 1 for b in head) + 40
     tail: list[str] = []
     for b in reversed(blocks[_KEEP_FIRST:]):
@@ -193,7 +189,7 @@ def _fit(blocks: list[str], budget: int) -> list[str]:
         tail.insert(0, b)
         used += len(b) + 1
     left_out = len(blocks) - len(head) - len(tail)
-    return head + [f"  {_ELLIPSIS} {left_out} frames left out {_ELLIPSIS}"] + tail
+    return head + [f"  {ELLIPSIS} {left_out} frames left out {ELLIPSIS}"] + tail
 
 
 def _render_traceback(
@@ -235,13 +231,13 @@ def _render_traceback(
     if chained:
         ending += "\n" + chained
     if not blocks:
-        return _cap(ending, max_chars), raised_in[0], raised_in[1]
+        return clip(ending, max_chars), raised_in[0], raised_in[1]
     heading = "Traceback (notebook cells only"
     heading += f"; {other} other frame{'s' if other != 1 else ''} left out):" if other > 0 else "):"
     budget = max_chars - len(heading) - len(ending) - 2
     body = _fit(blocks, budget) if budget > 0 else []
     text = "\n".join([heading, *body, ending])
-    return _cap(text, max_chars), raised_in[0], raised_in[1]
+    return clip(text, max_chars), raised_in[0], raised_in[1]
 
 
 # -- public API -------------------------------------------------------------------

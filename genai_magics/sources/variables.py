@@ -20,10 +20,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..engine.context import ContextPiece
 from ..engine.errors import UserError
+from ..engine.text import ELLIPSIS, clip, one_line
 
 VARIABLES_FIELD = "variables"
 
-_ELLIPSIS = "…"
 _HEAD_ROWS = 5  # rows of a DataFrame / Series shown
 _MAX_COLUMNS = 40  # columns whose dtypes are listed
 _HEAD_COLUMNS = 12  # columns shown in the head rows
@@ -37,15 +37,6 @@ _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 # -- helpers ----------------------------------------------------------------
-def _cap(text: str, max_chars: int) -> str:
-    """``text`` cut to at most ``max_chars`` characters, marked with an ellipsis."""
-    if max_chars <= 0:
-        return ""
-    if len(text) <= max_chars:
-        return text
-    return text[: max_chars - 1] + _ELLIPSIS
-
-
 def _type_name(value: object) -> str:
     t = type(value)
     module = getattr(t, "__module__", "") or ""
@@ -81,12 +72,12 @@ def _safe_repr(value: object, limit: int) -> str:
         text = f"<repr failed: returned {type(text).__name__}>"
     # Memory addresses differ between two equal objects (and between runs):
     # they carry nothing for the model and would change the hash needlessly.
-    return _cap(_ADDRESS.sub("", text), limit)
+    return clip(_ADDRESS.sub("", text), limit)
 
 
 def _exc_text(exc: BaseException) -> str:
     try:
-        return _cap(" ".join(str(exc).split()), 120)
+        return one_line(str(exc), 120)
     except BaseException:  # noqa: BLE001
         return "?"
 
@@ -147,7 +138,7 @@ def _render(value: object, depth: int, path: set[int]) -> str:
             parts = [_render(x, depth + 1, path) for x in _first(value, n)]
             open_, close = ("[", "]") if isinstance(value, list) else ("(", ")")
         if n > _ITEMS:
-            parts.append(f"{_ELLIPSIS} +{n - _ITEMS}")
+            parts.append(f"{ELLIPSIS} +{n - _ITEMS}")
         body = ", ".join(parts)
         if type(value) in (list, tuple, dict, set, frozenset):
             return f"{open_}{body}{close}"
@@ -191,9 +182,9 @@ def _pandas_frame(df: Any) -> str:
     lines = [f"{_type_name(df)} shape=({rows}, {cols})"]
     # dtypes is per column, not per row: cheap however long the frame is
     dtypes = ", ".join(
-        f"{_cap(str(c), 60)}:{t!s}" for c, t in zip(df.columns[:_MAX_COLUMNS], df.dtypes.iloc[:_MAX_COLUMNS])
+        f"{clip(str(c), 60)}:{t!s}" for c, t in zip(df.columns[:_MAX_COLUMNS], df.dtypes.iloc[:_MAX_COLUMNS])
     )
-    more = f", {_ELLIPSIS} +{cols - _MAX_COLUMNS} columns" if cols > _MAX_COLUMNS else ""
+    more = f", {ELLIPSIS} +{cols - _MAX_COLUMNS} columns" if cols > _MAX_COLUMNS else ""
     lines.append(f"columns: {dtypes or '(none)'}{more}")
     index = df.index
     if type(index).__name__ != "RangeIndex" or index.name is not None:
@@ -221,8 +212,8 @@ def _polars_frame(df: Any) -> str:
     rows, cols = df.shape
     lines = [f"{_type_name(df)} shape=({rows}, {cols})"]
     schema = list(zip(df.columns[:_MAX_COLUMNS], df.dtypes[:_MAX_COLUMNS]))
-    more = f", {_ELLIPSIS} +{cols - _MAX_COLUMNS} columns" if cols > _MAX_COLUMNS else ""
-    lines.append("columns: " + ", ".join(f"{_cap(str(c), 60)}:{t}" for c, t in schema) + more)
+    more = f", {ELLIPSIS} +{cols - _MAX_COLUMNS} columns" if cols > _MAX_COLUMNS else ""
+    lines.append("columns: " + ", ".join(f"{clip(str(c), 60)}:{t}" for c, t in schema) + more)
     if rows and cols:
         head = df.head(_HEAD_ROWS).select(df.columns[:_HEAD_COLUMNS])
 
@@ -249,7 +240,7 @@ def _ndarray(a: Any) -> str:
     if a.size == 0:
         return line
     first = a.flat[:_ARRAY_ITEMS].tolist()  # a copy of the first few only
-    more = f", {_ELLIPSIS} +{a.size - len(first)}" if a.size > len(first) else ""
+    more = f", {ELLIPSIS} +{a.size - len(first)}" if a.size > len(first) else ""
     values = ", ".join(_render(v, 1, set()) for v in first)
     return f"{line}\nfirst values (flat): [{values}{more}]"
 
@@ -293,7 +284,7 @@ def summarize(value: object, name: str, max_chars: int) -> str:
     the ``variables`` field), so the text itself does not repeat it.
     """
     text = _guard(lambda: _body(value), f"summary of {name}")
-    return _cap(text, max_chars)
+    return clip(text, max_chars)
 
 
 def variable_pieces(

@@ -11,6 +11,7 @@ Served routes (what the SDK calls):
 * ``POST /v1/models/{model}:countTokens``
 * ``POST /v1/interactions`` (``"stream": true`` answers server-sent events)
 * ``GET  /v1/interactions/{id}``
+* ``GET  /v1/models`` (``client.models.list()``: the package's default model and two others)
 * ``POST /v1/cachedContents``; ``GET``, ``PATCH`` (ttl / expireTime), ``DELETE``
   ``/v1/cachedContents/{id}``: explicit context caches that expire on the
   stand-in's clock
@@ -90,6 +91,25 @@ MATCHES = (None, "any", "generate", "stream", "count", "interactions", "edit", "
 _MODEL_RE = re.compile(r"^/v1(?:beta|alpha)?/models/([^/:]+):(generateContent|streamGenerateContent|countTokens)$")
 _INTERACTIONS_RE = re.compile(r"^/v1(?:beta|alpha)?/interactions/?$")
 _INTERACTION_RE = re.compile(r"^/v1(?:beta|alpha)?/interactions/([^/]+)$")
+_MODELS_RE = re.compile(r"^/v1(?:beta|alpha)?/models/?$")
+
+
+def _catalogue() -> list[dict[str, Any]]:
+    """What ``GET models`` lists, in the real API's shape (an embedding model cannot converse)."""
+    from ..gemini.models import DEFAULT_MODEL  # the stand-in serves the package's default
+
+    def entry(name: str, methods: list[str]) -> dict[str, Any]:
+        display = " ".join(word.capitalize() for word in name.split("-"))
+        return {"name": f"models/{name}", "version": "001", "displayName": display,
+                "description": f"{display} (stub)", "inputTokenLimit": 1048576, "outputTokenLimit": 65536,
+                "supportedGenerationMethods": methods, "temperature": 1, "maxTemperature": 2, "topP": 0.95,
+                "topK": 64, "thinking": True}
+
+    chat = ["generateContent", "countTokens", "createCachedContent", "batchGenerateContent"]
+    return [entry(DEFAULT_MODEL, chat), entry("gemini-3.1-pro-preview", chat),
+            entry("gemini-embedding-001", ["embedContent", "countTextTokens"])]
+
+
 _CACHES_RE = re.compile(r"^/v1(?:beta|alpha)?/cachedContents/?$")
 _CACHE_RE = re.compile(r"^/v1(?:beta|alpha)?/(cachedContents/[^/]+)$")
 
@@ -165,9 +185,11 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _chunks(text: str, minimum: int = 3, size: int = 48) -> list[str]:
-    """Split text (by characters, never inside a UTF-8 sequence) into >= ``minimum`` pieces."""
-    n = max(minimum, math.ceil(len(text) / size))
+def _chunks(text: str, minimum: int = 3, size: int = 48, most: int = 32) -> list[str]:
+    """Split text (by characters, never inside a UTF-8 sequence) into >= ``minimum`` pieces of about
+    ``size`` characters, and no more than ``most`` pieces: a long answer streams in bigger pieces,
+    as Gemini's do (and the SDK parses each event of an interaction into new pydantic types)."""
+    n = max(minimum, min(most, math.ceil(len(text) / size)))
     step = max(1, math.ceil(len(text) / n))
     parts = [text[i:i + step] for i in range(0, len(text), step)] or [""]
     while len(parts) < minimum:
@@ -792,6 +814,20 @@ class StubServer:
         stored.pop("output_text", None)
         return _Reply(200, stored)
 
+    def _handle_models(self, query: dict[str, str], info: dict[str, Any]) -> _Reply:
+        """One page of the catalogue; ``pageSize``/``pageToken`` as the real API pages (small
+        pages by default, so a client's paging is exercised)."""
+        models = _catalogue()
+        try:
+            start = int(query.get("pageToken") or 0)
+            size = int(query.get("pageSize") or 2)
+        except ValueError:
+            return _error(400, "Invalid page token or size. (stub)")
+        page: dict[str, Any] = {"models": models[start:start + size]}
+        if start + size < len(models):
+            page["nextPageToken"] = str(start + size)
+        return _Reply(200, page)
+
     def handle_api(self, method: str, path: str, query: dict[str, str], raw: bytes,
                    has_key: bool) -> tuple[_Reply, dict[str, Any], dict[str, Any] | None]:
         """Route one API request; returns the reply, the record and the fault applied."""
@@ -830,6 +866,10 @@ class StubServer:
                 isinstance(f, dict) and (f.get("mime_type") == "application/json" or "schema" in f) for f in fmts)
         elif _INTERACTION_RE.match(path) and method == "GET":
             record["kind"] = "interaction.get"
+        elif _MODELS_RE.match(path) and method == "GET":
+            record["kind"] = "models.list"
+
+
         elif _CACHES_RE.match(path) and method == "POST":
             record["kind"] = "cache.create"
             record["model"] = (body or {}).get("model") if isinstance(body, dict) else None
@@ -865,6 +905,8 @@ class StubServer:
             reply = self._handle_count(body, record)
         elif kind == "interaction.create":
             reply = self._handle_create(body, fault, record)
+        elif kind == "models.list":
+            reply = self._handle_models(query, record)
         elif kind == "cache.create":
             reply = self._handle_cache_create(body, record)
         elif kind.startswith("cache."):

@@ -19,7 +19,9 @@ class ProposalWidget:
 
         self._w = w
         self.controller = controller
-        self._diff = diff_html(controller.diff)
+        diff = controller.diff
+        self._diff_text = diff.rstrip() or "(no change)"  # the text form (see _repr_mimebundle_)
+        self._diff = diff_html(diff)
         self.view = w.HTML()
         self.apply_button = w.Button(description="Apply", button_style="success", icon="check",
                                      tooltip=controller.writer.describe_apply())
@@ -76,4 +78,10 @@ class ProposalWidget:
         self.view.value = self._diff + "\n" + status
 
     def _repr_mimebundle_(self, **kwargs):
-        return self.box._repr_mimebundle_(**kwargs)
+        # Where no widget manager renders the view (a saved notebook on GitHub or nbviewer,
+        # nbconvert, a console), the same bundle shows the diff and what Apply will do, as
+        # they were when the proposal appeared.
+        bundle = self.box._repr_mimebundle_(**kwargs)
+        bundle["text/plain"] = f"{self._diff_text}\n{self.controller.message}"
+        bundle["text/html"] = self.view.value
+        return bundle

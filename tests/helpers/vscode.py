@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernel_harness import Kernel, Run
+from helpers.kernel import Kernel, Run
 
 NOTEBOOK = "/home/user/work/analysis.ipynb"
 

@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 
-from kernel_harness import Run as KernelRun
-from kernel_harness import start_kernel
+from helpers.kernel import Run as KernelRun
+from helpers.kernel import start_kernel
 
 TARGET = "genai_magics.bridge"
 WIDGET_TARGET = "jupyter.widget"
@@ -274,6 +274,21 @@ class FakeFrontend:
             for mid, s in self.widget_models.items()
             if s.get("_model_name") == "ButtonModel"
         }
+
+    def statuses(self) -> list[str]:
+        """The text of every HTML widget seen so far (a proposal's diff and status line)."""
+        return [s.get("value", "") for s in self.widget_models.values() if s.get("_model_name") == "HTMLModel"]
+
+    def click_until(self, label: str, expect: str, timeout: float = 30) -> None:
+        """Click the newest button ``label``; wait until one more status line says ``expect``."""
+        seen = sum(expect in v for v in self.statuses())
+        self.click(self.buttons()[label])
+        assert self.pump_until(lambda: sum(expect in v for v in self.statuses()) > seen, timeout=timeout), \
+            self.statuses()[-3:]
+
+    def snapshot(self) -> list[dict]:
+        """Every cell as notebook JSON."""
+        return [c.to_json() for c in self.cells]
 
     def push_snapshot(self, full: bool = False, executing: str | None = None) -> dict | None:
         """Send the cells that changed since the last push (everything when ``full``)."""
