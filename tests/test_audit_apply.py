@@ -1,16 +1,20 @@
 """Adversarial audit of Apply / Discard / Undo (issue 8's work): each test is a way a user could
 make Apply write the wrong thing or Undo clobber a hand edit, found by trying it. Real kernels
 (jupyter_client), VS Code's request shapes from tests/helpers/vscode.py, the fake live frontend
-(tests/fake_frontend.py), proposals scripted with the stand-in's ``script_edit``."""
+(tests/helpers/fake_frontend.py), proposals scripted with the stand-in's ``script_edit``."""
 from __future__ import annotations
 
-from fake_frontend import FakeCell, FakeFrontend
+import pytest
+
+from helpers.fake_frontend import FakeCell, FakeFrontend
 from helpers.vscode import VSCode, set_next_input
-from kernel_harness import FAKE_KEY
-from wire import api_requests
+from helpers.kernel import FAKE_KEY
+from helpers.wire import api_requests
 
 from genai_magics.engine.cells import Cell
 from genai_magics.frontends.notebook_edit import notebook_text
+
+pytestmark = pytest.mark.kernel  # every test here starts a kernel (fixture or fake frontend)
 
 CELL_A = "def parse(s):\n    return int(s)\n"
 LOOP = "for _ in range(1):\n    get_ipython().run_cell_magic('gemini_edit', '', 'Add input validation.')"
