@@ -11,12 +11,14 @@ import json
 import os
 import time
 
-import nbformat
 import pytest
 
 from helpers.kernel import FAKE_KEY
 from helpers.kernel import Kernel
 from helpers.wire import api_requests, current_payload
+from helpers.lazy import lazy_import
+
+nbformat = lazy_import("nbformat")
 
 CELL = "def mean(xs):\n    return sum(xs) / len(xs)\n"
 MARKDOWN = "# Notes\nSome *markdown* text.\n"

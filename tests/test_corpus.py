@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from helpers.fake_frontend import FakeCell, FakeFrontend
@@ -21,6 +20,9 @@ from helpers.wire import api_requests, current_payload
 
 from genai_magics.engine.cells import Cell, is_genai_magic
 from genai_magics.frontends.notebook_edit import Block, notebook_text, parse_blocks, proposal_ops, describe_ops
+from helpers.lazy import lazy_import
+
+nbformat = lazy_import("nbformat")
 
 CORPUS = Path(__file__).parent / "corpus"
 FILES = sorted(p.name for p in CORPUS.glob("*.ipynb"))

@@ -8,11 +8,13 @@ import re
 import shutil
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from helpers.vscode import VARIABLE_VIEWER, VSCode, cell_text_after, set_next_input
 from helpers.wire import api_requests, current_payload
+from helpers.lazy import lazy_import
+
+nbformat = lazy_import("nbformat")
 
 CELL_A = "def parse(s):\n    return int(s)\n"
 CORPUS = Path(__file__).parent / "corpus"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 
-import nbformat
 import pytest
 
 from helpers.fake_frontend import FakeCell, FakeFrontend
@@ -20,6 +19,9 @@ from helpers.wire import api_requests, current_payload
 
 from genai_magics.engine.cells import Cell
 from genai_magics.frontends.notebook_edit import notebook_text
+from helpers.lazy import lazy_import
+
+nbformat = lazy_import("nbformat")
 
 pytestmark = pytest.mark.kernel  # every test here drives a real kernel
 

@@ -6,10 +6,12 @@ import os
 from pathlib import Path
 
 import pytest
-from pytest_notebook.nb_regression import NBRegressionFixture
 
 from helpers.kernel import FAKE_KEY
+from helpers.lazy import lazy_import
 from helpers.wire import api_requests, current_payload
+
+nb_regression = lazy_import("pytest_notebook.nb_regression")
 
 pytestmark = pytest.mark.kernel  # every test here starts a kernel (directly or through nbclient)
 
@@ -25,7 +27,7 @@ def _text(cell) -> str:
 
 def test_quickstart_runs_on_the_stand_in(stub):
     stub.reset()
-    fixture = NBRegressionFixture(
+    fixture = nb_regression.NBRegressionFixture(
         exec_timeout=180,
         exec_env={**os.environ, "GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY},
         # outputs hold ports, widget ids and timings: the run must succeed, the outputs are checked below
@@ -50,7 +52,7 @@ def test_quickstart_runs_on_the_stand_in(stub):
 
 def test_context_notebook_sends_error_and_variables_once(stub):
     stub.reset()
-    fixture = NBRegressionFixture(
+    fixture = nb_regression.NBRegressionFixture(
         exec_timeout=180,
         exec_allow_errors=True,  # the notebook raises on purpose, to ask about it
         exec_env={**os.environ, "GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY},

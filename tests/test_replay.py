@@ -11,13 +11,15 @@ import os
 import re
 from pathlib import Path
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
 
 from genai_magics.persistence.store import record_path
 from helpers.kernel import FAKE_KEY, Kernel
 from helpers.wire import api_requests, current_payload, transcript
+from helpers.lazy import lazy_import
+
+nbformat = lazy_import("nbformat")
+nbclient = lazy_import("nbclient")
 
 pytestmark = pytest.mark.kernel  # every test here starts kernels (directly or through nbclient)
 
@@ -155,7 +157,7 @@ def run_all(path: Path, stub, key: str | None = FAKE_KEY, **config) -> nbformat.
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
+        nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
                        resources={"metadata": {"path": str(path.parent)}}).execute()
     finally:
         for k, v in saved.items():

@@ -13,12 +13,14 @@ import html
 import json
 import secrets
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
 
 from helpers.kernel import FAKE_KEY, Kernel
 from helpers.wire import api_requests, current_payload
+from helpers.lazy import lazy_import
+
+nbformat = lazy_import("nbformat")
+nbclient = lazy_import("nbclient")
 
 pytestmark = pytest.mark.kernel  # every test here starts a kernel (directly or through nbclient)
 
@@ -69,7 +71,7 @@ def secret_env(monkeypatch, stub):
 def test_the_key_appears_nowhere_in_a_whole_session(secret_env, stub, tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(src) for src, _ in SESSION]
-    client = NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
+    client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(tmp_path)}})
     with client.setup_kernel():
         for index, (cell, (_, fault)) in enumerate(zip(nb.cells, SESSION)):

@@ -8,8 +8,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import nbformat
 import pytest
+from helpers.lazy import lazy_import
+
+nbformat = lazy_import("nbformat")
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 

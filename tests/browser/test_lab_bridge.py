@@ -9,8 +9,10 @@ import re
 import time
 from pathlib import Path
 
-import nbformat
 import pytest
+from helpers.lazy import lazy_import
+
+nbformat = lazy_import("nbformat")
 
 APPS = ["lab", "notebook"]
 

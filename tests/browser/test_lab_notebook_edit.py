@@ -12,13 +12,15 @@ import time
 import urllib.request
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from genai_magics.engine.cells import Cell
 from genai_magics.frontends.notebook_edit import notebook_text
 
 from test_lab_bridge import NotebookPage
+from helpers.lazy import lazy_import
+
+nbformat = lazy_import("nbformat")
 
 SCRIPT = ("# %%\nimport math\n\n# %% Display\nradius = 2\n# %% id=total\narea = math.pi * radius ** 2\n")
 
