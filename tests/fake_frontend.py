@@ -39,7 +39,7 @@ from typing import Any, Iterable
 
 
 from kernel_harness import Run as KernelRun
-from kernel_harness import start_kernel
+from kernel_harness import start_kernel, stop_kernel
 
 TARGET = "genai_magics.bridge"
 WIDGET_TARGET = "jupyter.widget"
@@ -172,7 +172,7 @@ class FakeFrontend:
         try:
             self.kc.stop_channels()
         finally:
-            self.km.shutdown_kernel(now=True)
+            stop_kernel(self.km)
 
     def restart(self) -> None:
         """Restart the kernel: the comm and the widget models are gone."""
