@@ -275,7 +275,7 @@ class FakeFrontend:
             if s.get("_model_name") == "ButtonModel"
         }
 
-    def push_snapshot(self, full: bool = False, executing: str | None = None) -> dict | None:
+    def push_snapshot(self, full: bool = False) -> dict | None:
         """Send the cells that changed since the last push (everything when ``full``)."""
         if self.bridge_comm_id is None:
             return None
@@ -294,8 +294,6 @@ class FakeFrontend:
                 data["order"] = order
         self._seq += 1
         data["seq"] = self._seq
-        if executing is not None:
-            data["executing"] = executing
         self._send_shell("comm_msg", {"comm_id": self.bridge_comm_id, "data": data},
                          subshell_id=self._bridge_subshell())
         self._sent = {c.id: FakeCell(c.id, c.source, c.cell_type) for c in self.notebook}
@@ -308,7 +306,7 @@ class FakeFrontend:
         """Run a notebook cell as JupyterLab does: snapshot first, then the execute request."""
         cell = self.cell(cell_id)
         if self.push_before_execute:
-            self.push_snapshot(executing=cell_id)
+            self.push_snapshot()
         return self._execute(cell.source, cell_id, timeout)
 
     def execute_code(self, code: str, cell_id: str | None = None, *, timeout: float | None = None) -> Run:
@@ -423,7 +421,7 @@ class FakeFrontend:
         self.requests_received.append(data)
         if not self.answer_requests:
             return
-        reply: dict[str, Any] = {"type": "reply", "request_id": data.get("request_id"), "op": data.get("op")}
+        reply: dict[str, Any] = {"type": "reply", "request_id": data.get("request_id")}
         try:
             if self.refuse_requests:
                 raise ValueError(self.refuse_requests)

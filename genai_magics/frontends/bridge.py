@@ -6,23 +6,9 @@ From then on the frontend pushes snapshots of the live notebook model (cell
 ids, types, sources, order; unsaved and unrun edits included) right before
 each execute request, and answers requests to edit cells.
 
-Protocol version 1, frontend -> kernel::
-
-    {"type": "snapshot", "version": 1, "full": bool, "seq": int, "path": str,
-     "order": [ids],            # when full or when the order changed
-     "cells": [{"id", "cell_type", "source"}],  # all when full, else changed ones
-     "removed": [ids], "executing": id?}
-    {"type": "reply", "request_id": n, "ok": true, "cell_id": id?,
-     "cell": {...}?}            # delete_cell: the removed cell's nbformat JSON
-    {"type": "reply", "request_id": n, "ok": false, "error": "unknown cell id ..."}
-
-kernel -> frontend::
-
-    {"type": "request", "request_id": n, "op": "set_source", "cell_id", "source"}
-    {"type": "request", "request_id": n, "op": "insert_cell", "after_id", "cell_id",
-     "source", "cell_type", "cell"?}   # cell: full nbformat JSON to restore (id, metadata, outputs)
-    {"type": "request", "request_id": n, "op": "delete_cell", "cell_id"}
-    {"type": "resync"}          # please send a full snapshot
+The messages (protocol version 1) are described in docs/protocol.md, "The
+bridge's comm protocol"; tests/test_comm_schema.py checks that this module,
+labextension/src/index.ts and tests/fake_frontend.py follow that one schema.
 
 Ordering: ipykernel >= 7.4 routes a comm's incoming messages to the thread
 (subshell) that last sent on that comm, and JupyterLab 4.6 sends comm messages
