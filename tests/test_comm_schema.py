@@ -98,5 +98,5 @@ def test_the_fake_frontend_sends_and_reads_the_schema():
 def test_docs_name_every_field():
     doc = (ROOT / "docs/protocol.md").read_text()
     section = doc[doc.index("## The bridge's comm protocol"):]
-    missing = {f for f in FIELDS if f"`{f}`" not in section and f'"{f}"' not in section}
+    missing = {f for f in FIELDS if not re.search(rf"`[^`]*\b{f}\b[^`]*`", section)}  # named in code spans
     assert not missing, f"docs/protocol.md does not describe {missing}"
