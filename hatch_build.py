@@ -5,6 +5,7 @@ bridge and says so in one line, instead of failing in metadata generation with a
 traceback. The bridge is what lets Apply write into a cell live in JupyterLab and
 Notebook 7; everything else works without it.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -18,8 +19,10 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 MIN_NODE = 18  # yarn 3 (jlpm) needs 18.12; tested with 20
 BUILD_DIR = "genai_magics/labextension"
 SHARE = "share/jupyter/labextensions/genai-magics-bridge"
-MISSING = ("genai-magics: {why}: installing without the live bridge (no live Apply in JupyterLab / Notebook 7); "
-           "install Node.js >= {min} and install again to get it")
+MISSING = (
+    "genai-magics: {why}: installing without the live bridge (no live Apply in JupyterLab / Notebook 7); "
+    "install Node.js >= {min} and install again to get it"
+)
 
 
 def node_problem() -> str | None:
@@ -48,8 +51,15 @@ class BridgeBuildHook(BuildHookInterface):
         from hatch_jupyter_builder import npm_builder
 
         root = Path(self.root)
-        npm_builder(self.target_name, version, path=str(root / "labextension"), build_cmd="build:prod",
-                    source_dir=str(root / "labextension/src"), build_dir=str(root / BUILD_DIR), npm=["jlpm"])
+        npm_builder(
+            self.target_name,
+            version,
+            path=str(root / "labextension"),
+            build_cmd="build:prod",
+            source_dir=str(root / "labextension/src"),
+            build_dir=str(root / BUILD_DIR),
+            npm=["jlpm"],
+        )
         for target in ("package.json", "static/style.js"):
             if not (root / BUILD_DIR / target).exists():
                 raise RuntimeError(f"the labextension build did not produce {BUILD_DIR}/{target}")

@@ -5,6 +5,7 @@ sends and read every field it receives, and use no field outside the schema, so 
 (or one only one side knows) fails here. Read from the sources: genai_magics/frontends/bridge.py,
 labextension/src/index.ts, tests/fake_frontend.py.
 """
+
 from __future__ import annotations
 
 import ast
@@ -53,8 +54,8 @@ def _ts_method(source: str, name: str) -> str:
     """The body of a method of index.ts's NotebookBridge (up to the next member)."""
     start = re.search(rf"^  (?:private |async )*{name}\b.*?\{{\n", source, re.M)
     assert start, name
-    end = re.search(r"^  (?:private |public |constructor)", source[start.end():], re.M)
-    return source[start.end(): start.end() + end.start() if end else None]
+    end = re.search(r"^  (?:private |public |constructor)", source[start.end() :], re.M)
+    return source[start.end() : start.end() + end.start() if end else None]
 
 
 def _ts_keys(*methods: str) -> tuple[set[str], set[str]]:
@@ -67,9 +68,23 @@ def _ts_keys(*methods: str) -> tuple[set[str], set[str]]:
 
 
 def test_the_kernel_side_sends_and_reads_the_schema():
-    written, read = _python_keys(ROOT / "genai_magics/frontends/bridge.py", {
-        "_open", "_install_routing", "_on_msg", "_on_snapshot", "_on_reply", "_after_ok", "_request",
-        "set_source", "insert_cell", "delete_cell", "_send", "_cell_from"})
+    written, read = _python_keys(
+        ROOT / "genai_magics/frontends/bridge.py",
+        {
+            "_open",
+            "_install_routing",
+            "_on_msg",
+            "_on_snapshot",
+            "_on_reply",
+            "_after_ok",
+            "_request",
+            "set_source",
+            "insert_cell",
+            "delete_cell",
+            "_send",
+            "_cell_from",
+        },
+    )
     assert SENT_TO_FRONTEND <= written, SENT_TO_FRONTEND - written
     assert SENT_TO_KERNEL <= read, f"sent by the frontend but never read: {SENT_TO_KERNEL - read}"
     assert (written | read) - {"content", "data"} <= FIELDS, (written | read) - FIELDS
@@ -85,8 +100,9 @@ def test_the_extension_sends_and_reads_the_schema():
 
 
 def test_the_fake_frontend_sends_and_reads_the_schema():
-    written, read = _python_keys(ROOT / "tests/fake_frontend.py",
-                                 {"push_snapshot", "as_dict", "_on_bridge_msg", "_perform"})
+    written, read = _python_keys(
+        ROOT / "tests/fake_frontend.py", {"push_snapshot", "as_dict", "_on_bridge_msg", "_perform"}
+    )
     assert SENT_TO_KERNEL <= written, SENT_TO_KERNEL - written
     # the comm_open's version: only the extension warns about a mismatch
     assert SENT_TO_FRONTEND - {"version"} <= read, SENT_TO_FRONTEND - read
@@ -97,6 +113,6 @@ def test_the_fake_frontend_sends_and_reads_the_schema():
 
 def test_docs_name_every_field():
     doc = (ROOT / "docs/protocol.md").read_text()
-    section = doc[doc.index("## The bridge's comm protocol"):]
+    section = doc[doc.index("## The bridge's comm protocol") :]
     missing = {f for f in FIELDS if not re.search(rf"`[^`]*\b{f}\b[^`]*`", section)}  # named in code spans
     assert not missing, f"docs/protocol.md does not describe {missing}"
