@@ -153,7 +153,7 @@ class Conversation:
         payload = user_payload(
             mode,
             prompt,
-            current_source=document.source if send_source else None,
+            current_source=document.source if send_source and document is not None else None,
             synchronized=synchronized,
             pieces=list(sent),
             proposal_outcomes=outcomes,

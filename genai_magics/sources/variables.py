@@ -154,7 +154,8 @@ def _render(value: object, depth: int, path: set[int]) -> str:
         return f"{_type_name(value)}({open_}{body}{close})"
     if _is_array_like(value):
         # A frame or array inside a container: its shape, never its repr.
-        return f"<{_type_name(value)} shape={_guard(lambda: str(tuple(value.shape)), 'shape')}>"
+        array: Any = value
+        return f"<{_type_name(value)} shape={_guard(lambda: str(tuple(array.shape)), 'shape')}>"
     return _safe_repr(value, _SCALAR_CHARS)
 
 
