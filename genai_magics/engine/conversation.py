@@ -240,7 +240,7 @@ class Conversation:
                 self.chain_versions = []
                 # the digest told the new chain every outcome so far, as they were when planned
                 # (a button clicked while the request was out is told on the next turn)
-                told = zip(plan.new_chain_digest, plan.payload.get("earlierTurns", ()))
+                told = zip(plan.new_chain_digest, plan.payload.get("earlierTurns", ()), strict=False)
                 self.outcomes_told.update({t.proposal_sha256[:12]: e["outcome"] for t, e in told
                                            if t.proposal_sha256 and e.get("outcome") not in (None, "proposed")})
             self.last_interaction_id = interaction_id
