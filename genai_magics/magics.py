@@ -9,6 +9,7 @@ import traceback
 from contextlib import contextmanager
 
 from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, Dict, Enum, Float, Int, Unicode
@@ -16,7 +17,7 @@ from traitlets import Bool, Dict, Enum, Float, Int, Unicode
 from .ui import report
 from .frontends.cell_writer import strip_applied_marker
 from .frontends import frontend as frontends
-from .engine.conversation import STATE_MODES
+from .engine.conversation import STATE_MODES, Mode
 from .ui.display import NotebookDisplay, TerminalDisplay
 from .engine.errors import UserError
 from .engine.redaction import redact
@@ -69,6 +70,8 @@ def _interruptible():
 @magics_class
 class GeminiMagics(Magics):
     """Stateful Gemini conversations about your notebook's cells."""
+
+    shell: InteractiveShell  # IPython sets it when it registers the magics
 
     model = Unicode("gemini-3.7-flash", help="Gemini model used when --model is not given").tag(config=True)
     state = Enum(list(STATE_MODES), default_value="contents", help="default state mode for new conversations").tag(config=True)
@@ -193,12 +196,13 @@ class GeminiMagics(Magics):
 
     def _write_staged(self) -> bool:
         """A staged Apply for this very cell: write it now, send nothing."""
-        staged = self.staged.pop(self.session.record.running_id or "", None)
-        if staged is None:
+        running = self.session.record.running_id
+        staged = self.staged.pop(running, None) if running else None
+        if running is None or staged is None:
             return False
         text, done = staged
         self.shell.set_next_input(text, replace=True)
-        self.session.record.set_source(self.session.record.running_id, text)
+        self.session.record.set_source(running, text)
         done(None)
         print("genai_magics: the staged proposal replaces this cell now; no request was sent.")
         return True
@@ -239,7 +243,7 @@ class GeminiMagics(Magics):
         """
         return self._turn("edit", self.gemini_edit, line, cell)
 
-    def _turn(self, mode: str, magic, line: str, cell: str):
+    def _turn(self, mode: Mode, magic, line: str, cell: str):
         if self._write_staged():
             return None
         try:
@@ -293,6 +297,7 @@ class GeminiMagics(Magics):
             display.request(outcome.request, outcome.plan.state_mode, outcome.cache_plan)
             return
         turn = outcome.turn
+        assert turn is not None  # only a dry run has no turn
         display.finish(turn.response or ("_(proposal below)_" if mode == "edit" else "_(empty answer)_"))
         footer = (report.replay_footer(turn, outcome.replayed.at) if outcome.replayed else
                   report.footer(turn, outcome.plan, outcome.model))

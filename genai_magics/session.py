@@ -313,7 +313,7 @@ class Session:
             return TurnOutcome(conv, plan, model, request=request, target=target,
                                cache_plan=step.describe(settings.cache_ttl_s))
         client, notices = self._client(settings.client)
-        transport: Transport = TRANSPORTS[plan.state_mode](client, model, settings.temperature)
+        transport = TRANSPORTS[plan.state_mode](client, model, settings.temperature)
         if plan.new_chain_digest and conv.last_interaction_id:
             display.note(f"the server chain holds {len(conv.chain_versions)} versions of the code and the model "
                          "reads them all on every turn; starting a new chain with the current code and a "

@@ -117,8 +117,9 @@ class Bridge:
                 if kind == "snapshot":
                     return None
                 if kind == "reply":
+                    request_id = data.get("request_id")
                     with self._lock:
-                        sid = self._reply_routes.pop(data.get("request_id"), None)
+                        sid = self._reply_routes.pop(request_id, None) if isinstance(request_id, int) else None
                     return sid if kernel_compat.subshell_exists(self.shell, sid) else None
             return None
 
@@ -224,7 +225,7 @@ class Bridge:
             if not full and self._seq is None:
                 need_resync = True  # a delta without a base: ask for everything
             else:
-                if not full and isinstance(seq, int) and seq != self._seq + 1:
+                if not full and isinstance(seq, int) and self._seq is not None and seq != self._seq + 1:
                     need_resync = True  # a gap: apply what we have, then ask for everything
                 if full:
                     self._cells = {}
@@ -255,7 +256,7 @@ class Bridge:
     def _on_reply(self, data: dict) -> None:
         request_id = data.get("request_id")
         with self._lock:
-            entry = self._pending.pop(request_id, None)
+            entry = self._pending.pop(request_id, None) if isinstance(request_id, int) else None
         if entry is None:
             return  # late (timed out) or answered already (a second tab)
         request, done, timer, on_ok = entry
@@ -274,7 +275,7 @@ class Bridge:
         op = request.get("op")
         with self._lock:
             if op == "set_source":
-                old = self._cells.get(request.get("cell_id"))
+                old = self._cells.get(request["cell_id"])
                 if old is not None:
                     self._cells[old.id] = Cell(old.id, request.get("source", ""), old.cell_type)
             elif op == "insert_cell":
@@ -286,7 +287,7 @@ class Bridge:
                     index = self._order.index(after) + 1 if after in self._order else 0
                     self._order.insert(index, new_id)
             elif op == "delete_cell":
-                cell_id = request.get("cell_id")
+                cell_id = request["cell_id"]
                 self._cells.pop(cell_id, None)
                 if cell_id in self._order:
                     self._order.remove(cell_id)
