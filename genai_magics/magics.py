@@ -41,7 +41,8 @@ def _turn_arguments(func):
         argument("--state", choices=STATE_MODES, help="where the conversation state lives: app-managed contents or server-side interactions"),
         argument("--no-context", action="store_true", help="send no other cells (and for an ask, no document either)"),
         argument("--dry-run", action="store_true", help="show the exact request; send nothing, change nothing, no key needed"),
-        argument("--interpolate", action="store_true", help="expand {name} and $name from the user namespace in the prompt (and send a summary of each {name} variable)"),
+        argument("--interpolate", action="store_true", help="expand {name} and $name from the user namespace in the prompt "
+                                                         "(and send a summary of each {name} variable)"),
         argument("--error", action="store_true", help="send the session's last exception (trimmed traceback); an empty prompt asks to explain and fix it"),
         argument("--vars", metavar="NAMES", help="send compact summaries of these variables, e.g. df,model (each only when it changed)"),
         argument("--rerun", action="store_true", help="ask Gemini again although this turn is in the notebook's record"),
@@ -77,7 +78,8 @@ class GeminiMagics(Magics):
     state = Enum(list(STATE_MODES), default_value="contents", help="default state mode for new conversations").tag(config=True)
     max_document_bytes = Int(1_000_000, help="largest document (cell or notebook) sent, in bytes").tag(config=True)
     secondary_context_chars = Int(20_000, help="cap on the other cells sent as context, in characters").tag(config=True)
-    max_chain_versions = Int(8, help="interactions mode: start a new server chain when it holds more full versions of the code than this (0: never)").tag(config=True)
+    max_chain_versions = Int(8, help="interactions mode: start a new server chain when it holds more full "
+                                     "versions of the code than this (0: never)").tag(config=True)
     temperature = Float(None, allow_none=True, help="sampling temperature sent with every turn (None: the model's default)").tag(config=True)
     retry_attempts = Int(5, help="attempts for 429 and 5xx answers (the SDK's HttpRetryOptions)").tag(config=True)
     timeout = Float(120.0, help="seconds to wait for an answer").tag(config=True)
@@ -91,9 +93,13 @@ class GeminiMagics(Magics):
                               "'notebook' (beside the .ipynb, to share or commit) or a file path").tag(config=True)
     apply_wait = Float(300.0, help="seconds a magic cell waits for Apply/Discard where only the running cell can be written (VS Code)").tag(config=True)
     max_prompt_bytes = Int(100_000, help="largest prompt accepted, in bytes (the cell body or the one-line words)").tag(config=True)
-    cache = Enum(["auto", "off"], default_value="auto", help="contents mode: keep the conversation's stable head (system instruction, document, context) in an explicit Gemini context cache when it is over the model's cache minimum and pays off; off: never").tag(config=True)
+    cache = Enum(["auto", "off"], default_value="auto", help="contents mode: keep the conversation's stable head (system instruction, document, "
+                 "context) in an explicit Gemini context cache when it is over the model's cache minimum and "
+                 "pays off; off: never").tag(config=True)
     cache_ttl = Float(600.0, help="seconds an explicit cache lives unless used (each use extends it)").tag(config=True)
-    prices = Dict(help='prices per model overriding or adding to the table (US$ per 1M tokens): {"model": {"input": .., "cached_input": .., "output": .., "storage_hour": .., "cache_minimum": tokens}}').tag(config=True)
+    prices = Dict(help="prices per model overriding or adding to the table (US$ per 1M tokens): "
+                  '{"model": {"input": .., "cached_input": .., "output": .., "storage_hour": .., '
+                  '"cache_minimum": tokens}}').tag(config=True)
 
     def __init__(self, shell=None, kept=None, **kwargs):
         super().__init__(shell=shell, **kwargs)

@@ -299,8 +299,9 @@ class Session:
                 restored, turn, meta = replayed
                 _unmask_recorded(turn, doc)
                 return TurnOutcome(restored, None, model, turn=turn, target=target, replayed=meta)
-        replan = lambda: conv.plan_turn(req.mode, req.prompt, doc, pieces, state,  # noqa: E731
-                                        settings.max_chain_versions)
+        def replan() -> TurnPlan:
+            return conv.plan_turn(req.mode, req.prompt, doc, pieces, state, settings.max_chain_versions)
+
         plan = replan()
         try:
             price = price_for(model, settings.prices)
@@ -454,7 +455,8 @@ def parse_proposal(text: str) -> tuple[str, str]:
         data = json.loads(text)
     except ValueError:
         raise UserError(
-            "the model's edit answer was not valid JSON, so there is no proposal; nothing was recorded - run the cell again"
+            "the model's edit answer was not valid JSON, so there is no proposal; "
+            "nothing was recorded - run the cell again"
         ) from None
     if not isinstance(data, dict) or not isinstance(data.get("proposedSource"), str):
         raise UserError("the model's edit answer had no proposedSource; nothing was recorded - run the cell again")

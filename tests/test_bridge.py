@@ -270,7 +270,8 @@ def test_reply_reaches_a_subshell_request_while_the_main_shell_is_busy(ff):
     ff._shell_reply(msg_id, None)
     # the fake answered the request while handling iopub; ask the subshell for the result
     check = ff._send_shell("execute_request", {
-        "code": "import time\nfor _ in range(100):\n    if res_sub: break\n    time.sleep(0.02)\nprint(res_sub[0][0] if res_sub else 'NOTHING')",
+        "code": "import time\nfor _ in range(100):\n    if res_sub: break\n    time.sleep(0.02)\n"
+                "print(res_sub[0][0] if res_sub else 'NOTHING')",
         "silent": False, "store_history": False, "user_expressions": {}, "allow_stdin": False,
     }, subshell_id=sid)
     # keep handling iopub (the request arrives there) while the subshell waits
@@ -302,5 +303,6 @@ def _load_code() -> str:
     import genai_magics
 
     if "Bridge" in inspect.getsource(genai_magics):
-        return "%load_ext genai_magics\nfrom genai_magics.frontends.bridge import Bridge\nB = Bridge.attach(get_ipython())\n"
+        return ("%load_ext genai_magics\nfrom genai_magics.frontends.bridge import Bridge\n"
+                "B = Bridge.attach(get_ipython())\n")
     return ATTACH

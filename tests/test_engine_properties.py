@@ -254,7 +254,8 @@ def check_contents(conv: Conversation, ref: Ref, plan, doc: Document | None) -> 
 def check_state(conv: Conversation, ref: Ref) -> None:
     assert conv.sync.active_document_sha256 == (sha(ref.active) if ref.active is not None else None)
     assert [t.outcome for t in conv.history] == [t.outcome for t in ref.turns]
-    assert all(e is t.engine for e, t in zip(conv.history, ref.turns)) and len(conv.history) == len(ref.turns)
+    assert len(conv.history) == len(ref.turns)
+    assert all(e is t.engine for e, t in zip(conv.history, ref.turns, strict=True))
     assert conv.last_interaction_id == (ref.last_id if ref.chain_alive else None)
 
 
@@ -385,7 +386,7 @@ def run(ops, initial_mode: str) -> None:
         elif kind in ("apply", "discard", "undo"):
             do_transition(conv, ref, kind, op[1])
         elif kind == "in_flight":  # a button clicked while a request is out
-            do_turn(conv, ref, op[1], in_flight=lambda: do_transition(conv, ref, op[2], op[3]))
+            do_turn(conv, ref, op[1], in_flight=lambda op=op: do_transition(conv, ref, op[2], op[3]))
         elif kind == "manual":
             ref.cells[ref.target] += f"\n# manual {op[1]}"
             ref.seen_texts.append(ref.cells[ref.target])

@@ -65,7 +65,7 @@ def check_contents_request(body: dict, conv: str, own_versions: set[str]) -> Non
     assert roles == ["user", "model"] * (len(contents) // 2) + ["user"]
     assert "systemInstruction" in body or "system_instruction" in body
     full = 0
-    for i, c in enumerate(contents):
+    for c in contents:
         assert len(c["parts"]) == 1
         payload = json.loads(c["parts"][0]["text"])
         if c["role"] == "user":

@@ -133,7 +133,7 @@ def _common_tokens(a: list[tuple[str, str]], b: list[tuple[str, str]]) -> int:
     the same role, only whole 4-byte tokens of the common prefix count.
     """
     total = 0
-    for (role_a, text_a), (role_b, text_b) in zip(a, b):
+    for (role_a, text_a), (role_b, text_b) in zip(a, b, strict=False):
         if (role_a, text_a) == (role_b, text_b):
             total += tokens(text_a)
             continue
