@@ -299,14 +299,17 @@ class GeminiMagics(Magics):
                 print(redact(traceback.format_exc()), end="", file=sys.stderr)
             display.error(redact(f"unexpected {type(exc).__name__}: {exc} (%gemini debug on shows the traceback)"))
             return
-        if outcome.request is not None:
+        if outcome.request is not None and outcome.plan is not None:  # a dry run
             display.request(outcome.request, outcome.plan.state_mode, outcome.cache_plan)
             return
         turn = outcome.turn
         assert turn is not None  # only a dry run has no turn
         display.finish(turn.response or ("_(proposal below)_" if mode == "edit" else "_(empty answer)_"))
-        footer = (report.replay_footer(turn, outcome.replayed.at) if outcome.replayed else
-                  report.footer(turn, outcome.plan, outcome.model))
+        if outcome.replayed is not None:
+            footer = report.replay_footer(turn, outcome.replayed.at)
+        else:
+            assert outcome.plan is not None  # a turn that was sent has its plan
+            footer = report.footer(turn, outcome.plan, outcome.model)
         if mode == "edit" and turn.proposal_source is not None:
             return self._show_proposal(frontend, outcome, prompt, lambda: display.footer(footer))
         display.footer(footer)

@@ -299,6 +299,7 @@ class Session:
                 restored, turn, meta = replayed
                 _unmask_recorded(turn, doc)
                 return TurnOutcome(restored, None, model, turn=turn, target=target, replayed=meta)
+
         def replan() -> TurnPlan:
             return conv.plan_turn(req.mode, req.prompt, doc, pieces, state, settings.max_chain_versions)
 
@@ -338,7 +339,7 @@ class Session:
             replaced.closed = True
             self.caches.release(replaced)
         self.conversations[conv.name] = conv  # a conversation exists once a turn succeeded
-        note = self.replay.committed(conv, key)
+        note = self.replay.committed(conv, key) if key is not None else None  # None: a dry run
         if note:
             display.note(note)
         return TurnOutcome(conv, plan, model, turn=turn, target=target)
