@@ -3,7 +3,7 @@
 50 turns, two named conversations interleaved on two cells, with edits that
 are applied or discarded and hand edits: no cross-talk, the request size and
 the memory of the history stay flat, and every request obeys the protocol
-invariants of protocol.md.
+invariants of docs/protocol.md.
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Pure: no IPython, no network. ``plan_turn`` decides what the next request
 carries; ``Conversation.record`` commits a finished turn; ``apply``/``discard``/
-``undo`` are the button transitions of protocol.md. A failed request is simply
+``undo`` are the button transitions of docs/protocol.md. A failed request is simply
 never recorded, so the state is exactly as before it.
 """
 from __future__ import annotations
@@ -85,7 +85,7 @@ class TurnPlan:
     previous_interaction_id: str | None
     proposal_outcomes: dict[str, str]  # interactions: outcomes the server was not told yet
     new_chain_digest: tuple[Turn, ...]  # interactions: earlier turns the new chain must learn
-    payload: dict[str, Any]  # the current user turn (protocol.md)
+    payload: dict[str, Any]  # the current user turn (docs/protocol.md)
 
 
 def find_holder(history: Sequence[Turn], sha: str | None) -> tuple[int, Literal["user", "model"]] | None:

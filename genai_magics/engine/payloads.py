@@ -1,4 +1,4 @@
-"""The wire contract: the JSON text parts of user and model turns (protocol.md).
+"""The wire contract: the JSON text parts of user and model turns (docs/protocol.md).
 
 Pure functions over plain values; both transports and the dry run use them, so
 what the tests read is what goes over the wire.
