@@ -64,7 +64,9 @@ def start_kernel(env: dict[str, str] | None, cwd: str | None, timeout: float = 6
 
 def stop_kernel(km: KernelManager) -> None:
     # Under coverage (.ci/run) a kernel is asked to exit, so it writes its coverage data; a killed one cannot.
-    km.shutdown_kernel(now=not os.environ.get("COVERAGE_PROCESS_START"))
+    # A kernel that already exited (a test ended it) is cleaned up as before.
+    graceful = bool(os.environ.get("COVERAGE_PROCESS_START")) and km.is_alive()
+    km.shutdown_kernel(now=not graceful)
 
 
 class Kernel:
