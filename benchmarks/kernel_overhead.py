@@ -131,8 +131,7 @@ def write_notebook(path: Path) -> None:
         cell.id = f"c{i:03d}"
         cell.execution_count = i + 1
         nb.cells.append(cell)
-    for j, (kind, text) in enumerate((("ask", "Why is the summary tuple built this way?"),
-                                      ("edit", "Vectorize the loop."))):
+    for kind, text in (("ask", "Why is the summary tuple built this way?"), ("edit", "Vectorize the loop.")):
         cell = nbformat.v4.new_code_cell(f"%%gemini_{kind} --cell {TARGET}\n{text}")
         cell.id = f"magic-{kind}"
         nb.cells.append(cell)
@@ -437,7 +436,7 @@ def in_kernel(kernels: int, notes: list[str]) -> list[float]:
         try:
             text: list[str] = []
             kc.execute_interactive(KERNEL_CODE, timeout=60,
-                                   output_hook=lambda m: text.append(m["content"].get("text", ""))
+                                   output_hook=lambda m, text=text: text.append(m["content"].get("text", ""))
                                    if m["msg_type"] == "stream" else None)
             line = next((ln for ln in "".join(text).splitlines() if ln.startswith("LOADEXT")), None)
             if line is None:

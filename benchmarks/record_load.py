@@ -77,8 +77,8 @@ def main() -> int:
                 record = build(TURNS, lines, state)
                 path = Path(tmp) / f"{lines}-{state}.json"
                 store = RecordStore(path)
-                write = timed_ms(lambda: store.save(record), 9)
-                load = timed_ms(lambda: RecordStore(path).load(), 21)
+                write = timed_ms(lambda store=store, record=record: store.save(record), 9)
+                load = timed_ms(lambda path=path: RecordStore(path).load(), 21)
                 loaded, note = RecordStore(path).load()
                 assert note is None and len(loaded.conversations["default"].conversation.history) == TURNS
                 name = f"{TURNS} turns, {lines:,}-line cell, {state}"

@@ -4,9 +4,14 @@
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .magics import GeminiMagics
+
 __version__ = "0.1.0"
 
-_LOADED: dict[int, object] = {}
+_LOADED: dict[int, GeminiMagics] = {}
 # Where the conversations wait out a %reload_ext: on the shell, since reloading
 # this module starts _LOADED afresh.
 _KEPT = "_genai_magics_kept"

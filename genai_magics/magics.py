@@ -11,6 +11,7 @@ import traceback
 from contextlib import contextmanager
 
 from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, Dict, Enum, Float, Int, Unicode
@@ -18,7 +19,7 @@ from traitlets import Bool, Dict, Enum, Float, Int, Unicode
 from .ui import report
 from .frontends.cell_writer import EDITED_BEFORE_RERUN, strip_applied_marker
 from .frontends import frontend as frontends
-from .engine.conversation import STATE_MODES
+from .engine.conversation import STATE_MODES, Mode
 from .ui.display import NotebookDisplay, TerminalDisplay
 from .engine.errors import UserError
 from .engine.redaction import redact
@@ -87,11 +88,14 @@ def _interruptible():
 class GeminiMagics(Magics):
     """Stateful Gemini conversations about your notebook's cells."""
 
+    shell: InteractiveShell  # IPython sets it when it registers the magics
+
     model = Unicode(DEFAULT_MODEL, help="Gemini model used when --model is not given").tag(config=True)
     state = Enum(list(STATE_MODES), default_value="contents", help="default state mode for new conversations").tag(config=True)
     max_document_bytes = Int(1_000_000, help="largest document (cell or notebook) sent, in bytes").tag(config=True)
     secondary_context_chars = Int(20_000, help="cap on the other cells sent as context, in characters").tag(config=True)
-    max_chain_versions = Int(8, help="interactions mode: start a new server chain when it holds more full versions of the code than this (0: never)").tag(config=True)
+    max_chain_versions = Int(8, help="interactions mode: start a new server chain when it holds more full "
+                                     "versions of the code than this (0: never)").tag(config=True)
     temperature = Float(None, allow_none=True, help="sampling temperature sent with every turn (None: the model's default)").tag(config=True)
     retry_attempts = Int(5, help="attempts for 429 and 5xx answers (the SDK's HttpRetryOptions)").tag(config=True)
     timeout = Float(120.0, help="seconds to wait for an answer").tag(config=True)
@@ -105,9 +109,13 @@ class GeminiMagics(Magics):
                               "'notebook' (beside the .ipynb, to share or commit) or a file path").tag(config=True)
     apply_wait = Float(300.0, help="seconds a magic cell waits for Apply/Discard where only the running cell can be written (VS Code)").tag(config=True)
     max_prompt_bytes = Int(100_000, help="largest prompt accepted, in bytes (the cell body or the one-line words)").tag(config=True)
-    cache = Enum(["auto", "off"], default_value="auto", help="contents mode: keep the conversation's stable head (system instruction, document, context) in an explicit Gemini context cache when it is over the model's cache minimum and pays off; off: never").tag(config=True)
+    cache = Enum(["auto", "off"], default_value="auto", help="contents mode: keep the conversation's stable head (system instruction, document, "
+                 "context) in an explicit Gemini context cache when it is over the model's cache minimum and "
+                 "pays off; off: never").tag(config=True)
     cache_ttl = Float(600.0, help="seconds an explicit cache lives unless used (each use extends it)").tag(config=True)
-    prices = Dict(help='prices per model overriding or adding to the table (US$ per 1M tokens): {"model": {"input": .., "cached_input": .., "output": .., "storage_hour": .., "cache_minimum": tokens}}').tag(config=True)
+    prices = Dict(help="prices per model overriding or adding to the table (US$ per 1M tokens): "
+                  '{"model": {"input": .., "cached_input": .., "output": .., "storage_hour": .., '
+                  '"cache_minimum": tokens}}').tag(config=True)
 
     def __init__(self, shell=None, kept=None, **kwargs):
         super().__init__(shell=shell, **kwargs)
@@ -280,7 +288,7 @@ class GeminiMagics(Magics):
         are the instruction (%gemini_edit --error alone asks to fix the last error)."""
         return self._turn("edit", self.gemini_edit_line, line, None)
 
-    def _turn(self, mode: str, magic, line: str, cell: str):
+    def _turn(self, mode: Mode, magic, line: str, cell: str):
         if self._write_staged():
             return None
         try:
@@ -330,13 +338,17 @@ class GeminiMagics(Magics):
                 print(redact(traceback.format_exc()), end="", file=sys.stderr)
             display.error(redact(f"unexpected {type(exc).__name__}: {exc} (%gemini debug on shows the traceback)"))
             return
-        if outcome.request is not None:
+        if outcome.request is not None and outcome.plan is not None:  # a dry run
             display.request(outcome.request, outcome.plan.state_mode, outcome.cache_plan)
             return
         turn = outcome.turn
+        assert turn is not None  # only a dry run has no turn
         display.finish(turn.response or ("_(proposal below)_" if mode == "edit" else "_(empty answer)_"))
-        footer = (report.replay_footer(turn, outcome.replayed.at) if outcome.replayed else
-                  report.footer(turn, outcome.plan, outcome.model))
+        if outcome.replayed is not None:
+            footer = report.replay_footer(turn, outcome.replayed.at)
+        else:
+            assert outcome.plan is not None  # a turn that was sent has its plan
+            footer = report.footer(turn, outcome.plan, outcome.model)
         if mode == "edit" and turn.proposal_source is not None:
             return self._show_proposal(frontend, outcome, prompt, lambda: display.footer(footer))
         display.footer(footer)

@@ -338,8 +338,10 @@ class Session:
                 restored, turn, meta = replayed
                 _unmask_recorded(turn, doc)
                 return TurnOutcome(restored, None, model, turn=turn, target=target, replayed=meta)
-        replan = lambda: conv.plan_turn(req.mode, req.prompt, doc, pieces, state,  # noqa: E731
-                                        settings.max_chain_versions)
+
+        def replan() -> TurnPlan:
+            return conv.plan_turn(req.mode, req.prompt, doc, pieces, state, settings.max_chain_versions)
+
         plan = replan()
         try:
             price = price_for(model, settings.prices)
@@ -352,7 +354,7 @@ class Session:
             return TurnOutcome(conv, plan, model, request=request, target=target,
                                cache_plan=step.describe(settings.cache_ttl_s))
         client, notices = self._client(settings.client)
-        transport: Transport = TRANSPORTS[plan.state_mode](client, model, settings.temperature)
+        transport = TRANSPORTS[plan.state_mode](client, model, settings.temperature)
         if plan.new_chain_digest and conv.last_interaction_id:
             display.note(f"the server chain holds {len(conv.chain_versions)} versions of the code and the model "
                          "reads them all on every turn; starting a new chain with the current code and a "
@@ -376,7 +378,7 @@ class Session:
             replaced.closed = True
             self.caches.release(replaced)
         self.conversations[conv.name] = conv  # a conversation exists once a turn succeeded
-        note = self.replay.committed(conv, key)
+        note = self.replay.committed(conv, key) if key is not None else None  # None: a dry run
         if note:
             display.note(note)
         return TurnOutcome(conv, plan, model, turn=turn, target=target)
@@ -493,7 +495,8 @@ def parse_proposal(text: str) -> tuple[str, str]:
         data = json.loads(text)
     except ValueError:
         raise UserError(
-            "the model's edit answer was not valid JSON, so there is no proposal; nothing was recorded - run the cell again"
+            "the model's edit answer was not valid JSON, so there is no proposal; "
+            "nothing was recorded - run the cell again"
         ) from None
     if not isinstance(data, dict) or not isinstance(data.get("proposedSource"), str):
         raise UserError("the model's edit answer had no proposedSource; nothing was recorded - run the cell again")

@@ -116,7 +116,8 @@ def test_unknown_flag_or_command(kernel, stub, source, expected):
 
 @pytest.mark.parametrize("ref, expected", [
     ("nosuch", "genai_magics: --cell nosuch: no such cell (use an execution count like 5 or In[5], a cell id, or -1)"),
-    ("999", "genai_magics: --cell 999: no cell with execution count 999 in this session and no cell id starting with it"),
+    ("999", "genai_magics: --cell 999: no cell with execution count 999 in this session "
+            "and no cell id starting with it"),
     ("In[999]", "genai_magics: --cell In[999]: no cell with execution count 999 in this session"),
 ])
 def test_cell_naming_no_cell(kernel, stub, ref, expected):

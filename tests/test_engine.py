@@ -1,4 +1,4 @@
-"""Unit tests of the pure conversation engine (protocol.md), with plain data.
+"""Unit tests of the pure conversation engine (docs/protocol.md), with plain data.
 
 One behaviour per test. Nothing here touches IPython or the network: a "turn"
 is ``plan_turn`` (what would be sent) followed by ``record`` (what came back).
@@ -220,8 +220,8 @@ def test_reapply_after_undo_is_allowed_and_synchronizes_on_proposal():
 
 
 def test_discard_of_older_proposal_keeps_the_newer_view():
-    # protocol.md says Discard sets active = base; the engine only does so when the
-    # model's view is that proposal (otherwise a newer turn already moved on).
+    # the original design says Discard sets active = base (docs/protocol.md, deviations);
+    # the engine only does so when the model's view is that proposal (otherwise a newer turn already moved on).
     conv = Conversation("c")
     _, t1 = turn(conv, "edit", S0, proposal=S1)
     _, t2 = turn(conv, "edit", S0, proposal=S2)  # S0 resent (t1 not applied)

@@ -4,7 +4,7 @@ Random sequences of what a notebook user does (ask, edit, Apply/Discard/Undo on
 any earlier proposal, hand edits, pasting an old version, switching cells,
 changing other cells, failed requests, a lost server chain, switching state
 mode) run against the engine and against a reference written here from
-protocol.md. After every step the next turn is planned and compared:
+docs/protocol.md. After every step the next turn is planned and compared:
 
 * what the model holds: in contents mode the one full version the built
   ``contents`` show, replayed turn by turn; in interactions mode the versions
@@ -15,7 +15,7 @@ protocol.md. After every step the next turn is planned and compared:
 * no ``currentSource`` when synchronized, the current source when not;
 * the built contents hold at most one full version, and it is the cell's;
   every other version is a sha marker;
-* ``active_document_sha256`` follows protocol.md's transitions;
+* ``active_document_sha256`` follows docs/protocol.md's transitions;
 * refused transitions change nothing; secondary context is resent iff its hash
   changed since it was last sent (to this chain).
 """
@@ -68,7 +68,7 @@ class Ref:
     target: str
     state_mode: str
     turns: list[RefTurn] = field(default_factory=list)
-    active: str | None = None  # protocol.md's active document, as text
+    active: str | None = None  # docs/protocol.md's active document, as text
     chain_alive: bool = False  # interactions: a server chain holds our turns
     chain_start: int = 0
     last_id: str | None = None
@@ -255,7 +255,8 @@ def check_contents(conv: Conversation, ref: Ref, plan, doc: Document | None) -> 
 def check_state(conv: Conversation, ref: Ref) -> None:
     assert conv.sync.active_document_sha256 == (sha(ref.active) if ref.active is not None else None)
     assert [t.outcome for t in conv.history] == [t.outcome for t in ref.turns]
-    assert all(e is t.engine for e, t in zip(conv.history, ref.turns)) and len(conv.history) == len(ref.turns)
+    assert len(conv.history) == len(ref.turns)
+    assert all(e is t.engine for e, t in zip(conv.history, ref.turns, strict=True))
     assert conv.last_interaction_id == (ref.last_id if ref.chain_alive else None)
 
 
@@ -357,8 +358,8 @@ def do_transition(conv: Conversation, ref: Ref, action: str, pick: int) -> None:
         ref.cells[t.doc_key] = t.proposal  # Apply writes the proposal into its target cell
     elif action == "discard":
         t.outcome = "discarded"
-        # protocol.md: back to the base; the engine (rightly) only when the model's
-        # view was this proposal - a newer turn may have moved on.
+        # the original design: back to the base (docs/protocol.md, deviations); the engine
+        # (rightly) only when the model's view was this proposal - a newer turn may have moved on.
         if ref.active == t.proposal:
             ref.active = t.base
     else:
@@ -386,7 +387,7 @@ def run(ops, initial_mode: str) -> None:
         elif kind in ("apply", "discard", "undo"):
             do_transition(conv, ref, kind, op[1])
         elif kind == "in_flight":  # a button clicked while a request is out
-            do_turn(conv, ref, op[1], in_flight=lambda: do_transition(conv, ref, op[2], op[3]))
+            do_turn(conv, ref, op[1], in_flight=lambda op=op: do_transition(conv, ref, op[2], op[3]))
         elif kind == "manual":
             ref.cells[ref.target] += f"\n# manual {op[1]}"
             ref.seen_texts.append(ref.cells[ref.target])

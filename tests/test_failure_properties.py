@@ -7,7 +7,7 @@ change of the other cell, a turn that meets an injected fault (HTTP 400, 401,
 server forgetting the interaction chain. ``Session.run`` drives the real SDK
 over HTTP against the stand-in, in-process.
 
-The reference here is written from protocol.md only: what the model holds
+The reference here is written from docs/protocol.md only: what the model holds
 (contents: the versions a valid turn of the transcript holds in full;
 interactions: the versions the current server chain was sent or proposed), the
 active document, the secondary context hash, the turn count and the chain id.
@@ -77,7 +77,7 @@ class RefTurn:
 
 @dataclass
 class Ref:
-    """What the model holds and what the engine must show, from protocol.md."""
+    """What the model holds and what the engine must show, from docs/protocol.md."""
 
     state: str
     cells: dict[str, str]

@@ -74,7 +74,7 @@ def test_the_key_appears_nowhere_in_a_whole_session(secret_env, stub, tmp_path):
     client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(tmp_path)}})
     with client.setup_kernel():
-        for index, (cell, (_, fault)) in enumerate(zip(nb.cells, SESSION)):
+        for index, (cell, (_, fault)) in enumerate(zip(nb.cells, SESSION, strict=False)):
             if fault:
                 stub.inject(**fault)
             client.execute_cell(cell, index)

@@ -33,7 +33,7 @@ def test_two_writers_at_the_same_moment_one_wins_the_file_is_always_whole(tmp_pa
         notes: list = [None, None]
         start = threading.Barrier(2)
 
-        def write(i: int) -> None:
+        def write(i: int, start=start, stores=stores, records=records, notes=notes) -> None:
             start.wait()
             notes[i] = stores[i].save(records[i])
 

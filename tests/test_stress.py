@@ -3,7 +3,7 @@
 50 turns, two named conversations interleaved on two cells, with edits that
 are applied or discarded and hand edits: no cross-talk, the request size and
 the memory of the history stay flat, and every request obeys the protocol
-invariants of protocol.md.
+invariants of docs/protocol.md.
 """
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def check_contents_request(body: dict, conv: str, own_versions: set[str]) -> Non
     assert roles == ["user", "model"] * (len(contents) // 2) + ["user"]
     assert body["systemInstruction"]  # the SDK's wire name
     full = 0
-    for i, c in enumerate(contents):
+    for c in contents:
         assert len(c["parts"]) == 1
         payload = json.loads(c["parts"][0]["text"])
         if c["role"] == "user":

@@ -380,7 +380,7 @@ def test_control_api_from_separate_process(monkeypatch):
             client.models.generate_content(model=MODEL, contents="x")
         assert http(f"{url}/_stub/reset", "POST", {})[0] == 200
         assert http(f"{url}/_stub/requests")[1] == []
-        with pytest.raises(Exception):  # reset forgot the stored interactions
+        with pytest.raises(Exception, match="Error code: 404"):  # reset forgot the stored interactions
             client.interactions.get(created.id)
     finally:
         proc.terminate()

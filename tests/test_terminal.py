@@ -51,7 +51,10 @@ class Tmux:
 @pytest.fixture
 def term(stub):
     if shutil.which("tmux") is None:
-        pytest.fail("tmux is needed for the terminal tests (.ci/run installs it)")
+        reason = "tmux is not installed (apt-get install tmux, as root: scripts/setup.sh does it)"
+        if os.environ.get("CI"):  # in CI the terminal test must run
+            pytest.fail(reason)
+        pytest.skip(reason)
     stub.reset()
     t = Tmux({"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY})
     try:

@@ -107,7 +107,7 @@ def cacheable(history: Sequence[Turn], plan: TurnPlan) -> tuple[Contents, int]:
 def shared_prefix(previous: Sequence[Any], current: Sequence[Any]) -> int:
     """How many leading items two requests' contents have in common."""
     n = 0
-    for a, b in zip(previous, current):
+    for a, b in zip(previous, current, strict=False):
         if a != b:
             break
         n += 1

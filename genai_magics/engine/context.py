@@ -8,8 +8,9 @@ shape, so one rule covers all of them.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from .cells import Cell, is_genai_magic, undecodable_at
@@ -23,7 +24,7 @@ class ContextPiece:
     field: str  # payload field, e.g. "secondaryContext"
     text: str
     name: str | None = None  # entry inside a dict-valued field (e.g. a variable)
-    sha256: str = field(init=False)
+    sha256: str = dataclasses.field(init=False)  # `field` is the attribute above
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sha256", sha256_text(self.text))

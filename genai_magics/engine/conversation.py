@@ -2,7 +2,7 @@
 
 Pure: no IPython, no network. ``plan_turn`` decides what the next request
 carries; ``Conversation.record`` commits a finished turn; ``apply``/``discard``/
-``undo`` are the button transitions of protocol.md. A failed request is simply
+``undo`` are the button transitions of docs/protocol.md. A failed request is simply
 never recorded, so the state is exactly as before it.
 """
 from __future__ import annotations
@@ -86,7 +86,7 @@ class TurnPlan:
     previous_interaction_id: str | None
     proposal_outcomes: dict[str, str]  # interactions: outcomes the server was not told yet
     new_chain_digest: tuple[Turn, ...]  # interactions: earlier turns the new chain must learn
-    payload: dict[str, Any]  # the current user turn (protocol.md)
+    payload: dict[str, Any]  # the current user turn (docs/protocol.md)
 
 
 def find_holder(history: Sequence[Turn], sha: str | None) -> tuple[int, Literal["user", "model"]] | None:
@@ -154,7 +154,7 @@ class Conversation:
         payload = user_payload(
             mode,
             prompt,
-            current_source=document.source if send_source else None,
+            current_source=document.source if send_source and document is not None else None,
             synchronized=synchronized,
             pieces=list(sent),
             proposal_outcomes=outcomes,
@@ -241,7 +241,7 @@ class Conversation:
                 self.chain_versions = []
                 # the digest told the new chain every outcome so far, as they were when planned
                 # (a button clicked while the request was out is told on the next turn)
-                told = zip(plan.new_chain_digest, plan.payload.get("earlierTurns", ()))
+                told = zip(plan.new_chain_digest, plan.payload.get("earlierTurns", ()), strict=False)
                 self.outcomes_told.update({t.proposal_sha256[:12]: e["outcome"] for t, e in told
                                            if t.proposal_sha256 and e.get("outcome") not in (None, "proposed")})
             self.last_interaction_id = interaction_id

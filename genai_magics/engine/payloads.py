@@ -1,4 +1,4 @@
-"""The wire contract: the JSON text parts of user and model turns (protocol.md).
+"""The wire contract: the JSON text parts of user and model turns (docs/protocol.md).
 
 Pure functions over plain values; both transports and the dry run use them, so
 what the tests read is what goes over the wire.
@@ -17,7 +17,8 @@ or "edit" (reply JSON: "explanation", short Markdown, and "proposedSource", the 
 "prompt" is the request; "currentSource" is the document (a cell, or the notebook: each cell a
 "# %% id=<id>" block, "# %% [markdown] id=<id>" or "[raw]" for those, blocks apart by a blank
 line; a cell's own lines starting "# %%" carry a leading backslash, keep it; keep headers and
-ids, a block without id is a new cell, a block left out removes its cell), sent when it changed; "sourceSynchronized" means the document is your latest full
+ids, a block without id is a new cell, a block left out removes its cell), sent when it changed;
+"sourceSynchronized" means the document is your latest full
 version not discarded or undone; "superseded...Sha256" mark replaced versions;
 "secondaryContext" holds other cells (read-only); "lastError" the last exception with its
 trimmed traceback; "variables" summaries of live variables; "proposalOutcomes" says what the

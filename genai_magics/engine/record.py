@@ -207,7 +207,7 @@ def dumps(record: NotebookRecord) -> str:
 def loads(text: str) -> NotebookRecord:
     try:
         data = json.loads(text)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise RecordError(f"corrupt or truncated ({exc.msg} at character {exc.pos})") from None
     if not isinstance(data, dict) or not isinstance(data.get("schema"), int):
         raise RecordError("not a genai_magics record")

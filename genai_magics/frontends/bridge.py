@@ -6,23 +6,9 @@ From then on the frontend pushes snapshots of the live notebook model (cell
 ids, types, sources, order; unsaved and unrun edits included) right before
 each execute request, and answers requests to edit cells.
 
-Protocol version 1, frontend -> kernel::
-
-    {"type": "snapshot", "version": 1, "full": bool, "seq": int, "path": str,
-     "order": [ids],            # when full or when the order changed
-     "cells": [{"id", "cell_type", "source"}],  # all when full, else changed ones
-     "removed": [ids], "executing": id?}
-    {"type": "reply", "request_id": n, "ok": true, "cell_id": id?,
-     "cell": {...}?}            # delete_cell: the removed cell's nbformat JSON
-    {"type": "reply", "request_id": n, "ok": false, "error": "unknown cell id ..."}
-
-kernel -> frontend::
-
-    {"type": "request", "request_id": n, "op": "set_source", "cell_id", "source"}
-    {"type": "request", "request_id": n, "op": "insert_cell", "after_id", "cell_id",
-     "source", "cell_type", "cell"?}   # cell: full nbformat JSON to restore (id, metadata, outputs)
-    {"type": "request", "request_id": n, "op": "delete_cell", "cell_id"}
-    {"type": "resync"}          # please send a full snapshot
+The messages (protocol version 1) are described in docs/protocol.md, "The
+bridge's comm protocol"; tests/test_comm_schema.py checks that this module,
+labextension/src/index.ts and tests/fake_frontend.py follow that one schema.
 
 Ordering: ipykernel >= 7.4 routes a comm's incoming messages to the thread
 (subshell) that last sent on that comm, and JupyterLab 4.6 sends comm messages
@@ -130,8 +116,9 @@ class Bridge:
                 if kind == "snapshot":
                     return None
                 if kind == "reply":
+                    request_id = data.get("request_id")
                     with self._lock:
-                        sid = self._reply_routes.pop(data.get("request_id"), None)
+                        sid = self._reply_routes.pop(request_id, None) if isinstance(request_id, int) else None
                     return sid if kernel_compat.subshell_exists(self.shell, sid) else None
             return None
 
@@ -239,7 +226,7 @@ class Bridge:
             if not full and self._seq is None:
                 need_resync = True  # a delta without a base: ask for everything
             else:
-                if not full and isinstance(seq, int) and seq != self._seq + 1:
+                if not full and isinstance(seq, int) and self._seq is not None and seq != self._seq + 1:
                     need_resync = True  # a gap: apply what we have, then ask for everything
                 if full:
                     self._cells = {}
@@ -270,7 +257,7 @@ class Bridge:
     def _on_reply(self, data: dict) -> None:
         request_id = data.get("request_id")
         with self._lock:
-            entry = self._pending.pop(request_id, None)
+            entry = self._pending.pop(request_id, None) if isinstance(request_id, int) else None
         if entry is None:
             return  # late (timed out) or answered already (a second tab)
         request, done, timer, on_ok = entry
@@ -289,7 +276,7 @@ class Bridge:
         op = request.get("op")
         with self._lock:
             if op == "set_source":
-                old = self._cells.get(request.get("cell_id"))
+                old = self._cells.get(request["cell_id"])
                 if old is not None:
                     self._cells[old.id] = Cell(old.id, request.get("source", ""), old.cell_type)
             elif op == "insert_cell":
@@ -301,7 +288,7 @@ class Bridge:
                     index = self._order.index(after) + 1 if after in self._order else 0
                     self._order.insert(index, new_id)
             elif op == "delete_cell":
-                cell_id = request.get("cell_id")
+                cell_id = request["cell_id"]
                 self._cells.pop(cell_id, None)
                 if cell_id in self._order:
                     self._order.remove(cell_id)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Literal, Sequence
 
 from .cell_writer import Done, live_done
-from ..engine.cells import Cell
+from ..engine.cells import Cell, CellType
 from ..engine.diff import unified_diff
 from ..engine.redaction import MASK, redact, unmask
 
@@ -30,7 +30,7 @@ _MARKER_LINE = re.compile(r"^\\*# %%")  # a cell line that must be escaped (one 
 @dataclass(frozen=True)
 class Block:
     id: str | None
-    cell_type: str
+    cell_type: CellType
     source: str
 
 
@@ -65,13 +65,14 @@ def unmask_cells(base_text: str, proposal_text: str) -> tuple[str, list[str]]:
     if MASK not in proposal_text or redact(base_text) == base_text:  # no key was masked
         return proposal_text, []
     base = {b.id: b for b in parse_blocks(base_text) if b.id}
-    blocks, untouched = [], []
+    blocks: list[Block] = []
+    untouched: list[str] = []
     for block in parse_blocks(proposal_text):
         old = base.get(block.id) if block.id else None
-        if old is not None:
+        if old is not None and block.id:
             text, placed = unmask(old.source, block.source)
             if not placed:
-                untouched.append(old.id)
+                untouched.append(block.id)
                 text = old.source
             block = replace(block, source=text)
         blocks.append(block)
@@ -81,7 +82,7 @@ def unmask_cells(base_text: str, proposal_text: str) -> tuple[str, list[str]]:
 def parse_blocks(text: str) -> list[Block]:
     """The blocks of a document text; ``parse_blocks(notebook_text(cells))`` gives the cells back exactly."""
     blocks: list[Block] = []
-    current: tuple[str | None, str] | None = None
+    current: tuple[str | None, CellType] | None = None
     lines: list[str] = []
 
     def close() -> None:
@@ -96,7 +97,8 @@ def parse_blocks(text: str) -> list[Block]:
         match = _HEADER.match(line)
         if match:
             close()
-            current, lines = (match.group(2), match.group(1) or "code"), []
+            kind: CellType = "markdown" if match.group(1) == "markdown" else "raw" if match.group(1) else "code"
+            current, lines = (match.group(2), kind), []
         else:
             lines.append(line)
     close()
@@ -232,9 +234,11 @@ class NotebookWriter:
             if op.kind == "set":
                 self.bridge.set_source(op.cell_id, op.source, then)
             elif op.kind == "delete":
-                self.inserted.discard(op.cell_id)
-                present.discard(op.cell_id)
-                self.bridge.delete_cell(op.cell_id, then, on_removed=lambda cell: self._keep(op.cell_id, cell, above))
+                deleted = op.cell_id
+                assert deleted is not None  # plan_ops names the cell of every delete
+                self.inserted.discard(deleted)
+                present.discard(deleted)
+                self.bridge.delete_cell(deleted, then, on_removed=lambda cell: self._keep(deleted, cell, above))
             elif op.cell_id in self.removed and op.cell_id not in present:
                 gone = self.removed.pop(op.cell_id)
                 cell = dict(gone.cell)

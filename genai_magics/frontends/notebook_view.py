@@ -20,7 +20,9 @@ from ..engine.cells import CELL_TYPES, Cell, is_genai_magic
 class NotebookView(Protocol):
     """What the magics need to know about the notebook."""
 
-    description: str  # shown in %gemini status: where the cells come from
+    @property
+    def description(self) -> str:  # shown in %gemini status: where the cells come from
+        ...
 
     def cells(self) -> Sequence[Cell]:
         """Cells in notebook order (as far as this source knows the order)."""

@@ -43,7 +43,9 @@ EXIT_TIMEOUT_S = 2.0  # per deletion when the kernel exits or the extension unlo
 
 @dataclass(frozen=True)
 class Decision:
-    action: Action  # none: send without a cache; use: the existing one; create: a new one (replacing any); drop: delete the existing one, send without
+    # none: send without a cache; use: the existing one; create: a new one (replacing any);
+    # drop: delete the existing one, send without
+    action: Action
     refresh: bool  # patch the TTL of the cache used
     reason: str
 

@@ -297,4 +297,7 @@ class InteractionsTransport(_Transport):
         )
 
 
-TRANSPORTS = {"contents": ContentsTransport, "interactions": InteractionsTransport}
+TRANSPORTS: dict[str, Callable[[Any, str, float | None], Transport]] = {
+    "contents": ContentsTransport,
+    "interactions": InteractionsTransport,
+}

@@ -53,7 +53,7 @@ class Replay:
         """The recorded turn this cell shows again, or None: the cell goes live (after a branch)."""
         rec = self.record.conversations.get(name) if self.record else None
         turn = replay_match(rec, key) if rec is not None and self.mode != "off" and not rerun else None
-        if turn is not None:
+        if turn is not None and rec is not None:
             replayed(rec)
             return rec.conversation, turn, rec.meta[turn.index]
         if self.mode == "only":

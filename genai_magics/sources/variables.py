@@ -106,7 +106,7 @@ def _is_instance(value: object, module: str, cls: str) -> bool:
 def _ordered(value: set | frozenset) -> tuple[list[object], bool]:
     """The first items of a set in a deterministic order (sets iterate by hash)."""
     if len(value) > _SORT_LIMIT:
-        return [x for _, x in zip(range(_ITEMS), value)], False
+        return [x for _, x in zip(range(_ITEMS), value, strict=False)], False
     try:
         return heapq.nsmallest(_ITEMS, value), True
     except Exception:  # noqa: BLE001 - mixed types: order by type name and repr
@@ -145,7 +145,8 @@ def _render(value: object, depth: int, path: set[int]) -> str:
         return f"{_type_name(value)}({open_}{body}{close})"
     if _is_array_like(value):
         # A frame or array inside a container: its shape, never its repr.
-        return f"<{_type_name(value)} shape={_guard(lambda: str(tuple(value.shape)), 'shape')}>"
+        array: Any = value
+        return f"<{_type_name(value)} shape={_guard(lambda: str(tuple(array.shape)), 'shape')}>"
     return _safe_repr(value, _SCALAR_CHARS)
 
 
@@ -182,7 +183,7 @@ def _pandas_frame(df: Any) -> str:
     lines = [f"{_type_name(df)} shape=({rows}, {cols})"]
     # dtypes is per column, not per row: cheap however long the frame is
     dtypes = ", ".join(
-        f"{clip(str(c), 60)}:{t!s}" for c, t in zip(df.columns[:_MAX_COLUMNS], df.dtypes.iloc[:_MAX_COLUMNS])
+        f"{clip(str(c), 60)}:{t!s}" for c, t in zip(df.columns[:_MAX_COLUMNS], df.dtypes.iloc[:_MAX_COLUMNS], strict=False)
     )
     more = f", {ELLIPSIS} +{cols - _MAX_COLUMNS} columns" if cols > _MAX_COLUMNS else ""
     lines.append(f"columns: {dtypes or '(none)'}{more}")
@@ -211,7 +212,7 @@ def _pandas_series(s: Any) -> str:
 def _polars_frame(df: Any) -> str:
     rows, cols = df.shape
     lines = [f"{_type_name(df)} shape=({rows}, {cols})"]
-    schema = list(zip(df.columns[:_MAX_COLUMNS], df.dtypes[:_MAX_COLUMNS]))
+    schema = list(zip(df.columns[:_MAX_COLUMNS], df.dtypes[:_MAX_COLUMNS], strict=False))
     more = f", {ELLIPSIS} +{cols - _MAX_COLUMNS} columns" if cols > _MAX_COLUMNS else ""
     lines.append("columns: " + ", ".join(f"{clip(str(c), 60)}:{t}" for c, t in schema) + more)
     if rows and cols:

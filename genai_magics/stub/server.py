@@ -153,7 +153,7 @@ def _common_tokens(a: list[tuple[str, str]], b: list[tuple[str, str]]) -> int:
     the same role, only whole 4-byte tokens of the common prefix count.
     """
     total = 0
-    for (role_a, text_a), (role_b, text_b) in zip(a, b):
+    for (role_a, text_a), (role_b, text_b) in zip(a, b, strict=False):
         if (role_a, text_a) == (role_b, text_b):
             total += tokens(text_a)
             continue
@@ -345,6 +345,12 @@ class _Reply:
         self.events = events
         self.headers = headers or {}
         self.cut = cut
+
+
+def _name_in(pattern: re.Pattern[str], path: str) -> str:
+    """The name a route's pattern captured (the route was chosen by the same pattern)."""
+    match = pattern.match(path)
+    return match.group(1) if match else ""
 
 
 def _error(status: int, message: str | None = None, retry_after: Any = None) -> _Reply:
@@ -747,7 +753,8 @@ class StubServer:
         return _Reply(200, events=events)
 
     def _handle_count(self, body: dict[str, Any], info: dict[str, Any]) -> _Reply:
-        request = body.get("generateContentRequest") if isinstance(body.get("generateContentRequest"), dict) else body
+        inner = body.get("generateContentRequest")
+        request: dict[str, Any] = inner if isinstance(inner, dict) else body
         total = sum(tokens(t) for c in request.get("contents") or [] for t in _texts(c))
         total += tokens("".join(_texts(request.get("systemInstruction"))))
         info.update(input_tokens=total, response_tokens=0)
@@ -761,8 +768,8 @@ class StubServer:
                                "it expired or was deleted. Start a new conversation without it. (stub)")
         model = body.get("model") or body.get("agent") or "unknown-model"
         input_text = "".join(_texts(body.get("input")))
-        system = body.get("system_instruction") if isinstance(body.get("system_instruction"), str) \
-            else "".join(_texts(body.get("system_instruction")))
+        raw_system = body.get("system_instruction")
+        system = raw_system if isinstance(raw_system, str) else "".join(_texts(raw_system))
         turns: list[tuple[str, str]] = []
         for stored in chain:
             turns.append(("user", stored["input_text"]))
@@ -899,20 +906,21 @@ class StubServer:
             return reply, record, fault
 
         kind = record["kind"]
+        data: dict[str, Any] = body if isinstance(body, dict) else {}  # checked above for the kinds that need one
         if kind in ("generate", "stream"):
-            reply = self._handle_generate(record["model"], body, kind == "stream", fault, record)
+            reply = self._handle_generate(record["model"], data, kind == "stream", fault, record)
         elif kind == "count":
-            reply = self._handle_count(body, record)
+            reply = self._handle_count(data, record)
         elif kind == "interaction.create":
-            reply = self._handle_create(body, fault, record)
+            reply = self._handle_create(data, fault, record)
         elif kind == "models.list":
             reply = self._handle_models(query, record)
         elif kind == "cache.create":
-            reply = self._handle_cache_create(body, record)
+            reply = self._handle_cache_create(data, record)
         elif kind.startswith("cache."):
-            reply = self._handle_cache(method, _CACHE_RE.match(path).group(1), body, record)
+            reply = self._handle_cache(method, _name_in(_CACHE_RE, path), body, record)
         else:
-            reply = self._handle_get(_INTERACTION_RE.match(path).group(1), record)
+            reply = self._handle_get(_name_in(_INTERACTION_RE, path), record)
         record["status"] = reply.status
         if fault and fault["fault"] == "cut_stream" and reply.events is not None:
             reply.cut = True

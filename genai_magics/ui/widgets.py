@@ -7,6 +7,7 @@ needs (the diff with its status line, Apply, Discard, Copy) and adds Undo, the
 from __future__ import annotations
 
 import html
+from typing import Any
 
 from .proposal import ProposalController
 from .diff import diff_html
@@ -27,8 +28,8 @@ class ProposalWidget:
                                      tooltip=controller.writer.describe_apply())
         self.discard_button = w.Button(description="Discard", icon="times", tooltip="Keep the cell as it is")
         self.copy_button = w.Button(description="Copy", icon="copy", tooltip="Show the proposal as text to copy")
-        self.undo_button = None
-        self.force_button = None
+        self.undo_button: Any = None  # ipywidgets.Button once there is something to undo
+        self.force_button: Any = None
         self._pending_force: str | None = None
         self.apply_button.on_click(lambda _: self.controller.apply())
         self.discard_button.on_click(lambda _: self.controller.discard())

@@ -210,7 +210,7 @@ class NotebookBridge {
     if (comm && !comm.isDisposed) {
       try {
         // tell the kernel the notebook is gone
-        comm.close({ reason: 'notebook closed' });
+        comm.close();
       } catch (e) {
         // the kernel is gone already
       }
@@ -285,13 +285,13 @@ class NotebookBridge {
     }
     this._timer = setTimeout(() => {
       this._timer = null;
-      this._push(false, undefined, true);
+      this._push(false, true);
     }, EDIT_PUSH_DELAY_MS);
   }
 
   private _onExecutionScheduled(
     _: unknown,
-    args: { notebook: unknown; cell: { model: { sharedModel: { getId(): string } } } }
+    args: { notebook: unknown }
   ): void {
     if (args.notebook !== this._panel.content || !this._comm) {
       return;
@@ -302,14 +302,14 @@ class NotebookBridge {
     }
     // Synchronous: this comm_msg is queued before CodeCell.execute sends the
     // execute request, on the same (main) shell channel.
-    this._push(false, args.cell.model.sharedModel.getId());
+    this._push(false);
   }
 
   /**
    * Send a snapshot: everything when `full` or nothing was sent yet, else
    * only the cells that changed, the removed ids and the order if it changed.
    */
-  private _push(full: boolean, executing?: string, skipIfEmpty = false): void {
+  private _push(full: boolean, skipIfEmpty = false): void {
     if (!this._comm) {
       return;
     }
@@ -324,9 +324,6 @@ class NotebookBridge {
       seq: ++this._seq,
       path: this._panel.context.path
     };
-    if (executing !== undefined) {
-      data.executing = executing;
-    }
     if (isFull || sent === null) {
       data.order = order;
       data.cells = cells;
@@ -378,7 +375,7 @@ class NotebookBridge {
     } catch (e) {
       reply = { ok: false, error: e instanceof Error ? e.message : String(e) };
     }
-    this._send({ type: 'reply', request_id: req.request_id, op: req.op, ...reply });
+    this._send({ type: 'reply', request_id: req.request_id, ...reply });
   }
 
   private _perform(req: IRequest): { [key: string]: unknown } {

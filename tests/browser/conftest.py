@@ -20,19 +20,23 @@ from pathlib import Path
 
 import pytest
 
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = shutil.which("chromium")  # Debian's /usr/bin/chromium
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--no-first-run",
 ]
+BRIDGE = Path(sys.prefix, "share/jupyter/labextensions/genai-magics-bridge/package.json")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "browser"
 
 
 def _skip_reason() -> str | None:
     if os.environ.get("CI"):
         return None  # in CI the browser tests must run
-    if not Path(CHROMIUM).exists():
-        return f"{CHROMIUM} is not installed (apt-get install chromium); CI runs these tests"
+    if CHROMIUM is None:
+        return "chromium is not installed (apt-get install chromium, as root: scripts/setup.sh does it)"
+    if not BRIDGE.exists():
+        return ("the live bridge is not installed (Node.js was missing when the package was installed): "
+                "install Node.js and run scripts/setup.sh again")
     try:
         import playwright  # noqa: F401
     except ImportError:

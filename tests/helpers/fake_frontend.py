@@ -39,7 +39,7 @@ from typing import Any, Iterable
 
 
 from helpers.kernel import Run as KernelRun
-from helpers.kernel import start_kernel
+from helpers.kernel import start_kernel, stop_kernel
 
 TARGET = "genai_magics.bridge"
 WIDGET_TARGET = "jupyter.widget"
@@ -172,7 +172,7 @@ class FakeFrontend:
         try:
             self.kc.stop_channels()
         finally:
-            self.km.shutdown_kernel(now=True)
+            stop_kernel(self.km)
 
     def restart(self) -> None:
         """Restart the kernel: the comm and the widget models are gone."""
@@ -290,7 +290,7 @@ class FakeFrontend:
         """Every cell as notebook JSON."""
         return [c.to_json() for c in self.cells]
 
-    def push_snapshot(self, full: bool = False, executing: str | None = None) -> dict | None:
+    def push_snapshot(self, full: bool = False) -> dict | None:
         """Send the cells that changed since the last push (everything when ``full``)."""
         if self.bridge_comm_id is None:
             return None
@@ -309,8 +309,6 @@ class FakeFrontend:
                 data["order"] = order
         self._seq += 1
         data["seq"] = self._seq
-        if executing is not None:
-            data["executing"] = executing
         self._send_shell("comm_msg", {"comm_id": self.bridge_comm_id, "data": data},
                          subshell_id=self._bridge_subshell())
         self._sent = {c.id: FakeCell(c.id, c.source, c.cell_type) for c in self.notebook}
@@ -323,7 +321,7 @@ class FakeFrontend:
         """Run a notebook cell as JupyterLab does: snapshot first, then the execute request."""
         cell = self.cell(cell_id)
         if self.push_before_execute:
-            self.push_snapshot(executing=cell_id)
+            self.push_snapshot()
         return self._execute(cell.source, cell_id, timeout)
 
     def execute_code(self, code: str, cell_id: str | None = None, *, timeout: float | None = None) -> Run:
@@ -438,7 +436,7 @@ class FakeFrontend:
         self.requests_received.append(data)
         if not self.answer_requests:
             return
-        reply: dict[str, Any] = {"type": "reply", "request_id": data.get("request_id"), "op": data.get("op")}
+        reply: dict[str, Any] = {"type": "reply", "request_id": data.get("request_id")}
         try:
             if self.refuse_requests:
                 raise ValueError(self.refuse_requests)

@@ -62,6 +62,13 @@ def start_kernel(env: dict[str, str] | None, cwd: str | None, timeout: float = 6
     return km, kc
 
 
+def stop_kernel(km: KernelManager) -> None:
+    # Under coverage (.ci/run) a kernel is asked to exit, so it writes its coverage data; a killed one cannot.
+    # A kernel that already exited (a test ended it) is cleaned up as before.
+    graceful = bool(os.environ.get("COVERAGE_PROCESS_START")) and km.is_alive()
+    km.shutdown_kernel(now=not graceful)
+
+
 class Kernel:
     def __init__(self, env: dict[str, str] | None = None, cwd: str | None = None):
         self.km, self.kc = start_kernel(env, cwd)
@@ -71,7 +78,7 @@ class Kernel:
 
     def close(self) -> None:
         self.kc.stop_channels()
-        self.km.shutdown_kernel(now=True)
+        stop_kernel(self.km)
 
     def _collect(self, msg_id: str, timeout: float) -> list[dict[str, Any]]:
         messages = []
