@@ -10,6 +10,7 @@ shell and one that sends on a subshell, and prints how many runs saw the fresh
 source. It is a measurement (the unrouted figure varies run to run); the test
 suite holds the routed case to N of N.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from helpers.fake_frontend import FakeFrontend  # noqa: E402
 from helpers.bridge import ATTACH, make_comm_last_used_from_a_subshell, ordering_runs  # noqa: E402
+from helpers.fake_frontend import FakeFrontend  # noqa: E402
 
 UNROUTE = "B._comm._reply_subshell_for = type(B._comm)._reply_subshell_for.__get__(B._comm)"
 
@@ -41,8 +42,10 @@ def main() -> int:
     for routed in (True, False):
         for subshell in (False, True):
             fresh = measure(routed, subshell, args.runs)
-            print(f"{'on' if routed else 'off':<16} {'a subshell' if subshell else 'the main shell':<18} "
-                  f"{fresh:>17} of {args.runs}")
+            print(
+                f"{'on' if routed else 'off':<16} {'a subshell' if subshell else 'the main shell':<18} "
+                f"{fresh:>17} of {args.runs}"
+            )
     return 0
 
 

@@ -43,6 +43,7 @@ it, and under Run All) and the later turns.
 
     python benchmarks/kernel_overhead.py [--calls 200] [--runs 12] [--latency-kernels 4]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,8 +56,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 for path in (ROOT, ROOT / "tests"):  # the package, and the helpers tests and benchmarks share
@@ -73,6 +75,7 @@ TARGET = "c150"
 
 # -- helpers ----------------------------------------------------------------------
 
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     k = (len(ordered) - 1) * q
@@ -80,8 +83,7 @@ def pct(values: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
-def timed(fn: Callable[[], Any], calls: int, warmup: int = 10,
-          between: Callable[[], Any] | None = None) -> list[float]:
+def timed(fn: Callable[[], Any], calls: int, warmup: int = 10, between: Callable[[], Any] | None = None) -> list[float]:
     """Milliseconds per call; ``between`` runs untimed after every call."""
     for _ in range(warmup):
         fn()
@@ -99,26 +101,28 @@ def timed(fn: Callable[[], Any], calls: int, warmup: int = 10,
 
 def cell_source(i: int) -> str:
     """~20 lines of ordinary notebook code, different per cell."""
-    lines = [f"# cell {i}: feature step {i}",
-             f"def feature_{i}(rows, k={i % 7 + 2}):",
-             f'    """Feature {i}: a rolling summary of the rows."""',
-             "    acc = []",
-             "    for j, row in enumerate(rows):",
-             f"        if j % k == {i % 3}:",
-             f"            acc.append(row * {i} + j)",
-             "        else:",
-             "            acc.append(row - j)",
-             "    return sum(acc) / max(1, len(acc))",
-             "",
-             f"params_{i} = dict(alpha={i / 10:.1f}, beta={i % 11}, name='step{i}')",
-             f"values_{i} = [x * {i % 5 + 1} for x in range(20)]",
-             f"result_{i} = feature_{i}(values_{i})",
-             f"label_{i} = f'feature {{params_{i}[\"name\"]}}: {{result_{i}:.3f}}'",
-             f"assert isinstance(result_{i}, float)",
-             f"threshold_{i} = {i * 3 % 17} if result_{i} > 0 else None",
-             f"selected_{i} = [v for v in values_{i} if v > (threshold_{i} or 0)]",
-             f"summary_{i} = (len(selected_{i}), min(values_{i}), max(values_{i}))",
-             f"notes_{i} = 'cell {i} done'"]
+    lines = [
+        f"# cell {i}: feature step {i}",
+        f"def feature_{i}(rows, k={i % 7 + 2}):",
+        f'    """Feature {i}: a rolling summary of the rows."""',
+        "    acc = []",
+        "    for j, row in enumerate(rows):",
+        f"        if j % k == {i % 3}:",
+        f"            acc.append(row * {i} + j)",
+        "        else:",
+        "            acc.append(row - j)",
+        "    return sum(acc) / max(1, len(acc))",
+        "",
+        f"params_{i} = dict(alpha={i / 10:.1f}, beta={i % 11}, name='step{i}')",
+        f"values_{i} = [x * {i % 5 + 1} for x in range(20)]",
+        f"result_{i} = feature_{i}(values_{i})",
+        f"label_{i} = f'feature {{params_{i}[\"name\"]}}: {{result_{i}:.3f}}'",
+        f"assert isinstance(result_{i}, float)",
+        f"threshold_{i} = {i * 3 % 17} if result_{i} > 0 else None",
+        f"selected_{i} = [v for v in values_{i} if v > (threshold_{i} or 0)]",
+        f"summary_{i} = (len(selected_{i}), min(values_{i}), max(values_{i}))",
+        f"notes_{i} = 'cell {i} done'",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -145,12 +149,13 @@ class Null(io.TextIOBase):
 
 # -- part 1 -------------------------------------------------------------------------
 
+
 def install_fake_transports() -> None:
     """Build the real request body, answer without the SDK or the network."""
     from genai_magics import session as session_mod
     from genai_magics.engine.conversation import Usage
-    from genai_magics.stub.server import ask_reply, edit_reply
     from genai_magics.gemini.transport import TRANSPORTS, TurnResult, body_bytes
+    from genai_magics.stub.server import ask_reply, edit_reply
 
     def fake(base: type) -> type:
         class Offline(base):  # type: ignore[misc, valid-type]
@@ -160,9 +165,12 @@ def install_fake_transports() -> None:
                 doc = plan.document.source if plan.document is not None else None
                 text = edit_reply(plan.prompt, doc) if plan.mode == "edit" else ask_reply(plan.prompt, doc)
                 on_chunk(text)
-                return TurnResult(text=text, usage=Usage(input_tokens=size // 4, output_tokens=len(text) // 4,
-                                                         request_bytes=size),
-                                  interaction_id="int_offline" if "Interactions" in base.__name__ else None)
+                return TurnResult(
+                    text=text,
+                    usage=Usage(input_tokens=size // 4, output_tokens=len(text) // 4, request_bytes=size),
+                    interaction_id="int_offline" if "Interactions" in base.__name__ else None,
+                )
+
         Offline.__name__ = f"Offline{base.__name__}"
         return Offline
 
@@ -175,7 +183,7 @@ def part1(calls: int) -> tuple[list[tuple[str, list[float], str]], list[str]]:
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
 
-    from genai_magics.session import Session, Settings, TurnRequest
+    from genai_magics.session import Session, TurnRequest
     from genai_magics.stub import StubServer
 
     notes: list[str] = []
@@ -206,8 +214,10 @@ def part1(calls: int) -> tuple[list[tuple[str, list[float], str]], list[str]]:
                     magics.latest["default"].apply()
             for t in range(6):
                 kind = "edit" if t % 2 else "ask"
-                ip.run_cell(f"%%gemini_{kind} --cell {TARGET} -c inter --state interactions\n"
-                            f"Interactions turn {t}.", cell_id=f"setup-i{t}")
+                ip.run_cell(
+                    f"%%gemini_{kind} --cell {TARGET} -c inter --state interactions\nInteractions turn {t}.",
+                    cell_id=f"setup-i{t}",
+                )
                 if kind == "edit":
                     magics.latest["inter"].apply()
             sent = [r for r in stub.requests if r["kind"] in ("stream", "interaction.create")]
@@ -216,9 +226,11 @@ def part1(calls: int) -> tuple[list[tuple[str, list[float], str]], list[str]]:
         if err.getvalue().strip():
             notes.append("setup stderr: " + err.getvalue().strip()[:300])
     convs = session.conversations
-    notes.append(f"setup: {len(session.record.by_id)} cells recorded; conversation 'default' "
-                 f"{len(convs['default'].history)} turns (contents), 'inter' {len(convs['inter'].history)} turns "
-                 f"(interactions); document {TARGET}: {len(session.record.by_id[TARGET].source.splitlines())} lines")
+    notes.append(
+        f"setup: {len(session.record.by_id)} cells recorded; conversation 'default' "
+        f"{len(convs['default'].history)} turns (contents), 'inter' {len(convs['inter'].history)} turns "
+        f"(interactions); document {TARGET}: {len(session.record.by_id[TARGET].source.splitlines())} lines"
+    )
 
     install_fake_transports()
     saved = {name: c.snapshot() for name, c in convs.items()}
@@ -237,8 +249,14 @@ def part1(calls: int) -> tuple[list[tuple[str, list[float], str]], list[str]]:
     settings = magics._settings()
 
     def engine(state: str, conversation: str) -> Callable[[], Any]:
-        req = TurnRequest(mode="ask", prompt="Why is the summary tuple built this way?", cell=TARGET,
-                          conversation=conversation, state=state, dry_run=True)  # type: ignore[arg-type]
+        req = TurnRequest(
+            mode="ask",
+            prompt="Why is the summary tuple built this way?",
+            cell=TARGET,
+            conversation=conversation,
+            state=state,
+            dry_run=True,
+        )  # type: ignore[arg-type]
 
         d = RecordingDisplay()
         return lambda: session.run(req, settings, d)
@@ -250,22 +268,24 @@ def part1(calls: int) -> tuple[list[tuple[str, list[float], str]], list[str]]:
         grew = len(convs["default"].history) == before + 1
         restore()
         rows.append(("baseline: ip.run_cell('pass')", timed(cell("pass", "plain"), calls), "any cell"))
-        rows.append(("magic ask, contents (no .ipynb)", timed(cell(ask, "magic-ask"), calls, between=restore),
-                     "goal"))
-        rows.append(("magic edit, contents (no .ipynb)", timed(cell(edit, "magic-edit"), calls, between=restore),
-                     "goal"))
-        rows.append(("magic ask, interactions (no .ipynb)", timed(cell(ask_i, "magic-ask-i"), calls, between=restore),
-                     "goal"))
+        rows.append(("magic ask, contents (no .ipynb)", timed(cell(ask, "magic-ask"), calls, between=restore), "goal"))
+        rows.append(
+            ("magic edit, contents (no .ipynb)", timed(cell(edit, "magic-edit"), calls, between=restore), "goal")
+        )
+        rows.append(
+            ("magic ask, interactions (no .ipynb)", timed(cell(ask_i, "magic-ask-i"), calls, between=restore), "goal")
+        )
         cap = magics.secondary_context_chars
         magics.secondary_context_chars = 10**9
-        rows.append(("info: magic ask, context cap off", timed(cell(ask, "magic-ask"), calls, between=restore),
-                     "info"))
+        rows.append(("info: magic ask, context cap off", timed(cell(ask, "magic-ask"), calls, between=restore), "info"))
         magics.secondary_context_chars = cap
         ip.user_ns["__session__"] = str(nb_path)
-        rows.append(("magic ask, contents, 200-cell .ipynb", timed(cell(ask, "magic-ask"), calls, between=restore),
-                     "goal"))
-        rows.append(("magic edit, contents, 200-cell .ipynb", timed(cell(edit, "magic-edit"), calls, between=restore),
-                     "goal"))
+        rows.append(
+            ("magic ask, contents, 200-cell .ipynb", timed(cell(ask, "magic-ask"), calls, between=restore), "goal")
+        )
+        rows.append(
+            ("magic edit, contents, 200-cell .ipynb", timed(cell(edit, "magic-edit"), calls, between=restore), "goal")
+        )
         rows.append(("engine dry run, contents, .ipynb", timed(engine("contents", "default"), calls), "info"))
         del ip.user_ns["__session__"]
         rows.append(("engine dry run, contents", timed(engine("contents", "default"), calls), "info"))
@@ -284,8 +304,8 @@ def part1(calls: int) -> tuple[list[tuple[str, list[float], str]], list[str]]:
 def breakdown(session, settings, calls: int, label: str = "") -> list[str]:
     """Median ms of each engine step of one ask turn (same inputs as the dry run)."""
     from genai_magics.engine.context import secondary_context
-    from genai_magics.session import TurnRequest
     from genai_magics.gemini.transport import TRANSPORTS, body_bytes
+    from genai_magics.session import TurnRequest
 
     req = TurnRequest(mode="ask", prompt="Why is the summary tuple built this way?", cell=TARGET)
     conv = session.conversations["default"]
@@ -304,18 +324,21 @@ def breakdown(session, settings, calls: int, label: str = "") -> list[str]:
         "request body (build_contents)": lambda: transport.request(plan, conv.history),
         "body_bytes (json.dumps)": lambda: body_bytes(body),
     }
-    out = [f"engine steps{label}, median ms over {calls}: " + "; ".join(
-        f"{name.strip()} {statistics.median(timed(fn, calls, warmup=3)):.3f}" for name, fn in steps.items())]
+    out = [
+        f"engine steps{label}, median ms over {calls}: "
+        + "; ".join(f"{name.strip()} {statistics.median(timed(fn, calls, warmup=3)):.3f}" for name, fn in steps.items())
+    ]
     return out
 
 
 def sdk_loopback(calls: int) -> str:
     """Info only: real SDK calls over loopback to a stand-in in another process."""
-    from genai_magics.session import Session, Settings, TurnRequest
     import genai_magics.gemini.transport as transport_mod
+    from genai_magics.session import Session, Settings, TurnRequest
 
-    proc = subprocess.Popen([sys.executable, "-m", "genai_magics.stub", "--port", "0"], stdout=subprocess.PIPE,
-                            text=True, cwd=str(ROOT))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "genai_magics.stub", "--port", "0"], stdout=subprocess.PIPE, text=True, cwd=str(ROOT)
+    )
     try:
         line = proc.stdout.readline().strip()
         url = line.split("=", 1)[1]
@@ -344,9 +367,11 @@ def sdk_loopback(calls: int) -> str:
             ms = timed(lambda: s.run(req, settings, RecordingDisplay()), calls, warmup=5, between=restore)
         finally:
             session_mod.TRANSPORTS.update(patched)
-        return (f"info: Session.run of an ask with the REAL SDK over loopback HTTP to a stand-in in another process "
-                f"(SDK + HTTP + stand-in included, not the goal's scope): median {statistics.median(ms):.2f} ms, "
-                f"p90 {pct(ms, 0.9):.2f} ms over {calls} calls")
+        return (
+            f"info: Session.run of an ask with the REAL SDK over loopback HTTP to a stand-in in another process "
+            f"(SDK + HTTP + stand-in included, not the goal's scope): median {statistics.median(ms):.2f} ms, "
+            f"p90 {pct(ms, 0.9):.2f} ms over {calls} calls"
+        )
     except Exception as exc:  # information only: never fail the report for it
         return f"info: SDK-over-loopback timing skipped: {type(exc).__name__}: {exc}"
     finally:
@@ -392,8 +417,14 @@ def part2(runs: int) -> tuple[dict[str, Any], list[str]]:
     results, split = [], []
     for i in range(runs + 1):
         for mode, into in (([], results), (["import-first"], split)):
-            out = subprocess.run([sys.executable, "-c", CHILD, *mode], capture_output=True, text=True, env=env,
-                                 cwd=str(ROOT), timeout=120)
+            out = subprocess.run(
+                [sys.executable, "-c", CHILD, *mode],
+                capture_output=True,
+                text=True,
+                env=env,
+                cwd=str(ROOT),
+                timeout=120,
+            )
             if out.returncode != 0:
                 raise RuntimeError(f"load_ext child failed: {out.stderr[-2000:]}")
             if i:  # the first run warms the OS file cache and creates the profile dir
@@ -401,13 +432,22 @@ def part2(runs: int) -> tuple[dict[str, Any], list[str]]:
     load = [r["load_ms"] for r in results]
     shell = [r["shell_ms"] for r in results]
     last = results[-1]
-    summary = {"load": load, "shell": shell, "import": [r["import_ms"] for r in split],
-               "after_import": [r["load_ms"] for r in split], "google.genai": any(r["google.genai"] for r in split),
-               "ipywidgets": any(r["ipywidgets"] for r in split), "registered": all(r["registered"] for r in results),
-               "warm_up_started": all(r["warm_ups"] == 1 for r in split),
-               "new_top_level": last["new_top_level"], "new_modules": last["new_modules"]}
-    notes = [f"load_ext imported {last['new_modules']} new modules; new top-level packages: "
-             + ", ".join(last["new_top_level"])]
+    summary = {
+        "load": load,
+        "shell": shell,
+        "import": [r["import_ms"] for r in split],
+        "after_import": [r["load_ms"] for r in split],
+        "google.genai": any(r["google.genai"] for r in split),
+        "ipywidgets": any(r["ipywidgets"] for r in split),
+        "registered": all(r["registered"] for r in results),
+        "warm_up_started": all(r["warm_ups"] == 1 for r in split),
+        "new_top_level": last["new_top_level"],
+        "new_modules": last["new_modules"],
+    }
+    notes = [
+        f"load_ext imported {last['new_modules']} new modules; new top-level packages: "
+        + ", ".join(last["new_top_level"])
+    ]
     return summary, notes
 
 
@@ -435,9 +475,13 @@ def in_kernel(kernels: int, notes: list[str]) -> list[float]:
         km, kc = start_new_kernel(kernel_name="python3", env=env, cwd=str(ROOT), stderr=subprocess.DEVNULL)
         try:
             text: list[str] = []
-            kc.execute_interactive(KERNEL_CODE, timeout=60,
-                                   output_hook=lambda m, text=text: text.append(m["content"].get("text", ""))
-                                   if m["msg_type"] == "stream" else None)
+            kc.execute_interactive(
+                KERNEL_CODE,
+                timeout=60,
+                output_hook=lambda m, text=text: (
+                    text.append(m["content"].get("text", "")) if m["msg_type"] == "stream" else None
+                ),
+            )
             line = next((ln for ln in "".join(text).splitlines() if ln.startswith("LOADEXT")), None)
             if line is None:
                 notes.append("ipykernel row: no timing came back: " + "".join(text)[:200])
@@ -449,8 +493,10 @@ def in_kernel(kernels: int, notes: list[str]) -> list[float]:
             kc.stop_channels()
             km.shutdown_kernel(now=True)
     if out:
-        notes.append(f"in a real ipykernel: ipywidgets in sys.modules after load_ext: {sorted(flags)} "
-                     "(google.genai is being imported by the warm-up thread by then)")
+        notes.append(
+            f"in a real ipykernel: ipywidgets in sys.modules after load_ext: {sorted(flags)} "
+            "(google.genai is being imported by the warm-up thread by then)"
+        )
     return out
 
 
@@ -487,12 +533,19 @@ def request_latency(kernels: int, turns: int, warm_up: bool, run_all: bool) -> t
     first: list[float] = []
     later: list[float] = []
     with StubServer() as stub:
-        env = {**os.environ, "GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": "stand-in-key",
-               "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        env = {
+            **os.environ,
+            "GOOGLE_GEMINI_BASE_URL": stub.url,
+            "GEMINI_API_KEY": "stand-in-key",
+            "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        }
         for _ in range(kernels):
             km, kc = start_new_kernel(kernel_name="python3", env=env, cwd=str(ROOT), stderr=subprocess.DEVNULL)
             try:
-                run = lambda code: kc.execute_interactive(code, timeout=60, output_hook=lambda m: None)  # noqa: E731
+
+                def run(code: str, kc=kc) -> None:
+                    kc.execute_interactive(code, timeout=60, output_hook=lambda m: None)
+
                 run(TURN_SETUP + ("" if warm_up else NO_WARM_UP))
                 run("%load_ext genai_magics")
                 if not run_all:
@@ -502,12 +555,15 @@ def request_latency(kernels: int, turns: int, warm_up: bool, run_all: bool) -> t
                 for turn in range(turns):
                     run(f"%%gemini_ask\nquestion {turn}: what does parse do?")
                 printed: list[str] = []
-                kc.execute_interactive("print(_cell_starts[-%d - 1:-1])" % turns, timeout=60,
-                                       output_hook=lambda m: printed.append(m["content"].get("text", ""))
-                                       if m["msg_type"] == "stream" else None)
+
+                def keep(m: dict, printed: list[str] = printed) -> None:
+                    if m["msg_type"] == "stream":
+                        printed.append(m["content"].get("text", ""))
+
+                kc.execute_interactive(f"print(_cell_starts[-{turns} - 1:-1])", timeout=60, output_hook=keep)
                 magic_starts = json.loads("".join(printed))
                 arrivals = [r["time"] for r in stub.requests[starts_before:] if r["kind"] == "stream"]
-                delays = [(a - c) * 1000 for a, c in zip(arrivals, magic_starts)]
+                delays = [(a - c) * 1000 for a, c in zip(arrivals, magic_starts, strict=False)]
                 first.append(delays[0])
                 later.extend(delays[1:])
             finally:
@@ -523,22 +579,26 @@ def first_turn_rows(kernels: int) -> list[tuple[str, list[float], float | None]]
     cold_first, cold_later = request_latency(kernels, LATER_TURNS, warm_up=False, run_all=False)
     warm_first, warm_later = request_latency(kernels, LATER_TURNS, warm_up=True, run_all=False)
     run_all_first, _ = request_latency(kernels, 1, warm_up=True, run_all=True)
-    return [("first turn, no warm-up (before)", cold_first, None),
-            ("first turn, after the warm-up", warm_first, GOAL_FIRST_MS),
-            ("first turn, Run All (warm-up running)", run_all_first, None),
-            ("later turns, no warm-up", cold_later, None),
-            ("later turns, with the warm-up", warm_later, None)]
+    return [
+        ("first turn, no warm-up (before)", cold_first, None),
+        ("first turn, after the warm-up", warm_first, GOAL_FIRST_MS),
+        ("first turn, Run All (warm-up running)", run_all_first, None),
+        ("later turns, no warm-up", cold_later, None),
+        ("later turns, with the warm-up", warm_later, None),
+    ]
 
 
 # -- report ---------------------------------------------------------------------------
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=200, help="timed calls per row (default 200)")
     parser.add_argument("--runs", type=int, default=12, help="fresh interpreters for %%load_ext (default 12)")
     parser.add_argument("--kernels", type=int, default=4, help="real ipykernels for the info row (0: skip)")
-    parser.add_argument("--latency-kernels", type=int, default=4,
-                        help="fresh ipykernels per first-turn latency row (0: skip)")
+    parser.add_argument(
+        "--latency-kernels", type=int, default=4, help="fresh ipykernels per first-turn latency row (0: skip)"
+    )
     parser.add_argument("--no-sdk-info", action="store_true", help="skip the informational SDK-over-loopback row")
     args = parser.parse_args(argv)
     t_start = time.perf_counter()
@@ -550,10 +610,12 @@ def main(argv: list[str] | None = None) -> int:
     sdk = None if args.no_sdk_info else sdk_loopback(min(args.calls, 50))
 
     load_avg = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"kernel-side overhead of genai_magics (python {sys.version.split()[0]}, {os.cpu_count()} cpus, "
-          f"load average now {load_avg}); "
-          f"ms per call over {args.calls} calls after warm-up, network excluded (offline transports build the "
-          "real request body; no SDK, no HTTP)\n")
+    print(
+        f"kernel-side overhead of genai_magics (python {sys.version.split()[0]}, {os.cpu_count()} cpus, "
+        f"load average now {load_avg}); "
+        f"ms per call over {args.calls} calls after warm-up, network excluded (offline transports build the "
+        "real request body; no SDK, no HTTP)\n"
+    )
     head = f"{'what is timed':<42} {'median ms':>10} {'p90 ms':>8} {'min ms':>8} {'goal':>8}  verdict"
     print(head)
     print("-" * len(head))
@@ -566,49 +628,77 @@ def main(argv: list[str] | None = None) -> int:
         else:
             verdict, goal = "", "-"
         print(f"{name:<42} {med:>10.3f} {p90:>8.3f} {min(ms):>8.3f} {goal:>8}  {verdict}")
-    print(f"(magic rows are whole ip.run_cell calls; subtract the baseline, {baseline:.3f} ms, for the magic's own "
-          "share. Edit rows include the diff, ProposalController and the ipywidgets widget. 'context cap off' = "
-          "%config GeminiMagics.secondary_context_chars=10**9: all 199 other cells go along and the trimming "
-          "loop never runs.)")
+    print(
+        f"(magic rows are whole ip.run_cell calls; subtract the baseline, {baseline:.3f} ms, for the magic's own "
+        "share. Edit rows include the diff, ProposalController and the ipywidgets widget. 'context cap off' = "
+        "%config GeminiMagics.secondary_context_chars=10**9: all 199 other cells go along and the trimming "
+        "loop never runs.)"
+    )
     print()
     lm, sm = statistics.median(load["load"]), statistics.median(load["shell"])
-    head = (f"{'%load_ext genai_magics (fresh interpreter)':<42} {'median ms':>10} {'p90 ms':>8} {'min ms':>8} "
-            f"{'goal':>8}  verdict")
+    head = (
+        f"{'%load_ext genai_magics (fresh interpreter)':<42} {'median ms':>10} {'p90 ms':>8} {'min ms':>8} "
+        f"{'goal':>8}  verdict"
+    )
     print(head)
     print("-" * len(head))
-    print(f"{'InteractiveShell.instance() (not ours)':<42} {sm:>10.1f} {pct(load['shell'], 0.9):>8.1f} "
-          f"{min(load['shell']):>8.1f} {'-':>8}")
-    print(f"{'load_ext genai_magics':<42} {lm:>10.1f} {pct(load['load'], 0.9):>8.1f} {min(load['load']):>8.1f} "
-          f"{'<= ' + format(GOAL_LOAD_MS, 'g'):>8}  {'PASS' if lm <= GOAL_LOAD_MS else 'FAIL'}")
-    print(f"{'  split: import genai_magics.magics':<42} {statistics.median(load['import']):>10.1f} "
-          f"{pct(load['import'], 0.9):>8.1f} {min(load['import']):>8.1f} {'-':>8}")
-    print(f"{'  split: then load_ext (init, register)':<42} {statistics.median(load['after_import']):>10.1f} "
-          f"{pct(load['after_import'], 0.9):>8.1f} {min(load['after_import']):>8.1f} {'-':>8}")
+    print(
+        f"{'InteractiveShell.instance() (not ours)':<42} {sm:>10.1f} {pct(load['shell'], 0.9):>8.1f} "
+        f"{min(load['shell']):>8.1f} {'-':>8}"
+    )
+    print(
+        f"{'load_ext genai_magics':<42} {lm:>10.1f} {pct(load['load'], 0.9):>8.1f} {min(load['load']):>8.1f} "
+        f"{'<= ' + format(GOAL_LOAD_MS, 'g'):>8}  {'PASS' if lm <= GOAL_LOAD_MS else 'FAIL'}"
+    )
+    print(
+        f"{'  split: import genai_magics.magics':<42} {statistics.median(load['import']):>10.1f} "
+        f"{pct(load['import'], 0.9):>8.1f} {min(load['import']):>8.1f} {'-':>8}"
+    )
+    print(
+        f"{'  split: then load_ext (init, register)':<42} {statistics.median(load['after_import']):>10.1f} "
+        f"{pct(load['after_import'], 0.9):>8.1f} {min(load['after_import']):>8.1f} {'-':>8}"
+    )
     if kernel:
-        print(f"{'in a real ipykernel (info, ' + str(len(kernel)) + ' kernels)':<42} {statistics.median(kernel):>10.1f} "
-              f"{pct(kernel, 0.9):>8.1f} {min(kernel):>8.1f} {'-':>8}")
-    print(f"runs: {len(load['load'])} fresh interpreters (after 1 discarded warm-up), and as many again for the "
-          f"split rows; magics registered: {load['registered']}. 2 shared cores: compare median with min for noise.")
-    print(f"load_ext started the background warm-up once: {load['warm_up_started']} "
-          f"({'PASS' if load['warm_up_started'] else 'FAIL'}: should be True)")
-    print(f"google.genai imported by load_ext on the main thread: {load['google.genai']} "
-          f"({'PASS' if not load['google.genai'] else 'FAIL'}: should be False; the warm-up thread imports it)")
-    print(f"ipywidgets in sys.modules after load_ext: {load['ipywidgets']} "
-          f"({'PASS' if not load['ipywidgets'] else 'FAIL'}: should be False)")
+        print(
+            f"{'in a real ipykernel (info, ' + str(len(kernel)) + ' kernels)':<42} {statistics.median(kernel):>10.1f} "
+            f"{pct(kernel, 0.9):>8.1f} {min(kernel):>8.1f} {'-':>8}"
+        )
+    print(
+        f"runs: {len(load['load'])} fresh interpreters (after 1 discarded warm-up), and as many again for the "
+        f"split rows; magics registered: {load['registered']}. 2 shared cores: compare median with min for noise."
+    )
+    print(
+        f"load_ext started the background warm-up once: {load['warm_up_started']} "
+        f"({'PASS' if load['warm_up_started'] else 'FAIL'}: should be True)"
+    )
+    print(
+        f"google.genai imported by load_ext on the main thread: {load['google.genai']} "
+        f"({'PASS' if not load['google.genai'] else 'FAIL'}: should be False; the warm-up thread imports it)"
+    )
+    print(
+        f"ipywidgets in sys.modules after load_ext: {load['ipywidgets']} "
+        f"({'PASS' if not load['ipywidgets'] else 'FAIL'}: should be False)"
+    )
     print()
     if latency:
-        head = (f"{'cell start -> request at the stand-in':<42} {'median ms':>10} {'p90 ms':>8} {'min ms':>8} "
-                f"{'goal':>8}  verdict")
+        head = (
+            f"{'cell start -> request at the stand-in':<42} {'median ms':>10} {'p90 ms':>8} {'min ms':>8} "
+            f"{'goal':>8}  verdict"
+        )
         print(head)
         print("-" * len(head))
         for name, ms, goal in latency:
             verdict = "" if goal is None else ("PASS" if statistics.median(ms) <= goal else "FAIL")
-            print(f"{name:<42} {statistics.median(ms):>10.1f} {pct(ms, 0.9):>8.1f} {min(ms):>8.1f} "
-                  f"{'-' if goal is None else '<= ' + format(goal, 'g'):>8}  {verdict}")
-        print(f"({args.latency_kernels} fresh ipykernels per first-turn row, {LATER_TURNS} turns each; measured from "
-              "the magic cell's pre_run_cell to the stand-in's arrival time. 'no warm-up' is the package with "
-              "Session.warm_up disabled in the kernel, as before; 'after the warm-up' asks once it is over, as a "
-              "user typing the first question does; 'Run All' asks at once, so the turn waits for the warm-up)")
+            print(
+                f"{name:<42} {statistics.median(ms):>10.1f} {pct(ms, 0.9):>8.1f} {min(ms):>8.1f} "
+                f"{'-' if goal is None else '<= ' + format(goal, 'g'):>8}  {verdict}"
+            )
+        print(
+            f"({args.latency_kernels} fresh ipykernels per first-turn row, {LATER_TURNS} turns each; measured from "
+            "the magic cell's pre_run_cell to the stand-in's arrival time. 'no warm-up' is the package with "
+            "Session.warm_up disabled in the kernel, as before; 'after the warm-up' asks once it is over, as a "
+            "user typing the first question does; 'Run All' asks at once, so the turn waits for the warm-up)"
+        )
     print()
     for note in load_notes + notes + ([sdk] if sdk else []):
         print(f"note: {note}")

@@ -9,6 +9,7 @@ processes, as timeit reports) and the median; on a shared machine both vary.
 
     python benchmarks/record_load.py
 """
+
 from __future__ import annotations
 
 import statistics
@@ -21,16 +22,21 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from token_economy import SECONDARY_CELLS, generate_cell, script_prompts  # noqa: E402
+
 from genai_magics.engine.cells import Document  # noqa: E402
 from genai_magics.engine.context import ContextPiece  # noqa: E402
-from genai_magics.gemini.models import DEFAULT_MODEL  # noqa: E402
 from genai_magics.engine.conversation import Conversation, Usage  # noqa: E402
-from genai_magics.engine.record import (ConversationRecord, NotebookRecord, TurnKey, TurnMeta,  # noqa: E402
-                                        state_after)
+from genai_magics.engine.record import (
+    ConversationRecord,
+    NotebookRecord,
+    TurnKey,
+    TurnMeta,  # noqa: E402
+    state_after,
+)
+from genai_magics.gemini.models import DEFAULT_MODEL  # noqa: E402
 from genai_magics.persistence.store import RecordStore  # noqa: E402
 from genai_magics.stub.server import edit_source  # noqa: E402
-
-from token_economy import SECONDARY_CELLS, generate_cell, script_prompts  # noqa: E402
 
 TURNS, GOAL_MS = 500, 50.0
 
@@ -47,8 +53,9 @@ def build(turns: int, lines: int, state: str) -> NotebookRecord:
         reply = f"Turn {i}: " + "an answer of a few sentences about the code. " * 8
         if mode == "edit":
             proposal = edit_source(prompt, source)
-            turn = conv.record(plan, reply, proposal_source=proposal, interaction_id=f"int-{i}",
-                               usage=Usage(2000, 300, 4000))
+            turn = conv.record(
+                plan, reply, proposal_source=proposal, interaction_id=f"int-{i}", usage=Usage(2000, 300, 4000)
+            )
             conv.apply(turn)
             source = proposal
         else:
@@ -82,12 +89,16 @@ def main() -> int:
                 loaded, note = RecordStore(path).load()
                 assert note is None and len(loaded.conversations["default"].conversation.history) == TURNS
                 name = f"{TURNS} turns, {lines:,}-line cell, {state}"
-                print(f"{name:<44} {path.stat().st_size:>10,} B {load[0]:>8.1f} / {load[1]:>6.1f} ms "
-                      f"{write[0]:>9.1f} / {write[1]:>6.1f} ms")
+                print(
+                    f"{name:<44} {path.stat().st_size:>10,} B {load[0]:>8.1f} / {load[1]:>6.1f} ms "
+                    f"{write[0]:>9.1f} / {write[1]:>6.1f} ms"
+                )
                 if lines == 100:
                     ok = ok and load[0] < GOAL_MS
-    print(f"goal: a {TURNS}-turn record on a 100-line cell loads in < {GOAL_MS:.0f} ms (best of 21) — "
-          f"{'PASS' if ok else 'FAIL'}")
+    print(
+        f"goal: a {TURNS}-turn record on a 100-line cell loads in < {GOAL_MS:.0f} ms (best of 21) — "
+        f"{'PASS' if ok else 'FAIL'}"
+    )
     return 0 if ok else 1
 
 

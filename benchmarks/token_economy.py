@@ -85,6 +85,7 @@ nothing) and without it (persist off: a restart forgets); stateless resend sends
 everything every time; "no restart" is the same 13 turns in one kernel, the
 reference the 3 new turns must not exceed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -102,16 +103,17 @@ for path in (ROOT, ROOT / "tests"):  # the package, and the helpers tests and be
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from genai_magics.frontends.cell_writer import KernelStateWriter  # noqa: E402
-from genai_magics.gemini.pricing import PRICES, Price  # noqa: E402
+from helpers.display import RecordingDisplay  # noqa: E402
+
 from genai_magics.engine.hashing import sha256_text  # noqa: E402
 from genai_magics.engine.payloads import EDIT_RESPONSE_SCHEMA, SYSTEM_INSTRUCTION, to_text  # noqa: E402
-from genai_magics.ui.proposal import ProposalController  # noqa: E402
+from genai_magics.frontends.cell_writer import KernelStateWriter  # noqa: E402
+from genai_magics.gemini.pricing import PRICES, Price  # noqa: E402
 from genai_magics.session import Session, Settings, TurnRequest  # noqa: E402
 from genai_magics.stub import StubServer  # noqa: E402
 from genai_magics.stub import server as _server  # noqa: E402
 from genai_magics.stub.server import edit_source  # noqa: E402
-from helpers.display import RecordingDisplay  # noqa: E402
+from genai_magics.ui.proposal import ProposalController  # noqa: E402
 
 _original_chunks = _server._chunks
 
@@ -119,10 +121,20 @@ _original_chunks = _server._chunks
 def _bigger_chunks(text: str, minimum: int = 3, size: int = 48) -> list[str]:
     return _original_chunks(text, minimum, 4096)
 
+
 SEED = 20240611
 CELL = "cell-a"
-API_KINDS = ("stream", "generate", "count", "interaction.create", "interaction.get",
-             "cache.create", "cache.get", "cache.update", "cache.delete")
+API_KINDS = (
+    "stream",
+    "generate",
+    "count",
+    "interaction.create",
+    "interaction.get",
+    "cache.create",
+    "cache.get",
+    "cache.update",
+    "cache.delete",
+)
 READS = ("stream", "generate", "interaction.create")  # requests the model answers
 STRATEGIES = ("a", "b", "c", "d", "f")
 OURS = ("c", "d", "f")
@@ -146,11 +158,32 @@ def default_model() -> str:
 
 # -- the deterministic material -------------------------------------------------
 
+
 def generate_cell(lines: int = 2000, seed: int = SEED) -> str:
     """A plausible 2,000-line Python cell: functions and small classes, fixed seed."""
     rng = random.Random(seed)
-    words = ["price", "volume", "ratio", "window", "signal", "score", "weight", "delta", "total", "count",
-             "sample", "batch", "frame", "value", "limit", "offset", "rate", "trend", "noise", "level"]
+    words = [
+        "price",
+        "volume",
+        "ratio",
+        "window",
+        "signal",
+        "score",
+        "weight",
+        "delta",
+        "total",
+        "count",
+        "sample",
+        "batch",
+        "frame",
+        "value",
+        "limit",
+        "offset",
+        "rate",
+        "trend",
+        "noise",
+        "level",
+    ]
     verbs = ["compute", "normalize", "smooth", "filter", "rank", "bucket", "merge", "score", "clip", "scale"]
     out = ["import math", "import statistics", "from collections import defaultdict", ""]
     n = 0
@@ -158,51 +191,83 @@ def generate_cell(lines: int = 2000, seed: int = SEED) -> str:
         n += 1
         a, b = rng.sample(words, 2)
         if n % 7 == 0:
-            out += [f"class {a.capitalize()}{b.capitalize()}Tracker{n}:",
-                    f'    """Tracks {a} against {b} over a rolling window."""',
-                    "",
-                    f"    def __init__(self, size={rng.randint(3, 60)}):",
-                    "        self.size = size",
-                    "        self.items = []",
-                    "",
-                    f"    def push(self, {a}):",
-                    f"        self.items.append({a})",
-                    "        if len(self.items) > self.size:",
-                    "            self.items.pop(0)",
-                    f"        return statistics.fmean(self.items) * {rng.randint(2, 9)}",
-                    ""]
+            out += [
+                f"class {a.capitalize()}{b.capitalize()}Tracker{n}:",
+                f'    """Tracks {a} against {b} over a rolling window."""',
+                "",
+                f"    def __init__(self, size={rng.randint(3, 60)}):",
+                "        self.size = size",
+                "        self.items = []",
+                "",
+                f"    def push(self, {a}):",
+                f"        self.items.append({a})",
+                "        if len(self.items) > self.size:",
+                "            self.items.pop(0)",
+                f"        return statistics.fmean(self.items) * {rng.randint(2, 9)}",
+                "",
+            ]
             continue
         verb = rng.choice(verbs)
-        out += [f"def {verb}_{a}_{b}_{n}({a}s, {b}={rng.randint(1, 99)}):",
-                f'    """{verb.capitalize()} the {a}s by {b} (step {n})."""',
-                "    result = defaultdict(float)"]
+        out += [
+            f"def {verb}_{a}_{b}_{n}({a}s, {b}={rng.randint(1, 99)}):",
+            f'    """{verb.capitalize()} the {a}s by {b} (step {n})."""',
+            "    result = defaultdict(float)",
+        ]
         for i in range(rng.randint(2, 6)):
             k = rng.randint(2, 97)
-            out += [f"    for i, {a} in enumerate({a}s[{i}::{k % 5 + 1}]):",
-                    f"        if {a} > {k}:",
-                    f"            result[i % {k}] += {a} * {b} - {rng.randint(0, 500)}",
-                    "        else:",
-                    f"            result[i] -= math.log1p(abs({a})) / {k}"]
+            out += [
+                f"    for i, {a} in enumerate({a}s[{i}::{k % 5 + 1}]):",
+                f"        if {a} > {k}:",
+                f"            result[i % {k}] += {a} * {b} - {rng.randint(0, 500)}",
+                "        else:",
+                f"            result[i] -= math.log1p(abs({a})) / {k}",
+            ]
         out += [f"    return sorted(result.items())[:{rng.randint(5, 50)}]", ""]
     return "\n".join(out[:lines]) + "\n"
 
 
 SECONDARY_CELLS = [
-    ("setup", "import numpy as np\nimport pandas as pd\nimport matplotlib.pyplot as plt\n"
-              "pd.set_option('display.max_rows', 50)\nRNG = np.random.default_rng(7)\n"),
-    ("load", "prices = pd.read_csv('prices.csv', parse_dates=['date'])\n"
-             "prices = prices.set_index('date').sort_index()\n"
-             "volumes = prices.pop('volume')\nprint(prices.describe())\n"),
-    ("plot", "fig, ax = plt.subplots(figsize=(10, 4))\nprices['close'].plot(ax=ax)\n"
-             "ax.set_title('close')\nplt.show()\n"),
+    (
+        "setup",
+        "import numpy as np\nimport pandas as pd\nimport matplotlib.pyplot as plt\n"
+        "pd.set_option('display.max_rows', 50)\nRNG = np.random.default_rng(7)\n",
+    ),
+    (
+        "load",
+        "prices = pd.read_csv('prices.csv', parse_dates=['date'])\n"
+        "prices = prices.set_index('date').sort_index()\n"
+        "volumes = prices.pop('volume')\nprint(prices.describe())\n",
+    ),
+    (
+        "plot",
+        "fig, ax = plt.subplots(figsize=(10, 4))\nprices['close'].plot(ax=ax)\nax.set_title('close')\nplt.show()\n",
+    ),
 ]
 
-_TOPICS = ["the rolling trackers", "the scoring functions", "error handling", "the log1p branches",
-           "the return values", "performance of the loops", "the default arguments", "naming",
-           "the class hierarchy", "input validation"]
-_EDITS = ["Add type hints to", "Add docstrings with examples to", "Replace magic numbers in",
-          "Vectorize the loops in", "Add input validation to", "Rename unclear variables in",
-          "Add logging to", "Extract helpers from", "Make deterministic", "Simplify"]
+_TOPICS = [
+    "the rolling trackers",
+    "the scoring functions",
+    "error handling",
+    "the log1p branches",
+    "the return values",
+    "performance of the loops",
+    "the default arguments",
+    "naming",
+    "the class hierarchy",
+    "input validation",
+]
+_EDITS = [
+    "Add type hints to",
+    "Add docstrings with examples to",
+    "Replace magic numbers in",
+    "Vectorize the loops in",
+    "Add input validation to",
+    "Rename unclear variables in",
+    "Add logging to",
+    "Extract helpers from",
+    "Make deterministic",
+    "Simplify",
+]
 
 
 def script_prompts(n: int = 50, seed: int = SEED) -> list[tuple[str, str]]:
@@ -212,11 +277,15 @@ def script_prompts(n: int = 50, seed: int = SEED) -> list[tuple[str, str]]:
     for turn in range(1, n + 1):
         topic = rng.choice(_TOPICS)
         if turn % 2:
-            prompts.append(("ask", f"Turn {turn}: what do you think about {topic} in this cell? "
-                                   f"Point at the weakest spot and explain briefly."))
+            prompts.append(
+                (
+                    "ask",
+                    f"Turn {turn}: what do you think about {topic} in this cell? "
+                    f"Point at the weakest spot and explain briefly.",
+                )
+            )
         else:
-            prompts.append(("edit", f"Turn {turn}: {rng.choice(_EDITS)} {topic}.\n"
-                                    "Keep behaviour identical otherwise."))
+            prompts.append(("edit", f"Turn {turn}: {rng.choice(_EDITS)} {topic}.\nKeep behaviour identical otherwise."))
     return prompts
 
 
@@ -274,12 +343,20 @@ def plan_ask_heavy(versions: int = 3, questions: int = 10) -> list[Step]:
             before = "hand edit" if v and not q else ""
             if before:
                 doc = hand_edit(doc)
-            steps.append(Step(turn, "ask", f"Turn {turn}: what does {rng.choice(_TOPICS)} in this cell do? "
-                                           "Answer briefly.", before, doc))
+            steps.append(
+                Step(
+                    turn,
+                    "ask",
+                    f"Turn {turn}: what does {rng.choice(_TOPICS)} in this cell do? Answer briefly.",
+                    before,
+                    doc,
+                )
+            )
     return steps
 
 
 # -- measuring --------------------------------------------------------------------
+
 
 @dataclass
 class TurnStat:
@@ -310,7 +387,6 @@ class Run:
     ttl_hours: dict[str, float] = field(default_factory=dict)  # the same, to the last expiry set (delete ignored)
 
 
-
 def take(stub: StubServer, expected_doc: str) -> TurnStat:
     """This turn's records, then one simulated minute passes."""
     recs = [r for r in stub.requests if r["kind"] in API_KINDS]
@@ -322,10 +398,16 @@ def take(stub: StubServer, expected_doc: str) -> TurnStat:
     want = sha256_text(expected_doc)
     reads = [r for r in recs if r["kind"] in READS]
     held = [r["held_document_sha256"] for r in reads]
-    return TurnStat(sum(r["body_bytes"] for r in recs), sum(r["input_tokens"] for r in reads), len(recs),
-                    bool(held) and held[-1] == want, cached=sum(r["cached_tokens"] for r in reads),
-                    output=sum(r["response_tokens"] for r in reads), prefix=sum(r["prefix_tokens"] for r in reads),
-                    written=sum(r["input_tokens"] for r in recs if r["kind"] == "cache.create"))
+    return TurnStat(
+        sum(r["body_bytes"] for r in recs),
+        sum(r["input_tokens"] for r in reads),
+        len(recs),
+        bool(held) and held[-1] == want,
+        cached=sum(r["cached_tokens"] for r in reads),
+        output=sum(r["response_tokens"] for r in reads),
+        prefix=sum(r["prefix_tokens"] for r in reads),
+        written=sum(r["input_tokens"] for r in recs if r["kind"] == "cache.create"),
+    )
 
 
 def edit_config(mode: str) -> dict | None:
@@ -362,8 +444,9 @@ def run_chat(stub: StubServer, steps: list[Step], model: str) -> list[TurnStat]:
     return out
 
 
-def run_session(stub: StubServer, steps: list[Step], model: str, state: str, notes: list[str],
-                cache: str = "off") -> list[TurnStat]:
+def run_session(
+    stub: StubServer, steps: list[Step], model: str, state: str, notes: list[str], cache: str = "off"
+) -> list[TurnStat]:
     session = Session()
     session.caches.clock = stub.now  # the cache manager lives on the simulated clock too
     rec = session.record
@@ -398,8 +481,13 @@ def run_session(stub: StubServer, steps: list[Step], model: str, state: str, not
         outcome = session.run(req, settings, display)
         out.append(take(stub, s.document))
         if s.mode == "edit":
-            ctl = ProposalController(conversation=outcome.conversation, turn=outcome.turn, cell_id=CELL,
-                                     writer=writer, current_source=lambda cell_id: rec.by_id[cell_id].source)
+            ctl = ProposalController(
+                conversation=outcome.conversation,
+                turn=outcome.turn,
+                cell_id=CELL,
+                writer=writer,
+                current_source=lambda cell_id: rec.by_id[cell_id].source,
+            )
             ctl.apply()
             if not ctl.message.startswith("Applied"):
                 raise RuntimeError(f"{state} turn {s.turn}: apply refused: {ctl.message}")
@@ -413,8 +501,16 @@ def run_session(stub: StubServer, steps: list[Step], model: str, state: str, not
 RESTART_TURNS, NEW_TURNS = 10, 3
 
 
-def _record_run(stub: StubServer, steps: list[Step], model: str, state: str, record: Path | None,
-                notes: list[str], restart: bool, cache: str = "off") -> tuple[TurnStat, TurnStat, TurnStat]:
+def _record_run(
+    stub: StubServer,
+    steps: list[Step],
+    model: str,
+    state: str,
+    record: Path | None,
+    notes: list[str],
+    restart: bool,
+    cache: str = "off",
+) -> tuple[TurnStat, TurnStat, TurnStat]:
     """(first session, Run All after the restart, the new turns) for one genai_magics configuration."""
     first_steps, new_steps = steps[:RESTART_TURNS], steps[RESTART_TURNS:]
     settings = Settings(model=model, state=state, cache=cache)  # type: ignore[arg-type]
@@ -434,12 +530,19 @@ def _record_run(stub: StubServer, steps: list[Step], model: str, state: str, rec
     def turn(session: Session, s: Step, apply: bool) -> None:
         rec = session.record
         rec.record(f"magic-{s.turn}", f"%%gemini_{s.mode} --cell {CELL}\n{s.prompt}", None)
-        outcome = session.run(TurnRequest(mode=s.mode, prompt=s.prompt, cell=CELL, state=state),  # type: ignore[arg-type]
-                              settings, display)
+        outcome = session.run(
+            TurnRequest(mode=s.mode, prompt=s.prompt, cell=CELL, state=state),  # type: ignore[arg-type]
+            settings,
+            display,
+        )
         if apply and s.mode == "edit" and outcome.replayed is None:
-            ctl = ProposalController(conversation=outcome.conversation, turn=outcome.turn, cell_id=CELL,
-                                     writer=KernelStateWriter(rec.set_source),
-                                     current_source=lambda cell_id: rec.by_id[cell_id].source)
+            ctl = ProposalController(
+                conversation=outcome.conversation,
+                turn=outcome.turn,
+                cell_id=CELL,
+                writer=KernelStateWriter(rec.set_source),
+                current_source=lambda cell_id: rec.by_id[cell_id].source,
+            )
             ctl.listeners.append(lambda c: session.replay.outcome_changed(c.conversation))
             ctl.apply()
 
@@ -468,14 +571,17 @@ def _stateless_restart(stub: StubServer, steps: list[Step], model: str) -> tuple
 
     client = genai.Client()
     stub.reset()
-    parts = (steps[:RESTART_TURNS],
-             [Step(s.turn, s.mode, s.prompt, document=steps[RESTART_TURNS].document) for s in steps[:RESTART_TURNS]],
-             steps[RESTART_TURNS:])
+    parts = (
+        steps[:RESTART_TURNS],
+        [Step(s.turn, s.mode, s.prompt, document=steps[RESTART_TURNS].document) for s in steps[:RESTART_TURNS]],
+        steps[RESTART_TURNS:],
+    )
     out = []
     for part in parts:
         for s in part:
-            for _ in client.models.generate_content_stream(model=model, contents=message(s),
-                                                           config=edit_config(s.mode)):
+            for _ in client.models.generate_content_stream(
+                model=model, contents=message(s), config=edit_config(s.mode)
+            ):
                 pass
         recs = [r for r in stub.requests if r["kind"] in API_KINDS]
         stub.clear()
@@ -490,42 +596,72 @@ def restart_and_run_all(stub: StubServer, model: str) -> list[str]:
     steps = plan_session(RESTART_TURNS + NEW_TURNS, 99, 99)
     notes: list[str] = []
     rows: list[tuple[str, tuple[TurnStat, TurnStat, TurnStat]]] = [
-        ("(a) stateless resend", _stateless_restart(stub, steps, model))]
+        ("(a) stateless resend", _stateless_restart(stub, steps, model))
+    ]
     records = tempfile.TemporaryDirectory()  # the notebooks' record files
     tmp = records.name
     for key, state in (("c", "contents"), ("d", "interactions")):
-        rows.append((f"({key}) {state}, with the record",
-                     _record_run(stub, steps, model, state, Path(tmp) / f"{state}.json", notes, True)))
-        rows.append((f"({key}) {state}, without the record",
-                     _record_run(stub, steps, model, state, None, notes, True)))
-        rows.append((f"({key}) {state}, no restart (reference)",
-                     _record_run(stub, steps, model, state, None, notes, False)))
-    head = (f"{'restart and run all':<40} {'first 10: bytes':>15} {'Run All: requests':>17} {'bytes':>10} "
-            f"{'tokens read':>11} {'3 new: bytes':>13} {'tokens read':>11}")
-    lines = [f"== restart and run all: {RESTART_TURNS} magic cells on the {len(steps[0].document.encode()):,}-byte "
-             f"cell (edits applied), kernel restart, Run All, then {NEW_TURNS} new turns ==", head, "-" * len(head)]
+        rows.append(
+            (
+                f"({key}) {state}, with the record",
+                _record_run(stub, steps, model, state, Path(tmp) / f"{state}.json", notes, True),
+            )
+        )
+        rows.append((f"({key}) {state}, without the record", _record_run(stub, steps, model, state, None, notes, True)))
+        rows.append(
+            (f"({key}) {state}, no restart (reference)", _record_run(stub, steps, model, state, None, notes, False))
+        )
+    head = (
+        f"{'restart and run all':<40} {'first 10: bytes':>15} {'Run All: requests':>17} {'bytes':>10} "
+        f"{'tokens read':>11} {'3 new: bytes':>13} {'tokens read':>11}"
+    )
+    lines = [
+        f"== restart and run all: {RESTART_TURNS} magic cells on the {len(steps[0].document.encode()):,}-byte "
+        f"cell (edits applied), kernel restart, Run All, then {NEW_TURNS} new turns ==",
+        head,
+        "-" * len(head),
+    ]
     for name, (first, rerun, new) in rows:
-        lines.append(f"{name:<40} {first.bytes:>15,} {rerun.requests:>17} {rerun.bytes:>10,} {rerun.tokens:>11,} "
-                     f"{new.bytes:>13,} {new.tokens:>11,}")
+        lines.append(
+            f"{name:<40} {first.bytes:>15,} {rerun.requests:>17} {rerun.bytes:>10,} {rerun.tokens:>11,} "
+            f"{new.bytes:>13,} {new.tokens:>11,}"
+        )
     by = dict(rows)
     for key, state in (("c", "contents"), ("d", "interactions")):
         with_record = by[f"({key}) {state}, with the record"]
         reference = by[f"({key}) {state}, no restart (reference)"]
         ok = with_record[1].bytes == 0 and with_record[1].requests == 0
-        lines.append(f"target ({key}) Run All after the restart uploads 0 bytes: measured {with_record[1].bytes:,} B in "
-                     f"{with_record[1].requests} requests — {'PASS' if ok else 'FAIL'}")
+        lines.append(
+            f"target ({key}) Run All after the restart uploads 0 bytes: measured {with_record[1].bytes:,} B in "
+            f"{with_record[1].requests} requests — {'PASS' if ok else 'FAIL'}"
+        )
         ok = with_record[2].bytes <= reference[2].bytes and with_record[2].tokens <= reference[2].tokens
-        lines.append(f"target ({key}) the {NEW_TURNS} new turns cost no more than without the restart: "
-                     f"{with_record[2].bytes:,} B / {with_record[2].tokens:,} tok vs {reference[2].bytes:,} B / "
-                     f"{reference[2].tokens:,} tok — {'PASS' if ok else 'FAIL'}")
+        lines.append(
+            f"target ({key}) the {NEW_TURNS} new turns cost no more than without the restart: "
+            f"{with_record[2].bytes:,} B / {with_record[2].tokens:,} tok vs {reference[2].bytes:,} B / "
+            f"{reference[2].tokens:,} tok — {'PASS' if ok else 'FAIL'}"
+        )
         # the same with explicit context caching on (the default): the cache is not part of the record
-        cached = [_record_run(stub, steps, model, state, Path(tmp) / f"{state}-cache.json" if restarted else None,
-                              notes, restarted, cache="auto") for restarted in (True, False)]
+        cached = [
+            _record_run(
+                stub,
+                steps,
+                model,
+                state,
+                Path(tmp) / f"{state}-cache.json" if restarted else None,
+                notes,
+                restarted,
+                cache="auto",
+            )
+            for restarted in (True, False)
+        ]
         ok = cached[0][1].requests == 0 and cached[0][2].bytes <= cached[1][2].bytes
-        lines.append(f"target ({key}) with cache auto: Run All {cached[0][1].requests} requests; the {NEW_TURNS} new "
-                     f"turns {cached[0][2].requests} requests, {cached[0][2].bytes:,} B / {cached[0][2].tokens:,} tok vs "
-                     f"no restart {cached[1][2].requests} requests, {cached[1][2].bytes:,} B / {cached[1][2].tokens:,} "
-                     f"tok — {'PASS' if ok else 'FAIL'}")
+        lines.append(
+            f"target ({key}) with cache auto: Run All {cached[0][1].requests} requests; the {NEW_TURNS} new "
+            f"turns {cached[0][2].requests} requests, {cached[0][2].bytes:,} B / {cached[0][2].tokens:,} tok vs "
+            f"no restart {cached[1][2].requests} requests, {cached[1][2].bytes:,} B / {cached[1][2].tokens:,} "
+            f"tok — {'PASS' if ok else 'FAIL'}"
+        )
     records.cleanup()
     lines += [f"note: {n}" for n in notes]
     return lines
@@ -558,8 +694,9 @@ def measure(steps: list[Step], stub: StubServer, model: str, implicit: bool = Fa
     }
     for key in STRATEGIES:
         stub.reset()
-        stub.configure_caching(implicit=implicit, implicit_ttl_s=1e12,
-                               implicit_minimum={model: PRICES[model].cache_minimum})
+        stub.configure_caching(
+            implicit=implicit, implicit_ttl_s=1e12, implicit_minimum={model: PRICES[model].cache_minimum}
+        )
         t0 = time.perf_counter()
         run.stats[key] = runners[key]()
         run.storage_hours[key] = sum(c["token_seconds"] for c in stub.caches) / 3600
@@ -575,6 +712,7 @@ def measure(steps: list[Step], stub: StubServer, model: str, implicit: bool = Fa
 
 # -- reporting --------------------------------------------------------------------
 
+
 def fmt_ratio(x: float) -> str:
     return f"{x:.2f}x" if x < 10 else f"{x:.1f}x"
 
@@ -587,59 +725,89 @@ def report(label: str, steps: list[Step], run: Run, targets: list[tuple[str, boo
     tot = {k: sum(t.bytes for t in v) for k, v in run.stats.items()}
     ctx = {k: sum(t.tokens for t in v) for k, v in run.stats.items()}
     events = [f"{s.before} before turn {s.turn}" for s in steps if s.before] or ["no hand edit, no undo"]
-    lines = [f"== session {label}: {n} turns on a {len(steps[0].document.splitlines()):,}-line cell "
-             f"({len(steps[0].document.encode()):,} bytes); {sum(s.mode == 'edit' for s in steps)} edits applied; "
-             f"{', '.join(events)}; {versions} distinct document versions =="]
-    head = (f"{'strategy':<31} {'uploaded bytes':>15} {'vs (e)':>8} {'(a) / x':>8} "
-            f"{'context tok':>12} {'ctx@t5':>9} {f'ctx@t{n}':>9}")
+    lines = [
+        f"== session {label}: {n} turns on a {len(steps[0].document.splitlines()):,}-line cell "
+        f"({len(steps[0].document.encode()):,} bytes); {sum(s.mode == 'edit' for s in steps)} edits applied; "
+        f"{', '.join(events)}; {versions} distinct document versions =="
+    ]
+    head = (
+        f"{'strategy':<31} {'uploaded bytes':>15} {'vs (e)':>8} {'(a) / x':>8} "
+        f"{'context tok':>12} {'ctx@t5':>9} {f'ctx@t{n}':>9}"
+    )
     lines += [head, "-" * len(head)]
     for k in STRATEGIES:
         v = run.stats[k]
-        lines.append(f"{NAMES[k]:<31} {tot[k]:>15,} {fmt_ratio(tot[k] / e_bytes):>8} {fmt_ratio(tot['a'] / tot[k]):>8} "
-                     f"{ctx[k]:>12,} {v[4].tokens:>9,} {v[-1].tokens:>9,}")
-    lines.append(f"{NAMES['e']:<31} {e_bytes:>15,} {fmt_ratio(1.0):>8} {fmt_ratio(tot['a'] / e_bytes):>8} "
-                 f"{'~' + format(e_tokens, ','):>12} {'-':>9} {'-':>9}")
-    lines.append(f"{chr(40) + 'e' + chr(39) + ') strict floor (info)':<31} {f_bytes:>15,} {fmt_ratio(f_bytes / e_bytes):>8} "
-                 f"{fmt_ratio(tot['a'] / f_bytes):>8} {'~' + format(math.ceil(f_bytes / 4), ','):>12} {'-':>9} {'-':>9}")
-    lines.append("(e) = each distinct document version a turn is about, once (utf-8 bytes), + every prompt "
-                 "(utf-8 bytes); (e') = only the first and hand-edited versions + every prompt; their token "
-                 "figures are ceil(bytes/4), read once.")
-    lines.append(f"(d) vs the strict floor (e'): {tot['d'] / f_bytes:.2f}x; per-turn overhead of (d) beyond the "
-                 f"documents it must send: ~{(tot['d'] - f_bytes) / n:,.0f} bytes (system instruction "
-                 f"{len(SYSTEM_INSTRUCTION.encode()):,} B, JSON, "
-                 "previous_interaction_id, response schema, secondary context once)")
-    lines.append(f"(c) vs (a): contents mode uploads {tot['c'] / tot['a']:.2f}x the bytes of stateless resend "
-                 "(the app-managed transcript, with the active version in full, goes up on every request); "
-                 f"it saves against (b): {tot['b'] / tot['c']:.1f}x fewer bytes, "
-                 f"{ctx['b'] / ctx['c']:.1f}x less context")
+        lines.append(
+            f"{NAMES[k]:<31} {tot[k]:>15,} {fmt_ratio(tot[k] / e_bytes):>8} {fmt_ratio(tot['a'] / tot[k]):>8} "
+            f"{ctx[k]:>12,} {v[4].tokens:>9,} {v[-1].tokens:>9,}"
+        )
+    lines.append(
+        f"{NAMES['e']:<31} {e_bytes:>15,} {fmt_ratio(1.0):>8} {fmt_ratio(tot['a'] / e_bytes):>8} "
+        f"{'~' + format(e_tokens, ','):>12} {'-':>9} {'-':>9}"
+    )
+    lines.append(
+        f"{chr(40) + 'e' + chr(39) + ') strict floor (info)':<31} {f_bytes:>15,} {fmt_ratio(f_bytes / e_bytes):>8} "
+        f"{fmt_ratio(tot['a'] / f_bytes):>8} {'~' + format(math.ceil(f_bytes / 4), ','):>12} {'-':>9} {'-':>9}"
+    )
+    lines.append(
+        "(e) = each distinct document version a turn is about, once (utf-8 bytes), + every prompt "
+        "(utf-8 bytes); (e') = only the first and hand-edited versions + every prompt; their token "
+        "figures are ceil(bytes/4), read once."
+    )
+    lines.append(
+        f"(d) vs the strict floor (e'): {tot['d'] / f_bytes:.2f}x; per-turn overhead of (d) beyond the "
+        f"documents it must send: ~{(tot['d'] - f_bytes) / n:,.0f} bytes (system instruction "
+        f"{len(SYSTEM_INSTRUCTION.encode()):,} B, JSON, "
+        "previous_interaction_id, response schema, secondary context once)"
+    )
+    lines.append(
+        f"(c) vs (a): contents mode uploads {tot['c'] / tot['a']:.2f}x the bytes of stateless resend "
+        "(the app-managed transcript, with the active version in full, goes up on every request); "
+        f"it saves against (b): {tot['b'] / tot['c']:.1f}x fewer bytes, "
+        f"{ctx['b'] / ctx['c']:.1f}x less context"
+    )
     if n >= 10:
         c5, cn = run.stats["c"][4].tokens, run.stats["c"][-1].tokens
         slope = (cn - c5) / (n - 5)
         cross = 5 + 0.3 * c5 / slope if slope > 0 else float("inf")
-        lines.append(f"(c) context grows ~{slope:,.0f} tokens/turn after turn 5 (prompts, replies, sha markers); "
-                     f"at this rate it passes 1.3x turn 5 around turn {cross:.0f}")
+        lines.append(
+            f"(c) context grows ~{slope:,.0f} tokens/turn after turn 5 (prompts, replies, sha markers); "
+            f"at this rate it passes 1.3x turn 5 around turn {cross:.0f}"
+        )
     d_more = [i + 1 for i in range(n) if run.stats["d"][i].tokens > run.stats["c"][i].tokens]
     if d_more:
-        lines.append(f"interactions reads more context than contents on {len(d_more)}/{n} turns "
-                     f"(first: turn {d_more[0]}; at turn {n}: {run.stats['d'][-1].tokens:,} vs "
-                     f"{run.stats['c'][-1].tokens:,} tokens, {run.stats['d'][-1].tokens / run.stats['c'][-1].tokens:.1f}x; "
-                     f"over the session {ctx['d']:,} vs {ctx['c']:,}, {ctx['d'] / ctx['c']:.1f}x): the server keeps every "
-                     "proposal and every resent source in full in the stored chain and cannot compact them to sha "
-                     "markers, while contents mode keeps only the active version in full.")
+        lines.append(
+            f"interactions reads more context than contents on {len(d_more)}/{n} turns "
+            f"(first: turn {d_more[0]}; at turn {n}: {run.stats['d'][-1].tokens:,} vs "
+            f"{run.stats['c'][-1].tokens:,} tokens, {run.stats['d'][-1].tokens / run.stats['c'][-1].tokens:.1f}x; "
+            f"over the session {ctx['d']:,} vs {ctx['c']:,}, {ctx['d'] / ctx['c']:.1f}x): the server keeps every "
+            "proposal and every resent source in full in the stored chain and cannot compact them to sha "
+            "markers, while contents mode keeps only the active version in full."
+        )
     later = range(1, n)
     asks = [i for i in later if steps[i].mode == "ask" and steps[i - 1].mode == "ask" and not steps[i].before]
-    lines.append("prefix reuse (share of a request's tokens repeating a prefix of the previous request), mean over "
-                 "turns 2-n" + (", and over asks right after an ask" if asks else "") + ": "
-                 + ", ".join(f"{k} {sum(run.stats[k][i].reuse for i in later) / len(later):.0%}"
-                             + (f" / {sum(run.stats[k][i].reuse for i in asks) / len(asks):.0%}" if asks else "")
-                             for k in STRATEGIES))
+    lines.append(
+        "prefix reuse (share of a request's tokens repeating a prefix of the previous request), mean over "
+        "turns 2-n"
+        + (", and over asks right after an ask" if asks else "")
+        + ": "
+        + ", ".join(
+            f"{k} {sum(run.stats[k][i].reuse for i in later) / len(later):.0%}"
+            + (f" / {sum(run.stats[k][i].reuse for i in asks) / len(asks):.0%}" if asks else "")
+            for k in STRATEGIES
+        )
+    )
     lines.append("stand-in time per strategy: " + ", ".join(f"{k} {run.seconds[k]:.1f}s" for k in STRATEGIES))
     return lines + target_lines(targets)
 
 
 def target_lines(targets: list[tuple[str, bool | None, str]]) -> list[str]:
-    return [f"info {label}: measured {detail}" if ok is None else
-            f"target {label}: measured {detail} — {'PASS' if ok else 'FAIL'}" for label, ok, detail in targets]
+    return [
+        f"info {label}: measured {detail}"
+        if ok is None
+        else f"target {label}: measured {detail} — {'PASS' if ok else 'FAIL'}"
+        for label, ok, detail in targets
+    ]
 
 
 def stub_tokens(text: str) -> int:
@@ -676,9 +844,12 @@ def above_floor(steps: list[Step], stats: list[TurnStat], storage_hours: float, 
     docs, prompts = floor_reads(steps, price)
     creating = sum(t.cached for t in stats if t.written) * price.cached_input
     cached = sum(t.written for t in stats) * price.input + sum(t.cached for t in stats) * price.cached_input
-    return {"storage": storage_hours * price.storage_hour, "creating reads": creating,
-            "head": cached - creating - docs,
-            "full-price": sum(t.tokens - t.cached for t in stats) * price.input - prompts}
+    return {
+        "storage": storage_hours * price.storage_hour,
+        "creating reads": creating,
+        "head": cached - creating - docs,
+        "full-price": sum(t.tokens - t.cached for t in stats) * price.input - prompts,
+    }
 
 
 def dollars(run: Run, key: str, price: Price) -> float:
@@ -688,10 +859,14 @@ def dollars(run: Run, key: str, price: Price) -> float:
 def cost_report(label: str, steps: list[Step], runs: dict[str, Run], model: str) -> tuple[list[str], list[tuple]]:
     """The billed-cost table under both assumptions, and the targets' results."""
     price = PRICES[model]
-    lines = [f"-- billed cost, session {label}, at {model}'s table rates (${price.input} in, ${price.cached_input} "
-             f"cached, ${price.output} out per 1M tokens; ${price.storage_hour} per 1M token-hours of cache) --"]
-    head = (f"{'strategy':<31} {'full-price in':>13} {'cached in':>10} {'storage tok-h':>13} {'out':>9} "
-            f"{'dollars':>9} {'vs floor':>8} {'(a) / x':>8}")
+    lines = [
+        f"-- billed cost, session {label}, at {model}'s table rates (${price.input} in, ${price.cached_input} "
+        f"cached, ${price.output} out per 1M tokens; ${price.storage_hour} per 1M token-hours of cache) --"
+    ]
+    head = (
+        f"{'strategy':<31} {'full-price in':>13} {'cached in':>10} {'storage tok-h':>13} {'out':>9} "
+        f"{'dollars':>9} {'vs floor':>8} {'(a) / x':>8}"
+    )
     targets: list[tuple] = []
     for assumption, words in ASSUMPTIONS:
         run = runs[assumption]
@@ -701,33 +876,54 @@ def cost_report(label: str, steps: list[Step], runs: dict[str, Run], model: str)
         for k in STRATEGIES:
             v = run.stats[k]
             full = sum(t.tokens - t.cached + t.written for t in v)
-            lines.append(f"{NAMES[k]:<31} {full:>13,} {sum(t.cached for t in v):>10,} "
-                         f"{run.storage_hours[k]:>13,.0f} {sum(t.output for t in v):>9,} {cost[k]:>9.4f} "
-                         f"{cost[k] / floor:>7.2f}x {cost['a'] / cost[k]:>7.2f}x")
-        lines.append(f"{'floor (computed)':<31} {'':>13} {'':>10} {'':>13} {'':>9} {floor:>9.4f} {1:>7.2f}x "
-                     f"{cost['a'] / floor:>7.2f}x")
+            lines.append(
+                f"{NAMES[k]:<31} {full:>13,} {sum(t.cached for t in v):>10,} "
+                f"{run.storage_hours[k]:>13,.0f} {sum(t.output for t in v):>9,} {cost[k]:>9.4f} "
+                f"{cost[k] / floor:>7.2f}x {cost['a'] / cost[k]:>7.2f}x"
+            )
+        lines.append(
+            f"{'floor (computed)':<31} {'':>13} {'':>10} {'':>13} {'':>9} {floor:>9.4f} {1:>7.2f}x "
+            f"{cost['a'] / floor:>7.2f}x"
+        )
         if assumption == "never":
             parts = above_floor(steps, run.stats["f"], run.storage_hours["f"], price)
-            lines.append(f"(f) above the floor (${cost['f'] - floor:.4f}): "
-                         + ", ".join(f"{k} ${1e-6 * v:.4f} ({1e-6 * v / floor:.1%})" for k, v in parts.items())
-                         + " of the floor; output the same")
+            lines.append(
+                f"(f) above the floor (${cost['f'] - floor:.4f}): "
+                + ", ".join(f"{k} ${1e-6 * v:.4f} ({1e-6 * v / floor:.1%})" for k, v in parts.items())
+                + " of the floor; output the same"
+            )
             by_ttl = cost["f"] + 1e-6 * (run.ttl_hours["f"] - run.storage_hours["f"]) * price.storage_hour
-            lines.append(f"(f) if storage were billed to the last expiry set, not the cache's life (a delete not "
-                         f"refunding the rest): {run.ttl_hours['f']:,.0f} token-hours, ${by_ttl:.4f}, "
-                         f"{by_ttl / floor:.2f}x the floor")
+            lines.append(
+                f"(f) if storage were billed to the last expiry set, not the cache's life (a delete not "
+                f"refunding the rest): {run.ttl_hours['f']:,.0f} token-hours, ${by_ttl:.4f}, "
+                f"{by_ttl / floor:.2f}x the floor"
+            )
         best = min(OURS, key=cost.get)
         others = min((k for k in STRATEGIES if k not in OURS), key=cost.get)
-        targets.append((f"session {label}, {words}: genai_magics' best mode ({best}) is the cheapest "
-                        "(ties within 5%)", cost[best] <= 1.05 * cost[others],
-                        f"({best}) ${cost[best]:.4f} vs cheapest other ({others}) ${cost[others]:.4f}: "
-                        f"{cost[best] / cost[others]:.2f}x"))
+        targets.append(
+            (
+                f"session {label}, {words}: genai_magics' best mode ({best}) is the cheapest (ties within 5%)",
+                cost[best] <= 1.05 * cost[others],
+                f"({best}) ${cost[best]:.4f} vs cheapest other ({others}) ${cost[others]:.4f}: "
+                f"{cost[best] / cost[others]:.2f}x",
+            )
+        )
         if label in ("50", ASK_HEAVY):
-            targets.append((f"session {label}, {words}: within 1.3x of the floor", cost[best] <= 1.3 * floor,
-                            f"({best}) ${cost[best]:.4f} / floor ${floor:.4f} = {cost[best] / floor:.2f}x"))
+            targets.append(
+                (
+                    f"session {label}, {words}: within 1.3x of the floor",
+                    cost[best] <= 1.3 * floor,
+                    f"({best}) ${cost[best]:.4f} / floor ${floor:.4f} = {cost[best] / floor:.2f}x",
+                )
+            )
         if label == ASK_HEAVY and assumption == "never":
-            targets.append((f"session {label}, {words}: >= 3x cheaper than stateless resend",
-                            cost["a"] >= 3 * cost[best],
-                            f"(a) ${cost['a']:.4f} / ({best}) ${cost[best]:.4f} = {cost['a'] / cost[best]:.2f}x"))
+            targets.append(
+                (
+                    f"session {label}, {words}: >= 3x cheaper than stateless resend",
+                    cost["a"] >= 3 * cost[best],
+                    f"(a) ${cost['a']:.4f} / ({best}) ${cost[best]:.4f} = {cost['a'] / cost[best]:.2f}x",
+                )
+            )
     return lines, targets
 
 
@@ -738,8 +934,14 @@ def per_turn_rows(n: str, steps: list[Step], run: Run) -> list[dict]:
         sha = sha256_text(s.document)
         e = len(s.prompt.encode()) + (0 if sha in seen else len(s.document.encode()))
         seen.add(sha)
-        row = {"session": n, "turn": s.turn, "mode": s.mode, "before": s.before or "-", "doc_sha": sha[:8],
-               "e_bytes": e}
+        row = {
+            "session": n,
+            "turn": s.turn,
+            "mode": s.mode,
+            "before": s.before or "-",
+            "doc_sha": sha[:8],
+            "e_bytes": e,
+        }
         for k in STRATEGIES:
             row[f"{k}_bytes"] = run.stats[k][i].bytes
             row[f"{k}_tokens"] = run.stats[k][i].tokens
@@ -749,15 +951,24 @@ def per_turn_rows(n: str, steps: list[Step], run: Run) -> list[dict]:
 
 
 def per_turn_table(rows: list[dict]) -> list[str]:
-    head = (f"{'ses':>3} {'turn':>4} {'mode':<4} {'before':<9} {'doc':<8} "
-            + " ".join(f"{k + ' bytes':>10}" for k in STRATEGIES) + f" {'e bytes':>8} "
-            + " ".join(f"{k + ' tok':>9}" for k in STRATEGIES) + " " + " ".join(f"{k + ' reuse':>8}" for k in STRATEGIES))
+    head = (
+        f"{'ses':>3} {'turn':>4} {'mode':<4} {'before':<9} {'doc':<8} "
+        + " ".join(f"{k + ' bytes':>10}" for k in STRATEGIES)
+        + f" {'e bytes':>8} "
+        + " ".join(f"{k + ' tok':>9}" for k in STRATEGIES)
+        + " "
+        + " ".join(f"{k + ' reuse':>8}" for k in STRATEGIES)
+    )
     out = [head]
     for r in rows:
-        out.append(f"{r['session']:>3} {r['turn']:>4} {r['mode']:<4} {r['before']:<9} {r['doc_sha']:<8} "
-                   + " ".join(f"{r[k + '_bytes']:>10,}" for k in STRATEGIES) + f" {r['e_bytes']:>8,} "
-                   + " ".join(f"{r[k + '_tokens']:>9,}" for k in STRATEGIES) + " "
-                   + " ".join(f"{r[k + '_reuse']:>8.0%}" for k in STRATEGIES))
+        out.append(
+            f"{r['session']:>3} {r['turn']:>4} {r['mode']:<4} {r['before']:<9} {r['doc_sha']:<8} "
+            + " ".join(f"{r[k + '_bytes']:>10,}" for k in STRATEGIES)
+            + f" {r['e_bytes']:>8,} "
+            + " ".join(f"{r[k + '_tokens']:>9,}" for k in STRATEGIES)
+            + " "
+            + " ".join(f"{r[k + '_reuse']:>8.0%}" for k in STRATEGIES)
+        )
     return out
 
 
@@ -783,8 +994,10 @@ def main(argv: list[str] | None = None) -> int:
             results[label] = (steps, {a: measure(steps, stub, model, implicit=a == "always") for a, _ in ASSUMPTIONS})
         restart_lines = restart_and_run_all(stub, model)
 
-    print(f"token economy on the stand-in (model {model}, real google-genai SDK over HTTP; bytes = request "
-          "bodies received, tokens = the stand-in's input_tokens)\n")
+    print(
+        f"token economy on the stand-in (model {model}, real google-genai SDK over HTTP; bytes = request "
+        "bodies received, tokens = the stand-in's input_tokens)\n"
+    )
     rows: list[dict] = []
     for label, (steps, runs) in results.items():
         run = runs["never"]  # bytes and context do not depend on implicit caching
@@ -793,8 +1006,13 @@ def main(argv: list[str] | None = None) -> int:
         targets: list[tuple[str, bool | None, str]] = []
         if label == "10+":
             r2 = tot["a"] / tot["d"]
-            targets.append(("(d) uploads vs (a) with a hand edit inside 10 turns (no target)", None,
-                            f"(a)/(d) = {r2:.2f}; even with zero overhead it could be at most 10 uploads / 2 = 5.00"))
+            targets.append(
+                (
+                    "(d) uploads vs (a) with a hand edit inside 10 turns (no target)",
+                    None,
+                    f"(a)/(d) = {r2:.2f}; even with zero overhead it could be at most 10 uploads / 2 = 5.00",
+                )
+            )
         if label == "10":
             r1 = tot["d"] / e_bytes
             targets.append(("(d) uploads <= 1.10 x (e) over 10 turns", r1 <= 1.10, f"{r1:.3f} x (e)"))
@@ -803,12 +1021,18 @@ def main(argv: list[str] | None = None) -> int:
         if label == "50":
             c = run.stats["c"]
             r3 = c[-1].tokens / c[4].tokens
-            targets.append(("(c) context at turn 50 <= 1.3 x at turn 5", r3 <= 1.3,
-                            f"{c[-1].tokens:,} / {c[4].tokens:,} = {r3:.3f}"))
+            targets.append(
+                (
+                    "(c) context at turn 50 <= 1.3 x at turn 5",
+                    r3 <= 1.3,
+                    f"{c[-1].tokens:,} / {c[4].tokens:,} = {r3:.3f}",
+                )
+            )
             for k in ("c", "d"):
                 r = tot["b"] / tot[k]
-                targets.append((f"({k}) uploads >= 10 x fewer bytes than (b) over 50 turns", r >= 10,
-                                f"(b)/({k}) = {r:.1f}"))
+                targets.append(
+                    (f"({k}) uploads >= 10 x fewer bytes than (b) over 50 turns", r >= 10, f"(b)/({k}) = {r:.1f}")
+                )
         costs, cost_targets = cost_report(label, steps, runs, model)
         print("\n".join(report(label, steps, run, targets) + costs + target_lines(cost_targets)))
         print("\n".join(f"note: {note}" for note in dict.fromkeys(runs["never"].notes + runs["always"].notes)))
@@ -817,9 +1041,11 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(restart_lines))
     print()
     if args.per_turn:
-        print("per turn (bytes uploaded / context tokens read / prefix reuse: the share of the request's tokens "
-              "repeating a prefix of the previous request; 'before' = event before the turn; "
-              "e bytes = the prompt + the document if this version is new):")
+        print(
+            "per turn (bytes uploaded / context tokens read / prefix reuse: the share of the request's tokens "
+            "repeating a prefix of the previous request; 'before' = event before the turn; "
+            "e bytes = the prompt + the document if this version is new):"
+        )
         print("\n".join(per_turn_table(rows)))
         print()
     if args.csv:

@@ -2,6 +2,7 @@
 
 ``%load_ext genai_magics`` registers ``%%gemini_ask``, ``%%gemini_edit`` and ``%gemini``.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING

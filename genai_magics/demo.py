@@ -5,6 +5,7 @@
 prints what each magic cell showed and the conversation's token table, and
 writes the executed notebook to the current folder (``--output`` to choose).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,8 +16,11 @@ from pathlib import Path
 # The checkout's notebooks/ (an editable install), else the copy the wheel carries.
 _HERE = Path(__file__).resolve().parent
 DEFAULT_NOTEBOOK = next(
-    (p for p in (_HERE.parent / "notebooks" / "quickstart.ipynb", _HERE / "notebooks" / "quickstart.ipynb")
-     if p.exists()),
+    (
+        p
+        for p in (_HERE.parent / "notebooks" / "quickstart.ipynb", _HERE / "notebooks" / "quickstart.ipynb")
+        if p.exists()
+    ),
     _HERE.parent / "notebooks" / "quickstart.ipynb",
 )
 
@@ -49,8 +53,13 @@ def run(notebook: Path, output: Path | None) -> int:
         os.environ["GOOGLE_GEMINI_BASE_URL"] = stub.url
         os.environ["GEMINI_API_KEY"] = "stand-in-key"
         os.environ.pop("GOOGLE_API_KEY", None)
-        client = NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
-                                resources={"metadata": {"path": str(notebook.parent)}})
+        client = NotebookClient(
+            nb,
+            timeout=120,
+            kernel_name="python3",
+            allow_errors=True,
+            resources={"metadata": {"path": str(notebook.parent)}},
+        )
         client.execute()
         api_calls = [r for r in stub.requests if r["kind"] != "count"]
     for cell in nb.cells:
@@ -61,8 +70,10 @@ def run(notebook: Path, output: Path | None) -> int:
             text = _text_of(out).rstrip()
             if text:
                 print(text)
-    print(f"\n{len(api_calls)} requests went to the stand-in at {stub.url}; "
-          f"{sum(r['body_bytes'] for r in api_calls):,} bytes uploaded in all.")
+    print(
+        f"\n{len(api_calls)} requests went to the stand-in at {stub.url}; "
+        f"{sum(r['body_bytes'] for r in api_calls):,} bytes uploaded in all."
+    )
     target = output or Path.cwd() / (notebook.stem + ".executed.ipynb")
     nbformat.write(nb, str(target))
     print(f"executed notebook written to {target}")

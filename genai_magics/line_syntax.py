@@ -7,6 +7,7 @@ before the token transformers) writes lines starting with ``%gemini_ask`` /
 ``%gemini_edit`` as the magic call IPython would have made itself, and
 touches nothing else (``%%`` cells, ``%gemini_ask?`` help, other lines).
 """
+
 from __future__ import annotations
 
 import re

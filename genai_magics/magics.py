@@ -1,4 +1,5 @@
 """The IPython face of genai_magics: thin, flags in, session calls out."""
+
 from __future__ import annotations
 
 import argparse
@@ -8,7 +9,9 @@ import signal
 import sys
 import threading
 import traceback
+from collections.abc import Callable
 from contextlib import contextmanager
+from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
@@ -16,54 +19,95 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, Dict, Enum, Float, Int, Unicode
 
-from .ui import report
-from .frontends.cell_writer import EDITED_BEFORE_RERUN, strip_applied_marker
-from .frontends import frontend as frontends
 from .engine.conversation import STATE_MODES, Mode
-from .ui.display import NotebookDisplay, TerminalDisplay
 from .engine.errors import UserError
 from .engine.redaction import redact
-from .frontends.notebook_view import MergedView, notebook_path_from
+from .frontends import frontend as frontends
+from .frontends.cell_writer import EDITED_BEFORE_RERUN, strip_applied_marker
 from .frontends.frontend import Kind
 from .frontends.notebook_edit import NotebookWriter
-from .ui.proposal import ProposalController, Status
-from .session import Session, Settings, TurnRequest
+from .frontends.notebook_view import MergedView, notebook_path_from
 from .gemini.models import DEFAULT_MODEL, models_table
 from .gemini.transport import ClientSettings
 from .persistence.replay import REPLAY_MODES
+from .session import Session, Settings, TurnRequest
+from .ui import report
+from .ui.display import NotebookDisplay, TerminalDisplay
+from .ui.proposal import ProposalController, Status
 
 
-def _turn_arguments(magic: str, form: str):
+def _turn_arguments(magic: str, form: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The flags shared by %%gemini_ask and %%gemini_edit, and the help of ``form``
     ("cell": the prompt is the cell body; "line": the words after the flags)."""
-    def decorate(func):
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
         decorators = [
             magic_arguments(),
-            argument("--cell", metavar="REF", help="the document: an execution count (5 or In[5]), a cell id, or -1 for the most recent code cell"),
+            argument(
+                "--cell",
+                metavar="REF",
+                help="the document: an execution count (5 or In[5]), a cell id, or -1 for the most recent code cell",
+            ),
             argument("--notebook", action="store_true", help="the whole notebook is the document"),
-            argument("-c", "--conversation", default="default", metavar="NAME", help="which conversation to continue (default: 'default')"),
+            argument(
+                "-c",
+                "--conversation",
+                default="default",
+                metavar="NAME",
+                help="which conversation to continue (default: 'default')",
+            ),
             argument("--new", action="store_true", help="start this conversation over"),
             argument("--model", metavar="MODEL", help="model for this turn (default: %%config GeminiMagics.model)"),
-            argument("--state", choices=STATE_MODES, metavar="MODE", help="where the conversation lives: contents (kept by the kernel) or interactions (kept by the server)"),
-            argument("--no-context", action="store_true", help="send no other cells (and for an ask, no document either)"),
-            argument("--dry-run", action="store_true", help="show the exact request; send nothing, change nothing, no key needed"),
-            argument("--interpolate", action="store_true", help="expand {name} and $name from the user namespace in the prompt (and send a summary of each {name} variable)"),
-            argument("--error", action="store_true", help="send the session's last exception (trimmed traceback); an empty prompt asks to explain and fix it"),
-            argument("--vars", metavar="NAMES", help="send compact summaries of these variables, e.g. df,model (each only when it changed)"),
-            argument("--rerun", action="store_true", help="ask Gemini again although this turn is in the notebook's record"),
+            argument(
+                "--state",
+                choices=STATE_MODES,
+                metavar="MODE",
+                help="where the conversation lives: contents (kept by the kernel) or interactions (kept by the server)",
+            ),
+            argument(
+                "--no-context", action="store_true", help="send no other cells (and for an ask, no document either)"
+            ),
+            argument(
+                "--dry-run",
+                action="store_true",
+                help="show the exact request; send nothing, change nothing, no key needed",
+            ),
+            argument(
+                "--interpolate",
+                action="store_true",
+                help="expand {name} and $name from the user namespace in the prompt "
+                "(and send a summary of each {name} variable)",
+            ),
+            argument(
+                "--error",
+                action="store_true",
+                help="send the session's last exception (trimmed traceback); "
+                "an empty prompt asks to explain and fix it",
+            ),
+            argument(
+                "--vars",
+                metavar="NAMES",
+                help="send compact summaries of these variables, e.g. df,model (each only when it changed)",
+            ),
+            argument(
+                "--rerun", action="store_true", help="ask Gemini again although this turn is in the notebook's record"
+            ),
             argument("words", nargs="*", help=argparse.SUPPRESS if form == "cell" else "the prompt"),
         ]
         for decorator in reversed(decorators):
             func = decorator(func)
-        parser = func.parser
+        parser = func.parser  # type: ignore[attr-defined]  # set by magic_arguments()
         parser.allow_abbrev = False  # a mistyped flag is an error, not a guess
         # argparse's own layout: IPython's formatter writes reST ('::', '<{a,b}>') that
         # %%gemini_edit? would show raw.
         parser.formatter_class = argparse.RawDescriptionHelpFormatter
         parser.description = inspect.cleandoc(parser.description or "")
         # argparse %-formats the usage: '%%' is one '%'.
-        parser.usage = (f"%%%%{magic} [options]\n       the prompt: the lines below, in the cell body" if form == "cell"
-                        else f"%%{magic} [options] prompt words")
+        parser.usage = (
+            f"%%%%{magic} [options]\n       the prompt: the lines below, in the cell body"
+            if form == "cell"
+            else f"%%{magic} [options] prompt words"
+        )
         func.__doc__ = parser.format_help()
         return func
 
@@ -91,31 +135,55 @@ class GeminiMagics(Magics):
     shell: InteractiveShell  # IPython sets it when it registers the magics
 
     model = Unicode(DEFAULT_MODEL, help="Gemini model used when --model is not given").tag(config=True)
-    state = Enum(list(STATE_MODES), default_value="contents", help="default state mode for new conversations").tag(config=True)
+    state = Enum(list(STATE_MODES), default_value="contents", help="default state mode for new conversations").tag(
+        config=True
+    )
     max_document_bytes = Int(1_000_000, help="largest document (cell or notebook) sent, in bytes").tag(config=True)
     secondary_context_chars = Int(20_000, help="cap on the other cells sent as context, in characters").tag(config=True)
-    max_chain_versions = Int(8, help="interactions mode: start a new server chain when it holds more full "
-                                     "versions of the code than this (0: never)").tag(config=True)
-    temperature = Float(None, allow_none=True, help="sampling temperature sent with every turn (None: the model's default)").tag(config=True)
+    max_chain_versions = Int(
+        8,
+        help="interactions mode: start a new server chain when it holds more full "
+        "versions of the code than this (0: never)",
+    ).tag(config=True)
+    temperature = Float(
+        None, allow_none=True, help="sampling temperature sent with every turn (None: the model's default)"
+    ).tag(config=True)
     retry_attempts = Int(5, help="attempts for 429 and 5xx answers (the SDK's HttpRetryOptions)").tag(config=True)
     timeout = Float(120.0, help="seconds to wait for an answer").tag(config=True)
     debug = Bool(False, help="show full tracebacks for unexpected errors").tag(config=True)
     max_var_chars = Int(2_000, help="cap on each variable summary sent with --vars, in characters").tag(config=True)
-    persist = Bool(True, help="keep each notebook's conversations in a record that outlives the kernel").tag(config=True)
-    replay = Enum(list(REPLAY_MODES), default_value="auto",
-                  help="after a restart, show a recorded turn instead of asking again: auto, off, or only (never ask)"
-                  ).tag(config=True)
-    record_location = Unicode("user", help="where the record lives: 'user' (private, the Jupyter data dir), "
-                              "'notebook' (beside the .ipynb, to share or commit) or a file path").tag(config=True)
-    apply_wait = Float(300.0, help="seconds a magic cell waits for Apply/Discard where only the running cell can be written (VS Code)").tag(config=True)
-    max_prompt_bytes = Int(100_000, help="largest prompt accepted, in bytes (the cell body or the one-line words)").tag(config=True)
-    cache = Enum(["auto", "off"], default_value="auto", help="contents mode: keep the conversation's stable head (system instruction, document, "
-                 "context) in an explicit Gemini context cache when it is over the model's cache minimum and "
-                 "pays off; off: never").tag(config=True)
+    persist = Bool(True, help="keep each notebook's conversations in a record that outlives the kernel").tag(
+        config=True
+    )
+    replay = Enum(
+        list(REPLAY_MODES),
+        default_value="auto",
+        help="after a restart, show a recorded turn instead of asking again: auto, off, or only (never ask)",
+    ).tag(config=True)
+    record_location = Unicode(
+        "user",
+        help="where the record lives: 'user' (private, the Jupyter data dir), "
+        "'notebook' (beside the .ipynb, to share or commit) or a file path",
+    ).tag(config=True)
+    apply_wait = Float(
+        300.0, help="seconds a magic cell waits for Apply/Discard where only the running cell can be written (VS Code)"
+    ).tag(config=True)
+    max_prompt_bytes = Int(100_000, help="largest prompt accepted, in bytes (the cell body or the one-line words)").tag(
+        config=True
+    )
+    cache = Enum(
+        ["auto", "off"],
+        default_value="auto",
+        help="contents mode: keep the conversation's stable head (system instruction, document, "
+        "context) in an explicit Gemini context cache when it is over the model's cache minimum and "
+        "pays off; off: never",
+    ).tag(config=True)
     cache_ttl = Float(600.0, help="seconds an explicit cache lives unless used (each use extends it)").tag(config=True)
-    prices = Dict(help="prices per model overriding or adding to the table (US$ per 1M tokens): "
-                  '{"model": {"input": .., "cached_input": .., "output": .., "storage_hour": .., '
-                  '"cache_minimum": tokens}}').tag(config=True)
+    prices = Dict(
+        help="prices per model overriding or adding to the table (US$ per 1M tokens): "
+        '{"model": {"input": .., "cached_input": .., "output": .., "storage_hour": .., '
+        '"cache_minimum": tokens}}'
+    ).tag(config=True)
 
     def __init__(self, shell=None, kept=None, **kwargs):
         super().__init__(shell=shell, **kwargs)
@@ -151,10 +219,13 @@ class GeminiMagics(Magics):
         """What this run's frontend can do, decided once from what the kernel knows now."""
         ns = self.shell.user_ns if self.shell is not None else {}
         return frontends.choose(
-            terminal=self._terminal, bridge=self._live(), bridge_fresh=not self._stale(),
+            terminal=self._terminal,
+            bridge=self._live(),
+            bridge_fresh=not self._stale(),
             record=self.session.record,
             file_view=MergedView(self.session.record, notebook_path_from(os.environ, ns)),
-            staged=self.staged, set_next_input=lambda text: self.shell.set_next_input(text, replace=True),
+            staged=self.staged,
+            set_next_input=lambda text: self.shell.set_next_input(text, replace=True),
             apply_wait=self.apply_wait,
         )
 
@@ -250,7 +321,7 @@ class GeminiMagics(Magics):
     # -- the magics ----------------------------------------------------------
     @no_var_expand  # {name} and $name are expanded only with --interpolate
     @_turn_arguments("gemini_ask", "cell")
-    @cell_magic("gemini_ask")
+    @cell_magic("gemini_ask")  # type: ignore[arg-type]  # IPython types a named marker as taking Never
     def gemini_ask(self, line, cell):
         """Ask Gemini about the current code; the cell body is the prompt.
 
@@ -263,7 +334,7 @@ class GeminiMagics(Magics):
 
     @no_var_expand
     @_turn_arguments("gemini_ask", "line")
-    @line_magic("gemini_ask")
+    @line_magic("gemini_ask")  # type: ignore[arg-type]  # IPython types a named marker as taking Never
     def gemini_ask_line(self, line):
         """Ask Gemini about the current code in one line: the words after the flags are
         the prompt (%gemini_ask --error alone asks to explain the last error)."""
@@ -271,7 +342,7 @@ class GeminiMagics(Magics):
 
     @no_var_expand
     @_turn_arguments("gemini_edit", "cell")
-    @cell_magic("gemini_edit")
+    @cell_magic("gemini_edit")  # type: ignore[arg-type]  # IPython types a named marker as taking Never
     def gemini_edit(self, line, cell):
         """Ask Gemini to change the current code; the cell body is the instruction.
 
@@ -282,13 +353,13 @@ class GeminiMagics(Magics):
 
     @no_var_expand
     @_turn_arguments("gemini_edit", "line")
-    @line_magic("gemini_edit")
+    @line_magic("gemini_edit")  # type: ignore[arg-type]  # IPython types a named marker as taking Never
     def gemini_edit_line(self, line):
         """Ask Gemini to change the current code in one line: the words after the flags
         are the instruction (%gemini_edit --error alone asks to fix the last error)."""
         return self._turn("edit", self.gemini_edit_line, line, None)
 
-    def _turn(self, mode: Mode, magic, line: str, cell: str):
+    def _turn(self, mode: Mode, magic, line: str, cell: str | None):
         if self._write_staged():
             return None
         try:
@@ -301,8 +372,10 @@ class GeminiMagics(Magics):
         body = "\n".join(part for part in (" ".join(args.words), cell or "") if part)
         size = len(body.encode("utf-8", "surrogatepass"))
         if size > self.max_prompt_bytes:
-            display.error(f"the prompt is {size:,} bytes, over the cap of {self.max_prompt_bytes:,}; nothing was sent "
-                          "(%config GeminiMagics.max_prompt_bytes; put big text in a cell and use --cell or --vars)")
+            display.error(
+                f"the prompt is {size:,} bytes, over the cap of {self.max_prompt_bytes:,}; nothing was sent "
+                "(%config GeminiMagics.max_prompt_bytes; put big text in a cell and use --cell or --vars)"
+            )
             return None
         frontend = self._frontend()
         self.session.frontend_target = frontend.default_target
@@ -312,14 +385,25 @@ class GeminiMagics(Magics):
             display.error(str(exc))
             return None
         request = TurnRequest(
-            mode=mode, prompt=prompt, conversation=args.conversation, cell=args.cell,
-            notebook=args.notebook, new=args.new, model=args.model, state=args.state,
-            no_context=args.no_context, dry_run=args.dry_run,
-            extra_pieces=tuple(pieces), preferred_target=failing_cell, rerun=args.rerun,
+            mode=mode,
+            prompt=prompt,
+            conversation=args.conversation,
+            cell=args.cell,
+            notebook=args.notebook,
+            new=args.new,
+            model=args.model,
+            state=args.state,
+            no_context=args.no_context,
+            dry_run=args.dry_run,
+            extra_pieces=tuple(pieces),
+            preferred_target=failing_cell,
+            rerun=args.rerun,
         )
         if self._stale():
-            display.note("the live notebook view has not caught up with this cell; "
-                         "using the kernel's record of executed cells for this turn")
+            display.note(
+                "the live notebook view has not caught up with this cell; "
+                "using the kernel's record of executed cells for this turn"
+            )
         try:
             self._replay()
             if not args.dry_run:
@@ -394,10 +478,14 @@ class GeminiMagics(Magics):
         turn = outcome.turn
         if outcome.replayed:
             frontend = frontend.without_waiting(self.staged)
-        writer = frontend.writer(instruction, (turn.base_source or "", turn.proposal_source or "")
-                                 if cell_id == "notebook" else None)
+        writer = frontend.writer(
+            instruction, (turn.base_source or "", turn.proposal_source or "") if cell_id == "notebook" else None
+        )
         controller = ProposalController(
-            conversation=outcome.conversation, turn=outcome.turn, cell_id=cell_id, writer=writer,
+            conversation=outcome.conversation,
+            turn=outcome.turn,
+            cell_id=cell_id,
+            writer=writer,
             # a --notebook edit through the bridge: the document is the cells it manages, not one cell
             current_source=writer.current_source if isinstance(writer, NotebookWriter) else self._current_source,
         )
@@ -421,12 +509,31 @@ class GeminiMagics(Magics):
         return frontend.wait_for_choice(controller, instruction, self.staged)
 
     @magic_arguments()
-    @argument("command", nargs="?", default="status",
-              choices=["status", "history", "reset", "forget", "tokens", "model", "models", "state", "debug",
-                       "apply", "discard", "undo", "help"],
-              help="what to do (default: status)")
+    @argument(
+        "command",
+        nargs="?",
+        default="status",
+        choices=[
+            "status",
+            "history",
+            "reset",
+            "forget",
+            "tokens",
+            "model",
+            "models",
+            "state",
+            "debug",
+            "apply",
+            "discard",
+            "undo",
+            "help",
+        ],
+        help="what to do (default: status)",
+    )
     @argument("value", nargs="?", help="model name, state mode, conversation to reset, or on/off for debug")
-    @argument("-c", "--conversation", default=None, metavar="NAME", help="conversation for history/tokens (default: all)")
+    @argument(
+        "-c", "--conversation", default=None, metavar="NAME", help="conversation for history/tokens (default: all)"
+    )
     @argument("--all", action="store_true", help="with reset or forget: every conversation")
     @line_magic
     def gemini(self, line):
@@ -454,8 +561,11 @@ class GeminiMagics(Magics):
             NotebookDisplay.error(redact(f"conversation record: {type(exc).__name__}: {exc}"))
             replay = self.session.replay
         convs = self.session.conversations
-        chosen = [convs[args.conversation]] if args.conversation in convs else (
-            [] if args.conversation else list(convs.values()))
+        chosen = (
+            [convs[args.conversation]]
+            if args.conversation in convs
+            else ([] if args.conversation else list(convs.values()))
+        )
         if args.conversation and not chosen:
             NotebookDisplay.error(f"no conversation named {args.conversation!r}")
             return

@@ -3,6 +3,7 @@
 This is where a magic's request becomes a planned, sent and recorded turn. It
 imports no IPython: the magics hand it plain values and a display to talk to.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -10,31 +11,39 @@ import json
 import os
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
-from .frontends.cell_writer import strip_applied_marker
 from .engine.cells import Cell, Document, is_genai_magic, undecodable_at
 from .engine.context import ContextPiece, secondary_context
-from .frontends.notebook_edit import notebook_text, unmask_cells
 from .engine.conversation import Conversation, Mode, StateMode, Turn, TurnPlan, Usage
 from .engine.errors import UserError
 from .engine.hashing import sha256_text
-from .engine.text import estimate_tokens
-from .gemini.errors import describe, status_code
-from .engine.redaction import MASK, redact, unmask
-from .frontends.notebook_view import ExecutionRecord, NotebookFileError, NotebookView
-from .gemini.models import ModelInfo, available_models
-from .gemini.warm_up import rehearse
-from .gemini.transport import TRANSPORTS, CachedHead, ClientSettings, RetryNotices, Transport, TurnResult, make_client
-from .gemini.caching import CacheStep, ContextCaches
-from .gemini.pricing import Price, price_for, turn_cost
 from .engine.record import TurnKey, TurnMeta
+from .engine.redaction import MASK, redact, unmask
+from .engine.text import estimate_tokens
+from .frontends.cell_writer import strip_applied_marker
+from .frontends.notebook_edit import notebook_text, unmask_cells
+from .frontends.notebook_view import ExecutionRecord, NotebookFileError, NotebookView
+from .gemini.caching import CacheStep, ContextCaches
+from .gemini.errors import describe, status_code
+from .gemini.models import ModelInfo, available_models
+from .gemini.pricing import Price, price_for, turn_cost
+from .gemini.transport import TRANSPORTS, CachedHead, ClientSettings, RetryNotices, Transport, TurnResult, make_client
+from .gemini.warm_up import rehearse
 from .persistence.replay import Replay
 
 # What the SDK reads from the environment when a client is made.
-CLIENT_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_USE_VERTEXAI",
-              "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_GENAI_API_VERSION")
+CLIENT_ENV = (
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "GOOGLE_GEMINI_BASE_URL",
+    "GOOGLE_GENAI_USE_VERTEXAI",
+    "GOOGLE_CLOUD_PROJECT",
+    "GOOGLE_CLOUD_LOCATION",
+    "GOOGLE_GENAI_API_VERSION",
+)
 
 
 @dataclass(frozen=True)
@@ -120,9 +129,7 @@ class Session:
     def conversation(self, name: str, state: StateMode, new: bool = False) -> Conversation:
         """The named conversation, or a new one that is kept only once a turn succeeds."""
         if not CONVERSATION_NAME.match(name):
-            raise UserError(
-                f"conversation name {name!r} is not allowed: use 1-64 letters, digits, '_', '-' or '.'"
-            )
+            raise UserError(f"conversation name {name!r} is not allowed: use 1-64 letters, digits, '_', '-' or '.'")
         if new or name not in self.conversations:
             return Conversation(name=name, state_mode=state)
         return self.conversations[name]
@@ -157,7 +164,8 @@ class Session:
         if m:  # only this session's runs have an In[n]: a saved file's counts are another session's
             count = int(m.group(1))
             by_count = self.record.by_execution_count(count) or next(
-                (c for c in cells if c.execution_count == count), None)
+                (c for c in cells if c.execution_count == count), None
+            )
             if not ref.isdigit():  # written In[n]: nothing else is meant
                 if by_count is None:
                     raise UserError(f"--cell {ref}: no cell with execution count {count} in this session")
@@ -165,8 +173,10 @@ class Session:
         exact = [c for c in cells if c.id == ref] or ([self.record.by_id[ref]] if ref in self.record.by_id else [])
         by_id = exact or [c for c in cells if c.id.startswith(ref)]
         if by_count is not None and by_id:
-            raise UserError(f"--cell {ref}: ambiguous, In[{ref}] ran in this session and cell {by_id[0].id[:12]} has "
-                            f"an id starting with {ref}; write In[{ref}] for the run, or more of the id")
+            raise UserError(
+                f"--cell {ref}: ambiguous, In[{ref}] ran in this session and cell {by_id[0].id[:12]} has "
+                f"an id starting with {ref}; write In[{ref}] for the run, or more of the id"
+            )
         if by_count is not None:
             return self._freshest(by_count)
         if len(by_id) == 1:
@@ -174,8 +184,9 @@ class Session:
         if len(by_id) > 1:
             raise UserError(f"--cell {ref}: ambiguous, {len(by_id)} cells have ids starting with it")
         if m:
-            raise UserError(f"--cell {ref}: no cell with execution count {ref} in this session and no cell id "
-                            "starting with it")
+            raise UserError(
+                f"--cell {ref}: no cell with execution count {ref} in this session and no cell id starting with it"
+            )
         raise UserError(f"--cell {ref}: no such cell (use an execution count like 5 or In[5], a cell id, or -1)")
 
     def _freshest(self, cell: Cell) -> Cell:
@@ -194,8 +205,11 @@ class Session:
         return f"cell #{ids.index(cell.id) + 1}" if cell.id in ids else cell.label
 
     def default_target(self) -> Cell | None:
-        cell = (self.frontend_target() if self.frontend_target
-                else self.record.latest_document(exclude=self.record.running_id))
+        cell = (
+            self.frontend_target()
+            if self.frontend_target
+            else self.record.latest_document(exclude=self.record.running_id)
+        )
         return self._freshest(cell) if cell else None
 
     def follow_up_target(self, conv: Conversation | None) -> Cell | None:
@@ -205,8 +219,11 @@ class Session:
         now. A new conversation takes the default."""
         default = self.default_target()
         kept = self.kept_target(conv)
-        if kept is None or (default is not None and conv is not None and conv.sync.active_document_sha256
-                            == sha256_text(strip_applied_marker(default.source))):
+        if kept is None or (
+            default is not None
+            and conv is not None
+            and conv.sync.active_document_sha256 == sha256_text(strip_applied_marker(default.source))
+        ):
             return default
         return kept
 
@@ -218,8 +235,9 @@ class Session:
         # the view holds every cell the kernel knows (a live notebook: only those still there)
         return next((c for c in self._view().cells() if c.id == key), None)
 
-    def resolve_document(self, req: TurnRequest, settings: Settings,
-                         conv: Conversation | None = None) -> tuple[Document | None, Cell | None]:
+    def resolve_document(
+        self, req: TurnRequest, settings: Settings, conv: Conversation | None = None
+    ) -> tuple[Document | None, Cell | None]:
         if req.notebook:
             view = self._view()
             try:  # the live view has every cell; otherwise the notebook file must be readable
@@ -243,15 +261,19 @@ class Session:
                     raise UserError("nothing to edit yet: run a code cell first, or name one with --cell")
                 return None, None
             if target.cell_type != "code":
-                raise UserError(f"--cell {req.cell}: that is a {target.cell_type} cell; only code cells can be the document")
+                raise UserError(
+                    f"--cell {req.cell}: that is a {target.cell_type} cell; only code cells can be the document"
+                )
             if is_genai_magic(target.source):
                 raise UserError(f"--cell {req.cell}: that is a genai magic cell, not code to work on")
             # A cell Apply wrote in a running-cell frontend starts with the instruction line.
             doc = Document(key=target.id, label=self._label(target), source=strip_applied_marker(target.source))
         bad = undecodable_at(doc.source)
         if bad is not None:
-            raise UserError(f"{doc.label} holds binary or undecodable text (at character {bad}); "
-                            "nothing was sent - only text can be the document")
+            raise UserError(
+                f"{doc.label} holds binary or undecodable text (at character {bad}); "
+                "nothing was sent - only text can be the document"
+            )
         size = len(doc.source.encode("utf-8", "surrogatepass"))
         if size > settings.max_document_bytes:
             raise UserError(
@@ -292,6 +314,7 @@ class Session:
         background, so the first turn's request leaves as fast as the others'. The first turn
         waits for the client lock rather than importing in parallel; a failure here (no key
         yet) is left for that turn to report."""
+
         def build() -> None:
             with self._client_lock:
                 try:
@@ -323,8 +346,11 @@ class Session:
         self.replay.restore(self.conversations)
         if not req.dry_run:
             self.replay.position(req.conversation)
-        state = req.state or (self.conversations[req.conversation].state_mode
-                              if req.conversation in self.conversations and not req.new else settings.state)
+        state = req.state or (
+            self.conversations[req.conversation].state_mode
+            if req.conversation in self.conversations and not req.new
+            else settings.state
+        )
         model = req.model or settings.model
         conv = self.conversation(req.conversation, state, req.new)
         doc, target = self.resolve_document(req, settings, None if req.new else conv)
@@ -351,14 +377,17 @@ class Session:
             transport = TRANSPORTS[plan.state_mode](None, model, settings.temperature)
             step = self.caches.step(conv, transport, plan, conv.history, settings.cache, price, settings.cache_ttl_s)
             request = transport.request(plan, conv.history, _planned_head(step))
-            return TurnOutcome(conv, plan, model, request=request, target=target,
-                               cache_plan=step.describe(settings.cache_ttl_s))
+            return TurnOutcome(
+                conv, plan, model, request=request, target=target, cache_plan=step.describe(settings.cache_ttl_s)
+            )
         client, notices = self._client(settings.client)
         transport = TRANSPORTS[plan.state_mode](client, model, settings.temperature)
         if plan.new_chain_digest and conv.last_interaction_id:
-            display.note(f"the server chain holds {len(conv.chain_versions)} versions of the code and the model "
-                         "reads them all on every turn; starting a new chain with the current code and a "
-                         "digest of the earlier turns (%config GeminiMagics.max_chain_versions)")
+            display.note(
+                f"the server chain holds {len(conv.chain_versions)} versions of the code and the model "
+                "reads them all on every turn; starting a new chain with the current code and a "
+                "digest of the earlier turns (%config GeminiMagics.max_chain_versions)"
+            )
         notices.start(display.note, transport.honours_retry_after)
         try:
             step = self.caches.step(conv, transport, plan, conv.history, settings.cache, price, settings.cache_ttl_s)
@@ -383,30 +412,43 @@ class Session:
             display.note(note)
         return TurnOutcome(conv, plan, model, turn=turn, target=target)
 
-    def _turn_key(self, req: TurnRequest, model: str, state: StateMode, doc: Document | None,
-                  pieces: list[ContextPiece]) -> TurnKey:
+    def _turn_key(
+        self, req: TurnRequest, model: str, state: StateMode, doc: Document | None, pieces: list[ContextPiece]
+    ) -> TurnKey:
         running = self.record.running_id
         magic_cell = running if running and not _FALLBACK_ID.match(running) else None
-        return TurnKey.of(req.mode, req.prompt, model, state, req.flags(), magic_cell,
-                          doc.sha256 if doc else None, tuple(pieces))
+        return TurnKey.of(
+            req.mode, req.prompt, model, state, req.flags(), magic_cell, doc.sha256 if doc else None, tuple(pieces)
+        )
 
-    def _send(self, transport: Transport, conv: Conversation, plan: TurnPlan, display: TurnDisplay, settings: Settings,
-              replan: Callable[[], TurnPlan], step: CacheStep) -> tuple[TurnResult, TurnPlan]:
+    def _send(
+        self,
+        transport: Transport,
+        conv: Conversation,
+        plan: TurnPlan,
+        display: TurnDisplay,
+        settings: Settings,
+        replan: Callable[[], TurnPlan],
+        step: CacheStep,
+    ) -> tuple[TurnResult, TurnPlan]:
         """Send once; if the server lost the interaction chain, start a new chain once.
 
         Any failure leaves the conversation exactly as it was.
         """
         try:
-            return self.caches.send(conv, transport, plan, conv.history, display.chunk, display.note, step,
-                                    settings.cache_ttl_s), plan
+            return self.caches.send(
+                conv, transport, plan, conv.history, display.chunk, display.note, step, settings.cache_ttl_s
+            ), plan
         except KeyboardInterrupt:
             raise UserError(STOPPED) from None
         except Exception as exc:
             if not (plan.previous_interaction_id and status_code(exc) == 404):
                 raise UserError(self._failure(exc, settings)) from exc
         # The server forgot the chain: a new one that carries what the model needs.
-        display.note("the server no longer holds this conversation; starting a new chain and "
-                     "sending the document, the context and a digest of the earlier turns once")
+        display.note(
+            "the server no longer holds this conversation; starting a new chain and "
+            "sending the document, the context and a digest of the earlier turns once"
+        )
         previous = conv.last_interaction_id
         conv.lose_chain()
         fresh = replan()
@@ -434,10 +476,17 @@ class Session:
             explanation, proposal = parse_proposal(result.text)
             if plan.document is not None:
                 proposal = unmasked_proposal(plan.document, proposal, display)
-            return conv.record(plan, explanation, proposal_source=proposal, interaction_id=result.interaction_id,
-                               usage=result.usage, saved_tokens=saved)
-        return conv.record(plan, result.text, interaction_id=result.interaction_id, usage=result.usage,
-                           saved_tokens=saved)
+            return conv.record(
+                plan,
+                explanation,
+                proposal_source=proposal,
+                interaction_id=result.interaction_id,
+                usage=result.usage,
+                saved_tokens=saved,
+            )
+        return conv.record(
+            plan, result.text, interaction_id=result.interaction_id, usage=result.usage, saved_tokens=saved
+        )
 
 
 def unmasked_proposal(doc: Document, proposal: str, display: TurnDisplay) -> str:
@@ -454,8 +503,10 @@ def unmasked_proposal(doc: Document, proposal: str, display: TurnDisplay) -> str
         untouched = [] if placed else [doc.label]
         proposal = proposal if placed else doc.source
     if untouched:
-        display.note(f"the model saw the API key as *** and changed the line around it in {', '.join(untouched)}; "
-                     "left as it is there (edit that line yourself)")
+        display.note(
+            f"the model saw the API key as *** and changed the line around it in {', '.join(untouched)}; "
+            "left as it is there (edit that line yourself)"
+        )
     return proposal
 
 
@@ -486,7 +537,9 @@ def _unmask_recorded(turn: Turn, doc: Document | None) -> None:
     for name in ("base_source", "proposal_source"):
         text = getattr(turn, name)
         if text is not None and MASK in text:
-            setattr(turn, name, unmask_cells(doc.source, text)[0] if doc.key == "notebook" else unmask(doc.source, text)[0])
+            setattr(
+                turn, name, unmask_cells(doc.source, text)[0] if doc.key == "notebook" else unmask(doc.source, text)[0]
+            )
 
 
 def parse_proposal(text: str) -> tuple[str, str]:

@@ -1,10 +1,9 @@
 from pathlib import Path
 
 import pytest
+from helpers.kernel import FAKE_KEY, Kernel
 
 from genai_magics.stub import StubServer
-
-from helpers.kernel import FAKE_KEY, Kernel
 
 # Fixtures that start a real kernel (or a terminal IPython): a test that uses one is
 # marked `kernel`; tests under tests/browser/ are marked `browser`. Tests that start
@@ -30,8 +29,9 @@ def _kernel_tests_are_marked(request, monkeypatch):
         return
 
     def refuse(*args, **kwargs):
-        raise AssertionError(f"{request.node.nodeid} starts a kernel: mark it @pytest.mark.kernel "
-                             "(or use the kernel fixture)")
+        raise AssertionError(
+            f"{request.node.nodeid} starts a kernel: mark it @pytest.mark.kernel (or use the kernel fixture)"
+        )
 
     import helpers.fake_frontend
     import helpers.kernel

@@ -1,5 +1,6 @@
 """API failures are told apart by their types (the SDK's and its HTTP library's), never by
 class names or message text."""
+
 from __future__ import annotations
 
 import httpx
@@ -19,7 +20,8 @@ def test_transport_failures_by_type_from_either_http_library(http):
     request = http.Request("POST", "http://127.0.0.1:1/v1/models/m:streamGenerateContent")
     assert told(http.ReadTimeout("read", request=request)).startswith("no answer within 7 s (each of 3 attempt(s))")
     assert told(http.ConnectError("[Errno 111] refused", request=request)) == (
-        "cannot reach Gemini ([Errno 111] refused); check the network or GOOGLE_GEMINI_BASE_URL.")
+        "cannot reach Gemini ([Errno 111] refused); check the network or GOOGLE_GEMINI_BASE_URL."
+    )
     assert told(http.RemoteProtocolError("peer closed", request=request)).startswith("the answer stream was cut off")
 
 
@@ -39,7 +41,8 @@ def test_a_wrapped_transport_failure_is_found_in_the_chain():
 def test_http_statuses_from_the_sdk_errors():
     assert told(errors.ClientError(429, {"error": {"code": 429, "message": "quota"}})).startswith("rate limited (429)")
     assert told(errors.ServerError(503, {"error": {"code": 503, "message": "busy"}})).startswith(
-        "Gemini server error (503) after 3 attempt(s)")
+        "Gemini server error (503) after 3 attempt(s)"
+    )
     assert status_code(errors.ClientError(404, {"error": {"code": 404, "message": "no such model"}})) == 404
 
 

@@ -2,13 +2,13 @@
 make Apply write the wrong thing or Undo clobber a hand edit, found by trying it. Real kernels
 (jupyter_client), VS Code's request shapes from tests/helpers/vscode.py, the fake live frontend
 (tests/helpers/fake_frontend.py), proposals scripted with the stand-in's ``script_edit``."""
+
 from __future__ import annotations
 
 import pytest
-
 from helpers.fake_frontend import FakeCell, FakeFrontend
-from helpers.vscode import VSCode, set_next_input
 from helpers.kernel import FAKE_KEY
+from helpers.vscode import VSCode, set_next_input
 from helpers.wire import api_requests
 
 from genai_magics.engine.cells import Cell
@@ -30,6 +30,7 @@ def _staged(kernel, vscode):
 
 # -- staged Apply (VS Code, a cell that cannot wait) ------------------------------------------------
 
+
 def test_discard_after_a_staged_apply_writes_nothing_on_the_next_run(kernel, stub):
     vscode = VSCode(kernel)
     _staged(kernel, vscode)
@@ -37,8 +38,9 @@ def test_discard_after_a_staged_apply_writes_nothing_on_the_next_run(kernel, stu
     assert any("Discarded" in v for v in kernel.html_values())
     n = len(api_requests(stub))
     again = vscode.run(LOOP, 2)
-    assert all(not p["text"].startswith("# gemini_edit:") for p in set_next_input(again)), \
+    assert all(not p["text"].startswith("# gemini_edit:") for p in set_next_input(again)), (
         "a discarded proposal must never replace the cell"
+    )
     assert "staged proposal replaces this cell" not in again.stdout
     assert len(api_requests(stub)) == n + 1, "the run is a normal turn again"
 
@@ -83,10 +85,12 @@ def test_undo_after_a_staged_apply_was_written_is_not_staged_again(kernel, stub)
 
 # -- --notebook through the live bridge: a hand edit is never clobbered silently -------------------
 
+
 def _lab(stub, tmp_path, cells):
     stub.reset()
-    return FakeFrontend(cells=cells, env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY},
-                        cwd=str(tmp_path))
+    return FakeFrontend(
+        cells=cells, env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY}, cwd=str(tmp_path)
+    )
 
 
 def _statuses(ff) -> list[str]:
@@ -98,8 +102,12 @@ def _click(ff, label: str, expect: str) -> None:
     assert ff.pump_until(lambda: any(expect in v for v in _statuses(ff)), timeout=15), _statuses(ff)
 
 
-NB_CELLS = [("setup", "%load_ext genai_magics"), ("a", "x = 1\n"), ("b", "y = 2\n"),
-            ("m", "%%gemini_edit --notebook\nDouble them and add a total.")]
+NB_CELLS = [
+    ("setup", "%load_ext genai_magics"),
+    ("a", "x = 1\n"),
+    ("b", "y = 2\n"),
+    ("m", "%%gemini_edit --notebook\nDouble them and add a total."),
+]
 NB_PROPOSAL = notebook_text([Cell("a", "x = 2\n"), Cell("b", "y = 4\n")]) + "\n# %%\ntotal = x + y\n"
 
 
@@ -115,8 +123,12 @@ def test_notebook_undo_after_a_hand_edit_of_a_changed_cell_asks_first(stub, tmp_
         _click(ff, "Undo", "changed since")
         assert ff.source("a") == "x = 2  # checked by hand\n", "Undo clobbered the hand edit"
         _click(ff, "Undo anyway", "Undone")
-        assert [(c.id, c.source) for c in ff.cells] == [("setup", "%load_ext genai_magics"), ("a", "x = 1\n"),
-                                                       ("b", "y = 2\n"), ("m", NB_CELLS[-1][1])]
+        assert [(c.id, c.source) for c in ff.cells] == [
+            ("setup", "%load_ext genai_magics"),
+            ("a", "x = 1\n"),
+            ("b", "y = 2\n"),
+            ("m", NB_CELLS[-1][1]),
+        ]
 
 
 def test_notebook_undo_after_typing_into_a_new_cell_asks_first(stub, tmp_path):
@@ -176,22 +188,50 @@ def _apply_then_undo(stub, tmp_path, cells, proposal, expect_after):
 
 
 def test_notebook_new_cells_at_the_very_top_and_bottom_and_undo(stub, tmp_path):
-    cells = [("a", "x = 1\n"), FakeCell("md", "# Title", "markdown"), ("setup", "%load_ext genai_magics"),
-             ("m", "%%gemini_edit --notebook\nWrap it.")]
-    proposal = ("# %%\nimport os\n\n" + notebook_text([Cell("a", "x = 1\n"), Cell("md", "# Title", "markdown")])
-                + "\n# %% [markdown]\nThe end.\n")
-    _apply_then_undo(stub, tmp_path, cells, proposal, [
-        ("code", "import os"), ("code", "x = 1\n"), ("markdown", "# Title"), ("markdown", "The end."),
-        ("code", "%load_ext genai_magics"), ("code", "%%gemini_edit --notebook\nWrap it.")])
+    cells = [
+        ("a", "x = 1\n"),
+        FakeCell("md", "# Title", "markdown"),
+        ("setup", "%load_ext genai_magics"),
+        ("m", "%%gemini_edit --notebook\nWrap it."),
+    ]
+    proposal = (
+        "# %%\nimport os\n\n"
+        + notebook_text([Cell("a", "x = 1\n"), Cell("md", "# Title", "markdown")])
+        + "\n# %% [markdown]\nThe end.\n"
+    )
+    _apply_then_undo(
+        stub,
+        tmp_path,
+        cells,
+        proposal,
+        [
+            ("code", "import os"),
+            ("code", "x = 1\n"),
+            ("markdown", "# Title"),
+            ("markdown", "The end."),
+            ("code", "%load_ext genai_magics"),
+            ("code", "%%gemini_edit --notebook\nWrap it."),
+        ],
+    )
 
 
 def test_notebook_removing_every_cell_but_the_magic_and_undo(stub, tmp_path):
-    cells = [FakeCell("a", "x = 1\n", "code", {"tags": ["t"]}, [{"output_type": "stream", "name": "stdout",
-                                                                  "text": "1\n"}], 4),
-             ("setup", "%load_ext genai_magics"), FakeCell("r", "raw\n", "raw"),
-             ("m", "%%gemini_edit --notebook\nRemove everything."), FakeCell("z", "## end", "markdown")]
-    _apply_then_undo(stub, tmp_path, cells, "", [
-        ("code", "%load_ext genai_magics"), ("code", "%%gemini_edit --notebook\nRemove everything.")])
+    cells = [
+        FakeCell(
+            "a", "x = 1\n", "code", {"tags": ["t"]}, [{"output_type": "stream", "name": "stdout", "text": "1\n"}], 4
+        ),
+        ("setup", "%load_ext genai_magics"),
+        FakeCell("r", "raw\n", "raw"),
+        ("m", "%%gemini_edit --notebook\nRemove everything."),
+        FakeCell("z", "## end", "markdown"),
+    ]
+    _apply_then_undo(
+        stub,
+        tmp_path,
+        cells,
+        "",
+        [("code", "%load_ext genai_magics"), ("code", "%%gemini_edit --notebook\nRemove everything.")],
+    )
 
 
 def test_two_conversations_on_one_cell_apply_both_and_undo_in_either_order(stub, tmp_path):
@@ -199,8 +239,12 @@ def test_two_conversations_on_one_cell_apply_both_and_undo_in_either_order(stub,
     over the first asks first; Undo of the one applied first, while the other's text is in the
     cell, asks first too; Undo of the second puts back what its 'Apply anyway' overwrote (the
     first's code, not the second's base); undoing in reverse order restores the original."""
-    cells = [("setup", "%load_ext genai_magics"), ("c", "v = 1\n"),
-             ("m1", "%%gemini_edit -c one\nMake it two."), ("m2", "%%gemini_edit -c two\nMake it three.")]
+    cells = [
+        ("setup", "%load_ext genai_magics"),
+        ("c", "v = 1\n"),
+        ("m1", "%%gemini_edit -c one\nMake it two."),
+        ("m2", "%%gemini_edit -c two\nMake it three."),
+    ]
     with _lab(stub, tmp_path, cells) as ff:
         ff.execute("setup")
         stub.script_edit("v = 2\n")
@@ -208,8 +252,11 @@ def test_two_conversations_on_one_cell_apply_both_and_undo_in_either_order(stub,
         stub.script_edit("v = 3\n")
         run = ff.execute("m2")
         assert not run.stderr, run.stderr
-        ids = [mid for mid, s in ff.widget_models.items()
-               if s.get("_model_name") == "ButtonModel" and s.get("description") == "Apply"]
+        ids = [
+            mid
+            for mid, s in ff.widget_models.items()
+            if s.get("_model_name") == "ButtonModel" and s.get("description") == "Apply"
+        ]
         first, second = ids
         ff.click(first)
         assert ff.pump_until(lambda: ff.source("c") == "v = 2\n")
@@ -219,8 +266,11 @@ def test_two_conversations_on_one_cell_apply_both_and_undo_in_either_order(stub,
         ff.click(ff.buttons()["Apply anyway"])
 
         def undo_buttons() -> list[str]:
-            return [mid for mid, s in ff.widget_models.items()
-                    if s.get("_model_name") == "ButtonModel" and s.get("description") == "Undo"]
+            return [
+                mid
+                for mid, s in ff.widget_models.items()
+                if s.get("_model_name") == "ButtonModel" and s.get("description") == "Undo"
+            ]
 
         assert ff.pump_until(lambda: len(undo_buttons()) == 2)
         assert ff.source("c") == "v = 3\n"
@@ -252,6 +302,7 @@ def test_undo_after_apply_anyway_puts_back_the_hand_edit(stub, tmp_path):
 
 
 # -- VS Code one-line forms ---------------------------------------------------------------------------
+
 
 def test_vscode_one_line_edit_ending_in_a_question_mark_with_dollar_and_braces_waits(kernel, stub):
     """`%gemini_edit can you guard {s} and $s?`: IPython's help and var expansion do not touch it,

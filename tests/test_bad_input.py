@@ -4,6 +4,7 @@ Also the proposal buttons when the click no longer makes sense (the
 conversation was reset, a newer proposal was applied, the cell changed since
 the proposal was made).
 """
+
 from __future__ import annotations
 
 import html
@@ -12,11 +13,9 @@ import os
 import time
 
 import pytest
-
-from helpers.kernel import FAKE_KEY
-from helpers.kernel import Kernel
-from helpers.wire import api_requests, current_payload
+from helpers.kernel import FAKE_KEY, Kernel
 from helpers.lazy import lazy_import
+from helpers.wire import api_requests, current_payload
 
 nbformat = lazy_import("nbformat")
 
@@ -58,8 +57,10 @@ def kern(stub, nb_path):
     """A kernel whose notebook file is known (JPY_SESSION_NAME), with one conversation of one turn."""
     write_good_notebook(nb_path)
     stub.reset()
-    k = Kernel(env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY,
-                    "JPY_SESSION_NAME": str(nb_path)}, cwd=str(nb_path.parent))
+    k = Kernel(
+        env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY, "JPY_SESSION_NAME": str(nb_path)},
+        cwd=str(nb_path.parent),
+    )
     k.run("%load_ext genai_magics", cell_id="setup")
     k.run(CELL, cell_id="cell-mean")
     first = k.run("%%gemini_ask --cell cell-mean\nWhat does it do?", cell_id="m1")
@@ -92,34 +93,57 @@ def rejected(kernel, stub, source: str, cell_id: str = "bad") -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("source, expected", [
-    ("%%gemini_ask\n   \n", "genai_magics: the prompt is empty: write your request in the cell body below the magic line"),
-    ("%%gemini_edit --cell cell-mean\n\n", "genai_magics: the prompt is empty: write your request in the cell body below the magic line"),
-    ("%gemini_ask", "genai_magics: the prompt is empty: write your request in the cell body below the magic line"),
-], ids=["ask-blank", "edit-blank", "line-form-no-words"])
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        (
+            "%%gemini_ask\n   \n",
+            "genai_magics: the prompt is empty: write your request in the cell body below the magic line",
+        ),
+        (
+            "%%gemini_edit --cell cell-mean\n\n",
+            "genai_magics: the prompt is empty: write your request in the cell body below the magic line",
+        ),
+        ("%gemini_ask", "genai_magics: the prompt is empty: write your request in the cell body below the magic line"),
+    ],
+    ids=["ask-blank", "edit-blank", "line-form-no-words"],
+)
 def test_empty_prompt(kernel, stub, source, expected):
     assert rejected(kernel, stub, source) == expected
 
 
-@pytest.mark.parametrize("source, expected", [
-    ("%%gemini_ask --bogus\nhi", "genai_magics: unrecognized arguments: --bogus (see %%gemini_ask?)"),
-    ("%%gemini_edit --celll cell-mean\nhi", "genai_magics: unrecognized arguments: --celll (see %%gemini_edit?)"),
-    ("%%gemini_edit --cel cell-mean\nhi", "genai_magics: unrecognized arguments: --cel (see %%gemini_edit?)"),
-    ("%%gemini_ask --state nowhere\nhi", "invalid choice: 'nowhere'"),
-    ("%gemini frobnicate", "invalid choice: 'frobnicate'"),
-], ids=["ask-unknown", "edit-typo", "edit-prefix-is-not-a-guess", "bad-state", "gemini-unknown-command"])
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("%%gemini_ask --bogus\nhi", "genai_magics: unrecognized arguments: --bogus (see %%gemini_ask?)"),
+        ("%%gemini_edit --celll cell-mean\nhi", "genai_magics: unrecognized arguments: --celll (see %%gemini_edit?)"),
+        ("%%gemini_edit --cel cell-mean\nhi", "genai_magics: unrecognized arguments: --cel (see %%gemini_edit?)"),
+        ("%%gemini_ask --state nowhere\nhi", "invalid choice: 'nowhere'"),
+        ("%gemini frobnicate", "invalid choice: 'frobnicate'"),
+    ],
+    ids=["ask-unknown", "edit-typo", "edit-prefix-is-not-a-guess", "bad-state", "gemini-unknown-command"],
+)
 def test_unknown_flag_or_command(kernel, stub, source, expected):
     line = rejected(kernel, stub, source)
     assert expected in line
     assert line.startswith("genai_magics: ")
 
 
-@pytest.mark.parametrize("ref, expected", [
-    ("nosuch", "genai_magics: --cell nosuch: no such cell (use an execution count like 5 or In[5], a cell id, or -1)"),
-    ("999", "genai_magics: --cell 999: no cell with execution count 999 in this session "
-            "and no cell id starting with it"),
-    ("In[999]", "genai_magics: --cell In[999]: no cell with execution count 999 in this session"),
-])
+@pytest.mark.parametrize(
+    "ref, expected",
+    [
+        (
+            "nosuch",
+            "genai_magics: --cell nosuch: no such cell (use an execution count like 5 or In[5], a cell id, or -1)",
+        ),
+        (
+            "999",
+            "genai_magics: --cell 999: no cell with execution count 999 in this session "
+            "and no cell id starting with it",
+        ),
+        ("In[999]", "genai_magics: --cell In[999]: no cell with execution count 999 in this session"),
+    ],
+)
 def test_cell_naming_no_cell(kernel, stub, ref, expected):
     assert rejected(kernel, stub, f"%%gemini_ask --cell {ref}\nhi") == expected
 
@@ -149,16 +173,19 @@ def test_document_over_the_default_cap_of_about_one_megabyte(kernel, stub):
         line = rejected(kernel, stub, "%%gemini_ask --cell cell-big\nsummarize")
     finally:
         kernel.run("DATA = ''", cell_id="cell-big")  # not a megabyte of context for the next tests
-    assert line == (f"genai_magics: the document is {size:,} bytes, over the cap of 1,000,000 "
-                    "(%config GeminiMagics.max_document_bytes)")
+    assert line == (
+        f"genai_magics: the document is {size:,} bytes, over the cap of 1,000,000 "
+        "(%config GeminiMagics.max_document_bytes)"
+    )
 
 
 def test_document_over_a_lowered_cap(kernel, stub):
     kernel.run("%config GeminiMagics.max_document_bytes = 20", cell_id="cfg")
     size = len(CELL.encode())
     line = rejected(kernel, stub, "%%gemini_edit --cell cell-mean\nrename")
-    assert line == (f"genai_magics: the document is {size:,} bytes, over the cap of 20 "
-                    "(%config GeminiMagics.max_document_bytes)")
+    assert line == (
+        f"genai_magics: the document is {size:,} bytes, over the cap of 20 (%config GeminiMagics.max_document_bytes)"
+    )
 
 
 def test_binary_cell_is_not_sent(kernel, stub):
@@ -220,39 +247,52 @@ def test_notebook_file_good_is_accepted(kernel, stub):
     kernel.run("%gemini reset whole", cell_id="reset")
 
 
-@pytest.mark.parametrize("arg, name", [
-    ("'a b'", "'a b'"),  # IPython keeps the quotes: still one name, and not a valid one
-    ("../etc", "../etc"), ("x;rm", "x;rm"), ("naïve", "naïve"), ("a" * 65, "a" * 65),
-    ("we/ird", "we/ird"), ("$(id)", "$(id)"),
-])
+@pytest.mark.parametrize(
+    "arg, name",
+    [
+        ("'a b'", "'a b'"),  # IPython keeps the quotes: still one name, and not a valid one
+        ("../etc", "../etc"),
+        ("x;rm", "x;rm"),
+        ("naïve", "naïve"),
+        ("a" * 65, "a" * 65),
+        ("we/ird", "we/ird"),
+        ("$(id)", "$(id)"),
+    ],
+)
 def test_conversation_name_with_odd_characters(kernel, stub, arg, name):
     line = rejected(kernel, stub, f"%%gemini_ask -c {arg} --cell cell-mean\nhi")
-    assert line == (f"genai_magics: conversation name {name!r} is not allowed: "
-                    "use 1-64 letters, digits, '_', '-' or '.'")
+    assert line == (
+        f"genai_magics: conversation name {name!r} is not allowed: use 1-64 letters, digits, '_', '-' or '.'"
+    )
 
 
 def test_gemini_subcommands_on_nothing(kernel, stub):
     assert rejected(kernel, stub, "%gemini history -c nosuch") == "genai_magics: no conversation named 'nosuch'"
     assert rejected(kernel, stub, "%gemini apply -c nosuch") == "genai_magics: no conversation named 'nosuch'"
     assert rejected(kernel, stub, "%gemini undo") == "genai_magics: no proposal to act on in this conversation"
-    assert rejected(kernel, stub, "%gemini state nowhere") == "genai_magics: state must be one of contents, interactions"
+    assert (
+        rejected(kernel, stub, "%gemini state nowhere") == "genai_magics: state must be one of contents, interactions"
+    )
 
 
 @pytest.mark.kernel
 def test_fresh_kernel_notebook_without_file_or_live_view_and_nothing_to_work_on(stub, tmp_path):
     stub.reset()
-    k = Kernel(env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY, "JPY_SESSION_NAME": ""},
-               cwd=str(tmp_path))
+    k = Kernel(
+        env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY, "JPY_SESSION_NAME": ""}, cwd=str(tmp_path)
+    )
     try:
         k.run("%load_ext genai_magics", cell_id="setup")
         assert rejected(k, stub, "%%gemini_edit\nimprove") == (
-            "genai_magics: nothing to edit yet: run a code cell first, or name one with --cell")
+            "genai_magics: nothing to edit yet: run a code cell first, or name one with --cell"
+        )
         assert rejected(k, stub, "%%gemini_ask --error\nwhy?") == (
-            "genai_magics: --error: no exception has been raised in this session yet")
+            "genai_magics: --error: no exception has been raised in this session yet"
+        )
         k.run(CELL, cell_id="cell-mean")
         assert rejected(k, stub, "%%gemini_ask --notebook\noverview") == (
-            "genai_magics: --notebook: no notebook file is known to this kernel "
-            "and no live notebook view is connected")
+            "genai_magics: --notebook: no notebook file is known to this kernel and no live notebook view is connected"
+        )
         assert "no conversation yet" in status(k)
     finally:
         k.close()
@@ -260,9 +300,11 @@ def test_fresh_kernel_notebook_without_file_or_live_view_and_nothing_to_work_on(
 
 # -- buttons that no longer make sense ----------------------------------------------
 
+
 def record_source(kernel, cell_id: str) -> str:
-    code = ("print(get_ipython().magics_manager.registry['GeminiMagics']"
-            f".session.record.by_id[{cell_id!r}].source, end='')")
+    code = (
+        f"print(get_ipython().magics_manager.registry['GeminiMagics'].session.record.by_id[{cell_id!r}].source, end='')"
+    )
     return kernel.run(code, cell_id="peek").stdout
 
 
@@ -334,8 +376,9 @@ def test_apply_on_a_cell_changed_since_the_proposal_asks_before_overwriting(kern
     kernel.run(mine, cell_id="cell-changed")
     before = conv_line(kernel, "changed")
     click(kernel, ids["Apply"], "Apply")
-    assert shown(kernel, "Apply not done: the cell changed since this proposal was made. "
-                         "Use 'apply anyway' to overwrite it.")
+    assert shown(
+        kernel, "Apply not done: the cell changed since this proposal was made. Use 'apply anyway' to overwrite it."
+    )
     assert record_source(kernel, "cell-changed") == mine, "the user's change must not be overwritten"
     assert conv_line(kernel, "changed") == before
     assert kernel.buttons("Apply anyway"), "an explicit way to overwrite is offered"
@@ -352,8 +395,9 @@ def test_undo_on_a_cell_changed_since_apply_asks_before_overwriting(kernel, stub
     kernel.run(mine, cell_id="cell-undo")
     before = conv_line(kernel, "undoing")
     kernel.click("Undo")
-    assert shown(kernel, "Undo not done: the cell changed since this proposal was made. "
-                         "Use 'undo anyway' to overwrite it.")
+    assert shown(
+        kernel, "Undo not done: the cell changed since this proposal was made. Use 'undo anyway' to overwrite it."
+    )
     assert record_source(kernel, "cell-undo") == mine
     assert conv_line(kernel, "undoing") == before
     kernel.click("Undo anyway")

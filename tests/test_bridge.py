@@ -4,13 +4,12 @@ The fake frontend (tests/helpers/fake_frontend.py) is a real jupyter_client talk
 a real ipykernel, pushing snapshots before execute requests the way the
 labextension does and answering edit requests.
 """
+
 from __future__ import annotations
 
-import json
 import time
 
 import pytest
-
 from helpers.bridge import ATTACH, PROBE, kernel_json, make_comm_last_used_from_a_subshell, ordering_runs
 from helpers.fake_frontend import FakeFrontend
 
@@ -27,13 +26,15 @@ def notebook(ff: FakeFrontend):
 
 @pytest.fixture
 def ff():
-    frontend = FakeFrontend(cells=[
-        ("a", "import math\nx = 1"),
-        ("notes", "# Notes", "markdown"),
-        ("b", "y = x + 1"),
-        ("m1", "%%gemini_edit\nmake it faster"),
-        ("m2", "%%gemini_ask\nwhy?"),
-    ])
+    frontend = FakeFrontend(
+        cells=[
+            ("a", "import math\nx = 1"),
+            ("notes", "# Notes", "markdown"),
+            ("b", "y = x + 1"),
+            ("m1", "%%gemini_edit\nmake it faster"),
+            ("m2", "%%gemini_ask\nwhy?"),
+        ]
+    )
     run = frontend.execute_code(ATTACH)
     assert run.error is None, run.error
     yield frontend
@@ -59,8 +60,11 @@ def test_first_snapshot_is_full_and_gives_layout(ff):
 
 def test_attach_is_idempotent(ff):
     assert kernel_json(ff, "Bridge.attach(get_ipython()) is B") is True
-    opens = [m for m in ff.comm_messages
-             if m["msg_type"] == "comm_open" and m["content"]["target_name"] == "genai_magics.bridge"]
+    opens = [
+        m
+        for m in ff.comm_messages
+        if m["msg_type"] == "comm_open" and m["content"]["target_name"] == "genai_magics.bridge"
+    ]
     assert len(opens) == 1
 
 
@@ -132,7 +136,9 @@ def test_insert_and_delete(ff):
 
 def test_request_without_reply_times_out():
     with FakeFrontend(cells=[("a", "x = 1")]) as ff:
-        ff.execute_code("from genai_magics.frontends.bridge import Bridge\nB = Bridge.attach(get_ipython(), timeout=0.5)")
+        ff.execute_code(
+            "from genai_magics.frontends.bridge import Bridge\nB = Bridge.attach(get_ipython(), timeout=0.5)"
+        )
         ff.answer_requests = False
         t0 = time.monotonic()
         ff.execute_code("res = []\nB.writer.write('a', 'x = 2', res.append)")
@@ -170,8 +176,9 @@ def test_notebook_closed_fails_pending_and_new_requests(ff):
 
 def test_delta_gap_asks_for_a_full_snapshot(ff):
     pushed = len(ff.snapshots_sent)
-    ff.comm_msg(ff.bridge_comm_id, {"type": "snapshot", "version": 1, "full": False, "seq": 999,
-                                    "cells": [], "removed": []})
+    ff.comm_msg(
+        ff.bridge_comm_id, {"type": "snapshot", "version": 1, "full": False, "seq": 999, "cells": [], "removed": []}
+    )
     ff.pump(0.3)
     assert len(ff.snapshots_sent) == pushed + 1 and ff.snapshots_sent[-1]["full"] is True
     assert view(ff) == notebook(ff)
@@ -208,25 +215,45 @@ def test_reply_reaches_a_subshell_request_while_the_main_shell_is_busy(ff):
     """Apply clicked (on a subshell) while a long cell runs: done is not held up by it."""
     if not ff.supports_subshells:
         pytest.skip("this ipykernel has no subshells")
-    busy = ff._send_shell("execute_request", {
-        "code": "import time; time.sleep(4)", "silent": False, "store_history": False,
-        "user_expressions": {}, "allow_stdin": False,
-    })
+    busy = ff._send_shell(
+        "execute_request",
+        {
+            "code": "import time; time.sleep(4)",
+            "silent": False,
+            "store_history": False,
+            "user_expressions": {},
+            "allow_stdin": False,
+        },
+    )
     sid = ff.create_subshell()
     t0 = time.monotonic()
-    msg_id = ff._send_shell("execute_request", {
-        "code": "import time\nres_sub = []\n"
-                "B.writer.write('b', 'y = 99', lambda e: res_sub.append((e, time.monotonic())))\n",
-        "silent": False, "store_history": False, "user_expressions": {}, "allow_stdin": False,
-    }, subshell_id=sid)
+    msg_id = ff._send_shell(
+        "execute_request",
+        {
+            "code": "import time\nres_sub = []\n"
+            "B.writer.write('b', 'y = 99', lambda e: res_sub.append((e, time.monotonic())))\n",
+            "silent": False,
+            "store_history": False,
+            "user_expressions": {},
+            "allow_stdin": False,
+        },
+        subshell_id=sid,
+    )
     ff._wait_idle(msg_id)
     ff._shell_reply(msg_id, None)
     # the fake answered the request while handling iopub; ask the subshell for the result
-    check = ff._send_shell("execute_request", {
-        "code": "import time\nfor _ in range(100):\n    if res_sub: break\n    time.sleep(0.02)\n"
-                "print(res_sub[0][0] if res_sub else 'NOTHING')",
-        "silent": False, "store_history": False, "user_expressions": {}, "allow_stdin": False,
-    }, subshell_id=sid)
+    check = ff._send_shell(
+        "execute_request",
+        {
+            "code": "import time\nfor _ in range(100):\n    if res_sub: break\n    time.sleep(0.02)\n"
+            "print(res_sub[0][0] if res_sub else 'NOTHING')",
+            "silent": False,
+            "store_history": False,
+            "user_expressions": {},
+            "allow_stdin": False,
+        },
+        subshell_id=sid,
+    )
     # keep handling iopub (the request arrives there) while the subshell waits
     messages = ff._wait_idle(check)
     out = "".join(m["content"]["text"] for m in messages if m["msg_type"] == "stream")
@@ -256,6 +283,8 @@ def _load_code() -> str:
     import genai_magics
 
     if "Bridge" in inspect.getsource(genai_magics):
-        return ("%load_ext genai_magics\nfrom genai_magics.frontends.bridge import Bridge\n"
-                "B = Bridge.attach(get_ipython())\n")
+        return (
+            "%load_ext genai_magics\nfrom genai_magics.frontends.bridge import Bridge\n"
+            "B = Bridge.attach(get_ipython())\n"
+        )
     return ATTACH

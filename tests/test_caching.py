@@ -1,4 +1,5 @@
 """The pure parts of caching and pricing: the decision, the price table, the stable head."""
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,17 @@ from genai_magics.gemini.caching import decide, pays_off
 from genai_magics.gemini.pricing import PRICES, PRICES_AS_OF, Price, price_for, storage_cost, turn_cost
 
 FLASH = PRICES["gemini-3.8-flash"]
-KW = dict(mode="auto", price=FLASH, model="gemini-3.8-flash", head_tokens=10_000, head_sha="h1",
-          existing_sha=None, existing_expires=None, now=1000.0, ttl_s=600.0)
+KW = dict(
+    mode="auto",
+    price=FLASH,
+    model="gemini-3.8-flash",
+    head_tokens=10_000,
+    head_sha="h1",
+    existing_sha=None,
+    existing_expires=None,
+    now=1000.0,
+    ttl_s=600.0,
+)
 
 
 def test_the_table_has_the_default_model_its_successor_a_date_and_sources():
@@ -51,17 +61,20 @@ def test_a_cache_pays_off_when_the_reads_it_saves_outweigh_its_read_and_storage(
     assert not pays_off(Price(1, 0.5, 1, 10, 1), 600, 1)
 
 
-@pytest.mark.parametrize("change, action, words", [
-    ({}, "create", "cache the stable head"),
-    ({"existing_sha": "h0", "existing_expires": 1500.0}, "create", "replace the cache: the head changed"),
-    ({"existing_sha": "h1", "existing_expires": 1500.0}, "use", "unchanged"),
-    ({"mode": "off"}, "none", "caching is off"),
-    ({"mode": "off", "existing_sha": "h1"}, "drop", "caching is off"),
-    ({"price": None}, "none", "no price known"),
-    ({"head_tokens": 4095}, "none", "under gemini-3.8-flash's cache minimum of 4,096"),
-    ({"head_tokens": 4095, "existing_sha": "h0"}, "drop", "under"),
-    ({"ttl_s": 3600.0}, "none", "would not pay off"),
-])
+@pytest.mark.parametrize(
+    "change, action, words",
+    [
+        ({}, "create", "cache the stable head"),
+        ({"existing_sha": "h0", "existing_expires": 1500.0}, "create", "replace the cache: the head changed"),
+        ({"existing_sha": "h1", "existing_expires": 1500.0}, "use", "unchanged"),
+        ({"mode": "off"}, "none", "caching is off"),
+        ({"mode": "off", "existing_sha": "h1"}, "drop", "caching is off"),
+        ({"price": None}, "none", "no price known"),
+        ({"head_tokens": 4095}, "none", "under gemini-3.8-flash's cache minimum of 4,096"),
+        ({"head_tokens": 4095, "existing_sha": "h0"}, "drop", "under"),
+        ({"ttl_s": 3600.0}, "none", "would not pay off"),
+    ],
+)
 def test_decide(change, action, words):
     d = decide(**{**KW, **change})
     assert d.action == action and words in d.reason

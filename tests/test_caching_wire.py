@@ -1,4 +1,5 @@
 """Cached tokens, cost and explicit context caches over the wire: real kernels, the real SDK, the stand-in."""
+
 from __future__ import annotations
 
 import re
@@ -8,8 +9,9 @@ from helpers.wire import api_requests, current_payload
 
 MODEL = "gemini-3.7-flash"  # the table's 4,096-token cache minimum applies
 # ~26 kB of code: ~6,500 tokens, over the cache minimum
-BIG = "".join(f"def step_{i}(values, limit={i}):\n    return [v * {i} for v in values if v < limit]\n\n"
-              for i in range(320))
+BIG = "".join(
+    f"def step_{i}(values, limit={i}):\n    return [v * {i} for v in values if v < limit]\n\n" for i in range(320)
+)
 OTHER = "import math\nRADIUS = 2\n"
 
 
@@ -35,8 +37,9 @@ def test_a_cache_is_created_once_referenced_by_the_next_turns_and_billed_in_the_
     # the cache holds the system instruction and the document; no request repeats them
     assert create["json"]["systemInstruction"]["parts"][0]["text"].startswith("You assist in a Jupyter notebook")
     assert '"currentSource"' in create["json"]["contents"][0]["parts"][0]["text"]
-    assert all("systemInstruction" not in r["json"] and BIG[:200] not in str(r["json"]["contents"])
-               for r in (r1, r2, r3))
+    assert all(
+        "systemInstruction" not in r["json"] and BIG[:200] not in str(r["json"]["contents"]) for r in (r1, r2, r3)
+    )
     assert current_payload(r1) == {"mode": "ask", "prompt": "What does step_3 do?"}
     assert "The document I hold has 960 lines" in first.plain  # the model reads the cached document
     cached = stub.caches[0]["tokens"]
@@ -161,7 +164,7 @@ def test_an_ask_after_an_ask_repeats_the_whole_previous_request_as_its_prefix(ke
         assert after["systemInstruction"] == before["systemInstruction"]
         assert after["generationConfig"] == before.get("generationConfig")
         # every earlier content as it was sent, the last user turn included; then the reply and the new turn
-        assert after["contents"][:len(before["contents"])] == before["contents"]
+        assert after["contents"][: len(before["contents"])] == before["contents"]
         assert len(after["contents"]) == len(before["contents"]) + 2
 
 
@@ -176,8 +179,9 @@ def test_a_cache_that_cannot_be_made_leaves_the_turn_going_without_one(kernel, s
 
 
 def test_switching_to_interactions_mode_deletes_the_contents_cache(stub, monkeypatch):
-    from genai_magics.session import Session, Settings, TurnRequest
     from helpers.kernel import FAKE_KEY
+
+    from genai_magics.session import Session, Settings, TurnRequest
 
     stub.reset()
     monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", stub.url)

@@ -1,4 +1,5 @@
 """Interactions mode: a server chain that holds too many versions of the code is started over."""
+
 from __future__ import annotations
 
 from genai_magics.engine.cells import Document

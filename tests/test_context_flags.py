@@ -1,4 +1,5 @@
 """--error and --vars in a real kernel: each piece goes once, again only when it changed."""
+
 from __future__ import annotations
 
 from helpers.wire import api_requests, current_payload

@@ -7,20 +7,20 @@ an ask, an edit with Apply/Undo, and a ``--notebook`` Apply/Undo that changes,
 removes and adds cells and is undone exactly. Plus the context check of case
 8 on the 366-cell notebook with the magic cell near the top.
 """
+
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
 import pytest
-
 from helpers.fake_frontend import FakeCell, FakeFrontend
 from helpers.kernel import FAKE_KEY
+from helpers.lazy import lazy_import
 from helpers.wire import api_requests, current_payload
 
 from genai_magics.engine.cells import Cell, is_genai_magic
-from genai_magics.frontends.notebook_edit import Block, notebook_text, parse_blocks, proposal_ops, describe_ops
-from helpers.lazy import lazy_import
+from genai_magics.frontends.notebook_edit import Block, describe_ops, notebook_text, parse_blocks, proposal_ops
 
 nbformat = lazy_import("nbformat")
 
@@ -52,7 +52,9 @@ def test_the_corpus_is_what_the_issue_asks_for():
     cells = [c for nb in nbs for c in nb.cells]
     source = lambda c: "".join(c.source)  # noqa: E731
     assert {c.cell_type for c in cells} == {"code", "markdown", "raw"}
-    assert any(all("id" in c for c in nb.cells) for nb in nbs) and any(not any("id" in c for c in nb.cells) for nb in nbs)
+    assert any(all("id" in c for c in nb.cells) for nb in nbs) and any(
+        not any("id" in c for c in nb.cells) for nb in nbs
+    )
     assert any("%matplotlib" in source(c) for c in cells) and any("!pip" in source(c) for c in cells)
     assert max(len(nb.cells) for nb in nbs) >= 300
     assert any(line.startswith("# %%") for c in cells for line in source(c).splitlines())
@@ -68,8 +70,10 @@ def test_percent_text_round_trips_every_corpus_cell(name):
     text = notebook_text(cells)
     assert parse_blocks(text) == [Block(c.id, c.cell_type, c.source) for c in cells]
     for i in {0, len(cells) // 2, len(cells) - 1}:
-        changed = [Cell(c.id, c.source + "\n# %% id=" + cells[0].id if k == i else c.source, c.cell_type)
-                   for k, c in enumerate(cells)]
+        changed = [
+            Cell(c.id, c.source + "\n# %% id=" + cells[0].id if k == i else c.source, c.cell_type)
+            for k, c in enumerate(cells)
+        ]
         ops = proposal_ops(text, notebook_text(changed))
         assert [(o.kind, o.cell_id) for o in ops] == [("set", cells[i].id)]
 
@@ -97,13 +101,17 @@ def test_ask_edit_and_notebook_apply_undo_on_each_corpus_notebook(stub, tmp_path
     """Corpus (cases 3, 4): ask, edit Apply/Undo, and --notebook Apply/Undo on a real notebook; Undo
     restores every cell's text, type, order, id, metadata and outputs exactly."""
     stub.reset()
-    cells = [FakeCell("setup", "%load_ext genai_magics"), *corpus_cells(name),
-             FakeCell("code-end", "value = 41 + 1"),
-             FakeCell("ask", "%%gemini_ask\nWhat does the cell above do"),
-             FakeCell("edit", "%%gemini_edit\nAdd a comment"),
-             FakeCell("nb", "%%gemini_edit --notebook\nReview the notebook")]
-    with FakeFrontend(cells=cells, env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY},
-                      cwd=str(tmp_path), path=name) as ff:
+    cells = [
+        FakeCell("setup", "%load_ext genai_magics"),
+        *corpus_cells(name),
+        FakeCell("code-end", "value = 41 + 1"),
+        FakeCell("ask", "%%gemini_ask\nWhat does the cell above do"),
+        FakeCell("edit", "%%gemini_edit\nAdd a comment"),
+        FakeCell("nb", "%%gemini_edit --notebook\nReview the notebook"),
+    ]
+    with FakeFrontend(
+        cells=cells, env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY}, cwd=str(tmp_path), path=name
+    ) as ff:
         ff.execute("setup")
         # the document goes out inside each request, not into an explicit context cache, so the request shows it
         ff.execute_code('%config GeminiMagics.cache = "off"')
@@ -147,10 +155,15 @@ def test_context_is_the_cells_nearest_the_document_on_a_366_cell_notebook(stub, 
     corpus = corpus_cells(BIG)
     assert len(corpus) == 366
     code_above = max(i for i in range(12) if corpus[i].cell_type == "code")
-    cells = [FakeCell("setup", "%load_ext genai_magics"), *corpus[:12],
-             FakeCell("ask", "%%gemini_ask\nWhat does this cell do"), *corpus[12:]]
-    with FakeFrontend(cells=cells, env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY},
-                      cwd=str(tmp_path), path=BIG) as ff:
+    cells = [
+        FakeCell("setup", "%load_ext genai_magics"),
+        *corpus[:12],
+        FakeCell("ask", "%%gemini_ask\nWhat does this cell do"),
+        *corpus[12:],
+    ]
+    with FakeFrontend(
+        cells=cells, env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY}, cwd=str(tmp_path), path=BIG
+    ) as ff:
         ff.execute("setup")
         # the document and the context go out inside the request, not into an explicit context cache
         ff.execute_code('%config GeminiMagics.cache = "off"')

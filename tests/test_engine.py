@@ -3,6 +3,7 @@
 One behaviour per test. Nothing here touches IPython or the network: a "turn"
 is ``plan_turn`` (what would be sent) followed by ``record`` (what came back).
 """
+
 from __future__ import annotations
 
 import json
@@ -54,8 +55,18 @@ def full_sources(contents: list[dict]) -> list[str]:
     return found
 
 
-def turn(conv: Conversation, mode: str, source: str | None, *, prompt: str = "p", proposal: str | None = None,
-         pieces=(), state_mode: str | None = None, key: str = "cell-a", interaction_id: str | None = None):
+def turn(
+    conv: Conversation,
+    mode: str,
+    source: str | None,
+    *,
+    prompt: str = "p",
+    proposal: str | None = None,
+    pieces=(),
+    state_mode: str | None = None,
+    key: str = "cell-a",
+    interaction_id: str | None = None,
+):
     """One completed turn: plan then record. Returns (plan, turn)."""
     d = doc(source, key=key) if source is not None else None
     plan = conv.plan_turn(mode, prompt, d, pieces, state_mode)
@@ -66,6 +77,7 @@ def turn(conv: Conversation, mode: str, source: str | None, *, prompt: str = "p"
 
 
 # -- turn 1 and follow-ups ---------------------------------------------------
+
 
 def test_first_turn_carries_current_source_and_secondary_context():
     conv = Conversation("c")
@@ -134,6 +146,7 @@ def test_ask_without_document_sends_no_source_and_keeps_active():
 
 # -- edit, apply, discard, undo ------------------------------------------------
 
+
 def test_edit_record_moves_active_to_proposal():
     conv = Conversation("c")
     _, t = turn(conv, "edit", S0, proposal=S1)
@@ -152,8 +165,12 @@ def test_edit_apply_next_turn_is_synchronized_on_proposal():
     assert "currentSource" not in plan.payload
     roles = parsed(build_contents(conv.history, plan))
     assert roles[0][1] == {"mode": "edit", "prompt": "p", "supersededSourceSha256": sha(S0)}
-    assert roles[1][1] == {"kind": "code_proposal", "explanation": "reply to p", "proposedSource": S1,
-                           "outcome": "applied"}
+    assert roles[1][1] == {
+        "kind": "code_proposal",
+        "explanation": "reply to p",
+        "proposedSource": S1,
+        "outcome": "applied",
+    }
     assert roles[2][1] == {"mode": "edit", "prompt": "more", "sourceSynchronized": True}
 
 
@@ -178,8 +195,12 @@ def test_edit_discard_is_synchronized_on_base_held_by_user_turn():
     assert plan.synchronized is True
     roles = parsed(build_contents(conv.history, plan))
     assert roles[0][1] == {"mode": "edit", "prompt": "p", "currentSource": S0, "document": "In[1]"}  # as sent
-    assert roles[1][1] == {"kind": "code_proposal", "explanation": "reply to p",
-                           "supersededProposalSha256": sha(S1), "outcome": "discarded"}
+    assert roles[1][1] == {
+        "kind": "code_proposal",
+        "explanation": "reply to p",
+        "supersededProposalSha256": sha(S1),
+        "outcome": "discarded",
+    }
     assert roles[2][1] == {"mode": "ask", "prompt": "then what?", "sourceSynchronized": True}
 
 
@@ -247,6 +268,7 @@ def test_undo_to_a_base_nobody_holds_in_full_resends_in_contents_mode():
 
 
 # -- manual edits and switching documents -------------------------------------
+
 
 def test_manual_edit_resends_and_updates_active():
     conv = Conversation("c")
@@ -323,6 +345,7 @@ def test_secondary_context_of_real_cells_changes_when_another_cell_does():
 
 # -- compaction ----------------------------------------------------------------
 
+
 def test_ten_turn_edit_session_keeps_full_code_once():
     conv = Conversation("c")
     versions = [f"v = {i}\n" + "x = 1\n" * 50 for i in range(11)]
@@ -372,8 +395,13 @@ def test_context_resent_now_supersedes_every_history_version():
     turn(conv, "ask", S0, pieces=[ctx("old\n")])
     plan = conv.plan_turn("ask", "q", doc(S0), [ctx("new\n")])
     payloads = [p for _, p in parsed(build_contents(conv.history, plan))]
-    assert payloads[0] == {"mode": "ask", "prompt": "p", "currentSource": S0,
-                           "supersededSecondaryContextSha256": sha("old\n"), "document": "In[1]"}
+    assert payloads[0] == {
+        "mode": "ask",
+        "prompt": "p",
+        "currentSource": S0,
+        "supersededSecondaryContextSha256": sha("old\n"),
+        "document": "In[1]",
+    }
     assert payloads[-1]["secondaryContext"] == "new\n"
 
 
@@ -391,6 +419,7 @@ def test_named_pieces_compact_per_name():
 
 
 # -- transitions: idempotent, refused with reasons ---------------------------
+
 
 def _edited(conv=None):
     conv = conv or Conversation("c")
@@ -517,6 +546,7 @@ def test_snapshot_is_independent_of_later_changes():
 
 # -- failed turns --------------------------------------------------------------
 
+
 @pytest.mark.parametrize("state_mode", ["contents", "interactions"])
 def test_failed_turn_leaves_state_unchanged(state_mode):
     conv = Conversation("c", state_mode=state_mode)
@@ -543,6 +573,7 @@ def test_failed_turn_outcomes_are_told_on_the_retry():
 
 # -- history is structured, never flattened ----------------------------------
 
+
 def test_contents_alternate_user_and_model_one_turn_each():
     conv = Conversation("c")
     _, t = turn(conv, "edit", S0, prompt="first", proposal=S1)
@@ -566,6 +597,7 @@ def test_first_contents_turn_is_one_user_content():
 
 
 # -- interactions mode ---------------------------------------------------------
+
 
 def test_interactions_chain_previous_ids():
     conv = Conversation("c", state_mode="interactions")
@@ -726,8 +758,12 @@ def test_interactions_chain_holds_its_own_discarded_proposal_text():
     conv.discard(t1)
     plan = conv.plan_turn("ask", "q", doc(S0))
     assert plan.synchronized is True
-    assert plan.payload == {"mode": "ask", "prompt": "q", "sourceSynchronized": True,
-                            "proposalOutcomes": {sha(S1)[:12]: "discarded"}}
+    assert plan.payload == {
+        "mode": "ask",
+        "prompt": "q",
+        "sourceSynchronized": True,
+        "proposalOutcomes": {sha(S1)[:12]: "discarded"},
+    }
 
 
 def test_earlier_turns_replies_are_clipped():

@@ -19,26 +19,35 @@ docs/protocol.md. After every step the next turn is planned and compared:
 * refused transitions change nothing; secondary context is resent iff its hash
   changed since it was last sent (to this chain).
 """
+
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
 
 import pytest
+from helpers.properties import examples
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from genai_magics.engine.cells import Cell, Document
 from genai_magics.engine.contents import build_contents
 from genai_magics.engine.context import SECONDARY_FIELD, ContextPiece, secondary_context
-from genai_magics.engine.conversation import DIGEST_TURNS, Conversation, Turn, TransitionRefused
+from genai_magics.engine.conversation import DIGEST_TURNS, Conversation, TransitionRefused, Turn
 from genai_magics.engine.hashing import sha256_text
-from helpers.properties import examples
 
 CELL_IDS = ("a", "b", "c")
 SHOWN = ("applied", "discarded", "undone")  # outcomes the model is told about
-USER_KEYS = {"mode", "prompt", "currentSource", "sourceSynchronized", "document", SECONDARY_FIELD,
-             "proposalOutcomes", "earlierTurns"}
+USER_KEYS = {
+    "mode",
+    "prompt",
+    "currentSource",
+    "sourceSynchronized",
+    "document",
+    SECONDARY_FIELD,
+    "proposalOutcomes",
+    "earlierTurns",
+}
 
 
 def sha(text: str) -> str:
@@ -93,7 +102,7 @@ class Ref:
         """The turns whose full versions the model can see."""
         if state_mode == "contents":
             return self.turns
-        return self.turns[self.chain_start:] if self.chain_alive else []
+        return self.turns[self.chain_start :] if self.chain_alive else []
 
     def expected_outcomes(self, state_mode: str) -> dict[str, str]:
         if state_mode != "interactions" or self.new_chain(state_mode):
@@ -125,7 +134,7 @@ class Ref:
         return head == text, head == text
 
     def later_applied(self, i: int) -> bool:
-        return any(t.outcome == "applied" for t in self.turns[i + 1:])
+        return any(t.outcome == "applied" for t in self.turns[i + 1 :])
 
     def allowed(self, action: str, i: int) -> bool:
         t = self.turns[i]
@@ -147,6 +156,7 @@ def parsed(contents):
 
 
 # -- checks ----------------------------------------------------------------------
+
 
 def check_plan(conv: Conversation, ref: Ref, plan, doc: Document | None, pieces, state_mode: str) -> None:
     payload = plan.payload
@@ -273,8 +283,10 @@ def probe(conv: Conversation, ref: Ref) -> None:
 
 # -- the interpreter -----------------------------------------------------------
 
-def do_turn(conv: Conversation, ref: Ref, mode: str, *, with_doc: bool = True, propose: bool = True,
-            in_flight=None) -> None:
+
+def do_turn(
+    conv: Conversation, ref: Ref, mode: str, *, with_doc: bool = True, propose: bool = True, in_flight=None
+) -> None:
     """One turn; ``in_flight`` runs while the request is out (a button click), before the record."""
     doc = ref.document() if with_doc else None
     pieces = ref.pieces()
@@ -297,8 +309,11 @@ def do_turn(conv: Conversation, ref: Ref, mode: str, *, with_doc: bool = True, p
     outcomes = ref.expected_outcomes(state_mode)
     new_chain = ref.new_chain(state_mode)
     # what earlierTurns told a new chain, as sent
-    digest_told = {sha(t.proposal)[:12]: t.outcome for t in ref.turns[-DIGEST_TURNS:]
-                   if t.proposal is not None and t.outcome in SHOWN}
+    digest_told = {
+        sha(t.proposal)[:12]: t.outcome
+        for t in ref.turns[-DIGEST_TURNS:]
+        if t.proposal is not None and t.outcome in SHOWN
+    }
     if in_flight is not None:
         in_flight()
     turn = conv.record(plan, response, proposal_source=proposal, interaction_id=interaction_id)
@@ -319,12 +334,21 @@ def do_turn(conv: Conversation, ref: Ref, mode: str, *, with_doc: bool = True, p
     else:
         ref.chain_alive = False
         ref.last_id = None
-    ref.turns.append(RefTurn(
-        engine=turn, mode=mode, prompt=prompt, state_mode=state_mode,
-        doc_key=doc.key if doc else None, base=doc.source if doc else None, sent=plan.send_source,
-        response=response, proposal=proposal, outcome=turn.outcome,
-        context=plan.pieces[0].text if plan.pieces else None,
-    ))
+    ref.turns.append(
+        RefTurn(
+            engine=turn,
+            mode=mode,
+            prompt=prompt,
+            state_mode=state_mode,
+            doc_key=doc.key if doc else None,
+            base=doc.source if doc else None,
+            sent=plan.send_source,
+            response=response,
+            proposal=proposal,
+            outcome=turn.outcome,
+            context=plan.pieces[0].text if plan.pieces else None,
+        )
+    )
     for p in plan.pieces:
         ref.ctx_sent[p.key] = p.sha256
     if proposal is not None:
@@ -434,8 +458,12 @@ def operations(mixed: bool):
         transition,
         transition,
         transition,
-        st.tuples(st.just("in_flight"), st.sampled_from(["ask", "edit"]), st.sampled_from(["apply", "discard", "undo"]),
-                  st.integers(0, 50)),
+        st.tuples(
+            st.just("in_flight"),
+            st.sampled_from(["ask", "edit"]),
+            st.sampled_from(["apply", "discard", "undo"]),
+            st.integers(0, 50),
+        ),
         st.tuples(st.just("manual"), st.integers(0, 3)),
         st.tuples(st.just("paste"), st.integers(0, 50)),
         st.tuples(st.just("switch"), st.integers(0, 2)),
@@ -532,6 +560,7 @@ def test_any_text_survives_the_wire_payloads(sources, context, prompt):
 
 def test_interpreter_catches_an_engine_that_trusts_a_lost_chain(monkeypatch):
     """The pre-fix interactions engine: whatever the sync state says, the chain is assumed to hold it."""
+
     def trusting(self):
         return self.sync.active_document_sha256
 

@@ -15,13 +15,17 @@ After every step the engine (``Conversation.snapshot()``) must equal it; a
 failed step must leave the snapshot exactly as it was; every request must send
 the document iff the model does not hold it.
 """
+
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 
 import pytest
+from helpers.display import RecordingDisplay
+from helpers.kernel import FAKE_KEY
+from helpers.properties import examples
+from helpers.wire import api_requests
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -30,13 +34,9 @@ from genai_magics.engine.context import SECONDARY_FIELD, secondary_context
 from genai_magics.engine.conversation import TransitionRefused
 from genai_magics.engine.errors import UserError
 from genai_magics.engine.hashing import sha256_text
+from genai_magics.gemini.transport import ClientSettings
 from genai_magics.magics import GeminiMagics
 from genai_magics.session import Session, Settings, TurnRequest
-from genai_magics.gemini.transport import ClientSettings
-from helpers.display import RecordingDisplay
-from helpers.kernel import FAKE_KEY
-from helpers.properties import examples
-from helpers.wire import api_requests
 
 MODEL = GeminiMagics.class_traits()["model"].default_value
 TARGET, OTHER = "target", "other"
@@ -86,7 +86,7 @@ class Ref:
     ctx: str | None = None  # sha of the secondary context the model holds
     last_id: str | None = None
     # interactions: the full versions on the server chain, oldest first, with the turn that proposed each
-    chain: list[tuple[str, "RefTurn | None"]] = field(default_factory=list)
+    chain: list[tuple[str, RefTurn | None]] = field(default_factory=list)
     server_lost: bool = False  # the stand-in forgot the chain (the engine does not know yet)
     n: int = 0
     other_count: int | None = None  # the other cell's execution count (its context block names it)
@@ -97,8 +97,11 @@ class Ref:
 
     def new_chain(self) -> bool:
         """Does this turn start a new server chain by itself (before any 404)?"""
-        return self.state == "interactions" and bool(self.turns) and (
-            self.last_id is None or len(self.chain) > MAX_CHAIN_VERSIONS)
+        return (
+            self.state == "interactions"
+            and bool(self.turns)
+            and (self.last_id is None or len(self.chain) > MAX_CHAIN_VERSIONS)
+        )
 
     def chains(self) -> bool:
         """Does this turn's first request carry previous_interaction_id?"""
@@ -109,15 +112,14 @@ class Ref:
             # the model takes the newest version not discarded or undone as the code
             valid = [v for v, t in self.chain if t is None or t.outcome in ("proposed", "applied")]
             return not new_chain and bool(valid) and valid[-1] == text
-        return any(t.sent == text or (t.proposal == text and t.outcome in ("proposed", "applied"))
-                   for t in self.turns)
+        return any(t.sent == text or (t.proposal == text and t.outcome in ("proposed", "applied")) for t in self.turns)
 
     def newest_proposal(self) -> RefTurn | None:
         return next((t for t in reversed(self.turns) if t.proposal is not None), None)
 
     def later_applied(self, turn: RefTurn) -> bool:
         i = self.turns.index(turn)
-        return any(t.outcome == "applied" for t in self.turns[i + 1:])
+        return any(t.outcome == "applied" for t in self.turns[i + 1 :])
 
 
 def engine_state(session: Session):
@@ -125,8 +127,12 @@ def engine_state(session: Session):
     if conv is None:
         return None
     snap = conv.snapshot()
-    return (len(snap.history), snap.sync.active_document_sha256, snap.sync.context_hashes.get(SECONDARY_FIELD),
-            snap.last_interaction_id if snap.state_mode == "interactions" else None)
+    return (
+        len(snap.history),
+        snap.sync.active_document_sha256,
+        snap.sync.context_hashes.get(SECONDARY_FIELD),
+        snap.last_interaction_id if snap.state_mode == "interactions" else None,
+    )
 
 
 def full_snapshot(session: Session):
@@ -134,9 +140,16 @@ def full_snapshot(session: Session):
     if conv is None:
         return None
     s = conv.snapshot()
-    return ([(t.index, t.outcome, t.proposal_sha256, t.base_sha256, t.sent_source, t.interaction_id) for t in s.history],
-            s.sync.active_document_sha256, dict(s.sync.context_hashes), s.last_interaction_id,
-            dict(s.outcomes_told), list(s.chain_versions), s.state_mode, s.closed)
+    return (
+        [(t.index, t.outcome, t.proposal_sha256, t.base_sha256, t.sent_source, t.interaction_id) for t in s.history],
+        s.sync.active_document_sha256,
+        dict(s.sync.context_hashes),
+        s.last_interaction_id,
+        dict(s.outcomes_told),
+        list(s.chain_versions),
+        s.state_mode,
+        s.closed,
+    )
 
 
 def ref_state(ref: Ref):
@@ -153,8 +166,12 @@ class Driver:
         self.count = 0
         for cell_id in (OTHER, TARGET):
             self.record(cell_id, self.ref.cells[cell_id])
-        self.settings = Settings(model=MODEL, state=state, max_chain_versions=MAX_CHAIN_VERSIONS,
-                                 client=ClientSettings(retry_attempts=1, timeout_s=TIMEOUT_S))
+        self.settings = Settings(
+            model=MODEL,
+            state=state,
+            max_chain_versions=MAX_CHAIN_VERSIONS,
+            client=ClientSettings(retry_attempts=1, timeout_s=TIMEOUT_S),
+        )
 
     def record(self, cell_id: str, source: str) -> None:
         self.count += 1
@@ -162,7 +179,7 @@ class Driver:
         if cell_id == OTHER:
             self.ref.other_count = self.count
 
-    def turn(self, mode: str) -> tuple[Display, list[dict]]:
+    def turn(self, mode: str) -> tuple[RecordingDisplay, list[dict]]:
         ref = self.ref
         ref.n += 1
         prompt = f"step {ref.n} {mode}"
@@ -211,8 +228,9 @@ class Driver:
         proposal = f"# stub edit: {f'step {ref.n} {mode}'}\n{cell}" if mode == "edit" else None
         if new_chain:
             ref.chain = []
-        turn = RefTurn(sent=None if synced else cell, base=cell, proposal=proposal,
-                       outcome="proposed" if proposal else "none")
+        turn = RefTurn(
+            sent=None if synced else cell, base=cell, proposal=proposal, outcome="proposed" if proposal else "none"
+        )
         ref.turns.append(turn)
         if not synced:
             ref.chain.append((cell, None))
@@ -341,8 +359,19 @@ def test_every_fault_between_two_turns(env, stub, state, kind):
     """The deterministic corner of the property: each fault after an edit, a hand edit and an apply."""
     stub.reset()
     driver = Driver(stub, state)
-    for op in [("edit",), ("apply",), ("hand_edit",), ("other_edit",), ("fail", kind, "edit"), ("ask",),
-               ("forget",), ("fail", kind, "ask"), ("edit",), ("discard",), ("ask",)]:
+    for op in [
+        ("edit",),
+        ("apply",),
+        ("hand_edit",),
+        ("other_edit",),
+        ("fail", kind, "edit"),
+        ("ask",),
+        ("forget",),
+        ("fail", kind, "ask"),
+        ("edit",),
+        ("discard",),
+        ("ask",),
+    ]:
         driver.step(op)
 
 
@@ -361,4 +390,5 @@ def test_apply_after_an_ask_that_resent_the_base_is_not_synchronized_on_a_stale_
         driver.step(op)
     display, sent = driver.turn("ask")
     assert sent[-1]["held_document_sha256"] == sha(driver.ref.cells[TARGET]), (
-        "the model answers about the base while the cell holds the applied proposal")
+        "the model answers about the base while the cell holds the applied proposal"
+    )

@@ -7,16 +7,15 @@ error message (traceback), ``%gemini status``/``tokens``/``history`` exactly as
 before; turn 3 without a fault carries the edited cell as ``currentSource``
 (the sync hashes did not move) and, in interactions mode, chains from turn 1.
 """
+
 from __future__ import annotations
 
 import socket
 import time
 
 import pytest
-
 from helpers.display import RecordingDisplay
-from helpers.kernel import FAKE_KEY
-from helpers.kernel import Kernel
+from helpers.kernel import FAKE_KEY, Kernel
 from helpers.wire import api_requests, current_payload
 
 MODES = ["contents", "interactions"]
@@ -26,7 +25,12 @@ OTHER = "import math\nRADIUS = 2\n"
 
 # (case id, injection or special, the phrase the one line must hold, turn 2 mode)
 CASES = [
-    ("http400", dict(fault="http", status=400), "Gemini rejected the request (400): Request contains an invalid argument.", "edit"),
+    (
+        "http400",
+        dict(fault="http", status=400),
+        "Gemini rejected the request (400): Request contains an invalid argument.",
+        "edit",
+    ),
     ("http401", dict(fault="http", status=401), "API key rejected (401): set GEMINI_API_KEY", "ask"),
     ("http403", dict(fault="http", status=403), "API key rejected (403): set GEMINI_API_KEY", "edit"),
     # interactions: a 404 on a chained turn is a lost chain, retried once as a new chain
@@ -36,8 +40,18 @@ CASES = [
     ("http503", dict(fault="http", status=503), "Gemini server error (503) after 1 attempt(s)", "edit"),
     ("timeout", "timeout", "no answer within 1 s (each of 1 attempt(s)); raise %config GeminiMagics.timeout", "ask"),
     ("refused", "refused", "cannot reach Gemini", "ask"),
-    ("cut_stream_ask", dict(fault="cut_stream", after_chunks=1), "the answer stream was cut off before it finished", "ask"),
-    ("cut_stream_edit", dict(fault="cut_stream", after_chunks=1), "the answer stream was cut off before it finished", "edit"),
+    (
+        "cut_stream_ask",
+        dict(fault="cut_stream", after_chunks=1),
+        "the answer stream was cut off before it finished",
+        "ask",
+    ),
+    (
+        "cut_stream_edit",
+        dict(fault="cut_stream", after_chunks=1),
+        "the answer stream was cut off before it finished",
+        "edit",
+    ),
     ("invalid_json", dict(fault="invalid_json"), "the model's edit answer was not valid JSON", "edit"),
 ]
 
@@ -45,8 +59,10 @@ CASES = [
 @pytest.fixture(scope="module")
 def kern(stub, tmp_path_factory):
     """One kernel for the module (the SDK import costs seconds); each test has its own conversation."""
-    k = Kernel(env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY},
-               cwd=str(tmp_path_factory.mktemp("failures")))
+    k = Kernel(
+        env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY},
+        cwd=str(tmp_path_factory.mktemp("failures")),
+    )
     k.run("%load_ext genai_magics", cell_id="setup")
     k.run("%config GeminiMagics.retry_attempts = 1", cell_id="cfg")
     k.run(OTHER, cell_id="other")
@@ -60,8 +76,10 @@ def kernel(kern, stub):
     stub.chunk_delay = 0.0
     yield kern
     stub.chunk_delay = 0.0
-    kern.run("%config GeminiMagics.retry_attempts = 1\n%config GeminiMagics.timeout = 120.0\n"
-             "%gemini debug off", cell_id="restore")
+    kern.run(
+        "%config GeminiMagics.retry_attempts = 1\n%config GeminiMagics.timeout = 120.0\n%gemini debug off",
+        cell_id="restore",
+    )
 
 
 def status_line(kernel, conv: str) -> str:
@@ -72,9 +90,11 @@ def status_line(kernel, conv: str) -> str:
 
 
 def observed(kernel, conv: str) -> tuple[str, str, str]:
-    return (status_line(kernel, conv),
-            kernel.run(f"%gemini tokens -c {conv}", cell_id="tokens").stdout,
-            kernel.run(f"%gemini history -c {conv}", cell_id="history").stdout)
+    return (
+        status_line(kernel, conv),
+        kernel.run(f"%gemini tokens -c {conv}", cell_id="tokens").stdout,
+        kernel.run(f"%gemini history -c {conv}", cell_id="history").stdout,
+    )
 
 
 def one_line(run) -> str:
@@ -98,8 +118,9 @@ def closed_port() -> int:
 def first_turn(kernel, stub, mode: str, conv: str, cell_id: str):
     """Turn 1 on the cell, then a hand edit that is re-run: the model no longer holds the cell."""
     kernel.run(CELL, cell_id=cell_id)
-    run = kernel.run(f"%%gemini_ask --state {mode} -c {conv} --cell {cell_id}\nWhat does it compute?",
-                     cell_id=f"m1-{conv}")
+    run = kernel.run(
+        f"%%gemini_ask --state {mode} -c {conv} --cell {cell_id}\nWhat does it compute?", cell_id=f"m1-{conv}"
+    )
     assert run.stderr == "" and "Stub answer to: What does it compute?" in run.plain
     turn1 = api_requests(stub)[-1]
     assert current_payload(turn1)["currentSource"] == CELL
@@ -222,17 +243,20 @@ def test_interrupt_while_streaming_records_nothing_and_says_so(kernel, stub, mod
     msg_id = kernel.start(f"%%gemini_ask -c {conv} --cell {cell_id}\nstream slowly", cell_id=f"m2-{conv}")
 
     def partial_answer_shown(k):
-        return any(m["msg_type"] in ("display_data", "update_display_data")
-                   and "Stub answer" in m["content"]["data"].get("text/plain", "")
-                   for m in k._pending[msg_id])
+        return any(
+            m["msg_type"] in ("display_data", "update_display_data")
+            and "Stub answer" in m["content"]["data"].get("text/plain", "")
+            for m in k._pending[msg_id]
+        )
 
     kernel.wait_until(partial_answer_shown, msg_id, timeout=30)
     kernel.km.interrupt_kernel()
     run = kernel.finish(msg_id)
     stub.chunk_delay = 0.0
     line = one_line(run)
-    assert line == ("genai_magics: stopped: the answer was interrupted; nothing was recorded "
-                    "and the conversation is as before")
+    assert line == (
+        "genai_magics: stopped: the answer was interrupted; nothing was recorded and the conversation is as before"
+    )
     assert run.reply["content"]["status"] == "ok"
     assert observed(kernel, conv) == before
     third_turn_resends(kernel, stub, mode, conv, cell_id, turn1)
@@ -267,12 +291,13 @@ def test_lost_chain_starts_a_new_chain_once_and_resends_what_the_model_needs(ker
     assert turn2["json"]["previous_interaction_id"] == turn1["interaction_id"]
     assert stub.forget_interaction(turn2["interaction_id"])
     n = len(api_requests(stub))
-    run = kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nthird, after the server forgot",
-                     cell_id=f"m3-{conv}")
+    run = kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nthird, after the server forgot", cell_id=f"m3-{conv}")
     assert run.stderr == "" and run.errors == []
     assert "Stub answer to: third, after the server forgot" in run.plain
-    assert ("the server no longer holds this conversation; starting a new chain and sending the document, "
-            "the context and a digest of the earlier turns once") in run.plain
+    assert (
+        "the server no longer holds this conversation; starting a new chain and sending the document, "
+        "the context and a digest of the earlier turns once"
+    ) in run.plain
     lost, fresh = api_requests(stub)[n:]
     assert lost["status"] == 404 and lost["json"]["previous_interaction_id"] == turn2["interaction_id"]
     assert fresh["status"] == 200 and "previous_interaction_id" not in fresh["json"]
@@ -280,7 +305,9 @@ def test_lost_chain_starts_a_new_chain_once_and_resends_what_the_model_needs(ker
     assert payload["currentSource"] == EDITED
     assert "RADIUS = 2" in payload["secondaryContext"]
     assert [(t["mode"], t["prompt"].strip()) for t in payload["earlierTurns"]] == [
-        ("ask", "What does it compute?"), ("ask", "second")]
+        ("ask", "What does it compute?"),
+        ("ask", "second"),
+    ]
     # the model really holds the document again
     assert "lines (sha256" in fresh["response_text"]
     assert "3 turn(s)" in status_line(kernel, conv)
@@ -334,8 +361,9 @@ def test_debug_off_by_default_no_traceback_debug_on_shows_it_for_api_failures(ke
     on = kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nq", cell_id="m-debug")
     assert on.errors == []  # still no error message: the cell does not fail
     assert "genai_magics: Gemini server error (500)" in on.stderr
-    assert "Traceback (most recent call last)" in on.stderr, \
+    assert "Traceback (most recent call last)" in on.stderr, (
         "with %gemini debug on, an API failure must show its traceback"
+    )
     assert "ServerError" in on.stderr
     assert FAKE_KEY not in on.plain
     assert "1 turn(s)" in status_line(kernel, conv)
@@ -343,16 +371,19 @@ def test_debug_off_by_default_no_traceback_debug_on_shows_it_for_api_failures(ke
 
 def test_debug_on_shows_traceback_of_an_unexpected_error(kernel, stub):
     kernel.run(CELL, cell_id="cell-bug")
-    patch = ("_m = get_ipython().magics_manager.registry['GeminiMagics']\n"
-             "_orig_run = _m.session.run\n"
-             "def _boom(*a, **k):\n    raise ZeroDivisionError('simulated bug')\n"
-             "_m.session.run = _boom")
+    patch = (
+        "_m = get_ipython().magics_manager.registry['GeminiMagics']\n"
+        "_orig_run = _m.session.run\n"
+        "def _boom(*a, **k):\n    raise ZeroDivisionError('simulated bug')\n"
+        "_m.session.run = _boom"
+    )
     kernel.run(patch, cell_id="patch")
     try:
         off = kernel.run("%%gemini_ask --cell cell-bug\nq", cell_id="m-bug")
         line = one_line(off)
-        assert line == ("genai_magics: unexpected ZeroDivisionError: simulated bug "
-                        "(%gemini debug on shows the traceback)")
+        assert line == (
+            "genai_magics: unexpected ZeroDivisionError: simulated bug (%gemini debug on shows the traceback)"
+        )
         kernel.run("%gemini debug on", cell_id="dbg")
         on = kernel.run("%%gemini_ask --cell cell-bug\nq", cell_id="m-bug")
         assert on.errors == []
@@ -366,9 +397,9 @@ def test_the_wait_shown_is_the_wait_taken_with_a_retry_after_header(stub, monkey
     """'retrying in ~N s' must match the pause before the next attempt (in-process: timing only)."""
     import re
 
+    from genai_magics.gemini.transport import ClientSettings
     from genai_magics.magics import GeminiMagics
     from genai_magics.session import Session, Settings, TurnRequest
-    from genai_magics.gemini.transport import ClientSettings
 
     monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", stub.url)
     monkeypatch.setenv("GEMINI_API_KEY", FAKE_KEY)
@@ -376,8 +407,11 @@ def test_the_wait_shown_is_the_wait_taken_with_a_retry_after_header(stub, monkey
     display = RecordingDisplay()
     session = Session()
     session.record.record("c", "x = 1\n", 1)
-    settings = Settings(model=GeminiMagics.class_traits()["model"].default_value, state=mode,
-                        client=ClientSettings(retry_attempts=2, timeout_s=30))
+    settings = Settings(
+        model=GeminiMagics.class_traits()["model"].default_value,
+        state=mode,
+        client=ClientSettings(retry_attempts=2, timeout_s=30),
+    )
     stub.inject("http", status=429, times=1, retry_after=2)
     session.run(TurnRequest(mode="ask", prompt="q", cell="c"), settings, display)
     first, second = api_requests(stub)
@@ -392,9 +426,9 @@ def test_refused_connection_is_not_silent(stub, monkeypatch, mode):
     """An unreachable server does not leave the cell silent: generate_content retries a refused
     connection and each retry is announced (like a 429's) as it starts; the interactions client
     does not retry it, so the line comes at once."""
+    from genai_magics.gemini.transport import ClientSettings
     from genai_magics.magics import GeminiMagics
     from genai_magics.session import Session, Settings, TurnRequest
-    from genai_magics.gemini.transport import ClientSettings
 
     traits = GeminiMagics.class_traits()
     monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", f"http://127.0.0.1:{closed_port()}")
@@ -404,8 +438,11 @@ def test_refused_connection_is_not_silent(stub, monkeypatch, mode):
     session = Session()
     session.record.record("c", "x = 1\n", 1)
     # 3 attempts, not the default 5: the same notices, 3 s of backoff instead of 15 s
-    settings = Settings(model=traits["model"].default_value, state=mode,
-                        client=ClientSettings(retry_attempts=3, timeout_s=traits["timeout"].default_value))
+    settings = Settings(
+        model=traits["model"].default_value,
+        state=mode,
+        client=ClientSettings(retry_attempts=3, timeout_s=traits["timeout"].default_value),
+    )
     with pytest.raises(Exception) as failure:
         session.run(TurnRequest(mode="ask", prompt="q", cell="c"), settings, display)
     assert "cannot reach Gemini" in str(failure.value)

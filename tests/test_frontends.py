@@ -1,6 +1,7 @@
 """Issue 8: Apply and Undo never touch the wrong cell, whatever the frontend and however the
 magic is spelled. Real kernels (jupyter_client), VS Code's requests as vscode-jupyter sends
 them (tests/helpers/vscode.py names the source of each shape), the real SDK against the stand-in."""
+
 from __future__ import annotations
 
 import json
@@ -9,10 +10,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-
+from helpers.lazy import lazy_import
 from helpers.vscode import VARIABLE_VIEWER, VSCode, cell_text_after, set_next_input
 from helpers.wire import api_requests, current_payload
-from helpers.lazy import lazy_import
 
 nbformat = lazy_import("nbformat")
 
@@ -61,6 +61,7 @@ def first_output(run) -> str:
 
 # -- case 1: the one-line form and run_cell_magic in a loop --------------------------------------
 
+
 def test_line_form_waits_and_apply_replaces_that_cell_in_its_own_reply(kernel, vscode, stub):
     vscode.run(CELL_A, 1)
     vscode.run("parse('x')", 2)  # the error the edit is about
@@ -94,6 +95,7 @@ def test_run_cell_magic_in_a_loop_stages_apply_and_never_writes_another_cell(ker
 
 # -- case 2: the waiting machinery never breaks a valid cell ----------------------------------------
 
+
 def test_autoawait_off_stages_apply_instead_of_a_syntax_error(kernel, vscode, stub):
     vscode.run(CELL_A, 1)
     vscode.run("%autoawait off", 2)
@@ -113,6 +115,7 @@ def test_run_cell_magic_followed_by_other_statements_runs_them(kernel, vscode, s
 
 
 # -- case 6: one cell whether known from the file or from running it ------------------------------
+
 
 def test_file_and_executed_cells_are_one_cell_and_the_document_is_not_its_own_context(kernel, stub, tmp_path):
     path = tmp_path / "strings.ipynb"
@@ -147,6 +150,7 @@ def test_file_and_executed_cells_are_one_cell_and_the_document_is_not_its_own_co
 
 # -- case 7: VS Code's helper code is not a cell ----------------------------------------------------
 
+
 def test_variable_viewer_requests_never_become_the_document(kernel, vscode, stub):
     vscode.run(CELL_A, 1)
     vscode.run_silently(VARIABLE_VIEWER)
@@ -157,6 +161,7 @@ def test_variable_viewer_requests_never_become_the_document(kernel, vscode, stub
 
 
 # -- case 8: the context is what is nearest to the document ---------------------------------------
+
 
 def test_context_cap_keeps_the_cells_nearest_the_document(kernel, stub, tmp_path):
     path = tmp_path / "unsupervised.ipynb"
@@ -179,6 +184,7 @@ def test_context_cap_keeps_the_cells_nearest_the_document(kernel, stub, tmp_path
 
 # -- case 9: the one-line form does not expand variables unless asked --------------------------------
 
+
 def test_line_form_sends_braces_and_dollars_as_written(kernel, stub):
     kernel.run("secret_list = ['hunter2']\nname = 'zed'", cell_id="vars")
     kernel.run("secret_list.missing", cell_id="boom")
@@ -187,18 +193,28 @@ def test_line_form_sends_braces_and_dollars_as_written(kernel, stub):
     payload = sent(stub)
     assert payload["prompt"] == "why does {secret_list} fail for $name"
     assert "hunter2" not in payload["prompt"] and "zed" not in payload["prompt"]
-    assert set(payload) <= {"mode", "prompt", "currentSource", "secondaryContext", "lastError", "document",
-                            "sourceSynchronized"}, "no variable summary was asked for"
+    assert set(payload) <= {
+        "mode",
+        "prompt",
+        "currentSource",
+        "secondaryContext",
+        "lastError",
+        "document",
+        "sourceSynchronized",
+    }, "no variable summary was asked for"
     kernel.run("%gemini_ask --interpolate what about $name", cell_id="ask2")
     assert sent(stub)["prompt"] == "what about zed"
 
 
 # -- case 10: a saved file's execution counts are another session's ---------------------------------
 
+
 def test_saved_execution_counts_are_not_this_sessions(kernel, stub, tmp_path):
     path = tmp_path / "old.ipynb"  # saved by an earlier session: counts 1..8, nbformat 4.4 (no ids)
-    cells = [{"cell_type": "code", "execution_count": n, "metadata": {}, "outputs": [], "source": f"step_{n} = {n}\n"}
-             for n in range(1, 9)]
+    cells = [
+        {"cell_type": "code", "execution_count": n, "metadata": {}, "outputs": [], "source": f"step_{n} = {n}\n"}
+        for n in range(1, 9)
+    ]
     path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 4}))
     vs = VSCode(kernel, str(path))
     vs.open_notebook()
@@ -215,6 +231,7 @@ def test_saved_execution_counts_are_not_this_sessions(kernel, stub, tmp_path):
 
 # -- case 11: %reload_ext keeps the conversations and their buttons ----------------------------------
 
+
 def test_reload_ext_keeps_conversations_and_old_buttons_work(kernel, stub):
     kernel.run(CELL_A, cell_id="cell-a")
     kernel.run("%%gemini_edit\nAdd input validation.", cell_id="m1")
@@ -229,6 +246,7 @@ def test_reload_ext_keeps_conversations_and_old_buttons_work(kernel, stub):
 
 
 # -- case 12: proposal edge cases ---------------------------------------------------------------------
+
 
 def test_identical_proposal_offers_no_apply(kernel, stub):
     kernel.run(CELL_A, cell_id="cell-a")
@@ -272,8 +290,11 @@ def test_a_huge_answer_is_bounded_in_the_cell(kernel, stub):
     kernel.run("%config GeminiMagics.max_prompt_bytes = 2000000", cell_id="cfg")
     kernel.run(CELL_A, cell_id="cell-a")
     run = kernel.run("%%gemini_ask\n" + "echo this " * 60_000, cell_id="m1")  # the stand-in echoes the prompt
-    shown = [m["content"]["data"].get("text/markdown", "") for m in run.messages
-             if m["msg_type"] in ("display_data", "update_display_data")]
+    shown = [
+        m["content"]["data"].get("text/markdown", "")
+        for m in run.messages
+        if m["msg_type"] in ("display_data", "update_display_data")
+    ]
     assert max(len(s) for s in shown) < 210_000
     assert any("cut here" in s for s in shown)
 
@@ -291,6 +312,7 @@ def test_a_digit_prefix_of_a_cell_id_is_that_cell_unless_a_run_has_that_number(k
 
 
 # -- issue 11, items 3 and 4 ------------------------------------------------------------------------
+
 
 def test_the_document_does_not_drift_and_is_named_on_top(kernel, stub):
     kernel.run(CELL_A, cell_id="cell-a")
@@ -323,10 +345,16 @@ def test_in_the_live_notebook_the_document_is_kept_until_its_cell_is_deleted(stu
     from helpers.kernel import FAKE_KEY
 
     stub.reset()
-    cells = [("setup", "%load_ext genai_magics"), ("a", CELL_A), ("m1", "%%gemini_ask\nWhat does it do?"),
-             ("b", "def double(x):\n    return 2 * x\n"), ("m2", "%%gemini_ask\nAnd edge cases?")]
-    with FakeFrontend(cells=cells, env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY},
-                      cwd=str(tmp_path)) as ff:
+    cells = [
+        ("setup", "%load_ext genai_magics"),
+        ("a", CELL_A),
+        ("m1", "%%gemini_ask\nWhat does it do?"),
+        ("b", "def double(x):\n    return 2 * x\n"),
+        ("m2", "%%gemini_ask\nAnd edge cases?"),
+    ]
+    with FakeFrontend(
+        cells=cells, env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY}, cwd=str(tmp_path)
+    ) as ff:
         ff.execute("setup")
         ff.execute("m1")
         assert sent(stub)["currentSource"] == CELL_A

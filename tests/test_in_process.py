@@ -4,6 +4,7 @@ controller, in an in-process IPython shell against the stand-in (real SDK, real 
 The same behaviours are covered end to end in real kernels (test_wire, test_bad_input, ...);
 these run in well under a second each, so a maintainer can run them on every change.
 """
+
 from __future__ import annotations
 
 import copy
@@ -11,7 +12,6 @@ import json
 import re
 
 import pytest
-
 from helpers.wire import api_requests, current_payload
 
 CODE = "def parse(s):\n    return int(s)\n"
@@ -32,6 +32,7 @@ def edit(magic_shell, instruction: str = "Add validation", cell_id: str = "m1"):
 
 # -- parsing and help ----------------------------------------------------------------
 
+
 def test_flags_reach_the_request(magic_shell, stub):
     magic_shell.run(CODE, cell_id="code")
     shown = magic_shell.run("%%gemini_ask --dry-run --no-context -c other --state interactions\nwhy?", cell_id="m")
@@ -50,9 +51,14 @@ def test_one_line_form_takes_the_words_after_the_flags(magic_shell, stub):
     assert current_payload(request)["prompt"] == "what does parse do"
 
 
-@pytest.mark.parametrize("source, form", [("%%gemini_ask --bogus\nq", "%%gemini_ask?"),
-                                          ("%gemini_edit --bogus q", "%gemini_edit?"),
-                                          ("%%gemini_ask --cel 1\nq", "%%gemini_ask?")])
+@pytest.mark.parametrize(
+    "source, form",
+    [
+        ("%%gemini_ask --bogus\nq", "%%gemini_ask?"),
+        ("%gemini_edit --bogus q", "%gemini_edit?"),
+        ("%%gemini_ask --cel 1\nq", "%%gemini_ask?"),
+    ],
+)
 def test_a_bad_flag_is_one_line_naming_the_right_help(magic_shell, stub, source, form):
     shown = magic_shell.run(source, cell_id="m")
     assert shown.stderr.count("\n") == 1 and "Traceback" not in shown.stderr
@@ -73,6 +79,7 @@ def test_help_is_plain_text_for_each_form(magic_shell, magic):
 
 
 # -- the proposal widget and its controller ------------------------------------------
+
 
 def test_a_proposal_shows_the_diff_as_text_where_widgets_do_not_render(magic_shell, stub):
     shown, widget = edit(magic_shell)

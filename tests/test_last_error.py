@@ -1,4 +1,5 @@
 """--error: the last exception of a real IPython shell, trimmed to notebook cells, as one hashed piece."""
+
 from __future__ import annotations
 
 import subprocess
@@ -8,7 +9,13 @@ from pathlib import Path
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
-from genai_magics.sources.last_error import DEFAULT_ERROR_PROMPT, MAX_TRACEBACK_CHARS, LastError, capture_last_error, error_piece
+from genai_magics.sources.last_error import (
+    DEFAULT_ERROR_PROMPT,
+    MAX_TRACEBACK_CHARS,
+    LastError,
+    capture_last_error,
+    error_piece,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 IPYTHON_INTERNALS = ("interactiveshell", "run_code", "exec(code_obj", "site-packages", "IPython")
@@ -152,8 +159,7 @@ def test_library_frame_is_named_once_and_cause_is_kept(shell) -> None:
 def test_caps_hold_for_deep_recursion_and_huge_messages(shell) -> None:
     run(
         shell,
-        "def le_ping(n):\n    return le_pong(n - 1) if n else 1 / 0\n"
-        "def le_pong(n):\n    return le_ping(n - 1)\n",
+        "def le_ping(n):\n    return le_pong(n - 1) if n else 1 / 0\ndef le_pong(n):\n    return le_ping(n - 1)\n",
     )
     run(shell, "le_ping(150)")  # 150 alternating cell frames: nothing to collapse
     err = capture_last_error(shell, lambda f: (None, None))

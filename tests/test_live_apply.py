@@ -3,12 +3,12 @@
 The fake frontend pushes snapshots before each execute and answers the
 bridge's cell edits the way the labextension does (tests/helpers/fake_frontend.py).
 """
+
 from __future__ import annotations
 
 import pytest
-
-from helpers.kernel import FAKE_KEY
 from helpers.fake_frontend import FakeFrontend
+from helpers.kernel import FAKE_KEY
 from helpers.wire import api_requests, current_payload
 
 pytestmark = pytest.mark.kernel  # every test here starts a kernel (directly or through nbclient)
@@ -20,10 +20,16 @@ CELL_B = "def double(x):\n    return 2 * x"
 @pytest.fixture
 def lab(stub, tmp_path):
     stub.reset()
-    cells = [("setup", "%load_ext genai_magics"), ("a", CELL_A), ("b", CELL_B),
-             ("m", "%%gemini_edit\nAdd input validation."), ("q", "%%gemini_ask\nWhy?")]
-    with FakeFrontend(cells=cells, env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY},
-                      cwd=str(tmp_path)) as ff:
+    cells = [
+        ("setup", "%load_ext genai_magics"),
+        ("a", CELL_A),
+        ("b", CELL_B),
+        ("m", "%%gemini_edit\nAdd input validation."),
+        ("q", "%%gemini_ask\nWhy?"),
+    ]
+    with FakeFrontend(
+        cells=cells, env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY}, cwd=str(tmp_path)
+    ) as ff:
         ff.execute("setup")
         yield ff
 
@@ -97,10 +103,15 @@ def test_a_failed_write_changes_nothing(lab, stub):
 
 def test_notebook_edit_applies_and_undoes_cell_edits(stub, tmp_path):
     stub.reset()
-    cells = [("setup", "%load_ext genai_magics"), ("a", CELL_A), ("md", "# Notes", "markdown"),
-             ("m", "%%gemini_edit --notebook\nAdd a title comment.")]
-    with FakeFrontend(cells=cells, env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY},
-                      cwd=str(tmp_path)) as ff:
+    cells = [
+        ("setup", "%load_ext genai_magics"),
+        ("a", CELL_A),
+        ("md", "# Notes", "markdown"),
+        ("m", "%%gemini_edit --notebook\nAdd a title comment."),
+    ]
+    with FakeFrontend(
+        cells=cells, env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY}, cwd=str(tmp_path)
+    ) as ff:
         ff.execute("setup")
         ff.execute("a")
         ff.execute("m")

@@ -6,36 +6,38 @@ scripted with ``stub.script_edit`` (what a model would answer, written against
 the document it was sent). VS Code is simulated, with no bridge, by the shapes
 vscode-jupyter sends (tests/helpers/vscode.py names the file of each).
 """
+
 from __future__ import annotations
 
 import copy
 
 import pytest
-
 from helpers.fake_frontend import FakeCell, FakeFrontend
-from helpers.vscode import VSCode, set_next_input
 from helpers.kernel import FAKE_KEY
+from helpers.lazy import lazy_import
+from helpers.vscode import VSCode, set_next_input
 from helpers.wire import api_requests, current_payload
 
 from genai_magics.engine.cells import Cell
 from genai_magics.frontends.notebook_edit import notebook_text
-from helpers.lazy import lazy_import
 
 nbformat = lazy_import("nbformat")
 
 pytestmark = pytest.mark.kernel  # every test here drives a real kernel
 
-SCRIPT = ("# %%\nimport pandas as pd\n\n# %% Display a data frame\ndf = pd.DataFrame({'A': [1, 2]})\n"
-          "df\n\n# %% id=b\ndf.plot(kind='bar')\n")
+SCRIPT = (
+    "# %%\nimport pandas as pd\n\n# %% Display a data frame\ndf = pd.DataFrame({'A': [1, 2]})\n"
+    "df\n\n# %% id=b\ndf.plot(kind='bar')\n"
+)
 OUT = {"output_type": "stream", "name": "stdout", "text": "3\n"}
-RESULT = {"output_type": "execute_result", "execution_count": 7, "metadata": {},
-          "data": {"text/plain": "'kept'"}}
+RESULT = {"output_type": "execute_result", "execution_count": 7, "metadata": {}, "data": {"text/plain": "'kept'"}}
 
 
 def frontend(stub, tmp_path, cells):
     stub.reset()
-    return FakeFrontend(cells=cells, env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY},
-                        cwd=str(tmp_path))
+    return FakeFrontend(
+        cells=cells, env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY}, cwd=str(tmp_path)
+    )
 
 
 def managed(ff) -> list[Cell]:
@@ -46,8 +48,13 @@ def managed(ff) -> list[Cell]:
 def test_a_cell_with_percent_lines_is_not_split_and_undo_restores_it(stub, tmp_path):
     """Case 3: a cell holding '# %%' and '# %% id=b' lines next to a cell b: Apply changes only what
     the proposal changed, the preview counts it right, and Undo puts the text back."""
-    cells = [("setup", "%load_ext genai_magics"), ("a", SCRIPT), ("b", "x = 2\n"),
-             FakeCell("md", "# Notes", "markdown"), ("m", "%%gemini_edit --notebook\nAdd a title comment.")]
+    cells = [
+        ("setup", "%load_ext genai_magics"),
+        ("a", SCRIPT),
+        ("b", "x = 2\n"),
+        FakeCell("md", "# Notes", "markdown"),
+        ("m", "%%gemini_edit --notebook\nAdd a title comment."),
+    ]
     with frontend(stub, tmp_path, cells) as ff:
         ff.execute("setup")
         ff.execute("m")
@@ -66,8 +73,12 @@ def test_a_cell_with_percent_lines_is_not_split_and_undo_restores_it(stub, tmp_p
 
 def test_a_proposal_changing_another_cell_leaves_the_script_cell_alone(stub, tmp_path):
     """Case 3: the model repeats the script cell as it got it and changes cell b: one edit, to b."""
-    cells = [("setup", "%load_ext genai_magics"), ("a", SCRIPT), ("b", "x = 2\n"),
-             ("m", "%%gemini_edit --notebook\nDouble x.")]
+    cells = [
+        ("setup", "%load_ext genai_magics"),
+        ("a", SCRIPT),
+        ("b", "x = 2\n"),
+        ("m", "%%gemini_edit --notebook\nDouble x."),
+    ]
     with frontend(stub, tmp_path, cells) as ff:
         ff.execute("setup")
         stub.script_edit(notebook_text([Cell("a", SCRIPT), Cell("b", "x = 4\n")]))
@@ -94,20 +105,26 @@ def test_undo_after_removed_cells_restores_text_type_order_id_outputs_and_metada
     with frontend(stub, tmp_path, cells) as ff:
         ff.execute("setup")
         before = ff.snapshot()
-        proposal = "\n".join([
-            "# %%\nimport math\n",
-            notebook_text([Cell("keep", "def f(x):\n    return 2 * x\n")]),
-            "# %% [markdown]\nA new note.\n",
-            notebook_text([Cell("last", "f(1)")]),
-        ])
+        proposal = "\n".join(
+            [
+                "# %%\nimport math\n",
+                notebook_text([Cell("keep", "def f(x):\n    return 2 * x\n")]),
+                "# %% [markdown]\nA new note.\n",
+                notebook_text([Cell("last", "f(1)")]),
+            ]
+        )
         stub.script_edit(proposal)
         ff.execute("m")
         assert any("1 changed, 2 new, 3 removed" in v for v in ff.statuses())
         ff.click_until("Apply", "Applied")
         ids = [c.id for c in ff.cells]
         assert ids[0] == "setup" and ids[-1] == "m" and len(ids) == 6
-        assert [c.source for c in ff.cells[1:5]] == ["import math", "def f(x):\n    return 2 * x\n",
-                                                      "A new note.", "f(1)"]
+        assert [c.source for c in ff.cells[1:5]] == [
+            "import math",
+            "def f(x):\n    return 2 * x\n",
+            "A new note.",
+            "f(1)",
+        ]
         assert not {"first", "md", "raw"} & set(ids)
         ff.click_until("Undo", "Undone")
         assert ff.snapshot() == before  # text, type, order, id, metadata, outputs, execution count
@@ -136,8 +153,9 @@ def test_notebook_proposal_in_vscode_is_copy_only_and_never_written_into_the_mag
 KEY_CELL = f'import os\nos.environ["GEMINI_API_KEY"] = "{FAKE_KEY}"\n'
 
 
-@pytest.mark.parametrize("magic", ["%%gemini_edit --notebook\nAdd a title comment.",
-                                   "%%gemini_edit --cell k\nAdd a title comment."])
+@pytest.mark.parametrize(
+    "magic", ["%%gemini_edit --notebook\nAdd a title comment.", "%%gemini_edit --cell k\nAdd a title comment."]
+)
 def test_a_masked_key_comes_back_as_the_key_not_as_stars(stub, tmp_path, magic):
     """Case 13: the cell that sets the key goes to the model as ***; the proposal repeats it; Apply
     keeps the real key in the cell, and neither the preview nor any output shows the key."""
@@ -159,8 +177,12 @@ def test_a_masked_key_comes_back_as_the_key_not_as_stars(stub, tmp_path, magic):
 def test_a_changed_key_line_leaves_the_cell_untouched_and_says_so(stub, tmp_path):
     """Case 13: the model moves the key line (its mask cannot be placed back): that cell is left as
     it is, the other change goes through, and the cell says why."""
-    cells = [("setup", "%load_ext genai_magics"), ("k", KEY_CELL), ("a", "x = 1\n"),
-             ("m", "%%gemini_edit --notebook\nReorder.")]
+    cells = [
+        ("setup", "%load_ext genai_magics"),
+        ("k", KEY_CELL),
+        ("a", "x = 1\n"),
+        ("m", "%%gemini_edit --notebook\nReorder."),
+    ]
     with frontend(stub, tmp_path, cells) as ff:
         ff.execute("setup")
         masked = 'os.environ["GEMINI_API_KEY"] = "***"\n'

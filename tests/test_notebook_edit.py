@@ -4,19 +4,47 @@ A cell may hold lines ``# %%`` or ``# %% id=b`` (scripts pasted into a cell,
 files converted from scripts), CRLF, blank lines and trailing newlines; none of
 them may split the cell, address another cell, or show up as a change.
 """
+
 from __future__ import annotations
 
-from hypothesis import given, settings, strategies as st
+from helpers.properties import examples
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from genai_magics.engine.cells import Cell
 from genai_magics.frontends.notebook_edit import (
-    Block, describe_ops, notebook_diff, notebook_text, parse_blocks, plan_ops, proposal_ops,
+    Block,
+    describe_ops,
+    notebook_diff,
+    notebook_text,
+    parse_blocks,
+    plan_ops,
+    proposal_ops,
 )
-from helpers.properties import examples
 
 # Pieces real cells are made of, the awkward ones over-represented.
-PIECES = ["# %%", "# %% id=b", "# %% [markdown] id=c", "\\# %%", "\\\\# %% id=a", "#%%", " # %%", "x = 1",
-          "print('# %%')", "", "\n", "\r\n", "\r", "\n\n", "\\", " ", "id=b", "[markdown]", "é", "\t"]
+PIECES = [
+    "# %%",
+    "# %% id=b",
+    "# %% [markdown] id=c",
+    "\\# %%",
+    "\\\\# %% id=a",
+    "#%%",
+    " # %%",
+    "x = 1",
+    "print('# %%')",
+    "",
+    "\n",
+    "\r\n",
+    "\r",
+    "\n\n",
+    "\\",
+    " ",
+    "id=b",
+    "[markdown]",
+    "é",
+    "\t",
+]
 sources = st.lists(st.sampled_from(PIECES) | st.text(max_size=5), max_size=12).map("".join)
 cell_types = st.sampled_from(["code", "markdown", "raw"])
 
@@ -71,12 +99,14 @@ def test_preview_counts_for_changed_new_and_removed_cells():
     """Case 3: the preview counts what the proposal does (1 changed, 2 new, 2 removed)."""
     cells = [Cell("a", SCRIPT), Cell("b", "b = 1"), Cell("c", "c = 1"), Cell("d", "d = 1")]
     # a changed; a new cell whose text names cell c; b kept; a new markdown cell; c and d left out
-    proposal = "\n".join([
-        notebook_text([Cell("a", SCRIPT + "extra = 1\n")]),
-        "# %%\n\\# %% id=c\nnew = 1\n",
-        notebook_text([Cell("b", "b = 1")]),
-        "# %% [markdown]\ntwo = 2\n",
-    ])
+    proposal = "\n".join(
+        [
+            notebook_text([Cell("a", SCRIPT + "extra = 1\n")]),
+            "# %%\n\\# %% id=c\nnew = 1\n",
+            notebook_text([Cell("b", "b = 1")]),
+            "# %% [markdown]\ntwo = 2\n",
+        ]
+    )
     ops = proposal_ops(notebook_text(cells), proposal)
     assert describe_ops(ops) == "1 changed, 2 new, 2 removed"
     assert [(o.kind, o.cell_id) for o in ops if o.kind != "insert"] == [("set", "a"), ("delete", "c"), ("delete", "d")]
@@ -111,8 +141,11 @@ class ListBridge:
 
     def insert_cell(self, after_id, source, cell_type, done, cell=None):
         self.count += 1
-        new = dict(cell) if cell else {"id": f"new-{self.count}", "cell_type": cell_type, "source": source,
-                                       "metadata": {}}
+        new = (
+            dict(cell)
+            if cell
+            else {"id": f"new-{self.count}", "cell_type": cell_type, "source": source, "metadata": {}}
+        )
         self.nb.insert(0 if after_id is None else self._at(after_id) + 1, new)
         self.replies.append(lambda: done(None))
         return new["id"]
@@ -134,12 +167,22 @@ def notebook_with_proposal(draw):
     """A notebook (magic cells among the document's cells) and a proposal that keeps, changes,
     removes and adds cells; both as the cell dicts the frontend holds."""
     n = draw(st.integers(1, 7))
-    doc = [{"id": f"c{i}", "cell_type": draw(cell_types), "source": draw(sources),
-            "metadata": {"n": i}, "outputs": [{"output_type": "stream", "name": "stdout", "text": f"{i}\n"}]}
-           for i in range(n)]
+    doc = [
+        {
+            "id": f"c{i}",
+            "cell_type": draw(cell_types),
+            "source": draw(sources),
+            "metadata": {"n": i},
+            "outputs": [{"output_type": "stream", "name": "stdout", "text": f"{i}\n"}],
+        }
+        for i in range(n)
+    ]
     magic = {"id": "ask", "cell_type": "code", "source": "%%gemini_ask\nWhy?", "metadata": {}}
-    cells = [{"id": "setup", "cell_type": "code", "source": "%load_ext genai_magics", "metadata": {}},
-             *doc, {"id": "m", "cell_type": "code", "source": "%%gemini_edit --notebook\nGo.", "metadata": {}}]
+    cells = [
+        {"id": "setup", "cell_type": "code", "source": "%load_ext genai_magics", "metadata": {}},
+        *doc,
+        {"id": "m", "cell_type": "code", "source": "%%gemini_edit --notebook\nGo.", "metadata": {}},
+    ]
     cells.insert(draw(st.integers(1, len(cells) - 1)), magic)
     proposal: list[Block] = []
     for c in doc:

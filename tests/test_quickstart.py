@@ -1,4 +1,5 @@
 """notebooks/quickstart.ipynb, executed by pytest-notebook on the stand-in."""
+
 from __future__ import annotations
 
 import json
@@ -6,7 +7,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from helpers.kernel import FAKE_KEY
 from helpers.lazy import lazy_import
 from helpers.wire import api_requests, current_payload
@@ -21,7 +21,9 @@ NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "quickstart.ip
 def _text(cell) -> str:
     parts = []
     for out in cell.outputs:
-        parts.append(out.get("text") or out.get("data", {}).get("text/markdown") or out.get("data", {}).get("text/plain", ""))
+        parts.append(
+            out.get("text") or out.get("data", {}).get("text/markdown") or out.get("data", {}).get("text/plain", "")
+        )
     return "\n".join(parts)
 
 
@@ -61,6 +63,10 @@ def test_context_notebook_sends_error_and_variables_once(stub):
     fixture.check(str(NOTEBOOK.with_name("context.ipynb")))
     sent = [current_payload(r) for r in api_requests(stub)]
     assert [("lastError" in p, "variables" in p) for p in sent] == [
-        (True, False), (False, True), (False, False), (False, True)]
+        (True, False),
+        (False, True),
+        (False, False),
+        (False, True),
+    ]
     assert sent[0]["lastError"].startswith("IndexError raised in In[")
     assert "price" in sent[3]["variables"]["sales"]

@@ -1,5 +1,6 @@
 """The record as data (engine/record.py): a conversation read back plans exactly the
 same next turn, and branching at turn k gives the state the conversation had then."""
+
 from __future__ import annotations
 
 import json
@@ -8,11 +9,21 @@ import time
 import pytest
 
 from genai_magics.engine.cells import Document
-from genai_magics.engine.context import ContextPiece
 from genai_magics.engine.contents import build_contents
+from genai_magics.engine.context import ContextPiece
 from genai_magics.engine.conversation import Conversation, Usage
-from genai_magics.engine.record import (ConversationRecord, NotebookRecord, RecordError, TurnKey, TurnMeta, branch,
-                                        dumps, loads, replay_match, state_after)
+from genai_magics.engine.record import (
+    ConversationRecord,
+    NotebookRecord,
+    RecordError,
+    TurnKey,
+    TurnMeta,
+    branch,
+    dumps,
+    loads,
+    replay_match,
+    state_after,
+)
 
 CODE = "def f(x):\n    return x\n"
 
@@ -25,15 +36,26 @@ def session(state: str, turns: int = 6, max_chain_versions: int = 0):
     for i in range(1, turns + 1):
         mode = "edit" if i % 2 == 0 else "ask"
         doc = Document("cell-a", "In[2]", source)
-        pieces = [ContextPiece("secondaryContext", f"other cells v{i // 3}"), ContextPiece("variables", f"df {i}", "df")]
+        pieces = [
+            ContextPiece("secondaryContext", f"other cells v{i // 3}"),
+            ContextPiece("variables", f"df {i}", "df"),
+        ]
         plan = conv.plan_turn(mode, f"prompt {i}", doc, pieces, max_chain_versions=max_chain_versions)
         if mode == "edit":
-            turn = conv.record(plan, f"explain {i}", proposal_source=source + f"# edit {i}\n",
-                               interaction_id=f"int-{i}", usage=Usage(10, 2, 100))
+            turn = conv.record(
+                plan,
+                f"explain {i}",
+                proposal_source=source + f"# edit {i}\n",
+                interaction_id=f"int-{i}",
+                usage=Usage(10, 2, 100),
+            )
         else:
             turn = conv.record(plan, f"answer {i}", interaction_id=f"int-{i}", usage=Usage(10, 2, 100))
-        rec.meta[turn.index] = TurnMeta(TurnKey.of(mode, f"prompt {i}", "m", state, (), f"magic-{i}", doc.sha256,
-                                                   tuple(pieces)), 1.0, state_after(conv, rec.told))
+        rec.meta[turn.index] = TurnMeta(
+            TurnKey.of(mode, f"prompt {i}", "m", state, (), f"magic-{i}", doc.sha256, tuple(pieces)),
+            1.0,
+            state_after(conv, rec.told),
+        )
         snapshots[i] = conv.snapshot()
         if i == 2:
             conv.apply(turn)
@@ -85,11 +107,25 @@ def test_replay_matches_in_order_and_accepts_later_versions_of_the_document():
     first = back.meta[1].key
     assert replay_match(back, first) is back.conversation.history[0]
     # Run All sees the code as it is now: the proposal applied at turn 2
-    now = TurnKey.of("ask", "prompt 1", "m", "contents", (), "magic-1", Document("c", "x", final).sha256,
-                     (ContextPiece("secondaryContext", "a new cell elsewhere"), ContextPiece("variables", "df 1", "df")))
+    now = TurnKey.of(
+        "ask",
+        "prompt 1",
+        "m",
+        "contents",
+        (),
+        "magic-1",
+        Document("c", "x", final).sha256,
+        (ContextPiece("secondaryContext", "a new cell elsewhere"), ContextPiece("variables", "df 1", "df")),
+    )
     assert replay_match(back, now) is back.conversation.history[0]
-    for changed in (dict(prompt="other"), dict(model="m2"), dict(flags=("--no-context",)), dict(magic_cell="x"),
-                    dict(document_sha256="0" * 64), dict(pieces=(("variables:df", "0" * 64),))):
+    for changed in (
+        dict(prompt="other"),
+        dict(model="m2"),
+        dict(flags=("--no-context",)),
+        dict(magic_cell="x"),
+        dict(document_sha256="0" * 64),
+        dict(pieces=(("variables:df", "0" * 64),)),
+    ):
         assert replay_match(back, TurnKey(**{**first.__dict__, **changed})) is None, changed
     back.cursor = 1
     assert replay_match(back, first) is None, "turn 1 is not replayed twice"

@@ -3,6 +3,7 @@
 Real kernels (jupyter_client, nbclient), the real SDK over HTTP to the stand-in,
 real record files on disk.
 """
+
 from __future__ import annotations
 
 import copy
@@ -12,11 +13,11 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers.kernel import FAKE_KEY, Kernel
+from helpers.lazy import lazy_import
+from helpers.wire import api_requests, current_payload, transcript
 
 from genai_magics.persistence.store import record_path
-from helpers.kernel import FAKE_KEY, Kernel
-from helpers.wire import api_requests, current_payload, transcript
-from helpers.lazy import lazy_import
 
 nbformat = lazy_import("nbformat")
 nbclient = lazy_import("nbclient")
@@ -26,8 +27,10 @@ pytestmark = pytest.mark.kernel  # every test here starts kernels (directly or t
 CELL_A = "def parse(s):\n    return int(s)\n"
 OTHER = "import math\nRADIUS = 2\n"
 MODES = ["contents", "interactions"]
-GET_PROPOSAL = ("print(get_ipython().magics_manager.registry['GeminiMagics']"
-                ".session.conversations['default'].history[-1].proposal_source, end='')")
+GET_PROPOSAL = (
+    "print(get_ipython().magics_manager.registry['GeminiMagics']"
+    ".session.conversations['default'].history[-1].proposal_source, end='')"
+)
 
 
 def the_record(nb: Path) -> Path:
@@ -97,7 +100,9 @@ def test_restart_replays_then_continues_without_resending_the_document(stub, not
         assert "currentSource" not in payload and payload["sourceSynchronized"] is True
         if mode == "interactions":
             recorded = json.loads(the_record(notebook).read_text())["conversations"]["default"]["turns"][1]
-            assert recorded["interaction_id"] and sent[0]["json"]["previous_interaction_id"] == recorded["interaction_id"]
+            assert (
+                recorded["interaction_id"] and sent[0]["json"]["previous_interaction_id"] == recorded["interaction_id"]
+            )
         else:
             roles = [role for role, _ in transcript(sent[0])]
             assert roles == ["user", "model"] * 2 + ["user"]
@@ -140,9 +145,12 @@ PROMPTS = [
 
 def write_notebook(path: Path, prompts=PROMPTS, state: str = "contents") -> None:
     nb = nbformat.v4.new_notebook()
-    cells = [nbformat.v4.new_code_cell("%load_ext genai_magics"),
-             nbformat.v4.new_code_cell(f"%config GeminiMagics.state = '{state}'"),
-             nbformat.v4.new_code_cell(OTHER), nbformat.v4.new_code_cell(CELL_A)]
+    cells = [
+        nbformat.v4.new_code_cell("%load_ext genai_magics"),
+        nbformat.v4.new_code_cell(f"%config GeminiMagics.state = '{state}'"),
+        nbformat.v4.new_code_cell(OTHER),
+        nbformat.v4.new_code_cell(CELL_A),
+    ]
     cells += [nbformat.v4.new_code_cell(f"%%{magic}\n{prompt}") for magic, prompt in prompts]
     nb.cells = cells
     nbformat.write(nb, str(path))
@@ -157,8 +165,13 @@ def run_all(path: Path, stub, key: str | None = FAKE_KEY, **config) -> nbformat.
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
-                       resources={"metadata": {"path": str(path.parent)}}).execute()
+        nbclient.NotebookClient(
+            nb,
+            timeout=120,
+            kernel_name="python3",
+            allow_errors=True,
+            resources={"metadata": {"path": str(path.parent)}},
+        ).execute()
     finally:
         for k, v in saved.items():
             os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
@@ -195,8 +208,11 @@ STATUS_LINE = '<div style="font-size:12px;margin-top:4px">'
 def proposal_views(nb) -> list[tuple[str, str]]:
     """(diff HTML, status line) of every proposal widget nbclient saved with the notebook."""
     state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
-    values = sorted(s["state"]["value"] for s in state.values()
-                    if s["model_name"] == "HTMLModel" and STATUS_LINE in s["state"].get("value", ""))
+    values = sorted(
+        s["state"]["value"]
+        for s in state.values()
+        if s["model_name"] == "HTMLModel" and STATUS_LINE in s["state"].get("value", "")
+    )
     return [tuple(v.rsplit(STATUS_LINE, 1)) for v in values]
 
 
@@ -209,16 +225,25 @@ def test_run_all_twice_sends_nothing_the_second_time_and_shows_the_same(stub, no
     second = run_all(notebook, stub)
     assert len(api_requests(stub)) == 6, "the second Run All sent requests"
     assert normalised(magic_outputs(second)) == normalised(magic_outputs(first))
-    footers = [o["data"]["text/plain"] for cell in magic_outputs(second) for o in cell
-               if o.get("data", {}).get("text/plain", "").startswith("replayed turn")]
+    footers = [
+        o["data"]["text/plain"]
+        for cell in magic_outputs(second)
+        for o in cell
+        if o.get("data", {}).get("text/plain", "").startswith("replayed turn")
+    ]
     assert [f.split(" (")[0] for f in footers] == [f"replayed turn {i}" for i in range(1, 7)]
     # the two proposals show the same diffs; their status line says they were replayed
     live, replayed = proposal_views(first), proposal_views(second)
     assert len(live) == 2 and [d for d, _ in replayed] == [d for d, _ in live]
-    assert all(status.startswith("Replayed from the record: not acted on in an earlier session")
-               for _, status in replayed)
-    texts = [o["data"]["text/plain"] for cell in magic_outputs(second) for o in cell
-             if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    assert all(
+        status.startswith("Replayed from the record: not acted on in an earlier session") for _, status in replayed
+    )
+    texts = [
+        o["data"]["text/plain"]
+        for cell in magic_outputs(second)
+        for o in cell
+        if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+    ]
     assert len(texts) == 2 and all(t.rsplit("\n", 1)[1].startswith("Replayed from the record") for t in texts)
     # replayed again, with no key and replay 'only' (CI): exactly the same outputs
     third = run_all(notebook, stub, key=None, replay="only")
@@ -237,8 +262,10 @@ def test_replay_only_without_a_key_fails_a_cell_with_no_record_in_one_line(stub,
     assert len(api_requests(stub)) == 2
     assert "replayed turn 2" in json.dumps(outs[1])
     errors = [o["text"] for o in outs[2] if o.get("name") == "stderr"]
-    assert errors == ["genai_magics: replay is 'only': no recorded turn matches this cell (turn 3 of 'default'); "
-                      "nothing was sent (%config GeminiMagics.replay = 'auto' to ask Gemini)\n"]
+    assert errors == [
+        "genai_magics: replay is 'only': no recorded turn matches this cell (turn 3 of 'default'); "
+        "nothing was sent (%config GeminiMagics.replay = 'auto' to ask Gemini)\n"
+    ]
     assert not any(o.get("output_type") == "error" for o in outs[2])
 
 
@@ -279,8 +306,11 @@ def test_a_damaged_record_is_set_aside_with_one_line_and_the_session_starts_fres
     run_all(notebook, stub)
     path = the_record(notebook)
     text = path.read_text()
-    bad = {"garbage": "\x00not json", "truncated": text[: len(text) // 2],
-           "future": json.dumps({**json.loads(text), "schema": 99})}[damage]
+    bad = {
+        "garbage": "\x00not json",
+        "truncated": text[: len(text) // 2],
+        "future": json.dumps({**json.loads(text), "schema": 99}),
+    }[damage]
     path.write_text(bad)
     nb = run_all(notebook, stub)
     out = magic_outputs(nb)[0]
@@ -303,8 +333,10 @@ def test_two_kernels_on_one_notebook_never_interleave_the_record(stub, notebook)
         assert one.run("%%gemini_ask\nfrom kernel one", cell_id="m1").stderr == ""
         lost = two.run("%%gemini_ask\nfrom kernel two", cell_id="m1")
         assert "Stub answer to: from kernel two" in lost.plain
-        assert ("another kernel wrote this notebook's conversation record" in lost.plain
-                and "no longer saves its turns" in lost.plain)
+        assert (
+            "another kernel wrote this notebook's conversation record" in lost.plain
+            and "no longer saves its turns" in lost.plain
+        )
         again = two.run("%%gemini_ask\nfrom kernel two again", cell_id="m2")
         assert "another kernel" not in again.plain, "the line is said once"
         assert one.run("%%gemini_ask\nkernel one again", cell_id="m2").stderr == ""
@@ -337,9 +369,12 @@ def test_the_key_never_reaches_the_record(stub, notebook):
         k.run(f"%%gemini_ask --vars SECRET\nIs {FAKE_KEY} safe here?", cell_id="m1")
         assert "replayed turn 2" in k.run("%%gemini_edit\nRead the token from the environment.", cell_id="m2").plain
         k.click("Undo")
-        holds = k.run("m = get_ipython().magics_manager.registry['GeminiMagics']\n"
-                      "src = m.session.record.by_id['cell-a'].source\n"
-                      f"print({FAKE_KEY!r} in src, '***' in src, 'stub edit' in src)", cell_id="check").stdout
+        holds = k.run(
+            "m = get_ipython().magics_manager.registry['GeminiMagics']\n"
+            "src = m.session.record.by_id['cell-a'].source\n"
+            f"print({FAKE_KEY!r} in src, '***' in src, 'stub edit' in src)",
+            cell_id="check",
+        ).stdout
         assert holds == "True False False\n"
         assert FAKE_KEY not in the_record(notebook).read_text()
     finally:
@@ -371,8 +406,9 @@ def test_without_a_notebook_path_nothing_is_persisted_unless_a_path_is_set(stub,
     stub.reset()
     data = Path(os.environ["JUPYTER_DATA_DIR"])
     before = set(data.rglob("*"))
-    k = Kernel(env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY, "JPY_SESSION_NAME": ""},
-               cwd=str(tmp_path))
+    k = Kernel(
+        env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY, "JPY_SESSION_NAME": ""}, cwd=str(tmp_path)
+    )
     try:
         k.run("%load_ext genai_magics", cell_id="setup")
         k.run(CELL_A, cell_id="cell-a")
@@ -381,14 +417,17 @@ def test_without_a_notebook_path_nothing_is_persisted_unless_a_path_is_set(stub,
         assert "the notebook's path is unknown" in k.run("%gemini status", cell_id="st").stdout
         k.run(f"%config GeminiMagics.record_location = '{tmp_path / 'ci.json'}'", cell_id="cfg")
         k.run("%%gemini_ask\nsecond", cell_id="m2")
-        assert json.loads((tmp_path / "ci.json").read_text())["conversations"]["default"]["turns"][-1]["prompt"] \
+        assert (
+            json.loads((tmp_path / "ci.json").read_text())["conversations"]["default"]["turns"][-1]["prompt"]
             == "second"
+        )
     finally:
         k.close()
 
 
-@pytest.mark.parametrize("fault", [dict(fault="http", status=400), dict(fault="invalid_json", match="edit")],
-                         ids=["http400", "invalid_json"])
+@pytest.mark.parametrize(
+    "fault", [dict(fault="http", status=400), dict(fault="invalid_json", match="edit")], ids=["http400", "invalid_json"]
+)
 def test_a_failed_turn_writes_nothing_and_a_replayed_run_after_it_still_matches(stub, notebook, fault):
     stub.reset()
     k = start(stub, notebook)

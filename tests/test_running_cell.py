@@ -1,4 +1,5 @@
 """VS Code style frontends: only the running cell can be written, in its execute reply."""
+
 from __future__ import annotations
 
 from helpers.wire import api_requests, current_payload
@@ -64,7 +65,9 @@ def test_no_choice_in_time_stages_apply_for_the_next_run(kernel, stub):
 
 def test_the_wait_mechanism_matches_the_kernel(kernel):
     """ipykernel >= 7.4 waits in an async cell; 6.x pumps comm messages with jupyter-ui-poll."""
-    run = kernel.run("import ipykernel, genai_magics.frontends.waiting as w\nprint(ipykernel.__version__, w.mechanism())")
+    run = kernel.run(
+        "import ipykernel, genai_magics.frontends.waiting as w\nprint(ipykernel.__version__, w.mechanism())"
+    )
     version, mechanism = run.stdout.split()
     major, minor = (int(x) for x in version.split(".")[:2])
     expected = "async" if (major, minor) >= (7, 4) else ("poll" if major < 7 else "None")

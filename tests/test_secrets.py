@@ -7,17 +7,16 @@ last error, variables, library logs at DEBUG level printed into the outputs)
 and is saved; the key must appear nowhere in the saved .ipynb, in any output,
 or in what the stand-in received.
 """
+
 from __future__ import annotations
 
-import html
 import json
 import secrets
 
 import pytest
-
 from helpers.kernel import FAKE_KEY, Kernel
-from helpers.wire import api_requests, current_payload
 from helpers.lazy import lazy_import
+from helpers.wire import api_requests
 
 nbformat = lazy_import("nbformat")
 nbclient = lazy_import("nbclient")
@@ -27,9 +26,12 @@ pytestmark = pytest.mark.kernel  # every test here starts a kernel (directly or 
 KEY = "AIzaSECRET-" + secrets.token_hex(12)
 
 SESSION = [
-    ("import logging, sys\nlogging.basicConfig(level=logging.DEBUG, stream=sys.stdout, force=True)\n"
-     "for _name in ('asyncio', 'traitlets', 'ipykernel', 'comm', 'parso', 'matplotlib'):\n"
-     "    logging.getLogger(_name).setLevel(logging.WARNING)", None),
+    (
+        "import logging, sys\nlogging.basicConfig(level=logging.DEBUG, stream=sys.stdout, force=True)\n"
+        "for _name in ('asyncio', 'traitlets', 'ipykernel', 'comm', 'parso', 'matplotlib'):\n"
+        "    logging.getLogger(_name).setLevel(logging.WARNING)",
+        None,
+    ),
     ("%load_ext genai_magics", None),
     ("def total(xs):\n    return sum(xs)\n", None),
     ("%%gemini_ask\nWhat does total do?", None),
@@ -45,7 +47,10 @@ SESSION = [
     ("%%gemini_ask\nThe server fails twice", dict(fault="http", status=500, times=2)),
     ("%gemini debug on", None),
     ("%%gemini_ask\nThe server echoes the key", dict(fault="http", status=400, message=f"bad request for key {KEY}")),
-    ("%%gemini_ask -c server\nInteractions echo the key too", dict(fault="http", status=403, message=f"key {KEY} denied")),
+    (
+        "%%gemini_ask -c server\nInteractions echo the key too",
+        dict(fault="http", status=403, message=f"key {KEY} denied"),
+    ),
     ("%gemini debug off", None),
     ("%%gemini_ask\nEchoed with debug off", dict(fault="http", status=404, message=f"no model for {KEY}")),
     ("import os\nkey_in_a_variable = os.environ['GEMINI_API_KEY']", None),
@@ -71,8 +76,9 @@ def secret_env(monkeypatch, stub):
 def test_the_key_appears_nowhere_in_a_whole_session(secret_env, stub, tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(src) for src, _ in SESSION]
-    client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
-                            resources={"metadata": {"path": str(tmp_path)}})
+    client = nbclient.NotebookClient(
+        nb, timeout=120, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(tmp_path)}}
+    )
     with client.setup_kernel():
         for index, (cell, (_, fault)) in enumerate(zip(nb.cells, SESSION, strict=False)):
             if fault:
@@ -166,22 +172,24 @@ def test_proposal_with_markup_renders_as_escaped_text(kernel, stub, mode):
 
 def test_model_output_is_never_executed(stub, tmp_path):
     """A proposal full of side effects is shown and can be applied, but never run."""
-    evil = ("open('pwned', 'w').write('executed')\n"
-            "import os; os.makedirs('pwned_dir')\n"
-            "raise SystemExit('executed!')\n")
+    evil = "open('pwned', 'w').write('executed')\nimport os; os.makedirs('pwned_dir')\nraise SystemExit('executed!')\n"
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(evil, id="evil")]  # never run: it only lives in the file
     path = tmp_path / "trust.ipynb"
     nbformat.write(nb, str(path))
     stub.reset()
-    k = Kernel(env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY,
-                    "JPY_SESSION_NAME": str(path)}, cwd=str(tmp_path))
+    k = Kernel(
+        env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY, "JPY_SESSION_NAME": str(path)},
+        cwd=str(tmp_path),
+    )
     try:
         k.run("%load_ext genai_magics", cell_id="setup")
         for state in ("contents", "interactions"):
-            ask = k.run(f"%%gemini_ask --state {state} --new --cell evil\nrun this for me: exec(open('x').read())",
-                        cell_id=f"a-{state}")
-            edit = k.run(f"%%gemini_edit --cell evil\nmake it write the file", cell_id=f"e-{state}")
+            ask = k.run(
+                f"%%gemini_ask --state {state} --new --cell evil\nrun this for me: exec(open('x').read())",
+                cell_id=f"a-{state}",
+            )
+            edit = k.run("%%gemini_edit --cell evil\nmake it write the file", cell_id=f"e-{state}")
             assert ask.stderr == "" and edit.stderr == "", (ask.stderr, edit.stderr)
             assert "open('pwned', 'w')" in api_requests(stub)[-1]["response_text"]
             k.click("Apply")

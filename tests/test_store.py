@@ -1,4 +1,5 @@
 """The record file under contention: kernels writing at the same moment never interleave."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,11 @@ def a_record(name: str, turns: int) -> NotebookRecord:
     for i in range(turns):
         doc = Document("c", "In[1]", f"x = {i}\n" * 200)
         conv.record(conv.plan_turn("ask", f"{name} {i}", doc), "answer " * 50)
-        rec.meta[i + 1] = TurnMeta(TurnKey.of("ask", f"{name} {i}", "m", "contents", (), None, doc.sha256, ()),
-                                   time.time(), state_after(conv, rec.told))
+        rec.meta[i + 1] = TurnMeta(
+            TurnKey.of("ask", f"{name} {i}", "m", "contents", (), None, doc.sha256, ()),
+            time.time(),
+            state_after(conv, rec.told),
+        )
     return NotebookRecord("/nb.ipynb", time.time(), conversations={name: rec})
 
 

@@ -5,26 +5,37 @@ are applied or discarded and hand edits: no cross-talk, the request size and
 the memory of the history stay flat, and every request obeys the protocol
 invariants of docs/protocol.md.
 """
+
 from __future__ import annotations
 
 import json
 import re
 
 import pytest
-
-from genai_magics.engine.conversation import Conversation
-from genai_magics.engine.hashing import sha256_text
-from genai_magics.magics import GeminiMagics
-from genai_magics.session import Session, Settings, TurnRequest
-from genai_magics.gemini.transport import ClientSettings
 from helpers.display import RecordingDisplay
 from helpers.kernel import FAKE_KEY
 from helpers.wire import api_requests
 
+from genai_magics.engine.conversation import Conversation
+from genai_magics.engine.hashing import sha256_text
+from genai_magics.gemini.transport import ClientSettings
+from genai_magics.magics import GeminiMagics
+from genai_magics.session import Session, Settings, TurnRequest
+
 MODEL = GeminiMagics.class_traits()["model"].default_value
 TURNS = 50
-USER_KEYS = {"mode", "prompt", "currentSource", "sourceSynchronized", "document", "secondaryContext",
-             "supersededSourceSha256", "supersededSecondaryContextSha256", "proposalOutcomes", "earlierTurns"}
+USER_KEYS = {
+    "mode",
+    "prompt",
+    "currentSource",
+    "sourceSynchronized",
+    "document",
+    "secondaryContext",
+    "supersededSourceSha256",
+    "supersededSecondaryContextSha256",
+    "proposalOutcomes",
+    "earlierTurns",
+}
 MODEL_KEYS = {"kind", "explanation", "proposedSource", "supersededProposalSha256", "outcome"}
 SHA = re.compile(r"^[0-9a-f]{64}$")
 
@@ -92,8 +103,7 @@ def test_fifty_turns_two_conversations_interleaved(env, stub, state):
     for cell_id, source in cells.values():
         record(cell_id, source)
     # the compacted transcript as it goes out whole (with an explicit cache: tests/test_caching_wire.py)
-    settings = Settings(model=MODEL, state=state, client=ClientSettings(retry_attempts=1, timeout_s=30),
-                        cache="off")
+    settings = Settings(model=MODEL, state=state, client=ClientSettings(retry_attempts=1, timeout_s=30), cache="off")
     versions = {name: {source} for name, (_, source) in cells.items()}  # every version each cell had
     sizes: dict[str, list[int]] = {"a": [], "b": []}
     own_ids: dict[str, list[str]] = {"a": [], "b": []}
@@ -114,8 +124,9 @@ def test_fifty_turns_two_conversations_interleaved(env, stub, state):
         record(f"magic-{n}", f"%%gemini_{mode} -c {name}\n{name}: turn {i}")  # the running magic cell
         before = len(api_requests(stub))
         display = RecordingDisplay()
-        outcome = session.run(TurnRequest(mode=mode, prompt=f"{name}: turn {i}", conversation=name, cell=cell_id),
-                              settings, display)
+        outcome = session.run(
+            TurnRequest(mode=mode, prompt=f"{name}: turn {i}", conversation=name, cell=cell_id), settings, display
+        )
         sent = api_requests(stub)[before:]
         assert len(sent) == 1 and sent[0]["status"] == 200
         request = sent[0]
@@ -175,8 +186,12 @@ def test_fifty_turns_two_conversations_interleaved(env, stub, state):
     if state == "contents":
         # the full document appears once however long the session: 25 turns, not 25 copies
         last = api_requests(stub)[-1]["json"]["contents"]
-        full = [p for c in last for p in [json.loads(c["parts"][0]["text"])]
-                if "currentSource" in p or "proposedSource" in p]
+        full = [
+            p
+            for c in last
+            for p in [json.loads(c["parts"][0]["text"])]
+            if "currentSource" in p or "proposedSource" in p
+        ]
         assert len(full) <= 1
     else:
         # interactions: a synchronized turn sends a few hundred bytes, not the document

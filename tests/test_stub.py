@@ -1,4 +1,5 @@
 """The Gemini stand-in, exercised with the real google-genai SDK over real HTTP."""
+
 from __future__ import annotations
 
 import hashlib
@@ -16,8 +17,8 @@ import pytest
 from google import genai
 from google.genai import errors, types
 
-from genai_magics.stub import StubServer, tokens
 from genai_magics.gemini.models import DEFAULT_MODEL
+from genai_magics.stub import StubServer, tokens
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "stub-test-key-SECRET-7f3a9c"
@@ -57,8 +58,9 @@ def stub(stub, monkeypatch):
 
 
 def make_client(timeout_ms: int | None = None) -> genai.Client:
-    return genai.Client(http_options=types.HttpOptions(
-        timeout=timeout_ms, retry_options=types.HttpRetryOptions(attempts=1)))
+    return genai.Client(
+        http_options=types.HttpOptions(timeout=timeout_ms, retry_options=types.HttpRetryOptions(attempts=1))
+    )
 
 
 @pytest.fixture
@@ -80,14 +82,20 @@ def http(url: str, method: str = "GET", body=None, headers=None):
 
 # -- contents mode -------------------------------------------------------------
 
+
 def test_ask_stream_text_and_usage(client, stub):
     source = "import math\nprint(math.pi)\n"
     contents = [user({"mode": "ask", "prompt": "What does this print?", "currentSource": source})]
-    chunks = list(client.models.generate_content_stream(
-        model=MODEL, contents=contents, config=types.GenerateContentConfig(system_instruction="be brief")))
+    chunks = list(
+        client.models.generate_content_stream(
+            model=MODEL, contents=contents, config=types.GenerateContentConfig(system_instruction="be brief")
+        )
+    )
     assert len(chunks) >= 3
     text = "".join(c.text or "" for c in chunks)
-    assert text == f"Stub answer to: What does this print?\n\nThe document I hold has 2 lines (sha256 {sha(source)[:12]})."
+    assert (
+        text == f"Stub answer to: What does this print?\n\nThe document I hold has 2 lines (sha256 {sha(source)[:12]})."
+    )
     usage = chunks[-1].usage_metadata
     prompt_tokens = tokens(contents[0].parts[0].text) + tokens("be brief")
     assert usage.prompt_token_count == prompt_tokens
@@ -116,9 +124,13 @@ def test_plain_text_turn_and_no_document(client, stub):
 def test_edit_from_current_source(client, stub):
     source = "x = 1\nprint(x)\n"
     config = types.GenerateContentConfig(response_mime_type="application/json", response_schema=SCHEMA)
-    chunks = list(client.models.generate_content_stream(
-        model=MODEL, contents=[user({"mode": "edit", "prompt": "Add a docstring\nplease", "currentSource": source})],
-        config=config))
+    chunks = list(
+        client.models.generate_content_stream(
+            model=MODEL,
+            contents=[user({"mode": "edit", "prompt": "Add a docstring\nplease", "currentSource": source})],
+            config=config,
+        )
+    )
     assert len(chunks) >= 3
     reply = json.loads("".join(c.text or "" for c in chunks))
     assert reply["proposedSource"] == "# stub edit: Add a docstring\n" + source
@@ -127,8 +139,10 @@ def test_edit_from_current_source(client, stub):
     assert rec["edit"] is True and rec["mode"] == "edit"
     # reproducible
     again = client.models.generate_content(
-        model=MODEL, contents=[user({"mode": "edit", "prompt": "Add a docstring\nplease", "currentSource": source})],
-        config=config)
+        model=MODEL,
+        contents=[user({"mode": "edit", "prompt": "Add a docstring\nplease", "currentSource": source})],
+        config=config,
+    )
     assert json.loads(again.text) == reply
 
 
@@ -144,19 +158,25 @@ def test_edit_from_latest_valid_proposal_in_history(client, stub):
         model({"kind": "code_proposal", "explanation": "e2", "proposedSource": p2, "outcome": "discarded"}),
     ]
     reply = client.models.generate_content(
-        model=MODEL, contents=history + [user({"mode": "edit", "prompt": "three", "sourceSynchronized": True})],
-        config=config)
+        model=MODEL,
+        contents=history + [user({"mode": "edit", "prompt": "three", "sourceSynchronized": True})],
+        config=config,
+    )
     assert json.loads(reply.text)["proposedSource"] == "# stub edit: three\n" + p1
     # without the discard, the newest proposal is the document
     history[3] = model({"kind": "code_proposal", "explanation": "e2", "proposedSource": p2, "outcome": "applied"})
     reply = client.models.generate_content(
-        model=MODEL, contents=history + [user({"mode": "edit", "prompt": "three", "sourceSynchronized": True})],
-        config=config)
+        model=MODEL,
+        contents=history + [user({"mode": "edit", "prompt": "three", "sourceSynchronized": True})],
+        config=config,
+    )
     assert json.loads(reply.text)["proposedSource"] == "# stub edit: three\n" + p2
     # a hand edit in the current turn wins over every proposal
     reply = client.models.generate_content(
-        model=MODEL, contents=history + [user({"mode": "edit", "prompt": "three", "currentSource": "b = 2\n"})],
-        config=config)
+        model=MODEL,
+        contents=history + [user({"mode": "edit", "prompt": "three", "currentSource": "b = 2\n"})],
+        config=config,
+    )
     assert json.loads(reply.text)["proposedSource"] == "# stub edit: three\nb = 2\n"
     assert stub.requests[-1]["json"]["generationConfig"]["responseJsonSchema"] == SCHEMA
 
@@ -164,8 +184,10 @@ def test_edit_from_latest_valid_proposal_in_history(client, stub):
 def test_edit_of_percent_notebook_keeps_cell_header(client, stub):
     doc = "# %% id=abc\nx = 1\n\n# %% id=def\ny = 2\n"
     reply = client.models.generate_content(
-        model=MODEL, contents=[user({"mode": "edit", "prompt": "go", "currentSource": doc})],
-        config=types.GenerateContentConfig(response_mime_type="application/json", response_schema=SCHEMA))
+        model=MODEL,
+        contents=[user({"mode": "edit", "prompt": "go", "currentSource": doc})],
+        config=types.GenerateContentConfig(response_mime_type="application/json", response_schema=SCHEMA),
+    )
     assert json.loads(reply.text)["proposedSource"] == "# %% id=abc\n# stub edit: go\nx = 1\n\n# %% id=def\ny = 2\n"
 
 
@@ -188,20 +210,31 @@ def test_many_sequential_requests_on_one_client(client, stub):
 
 # -- interactions ----------------------------------------------------------------
 
+
 def test_interactions_create_chain_get(client, stub):
     source = "def f():\n    return 1\n"
     first_input = turn({"mode": "ask", "prompt": "explain", "currentSource": source})
     first = client.interactions.create(model=MODEL, input=first_input, system_instruction="sys", store=True)
     assert first.id == "int_000001" and first.status == "completed"
-    assert first.output_text == f"Stub answer to: explain\n\nThe document I hold has 2 lines (sha256 {sha(source)[:12]})."
+    assert (
+        first.output_text == f"Stub answer to: explain\n\nThe document I hold has 2 lines (sha256 {sha(source)[:12]})."
+    )
     assert first.usage.total_input_tokens == tokens(first_input) + tokens("sys")
     assert first.usage.total_output_tokens == tokens(first.output_text)
 
     # streamed edit, chained: the document comes from walking the chain
     fmt = {"type": "text", "mime_type": "application/json", "schema": SCHEMA}
     second_input = turn({"mode": "edit", "prompt": "rename f to g", "sourceSynchronized": True})
-    events = list(client.interactions.create(model=MODEL, input=second_input, system_instruction="sys",
-                                             previous_interaction_id=first.id, response_format=fmt, stream=True))
+    events = list(
+        client.interactions.create(
+            model=MODEL,
+            input=second_input,
+            system_instruction="sys",
+            previous_interaction_id=first.id,
+            response_format=fmt,
+            stream=True,
+        )
+    )
     kinds = [e.event_type for e in events]
     assert kinds[0] == "interaction.created" and kinds[-1] == "interaction.completed"
     assert kinds.count("step.delta") >= 3 and "step.start" in kinds and "step.stop" in kinds
@@ -211,21 +244,38 @@ def test_interactions_create_chain_get(client, stub):
     done = events[-1].interaction
     second_id = done.id
     assert done.status == "completed" and done.previous_interaction_id == first.id
-    assert done.usage.total_input_tokens == (tokens(first_input) + tokens(first.output_text)
-                                             + tokens(second_input) + tokens("sys"))
+    assert done.usage.total_input_tokens == (
+        tokens(first_input) + tokens(first.output_text) + tokens(second_input) + tokens("sys")
+    )
     assert done.usage.total_output_tokens == tokens(text)
 
     # third turn: the proposal was discarded -> the held document is the original again
-    third_input = turn({"mode": "edit", "prompt": "add typing", "sourceSynchronized": True,
-                        "proposalOutcomes": {sha(proposal)[:12]: "discarded"}})
-    third = client.interactions.create(model=MODEL, input=third_input, previous_interaction_id=second_id,
-                                       response_format=fmt)
+    third_input = turn(
+        {
+            "mode": "edit",
+            "prompt": "add typing",
+            "sourceSynchronized": True,
+            "proposalOutcomes": {sha(proposal)[:12]: "discarded"},
+        }
+    )
+    third = client.interactions.create(
+        model=MODEL, input=third_input, previous_interaction_id=second_id, response_format=fmt
+    )
     assert json.loads(third.output_text)["proposedSource"] == "# stub edit: add typing\n" + source
     # applied -> the proposal is the held document
     fourth = client.interactions.create(
-        model=MODEL, input=turn({"mode": "edit", "prompt": "again", "sourceSynchronized": True,
-                                 "proposalOutcomes": {sha(proposal)[:12]: "applied"}}),
-        previous_interaction_id=second_id, response_format=fmt)
+        model=MODEL,
+        input=turn(
+            {
+                "mode": "edit",
+                "prompt": "again",
+                "sourceSynchronized": True,
+                "proposalOutcomes": {sha(proposal)[:12]: "applied"},
+            }
+        ),
+        previous_interaction_id=second_id,
+        response_format=fmt,
+    )
     assert json.loads(fourth.output_text)["proposedSource"] == "# stub edit: again\n" + proposal
 
     got = client.interactions.get(second_id)
@@ -262,20 +312,29 @@ def test_interactions_unknown_or_deleted_previous_is_404(client, stub):
 
 
 def test_missing_api_key_is_401(stub):
-    status, body = http(f"{stub.url}/v1/models/{MODEL}:generateContent", "POST",
-                        {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]})
+    status, body = http(
+        f"{stub.url}/v1/models/{MODEL}:generateContent",
+        "POST",
+        {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
+    )
     assert status == 401 and body["error"]["status"] == "UNAUTHENTICATED" and body["error"]["code"] == 401
     status, _ = http(f"{stub.url}/v1/interactions", "POST", {"model": MODEL, "input": "hi"})
     assert status == 401
     assert [r["has_api_key"] for r in stub.requests] == [False, False]
-    assert stub.requests[0]["body_bytes"] == len(json.dumps(
-        {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}).encode())
-    status, _ = http(f"{stub.url}/v1/models/{MODEL}:generateContent", "POST",
-                     {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}, {"x-goog-api-key": "k"})
+    assert stub.requests[0]["body_bytes"] == len(
+        json.dumps({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}).encode()
+    )
+    status, _ = http(
+        f"{stub.url}/v1/models/{MODEL}:generateContent",
+        "POST",
+        {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
+        {"x-goog-api-key": "k"},
+    )
     assert status == 200
 
 
 # -- faults ----------------------------------------------------------------------
+
 
 def test_inject_http_429_then_success(client, stub):
     stub.inject("http", status=429, times=1, match="generate", retry_after=1)
@@ -288,8 +347,9 @@ def test_inject_http_429_then_success(client, stub):
 
 
 def test_inject_http_over_control_api_matches_interactions(client, stub):
-    status, _ = http(f"{stub.url}/_stub/inject", "POST",
-                     {"fault": "http", "status": 503, "times": 2, "match": "interactions"})
+    status, _ = http(
+        f"{stub.url}/_stub/inject", "POST", {"fault": "http", "status": 503, "times": 2, "match": "interactions"}
+    )
     assert status == 200
     assert client.models.generate_content(model=MODEL, contents="not matched").text
     for _ in range(2):
@@ -326,12 +386,17 @@ def test_inject_invalid_json(client, stub):
     config = types.GenerateContentConfig(response_mime_type="application/json", response_schema=SCHEMA)
     # an ask does not consume the injection
     assert client.models.generate_content(model=MODEL, contents="ask first").text.startswith("Stub answer")
-    text = "".join(c.text or "" for c in client.models.generate_content_stream(
-        model=MODEL, contents=[user({"mode": "edit", "prompt": "p", "currentSource": "x=1"})], config=config))
+    text = "".join(
+        c.text or ""
+        for c in client.models.generate_content_stream(
+            model=MODEL, contents=[user({"mode": "edit", "prompt": "p", "currentSource": "x=1"})], config=config
+        )
+    )
     with pytest.raises(ValueError):
         json.loads(text)
     text = client.models.generate_content(
-        model=MODEL, contents=[user({"mode": "edit", "prompt": "p", "currentSource": "x=1"})], config=config).text
+        model=MODEL, contents=[user({"mode": "edit", "prompt": "p", "currentSource": "x=1"})], config=config
+    ).text
     assert json.loads(text)["proposedSource"] == "# stub edit: p\nx=1"
 
 
@@ -356,10 +421,17 @@ def test_inject_validation(stub):
 
 # -- out of process --------------------------------------------------------------
 
+
 def test_control_api_from_separate_process(monkeypatch):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    proc = subprocess.Popen([sys.executable, "-m", "genai_magics.stub", "--port", "0"], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "genai_magics.stub", "--port", "0"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = proc.stdout.readline().strip()
         assert line.startswith("GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:")
@@ -395,11 +467,27 @@ def test_key_never_recorded(client, stub):
     client.models.count_tokens(model=MODEL, contents="hi")
     assert KEY not in json.dumps(stub.requests)
     assert KEY not in json.dumps(stub.interactions)
-    assert all(set(r) >= {"method", "path", "query", "body_bytes", "json", "kind", "model", "has_api_key",
-                          "stream", "response_tokens", "input_tokens"} for r in stub.requests)
+    assert all(
+        set(r)
+        >= {
+            "method",
+            "path",
+            "query",
+            "body_bytes",
+            "json",
+            "kind",
+            "model",
+            "has_api_key",
+            "stream",
+            "response_tokens",
+            "input_tokens",
+        }
+        for r in stub.requests
+    )
     # control requests are not recorded
     http(f"{stub.url}/_stub/requests")
     assert len(stub.requests) == 3
+
 
 # -- context caching -------------------------------------------------------------
 
@@ -419,15 +507,22 @@ def head() -> list[types.Content]:
 
 
 def make_cache(client, ttl: str = "600s") -> types.CachedContent:
-    return client.caches.create(model=CACHE_MODEL, config=types.CreateCachedContentConfig(
-        contents=head(), system_instruction=SYSTEM, ttl=ttl, display_name="genai_magics test"))
+    return client.caches.create(
+        model=CACHE_MODEL,
+        config=types.CreateCachedContentConfig(
+            contents=head(), system_instruction=SYSTEM, ttl=ttl, display_name="genai_magics test"
+        ),
+    )
 
 
 def ask(client, prompt: str, cache: str | None = None, **config):
     if cache:
         config["cached_content"] = cache
-    return client.models.generate_content(model=CACHE_MODEL, contents=json.dumps({"mode": "ask", "prompt": prompt}),
-                                          config=types.GenerateContentConfig(**config))
+    return client.models.generate_content(
+        model=CACHE_MODEL,
+        contents=json.dumps({"mode": "ask", "prompt": prompt}),
+        config=types.GenerateContentConfig(**config),
+    )
 
 
 def test_create_get_use_patch_delete_with_the_sdk(stub, client):
@@ -451,37 +546,47 @@ def test_create_get_use_patch_delete_with_the_sdk(stub, client):
 
     client.caches.delete(name=cache.name)
     kinds = [(r["kind"], r["method"], r["path"].split("/", 2)[2]) for r in stub.requests]  # without /v1…/
-    assert kinds == [("cache.create", "POST", "cachedContents"),
-                     ("cache.get", "GET", cache.name),
-                     ("generate", "POST", f"models/{CACHE_MODEL}:generateContent"),
-                     ("cache.update", "PATCH", cache.name),
-                     ("cache.delete", "DELETE", cache.name)]
+    assert kinds == [
+        ("cache.create", "POST", "cachedContents"),
+        ("cache.get", "GET", cache.name),
+        ("generate", "POST", f"models/{CACHE_MODEL}:generateContent"),
+        ("cache.update", "PATCH", cache.name),
+        ("cache.delete", "DELETE", cache.name),
+    ]
     assert stub.requests[3]["json"]["ttl"] == "1200s"
     (made,) = stub.caches
     assert made["state"] == "deleted" and made["tokens"] == expected and made["token_seconds"] > 0
 
 
-@pytest.mark.parametrize("config", [{"system_instruction": "again"},
-                                    {"tools": [types.Tool(function_declarations=[types.FunctionDeclaration(
-                                        name="f", description="d")])]},
-                                    {"tool_config": types.ToolConfig(function_calling_config=types.FunctionCallingConfig(
-                                        mode="AUTO"))}])
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"system_instruction": "again"},
+        {"tools": [types.Tool(function_declarations=[types.FunctionDeclaration(name="f", description="d")])]},
+        {"tool_config": types.ToolConfig(function_calling_config=types.FunctionCallingConfig(mode="AUTO"))},
+    ],
+)
 def test_system_instruction_tools_or_tool_config_beside_a_cache_is_a_400(stub, client, config):
     cache = make_cache(client)
     with pytest.raises(errors.ClientError) as info:
         ask(client, "q", cache.name, **config)
     assert info.value.code == 400
-    assert "CachedContent can not be used with GenerateContent request setting system_instruction, tools or " \
-           "tool_config" in str(info.value)
+    assert (
+        "CachedContent can not be used with GenerateContent request setting system_instruction, tools or "
+        "tool_config" in str(info.value)
+    )
 
 
 def test_unknown_deleted_and_expired_caches_are_403_or_404(stub, client):
     cache = make_cache(client, ttl="60s")
     stub.advance(61)
-    for call in (lambda: ask(client, "q", cache.name), lambda: client.caches.get(name=cache.name),
-                 lambda: client.caches.update(name=cache.name, config={"ttl": "60s"}),
-                 lambda: client.caches.delete(name=cache.name),
-                 lambda: ask(client, "q", "cachedContents/never-made")):
+    for call in (
+        lambda: ask(client, "q", cache.name),
+        lambda: client.caches.get(name=cache.name),
+        lambda: client.caches.update(name=cache.name, config={"ttl": "60s"}),
+        lambda: client.caches.delete(name=cache.name),
+        lambda: ask(client, "q", "cachedContents/never-made"),
+    ):
         with pytest.raises(errors.ClientError) as info:
             call()
         assert info.value.code == 403 and info.value.status == "PERMISSION_DENIED"
@@ -504,14 +609,17 @@ def test_patching_the_ttl_keeps_a_cache_alive_on_the_stand_in_clock(stub, client
 
 def test_a_cache_under_the_model_minimum_is_refused(stub, client):
     with pytest.raises(errors.ClientError) as info:
-        client.caches.create(model=CACHE_MODEL, config={"contents": [types.Content(role="user", parts=[
-            types.Part(text="short")])], "ttl": "60s"})
+        client.caches.create(
+            model=CACHE_MODEL,
+            config={"contents": [types.Content(role="user", parts=[types.Part(text="short")])], "ttl": "60s"},
+        )
     assert info.value.code == 400 and "too small" in str(info.value)
 
 
 def alternating(*texts: str) -> list[types.Content]:
-    return [types.Content(role="user" if i % 2 == 0 else "model", parts=[types.Part(text=t)])
-            for i, t in enumerate(texts)]
+    return [
+        types.Content(role="user" if i % 2 == 0 else "model", parts=[types.Part(text=t)]) for i, t in enumerate(texts)
+    ]
 
 
 def test_implicit_caching_is_off_by_default_and_deterministic_when_on(stub, client):
@@ -545,13 +653,20 @@ def test_implicit_caching_is_off_by_default_and_deterministic_when_on(stub, clie
 
 def test_interactions_report_implicit_cached_tokens(stub, client):
     control(stub, "/_stub/caching", {"implicit": True})
-    first = client.interactions.create(model=CACHE_MODEL, input=json.dumps({"mode": "ask", "prompt": "a",
-                                                                      "currentSource": DOC}),
-                                       system_instruction=SYSTEM, store=True)
+    first = client.interactions.create(
+        model=CACHE_MODEL,
+        input=json.dumps({"mode": "ask", "prompt": "a", "currentSource": DOC}),
+        system_instruction=SYSTEM,
+        store=True,
+    )
     assert not first.usage.total_cached_tokens
-    second = client.interactions.create(model=CACHE_MODEL, input='{"mode":"ask","prompt":"b"}',
-                                        system_instruction=SYSTEM, store=True,
-                                        previous_interaction_id=first.id)
+    second = client.interactions.create(
+        model=CACHE_MODEL,
+        input='{"mode":"ask","prompt":"b"}',
+        system_instruction=SYSTEM,
+        store=True,
+        previous_interaction_id=first.id,
+    )
     # the first request (system instruction and first input) is a prefix of the chain the second one reads
     assert second.usage.total_cached_tokens == stub.requests[0]["input_tokens"]
     assert second.usage.total_cached_tokens < second.usage.total_input_tokens

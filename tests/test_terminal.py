@@ -1,4 +1,5 @@
 """Terminal IPython: no widgets; the proposal pre-fills the next prompt (driven through tmux)."""
+
 from __future__ import annotations
 
 import os
@@ -10,7 +11,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from helpers.kernel import FAKE_KEY
 from helpers.wire import api_requests, current_payload
 
@@ -21,12 +21,23 @@ class Tmux:
     def __init__(self, env: dict[str, str]):
         self.socket = f"genai-{uuid.uuid4().hex[:8]}"
         full = {**os.environ, **env}
-        self._tmux("new-session", "-d", "-s", "t", "-x", "160", "-y", "60",
-                   f"{IPYTHON} --no-banner --colors=NoColor --no-confirm-exit", env=full)
+        self._tmux(
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            "160",
+            "-y",
+            "60",
+            f"{IPYTHON} --no-banner --colors=NoColor --no-confirm-exit",
+            env=full,
+        )
 
     def _tmux(self, *args: str, env=None) -> str:
-        return subprocess.run(["tmux", "-L", self.socket, *args], env=env, check=True,
-                              capture_output=True, text=True).stdout
+        return subprocess.run(
+            ["tmux", "-L", self.socket, *args], env=env, check=True, capture_output=True, text=True
+        ).stdout
 
     def screen(self) -> str:
         return self._tmux("capture-pane", "-t", "t", "-p", "-S", "-200")

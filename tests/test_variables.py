@@ -1,4 +1,5 @@
 """--vars: compact, deterministic, capped variable summaries, each its own hashed piece."""
+
 from __future__ import annotations
 
 import os
@@ -10,13 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from helpers.properties import examples
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from genai_magics.engine.context import ContextPiece
 from genai_magics.engine.conversation import Conversation
 from genai_magics.engine.errors import UserError
 from genai_magics.sources.variables import interpolated_names, parse_var_list, summarize, variable_pieces
-from helpers.properties import examples
 
 ROOT = Path(__file__).resolve().parents[1]
 CAP = 2_000
@@ -164,10 +166,7 @@ def test_plain_values_import_no_pandas_numpy_or_polars() -> None:
 def test_numpy_array_shape_dtype_and_first_values() -> None:
     np = __import__("numpy")
     text = summarize(np.arange(12, dtype=np.int16).reshape(3, 4), "a", CAP)
-    assert text == (
-        "numpy.ndarray shape=(3, 4) dtype=int16\n"
-        "first values (flat): [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, … +2]"
-    )
+    assert text == ("numpy.ndarray shape=(3, 4) dtype=int16\nfirst values (flat): [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, … +2]")
     big = np.zeros((4_000, 4_000), dtype=np.float32)[::2, ::3]  # non-contiguous view
     t0 = time.perf_counter()
     text = summarize(big, "big", 200)

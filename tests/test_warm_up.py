@@ -4,6 +4,7 @@ The latency itself is measured in benchmarks/kernel_overhead.py (part 3); these
 tests pin what makes it so: the warm-up runs off the main thread, builds the SDK
 types a turn needs, sends nothing, and leaves a client the first turn reuses.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,9 @@ print(json.dumps({"before": before, "after": after, "interactions": [
 def test_the_rehearsal_builds_the_sdk_types_offline(stub):
     stub.clear()
     env = {**os.environ, "GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": "must-not-be-used"}
-    out = subprocess.run([sys.executable, "-c", PROBE, DEFAULT_MODEL], capture_output=True, text=True,
-                         env=env, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, DEFAULT_MODEL], capture_output=True, text=True, env=env, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     built = json.loads(out.stdout)
     assert built["before"] == [False, False, False]  # a fresh interpreter has not built them

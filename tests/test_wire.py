@@ -1,12 +1,13 @@
 """What goes over the wire, turn by turn: the real SDK in a real kernel against the stand-in."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
+from helpers.wire import api_requests, current_payload, transcript
 
 from genai_magics.engine.hashing import sha256_text
-from helpers.wire import api_requests, current_payload, transcript
 
 CELL_A = "def parse(s):\n    return int(s)\n"
 OTHER = "import math\nRADIUS = 2\n"
@@ -178,7 +179,11 @@ def test_generation_config_and_system_instruction_go_with_every_turn(kernel, stu
         else:
             assert body["generationConfig"]["temperature"] == 0.25 and body["systemInstruction"]
     edit_body = second["json"]
-    schema = edit_body["response_format"]["schema"] if mode == "interactions" else edit_body["generationConfig"]["responseSchema"]
+    schema = (
+        edit_body["response_format"]["schema"]
+        if mode == "interactions"
+        else edit_body["generationConfig"]["responseSchema"]
+    )
     assert set(schema["properties"]) == {"explanation", "proposedSource"}
 
 
@@ -216,8 +221,11 @@ def test_two_conversations_on_one_cell_each_resend_what_they_do_not_hold(kernel,
 def test_markup_in_an_answer_is_shown_as_text(kernel, stub):
     kernel.run(CELL_A, cell_id="cell-a")
     run = kernel.run("%%gemini_ask\nwhat is <img src=x onerror=alert(1)> in `a<b`?", cell_id="m1")
-    shown = [m["content"]["data"]["text/markdown"] for m in run.messages
-             if m["msg_type"] in ("display_data", "update_display_data") and "text/markdown" in m["content"]["data"]]
+    shown = [
+        m["content"]["data"]["text/markdown"]
+        for m in run.messages
+        if m["msg_type"] in ("display_data", "update_display_data") and "text/markdown" in m["content"]["data"]
+    ]
     final = shown[-1]
     assert "&lt;img src=x onerror=alert(1)>" in final and "<img" not in final
     assert "`a<b`" in final  # code stays code

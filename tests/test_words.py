@@ -3,6 +3,7 @@
 (`%%gemini_edit?` and a proposal's text form in the fast layer: test_in_process.py; the
 terminal's words: test_terminal.py.)
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -20,8 +21,9 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 def demo(tmp_path_factory):
     """`python -m genai_magics.demo`, run once: what it printed, and the notebook it wrote."""
     out = tmp_path_factory.mktemp("demo") / "quickstart.executed.ipynb"
-    run = subprocess.run([sys.executable, "-m", "genai_magics.demo", "--output", str(out)],
-                         capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-m", "genai_magics.demo", "--output", str(out)], capture_output=True, text=True, timeout=300
+    )
     assert run.returncode == 0, run.stderr
     cells = {}
     for block in run.stdout.split("\n>>> ")[1:]:
@@ -58,8 +60,9 @@ def test_status_without_the_frontend_extension_says_not_connected(kernel):
 
 
 def test_the_stand_in_help_is_plain_text():
-    run = subprocess.run([sys.executable, "-m", "genai_magics.stub", "--help"], capture_output=True, text=True,
-                         timeout=60)
+    run = subprocess.run(
+        [sys.executable, "-m", "genai_magics.stub", "--help"], capture_output=True, text=True, timeout=60
+    )
     assert run.returncode == 0
     assert "``" not in run.stdout and "::" not in run.stdout
     assert "Serve the stand-in Gemini API" in run.stdout and "--chunk-delay SECONDS" in run.stdout

@@ -1,4 +1,5 @@
 """Plain data for notebook cells and the document a turn is about."""
+
 from __future__ import annotations
 
 import functools
@@ -76,7 +77,7 @@ def summary(source: str, width: int = 40) -> str:
             continue
         for keyword, suffix in (("def ", "()"), ("async def ", "()"), ("class ", "")):
             if text.startswith(keyword):
-                name = text[len(keyword):].split("(")[0].split(":")[0].strip()
+                name = text[len(keyword) :].split("(")[0].split(":")[0].strip()
                 if name.isidentifier():
                     return name + suffix
         first = first or text

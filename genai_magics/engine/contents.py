@@ -12,9 +12,11 @@ With an explicit cache (``cacheable``) a user turn that carries the document or
 context in full is split in two user contents, the material first and the prompt
 after it, so the cache can hold the material while the prompt stays outside.
 """
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .context import ContextPiece
 from .conversation import Turn, TurnPlan, find_holder

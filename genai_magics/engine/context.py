@@ -6,12 +6,13 @@ become a ``superseded…Sha256`` marker). The secondary context (the other cells
 is one piece; later kinds (last error, variables) are more pieces of the same
 shape, so one rule covers all of them.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from .cells import Cell, is_genai_magic, undecodable_at
 from .hashing import sha256_text, short
@@ -49,7 +50,9 @@ def context_cells(cells: Sequence[Cell], exclude_ids: Iterable[str]) -> list[Cel
     return [
         c
         for c in cells
-        if c.id not in excluded and c.source.strip() and not is_genai_magic(c.source)
+        if c.id not in excluded
+        and c.source.strip()
+        and not is_genai_magic(c.source)
         and undecodable_at(c.source) is None
     ]
 
@@ -64,8 +67,9 @@ def _nearest_first(cells: Sequence[Cell], anchor: str | None) -> list[int]:
     return list(reversed(range(len(cells))))
 
 
-def secondary_context(cells: Sequence[Cell], exclude_ids: Iterable[str], max_chars: int,
-                      anchor: str | None = None) -> ContextPiece | None:
+def secondary_context(
+    cells: Sequence[Cell], exclude_ids: Iterable[str], max_chars: int, anchor: str | None = None
+) -> ContextPiece | None:
     """One piece holding the other cells, capped at ``max_chars``: the cells nearest the
     ``anchor`` (the document, or the magic cell) are kept, in notebook order."""
     excluded = set(exclude_ids)

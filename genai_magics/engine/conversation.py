@@ -5,14 +5,16 @@ carries; ``Conversation.record`` commits a finished turn; ``apply``/``discard``/
 ``undo`` are the button transitions of docs/protocol.md. A failed request is simply
 never recorded, so the state is exactly as before it.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 from .cells import Document
-from .hashing import sha256_text
 from .context import ContextPiece
+from .hashing import sha256_text
 from .payloads import user_payload
 from .text import clip
 
@@ -144,8 +146,11 @@ class Conversation:
         synchronized = (
             document is not None
             and holds.active_document_sha256 == document.sha256
-            and (document.sha256 == self.chain_head() if interactions
-                 else find_holder(self.history, document.sha256) is not None)
+            and (
+                document.sha256 == self.chain_head()
+                if interactions
+                else find_holder(self.history, document.sha256) is not None
+            )
         )
         send_source = document is not None and not synchronized
         sent = tuple(p for p in pieces if holds.context_hashes.get(p.key) != p.sha256)
@@ -242,8 +247,13 @@ class Conversation:
                 # the digest told the new chain every outcome so far, as they were when planned
                 # (a button clicked while the request was out is told on the next turn)
                 told = zip(plan.new_chain_digest, plan.payload.get("earlierTurns", ()), strict=False)
-                self.outcomes_told.update({t.proposal_sha256[:12]: e["outcome"] for t, e in told
-                                           if t.proposal_sha256 and e.get("outcome") not in (None, "proposed")})
+                self.outcomes_told.update(
+                    {
+                        t.proposal_sha256[:12]: e["outcome"]
+                        for t, e in told
+                        if t.proposal_sha256 and e.get("outcome") not in (None, "proposed")
+                    }
+                )
             self.last_interaction_id = interaction_id
             self.outcomes_told.update(plan.proposal_outcomes)
             if turn.sent_source and turn.base_sha256:
@@ -277,9 +287,7 @@ class Conversation:
             return "this proposal belongs to a conversation that was reset; nothing changed"
         if turn.proposal_source is None:
             return "this turn has no proposal"
-        later_applied = next(
-            (t for t in self.history if t.index > turn.index and t.outcome == "applied"), None
-        )
+        later_applied = next((t for t in self.history if t.index > turn.index and t.outcome == "applied"), None)
         if action == "apply":
             if turn.outcome == "applied":
                 return "already applied"
@@ -327,7 +335,7 @@ class Conversation:
         """The server forgot the interaction chain: the next turn starts a new one."""
         self.last_interaction_id = None
 
-    def snapshot(self) -> "Conversation":
+    def snapshot(self) -> Conversation:
         """A deep enough copy to compare against (tests, reference models)."""
         return replace(
             self,

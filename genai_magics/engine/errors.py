@@ -1,4 +1,5 @@
 """The one exception a user sees as a plain line."""
+
 from __future__ import annotations
 
 

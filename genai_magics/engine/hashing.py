@@ -1,4 +1,5 @@
 """SHA-256 of text: the one notion of "the same document" the protocol uses."""
+
 from __future__ import annotations
 
 import hashlib

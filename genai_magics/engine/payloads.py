@@ -3,10 +3,12 @@
 Pure functions over plain values; both transports and the dry run use them, so
 what the tests read is what goes over the wire.
 """
+
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .context import ContextPiece
 from .redaction import redact

@@ -8,13 +8,14 @@ flags, model, state mode, the hashes of the explicit context (last error,
 variables) and a document the conversation already knew from that turn on.
 Never the execution count: a restarted kernel counts from 1 again.
 """
+
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .context import ContextPiece, SECONDARY_FIELD
+from .context import SECONDARY_FIELD, ContextPiece
 from .conversation import Conversation, SyncState, Turn, Usage
 from .redaction import redact
 
@@ -39,8 +40,16 @@ class TurnKey:
     pieces: tuple[tuple[str, str], ...]  # (key, sha256) of the explicit context: last error, variables
 
     @staticmethod
-    def of(mode: str, prompt: str, model: str, state_mode: str, flags: tuple[str, ...], magic_cell: str | None,
-           document_sha256: str | None, pieces: tuple[ContextPiece, ...]) -> "TurnKey":
+    def of(
+        mode: str,
+        prompt: str,
+        model: str,
+        state_mode: str,
+        flags: tuple[str, ...],
+        magic_cell: str | None,
+        document_sha256: str | None,
+        pieces: tuple[ContextPiece, ...],
+    ) -> TurnKey:
         # The other cells are background that grows as the notebook does: Run All sees
         # its final state, so they are not part of a turn's identity (see README).
         explicit = tuple(sorted((p.key, p.sha256) for p in pieces if p.field != SECONDARY_FIELD))
@@ -50,10 +59,18 @@ class TurnKey:
         return asdict(self)
 
     @staticmethod
-    def from_dict(d: dict[str, Any]) -> "TurnKey":
+    def from_dict(d: dict[str, Any]) -> TurnKey:
         pieces = d["pieces"]
-        return TurnKey(d["mode"], d["prompt"], d["model"], d["state_mode"], tuple(d["flags"]), d["magic_cell"],
-                       d["document_sha256"], tuple(map(tuple, pieces)) if pieces else ())
+        return TurnKey(
+            d["mode"],
+            d["prompt"],
+            d["model"],
+            d["state_mode"],
+            tuple(d["flags"]),
+            d["magic_cell"],
+            d["document_sha256"],
+            tuple(map(tuple, pieces)) if pieces else (),
+        )
 
 
 @dataclass
@@ -112,7 +129,7 @@ def state_after(conv: Conversation, told: dict[str, str]) -> dict[str, Any]:
     return state
 
 
-def _told_until(rec: "ConversationRecord", turns: list[Turn]) -> dict[str, str]:
+def _told_until(rec: ConversationRecord, turns: list[Turn]) -> dict[str, str]:
     told: dict[str, str] = {}
     for t in turns:
         if t.index in rec.meta:
@@ -147,21 +164,32 @@ _PLAIN_FIELDS = frozenset(Turn.__dataclass_fields__) - {"pieces", "usage", "base
 def _turn(d: dict[str, Any], sources: dict[str, str]) -> Turn:
     fields = {k: d[k] for k in _PLAIN_FIELDS.intersection(d)}
     base, proposal = d.get("base_sha256"), d.get("proposal_sha256")
-    return Turn(**fields, base_source=sources[base] if base else None,
-                proposal_source=sources[proposal] if proposal else None,
-                pieces=tuple(_piece(p) for p in d["pieces"]) if d["pieces"] else (), usage=Usage(**d["usage"]))
+    return Turn(
+        **fields,
+        base_source=sources[base] if base else None,
+        proposal_source=sources[proposal] if proposal else None,
+        pieces=tuple(_piece(p) for p in d["pieces"]) if d["pieces"] else (),
+        usage=Usage(**d["usage"]),
+    )
 
 
 def _conversation_dict(rec: ConversationRecord) -> dict[str, Any]:
     conv = rec.conversation
     sources: dict[str, str] = {}
-    turns = [_turn_dict(t, sources) | ({"key": rec.meta[t.index].key.to_dict(), "at": rec.meta[t.index].at,
-                                        "after": rec.meta[t.index].after} if t.index in rec.meta else {})
-             for t in conv.history]
+    turns = [
+        _turn_dict(t, sources)
+        | (
+            {"key": rec.meta[t.index].key.to_dict(), "at": rec.meta[t.index].at, "after": rec.meta[t.index].after}
+            if t.index in rec.meta
+            else {}
+        )
+        for t in conv.history
+    ]
     return {
         "name": conv.name,
         "created": rec.created,
-        "model": rec.meta[conv.history[-1].index].key.model if conv.history and conv.history[-1].index in rec.meta
+        "model": rec.meta[conv.history[-1].index].key.model
+        if conv.history and conv.history[-1].index in rec.meta
         else None,
         **_state(conv),
         "sources": sources,
@@ -170,12 +198,12 @@ def _conversation_dict(rec: ConversationRecord) -> dict[str, Any]:
 
 
 def _conversation(d: dict[str, Any]) -> ConversationRecord:
-    conv = Conversation(name=d["name"], state_mode=d["state_mode"],
-                        history=[_turn(t, d["sources"]) for t in d["turns"]])
+    conv = Conversation(
+        name=d["name"], state_mode=d["state_mode"], history=[_turn(t, d["sources"]) for t in d["turns"]]
+    )
     _set_state(conv, d)
     meta = {t["index"]: TurnMeta(TurnKey.from_dict(t["key"]), t["at"], t["after"]) for t in d["turns"] if "key" in t}
-    rec = ConversationRecord(conv, meta, d.get("created", 0.0), loaded=len(conv.history),
-                             replayable=len(conv.history))
+    rec = ConversationRecord(conv, meta, d.get("created", 0.0), loaded=len(conv.history), replayable=len(conv.history))
     rec.told = _told_until(rec, conv.history)
     rec.resume_document_key = conv.document_key
     return rec
@@ -197,8 +225,9 @@ def dumps(record: NotebookRecord) -> str:
         "notebook": record.notebook,
         "created": record.created,
         "generation": record.generation,
-        "conversations": {name: _conversation_dict(r) for name, r in record.conversations.items()
-                          if r.conversation.history},
+        "conversations": {
+            name: _conversation_dict(r) for name, r in record.conversations.items() if r.conversation.history
+        },
     }
     # The API key never lands on disk, even where a cell or a variable held it.
     return redact(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
@@ -255,13 +284,20 @@ def replay_match(rec: ConversationRecord, key: TurnKey) -> Turn | None:
         return None
     was = meta.key
     same = (was.mode, was.prompt, was.model, was.state_mode, was.flags, was.pieces) == (
-        key.mode, key.prompt, key.model, key.state_mode, key.flags, key.pieces)
+        key.mode,
+        key.prompt,
+        key.model,
+        key.state_mode,
+        key.flags,
+        key.pieces,
+    )
     if not same or (was.magic_cell and key.magic_cell and was.magic_cell != key.magic_cell):
         return None
     if (key.document_sha256 is None) != (was.document_sha256 is None):
         return None
-    if key.document_sha256 is not None and key.document_sha256 not in _versions_from(rec.conversation.history,
-                                                                                      rec.cursor):
+    if key.document_sha256 is not None and key.document_sha256 not in _versions_from(
+        rec.conversation.history, rec.cursor
+    ):
         return None
     return turn
 

@@ -1,4 +1,5 @@
 """Keeping the API key out of everything the package shows, sends or keeps."""
+
 from __future__ import annotations
 
 import difflib
@@ -52,7 +53,7 @@ def _unmask_line(masked: str, where: list[tuple[int, str]], proposal: str) -> st
                 edits.append((b + pos - a, key))
                 break
     for at, key in sorted(edits, reverse=True):
-        proposal = proposal[:at] + key + proposal[at + len(MASK):]
+        proposal = proposal[:at] + key + proposal[at + len(MASK) :]
     return proposal
 
 

@@ -1,4 +1,5 @@
 """Text cut and measured the same way everywhere: one truncation, one token estimate."""
+
 from __future__ import annotations
 
 ELLIPSIS = "…"

@@ -23,15 +23,17 @@ record of executed cells.
 Without the frontend extension nothing breaks: the comm is closed by
 JupyterLab or ignored by nbclient, and :attr:`Bridge.connected` stays False.
 """
+
 from __future__ import annotations
 
 import secrets
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
+from ..engine.cells import CELL_TYPES, Cell, is_genai_magic
 from . import kernel_compat
 from .cell_writer import Done, live_done
-from ..engine.cells import CELL_TYPES, Cell, is_genai_magic
 
 TARGET_NAME = "genai_magics.bridge"
 OnOk = Callable[[dict], None]  # gets a successful reply's data
@@ -73,7 +75,7 @@ class Bridge:
 
     # ------------------------------------------------------------------ setup
     @classmethod
-    def attach(cls, shell: Any, timeout: float = DEFAULT_TIMEOUT) -> "Bridge":
+    def attach(cls, shell: Any, timeout: float = DEFAULT_TIMEOUT) -> Bridge:
         """The bridge of this shell, its comm opened (idempotent per shell).
 
         Called again after the frontend closed the comm (notebook closed, page
@@ -201,8 +203,10 @@ class Bridge:
                 return "live bridge: off (not in a kernel, or closed)"
             if not self.connected:
                 # The kernel opened its side; nothing says a frontend is listening until it answers.
-                return ("live bridge: not connected: no notebook has answered (the genai-magics-bridge "
-                        "JupyterLab / Notebook 7 extension is not active in this frontend)")
+                return (
+                    "live bridge: not connected: no notebook has answered (the genai-magics-bridge "
+                    "JupyterLab / Notebook 7 extension is not active in this frontend)"
+                )
             return f"live bridge: {len(self._order)} cells of {self._path or 'the notebook'}, snapshot #{self._seq}"
 
     # ------------------------------------------------------- incoming messages
@@ -283,7 +287,9 @@ class Bridge:
                 new_id = data.get("cell_id") or request.get("cell_id")
                 if isinstance(new_id, str) and new_id not in self._cells:
                     ctype = request.get("cell_type", "code")
-                    self._cells[new_id] = Cell(new_id, request.get("source", ""), ctype if ctype in CELL_TYPES else "code")
+                    self._cells[new_id] = Cell(
+                        new_id, request.get("source", ""), ctype if ctype in CELL_TYPES else "code"
+                    )
                     after = request.get("after_id")
                     index = self._order.index(after) + 1 if after in self._order else 0
                     self._order.insert(index, new_id)
@@ -372,8 +378,9 @@ class Bridge:
     def set_source(self, cell_id: str, source: str, done: Done) -> None:
         self._request("set_source", {"cell_id": cell_id, "source": source}, done)
 
-    def insert_cell(self, after_id: str | None, source: str, cell_type: str, done: Done,
-                    cell: dict[str, Any] | None = None) -> str:
+    def insert_cell(
+        self, after_id: str | None, source: str, cell_type: str, done: Done, cell: dict[str, Any] | None = None
+    ) -> str:
         """Insert a cell right below ``after_id`` (None: at the top). Returns the new cell's id.
 
         ``cell``: a removed cell's nbformat JSON to put back as it was (its id,
@@ -388,6 +395,7 @@ class Bridge:
 
     def delete_cell(self, cell_id: str, done: Done, on_removed: Callable[[dict], None] | None = None) -> None:
         """Delete a cell; ``on_removed`` gets its nbformat JSON (from the frontend's reply) before ``done``."""
+
         def keep(data: dict) -> None:
             if on_removed is not None and isinstance(data.get("cell"), dict):
                 on_removed(data["cell"])
@@ -425,4 +433,3 @@ def _cell_from(raw: Any) -> Cell | None:
         source = "".join(source)
     ctype = raw.get("cell_type", "code")
     return Cell(raw["id"], source if isinstance(source, str) else "", ctype if ctype in CELL_TYPES else "raw")
-

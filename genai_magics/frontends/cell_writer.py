@@ -4,10 +4,12 @@ A writer says, before the click, what Apply will do in this frontend, and
 reports back when the write is done (or failed) so that the engine commits a
 transition only after the cell really changed.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Protocol
 
 # called with an error message, or None on success; the controller's returns whether it committed
 Done = Callable[[str | None], "bool | None"]
@@ -69,8 +71,10 @@ class PrefilledWriter(KernelStateWriter):
     """Terminal IPython: the proposal is already at the next prompt; Apply only records it."""
 
     def describe_apply(self) -> str:
-        return ("The proposal is pre-filled at the next prompt: run it there. "
-                "%gemini apply / discard / undo record what you did with it.")
+        return (
+            "The proposal is pre-filled at the next prompt: run it there. "
+            "%gemini apply / discard / undo record what you did with it."
+        )
 
     def describe_done(self, verb: str, what: str, label: str) -> str:
         if verb == "Applied":
@@ -107,8 +111,14 @@ class RunningCellWriter(_Writer):
     click; the payload would otherwise land on whichever cell runs next.
     """
 
-    def __init__(self, set_next_input: Callable[[str], None], set_source: Callable[[str, str], None],
-                 magic_cell_id: str, instruction: str, timeout_s: float):
+    def __init__(
+        self,
+        set_next_input: Callable[[str], None],
+        set_source: Callable[[str, str], None],
+        magic_cell_id: str,
+        instruction: str,
+        timeout_s: float,
+    ):
         self._set_next_input = set_next_input
         self._set_source = set_source
         self.magic_cell_id = magic_cell_id
@@ -151,8 +161,10 @@ class StagedApply:
     done: Done
 
 
-EDITED_BEFORE_RERUN = ("the magic cell was edited before it ran again, so it ran as written; "
-                       "click Apply again to stage the proposal for its next run")
+EDITED_BEFORE_RERUN = (
+    "the magic cell was edited before it ran again, so it ran as written; "
+    "click Apply again to stage the proposal for its next run"
+)
 
 
 class StagedWriter(_Writer):
@@ -170,8 +182,7 @@ class StagedWriter(_Writer):
         self.wrote = False
 
     def describe_apply(self) -> str:
-        return ("Apply is staged: run this cell again and it is replaced by the proposal "
-                "(no new request is sent).")
+        return "Apply is staged: run this cell again and it is replaced by the proposal (no new request is sent)."
 
     def holder(self, cell_id: str) -> str:
         return self.magic_cell_id
@@ -188,6 +199,7 @@ class StagedWriter(_Writer):
             self.wrote = self.wrote or committed
             return committed
 
-        self._staged[self.magic_cell_id] = StagedApply(applied_text(self.instruction, source), self.cell_source,
-                                                       written)
+        self._staged[self.magic_cell_id] = StagedApply(
+            applied_text(self.instruction, source), self.cell_source, written
+        )
         return "Apply staged: run this cell again (Shift+Enter) to write the proposal into it."

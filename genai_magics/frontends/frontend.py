@@ -6,11 +6,13 @@ a VS Code cell that can wait for the click, a VS Code cell that cannot
 notebook view, the default target, the writer (and with it the wording of
 what Apply will do) and the waiting. Nothing else asks which frontend it is.
 """
+
 from __future__ import annotations
 
 import enum
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from ..engine.cells import Cell, is_genai_magic
 from . import waiting
@@ -67,11 +69,14 @@ class Frontend:
         if self.kind is not Kind.RUNNING_CELL:
             return self
         magic_id = self.magic_cell_id or ""
-        return replace(self, kind=Kind.STAGED, waits=None,
-                       make_writer=lambda i: StagedWriter(staged, magic_id, i, self.magic_source()))
+        return replace(
+            self,
+            kind=Kind.STAGED,
+            waits=None,
+            make_writer=lambda i: StagedWriter(staged, magic_id, i, self.magic_source()),
+        )
 
-    def wait_for_choice(self, controller: Any, instruction: str,
-                        staged: dict) -> Awaitable[None] | None:
+    def wait_for_choice(self, controller: Any, instruction: str, staged: dict) -> Awaitable[None] | None:
         """Keep the magic cell running until the click (where Apply needs that); what to return."""
         writer = controller.writer
         if self.waits is None or not isinstance(writer, RunningCellWriter):
@@ -83,7 +88,8 @@ class Frontend:
                 controller.replace_writer(
                     StagedWriter(staged, writer.magic_cell_id, instruction, self.magic_source()),
                     f"No choice within {writer.timeout_s:g} s; the cell is released. "
-                    "Apply is now staged: click it, then run this cell again.")
+                    "Apply is now staged: click it, then run this cell again.",
+                )
 
         if self.waits == "poll":
             writer.running = True
@@ -106,8 +112,17 @@ class Frontend:
         return wait()
 
 
-def choose(*, terminal: bool, bridge: Any, bridge_fresh: bool, record: ExecutionRecord, file_view: NotebookView,
-           staged: dict, set_next_input: Callable[[str], None], apply_wait: float) -> Frontend:
+def choose(
+    *,
+    terminal: bool,
+    bridge: Any,
+    bridge_fresh: bool,
+    record: ExecutionRecord,
+    file_view: NotebookView,
+    staged: dict,
+    set_next_input: Callable[[str], None],
+    apply_wait: float,
+) -> Frontend:
     """The frontend of this run, from what the kernel knows now."""
     magic_id = record.running_id
     if terminal:
@@ -116,19 +131,36 @@ def choose(*, terminal: bool, bridge: Any, bridge_fresh: bool, record: Execution
         view = bridge if bridge_fresh else file_view
 
         def notebook_writer(base: str, proposal: str) -> CellWriter:
-            return NotebookWriter(bridge, base, proposal,
-                                  lambda: [c for c in bridge.cells() if not is_genai_magic(c.source)])
+            return NotebookWriter(
+                bridge, base, proposal, lambda: [c for c in bridge.cells() if not is_genai_magic(c.source)]
+            )
 
-        return Frontend(Kind.LIVE, view, record, magic_id, lambda _i: bridge.writer,
-                        cell_above=bridge.cell_above if bridge_fresh else None,
-                        make_notebook_writer=notebook_writer)
+        return Frontend(
+            Kind.LIVE,
+            view,
+            record,
+            magic_id,
+            lambda _i: bridge.writer,
+            cell_above=bridge.cell_above if bridge_fresh else None,
+            make_notebook_writer=notebook_writer,
+        )
     if magic_id and magic_id.startswith(VSCODE_CELL):
         mechanism = waiting.mechanism()
         # async waiting works only if the cell awaits what the magic returns (see waiting.py)
         if mechanism == "poll" or (mechanism == "async" and waiting.will_be_awaited()):
-            return Frontend(Kind.RUNNING_CELL, file_view, record, magic_id,
-                            lambda i: RunningCellWriter(set_next_input, record.set_source, magic_id, i, apply_wait),
-                            waits=mechanism)
-        return Frontend(Kind.STAGED, file_view, record, magic_id,
-                        lambda i: StagedWriter(staged, magic_id, i, record.by_id[magic_id].source))
+            return Frontend(
+                Kind.RUNNING_CELL,
+                file_view,
+                record,
+                magic_id,
+                lambda i: RunningCellWriter(set_next_input, record.set_source, magic_id, i, apply_wait),
+                waits=mechanism,
+            )
+        return Frontend(
+            Kind.STAGED,
+            file_view,
+            record,
+            magic_id,
+            lambda i: StagedWriter(staged, magic_id, i, record.by_id[magic_id].source),
+        )
     return Frontend(Kind.COPY, file_view, record, magic_id, lambda _i: KernelStateWriter(record.set_source))

@@ -4,11 +4,13 @@ Each function checks the version it was written for and answers "not
 available" elsewhere, so a kernel upgrade degrades (staged Apply, default
 routing) instead of breaking a cell.
 """
+
 from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 @functools.lru_cache(maxsize=1)
@@ -53,6 +55,7 @@ def runs_async_cells(shell: Any) -> bool:
 
 
 # -- comm routing on kernel subshells (ipykernel >= 7.4) --------------------------------------------
+
 
 def set_comm_reply_router(comm: Any, route: Callable[[Any, Any], Any]) -> bool:
     """Choose the subshell each incoming message of ``comm`` is handled on.

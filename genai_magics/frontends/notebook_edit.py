@@ -13,19 +13,22 @@ a line of backslashes followed by ``# %%`` gets one more too, so no text
 inside a cell can end it or name another cell. CRLF, blank lines and trailing
 newlines pass through as they are.
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Literal, Sequence
+from typing import Any, Literal
 
-from .cell_writer import Done, live_done
 from ..engine.cells import Cell, CellType
 from ..engine.diff import unified_diff
 from ..engine.redaction import MASK, redact, unmask
+from .cell_writer import Done, live_done
 
 _HEADER = re.compile(r"^# %%(?: \[(markdown|raw)\])?(?: id=(\S+))?[ \t\r]*$")
 _MARKER_LINE = re.compile(r"^\\*# %%")  # a cell line that must be escaped (one more backslash)
+
 
 @dataclass(frozen=True)
 class Block:
@@ -156,8 +159,11 @@ def notebook_diff(base_text: str, proposal_text: str) -> str:
         if op.kind == "set":
             parts.append(unified_diff(op.old_source, op.source, f"cell {op.cell_id}"))
         elif op.kind == "insert":
-            where = "at the top" if op.after is None else (
-                f"after cell {op.after}" if isinstance(op.after, str) else "after the new cell above")
+            where = (
+                "at the top"
+                if op.after is None
+                else (f"after cell {op.after}" if isinstance(op.after, str) else "after the new cell above")
+            )
             parts.append(unified_diff("", op.source, f"new {op.cell_type} cell {where}"))
         else:
             parts.append(unified_diff(op.old_source, "", f"cell {op.cell_id} (removed)"))
@@ -245,8 +251,9 @@ class NotebookWriter:
                 if str(cell.get("source", "")).rstrip("\n") != op.source.rstrip("\n"):
                     cell["source"] = op.source
                 where = gone.above if gone.above is None or gone.above in present else after
-                self.bridge.insert_cell(where, cell.get("source", op.source), cell.get("cell_type", op.cell_type),
-                                        then, cell=cell)
+                self.bridge.insert_cell(
+                    where, cell.get("source", op.source), cell.get("cell_type", op.cell_type), then, cell=cell
+                )
                 new_ids[i] = op.cell_id
                 present.add(op.cell_id)
             else:
@@ -272,8 +279,10 @@ class NotebookCopyWriter:
     target_must_exist = False
 
     def describe_apply(self) -> str:
-        return ("Apply only records the proposal for the conversation: this frontend cannot edit other cells, "
-                "so nothing is written into any cell; copy each changed cell from the diff (or Copy) yourself.")
+        return (
+            "Apply only records the proposal for the conversation: this frontend cannot edit other cells, "
+            "so nothing is written into any cell; copy each changed cell from the diff (or Copy) yourself."
+        )
 
     def describe_done(self, verb: str, what: str, label: str) -> str:
         return f"{verb} for the conversation: paste {what} into {label} yourself (this frontend cannot edit cells)."

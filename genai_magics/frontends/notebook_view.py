@@ -5,14 +5,16 @@ the notebook model, unsaved edits included), the kernel's own record of the
 cells it executed (``cellId`` from the execute request), and the notebook file
 on disk (nbformat) for cells never run. The engine never knows which.
 """
+
 from __future__ import annotations
 
 import functools
 import json
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Protocol, Sequence
+from typing import Protocol
 
 from ..engine.cells import CELL_TYPES, Cell, is_genai_magic
 
@@ -132,9 +134,13 @@ def _read_cells(path_text: str, mtime_ns: int, size: int) -> tuple[Cell, ...]:
         raise NotebookFileError(f"{path.name} is nbformat {version}, not 4")
     # Execution counts in a saved file belong to whichever session saved it: never this session's In[n].
     return tuple(
-        Cell(id=c.get("id") or f"file-{i}", source=_text(c.get("source", "")),
-             cell_type=c.get("cell_type") if c.get("cell_type") in CELL_TYPES else "raw")
-        for i, c in enumerate(nb["cells"]) if isinstance(c, dict)
+        Cell(
+            id=c.get("id") or f"file-{i}",
+            source=_text(c.get("source", "")),
+            cell_type=c["cell_type"] if c.get("cell_type") in CELL_TYPES else "raw",
+        )
+        for i, c in enumerate(nb["cells"])
+        if isinstance(c, dict)
     )
 
 
@@ -182,8 +188,7 @@ def merge_file_and_record(file_cells: Sequence[Cell], record: ExecutionRecord) -
     unmatched = {cid: record.sources.get(cid, set()) for cid in record.order}
     merged: list[Cell] = []
     for c in file_cells:
-        match = c.id if c.id in unmatched else next(
-            (cid for cid, seen in unmatched.items() if c.sha256 in seen), None)
+        match = c.id if c.id in unmatched else next((cid for cid, seen in unmatched.items() if c.sha256 in seen), None)
         if match is None:
             merged.append(c)
             continue

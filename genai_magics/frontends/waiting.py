@@ -17,13 +17,15 @@ Two ways exist:
 
 ipykernel 7.0-7.3 process no comm message while a cell waits: Apply is staged.
 """
+
 from __future__ import annotations
 
 import ast
 import contextvars
 import inspect
 import time
-from typing import Any, Callable, Literal
+from collections.abc import Callable
+from typing import Any, Literal
 
 from . import kernel_compat
 
@@ -59,11 +61,17 @@ async def awaited_call(call: Callable[[], Any]) -> Any:
 
 def _is_edit_call(node: ast.AST) -> bool:
     """``get_ipython().run_cell_magic('gemini_edit', ...)`` or the ``run_line_magic`` form."""
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and node.func.attr in _MAGIC_CALLS
-            and isinstance(node.func.value, ast.Call) and isinstance(node.func.value.func, ast.Name)
-            and node.func.value.func.id == "get_ipython"
-            and bool(node.args) and isinstance(node.args[0], ast.Constant) and node.args[0].value == "gemini_edit")
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in _MAGIC_CALLS
+        and isinstance(node.func.value, ast.Call)
+        and isinstance(node.func.value.func, ast.Name)
+        and node.func.value.func.id == "get_ipython"
+        and bool(node.args)
+        and isinstance(node.args[0], ast.Constant)
+        and node.args[0].value == "gemini_edit"
+    )
 
 
 def sole_edit_call(code: str) -> str | None:
@@ -86,8 +94,10 @@ def await_edit_magic(shell: Any) -> Callable[[list[str]], list[str]]:
         call = sole_edit_call("".join(lines))
         if call is None or not kernel_compat.runs_async_cells(shell):
             return lines
-        return [f"await __import__('genai_magics.frontends.waiting', fromlist=['awaited_call'])"
-                f".awaited_call(lambda: {call})\n"]
+        return [
+            f"await __import__('genai_magics.frontends.waiting', fromlist=['awaited_call'])"
+            f".awaited_call(lambda: {call})\n"
+        ]
 
     return transform
 

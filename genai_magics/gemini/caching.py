@@ -19,14 +19,16 @@ implicit cache hits are counted (``usage.total_cached_tokens``).
 
 ``decide`` is the pure decision; ``ContextCaches`` carries it out.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Literal
 
 from ..engine.conversation import Conversation, Turn, TurnPlan
 from ..engine.payloads import SYSTEM_INSTRUCTION
@@ -64,9 +66,19 @@ def pays_off(price: Price, ttl_s: float, expected_reads: float) -> bool:
     return saved > extra
 
 
-def decide(*, mode: str, price: Price | None, model: str, head_tokens: int, head_sha: str | None,
-           existing_sha: str | None, existing_expires: float | None, now: float, ttl_s: float,
-           expected_reads: float = 1.0) -> Decision:
+def decide(
+    *,
+    mode: str,
+    price: Price | None,
+    model: str,
+    head_tokens: int,
+    head_sha: str | None,
+    existing_sha: str | None,
+    existing_expires: float | None,
+    now: float,
+    ttl_s: float,
+    expected_reads: float = 1.0,
+) -> Decision:
     """What to do about the explicit cache for this turn; pure."""
     held = existing_sha is not None
 
@@ -78,14 +90,16 @@ def decide(*, mode: str, price: Price | None, model: str, head_tokens: int, head
     if price is None:
         return without(f"no price known for {model}, so no cache minimum either: not cached")
     if head_sha is None or head_tokens < price.cache_minimum:
-        return without(f"the stable head is ~{head_tokens:,} tokens, under {model}'s cache minimum "
-                       f"of {price.cache_minimum:,}")
+        return without(
+            f"the stable head is ~{head_tokens:,} tokens, under {model}'s cache minimum of {price.cache_minimum:,}"
+        )
     if existing_sha == head_sha:
         remaining = (existing_expires or now) - now
         return Decision("use", remaining < ttl_s / 2, f"the cached head (~{head_tokens:,} tokens) is unchanged")
     if not pays_off(price, ttl_s, expected_reads):
-        return without(f"a cache of ~{head_tokens:,} tokens would not pay off at {model}'s prices "
-                       f"within a TTL of {ttl_s:g} s")
+        return without(
+            f"a cache of ~{head_tokens:,} tokens would not pay off at {model}'s prices within a TTL of {ttl_s:g} s"
+        )
     verb = "replace the cache: the head changed" if held else "cache the stable head"
     return Decision("create", False, f"{verb} (~{head_tokens:,} tokens)")
 
@@ -127,8 +141,10 @@ class CacheStep:
             return f"cache plan: use {self.entry.name}: {d.reason}{refresh}"
         if d.action == "create":
             replaced = f", then delete {self.entry.name}" if self.entry is not None else ""
-            return (f"cache plan: create a context cache (system instruction + {len(self.head)} content(s), "
-                    f"TTL {ttl_s:g} s) and reference it{replaced}: {d.reason}")
+            return (
+                f"cache plan: create a context cache (system instruction + {len(self.head)} content(s), "
+                f"TTL {ttl_s:g} s) and reference it{replaced}: {d.reason}"
+            )
         if d.action == "drop" and self.entry is not None:
             return f"cache plan: delete {self.entry.name} and send without a cache: {d.reason}"
         return f"cache plan: none: {d.reason}"
@@ -144,27 +160,56 @@ class ContextCaches:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- deciding ---------------------------------------------------------------
-    def step(self, conv: Conversation, transport: Any, plan: TurnPlan, history: Sequence[Turn],
-             mode: str, price: Price | None, ttl_s: float) -> CacheStep:
+    def step(
+        self,
+        conv: Conversation,
+        transport: Any,
+        plan: TurnPlan,
+        history: Sequence[Turn],
+        mode: str,
+        price: Price | None,
+        ttl_s: float,
+    ) -> CacheStep:
         entry = self.entries.get(id(conv))
         if plan.state_mode != "contents":  # a contents-mode cache of this conversation is of no use now
-            return CacheStep(Decision("drop" if entry else "none", False,
-                                      "interactions mode makes no explicit cache"), entry=entry)
+            return CacheStep(
+                Decision("drop" if entry else "none", False, "interactions mode makes no explicit cache"), entry=entry
+            )
         contents, length = transport.head(plan, history)
         head = tuple(contents[:length])
-        tokens = estimate_tokens(SYSTEM_INSTRUCTION) + sum(
-            estimate_tokens(p["text"]) for c in head for p in c["parts"]) if length else 0
+        tokens = (
+            estimate_tokens(SYSTEM_INSTRUCTION) + sum(estimate_tokens(p["text"]) for c in head for p in c["parts"])
+            if length
+            else 0
+        )
         sha = _head_sha(transport.model, head) if length else None
-        decision = decide(mode=mode, price=price, model=transport.model, head_tokens=tokens, head_sha=sha,
-                          existing_sha=entry.head_sha if entry and entry.model == transport.model else None,
-                          existing_expires=entry.expires if entry else None, now=self.clock(), ttl_s=ttl_s)
+        decision = decide(
+            mode=mode,
+            price=price,
+            model=transport.model,
+            head_tokens=tokens,
+            head_sha=sha,
+            existing_sha=entry.head_sha if entry and entry.model == transport.model else None,
+            existing_expires=entry.expires if entry else None,
+            now=self.clock(),
+            ttl_s=ttl_s,
+        )
         if decision.action == "none" and entry is not None:  # another model's cache: of no use now
             decision = replace(decision, action="drop")
         return CacheStep(decision, head, tokens, sha, entry)
 
     # -- doing ----------------------------------------------------------------------
-    def send(self, conv: Conversation, transport: Any, plan: TurnPlan, history: Sequence[Turn],
-             on_chunk: OnChunk, note: Callable[[str], None], step: CacheStep, ttl_s: float) -> TurnResult:
+    def send(
+        self,
+        conv: Conversation,
+        transport: Any,
+        plan: TurnPlan,
+        history: Sequence[Turn],
+        on_chunk: OnChunk,
+        note: Callable[[str], None],
+        step: CacheStep,
+        ttl_s: float,
+    ) -> TurnResult:
         """Send the turn with the cache the step decided on; a cache the server lost is made again once."""
         cached, written = self._prepare(conv, transport, step, note, ttl_s)
         try:
@@ -179,34 +224,50 @@ class ContextCaches:
             result = transport.send(plan, history, on_chunk, cached)
         return replace(result, usage=replace(result.usage, cache_write_tokens=written))
 
-    def _prepare(self, conv: Conversation, transport: Any, step: CacheStep, note: Callable[[str], None],
-                 ttl_s: float) -> tuple[CachedHead | None, int]:
+    def _prepare(
+        self, conv: Conversation, transport: Any, step: CacheStep, note: Callable[[str], None], ttl_s: float
+    ) -> tuple[CachedHead | None, int]:
         """Create, refresh or drop as decided; the cache to reference and the tokens written into it."""
         action, entry = step.decision.action, step.entry
         if action == "use" and entry is not None:
             if step.decision.refresh and not self._refresh(entry, ttl_s):
                 note("the context cache expired or was deleted on the server; creating it again once")
                 self._forget(conv)
-                return self._prepare(conv, transport, replace(step, decision=Decision("create", False, ""),
-                                                              entry=None), note, ttl_s)
+                return self._prepare(
+                    conv, transport, replace(step, decision=Decision("create", False, ""), entry=None), note, ttl_s
+                )
             return CachedHead(entry.name, entry.length), 0
         if action in ("drop", "create") and entry is not None:
             self.release(conv)
         if action != "create":
             return None, 0
         try:
-            made = transport.client.caches.create(model=transport.model, config={
-                "contents": list(step.head), "system_instruction": SYSTEM_INSTRUCTION, "ttl": f"{ttl_s:g}s",
-                "display_name": f"genai_magics {conv.name}"})
+            made = transport.client.caches.create(
+                model=transport.model,
+                config={
+                    "contents": list(step.head),
+                    "system_instruction": SYSTEM_INSTRUCTION,
+                    "ttl": f"{ttl_s:g}s",
+                    "display_name": f"genai_magics {conv.name}",
+                },
+            )
         except Exception as exc:  # the turn goes on without a cache; the reason is shown
-            note(f"could not create a context cache ({status_code(exc) or type(exc).__name__}); "
-                 "sending without one")
+            note(f"could not create a context cache ({status_code(exc) or type(exc).__name__}); sending without one")
             return None, 0
         now = self.clock()
         tokens = getattr(getattr(made, "usage_metadata", None), "total_token_count", None) or step.head_tokens
         with self._lock:
-            self.entries[id(conv)] = CacheEntry(made.name, transport.model, step.head_sha or "", len(step.head),
-                                                tokens, now, now + ttl_s, transport.client, conv)
+            self.entries[id(conv)] = CacheEntry(
+                made.name,
+                transport.model,
+                step.head_sha or "",
+                len(step.head),
+                tokens,
+                now,
+                now + ttl_s,
+                transport.client,
+                conv,
+            )
         return CachedHead(made.name, len(step.head)), tokens
 
     def _refresh(self, entry: CacheEntry, ttl_s: float) -> bool:
@@ -224,8 +285,9 @@ class ContextCaches:
         with self._lock:
             entry = self.entries.pop(id(conv), None)
             if entry is not None:
-                self.ended.append((entry.model, entry.tokens * max(0.0, min(self.clock(), entry.expires)
-                                                                   - entry.created)))
+                self.ended.append(
+                    (entry.model, entry.tokens * max(0.0, min(self.clock(), entry.expires) - entry.created))
+                )
 
     # -- ending -------------------------------------------------------------------------
     def release(self, conv: Conversation, timeout_s: float = DELETE_TIMEOUT_S) -> str | None:
@@ -248,8 +310,10 @@ class ContextCaches:
     def release_all(self, timeout_s: float = EXIT_TIMEOUT_S) -> list[str]:
         """Delete every cache in parallel, each call bounded by ``timeout_s``, all by twice that (kernel exit)."""
         names: list[str] = []
-        workers = [threading.Thread(target=lambda c=e.owner: names.append(self.release(c, timeout_s) or ""),
-                                    daemon=True) for e in list(self.entries.values())]
+        workers = [
+            threading.Thread(target=lambda c=e.owner: names.append(self.release(c, timeout_s) or ""), daemon=True)
+            for e in list(self.entries.values())
+        ]
         for w in workers:
             w.start()
         deadline = time.monotonic() + 2 * timeout_s
@@ -261,8 +325,9 @@ class ContextCaches:
         """Token-hours of explicit cache storage so far, per model (live caches until now)."""
         now = self.clock()
         out: dict[str, float] = {}
-        for model, seconds in self.ended + [(e.model, e.tokens * max(0.0, min(now, e.expires) - e.created))
-                                            for e in self.entries.values()]:
+        for model, seconds in self.ended + [
+            (e.model, e.tokens * max(0.0, min(now, e.expires) - e.created)) for e in self.entries.values()
+        ]:
             out[model] = out.get(model, 0.0) + seconds / 3600
         return out
 

@@ -1,8 +1,10 @@
 """API failures a user can act on, as one clear line each (no traceback by default)."""
+
 from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..engine.redaction import redact
@@ -55,11 +57,15 @@ def failure_kinds() -> _Kinds:
         status.append(interactions.APIStatusError)
     # The SDK's HTTP library: httpx2 since google-genai 3.6, httpx before (either may be in use).
     http = [sys.modules[name] for name in ("httpx2", "httpx") if name in sys.modules]
-    return _Kinds(status=tuple(status), timeout=tuple(m.TimeoutException for m in http),
-                  connect=tuple(m.ConnectError for m in http), cut=tuple(m.RemoteProtocolError for m in http))
+    return _Kinds(
+        status=tuple(status),
+        timeout=tuple(m.TimeoutException for m in http),
+        connect=tuple(m.ConnectError for m in http),
+        cut=tuple(m.RemoteProtocolError for m in http),
+    )
 
 
-def _chain(exc: BaseException):
+def _chain(exc: BaseException | None) -> Iterator[BaseException]:
     """The exception and what it wraps (the interactions client wraps httpx's errors)."""
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
@@ -96,7 +102,12 @@ def _server_message(exc: BaseException) -> str:
 def _transport(exc: BaseException, kinds: _Kinds) -> tuple[str, BaseException] | None:
     """("timeout" | "connect" | "cut", the httpx error) when the failure had no HTTP answer."""
     for error in _chain(exc):
-        for kind, types in (("timeout", kinds.timeout), ("connect", kinds.connect), ("cut", kinds.cut)):
+        named: tuple[tuple[str, tuple[type[BaseException], ...]], ...] = (
+            ("timeout", kinds.timeout),
+            ("connect", kinds.connect),
+            ("cut", kinds.cut),
+        )
+        for kind, types in named:
             if types and isinstance(error, types):
                 return kind, error
     return None
@@ -108,7 +119,9 @@ def _describe(exc: BaseException, *, attempts: int, timeout_s: float) -> str:
     if code in (401, 403):
         return f"API key rejected ({code}): set GEMINI_API_KEY (or GOOGLE_API_KEY) to a valid key. {detail}"
     if code == 400:
-        return f"Gemini rejected the request (400): {detail} - check the prompt and --model; --dry-run shows the request"
+        return (
+            f"Gemini rejected the request (400): {detail} - check the prompt and --model; --dry-run shows the request"
+        )
     if code == 404:
         return f"not found (404): check the model name (%config GeminiMagics.model). {detail}"
     if code == 429:
@@ -119,12 +132,15 @@ def _describe(exc: BaseException, *, attempts: int, timeout_s: float) -> str:
     if transport is not None:
         kind, error = transport
         if kind == "timeout":
-            return (f"no answer within {timeout_s:g} s (each of {attempts} attempt(s)); "
-                    "raise %config GeminiMagics.timeout or try again.")
+            return (
+                f"no answer within {timeout_s:g} s (each of {attempts} attempt(s)); "
+                "raise %config GeminiMagics.timeout or try again."
+            )
         if kind == "cut":
             return "the answer stream was cut off before it finished; run the cell again."
-        return (f"cannot reach Gemini ({one_line(redact(str(error)), 200)}); "
-                "check the network or GOOGLE_GEMINI_BASE_URL.")
+        return (
+            f"cannot reach Gemini ({one_line(redact(str(error)), 200)}); check the network or GOOGLE_GEMINI_BASE_URL."
+        )
     if code is not None:
         return f"Gemini answered {code}: {detail}"
     return f"{type(exc).__name__}: {detail}"

@@ -3,6 +3,7 @@
 The default is named here and nowhere else in the package. Nothing here imports
 google.genai: ``available_models`` works on the client it is given.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -3,13 +3,15 @@
 Only this module imports google.genai, and only when a request is really made,
 so ``%load_ext genai_magics`` stays fast and a dry run needs no key.
 """
+
 from __future__ import annotations
 
 import json
 import logging
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol
 
 from ..engine.contents import Contents, build_contents, cacheable
 from ..engine.conversation import Turn, TurnPlan, Usage
@@ -48,8 +50,9 @@ class Transport(Protocol):
     def request(self, plan: TurnPlan, history: Sequence[Turn], cache: CachedHead | None = None) -> dict[str, Any]:
         """The exact request body this turn sends (what ``--dry-run`` shows)."""
 
-    def send(self, plan: TurnPlan, history: Sequence[Turn], on_chunk: OnChunk,
-             cache: CachedHead | None = None) -> TurnResult:
+    def send(
+        self, plan: TurnPlan, history: Sequence[Turn], on_chunk: OnChunk, cache: CachedHead | None = None
+    ) -> TurnResult:
         """Send the turn, streaming text chunks to ``on_chunk``."""
 
 
@@ -118,8 +121,7 @@ class RetryNotices:
         if wait is None:
             wait = min(MAX_DELAY_S, INITIAL_DELAY_S * EXP_BASE ** (self.failures - 1))
         what = "rate limited" if response.status_code == 429 else "Gemini server error"
-        self.say(f"{what} ({response.status_code}); retrying in ~{wait:.0f} s "
-                 f"({self.failures + 1}/{self.attempts})")
+        self.say(f"{what} ({response.status_code}); retrying in ~{wait:.0f} s ({self.failures + 1}/{self.attempts})")
 
 
 # generate_content's retries (tenacity) announce each wait on this logger; a
@@ -138,7 +140,9 @@ class _TransportRetryLog(logging.Handler):
         match = _TENACITY_RETRY.match(record.getMessage())
         kinds = failure_kinds()
         # tenacity's line names the exception's class only: look the class up and decide by type
-        cls = _logged_class(match.group(2), kinds) if match else None
+        if match is None:
+            return
+        cls = _logged_class(match.group(2), kinds)
         if cls is None or issubclass(cls, kinds.status):
             return  # HTTP answers are announced by the response hook
         detail = " ".join(match.group(3).split())[:120].rstrip(".") or match.group(2)
@@ -205,7 +209,7 @@ class ContentsTransport(_Transport):
             contents = build_contents(history, plan)
         else:  # the cache holds the system instruction: the API refuses it beside cached_content
             config["cached_content"] = cache.name
-            contents = cacheable(history, plan)[0][cache.length:]
+            contents = cacheable(history, plan)[0][cache.length :]
         if self.temperature is not None:
             config["temperature"] = self.temperature
         if plan.mode == "edit":
@@ -213,8 +217,9 @@ class ContentsTransport(_Transport):
             config["response_schema"] = EDIT_RESPONSE_SCHEMA
         return {"model": self.model, "contents": contents, "config": config}
 
-    def send(self, plan: TurnPlan, history: Sequence[Turn], on_chunk: OnChunk,
-             cache: CachedHead | None = None) -> TurnResult:
+    def send(
+        self, plan: TurnPlan, history: Sequence[Turn], on_chunk: OnChunk, cache: CachedHead | None = None
+    ) -> TurnResult:
         body = self.request(plan, history, cache)
         parts: list[str] = []
         usage = None
@@ -264,8 +269,9 @@ class InteractionsTransport(_Transport):
             }
         return body
 
-    def send(self, plan: TurnPlan, history: Sequence[Turn], on_chunk: OnChunk,
-             cache: CachedHead | None = None) -> TurnResult:
+    def send(
+        self, plan: TurnPlan, history: Sequence[Turn], on_chunk: OnChunk, cache: CachedHead | None = None
+    ) -> TurnResult:
         body = self.request(plan, history)
         parts: list[str] = []
         interaction_id = None

@@ -8,6 +8,7 @@ transports to an in-memory httpx transport that answers in the API's shape:
 nothing leaves the process and no key is used, but every lazy step of the real
 path has run. Called from a background thread after ``%load_ext``.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,25 +21,42 @@ _TEXT = json.dumps({"explanation": "", "proposedSource": ""})
 
 
 def _sse(*events: tuple[str | None, dict]) -> bytes:
-    return b"".join((f"event: {name}\n" if name else "").encode() + b"data: " + json.dumps(data).encode() + b"\r\n\r\n"
-                    for name, data in events)
+    return b"".join(
+        (f"event: {name}\n" if name else "").encode() + b"data: " + json.dumps(data).encode() + b"\r\n\r\n"
+        for name, data in events
+    )
 
 
 def _contents_reply() -> bytes:
-    return _sse((None, {"candidates": [{"content": {"role": "model", "parts": [{"text": _TEXT}]},
-                                        "finishReason": "STOP", "index": 0}],
-                        "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2}}))
+    return _sse(
+        (
+            None,
+            {
+                "candidates": [
+                    {"content": {"role": "model", "parts": [{"text": _TEXT}]}, "finishReason": "STOP", "index": 0}
+                ],
+                "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2},
+            },
+        )
+    )
 
 
 def _interactions_reply() -> bytes:
-    done = {"id": "rehearsal", "status": "completed",
-            "usage": {"total_input_tokens": 1, "total_output_tokens": 1, "total_tokens": 2}}
-    return _sse(("interaction.created", {"event_type": "interaction.created",
-                                         "interaction": {"id": "rehearsal", "status": "in_progress"}}),
-                ("step.start", {"event_type": "step.start", "index": 0, "step": {"type": "model_output"}}),
-                ("step.delta", {"event_type": "step.delta", "index": 0, "delta": {"type": "text", "text": _TEXT}}),
-                ("step.stop", {"event_type": "step.stop", "index": 0}),
-                ("interaction.completed", {"event_type": "interaction.completed", "interaction": done}))
+    done = {
+        "id": "rehearsal",
+        "status": "completed",
+        "usage": {"total_input_tokens": 1, "total_output_tokens": 1, "total_tokens": 2},
+    }
+    return _sse(
+        (
+            "interaction.created",
+            {"event_type": "interaction.created", "interaction": {"id": "rehearsal", "status": "in_progress"}},
+        ),
+        ("step.start", {"event_type": "step.start", "index": 0, "step": {"type": "model_output"}}),
+        ("step.delta", {"event_type": "step.delta", "index": 0, "delta": {"type": "text", "text": _TEXT}}),
+        ("step.stop", {"event_type": "step.stop", "index": 0}),
+        ("interaction.completed", {"event_type": "interaction.completed", "interaction": done}),
+    )
 
 
 def rehearse(state_mode: StateMode, model: str) -> None:
@@ -53,13 +71,16 @@ def rehearse(state_mode: StateMode, model: str) -> None:
 
     body = _interactions_reply() if state_mode == "interactions" else _contents_reply()
 
-    def answer(request: "httpx.Request") -> "httpx.Response":
+    def answer(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
 
     with httpx.Client(transport=httpx.MockTransport(answer)) as http:
-        client = genai.Client(vertexai=False, api_key="offline-rehearsal", http_options=types.HttpOptions(
-            base_url="http://rehearsal.invalid", httpx_client=http))
-        transport = TRANSPORTS[state_mode](client, model)
+        client = genai.Client(
+            vertexai=False,
+            api_key="offline-rehearsal",
+            http_options=types.HttpOptions(base_url="http://rehearsal.invalid", httpx_client=http),
+        )
+        transport = TRANSPORTS[state_mode](client, model, None)
         document = Document(key="rehearsal", label="rehearsal", source="x = 1\n")
         for mode in ("ask", "edit"):
             conversation = Conversation(name="rehearsal", state_mode=state_mode)

@@ -1,4 +1,5 @@
 """This kernel's side of the record: restore once, replay in order, save after each change."""
+
 from __future__ import annotations
 
 import time
@@ -8,8 +9,17 @@ from typing import Literal
 
 from ..engine.conversation import Conversation, Turn
 from ..engine.errors import UserError
-from ..engine.record import (ConversationRecord, NotebookRecord, TurnKey, TurnMeta, branch, document_at_cursor,
-                             replay_match, replayed, state_after)
+from ..engine.record import (
+    ConversationRecord,
+    NotebookRecord,
+    TurnKey,
+    TurnMeta,
+    branch,
+    document_at_cursor,
+    replay_match,
+    replayed,
+    state_after,
+)
 from .store import RecordStore, record_path
 
 ReplayMode = Literal["auto", "off", "only"]
@@ -58,9 +68,12 @@ class Replay:
             return rec.conversation, turn, rec.meta[turn.index]
         if self.mode == "only":
             position = (rec.cursor if rec else 0) + 1
-            why = "--rerun asks Gemini" if rerun else f"no recorded turn matches this cell (turn {position} of {name!r})"
-            raise UserError(f"replay is 'only': {why}; nothing was sent "
-                            "(%config GeminiMagics.replay = 'auto' to ask Gemini)")
+            why = (
+                "--rerun asks Gemini" if rerun else f"no recorded turn matches this cell (turn {position} of {name!r})"
+            )
+            raise UserError(
+                f"replay is 'only': {why}; nothing was sent (%config GeminiMagics.replay = 'auto' to ask Gemini)"
+            )
         if rec is None or rec.cursor >= rec.replayable:
             return None  # nothing recorded by an earlier kernel is left to replay
         if self.mode == "off":
@@ -112,8 +125,9 @@ class Replay:
         """Delete conversations from the record (all of it when ``names`` is None)."""
         if self.store is None or self.record is None:
             return []
-        gone = list(self.record.conversations) if names is None else [n for n in names
-                                                                      if n in self.record.conversations]
+        gone = (
+            list(self.record.conversations) if names is None else [n for n in names if n in self.record.conversations]
+        )
         for name in gone:
             del self.record.conversations[name]
         if names is None:
@@ -124,9 +138,12 @@ class Replay:
 
     def status(self) -> str:
         if self.store is None:
-            return ("record: off (GeminiMagics.persist is off)" if not self.persist else
-                    "record: none (the notebook's path is unknown: %config GeminiMagics.record_location = "
-                    "'/path/record.json' keeps one anyway)")
+            return (
+                "record: off (GeminiMagics.persist is off)"
+                if not self.persist
+                else "record: none (the notebook's path is unknown: %config GeminiMagics.record_location = "
+                "'/path/record.json' keeps one anyway)"
+            )
         line = f"record: {self.store.path} · replay {self.mode}"
         if self.record is None:
             return line + " · not read yet"
@@ -134,6 +151,8 @@ class Replay:
             rec = self.record.conversations.get(name)
             if rec is not None:
                 live = f", live from turn {rec.cursor + 1}" if rec.replayable == rec.cursor < rec.loaded else ""
-                line += (f"\nconversation {name!r} restored from the record: {rec.loaded} recorded turn(s), "
-                         f"{rec.cursor} replayed{live}")
+                line += (
+                    f"\nconversation {name!r} restored from the record: {rec.loaded} recorded turn(s), "
+                    f"{rec.cursor} replayed{live}"
+                )
         return line

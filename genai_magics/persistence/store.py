@@ -5,6 +5,7 @@ a hash of its absolute path); next to the notebook, or any path, on request.
 Every write goes to a temporary file in the same folder and is renamed over the
 record, under a lock, and only if nobody else wrote since this kernel read it.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -95,8 +96,10 @@ class RecordStore:
                 on_disk = None
             if on_disk != self.generation:
                 self.lost = True
-                return (f"another kernel wrote this notebook's conversation record ({self.path}) since this kernel "
-                        "read it; this kernel no longer saves its turns (restart it to continue from that record)")
+                return (
+                    f"another kernel wrote this notebook's conversation record ({self.path}) since this kernel "
+                    "read it; this kernel no longer saves its turns (restart it to continue from that record)"
+                )
             record.generation = self.generation + 1
             fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
             try:

@@ -10,14 +10,16 @@ the same text and so the same hash, and is never sent twice in a conversation.
 
 No IPython import: the shell is only read through ``getattr``.
 """
+
 from __future__ import annotations
 
 import os
 import re
 import sys
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any
 
 from ..engine.context import ContextPiece
 from ..engine.text import ELLIPSIS, clip
@@ -35,7 +37,7 @@ _KEEP_FIRST = 2  # frames kept at the top when the middle is cut
 _IPYTHON_INPUT = re.compile(r"<ipython-input-(\d+)-[0-9a-fA-F]+>")
 _IPYKERNEL_FILE = re.compile(r"ipykernel_\d+[/\\]\d+\.py$")
 
-CellForFilename = Callable[[str], "tuple[Optional[str], Optional[str]]"]
+CellForFilename = Callable[[str], "tuple[str | None, str | None]"]
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ containers are walked to a fixed depth and item count; every repr is guarded.
 Optional libraries (pandas, numpy, polars) are never imported here: a value is
 only treated as one of theirs when that library is already in ``sys.modules``.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -16,7 +17,8 @@ import keyword
 import re
 import reprlib
 import sys
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from ..engine.context import ContextPiece
 from ..engine.errors import UserError
@@ -126,8 +128,7 @@ def _render(value: object, depth: int, path: set[int]) -> str:
         n = len(value)
         if isinstance(value, dict):
             parts = [
-                f"{_render(k, depth + 1, path)}: {_render(v, depth + 1, path)}"
-                for k, v in _first(value.items(), n)
+                f"{_render(k, depth + 1, path)}: {_render(v, depth + 1, path)}" for k, v in _first(value.items(), n)
             ]
             open_, close = "{", "}"
         elif isinstance(value, (set, frozenset)):
@@ -183,7 +184,8 @@ def _pandas_frame(df: Any) -> str:
     lines = [f"{_type_name(df)} shape=({rows}, {cols})"]
     # dtypes is per column, not per row: cheap however long the frame is
     dtypes = ", ".join(
-        f"{clip(str(c), 60)}:{t!s}" for c, t in zip(df.columns[:_MAX_COLUMNS], df.dtypes.iloc[:_MAX_COLUMNS], strict=False)
+        f"{clip(str(c), 60)}:{t!s}"
+        for c, t in zip(df.columns[:_MAX_COLUMNS], df.dtypes.iloc[:_MAX_COLUMNS], strict=False)
     )
     more = f", {ELLIPSIS} +{cols - _MAX_COLUMNS} columns" if cols > _MAX_COLUMNS else ""
     lines.append(f"columns: {dtypes or '(none)'}{more}")
@@ -203,9 +205,7 @@ def _pandas_series(s: Any) -> str:
     lines = [f"{_type_name(s)} name={s.name!r} length={len(s)} dtype={s.dtype}"]
     if len(s):
         head = s.iloc[:_HEAD_ROWS]
-        lines.append(
-            f"head({len(head)}):\n" + _guard(lambda: head.to_string(max_rows=_HEAD_ROWS), "head")
-        )
+        lines.append(f"head({len(head)}):\n" + _guard(lambda: head.to_string(max_rows=_HEAD_ROWS), "head"))
     return "\n".join(lines)
 
 
@@ -219,9 +219,7 @@ def _polars_frame(df: Any) -> str:
         head = df.head(_HEAD_ROWS).select(df.columns[:_HEAD_COLUMNS])
 
         def rows_text() -> str:
-            return "\n".join(
-                "(" + ", ".join(_render(v, 1, set()) for v in row) + ")" for row in head.rows()
-            )
+            return "\n".join("(" + ", ".join(_render(v, 1, set()) for v in row) + ")" for row in head.rows())
 
         lines.append(f"head({head.height}) rows as tuples:\n" + _guard(rows_text, "head"))
     return "\n".join(lines)
@@ -230,9 +228,7 @@ def _polars_frame(df: Any) -> str:
 def _polars_series(s: Any) -> str:
     lines = [f"{_type_name(s)} name={s.name!r} length={len(s)} dtype={s.dtype}"]
     if len(s):
-        lines.append(
-            "head: " + _guard(lambda: _render(s.head(_HEAD_ROWS).to_list(), 0, set()), "head")
-        )
+        lines.append("head: " + _guard(lambda: _render(s.head(_HEAD_ROWS).to_list(), 0, set()), "head"))
     return "\n".join(lines)
 
 
@@ -288,9 +284,7 @@ def summarize(value: object, name: str, max_chars: int) -> str:
     return clip(text, max_chars)
 
 
-def variable_pieces(
-    names: Sequence[str], namespace: Mapping[str, object], max_chars: int
-) -> list[ContextPiece]:
+def variable_pieces(names: Sequence[str], namespace: Mapping[str, object], max_chars: int) -> list[ContextPiece]:
     """One ``variables`` piece per name (duplicates dropped), each with its own hash."""
     pieces: list[ContextPiece] = []
     seen: set[str] = set()

@@ -39,6 +39,7 @@ next edit answers exactly that), ``DELETE /_stub/interactions/{id}``, ``GET /_st
 
 The API key is only ever checked for presence; its value is never stored.
 """
+
 from __future__ import annotations
 
 import copy
@@ -84,9 +85,23 @@ _DEFAULT_MESSAGES = {
 }
 
 FAULTS = ("http", "cut_stream", "invalid_json", "delay")
-MATCHES = (None, "any", "generate", "stream", "count", "interactions", "edit", "ask",
-           "interaction.create", "interaction.get", "caches", "cache.create", "cache.get", "cache.update",
-           "cache.delete")
+MATCHES = (
+    None,
+    "any",
+    "generate",
+    "stream",
+    "count",
+    "interactions",
+    "edit",
+    "ask",
+    "interaction.create",
+    "interaction.get",
+    "caches",
+    "cache.create",
+    "cache.get",
+    "cache.update",
+    "cache.delete",
+)
 
 _MODEL_RE = re.compile(r"^/v1(?:beta|alpha)?/models/([^/:]+):(generateContent|streamGenerateContent|countTokens)$")
 _INTERACTIONS_RE = re.compile(r"^/v1(?:beta|alpha)?/interactions/?$")
@@ -100,23 +115,38 @@ def _catalogue() -> list[dict[str, Any]]:
 
     def entry(name: str, methods: list[str]) -> dict[str, Any]:
         display = " ".join(word.capitalize() for word in name.split("-"))
-        return {"name": f"models/{name}", "version": "001", "displayName": display,
-                "description": f"{display} (stub)", "inputTokenLimit": 1048576, "outputTokenLimit": 65536,
-                "supportedGenerationMethods": methods, "temperature": 1, "maxTemperature": 2, "topP": 0.95,
-                "topK": 64, "thinking": True}
+        return {
+            "name": f"models/{name}",
+            "version": "001",
+            "displayName": display,
+            "description": f"{display} (stub)",
+            "inputTokenLimit": 1048576,
+            "outputTokenLimit": 65536,
+            "supportedGenerationMethods": methods,
+            "temperature": 1,
+            "maxTemperature": 2,
+            "topP": 0.95,
+            "topK": 64,
+            "thinking": True,
+        }
 
     chat = ["generateContent", "countTokens", "createCachedContent", "batchGenerateContent"]
-    return [entry(DEFAULT_MODEL, chat), entry("gemini-3.1-pro-preview", chat),
-            entry("gemini-embedding-001", ["embedContent", "countTextTokens"])]
+    return [
+        entry(DEFAULT_MODEL, chat),
+        entry("gemini-3.1-pro-preview", chat),
+        entry("gemini-embedding-001", ["embedContent", "countTextTokens"]),
+    ]
 
 
 _CACHES_RE = re.compile(r"^/v1(?:beta|alpha)?/cachedContents/?$")
 _CACHE_RE = re.compile(r"^/v1(?:beta|alpha)?/(cachedContents/[^/]+)$")
 
 CACHE_MISSING = "CachedContent not found (or permission denied)"
-CACHE_CONFLICT = ("CachedContent can not be used with GenerateContent request setting system_instruction, "
-                  "tools or tool_config.\n\nProposed fix: move those values to CachedContent from "
-                  "GenerateContent request.")
+CACHE_CONFLICT = (
+    "CachedContent can not be used with GenerateContent request setting system_instruction, "
+    "tools or tool_config.\n\nProposed fix: move those values to CachedContent from "
+    "GenerateContent request."
+)
 DEFAULT_CACHE_TTL_S = 3600.0  # the real API's default when a cache is made without a TTL
 IMPLICIT_TTL_S = 300.0
 
@@ -191,7 +221,7 @@ def _chunks(text: str, minimum: int = 3, size: int = 48, most: int = 32) -> list
     as Gemini's do (and the SDK parses each event of an interaction into new pydantic types)."""
     n = max(minimum, min(most, math.ceil(len(text) / size)))
     step = max(1, math.ceil(len(text) / n))
-    parts = [text[i:i + step] for i in range(0, len(text), step)] or [""]
+    parts = [text[i : i + step] for i in range(0, len(text), step)] or [""]
     while len(parts) < minimum:
         parts.append("")
     return parts
@@ -226,6 +256,7 @@ def _parse_turn(text: str) -> dict[str, Any] | None:
 
 
 # -- the model's "reasoning": deterministic, from the transcript --------------
+
 
 def held_document(turns: list[tuple[str, str]]) -> str | None:
     """The full source the model holds, walking (role, text) turns newest first.
@@ -313,33 +344,52 @@ def edit_reply(prompt: str, document: str | None) -> str:
 INVALID_JSON_REPLY = '{"explanation": "stub invalid_json fault", "proposedSource": "print(1)\\n'
 
 
-def _answer(turns: list[tuple[str, str]], current: str, system: str, fault: dict[str, Any] | None,
-            info: dict[str, Any], scripted: str | None = None) -> tuple[str, int, int]:
+def _answer(
+    turns: list[tuple[str, str]],
+    current: str,
+    system: str,
+    fault: dict[str, Any] | None,
+    info: dict[str, Any],
+    scripted: str | None = None,
+) -> tuple[str, int, int]:
     """The deterministic reply to a transcript, and the tokens it read and wrote (recorded in ``info``)."""
     mode, prompt = current_prompt(current)
     document = held_document(turns)
     if fault and fault["fault"] == "invalid_json":
         text = INVALID_JSON_REPLY
     elif info["edit"] and scripted is not None:
-        text = json.dumps({"explanation": f"Scripted stand-in edit for: {_first_line(prompt)}.",
-                           "proposedSource": scripted}, ensure_ascii=False)
+        text = json.dumps(
+            {"explanation": f"Scripted stand-in edit for: {_first_line(prompt)}.", "proposedSource": scripted},
+            ensure_ascii=False,
+        )
     elif info["edit"]:
         text = edit_reply(prompt, document)
     else:
         text = ask_reply(prompt, document)
     in_tokens = sum(tokens(t) for _, t in turns) + tokens(system)
     out_tokens = tokens(text)
-    info.update(mode=mode or ("edit" if info["edit"] else "ask"), prompt=prompt,
-                held_document_sha256=_sha(document) if document is not None else None,
-                input_tokens=in_tokens, response_tokens=out_tokens, response_text=text)
+    info.update(
+        mode=mode or ("edit" if info["edit"] else "ask"),
+        prompt=prompt,
+        held_document_sha256=_sha(document) if document is not None else None,
+        input_tokens=in_tokens,
+        response_tokens=out_tokens,
+        response_text=text,
+    )
     return text, in_tokens, out_tokens
 
 
 class _Reply:
     """What one API request is answered with, computed before anything is sent."""
 
-    def __init__(self, status: int = 200, body: Any = None, events: list[bytes] | None = None,
-                 headers: dict[str, str] | None = None, cut: bool = False):
+    def __init__(
+        self,
+        status: int = 200,
+        body: Any = None,
+        events: list[bytes] | None = None,
+        headers: dict[str, str] | None = None,
+        cut: bool = False,
+    ):
         self.status = status
         self.body = body
         self.events = events
@@ -357,15 +407,20 @@ def _error(status: int, message: str | None = None, retry_after: Any = None) -> 
     headers = {}
     if retry_after is not None:
         headers["Retry-After"] = str(retry_after)
-    body = {"error": {"code": status, "message": message or _DEFAULT_MESSAGES.get(status, "Stub error."),
-                      "status": STATUS_NAMES.get(status, "UNKNOWN")}}
+    body = {
+        "error": {
+            "code": status,
+            "message": message or _DEFAULT_MESSAGES.get(status, "Stub error."),
+            "status": STATUS_NAMES.get(status, "UNKNOWN"),
+        }
+    }
     return _Reply(status, body, headers=headers)
 
 
 def _sse(obj: Any, event: str | None = None) -> bytes:
     data = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
     head = f"event: {event}\n" if event else ""
-    return f"{head}data: {data}\r\n\r\n".encode("utf-8")
+    return f"{head}data: {data}\r\n\r\n".encode()
 
 
 class StubServer:
@@ -375,8 +430,9 @@ class StubServer:
     ...     os.environ["GOOGLE_GEMINI_BASE_URL"] = stub.url
     """
 
-    def __init__(self, port: int = 0, host: str = "127.0.0.1", chunk_delay: float = 0.0,
-                 implicit_caching: bool = False):
+    def __init__(
+        self, port: int = 0, host: str = "127.0.0.1", chunk_delay: float = 0.0, implicit_caching: bool = False
+    ):
         if host not in LOOPBACK_HOSTS:
             raise ValueError(f"the stub binds to the loopback interface only, not {host!r}")
         self.host = "127.0.0.1"
@@ -411,10 +467,14 @@ class StubServer:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
-    def start(self) -> "StubServer":
+    def start(self) -> StubServer:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1},
-                                            name=f"genai-stub-{self.port}", daemon=True)
+            self._thread = threading.Thread(
+                target=self._httpd.serve_forever,
+                kwargs={"poll_interval": 0.1},
+                name=f"genai-stub-{self.port}",
+                daemon=True,
+            )
             self._thread.start()
         return self
 
@@ -427,7 +487,7 @@ class StubServer:
             self._thread.join(timeout=5)
             self._thread = None
 
-    def __enter__(self) -> "StubServer":
+    def __enter__(self) -> StubServer:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
@@ -473,9 +533,14 @@ class StubServer:
             self._clock_offset += float(seconds)
             return self.now()
 
-    def configure_caching(self, *, implicit: bool | None = None, missing_status: int | None = None,
-                          implicit_ttl_s: float | None = None,
-                          implicit_minimum: dict[str, int] | None = None) -> dict[str, Any]:
+    def configure_caching(
+        self,
+        *,
+        implicit: bool | None = None,
+        missing_status: int | None = None,
+        implicit_ttl_s: float | None = None,
+        implicit_minimum: dict[str, int] | None = None,
+    ) -> dict[str, Any]:
         if missing_status not in (None, 403, 404):
             raise ValueError("missing_status must be 403 or 404")
         with self._lock:
@@ -487,8 +552,12 @@ class StubServer:
                 self.implicit_ttl_s = float(implicit_ttl_s)
             if implicit_minimum is not None:
                 self.implicit_minimums.update({str(k): int(v) for k, v in implicit_minimum.items()})
-            return {"implicit": self.implicit_caching, "missing_status": self.cache_missing_status,
-                    "implicit_ttl_s": self.implicit_ttl_s, "implicit_minimum": dict(self.implicit_minimums)}
+            return {
+                "implicit": self.implicit_caching,
+                "missing_status": self.cache_missing_status,
+                "implicit_ttl_s": self.implicit_ttl_s,
+                "implicit_minimum": dict(self.implicit_minimums),
+            }
 
     @property
     def caches(self) -> list[dict[str, Any]]:
@@ -499,9 +568,18 @@ class StubServer:
             for c in self._caches.values():
                 state = c["state"] if c["state"] != "live" or c["expire"] > now else "expired"
                 ended = c["ended"] if c["ended"] is not None else (c["expire"] if state == "expired" else None)
-                out.append({"name": c["name"], "model": c["model"], "tokens": c["tokens"], "state": state,
-                            "created": c["created"], "ended": ended, "expire": c["expire"],
-                            "token_seconds": c["tokens"] * ((ended if ended is not None else now) - c["created"])})
+                out.append(
+                    {
+                        "name": c["name"],
+                        "model": c["model"],
+                        "tokens": c["tokens"],
+                        "state": state,
+                        "created": c["created"],
+                        "ended": ended,
+                        "expire": c["expire"],
+                        "token_seconds": c["tokens"] * ((ended if ended is not None else now) - c["created"]),
+                    }
+                )
             return out
 
     def _live_cache(self, name: str) -> dict[str, Any] | None:
@@ -514,13 +592,21 @@ class StubServer:
         return c
 
     def _cache_missing(self, name: str) -> _Reply:
-        return _error(self.cache_missing_status, CACHE_MISSING if self.cache_missing_status == 403
-                      else f"CachedContent {name!r} not found. (stub)")
+        return _error(
+            self.cache_missing_status,
+            CACHE_MISSING if self.cache_missing_status == 403 else f"CachedContent {name!r} not found. (stub)",
+        )
 
     def _cache_view(self, c: dict[str, Any]) -> dict[str, Any]:
-        return {"name": c["name"], "model": c["model"], "displayName": c["display_name"],
-                "createTime": _timestamp(c["created"]), "updateTime": _timestamp(c["updated"]),
-                "expireTime": _timestamp(c["expire"]), "usageMetadata": {"totalTokenCount": c["tokens"]}}
+        return {
+            "name": c["name"],
+            "model": c["model"],
+            "displayName": c["display_name"],
+            "createTime": _timestamp(c["created"]),
+            "updateTime": _timestamp(c["updated"]),
+            "expireTime": _timestamp(c["expire"]),
+            "usageMetadata": {"totalTokenCount": c["tokens"]},
+        }
 
     def _expiry(self, body: dict[str, Any], now: float) -> float | None:
         if "ttl" in body:
@@ -534,14 +620,16 @@ class StubServer:
         model = body.get("model")
         if not isinstance(model, str) or not model.startswith("models/"):
             return _error(400, "model must be 'models/{model}'. (stub)")
-        contents = [(c.get("role") or "user", "".join(_texts(c))) for c in body.get("contents") or []
-                    if isinstance(c, dict)]
+        contents = [
+            (c.get("role") or "user", "".join(_texts(c))) for c in body.get("contents") or [] if isinstance(c, dict)
+        ]
         system = "".join(_texts(body.get("systemInstruction")))
         total = sum(tokens(t) for _, t in contents) + tokens(system)
-        minimum = self._minimum(model[len("models/"):])
+        minimum = self._minimum(model[len("models/") :])
         if total < minimum:
-            return _error(400, f"Cached content is too small. total_token_count={total}, min_total_token_count="
-                               f"{minimum}. (stub)")
+            return _error(
+                400, f"Cached content is too small. total_token_count={total}, min_total_token_count={minimum}. (stub)"
+            )
         now = self.now()
         expire = self._expiry(body, now)
         if expire is None:
@@ -549,10 +637,19 @@ class StubServer:
         with self._lock:
             name = f"cachedContents/stub-{self._next_cache:06d}"
             self._next_cache += 1
-            self._caches[name] = {"name": name, "model": model, "display_name": body.get("displayName") or "",
-                                  "contents": contents, "system": system, "tokens": total,
-                                  "created": now, "updated": now, "expire": expire, "ended": None,
-                                  "state": "live"}
+            self._caches[name] = {
+                "name": name,
+                "model": model,
+                "display_name": body.get("displayName") or "",
+                "contents": contents,
+                "system": system,
+                "tokens": total,
+                "created": now,
+                "updated": now,
+                "expire": expire,
+                "ended": None,
+                "state": "live",
+            }
             view = self._cache_view(self._caches[name])
         info.update(cache_name=name, input_tokens=total)
         return _Reply(200, view)
@@ -569,8 +666,7 @@ class StubServer:
                 c["state"], c["ended"] = "deleted", self.now()
                 return _Reply(200, {})
             now = self.now()  # PATCH: only the expiry may change
-            expire = self._expiry(body or {}, now) if ("ttl" in (body or {}) or "expireTime" in (body or {})) \
-                else None
+            expire = self._expiry(body or {}, now) if ("ttl" in (body or {}) or "expireTime" in (body or {})) else None
             if expire is None:
                 return _error(400, "Only ttl or expireTime can be updated. (stub)")
             c["expire"], c["updated"] = expire, now
@@ -598,9 +694,18 @@ class StubServer:
             self._prefixes.append((model, now, sequence))
         return best if best >= self._minimum(model) else 0
 
-    def inject(self, fault: str = "http", *, status: int = 429, times: int = 1, match: str | None = None,
-               retry_after: Any = None, seconds: float = 5.0, message: str | None = None,
-               after_chunks: int = 1) -> dict[str, Any]:
+    def inject(
+        self,
+        fault: str = "http",
+        *,
+        status: int = 429,
+        times: int = 1,
+        match: str | None = None,
+        retry_after: Any = None,
+        seconds: float = 5.0,
+        message: str | None = None,
+        after_chunks: int = 1,
+    ) -> dict[str, Any]:
         """Make the next ``times`` matching API requests misbehave; returns the injection.
 
         fault: ``http`` (error reply ``status``), ``cut_stream`` (close the socket
@@ -614,9 +719,16 @@ class StubServer:
             raise ValueError(f"unknown fault {fault!r}; expected one of {FAULTS}")
         if match not in MATCHES:
             raise ValueError(f"unknown match {match!r}; expected one of {MATCHES}")
-        injection = {"fault": fault, "status": int(status), "times": max(1, int(times)), "match": match,
-                     "retry_after": retry_after, "seconds": float(seconds), "message": message,
-                     "after_chunks": max(0, int(after_chunks))}
+        injection = {
+            "fault": fault,
+            "status": int(status),
+            "times": max(1, int(times)),
+            "match": match,
+            "retry_after": retry_after,
+            "seconds": float(seconds),
+            "message": message,
+            "after_chunks": max(0, int(after_chunks)),
+        }
         with self._lock:
             self._injections.append(injection)
         return dict(injection)
@@ -705,10 +817,12 @@ class StubServer:
         return chain
 
     # Each handler returns (reply, record-updates).
-    def _handle_generate(self, model: str, body: dict[str, Any], stream: bool,
-                         fault: dict[str, Any] | None, info: dict[str, Any]) -> _Reply:
-        turns = [(c.get("role") or "user", "".join(_texts(c))) for c in body.get("contents") or []
-                 if isinstance(c, dict)]
+    def _handle_generate(
+        self, model: str, body: dict[str, Any], stream: bool, fault: dict[str, Any] | None, info: dict[str, Any]
+    ) -> _Reply:
+        turns = [
+            (c.get("role") or "user", "".join(_texts(c))) for c in body.get("contents") or [] if isinstance(c, dict)
+        ]
         system = "".join(_texts(body.get("systemInstruction") or body.get("system_instruction")))
         explicit = 0
         name = body.get("cachedContent")
@@ -721,31 +835,43 @@ class StubServer:
                 if cache is None:
                     return self._cache_missing(str(name))
                 if cache["model"] != f"models/{model}":
-                    return _error(400, f"Model {model!r} does not match the model of {name} ({cache['model']}). "
-                                       "(stub)")
+                    return _error(400, f"Model {model!r} does not match the model of {name} ({cache['model']}). (stub)")
                 turns = list(cache["contents"]) + turns
                 system, explicit = cache["system"], cache["tokens"]
         user_texts = [t for r, t in turns if r == "user"]
-        text, prompt_tokens, out_tokens = _answer(turns, user_texts[-1] if user_texts else "", system,
-                                                  fault, info, self._take_script(info))
+        text, prompt_tokens, out_tokens = _answer(
+            turns, user_texts[-1] if user_texts else "", system, fault, info, self._take_script(info)
+        )
         cached = max(explicit, self._read(model, [("system", system)] + turns, info))
         info["cached_tokens"] = cached
-        usage = {"promptTokenCount": prompt_tokens, "candidatesTokenCount": out_tokens,
-                 "totalTokenCount": prompt_tokens + out_tokens}
+        usage = {
+            "promptTokenCount": prompt_tokens,
+            "candidatesTokenCount": out_tokens,
+            "totalTokenCount": prompt_tokens + out_tokens,
+        }
         if cached:
             usage["cachedContentTokenCount"] = cached
         response_id = f"stub-{_sha(json.dumps(body, sort_keys=True))[:16]}"
         if not stream:
-            return _Reply(200, {
-                "candidates": [{"content": {"role": "model", "parts": [{"text": text}]},
-                                "finishReason": "STOP", "index": 0}],
-                "usageMetadata": usage, "modelVersion": model, "responseId": response_id})
+            return _Reply(
+                200,
+                {
+                    "candidates": [
+                        {"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}
+                    ],
+                    "usageMetadata": usage,
+                    "modelVersion": model,
+                    "responseId": response_id,
+                },
+            )
         pieces = _chunks(text)
         events = []
         for i, piece in enumerate(pieces):
-            chunk: dict[str, Any] = {"candidates": [{"content": {"role": "model", "parts": [{"text": piece}]},
-                                                     "index": 0}],
-                                     "modelVersion": model, "responseId": response_id}
+            chunk: dict[str, Any] = {
+                "candidates": [{"content": {"role": "model", "parts": [{"text": piece}]}, "index": 0}],
+                "modelVersion": model,
+                "responseId": response_id,
+            }
             if i == len(pieces) - 1:
                 chunk["candidates"][0]["finishReason"] = "STOP"
                 chunk["usageMetadata"] = usage
@@ -764,8 +890,11 @@ class StubServer:
         previous_id = body.get("previous_interaction_id")
         chain = self._chain(previous_id) if previous_id else []
         if chain is None:
-            return _error(404, f"Interaction {previous_id!r} (previous_interaction_id) was not found; "
-                               "it expired or was deleted. Start a new conversation without it. (stub)")
+            return _error(
+                404,
+                f"Interaction {previous_id!r} (previous_interaction_id) was not found; "
+                "it expired or was deleted. Start a new conversation without it. (stub)",
+            )
         model = body.get("model") or body.get("agent") or "unknown-model"
         input_text = "".join(_texts(body.get("input")))
         raw_system = body.get("system_instruction")
@@ -778,34 +907,59 @@ class StubServer:
         text, in_tokens, out_tokens = _answer(turns, input_text, system, fault, info, self._take_script(info))
         cached = self._read(model, [("system", system)] + turns, info)
         info["cached_tokens"] = cached
-        usage = {"total_input_tokens": in_tokens, "total_output_tokens": out_tokens,
-                 "total_tokens": in_tokens + out_tokens}
+        usage = {
+            "total_input_tokens": in_tokens,
+            "total_output_tokens": out_tokens,
+            "total_tokens": in_tokens + out_tokens,
+        }
         if cached:
             usage["total_cached_tokens"] = cached
         ident = self._new_id()
         now = _now()
         interaction: dict[str, Any] = {
-            "id": ident, "status": "completed", "model": model,
-            "steps": [{"type": "user_input", "content": [{"type": "text", "text": input_text}]},
-                      {"type": "model_output", "content": [{"type": "text", "text": text}]}],
-            "usage": usage, "created": now, "updated": now,
+            "id": ident,
+            "status": "completed",
+            "model": model,
+            "steps": [
+                {"type": "user_input", "content": [{"type": "text", "text": input_text}]},
+                {"type": "model_output", "content": [{"type": "text", "text": text}]},
+            ],
+            "usage": usage,
+            "created": now,
+            "updated": now,
         }
         if previous_id:
             interaction["previous_interaction_id"] = previous_id
         if body.get("store", True) is not False:
             with self._lock:
-                self._interactions[ident] = {**copy.deepcopy(interaction), "input_text": input_text,
-                                             "output_text": text}
+                self._interactions[ident] = {
+                    **copy.deepcopy(interaction),
+                    "input_text": input_text,
+                    "output_text": text,
+                }
         info.update(previous_interaction_id=previous_id, interaction_id=ident)
         if not info["stream"]:
             return _Reply(200, interaction)
-        events = [_sse({"event_type": "interaction.created",
-                        "interaction": {"id": ident, "status": "in_progress", "model": model,
-                                        "created": now, "updated": now}}, "interaction.created"),
-                  _sse({"event_type": "step.start", "index": 0, "step": {"type": "model_output"}}, "step.start")]
+        events = [
+            _sse(
+                {
+                    "event_type": "interaction.created",
+                    "interaction": {
+                        "id": ident,
+                        "status": "in_progress",
+                        "model": model,
+                        "created": now,
+                        "updated": now,
+                    },
+                },
+                "interaction.created",
+            ),
+            _sse({"event_type": "step.start", "index": 0, "step": {"type": "model_output"}}, "step.start"),
+        ]
         for piece in _chunks(text):
-            events.append(_sse({"event_type": "step.delta", "index": 0, "delta": {"type": "text", "text": piece}},
-                               "step.delta"))
+            events.append(
+                _sse({"event_type": "step.delta", "index": 0, "delta": {"type": "text", "text": piece}}, "step.delta")
+            )
         events.append(_sse({"event_type": "step.stop", "index": 0}, "step.stop"))
         done = {k: v for k, v in interaction.items() if k != "steps"}
         events.append(_sse({"event_type": "interaction.completed", "interaction": done}, "interaction.completed"))
@@ -830,38 +984,61 @@ class StubServer:
             size = int(query.get("pageSize") or 2)
         except ValueError:
             return _error(400, "Invalid page token or size. (stub)")
-        page: dict[str, Any] = {"models": models[start:start + size]}
+        page: dict[str, Any] = {"models": models[start : start + size]}
         if start + size < len(models):
             page["nextPageToken"] = str(start + size)
         return _Reply(200, page)
 
-    def handle_api(self, method: str, path: str, query: dict[str, str], raw: bytes,
-                   has_key: bool) -> tuple[_Reply, dict[str, Any], dict[str, Any] | None]:
+    def handle_api(
+        self, method: str, path: str, query: dict[str, str], raw: bytes, has_key: bool
+    ) -> tuple[_Reply, dict[str, Any], dict[str, Any] | None]:
         """Route one API request; returns the reply, the record and the fault applied."""
         try:
             body = json.loads(raw) if raw else None
         except ValueError:
             body = None
         record: dict[str, Any] = {
-            "method": method, "path": path, "query": query, "body_bytes": len(raw),
-            "json": body, "kind": None, "model": None, "has_api_key": has_key, "stream": False,
-            "edit": False, "mode": None, "prompt": None, "held_document_sha256": None,
-            "previous_interaction_id": None, "interaction_id": None,
-            "input_tokens": 0, "cached_tokens": 0, "prefix_tokens": 0, "response_tokens": 0, "response_text": None,
-            "cached_content": None, "cache_name": None,
-            "status": None, "fault": None, "time": time.time(),
+            "method": method,
+            "path": path,
+            "query": query,
+            "body_bytes": len(raw),
+            "json": body,
+            "kind": None,
+            "model": None,
+            "has_api_key": has_key,
+            "stream": False,
+            "edit": False,
+            "mode": None,
+            "prompt": None,
+            "held_document_sha256": None,
+            "previous_interaction_id": None,
+            "interaction_id": None,
+            "input_tokens": 0,
+            "cached_tokens": 0,
+            "prefix_tokens": 0,
+            "response_tokens": 0,
+            "response_text": None,
+            "cached_content": None,
+            "cache_name": None,
+            "status": None,
+            "fault": None,
+            "time": time.time(),
         }
         m = _MODEL_RE.match(path)
         if m and method == "POST":
             model, verb = unquote(m.group(1)), m.group(2)
             record["model"] = model
-            record["kind"] = {"generateContent": "generate", "streamGenerateContent": "stream",
-                              "countTokens": "count"}[verb]
+            record["kind"] = {"generateContent": "generate", "streamGenerateContent": "stream", "countTokens": "count"}[
+                verb
+            ]
             record["stream"] = verb == "streamGenerateContent"
             gen = (body or {}).get("generationConfig") or (body or {}).get("generation_config") or {}
             record["edit"] = isinstance(gen, dict) and bool(
-                gen.get("responseSchema") or gen.get("responseJsonSchema") or gen.get("response_schema")
-                or gen.get("responseMimeType") == "application/json")
+                gen.get("responseSchema")
+                or gen.get("responseJsonSchema")
+                or gen.get("response_schema")
+                or gen.get("responseMimeType") == "application/json"
+            )
         elif _INTERACTIONS_RE.match(path) and method == "POST":
             record["kind"] = "interaction.create"
             b = body if isinstance(body, dict) else {}
@@ -870,12 +1047,12 @@ class StubServer:
             fmt = b.get("response_format")
             fmts = fmt if isinstance(fmt, list) else [fmt]
             record["edit"] = b.get("response_mime_type") == "application/json" or any(
-                isinstance(f, dict) and (f.get("mime_type") == "application/json" or "schema" in f) for f in fmts)
+                isinstance(f, dict) and (f.get("mime_type") == "application/json" or "schema" in f) for f in fmts
+            )
         elif _INTERACTION_RE.match(path) and method == "GET":
             record["kind"] = "interaction.get"
         elif _MODELS_RE.match(path) and method == "GET":
             record["kind"] = "models.list"
-
 
         elif _CACHES_RE.match(path) and method == "POST":
             record["kind"] = "cache.create"
@@ -887,13 +1064,22 @@ class StubServer:
             return _error(404, f"The stub serves no {method} {path}."), record, None
 
         if not has_key:
-            reply = _error(401, "Method doesn't allow unregistered callers (callers without established "
-                                "identity). Please use API Key or other form of API consumer identity to "
-                                "call this API. (stub)")
+            reply = _error(
+                401,
+                "Method doesn't allow unregistered callers (callers without established "
+                "identity). Please use API Key or other form of API consumer identity to "
+                "call this API. (stub)",
+            )
             record["status"] = reply.status
             return reply, record, None
-        if record["kind"] in ("generate", "stream", "count", "interaction.create", "cache.create",
-                              "cache.update") and not isinstance(body, dict):
+        if record["kind"] in (
+            "generate",
+            "stream",
+            "count",
+            "interaction.create",
+            "cache.create",
+            "cache.update",
+        ) and not isinstance(body, dict):
             reply = _error(400, "Invalid JSON payload received. (stub)")
             record["status"] = reply.status
             return reply, record, None
@@ -1075,7 +1261,7 @@ def _make_handler(stub: StubServer) -> type[BaseHTTPRequestHandler]:
             elif method == "GET" and path == "/_stub/interactions":
                 self._send_json(200, sorted(stub.interactions))
             elif method == "DELETE" and path.startswith("/_stub/interactions/"):
-                ident = unquote(path[len("/_stub/interactions/"):])
+                ident = unquote(path[len("/_stub/interactions/") :])
                 found = stub.forget_interaction(ident)
                 self._send_json(200 if found else 404, {"ok": found, "id": ident})
             else:
@@ -1097,4 +1283,3 @@ def _make_handler(stub: StubServer) -> type[BaseHTTPRequestHandler]:
             self._dispatch("PATCH")
 
     return Handler
-

@@ -1,4 +1,5 @@
 """A diff as HTML that shows a proposal as text, never as markup."""
+
 from __future__ import annotations
 
 import html
@@ -11,8 +12,10 @@ def _summary(diff: str, cap: int) -> str:
     lines = diff.splitlines()
     added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++"))
     removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("---"))
-    return (f"(the diff is too large to show here: {added:,} lines added, {removed:,} removed, "
-            f"{len(diff):,} characters, over the {cap:,}-byte display cap; Copy shows the proposal as text)")
+    return (
+        f"(the diff is too large to show here: {added:,} lines added, {removed:,} removed, "
+        f"{len(diff):,} characters, over the {cap:,}-byte display cap; Copy shows the proposal as text)"
+    )
 
 
 def diff_html(diff: str, cap: int = MAX_DIFF_HTML) -> str:

@@ -3,6 +3,7 @@
 Kept behind one small class so tests and terminals can swap it; everything has
 a text/plain form so frontends without HTML or widgets still show it.
 """
+
 from __future__ import annotations
 
 import html
@@ -107,16 +108,20 @@ class NotebookDisplay:
 
     def _progress(self) -> Any:
         if self.mode == "edit":
-            return _Rich(f'<i style="color:#666">receiving the proposal… {self._size:,} chars</i>',
-                         f"receiving the proposal… {self._size:,} chars")
+            return _Rich(
+                f'<i style="color:#666">receiving the proposal… {self._size:,} chars</i>',
+                f"receiving the proposal… {self._size:,} chars",
+            )
         return _Markdown(self.bounded("".join(self._text)))
 
     def bounded(self, text: str) -> str:
         """Text for the cell: at most ``max_stream_chars`` of it."""
         if len(text) <= self.max_stream_chars:
             return text
-        return (text[: self.max_stream_chars] + f"\n\n… (cut here: {len(text) - self.max_stream_chars:,} more "
-                "characters not shown; the whole answer is kept in the conversation)")
+        return (
+            text[: self.max_stream_chars] + f"\n\n… (cut here: {len(text) - self.max_stream_chars:,} more "
+            "characters not shown; the whole answer is kept in the conversation)"
+        )
 
     def finish(self, markdown: str) -> None:
         self._show(_Markdown(self.bounded(markdown)))

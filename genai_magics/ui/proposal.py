@@ -5,16 +5,18 @@ changes the cell, and only when the write succeeded is the transition
 committed - so a failed write never leaves the sync state wrong. What the
 widget shows is a typed :class:`Status`; nothing reads its text back.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Literal
+from typing import Literal
 
-from ..frontends.cell_writer import CellWriter
-from ..frontends.notebook_edit import notebook_diff
+from ..engine.conversation import Conversation, TransitionRefused, Turn
 from ..engine.diff import unified_diff
 from ..engine.redaction import redact
-from ..engine.conversation import Conversation, TransitionRefused, Turn
+from ..frontends.cell_writer import CellWriter
+from ..frontends.notebook_edit import notebook_diff
 
 Listener = Callable[["ProposalController"], None]
 Action = Literal["apply", "discard", "undo"]
@@ -83,8 +85,15 @@ class ProposalController:
         for listener in self.listeners:
             listener(self)
 
-    def _run(self, action: Action, source: str | None, commit: Callable[[Turn], Turn], done: Callable[[], str],
-             expect: str | None, force: bool) -> None:
+    def _run(
+        self,
+        action: Action,
+        source: str | None,
+        commit: Callable[[Turn], Turn],
+        done: Callable[[], str],
+        expect: str | None,
+        force: bool,
+    ) -> None:
         if self.writing:  # a double click: the first click's edits are still being made
             return
         reason = self.conversation.refusal(action, self.turn)
@@ -96,13 +105,22 @@ class ProposalController:
             return
         current = self.current_source(self.cell_id)
         if source is not None and current is None and self.writer.target_must_exist:
-            self._say(Status(f"{action.capitalize()} not done: the cell this proposal is for is no longer "
-                             "in the notebook (deleted?). Nothing changed."))
+            self._say(
+                Status(
+                    f"{action.capitalize()} not done: the cell this proposal is for is no longer "
+                    "in the notebook (deleted?). Nothing changed."
+                )
+            )
             return
         if expect is not None and current is not None and current != expect and not force:
             what = "a cell of the notebook" if self.turn.document_key == "notebook" else "the cell"
-            self._say(Status(f"{action.capitalize()} not done: {what} changed since this proposal was made. "
-                             f"Use '{action} anyway' to overwrite it.", needs_force=action))
+            self._say(
+                Status(
+                    f"{action.capitalize()} not done: {what} changed since this proposal was made. "
+                    f"Use '{action} anyway' to overwrite it.",
+                    needs_force=action,
+                )
+            )
             return
         replaced = current if force and action == "apply" and current is not None and current != expect else None
         if source is None:  # nothing to write (discard)
@@ -144,18 +162,34 @@ class ProposalController:
             self._say(Status(pending, pending=True))
 
     def apply(self, force: bool = False) -> None:
-        self._run("apply", self.turn.proposal_source, self.conversation.apply,
-                  lambda: self._done("Applied", "the proposal"), self.turn.base_source, force)
+        self._run(
+            "apply",
+            self.turn.proposal_source,
+            self.conversation.apply,
+            lambda: self._done("Applied", "the proposal"),
+            self.turn.base_source,
+            force,
+        )
 
     def discard(self) -> None:
-        self._run("discard", None, self.conversation.discard,
-                  lambda: "Discarded: the cell keeps its code; the model is told it was discarded.", None, False)
+        self._run(
+            "discard",
+            None,
+            self.conversation.discard,
+            lambda: "Discarded: the cell keeps its code; the model is told it was discarded.",
+            None,
+            False,
+        )
 
     def undo(self, force: bool = False) -> None:
-        source, what = ((self.turn.base_source, "the code from before the proposal") if self.overwritten is None
-                        else (self.overwritten, "the code from before 'Apply anyway'"))
-        self._run("undo", source, self.conversation.undo, lambda: self._done("Undone", what),
-                  self.turn.proposal_source, force)
+        source, what = (
+            (self.turn.base_source, "the code from before the proposal")
+            if self.overwritten is None
+            else (self.overwritten, "the code from before 'Apply anyway'")
+        )
+        self._run(
+            "undo", source, self.conversation.undo, lambda: self._done("Undone", what), self.turn.proposal_source, force
+        )
 
     def _done(self, verb: str, what: str) -> str:
         return self.writer.describe_done(verb, what, self.turn.document_label or "the cell")

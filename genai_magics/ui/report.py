@@ -1,8 +1,9 @@
 """Text for people: the per-turn footer and the token table (pure functions)."""
+
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..engine.conversation import Conversation, Turn, TurnPlan, Usage
 from ..engine.hashing import short
@@ -69,7 +70,12 @@ def replay_footer(turn: Turn, at: float) -> str:
 
 def replayed_proposal(turn: Turn, holds: str | None) -> str:
     """The status line of a proposal shown from the record: what happened to it, what the cell holds now."""
-    done = {"proposed": "not acted on", "applied": "applied", "discarded": "discarded", "undone": "applied, then undone"}
+    done = {
+        "proposed": "not acted on",
+        "applied": "applied",
+        "discarded": "discarded",
+        "undone": "applied, then undone",
+    }
     where = turn.document_label or "the cell"
     if holds is None:
         now = ""
@@ -83,8 +89,10 @@ def replayed_proposal(turn: Turn, holds: str | None) -> str:
 
 
 def token_table(conv: Conversation) -> str:
-    header = (f"{'turn':>4}  {'mode':<4}  {'state':<12}  {'in tok':>8}  {'cached':>8}  {'out tok':>8}  "
-              f"{'req bytes':>10}  {'doc':<6}  {'saved':>7}  {'cost $':>9}  {'saved $':>9}")
+    header = (
+        f"{'turn':>4}  {'mode':<4}  {'state':<12}  {'in tok':>8}  {'cached':>8}  {'out tok':>8}  "
+        f"{'req bytes':>10}  {'doc':<6}  {'saved':>7}  {'cost $':>9}  {'saved $':>9}"
+    )
     rows = [f"conversation {conv.name!r}", header]
     for t in conv.history:
         doc = "-" if t.base_sha256 is None else ("sent" if t.sent_source else "synced")
@@ -108,20 +116,26 @@ def _total_row(label: str, usages: Sequence[Usage], saved_tokens: int) -> str:
     saved = sum(_saved(u) or 0 for u in priced) if priced else None
     unpriced = len(usages) - len(priced)
     note = f"  ({unpriced} turn(s) of a model with no price: tokens only)" if priced and unpriced else ""
-    return (f"{label:>4}  {'':<4}  {'':<12}  {sum(u.input_tokens or 0 for u in usages):>8,}  "
-            f"{sum(u.cached_tokens or 0 for u in usages):>8,}  {sum(u.output_tokens or 0 for u in usages):>8,}  "
-            f"{sum(u.request_bytes for u in usages):>10,}  {'':<6}  {saved_tokens:>7,}  {_dollars(cost):>9}  "
-            f"{_dollars(saved):>9}{note}")
+    return (
+        f"{label:>4}  {'':<4}  {'':<12}  {sum(u.input_tokens or 0 for u in usages):>8,}  "
+        f"{sum(u.cached_tokens or 0 for u in usages):>8,}  {sum(u.output_tokens or 0 for u in usages):>8,}  "
+        f"{sum(u.request_bytes for u in usages):>10,}  {'':<6}  {saved_tokens:>7,}  {_dollars(cost):>9}  "
+        f"{_dollars(saved):>9}{note}"
+    )
 
 
 def session_totals(convs: Sequence[Conversation], storage: Sequence[tuple[str, float, float | None]]) -> str:
     """Every conversation's turns together, and explicit cache storage so far (model, token-hours, dollars)."""
     turns = [t for c in convs for t in c.history]
-    lines = [f"session: {len(convs)} conversation(s), {len(turns)} turn(s)",
-             _total_row("all", [t.usage for t in turns], sum(t.saved_tokens for t in turns))]
+    lines = [
+        f"session: {len(convs)} conversation(s), {len(turns)} turn(s)",
+        _total_row("all", [t.usage for t in turns], sum(t.saved_tokens for t in turns)),
+    ]
     for model, hours, dollars in storage:
-        lines.append(f"cache storage {model}: {hours:,.1f} token-hours" + (f", {_usd(dollars)}" if dollars is not None
-                                                                        else " (no price known)"))
+        lines.append(
+            f"cache storage {model}: {hours:,.1f} token-hours"
+            + (f", {_usd(dollars)}" if dollars is not None else " (no price known)")
+        )
     return "\n".join(lines)
 
 

@@ -4,14 +4,15 @@ Every widget is a comm to the frontend, so the view starts with the few it
 needs (the diff with its status line, Apply, Discard, Copy) and adds Undo, the
 '… anyway' button and the copy box only when they apply.
 """
+
 from __future__ import annotations
 
 import html
 from typing import Any
 
-from .proposal import ProposalController
-from .diff import diff_html
 from ..engine.redaction import redact
+from .diff import diff_html
+from .proposal import ProposalController
 
 
 class ProposalWidget:
@@ -24,8 +25,9 @@ class ProposalWidget:
         self._diff_text = diff.rstrip() or "(no change)"  # the text form (see _repr_mimebundle_)
         self._diff = diff_html(diff)
         self.view = w.HTML()
-        self.apply_button = w.Button(description="Apply", button_style="success", icon="check",
-                                     tooltip=controller.writer.describe_apply())
+        self.apply_button = w.Button(
+            description="Apply", button_style="success", icon="check", tooltip=controller.writer.describe_apply()
+        )
         self.discard_button = w.Button(description="Discard", icon="times", tooltip="Keep the cell as it is")
         self.copy_button = w.Button(description="Copy", icon="copy", tooltip="Show the proposal as text to copy")
         self.undo_button: Any = None  # ipywidgets.Button once there is something to undo
@@ -44,8 +46,9 @@ class ProposalWidget:
 
     def _copy(self, _button) -> None:
         self.copy_button.disabled = True
-        area = self._w.Textarea(value=redact(self.controller.turn.proposal_source or ""),
-                                layout=self._w.Layout(width="100%", height="12em"))
+        area = self._w.Textarea(
+            value=redact(self.controller.turn.proposal_source or ""), layout=self._w.Layout(width="100%", height="12em")
+        )
         self.box.children = (*self.box.children, area)
 
     def _force(self, _button) -> None:
@@ -60,8 +63,12 @@ class ProposalWidget:
         self.apply_button.disabled = not c.enabled("apply")
         self.discard_button.disabled = not c.enabled("discard")
         if self.undo_button is None and c.turn.outcome in ("applied", "undone"):
-            self.undo_button = self._w.Button(description="Undo", button_style="warning", icon="undo",
-                                              tooltip="Put back the code from before the proposal")
+            self.undo_button = self._w.Button(
+                description="Undo",
+                button_style="warning",
+                icon="undo",
+                tooltip="Put back the code from before the proposal",
+            )
             self.undo_button.on_click(lambda _: self.controller.undo())
             self._add_button(self.undo_button)
         if self.undo_button is not None:

@@ -5,6 +5,7 @@ data, runtime and settings dirs, and the package's prebuilt labextension.
 Chromium is Debian's ``/usr/bin/chromium`` (never ``playwright install``).
 Screenshots, the browser console and the server log go to ``test-artifacts/``.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,13 @@ import pytest
 
 CHROMIUM = shutil.which("chromium")  # Debian's /usr/bin/chromium
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
 ]
 BRIDGE = Path(sys.prefix, "share/jupyter/labextensions/genai-magics-bridge/package.json")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "browser"
@@ -35,8 +41,10 @@ def _skip_reason() -> str | None:
     if CHROMIUM is None:
         return "chromium is not installed (apt-get install chromium, as root: scripts/setup.sh does it)"
     if not BRIDGE.exists():
-        return ("the live bridge is not installed (Node.js was missing when the package was installed): "
-                "install Node.js and run scripts/setup.sh again")
+        return (
+            "the live bridge is not installed (Node.js was missing when the package was installed): "
+            "install Node.js and run scripts/setup.sh again"
+        )
     try:
         import playwright  # noqa: F401
     except ImportError:
@@ -79,32 +87,40 @@ class JupyterServer:
         notif.mkdir(parents=True, exist_ok=True)
         # no news or update toasts over the notebook
         (notif / "notification.jupyterlab-settings").write_text(
-            json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+            json.dumps({"fetchNews": "false", "checkForUpdates": False})
+        )
         full_env = dict(os.environ)
         for var in ("JUPYTER_PATH", "JUPYTER_CONFIG_PATH", "JPY_SESSION_NAME"):
             full_env.pop(var, None)
-        full_env.update({
-            "HOME": str(home),
-            "JUPYTER_CONFIG_DIR": str(home / "jupyter-config"),
-            "JUPYTER_DATA_DIR": str(home / "jupyter-data"),
-            "JUPYTER_RUNTIME_DIR": str(home / "jupyter-runtime"),
-            "JUPYTERLAB_SETTINGS_DIR": str(settings),
-            "JUPYTERLAB_WORKSPACES_DIR": str(home / "lab-workspaces"),
-            "IPYTHONDIR": str(home / "ipython"),
-            "PATH": str(Path(sys.executable).parent) + os.pathsep + full_env.get("PATH", ""),
-        })
+        full_env.update(
+            {
+                "HOME": str(home),
+                "JUPYTER_CONFIG_DIR": str(home / "jupyter-config"),
+                "JUPYTER_DATA_DIR": str(home / "jupyter-data"),
+                "JUPYTER_RUNTIME_DIR": str(home / "jupyter-runtime"),
+                "JUPYTERLAB_SETTINGS_DIR": str(settings),
+                "JUPYTERLAB_WORKSPACES_DIR": str(home / "lab-workspaces"),
+                "IPYTHONDIR": str(home / "ipython"),
+                "PATH": str(Path(sys.executable).parent) + os.pathsep + full_env.get("PATH", ""),
+            }
+        )
         full_env.update(env)
         module = "jupyterlab" if app == "lab" else "notebook"
         cmd = [
-            sys.executable, "-m", module, "--no-browser", "--allow-root",
-            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}",
-            "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}",
+            sys.executable,
+            "-m",
+            module,
+            "--no-browser",
+            "--allow-root",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={self.token}",
             f"--ServerApp.root_dir={root}",
         ]
         self.log_path = log_path
         self._log = open(log_path, "w")
-        self.proc = subprocess.Popen(cmd, env=full_env, cwd=str(root), stdout=self._log,
-                                     stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(cmd, env=full_env, cwd=str(root), stdout=self._log, stderr=subprocess.STDOUT)
         self._wait_ready()
 
     def _wait_ready(self, timeout: float = 60) -> None:
@@ -113,8 +129,7 @@ class JupyterServer:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"jupyter {self.app} exited: {self.log_path.read_text()[-3000:]}")
             try:
-                req = urllib.request.Request(f"{self.url}/api/status",
-                                             headers={"Authorization": f"token {self.token}"})
+                req = urllib.request.Request(f"{self.url}/api/status", headers={"Authorization": f"token {self.token}"})
                 with urllib.request.urlopen(req, timeout=2) as resp:
                     if resp.status == 200:
                         return
@@ -155,8 +170,9 @@ def server_env() -> dict[str, str]:
 @pytest.fixture
 def stub_url():
     """The stand-in Gemini server in its own process (the kernels reach it over HTTP)."""
-    proc = subprocess.Popen([sys.executable, "-m", "genai_magics.stub", "--port", "0"],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "genai_magics.stub", "--port", "0"], stdout=subprocess.PIPE, text=True
+    )
     try:
         line = proc.stdout.readline().strip()
         assert line.startswith("GOOGLE_GEMINI_BASE_URL="), line
@@ -198,8 +214,10 @@ def page(request, browser, artifacts):
     page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
     page.console_log = console  # type: ignore[attr-defined]
     yield page
-    failed = any(getattr(request.node, f"rep_{w}", None) is not None and getattr(request.node, f"rep_{w}").failed
-                 for w in ("setup", "call"))
+    failed = any(
+        getattr(request.node, f"rep_{w}", None) is not None and getattr(request.node, f"rep_{w}").failed
+        for w in ("setup", "call")
+    )
     if failed:
         try:
             page.screenshot(path=str(artifacts / "failure.png"), full_page=True)

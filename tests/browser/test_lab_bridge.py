@@ -3,6 +3,7 @@
 A hand edit that was never run is seen by the kernel at the next execute, and
 a write from the kernel shows in the editor without a reload, as one undo step.
 """
+
 from __future__ import annotations
 
 import re
@@ -96,13 +97,16 @@ def test_hand_edit_seen_and_kernel_write_shows_in_editor(jupyter_server, page, a
     from playwright.sync_api import expect
 
     t0 = time.monotonic()
-    write_notebook(jupyter_server.root / "bridge.ipynb", [
-        ("setup", "from genai_magics.frontends.bridge import Bridge\nB = Bridge.attach(get_ipython())"),
-        ("target", "y = 1"),
-        ("probe", "print('SRC=' + B.cell('target').source, B.connected, B.cell_above('probe').id)"),
-        ("writer", "res = []\nB.writer.write('target', \"y = 'written by the kernel'\", res.append)"),
-        ("check", "print('RES', res, B.cell('target').source)"),
-    ])
+    write_notebook(
+        jupyter_server.root / "bridge.ipynb",
+        [
+            ("setup", "from genai_magics.frontends.bridge import Bridge\nB = Bridge.attach(get_ipython())"),
+            ("target", "y = 1"),
+            ("probe", "print('SRC=' + B.cell('target').source, B.connected, B.cell_above('probe').id)"),
+            ("writer", "res = []\nB.writer.write('target', \"y = 'written by the kernel'\", res.append)"),
+            ("check", "print('RES', res, B.cell('target').source)"),
+        ],
+    )
     nb = NotebookPage(page, artifacts)
     nb.open(jupyter_server.notebook_url("bridge.ipynb"), 5)
     nb.shot("opened")
@@ -134,8 +138,10 @@ def test_hand_edit_seen_and_kernel_write_shows_in_editor(jupyter_server, page, a
     assert time.monotonic() - t0 < 90
 
 
-PROBE = ("_p = get_ipython().kernel.get_parent()\n"
-         "print('FRESH' if B.is_fresh_for(_p['metadata']['cellId'], _p['content']['code']) else 'STALE')")
+PROBE = (
+    "_p = get_ipython().kernel.get_parent()\n"
+    "print('FRESH' if B.is_fresh_for(_p['metadata']['cellId'], _p['content']['code']) else 'STALE')"
+)
 
 
 @pytest.mark.parametrize("jupyter_server", ["lab"], indirect=True)
@@ -145,17 +151,23 @@ def test_snapshot_precedes_every_run_after_a_widget_click(jupyter_server, page, 
     wrote through the bridge: the kernel has the fresh source every time."""
     from playwright.sync_api import expect
 
-    write_notebook(jupyter_server.root / "order.ipynb", [
-        ("setup", "from genai_magics.frontends.bridge import Bridge\nB = Bridge.attach(get_ipython())\n"
-                  "import ipywidgets, threading\nres = []\n"
-                  "def _click(_):\n"
-                  "    res.append(threading.current_thread().name)\n"
-                  "    B.writer.write('target', 'z = 1  # from a click', res.append)\n"
-                  "btn = ipywidgets.Button(description='Write')\nbtn.on_click(_click)\nbtn"),
-        ("target", "z = 0"),
-        ("probe", PROBE),
-        ("info", "print('CLICK', res)"),
-    ])
+    write_notebook(
+        jupyter_server.root / "order.ipynb",
+        [
+            (
+                "setup",
+                "from genai_magics.frontends.bridge import Bridge\nB = Bridge.attach(get_ipython())\n"
+                "import ipywidgets, threading\nres = []\n"
+                "def _click(_):\n"
+                "    res.append(threading.current_thread().name)\n"
+                "    B.writer.write('target', 'z = 1  # from a click', res.append)\n"
+                "btn = ipywidgets.Button(description='Write')\nbtn.on_click(_click)\nbtn",
+            ),
+            ("target", "z = 0"),
+            ("probe", PROBE),
+            ("info", "print('CLICK', res)"),
+        ],
+    )
     nb = NotebookPage(page, artifacts)
     nb.open(jupyter_server.notebook_url("order.ipynb"), 4)
     nb.run(0)
@@ -187,11 +199,14 @@ def test_page_reload_and_kernel_restart(jupyter_server, page, artifacts):
     a kernel restart the comm is opened again when the bridge is attached again."""
     from playwright.sync_api import expect
 
-    write_notebook(jupyter_server.root / "again.ipynb", [
-        ("setup", "from genai_magics.frontends.bridge import Bridge\nB = Bridge.attach(get_ipython())"),
-        ("target", "w = 1"),
-        ("probe", "print('SRC=' + B.cell('target').source, B.snapshot_count > 0)"),
-    ])
+    write_notebook(
+        jupyter_server.root / "again.ipynb",
+        [
+            ("setup", "from genai_magics.frontends.bridge import Bridge\nB = Bridge.attach(get_ipython())"),
+            ("target", "w = 1"),
+            ("probe", "print('SRC=' + B.cell('target').source, B.snapshot_count > 0)"),
+        ],
+    )
     nb = NotebookPage(page, artifacts)
     url = jupyter_server.notebook_url("again.ipynb")
     nb.open(url, 3)

@@ -4,6 +4,7 @@ The code cell directly above the magic cell is the target; a hand edit in it
 that was never run is what the proposal is made from; Apply writes into that
 cell in the editor, Undo puts the hand-edited code back.
 """
+
 from __future__ import annotations
 
 import json
@@ -11,7 +12,6 @@ import re
 import urllib.request
 
 import pytest
-
 from test_lab_bridge import NotebookPage, write_notebook
 
 
@@ -24,12 +24,15 @@ def server_env(stub_url):
 def test_gemini_edit_apply_and_undo_in_the_page(jupyter_server, page, artifacts, stub_url):
     from playwright.sync_api import expect
 
-    write_notebook(jupyter_server.root / "magic.ipynb", [
-        ("setup", "%load_ext genai_magics"),
-        ("code", "total = 1 + 2"),
-        ("magic", "%%gemini_edit\nAdd input validation"),
-        ("ask", "%%gemini_ask\nWhat changed?"),
-    ])
+    write_notebook(
+        jupyter_server.root / "magic.ipynb",
+        [
+            ("setup", "%load_ext genai_magics"),
+            ("code", "total = 1 + 2"),
+            ("magic", "%%gemini_edit\nAdd input validation"),
+            ("ask", "%%gemini_ask\nWhat changed?"),
+        ],
+    )
     nb = NotebookPage(page, artifacts)
     nb.open(jupyter_server.notebook_url("magic.ipynb"), 4)
     nb.run(0)

@@ -4,6 +4,7 @@ What the page holds is read back the way JupyterLab writes it: the notebook is
 saved (Ctrl+S) before Apply and after Undo, and the two files compare equal
 cell for cell (id, type, text, metadata, outputs, execution count).
 """
+
 from __future__ import annotations
 
 import json
@@ -13,16 +14,15 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from helpers.lazy import lazy_import
+from test_lab_bridge import NotebookPage
 
 from genai_magics.engine.cells import Cell
 from genai_magics.frontends.notebook_edit import notebook_text
 
-from test_lab_bridge import NotebookPage
-from helpers.lazy import lazy_import
-
 nbformat = lazy_import("nbformat")
 
-SCRIPT = ("# %%\nimport math\n\n# %% Display\nradius = 2\n# %% id=total\narea = math.pi * radius ** 2\n")
+SCRIPT = "# %%\nimport math\n\n# %% Display\nradius = 2\n# %% id=total\narea = math.pi * radius ** 2\n"
 
 
 @pytest.fixture
@@ -33,8 +33,9 @@ def server_env(stub_url):
 def build(path: Path) -> list[dict]:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    total = nbformat.v4.new_code_cell("total = 1 + 2\nprint(total)", id="total", execution_count=3,
-                                      metadata={"tags": ["keep-me"]})
+    total = nbformat.v4.new_code_cell(
+        "total = 1 + 2\nprint(total)", id="total", execution_count=3, metadata={"tags": ["keep-me"]}
+    )
     total.outputs = [nbformat.v4.new_output("stream", name="stdout", text="3\n")]
     nb.cells = [
         nbformat.v4.new_code_cell("%load_ext genai_magics", id="setup"),
@@ -107,10 +108,12 @@ def test_notebook_apply_and_undo_with_a_percent_cell_and_removed_cells(jupyter_s
     assert document(save(page, nb, path)) == saved
 
     # case 4: a scripted answer that removes total, notes and raw, changes last and adds a cell
-    proposal = "\n".join([notebook_text([Cell("script", SCRIPT)]), "# %%\nprint('new')\n",
-                          notebook_text([Cell("last", "x = 2")])])
-    request = urllib.request.Request(f"{stub_url}/_stub/script_edit", method="POST",
-                                     data=json.dumps({"proposedSource": proposal}).encode())
+    proposal = "\n".join(
+        [notebook_text([Cell("script", SCRIPT)]), "# %%\nprint('new')\n", notebook_text([Cell("last", "x = 2")])]
+    )
+    request = urllib.request.Request(
+        f"{stub_url}/_stub/script_edit", method="POST", data=json.dumps({"proposedSource": proposal}).encode()
+    )
     with urllib.request.urlopen(request, timeout=10) as response:
         assert json.load(response)["ok"] is True
     nb.run(7)  # Shift+Enter on the last cell adds an empty cell below it (not part of the document sent)

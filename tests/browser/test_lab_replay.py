@@ -1,5 +1,6 @@
 """Restart Kernel and Run All Cells in a real JupyterLab: the magic cells replay their
 recorded turns (footer 'replayed turn N'), and the stand-in receives no request."""
+
 from __future__ import annotations
 
 import json
@@ -7,7 +8,6 @@ import re
 import urllib.request
 
 import pytest
-
 from test_lab_bridge import NotebookPage, write_notebook
 
 
@@ -25,12 +25,15 @@ def api_requests(stub_url: str) -> list[dict]:
 def test_restart_kernel_and_run_all_replays_without_a_request(jupyter_server, page, artifacts, stub_url):
     from playwright.sync_api import expect
 
-    write_notebook(jupyter_server.root / "replay.ipynb", [
-        ("setup", "%load_ext genai_magics"),
-        ("code", "total = 1 + 2"),
-        ("magic", "%%gemini_edit\nAdd input validation"),
-        ("ask", "%%gemini_ask\nWhat changed?"),
-    ])
+    write_notebook(
+        jupyter_server.root / "replay.ipynb",
+        [
+            ("setup", "%load_ext genai_magics"),
+            ("code", "total = 1 + 2"),
+            ("magic", "%%gemini_edit\nAdd input validation"),
+            ("ask", "%%gemini_ask\nWhat changed?"),
+        ],
+    )
     nb = NotebookPage(page, artifacts)
     nb.open(jupyter_server.notebook_url("replay.ipynb"), 4)
     nb.run(0)
@@ -39,8 +42,9 @@ def test_restart_kernel_and_run_all_replays_without_a_request(jupyter_server, pa
     apply = nb.cell(2).locator("button", has_text=re.compile(r"^\s*Apply\s*$"))
     expect(apply).to_be_visible(timeout=30_000)
     apply.click()
-    expect(nb.editor(1).locator(".cm-line")).to_have_text(["# stub edit: Add input validation", "total = 1 + 2"],
-                                                          timeout=10_000)
+    expect(nb.editor(1).locator(".cm-line")).to_have_text(
+        ["# stub edit: Add input validation", "total = 1 + 2"], timeout=10_000
+    )
     nb.run(3)
     expect(nb.cell(3)).to_contain_text("Stub answer to: What changed?", timeout=30_000)
     expect(nb.cell(3)).to_contain_text("turn 2 · ask", timeout=10_000)
@@ -51,8 +55,13 @@ def test_restart_kernel_and_run_all_replays_without_a_request(jupyter_server, pa
     page.locator('[data-command="notebook:restart-run-all"]').first.click()
     page.locator(".jp-Dialog-button.jp-mod-accept").click()
     expect(nb.cell(3).locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[4\]:"), timeout=60_000)
-    expect(nb.cell(2)).to_contain_text(re.compile(r"replayed turn 1 \(\d{4}-\d\d-\d\d \d\d:\d\d\) · 0 tokens · "
-                                                  r"--rerun asks again"), timeout=30_000)
+    expect(nb.cell(2)).to_contain_text(
+        re.compile(
+            r"replayed turn 1 \(\d{4}-\d\d-\d\d \d\d:\d\d\) · 0 tokens · "
+            r"--rerun asks again"
+        ),
+        timeout=30_000,
+    )
     expect(nb.cell(3)).to_contain_text("replayed turn 2", timeout=30_000)
     expect(nb.cell(3)).to_contain_text("Stub answer to: What changed?")
     expect(nb.cell(2)).to_contain_text("applied in an earlier session")

@@ -1,5 +1,6 @@
 """Driving the live bridge through the fake frontend: shared by tests/test_bridge.py and
 benchmarks/bridge_ordering.py."""
+
 from __future__ import annotations
 
 import json
@@ -32,10 +33,17 @@ def make_comm_last_used_from_a_subshell(ff: FakeFrontend) -> None:
     if not ff.supports_subshells:
         return  # ipykernel 6: one shell thread, nothing to race
     sid = ff.create_subshell()
-    msg_id = ff._send_shell("execute_request", {
-        "code": "res_sub = []\nB.writer.write('b', B.cell('b').source, res_sub.append)",
-        "silent": False, "store_history": False, "user_expressions": {}, "allow_stdin": False,
-    }, subshell_id=sid)
+    msg_id = ff._send_shell(
+        "execute_request",
+        {
+            "code": "res_sub = []\nB.writer.write('b', B.cell('b').source, res_sub.append)",
+            "silent": False,
+            "store_history": False,
+            "user_expressions": {},
+            "allow_stdin": False,
+        },
+        subshell_id=sid,
+    )
     ff._wait_idle(msg_id)
     ff._shell_reply(msg_id, None)
     ff.pump(0.3)

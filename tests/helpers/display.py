@@ -1,4 +1,5 @@
 """A turn display (``session.TurnDisplay``) that keeps what it was shown."""
+
 from __future__ import annotations
 
 import time

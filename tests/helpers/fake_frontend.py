@@ -28,15 +28,16 @@ Usage::
         run = ff.execute("m")           # snapshot with the edit goes first
         run.stdout, run.reply, ff.requests_received, ff.widget_models
 """
+
 from __future__ import annotations
 
 import copy
 import queue
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
-
+from typing import Any
 
 from helpers.kernel import Run as KernelRun
 from helpers.kernel import start_kernel, stop_kernel
@@ -60,18 +61,27 @@ class FakeCell:
 
     def to_json(self) -> dict[str, Any]:
         """The cell as nbformat JSON (what the extension's ``cell.toJSON()`` gives)."""
-        cell: dict[str, Any] = {"id": self.id, "cell_type": self.cell_type, "source": self.source,
-                                "metadata": copy.deepcopy(self.metadata)}
+        cell: dict[str, Any] = {
+            "id": self.id,
+            "cell_type": self.cell_type,
+            "source": self.source,
+            "metadata": copy.deepcopy(self.metadata),
+        }
         if self.cell_type == "code":
             cell.update(outputs=copy.deepcopy(self.outputs), execution_count=self.execution_count)
         return cell
 
     @classmethod
-    def from_json(cls, cell: dict[str, Any]) -> "FakeCell":
+    def from_json(cls, cell: dict[str, Any]) -> FakeCell:
         source = cell.get("source", "")
-        return cls(cell["id"], "".join(source) if isinstance(source, list) else source, cell.get("cell_type", "code"),
-                   copy.deepcopy(cell.get("metadata") or {}), copy.deepcopy(cell.get("outputs") or []),
-                   cell.get("execution_count"))
+        return cls(
+            cell["id"],
+            "".join(source) if isinstance(source, list) else source,
+            cell.get("cell_type", "code"),
+            copy.deepcopy(cell.get("metadata") or {}),
+            copy.deepcopy(cell.get("outputs") or []),
+            cell.get("execution_count"),
+        )
 
 
 @dataclass
@@ -162,7 +172,7 @@ class FakeFrontend:
         return "kernel subshells" in self.supported_features
 
     # ------------------------------------------------------------ lifecycle
-    def __enter__(self) -> "FakeFrontend":
+    def __enter__(self) -> FakeFrontend:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -230,8 +240,9 @@ class FakeFrontend:
         raise KeyError(cell_id)
 
     # ------------------------------------------------------------- sending
-    def _send_shell(self, msg_type: str, content: dict, metadata: dict | None = None,
-                    subshell_id: str | None = None) -> str:
+    def _send_shell(
+        self, msg_type: str, content: dict, metadata: dict | None = None, subshell_id: str | None = None
+    ) -> str:
         msg = self.kc.session.msg(msg_type, content, metadata=metadata or {})
         if subshell_id is not None:
             msg["header"]["subshell_id"] = subshell_id
@@ -254,8 +265,7 @@ class FakeFrontend:
             self._subshell_id = self.create_subshell()
         return self._subshell_id
 
-    def comm_msg(self, comm_id: str, data: dict, *, subshell_id: str | None = None,
-                 wait: bool = True) -> str:
+    def comm_msg(self, comm_id: str, data: dict, *, subshell_id: str | None = None, wait: bool = True) -> str:
         """Send a comm_msg on the shell; with ``wait``, pump iopub until the kernel handled it."""
         msg_id = self._send_shell("comm_msg", {"comm_id": comm_id, "data": data}, subshell_id=subshell_id)
         if wait:
@@ -264,8 +274,9 @@ class FakeFrontend:
 
     def click(self, model_id: str, *, subshell_id: str | None = None, wait: bool = True) -> str:
         """Click an ipywidgets Button the way the browser does."""
-        return self.comm_msg(model_id, {"method": "custom", "content": {"event": "click"}},
-                             subshell_id=subshell_id, wait=wait)
+        return self.comm_msg(
+            model_id, {"method": "custom", "content": {"event": "click"}}, subshell_id=subshell_id, wait=wait
+        )
 
     def buttons(self) -> dict[str, str]:
         """Button description -> model id, for the widget models seen so far."""
@@ -283,8 +294,9 @@ class FakeFrontend:
         """Click the newest button ``label``; wait until one more status line says ``expect``."""
         seen = sum(expect in v for v in self.statuses())
         self.click(self.buttons()[label])
-        assert self.pump_until(lambda: sum(expect in v for v in self.statuses()) > seen, timeout=timeout), \
+        assert self.pump_until(lambda: sum(expect in v for v in self.statuses()) > seen, timeout=timeout), (
             self.statuses()[-3:]
+        )
 
     def snapshot(self) -> list[dict]:
         """Every cell as notebook JSON."""
@@ -299,18 +311,22 @@ class FakeFrontend:
         if full or self._sent is None:
             data.update(full=True, order=order, cells=[c.as_dict() for c in self.notebook], removed=[])
         else:
-            changed = [c.as_dict() for c in self.notebook
-                       if c.id not in self._sent
-                       or self._sent[c.id].source != c.source
-                       or self._sent[c.id].cell_type != c.cell_type]
+            changed = [
+                c.as_dict()
+                for c in self.notebook
+                if c.id not in self._sent
+                or self._sent[c.id].source != c.source
+                or self._sent[c.id].cell_type != c.cell_type
+            ]
             removed = [i for i in self._sent if i not in order]
             data.update(full=False, cells=changed, removed=removed)
             if order != self._sent_order:
                 data["order"] = order
         self._seq += 1
         data["seq"] = self._seq
-        self._send_shell("comm_msg", {"comm_id": self.bridge_comm_id, "data": data},
-                         subshell_id=self._bridge_subshell())
+        self._send_shell(
+            "comm_msg", {"comm_id": self.bridge_comm_id, "data": data}, subshell_id=self._bridge_subshell()
+        )
         self._sent = {c.id: FakeCell(c.id, c.source, c.cell_type) for c in self.notebook}
         self._sent_order = order
         self.snapshots_sent.append(data)
@@ -329,8 +345,14 @@ class FakeFrontend:
         return self._execute(code, cell_id or f"scratch-{uuid.uuid4().hex[:8]}", timeout)
 
     def _execute(self, code: str, cell_id: str, timeout: float | None) -> Run:
-        content = {"code": code, "silent": False, "store_history": True,
-                   "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}
+        content = {
+            "code": code,
+            "silent": False,
+            "store_history": True,
+            "user_expressions": {},
+            "allow_stdin": False,
+            "stop_on_error": True,
+        }
         msg_id = self._send_shell("execute_request", content, metadata={"cellId": cell_id})
         messages = self._wait_idle(msg_id, timeout)
         reply = self._shell_reply(msg_id, timeout)
@@ -443,8 +465,9 @@ class FakeFrontend:
             reply.update(ok=True, **self._perform(data))
         except (KeyError, ValueError) as exc:
             reply.update(ok=False, error=str(exc.args[0]) if exc.args else str(exc))
-        self._send_shell("comm_msg", {"comm_id": self.bridge_comm_id, "data": reply},
-                         subshell_id=self._bridge_subshell())
+        self._send_shell(
+            "comm_msg", {"comm_id": self.bridge_comm_id, "data": reply}, subshell_id=self._bridge_subshell()
+        )
 
     def _perform(self, req: dict) -> dict:
         op = req.get("op")

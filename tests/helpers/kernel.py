@@ -4,6 +4,7 @@ Execute requests carry ``metadata.cellId`` as JupyterLab sends it; widget
 models are tracked from iopub ``comm_open``/``comm_msg``; a button click is the
 comm message a browser sends. No SDK or IPython internals are touched.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,13 +26,19 @@ class Run:
 
     @property
     def stdout(self) -> str:
-        return "".join(m["content"]["text"] for m in self.messages
-                       if m["msg_type"] == "stream" and m["content"]["name"] == "stdout")
+        return "".join(
+            m["content"]["text"]
+            for m in self.messages
+            if m["msg_type"] == "stream" and m["content"]["name"] == "stdout"
+        )
 
     @property
     def stderr(self) -> str:
-        return "".join(m["content"]["text"] for m in self.messages
-                       if m["msg_type"] == "stream" and m["content"]["name"] == "stderr")
+        return "".join(
+            m["content"]["text"]
+            for m in self.messages
+            if m["msg_type"] == "stream" and m["content"]["name"] == "stderr"
+        )
 
     @property
     def plain(self) -> str:
@@ -116,8 +123,14 @@ class Kernel:
     def start(self, source: str, cell_id: str | None = None) -> str:
         """Send an execute request without waiting for it (the cell keeps running)."""
         cell_id = cell_id or f"cell-{uuid.uuid4().hex[:8]}"
-        content = {"code": source, "silent": False, "store_history": True,
-                   "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}
+        content = {
+            "code": source,
+            "silent": False,
+            "store_history": True,
+            "user_expressions": {},
+            "allow_stdin": False,
+            "stop_on_error": True,
+        }
         return self.send_execute(content, {"cellId": cell_id})
 
     def send_execute(self, content: dict[str, Any], metadata: dict[str, Any]) -> str:
@@ -153,8 +166,11 @@ class Kernel:
         return self.buttons(description)[-1]
 
     def buttons(self, description: str) -> list[str]:
-        return [cid for cid, s in self.models.items()
-                if s.get("_model_name") == "ButtonModel" and s.get("description") == description]
+        return [
+            cid
+            for cid, s in self.models.items()
+            if s.get("_model_name") == "ButtonModel" and s.get("description") == description
+        ]
 
     def click(self, description: str, index: int = -1, timeout: float = 30, wait: bool = True) -> Run:
         """Click the button (the most recent one by default) as a browser does.

@@ -1,5 +1,6 @@
 """Modules loaded on first use: nbformat (through jsonschema's format checkers) and nbclient
 cost seconds to import, which every test run would pay at collection, fast layer included."""
+
 from __future__ import annotations
 
 import importlib.util

@@ -1,4 +1,5 @@
 """How hard the property and long-session tests work: fully in CI, less in a maintainer's quick loop."""
+
 from __future__ import annotations
 
 import os

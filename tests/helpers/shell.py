@@ -3,6 +3,7 @@ test their own code. No kernel: displays are captured from IPython's display pub
 widgets talk to the ``comm`` package's own dummy comm (the default outside a kernel), so a
 widget's state is read from the widget and a click is ``button.click()``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -26,8 +27,11 @@ class Shown:
         """The widget objects displayed (ipywidgets keeps every live widget by model id)."""
         from ipywidgets.widgets.widget import _instances
 
-        ids = [b["application/vnd.jupyter.widget-view+json"]["model_id"] for b in self.bundles
-               if "application/vnd.jupyter.widget-view+json" in b]
+        ids = [
+            b["application/vnd.jupyter.widget-view+json"]["model_id"]
+            for b in self.bundles
+            if "application/vnd.jupyter.widget-view+json" in b
+        ]
         return [_instances[i] for i in ids]
 
 

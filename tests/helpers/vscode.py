@@ -4,6 +4,7 @@ VS Code cannot run here, so its request shapes are taken from the source of
 microsoft/vscode-jupyter (commit 3d24702e, July 2026); each shape names the
 file it comes from.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -21,16 +22,28 @@ def cell_uri(handle: int, path: str = NOTEBOOK) -> str:
 
 def cell_request(code: str, uri: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """A notebook cell run (src/kernels/execution/cellExecution.ts, ``requestExecute``)."""
-    content = {"code": code, "silent": False, "stop_on_error": False, "allow_stdin": True,
-               "store_history": True, "user_expressions": {}}
+    content = {
+        "code": code,
+        "silent": False,
+        "stop_on_error": False,
+        "allow_stdin": True,
+        "store_history": True,
+        "user_expressions": {},
+    }
     return content, {"cellId": uri}
 
 
 def silent_request(code: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """VS Code's own code: ``executeSilently`` (src/kernels/helpers.ts): ``store_history: false``,
     ``silent: false``, and no metadata at all, so no cellId."""
-    content = {"code": code.replace("\r\n", "\n"), "silent": False, "stop_on_error": False,
-               "allow_stdin": True, "store_history": False, "user_expressions": {}}
+    content = {
+        "code": code.replace("\r\n", "\n"),
+        "silent": False,
+        "stop_on_error": False,
+        "allow_stdin": True,
+        "store_history": False,
+        "user_expressions": {},
+    }
     return content, {}
 
 
@@ -42,7 +55,7 @@ def startup_code(path: str) -> str:
 # The variable viewer's request (src/platform/interpreter/variableScriptGenerator.ts: the script
 # pythonFiles/vscode_datascience_helpers/getVariableInfo/vscodeGetVariableInfo.py, then the call,
 # then the clean-up), shortened to its shape: a function definition, a call, a del.
-VARIABLE_VIEWER = '''def _VSCODE_getVariable(what_to_get, is_debugging, *args):
+VARIABLE_VIEWER = """def _VSCODE_getVariable(what_to_get, is_debugging, *args):
     # Query Jupyter server for the info about a dataframe
     import json as _VSCODE_json
     import builtins as _VSCODE_builtins
@@ -54,7 +67,7 @@ _VSCODE_getVariable("info", False, 1)
 try:
     del _VSCODE_getVariable
 except:
-    pass'''
+    pass"""
 
 
 def set_next_input(run: Run) -> list[dict[str, Any]]:

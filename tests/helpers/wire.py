@@ -1,4 +1,5 @@
 """Reading what went over the wire from the stand-in's records."""
+
 from __future__ import annotations
 
 import json
