@@ -3,7 +3,7 @@
 The schema is docs/protocol.md's ("The bridge's comm protocol"). Each side must write every field it
 sends and read every field it receives, and use no field outside the schema, so a field nobody reads
 (or one only one side knows) fails here. Read from the sources: genai_magics/frontends/bridge.py,
-labextension/src/index.ts, tests/fake_frontend.py.
+labextension/src/index.ts, tests/helpers/fake_frontend.py.
 """
 
 from __future__ import annotations
@@ -101,13 +101,13 @@ def test_the_extension_sends_and_reads_the_schema():
 
 def test_the_fake_frontend_sends_and_reads_the_schema():
     written, read = _python_keys(
-        ROOT / "tests/fake_frontend.py", {"push_snapshot", "as_dict", "_on_bridge_msg", "_perform"}
+        ROOT / "tests/helpers/fake_frontend.py", {"push_snapshot", "as_dict", "_on_bridge_msg", "_perform"}
     )
     assert SENT_TO_KERNEL <= written, SENT_TO_KERNEL - written
     # the comm_open's version: only the extension warns about a mismatch
     assert SENT_TO_FRONTEND - {"version"} <= read, SENT_TO_FRONTEND - read
     assert written | read <= FIELDS | {"comm_id", "data"}, (written | read) - FIELDS
-    replied, _ = _python_keys(ROOT / "tests/fake_frontend.py", {"_on_bridge_msg"})
+    replied, _ = _python_keys(ROOT / "tests/helpers/fake_frontend.py", {"_on_bridge_msg"})
     assert replied - {"comm_id", "data"} <= TO_KERNEL["reply"], replied - TO_KERNEL["reply"]
 
 
