@@ -215,43 +215,19 @@ def test_reply_reaches_a_subshell_request_while_the_main_shell_is_busy(ff):
     """Apply clicked (on a subshell) while a long cell runs: done is not held up by it."""
     if not ff.supports_subshells:
         pytest.skip("this ipykernel has no subshells")
-    busy = ff._send_shell(
-        "execute_request",
-        {
-            "code": "import time; time.sleep(4)",
-            "silent": False,
-            "store_history": False,
-            "user_expressions": {},
-            "allow_stdin": False,
-        },
-    )
+    busy = ff.send_helper_code("import time; time.sleep(4)")
     sid = ff.create_subshell()
     t0 = time.monotonic()
-    msg_id = ff._send_shell(
-        "execute_request",
-        {
-            "code": "import time\nres_sub = []\n"
-            "B.writer.write('b', 'y = 99', lambda e: res_sub.append((e, time.monotonic())))\n",
-            "silent": False,
-            "store_history": False,
-            "user_expressions": {},
-            "allow_stdin": False,
-        },
+    msg_id = ff.send_helper_code(
+        "import time\nres_sub = []\nB.writer.write('b', 'y = 99', lambda e: res_sub.append((e, time.monotonic())))\n",
         subshell_id=sid,
     )
     ff._wait_idle(msg_id)
     ff._shell_reply(msg_id, None)
     # the fake answered the request while handling iopub; ask the subshell for the result
-    check = ff._send_shell(
-        "execute_request",
-        {
-            "code": "import time\nfor _ in range(100):\n    if res_sub: break\n    time.sleep(0.02)\n"
-            "print(res_sub[0][0] if res_sub else 'NOTHING')",
-            "silent": False,
-            "store_history": False,
-            "user_expressions": {},
-            "allow_stdin": False,
-        },
+    check = ff.send_helper_code(
+        "import time\nfor _ in range(100):\n    if res_sub: break\n    time.sleep(0.02)\n"
+        "print(res_sub[0][0] if res_sub else 'NOTHING')",
         subshell_id=sid,
     )
     # keep handling iopub (the request arrives there) while the subshell waits

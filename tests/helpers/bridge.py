@@ -33,16 +33,8 @@ def make_comm_last_used_from_a_subshell(ff: FakeFrontend) -> None:
     if not ff.supports_subshells:
         return  # ipykernel 6: one shell thread, nothing to race
     sid = ff.create_subshell()
-    msg_id = ff._send_shell(
-        "execute_request",
-        {
-            "code": "res_sub = []\nB.writer.write('b', B.cell('b').source, res_sub.append)",
-            "silent": False,
-            "store_history": False,
-            "user_expressions": {},
-            "allow_stdin": False,
-        },
-        subshell_id=sid,
+    msg_id = ff.send_helper_code(
+        "res_sub = []\nB.writer.write('b', B.cell('b').source, res_sub.append)", subshell_id=sid
     )
     ff._wait_idle(msg_id)
     ff._shell_reply(msg_id, None)

@@ -249,6 +249,12 @@ class FakeFrontend:
         self.kc.shell_channel.send(msg)
         return msg["header"]["msg_id"]
 
+    def send_helper_code(self, code: str, subshell_id: str | None = None) -> str:
+        """Send code that is no notebook cell (``store_history`` off, no cellId), on a subshell if given,
+        without waiting: the msg_id."""
+        content = {"code": code, "silent": False, "store_history": False, "user_expressions": {}, "allow_stdin": False}
+        return self._send_shell("execute_request", content, subshell_id=subshell_id)
+
     def create_subshell(self) -> str:
         msg = self.kc.session.msg("create_subshell_request", {})
         self.kc.control_channel.send(msg)
