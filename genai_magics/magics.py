@@ -145,6 +145,11 @@ class GeminiMagics(Magics):
         help="interactions mode: start a new server chain when it holds more full "
         "versions of the code than this (0: never)",
     ).tag(config=True)
+    patches = Bool(
+        True,
+        help="contents mode: send a small change made by hand as a patch against the version the model "
+        "holds, instead of the whole document again (False: always the whole document)",
+    ).tag(config=True)
     temperature = Float(
         None, allow_none=True, help="sampling temperature sent with every turn (None: the model's default)"
     ).tag(config=True)
@@ -267,6 +272,7 @@ class GeminiMagics(Magics):
             max_document_bytes=self.max_document_bytes,
             secondary_context_chars=self.secondary_context_chars,
             max_chain_versions=self.max_chain_versions,
+            patches=self.patches,
             temperature=self.temperature,
             client=ClientSettings(retry_attempts=self.retry_attempts, timeout_s=self.timeout),
             cache=self.cache,

@@ -53,6 +53,7 @@ class Settings:
     max_document_bytes: int = 1_000_000
     secondary_context_chars: int = 20_000
     max_chain_versions: int = 8
+    patches: bool = True  # contents mode: a small hand edit goes as a patch
     temperature: float | None = None
     client: ClientSettings = ClientSettings()
     cache: str = "auto"  # explicit context caching: "auto" or "off"
@@ -366,7 +367,9 @@ class Session:
                 return TurnOutcome(restored, None, model, turn=turn, target=target, replayed=meta)
 
         def replan() -> TurnPlan:
-            return conv.plan_turn(req.mode, req.prompt, doc, pieces, state, settings.max_chain_versions)
+            return conv.plan_turn(
+                req.mode, req.prompt, doc, pieces, state, settings.max_chain_versions, settings.patches
+            )
 
         plan = replan()
         try:
@@ -472,6 +475,8 @@ class Session:
         saved = sum(estimate_tokens(p.text) for p in plan.omitted)
         if plan.synchronized and plan.document is not None:
             saved += estimate_tokens(plan.document.source)
+        elif plan.source_patch is not None and plan.document is not None:
+            saved += estimate_tokens(plan.document.source) - estimate_tokens(plan.source_patch)
         if plan.mode == "edit":
             explanation, proposal = parse_proposal(result.text)
             if plan.document is not None:

@@ -7,6 +7,8 @@ import re
 from helpers.display import RecordingDisplay
 from helpers.wire import api_requests, current_payload
 
+from genai_magics.engine.hashing import sha256_text
+
 MODEL = "gemini-3.7-flash"  # the table's 4,096-token cache minimum applies
 # ~26 kB of code: ~6,500 tokens, over the cache minimum
 BIG = "".join(
@@ -66,18 +68,51 @@ def test_a_cache_is_created_once_referenced_by_the_next_turns_and_billed_in_the_
 def test_the_cache_is_replaced_when_the_document_changes_and_deleted_on_reset(kernel, stub):
     big_conversation(kernel, stub)
     kernel.run("%%gemini_ask\nWhat does step_3 do?", cell_id="m1")
-    kernel.run(BIG + "THRESHOLD = 0.75\n", cell_id="big")  # a hand edit
+    rewritten = BIG.replace("return [", "return sorted([").replace("limit]", "limit])")
+    kernel.run(rewritten, cell_id="big")  # a change by hand on every function: too big for a patch
     changed = kernel.run("%%gemini_ask\nWhat changed?", cell_id="m2")
     assert kinds(stub) == ["cache.create", "stream", "cache.delete", "cache.create", "stream"]
     old, new = stub.caches
     assert old["state"] == "deleted" and new["state"] == "live"
     assert stub.requests[2]["path"].endswith(old["name"]) and stub.requests[4]["json"]["cachedContent"] == new["name"]
-    assert "THRESHOLD = 0.75" in str(stub.requests[3]["json"]["contents"])  # the new version is cached, not re-read
-    assert "The document I hold has 961 lines" in changed.plain
+    assert "sorted([v * 7" in str(stub.requests[3]["json"]["contents"])  # the new version is cached, not re-read
+    assert stub.requests[4]["held_document_sha256"] == sha256_text(rewritten)
+    assert re.search(r"In\[\d+\] sent into the context cache", changed.plain)
     out = kernel.run("%gemini reset", cell_id="r").stdout
     assert "reset: default" in out
     assert kinds(stub)[-1] == "cache.delete" and stub.requests[-1]["path"].endswith(new["name"])
     assert [c["state"] for c in stub.caches] == ["deleted", "deleted"]
+
+
+def test_a_small_hand_edit_goes_as_a_patch_and_the_cache_stays(kernel, stub):
+    big_conversation(kernel, stub)
+    kernel.run("%%gemini_ask\nWhat does step_3 do?", cell_id="m1")
+    lines = BIG.split("\n")
+    lines[480:480] = ["THRESHOLD = 0.75  # by hand"]
+    edited = "\n".join(lines)
+    kernel.run(edited, cell_id="big")
+    changed = kernel.run("%%gemini_ask\nWhat changed?", cell_id="m2")
+    after = kernel.run("%%gemini_ask\nAnd now?", cell_id="m3")
+    assert kinds(stub) == ["cache.create", "stream", "stream", "stream"]  # no new cache for a 3-line change
+    name = stub.caches[0]["name"]
+    assert [r["json"]["cachedContent"] for r in stub.requests[1:]] == [name] * 3
+    patch = current_payload(stub.requests[2])
+    assert set(patch) == {"mode", "prompt", "document", "sourcePatch"}
+    assert "+THRESHOLD = 0.75  # by hand\n" in patch["sourcePatch"] and len(patch["sourcePatch"]) < 300
+    # the stand-in model applies the hunks to the version it holds: it holds the edited cell, on both turns
+    assert [r["held_document_sha256"] for r in stub.requests[2:]] == [sha256_text(edited)] * 2
+    assert current_payload(stub.requests[3]) == {"mode": "ask", "prompt": "And now?", "sourceSynchronized": True}
+    assert "The document I hold has 961 lines" in after.plain
+    assert re.search(r"In\[\d+\] changed by hand: sent as a patch \(\d+ chars\)", changed.plain)
+    table = kernel.run("%gemini tokens", cell_id="t").stdout
+    assert [line.split()[7] for line in table.splitlines() if line.strip()[:1].isdigit()] == ["sent", "patch", "synced"]
+
+    kernel.run("%config GeminiMagics.patches = False", cell_id="cfg3")
+    lines[481:481] = ["LIMIT = 3"]
+    kernel.run("\n".join(lines), cell_id="big")
+    kernel.run("%%gemini_ask\nAnd this?", cell_id="m4")
+    assert kinds(stub)[-3:] == ["cache.delete", "cache.create", "stream"]  # the whole document, in a new cache
+    assert "LIMIT = 3" in str(stub.requests[-2]["json"]["contents"])
 
 
 def test_new_unload_and_kernel_exit_delete_the_caches(kernel, stub):

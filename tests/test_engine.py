@@ -13,7 +13,7 @@ import pytest
 from genai_magics.engine.cells import Cell, Document
 from genai_magics.engine.contents import build_contents
 from genai_magics.engine.context import SECONDARY_FIELD, ContextPiece, secondary_context
-from genai_magics.engine.conversation import Conversation, TransitionRefused, find_holder
+from genai_magics.engine.conversation import Conversation, TransitionRefused, version_chain
 from genai_magics.engine.hashing import sha256_text
 
 S0 = "def f(x):\n    return x\n"
@@ -261,7 +261,7 @@ def test_undo_to_a_base_nobody_holds_in_full_resends_in_contents_mode():
     conv.apply(t2)
     conv.undo(t2)  # back to t2's base S1, which no turn now holds validly
     assert conv.sync.active_document_sha256 == sha(S1)
-    assert find_holder(conv.history, sha(S1)) is None
+    assert version_chain(conv.history, sha(S1)) is None
     plan = conv.plan_turn("ask", "q", doc(S1))
     assert plan.synchronized is False
     assert plan.payload["currentSource"] == S1

@@ -519,7 +519,7 @@ def _session_with_undo():
 def test_interpreter_catches_an_engine_that_never_synchronizes(monkeypatch):
     import genai_magics.engine.conversation as conversation
 
-    monkeypatch.setattr(conversation, "find_holder", lambda history, sha: None)
+    monkeypatch.setattr(conversation, "version_chain", lambda history, sha: None)
     with pytest.raises(AssertionError, match="must not be resent"):
         run(_session_with_undo(), "contents")
 

@@ -1,8 +1,10 @@
 """The app-managed transcript: structured user/model turns with compaction.
 
-Only the most recent turn holding the active document keeps it in full; every
-older version becomes a superseded-sha marker, and likewise for each context
-piece. So a long edit session costs about the same per turn as a short one.
+Only the most recent turn holding the active document keeps it in full (with the
+patches of small hand edits sent on top of it); every older version becomes a
+superseded-sha marker, and likewise for each context piece. So a long edit
+session costs about the same per turn as a short one, and a small hand edit
+leaves the head of the transcript, and so its cache, as it was.
 
 Earlier turns are rendered exactly as they were sent (``sourceSynchronized``,
 ``document``) unless compaction must change them, so consecutive requests share
@@ -19,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .context import ContextPiece
-from .conversation import Turn, TurnPlan, find_holder
+from .conversation import Turn, TurnPlan, version_chain
 from .payloads import model_payload, to_text, user_payload
 
 Contents = list[dict[str, Any]]
@@ -51,7 +53,11 @@ def _user(payload: dict[str, Any], full: Sequence[ContextPiece], split: bool) ->
 
 
 def _render(history: Sequence[Turn], plan: TurnPlan, split: bool) -> tuple[Contents, int]:
-    holder = find_holder(history, plan.document.sha256) if plan.synchronized and plan.document else None
+    # the turns that render the version the current turn builds on stay as sent; other versions become markers
+    if plan.synchronized and plan.document:
+        chain = set(version_chain(history, plan.document.sha256) or ())
+    else:
+        chain = set(version_chain(history, plan.patch_base_sha256) or ())
     keep = _latest_full_pieces(history, plan)
     contents: Contents = []
     head = 0  # contents up to the last one holding material in full
@@ -63,19 +69,20 @@ def _render(history: Sequence[Turn], plan: TurnPlan, split: bool) -> tuple[Conte
         user = user_payload(
             turn.mode,
             turn.prompt,
-            current_source=turn.base_source if holder == (i, "user") else None,
+            current_source=turn.base_source if (i, "user") in chain and turn.sent_source else None,
+            source_patch=turn.source_patch if (i, "user") in chain else None,
             synchronized=turn.synchronized,
-            superseded_source_sha256=turn.base_sha256 if turn.sent_source else None,
+            superseded_source_sha256=turn.base_sha256 if turn.sent_source or turn.source_patch else None,
             pieces=full,
             superseded_pieces=superseded,
         )
-        if "currentSource" in user:  # as sent; a compacted turn loses the label with the source
+        if "currentSource" in user or "sourcePatch" in user:  # as sent; a compacted turn loses the label
             user["document"] = turn.document_label
         user_contents, material = _user(user, full, split)
         if material:
             head = len(contents) + 1
         contents += user_contents
-        proposed = turn.proposal_source if holder == (i, "model") else None
+        proposed = turn.proposal_source if (i, "model") in chain else None
         model = model_payload(
             "code_proposal" if turn.proposal_source is not None else "answer",
             turn.response,

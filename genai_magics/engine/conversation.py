@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from .cells import Document
 from .context import ContextPiece
+from .diff import source_patch
 from .hashing import sha256_text
 from .payloads import user_payload
 from .text import clip
@@ -23,6 +24,10 @@ StateMode = Literal["contents", "interactions"]
 Outcome = Literal["none", "proposed", "applied", "discarded", "undone"]
 STATE_MODES: tuple[StateMode, ...] = ("contents", "interactions")
 DIGEST_TURNS = 16  # a new server chain learns this many earlier turns, in short
+# A hand edit goes as a patch while the patches on the version the model holds in full stay
+# under this share of the document: past it, the full text is cheaper to read again and again.
+PATCH_SHARE = 0.1
+Holder = tuple[int, Literal["user", "model"]]
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,8 @@ class Turn:
     base_source: str | None = None  # the document when asked: kept locally for diff/undo
     base_sha256: str | None = None
     sent_source: bool = False  # this user turn carried currentSource
+    source_patch: str | None = None  # this user turn carried sourcePatch: the document as a patch ...
+    patch_base_sha256: str | None = None  # ... against this version, which the model held
     synchronized: bool = False  # this user turn said sourceSynchronized
     pieces: tuple[ContextPiece, ...] = ()  # context sent in full with this turn
     response: str = ""  # the answer, or the proposal's explanation
@@ -82,6 +89,8 @@ class TurnPlan:
     state_mode: StateMode
     document: Document | None
     send_source: bool
+    source_patch: str | None  # sent instead of the whole document (contents mode, a small hand edit)
+    patch_base_sha256: str | None
     synchronized: bool
     pieces: tuple[ContextPiece, ...]  # sent in full now
     omitted: tuple[ContextPiece, ...]  # held by the model already: not sent
@@ -91,16 +100,26 @@ class TurnPlan:
     payload: dict[str, Any]  # the current user turn (docs/protocol.md)
 
 
-def find_holder(history: Sequence[Turn], sha: str | None) -> tuple[int, Literal["user", "model"]] | None:
-    """The most recent turn (and its side) holding ``sha`` in full in the app-managed transcript."""
+def version_chain(history: Sequence[Turn], sha: str | None) -> tuple[Holder, ...] | None:
+    """The turns whose material renders version ``sha`` in the app-managed transcript, oldest first.
+
+    The most recent turn (and its side) holding a version in full, then the
+    patches sent on top of it; None when no turn renders ``sha``.
+    """
     if sha is None:
         return None
     for i in range(len(history) - 1, -1, -1):
         t = history[i]
         if t.holds_valid_proposal and t.proposal_sha256 == sha:
-            return i, "model"
-        if t.sent_source and t.base_sha256 == sha:
-            return i, "user"
+            return ((i, "model"),)
+        if t.base_sha256 != sha:
+            continue
+        if t.sent_source:
+            return ((i, "user"),)
+        if t.source_patch is not None:
+            base = version_chain(history[:i], t.patch_base_sha256)
+            if base is not None:
+                return (*base, (i, "user"))
     return None
 
 
@@ -132,6 +151,7 @@ class Conversation:
         pieces: Sequence[ContextPiece] = (),
         state_mode: StateMode | None = None,
         max_chain_versions: int = 0,
+        patches: bool = True,
     ) -> TurnPlan:
         state_mode = state_mode or self.state_mode
         interactions = state_mode == "interactions"
@@ -149,10 +169,15 @@ class Conversation:
             and (
                 document.sha256 == self.chain_head()
                 if interactions
-                else find_holder(self.history, document.sha256) is not None
+                else version_chain(self.history, document.sha256) is not None
             )
         )
-        send_source = document is not None and not synchronized
+        patch = (
+            self._hand_edit_patch(document)
+            if document is not None and not synchronized and patches and not interactions
+            else None
+        )
+        send_source = document is not None and not synchronized and patch is None
         sent = tuple(p for p in pieces if holds.context_hashes.get(p.key) != p.sha256)
         omitted = tuple(p for p in pieces if p not in sent)
         outcomes = self._untold_outcomes() if interactions and not new_chain else {}
@@ -160,11 +185,12 @@ class Conversation:
             mode,
             prompt,
             current_source=document.source if send_source and document is not None else None,
+            source_patch=patch,
             synchronized=synchronized,
             pieces=list(sent),
             proposal_outcomes=outcomes,
         )
-        if send_source and document is not None:
+        if (send_source or patch is not None) and document is not None:
             payload["document"] = document.label
         digest = tuple(self.history[-DIGEST_TURNS:]) if new_chain else ()
         if digest:
@@ -179,6 +205,8 @@ class Conversation:
             state_mode=state_mode,
             document=document,
             send_source=send_source,
+            source_patch=patch,
+            patch_base_sha256=self.sync.active_document_sha256 if patch is not None else None,
             synchronized=synchronized,
             pieces=sent,
             omitted=omitted,
@@ -187,6 +215,24 @@ class Conversation:
             new_chain_digest=digest,
             payload=payload,
         )
+
+    def _hand_edit_patch(self, document: Document) -> str | None:
+        """The document as a patch against the version the model holds, when that is small enough.
+
+        Only for the conversation's own document, and only while the model
+        renders the version it holds (in full, or in full plus earlier patches).
+        """
+        held = self.sync.active_document_sha256
+        chain = version_chain(self.history, held)
+        if chain is None or document.key != self.document_key:
+            return None
+        i, side = chain[-1]
+        base = self.history[i].proposal_source if side == "model" else self.history[i].base_source
+        if base is None:
+            return None
+        patch = source_patch(base, document.source)
+        patched = sum(len(self.history[j].source_patch or "") for j, _ in chain)
+        return patch if patched + len(patch) <= PATCH_SHARE * len(document.source) else None
 
     def chain_head(self) -> str | None:
         """The newest full version on the server chain that was not discarded or undone.
@@ -230,6 +276,8 @@ class Conversation:
             base_source=doc.source if doc else None,
             base_sha256=doc.sha256 if doc else None,
             sent_source=plan.send_source,
+            source_patch=plan.source_patch,
+            patch_base_sha256=plan.patch_base_sha256,
             synchronized=plan.synchronized,
             pieces=plan.pieces,
             response=response,

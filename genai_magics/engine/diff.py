@@ -1,19 +1,35 @@
-"""Unified diffs of a document against a proposal."""
+"""Unified diffs: of a document against a proposal (shown), and of a hand edit (sent as a patch)."""
 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 
 NO_NEWLINE = "\\ No newline at end of file\n"
+PATCH_CONTEXT_LINES = 2  # enough for a model to place a hunk, few enough to keep the patch small
+
+
+def _marked(lines: Iterable[str]) -> str:
+    # as ``diff -u``: a last line without a newline is marked, so a change of only the
+    # trailing newline shows as a difference, not as two identical lines
+    return "".join(line if line.endswith("\n") else line + "\n" + NO_NEWLINE for line in lines)
 
 
 def unified_diff(base: str, proposal: str, label: str) -> str:
-    """As ``diff -u``: a last line without a newline is marked, so a change of only the
-    trailing newline shows as a difference, not as two identical lines."""
-    lines = difflib.unified_diff(
-        base.splitlines(keepends=True),
-        proposal.splitlines(keepends=True),
-        fromfile=f"{label} (current)",
-        tofile=f"{label} (proposed)",
+    """As ``diff -u``, headed with the document's label."""
+    return _marked(
+        difflib.unified_diff(
+            base.splitlines(keepends=True),
+            proposal.splitlines(keepends=True),
+            fromfile=f"{label} (current)",
+            tofile=f"{label} (proposed)",
+        )
     )
-    return "".join(line if line.endswith("\n") else line + "\n" + NO_NEWLINE for line in lines)
+
+
+def source_patch(base: str, source: str) -> str:
+    """The hunks of a unified diff that turn ``base`` into ``source``, without file headers."""
+    lines = difflib.unified_diff(
+        base.splitlines(keepends=True), source.splitlines(keepends=True), n=PATCH_CONTEXT_LINES
+    )
+    return _marked(line for i, line in enumerate(lines) if i >= 2)  # the first two are the ---/+++ headers

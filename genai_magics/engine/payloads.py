@@ -20,8 +20,9 @@ or "edit" (reply JSON: "explanation", short Markdown, and "proposedSource", the 
 "# %% id=<id>" block, "# %% [markdown] id=<id>" or "[raw]" for those, blocks apart by a blank
 line; a cell's own lines starting "# %%" carry a leading backslash, keep it; keep headers and
 ids, a block without id is a new cell, a block left out removes its cell), sent when it changed;
-"sourceSynchronized" means the document is your latest full
-version not discarded or undone; "superseded...Sha256" mark replaced versions;
+"sourcePatch", sent instead for a small change, is that change as unified-diff hunks to apply to
+your latest version; "sourceSynchronized" means the document is your latest version (patches
+applied) not discarded or undone; "superseded...Sha256" mark replaced versions;
 "secondaryContext" holds other cells (read-only); "lastError" the last exception with its
 trimmed traceback; "variables" summaries of live variables; "proposalOutcomes" says what the
 user did with your proposals.
@@ -61,6 +62,7 @@ def user_payload(
     prompt: str,
     *,
     current_source: str | None = None,
+    source_patch: str | None = None,
     synchronized: bool = False,
     superseded_source_sha256: str | None = None,
     pieces: list[ContextPiece] | None = None,
@@ -70,6 +72,8 @@ def user_payload(
     payload: dict[str, Any] = {"mode": mode, "prompt": prompt}
     if current_source is not None:
         payload["currentSource"] = current_source
+    elif source_patch is not None:
+        payload["sourcePatch"] = source_patch
     elif synchronized:
         payload["sourceSynchronized"] = True
     elif superseded_source_sha256 is not None:

@@ -258,15 +258,18 @@ def _parse_turn(text: str) -> dict[str, Any] | None:
 # -- the model's "reasoning": deterministic, from the transcript --------------
 
 
-def held_document(turns: list[tuple[str, str]]) -> str | None:
+def held_document(turns: list[tuple[str, str]], dropped: frozenset[str] = frozenset()) -> str | None:
     """The full source the model holds, walking (role, text) turns newest first.
 
-    User turns hold ``currentSource``; model turns hold ``proposedSource`` unless
+    User turns hold ``currentSource``, or ``sourcePatch``: hunks applied to what
+    the turns before hold (a patch that does not apply leaves the model holding
+    nothing, so a wrong patch shows); model turns hold ``proposedSource`` unless
     their ``outcome`` (or a later user turn's ``proposalOutcomes``, keyed by the
     proposal's sha256 prefix) says it was discarded or undone.
     """
-    dropped: set[str] = set()
-    for role, text in reversed(turns):
+    gone = set(dropped)
+    for i in range(len(turns) - 1, -1, -1):
+        role, text = turns[i]
         turn = _parse_turn(text)
         if turn is None:
             continue
@@ -275,9 +278,12 @@ def held_document(turns: list[tuple[str, str]]) -> str | None:
             if isinstance(outcomes, dict):
                 for key, outcome in outcomes.items():
                     if outcome in ("discarded", "undone") and isinstance(key, str):
-                        dropped.add(key.lower())
+                        gone.add(key.lower())
             if isinstance(turn.get("currentSource"), str):
                 return turn["currentSource"]
+            if isinstance(turn.get("sourcePatch"), str):
+                base = held_document(turns[:i], frozenset(gone))
+                return None if base is None else apply_patch(base, turn["sourcePatch"])
         else:
             source = turn.get("proposedSource")
             if not isinstance(source, str):
@@ -285,10 +291,50 @@ def held_document(turns: list[tuple[str, str]]) -> str | None:
             if turn.get("outcome") in ("discarded", "undone"):
                 continue
             sha = _sha(source)
-            if any(sha.startswith(k) for k in dropped if k):
+            if any(sha.startswith(k) for k in gone if k):
                 continue
             return source
     return None
+
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
+_NO_NEWLINE = "\\ No newline at end of file"
+
+
+def apply_patch(base: str, patch: str) -> str | None:
+    """``base`` with unified-diff hunks applied, strictly: None when a line of context or a
+    removed line is not where the hunk says, so only an exact patch gives a document."""
+    lines = base.splitlines(keepends=True)
+    out: list[str] = []
+    pos = 0
+    hunks = patch.splitlines(keepends=True)
+    if not hunks or not _HUNK.match(hunks[0]):
+        return None
+    for n, line in enumerate(hunks):
+        header = _HUNK.match(line)
+        if header:
+            start = int(header.group(1)) - (0 if header.group(2) == "0" else 1)
+            if start < pos or start > len(lines):
+                return None
+            out += lines[pos:start]
+            pos = start
+            continue
+        if line.rstrip("\n") == _NO_NEWLINE:
+            continue
+        tag, body = line[:1], line[1:]
+        if n + 1 < len(hunks) and hunks[n + 1].rstrip("\n") == _NO_NEWLINE:
+            body = body[:-1] if body.endswith("\n") else body
+        if tag in (" ", "-"):
+            if pos >= len(lines) or lines[pos] != body:
+                return None
+            pos += 1
+            if tag == " ":
+                out.append(body)
+        elif tag == "+":
+            out.append(body)
+        else:
+            return None
+    return "".join(out + lines[pos:])
 
 
 def current_prompt(text: str) -> tuple[str | None, str]:

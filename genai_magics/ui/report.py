@@ -51,6 +51,8 @@ def footer(turn: Turn, plan: TurnPlan, model: str) -> str:
     if plan.document is not None:
         if plan.synchronized:
             omitted.append(f"{plan.document.label} not re-sent: synchronized")
+        elif plan.source_patch is not None:
+            omitted.append(f"{plan.document.label} changed by hand: sent as a patch ({len(plan.source_patch):,} chars)")
         else:
             where = " into the context cache" if turn.usage.cache_write_tokens else ""
             omitted.append(f"{plan.document.label} sent{where} ({len(plan.document.source):,} chars)")
@@ -95,7 +97,7 @@ def token_table(conv: Conversation) -> str:
     )
     rows = [f"conversation {conv.name!r}", header]
     for t in conv.history:
-        doc = "-" if t.base_sha256 is None else ("sent" if t.sent_source else "synced")
+        doc = "-" if t.base_sha256 is None else ("sent" if t.sent_source else "patch" if t.source_patch else "synced")
         u = t.usage
         rows.append(
             f"{t.index:>4}  {t.mode:<4}  {t.state_mode:<12}  {_n(u.input_tokens):>8}  {u.cached_tokens or 0:>8,}  "
