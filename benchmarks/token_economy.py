@@ -838,8 +838,10 @@ def above_floor(steps: list[Step], stats: list[TurnStat], storage_hours: float, 
     storage: explicit-cache token-hours; creating reads: the cached read of each turn that creates a cache
     (the floor reads a new version once, a cache bills its creation and then this read); head: every
     cached or written token beyond the floor's document reads (system instruction, other cells, JSON
-    escaping, earlier turns inside the cached head); full-price: tokens read at full price beyond the
-    prompts (earlier turns after the cached head, documents on turns without a cache); output.
+    escaping, earlier turns inside the cached head; below zero when hand edits went as patches, so a
+    version the floor reads in full was never written or read in full); full-price: tokens read at
+    full price beyond the prompts (earlier turns and patches after the cached head, documents on
+    turns without a cache); output.
     """
     docs, prompts = floor_reads(steps, price)
     creating = sum(t.cached for t in stats if t.written) * price.cached_input
