@@ -42,6 +42,7 @@ USER_KEYS = {
     "mode",
     "prompt",
     "currentSource",
+    "sourcePatch",
     "sourceSynchronized",
     "document",
     SECONDARY_FIELD,

@@ -28,6 +28,7 @@ USER_KEYS = {
     "mode",
     "prompt",
     "currentSource",
+    "sourcePatch",
     "sourceSynchronized",
     "document",
     "secondaryContext",
