@@ -3,8 +3,9 @@
 Over every corpus notebook: the ``--notebook`` percent text round-trips every
 cell exactly, and in a real kernel behind the fake frontend (the live
 bridge's comm schema, loaded with the notebook's cells, metadata and outputs)
-an ask, an edit with Apply/Undo, and a ``--notebook`` Apply/Undo that changes,
-removes and adds cells and is undone exactly. Plus the context check of case
+an ask, an edit with Apply/Undo, a ``--notebook`` Apply/Undo that changes,
+removes and adds cells and is undone exactly, and a hand edit the next turn
+sends as a patch the stand-in's model applies. Plus the context check of case
 8 on the 366-cell notebook with the magic cell near the top.
 """
 
@@ -20,6 +21,7 @@ from helpers.lazy import lazy_import
 from helpers.wire import api_requests, current_payload
 
 from genai_magics.engine.cells import Cell, is_genai_magic
+from genai_magics.engine.hashing import sha256_text
 from genai_magics.frontends.notebook_edit import Block, describe_ops, notebook_text, parse_blocks, proposal_ops
 
 nbformat = lazy_import("nbformat")
@@ -141,6 +143,21 @@ def test_ask_edit_and_notebook_apply_undo_on_each_corpus_notebook(stub, tmp_path
         assert len(ff.cells) == len(before) + 1 - int(counts.split(", ")[2][0])
         ff.click_until("Undo", "Undone")
         assert ff.snapshot() == before
+
+        # a hand edit of one cell, not run: the next --notebook turn sends the change, as a patch on a
+        # notebook over 10 kB, and the stand-in's model (which applies patches strictly) holds the notebook
+        code = [c for c in doc if c.cell_type == "code"] or doc
+        target = code[len(code) // 3]
+        ff.edit(target.id, target.source + "\n# checked by hand")
+        ff.add_cell("nb2", "%%gemini_ask --notebook\nWhat changed", after="nb")
+        asked = ff.execute("nb2")
+        assert "Stub answer to: What changed" in asked.plain, asked.plain[-500:]
+        now = notebook_text([Cell(c.id, c.source, c.cell_type) for c in ff.cells if not is_genai_magic(c.source)])
+        request = api_requests(stub)[-1]
+        assert request["held_document_sha256"] == sha256_text(now)
+        payload = current_payload(request)
+        if len(now) > 10_000:
+            assert "currentSource" not in payload and "+# checked by hand\n" in payload["sourcePatch"]
 
 
 _CONTEXT_ID = re.compile(r"^# %%(?: \[\w+\])?(?: In\[\d+\])? id=(\S+) sha256=", re.M)
