@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from helpers.display import RecordingDisplay
@@ -93,7 +94,7 @@ def test_a_small_hand_edit_goes_as_a_patch_and_the_cache_stays(kernel, stub):
     kernel.run(edited, cell_id="big")
     changed = kernel.run("%%gemini_ask\nWhat changed?", cell_id="m2")
     after = kernel.run("%%gemini_ask\nAnd now?", cell_id="m3")
-    assert kinds(stub) == ["cache.create", "stream", "stream", "stream"]  # no new cache for a 3-line change
+    assert kinds(stub) == ["cache.create", "stream", "stream", "stream"]  # no new cache for a one-line change
     name = stub.caches[0]["name"]
     assert [r["json"]["cachedContent"] for r in stub.requests[1:]] == [name] * 3
     patch = current_payload(stub.requests[2])
@@ -104,8 +105,14 @@ def test_a_small_hand_edit_goes_as_a_patch_and_the_cache_stays(kernel, stub):
     assert current_payload(stub.requests[3]) == {"mode": "ask", "prompt": "And now?", "sourceSynchronized": True}
     assert "The document I hold has 961 lines" in after.plain
     assert re.search(r"In\[\d+\] changed by hand: sent as a patch \(\d+ chars\)", changed.plain)
+    kernel.run("%%gemini_edit\nAdd a header comment", cell_id="m3e")
+    edit = stub.requests[-1]
+    assert edit["held_document_sha256"] == sha256_text(edited) and edit["json"]["cachedContent"] == name
+    # the model's proposal is built on the patched version: the hand edit is in it
+    assert json.loads(edit["response_text"])["proposedSource"] == "# stub edit: Add a header comment\n" + edited
     table = kernel.run("%gemini tokens", cell_id="t").stdout
-    assert [line.split()[7] for line in table.splitlines() if line.strip()[:1].isdigit()] == ["sent", "patch", "synced"]
+    rows = [line.split()[7] for line in table.splitlines() if line.strip()[:1].isdigit()]
+    assert rows == ["sent", "patch", "synced", "synced"]
 
     kernel.run("%config GeminiMagics.patches = False", cell_id="cfg3")
     lines[481:481] = ["LIMIT = 3"]
