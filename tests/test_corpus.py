@@ -11,8 +11,10 @@ sends as a patch the stand-in's model applies. Plus the context check of case
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers.fake_frontend import FakeCell, FakeFrontend
@@ -31,13 +33,32 @@ FILES = sorted(p.name for p in CORPUS.glob("*.ipynb"))
 BIG = "handson-ml2_09_unsupervised_learning.ipynb"
 
 
+def corpus_id(i: int) -> str:
+    """The id of the ``i``th cell of a file without ids, as JupyterLab gives one."""
+    return f"corpus-{i:04d}"
+
+
+def corpus_json(name: str) -> dict[str, Any]:
+    """The notebook as saved. The fast tests need no more: importing nbformat costs seconds
+    (jsonschema's format checkers build a grammar), so only the kernel tests read with it."""
+    return json.loads((CORPUS / name).read_text(encoding="utf-8"))
+
+
+def corpus_texts(name: str) -> list[Cell]:
+    """Each cell's id (as ``corpus_cells`` gives it), source and type."""
+    return [
+        Cell(c.get("id", corpus_id(i)), "".join(c["source"]), c["cell_type"])
+        for i, c in enumerate(corpus_json(name)["cells"])
+    ]
+
+
 def corpus_cells(name: str) -> list[FakeCell]:
     """The notebook's cells as a frontend holds them: files without ids get ids, as JupyterLab gives them."""
     nb = nbformat.read(str(CORPUS / name), as_version=nbformat.NO_CONVERT)
     cells = []
     for i, c in enumerate(nb.cells):
         raw = dict(c)
-        raw.setdefault("id", f"corpus-{i:04d}")
+        raw.setdefault("id", corpus_id(i))
         raw["source"] = "".join(c.source) if isinstance(c.source, list) else c.source
         if c.cell_type == "code":
             raw["outputs"] = [nbformat.from_dict(o) for o in c.get("outputs", [])]
@@ -49,16 +70,16 @@ def test_the_corpus_is_what_the_issue_asks_for():
     """Corpus: 8-12 notebooks, nbformat 4.x with and without ids, markdown, raw, %matplotlib, !pip,
     100+ cells, '# %%' inside a cell, kept text outputs; under 2 MB."""
     assert 8 <= len(FILES) <= 12
-    nbs = [nbformat.read(str(CORPUS / f), as_version=nbformat.NO_CONVERT) for f in FILES]
-    assert {nb.nbformat_minor for nb in nbs} >= {2, 4, 5}
-    cells = [c for nb in nbs for c in nb.cells]
-    source = lambda c: "".join(c.source)  # noqa: E731
-    assert {c.cell_type for c in cells} == {"code", "markdown", "raw"}
-    assert any(all("id" in c for c in nb.cells) for nb in nbs) and any(
-        not any("id" in c for c in nb.cells) for nb in nbs
+    nbs = [corpus_json(f) for f in FILES]
+    assert {nb["nbformat"] for nb in nbs} == {4} and {nb["nbformat_minor"] for nb in nbs} >= {2, 4, 5}
+    cells = [c for nb in nbs for c in nb["cells"]]
+    source = lambda c: "".join(c["source"])  # noqa: E731 - a list of lines or one string, as saved
+    assert {c["cell_type"] for c in cells} == {"code", "markdown", "raw"}
+    assert any(all("id" in c for c in nb["cells"]) for nb in nbs) and any(
+        not any("id" in c for c in nb["cells"]) for nb in nbs
     )
     assert any("%matplotlib" in source(c) for c in cells) and any("!pip" in source(c) for c in cells)
-    assert max(len(nb.cells) for nb in nbs) >= 300
+    assert max(len(nb["cells"]) for nb in nbs) >= 300
     assert any(line.startswith("# %%") for c in cells for line in source(c).splitlines())
     assert any(c.get("outputs") for c in cells)
     assert sum(p.stat().st_size for p in CORPUS.iterdir()) < 2_000_000
@@ -68,7 +89,7 @@ def test_the_corpus_is_what_the_issue_asks_for():
 @pytest.mark.parametrize("name", FILES)
 def test_percent_text_round_trips_every_corpus_cell(name):
     """Case 3 on the corpus: parse(notebook_text(cells)) == cells; changing one cell is one set op."""
-    cells = [Cell(c.id, c.source, c.cell_type) for c in corpus_cells(name)]
+    cells = corpus_texts(name)
     text = notebook_text(cells)
     assert parse_blocks(text) == [Block(c.id, c.cell_type, c.source) for c in cells]
     for i in {0, len(cells) // 2, len(cells) - 1}:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import pytest
 from helpers.properties import examples
+from helpers.wire import USER_KEYS
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -38,17 +39,6 @@ from genai_magics.engine.hashing import sha256_text
 
 CELL_IDS = ("a", "b", "c")
 SHOWN = ("applied", "discarded", "undone")  # outcomes the model is told about
-USER_KEYS = {
-    "mode",
-    "prompt",
-    "currentSource",
-    "sourcePatch",
-    "sourceSynchronized",
-    "document",
-    SECONDARY_FIELD,
-    "proposalOutcomes",
-    "earlierTurns",
-}
 
 
 def sha(text: str) -> str:

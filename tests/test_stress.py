@@ -1,6 +1,7 @@
 """A long session in one kernel, in-process against the stand-in (real SDK, real HTTP).
 
-50 turns, two named conversations interleaved on two cells, with edits that
+50 turns (26 in the fast layer, outside CI: each conversation's pattern twice
+then an ask), two named conversations interleaved on two cells, with edits that
 are applied or discarded and hand edits: no cross-talk, the request size and
 the memory of the history stay flat, and every request obeys the protocol
 invariants of docs/protocol.md.
@@ -14,7 +15,8 @@ import re
 import pytest
 from helpers.display import RecordingDisplay
 from helpers.kernel import FAKE_KEY
-from helpers.wire import api_requests
+from helpers.properties import effort
+from helpers.wire import TRANSCRIPT_USER_KEYS, api_requests
 
 from genai_magics.engine.conversation import Conversation
 from genai_magics.engine.hashing import sha256_text
@@ -23,20 +25,7 @@ from genai_magics.magics import GeminiMagics
 from genai_magics.session import Session, Settings, TurnRequest
 
 MODEL = GeminiMagics.class_traits()["model"].default_value
-TURNS = 50
-USER_KEYS = {
-    "mode",
-    "prompt",
-    "currentSource",
-    "sourcePatch",
-    "sourceSynchronized",
-    "document",
-    "secondaryContext",
-    "supersededSourceSha256",
-    "supersededSecondaryContextSha256",
-    "proposalOutcomes",
-    "earlierTurns",
-}
+TURNS = effort(50, 26)  # each conversation: its 6-turn pattern twice or four times, then an ask
 MODEL_KEYS = {"kind", "explanation", "proposedSource", "supersededProposalSha256", "outcome"}
 SHA = re.compile(r"^[0-9a-f]{64}$")
 
@@ -67,7 +56,7 @@ def check_contents_request(body: dict, conv: str, own_versions: set[str]) -> Non
         assert len(c["parts"]) == 1
         payload = json.loads(c["parts"][0]["text"])
         if c["role"] == "user":
-            assert set(payload) <= USER_KEYS, set(payload) - USER_KEYS
+            assert set(payload) <= TRANSCRIPT_USER_KEYS, set(payload) - TRANSCRIPT_USER_KEYS
             assert payload["prompt"].startswith(f"{conv}:"), f"cross-talk: {payload['prompt']!r} in {conv}"
             assert not ("currentSource" in payload and "sourceSynchronized" in payload)
             for key in ("supersededSourceSha256", "supersededSecondaryContextSha256"):
@@ -104,7 +93,14 @@ def test_fifty_turns_two_conversations_interleaved(env, stub, state):
     for cell_id, source in cells.values():
         record(cell_id, source)
     # the compacted transcript as it goes out whole (with an explicit cache: tests/test_caching_wire.py)
-    settings = Settings(model=MODEL, state=state, client=ClientSettings(retry_attempts=1, timeout_s=30), cache="off")
+    settings = Settings(
+        model=MODEL,
+        state=state,
+        client=ClientSettings(retry_attempts=1, timeout_s=30),
+        cache="off",
+        # fewer turns hold fewer versions: a smaller bound, so that a shorter session rebases its chain too
+        max_chain_versions=effort(Settings.max_chain_versions, 4),
+    )
     versions = {name: {source} for name, (_, source) in cells.items()}  # every version each cell had
     sizes: dict[str, list[int]] = {"a": [], "b": []}
     own_ids: dict[str, list[str]] = {"a": [], "b": []}
@@ -174,7 +170,7 @@ def test_fifty_turns_two_conversations_interleaved(env, stub, state):
         conv = session.conversations[name]
         assert len(conv.history) == TURNS // 2
         # request size flat: the last turn costs about what the third did (both synchronized asks)
-        print(f"{state} {name}: request bytes turn 3 {sizes[name][2]:,} -> turn 25 {sizes[name][-1]:,}")
+        print(f"{state} {name}: request bytes turn 3 {sizes[name][2]:,} -> turn {TURNS // 2} {sizes[name][-1]:,}")
         assert sizes[name][-1] <= 1.3 * sizes[name][2], (name, sizes[name][2], sizes[name][-1])
         # memory of the history: each version of the cell is held once, not once per turn
         texts = stored_texts(conv)
@@ -185,7 +181,7 @@ def test_fifty_turns_two_conversations_interleaved(env, stub, state):
         held = sum(len(t) for t in distinct)
         assert held <= (1 + edits[name] + hand_edits[name]) * (len(max(versions[name], key=len)) + 1)
     if state == "contents":
-        # the full document appears once however long the session: 25 turns, not 25 copies
+        # the full document appears once however long the session: not one copy per turn
         last = api_requests(stub)[-1]["json"]["contents"]
         full = [
             p

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -65,7 +66,13 @@ def make_client(timeout_ms: int | None = None) -> genai.Client:
 
 @pytest.fixture
 def client(stub):
-    return make_client()
+    """One client for the module's tests: each costs ~45 ms to build (the SDK loads the CA bundle twice)."""
+    return _shared_client(stub.url)
+
+
+@functools.cache
+def _shared_client(url: str) -> genai.Client:
+    return make_client()  # the stub fixture has pointed the environment at ``url``
 
 
 def http(url: str, method: str = "GET", body=None, headers=None):

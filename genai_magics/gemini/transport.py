@@ -40,6 +40,9 @@ class CachedHead:
 class ClientSettings:
     retry_attempts: int = 5
     timeout_s: float = 120.0
+    # The first retry's wait (later ones double, up to MAX_DELAY_S), plus up to as much again
+    # of jitter: google-genai's own defaults (1 s and 1 s). Tests shorten it to keep real waits short.
+    retry_delay_s: float = 1.0
 
 
 class Transport(Protocol):
@@ -61,7 +64,7 @@ def body_bytes(body: dict[str, Any]) -> int:
 
 
 RETRY_STATUS = (408, 429, 500, 502, 503, 504)
-INITIAL_DELAY_S, MAX_DELAY_S, EXP_BASE = 1.0, 30.0, 2.0
+MAX_DELAY_S, EXP_BASE = 30.0, 2.0
 
 
 class RetryNotices:
@@ -76,6 +79,7 @@ class RetryNotices:
         self.timeout_s = timeout_s
         self.say: Callable[[str], None] | None = None
         self.honours_retry_after = False  # whether the running turn's client waits as Retry-After says
+        self.retry_delay_s = ClientSettings.retry_delay_s  # the client's first wait: make_client sets it
         self.failures = 0
         self.request_bytes = 0  # the body of the latest request, as it went on the wire
         self._log = _TransportRetryLog(self)
@@ -105,7 +109,7 @@ class RetryNotices:
         if self.say is None or self.failures >= self.attempts:
             return
         what = f"no answer within {self.timeout_s:g} s" if timed_out else f"cannot reach Gemini ({error})"
-        self.say(f"{what}; retrying in ~{wait:.0f} s ({self.failures + 1}/{self.attempts})")
+        self.say(f"{what}; retrying in ~{_seconds(wait)} s ({self.failures + 1}/{self.attempts})")
 
     def __call__(self, response) -> None:
         if response.status_code not in RETRY_STATUS or self.say is None:
@@ -119,9 +123,16 @@ class RetryNotices:
         except ValueError:
             wait = None
         if wait is None:
-            wait = min(MAX_DELAY_S, INITIAL_DELAY_S * EXP_BASE ** (self.failures - 1))
+            wait = min(MAX_DELAY_S, self.retry_delay_s * EXP_BASE ** (self.failures - 1))
         what = "rate limited" if response.status_code == 429 else "Gemini server error"
-        self.say(f"{what} ({response.status_code}); retrying in ~{wait:.0f} s ({self.failures + 1}/{self.attempts})")
+        self.say(
+            f"{what} ({response.status_code}); retrying in ~{_seconds(wait)} s ({self.failures + 1}/{self.attempts})"
+        )
+
+
+def _seconds(wait: float) -> str:
+    """Whole seconds, as a user's waits are; a shortened (test) wait keeps one significant digit."""
+    return f"{wait:.0f}" if wait >= 1 else f"{wait:.1g}"
 
 
 # generate_content's retries (tenacity) announce each wait on this logger; a
@@ -170,11 +181,13 @@ def make_client(settings: ClientSettings, notices: RetryNotices):
     redact_library_logs()
     retry = types.HttpRetryOptions(
         attempts=max(1, settings.retry_attempts),
-        initial_delay=INITIAL_DELAY_S,
+        initial_delay=settings.retry_delay_s,
         max_delay=MAX_DELAY_S,
         exp_base=EXP_BASE,
+        jitter=settings.retry_delay_s,
         http_status_codes=list(RETRY_STATUS),
     )
+    notices.retry_delay_s = settings.retry_delay_s  # so the notices announce the waits this client takes
     return genai.Client(
         http_options=types.HttpOptions(
             retry_options=retry,

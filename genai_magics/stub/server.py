@@ -1172,6 +1172,9 @@ def _make_handler(stub: StubServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         server_version = "genai-magics-stub/1"
+        # Headers and body (and each streamed event) are separate writes: with Nagle's algorithm
+        # each small write after the first waits for the client's delayed ACK, ~40 ms a response.
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet by default
             pass

@@ -3,20 +3,27 @@ cost seconds to import, which every test run would pay at collection, fast layer
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import sys
 from types import ModuleType
+from typing import Any
+
+
+class _Deferred(ModuleType):
+    """Stands for the module of the same name until one of its public attributes is read."""
+
+    def __getattr__(self, attr: str) -> Any:
+        # pytest's collection reads `_mock_name` and `__wrapped__` of every module global (looking
+        # for fixtures): such probes must not import the module (importlib's LazyLoader would).
+        if attr.startswith("_"):
+            raise AttributeError(attr)
+        return getattr(importlib.import_module(self.__name__), attr)
 
 
 def lazy_import(name: str) -> ModuleType:
-    """``name``, executed only when one of its attributes is first read."""
+    """``name``, imported only when one of its public attributes is first read."""
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.find_spec(name)
-    assert spec is not None and spec.loader is not None, f"{name} is not installed"
-    loader = importlib.util.LazyLoader(spec.loader)
-    spec.loader = loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    loader.exec_module(module)
-    return module
+    assert importlib.util.find_spec(name) is not None, f"{name} is not installed"
+    return _Deferred(name)

@@ -5,6 +5,27 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from genai_magics.engine.context import SECONDARY_FIELD
+from genai_magics.engine.payloads import superseded_field
+
+# The fields of a user turn's JSON as the engine plans it (docs/protocol.md; no lastError or variables
+# in the tests that check against it) ...
+USER_KEYS = frozenset(
+    {
+        "mode",
+        "prompt",
+        "currentSource",
+        "sourcePatch",
+        "sourceSynchronized",
+        "document",
+        SECONDARY_FIELD,
+        "proposalOutcomes",
+        "earlierTurns",
+    }
+)
+# ... and as a contents-mode transcript carries it once later versions superseded its document or context
+TRANSCRIPT_USER_KEYS = USER_KEYS | {"supersededSourceSha256", superseded_field(SECONDARY_FIELD)}
+
 
 def api_requests(stub) -> list[dict[str, Any]]:
     return [r for r in stub.requests if r["kind"] in ("stream", "generate", "interaction.create")]
