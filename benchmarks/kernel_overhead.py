@@ -10,7 +10,10 @@ Part 1, per call (network excluded), in one IPython ``InteractiveShell``:
   * then the network is cut out: ``genai_magics.session.TRANSPORTS`` is patched
     (in this process only) with transports that build the exact request body
     with the package's own ``request()`` (and measure its size as the real
-    transport does) but answer with a canned reply instead of calling the SDK;
+    transport does) but answer with a canned reply instead of calling the SDK,
+    and whose explicit-cache calls (``caches.create``/``update``/``delete``) are
+    answered at once: each timed contents call starts from a restored
+    conversation, so it would otherwise time a cache creation over the network;
   * timed with ``time.perf_counter`` over N calls (default 200) after warm-up,
     each call on the same conversation state (it is restored between calls,
     outside the timing):
@@ -57,6 +60,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from types import SimpleNamespace
 from pathlib import Path
 from typing import Any
 
@@ -157,8 +161,29 @@ def install_fake_transports() -> None:
     from genai_magics.gemini.transport import TRANSPORTS, TurnResult, body_bytes
     from genai_magics.stub.server import ask_reply, edit_reply
 
+    class OfflineCaches:
+        """The explicit-cache calls are network too: answered at once, so the rows time our bookkeeping only
+        (each timed call starts from a restored conversation, which the cache manager has not cached yet)."""
+
+        made = 0
+
+        def create(self, model, config):
+            OfflineCaches.made += 1
+            return SimpleNamespace(name=f"cachedContents/offline-{OfflineCaches.made}", usage_metadata=None)
+
+        def update(self, name, config):
+            return None
+
+        def delete(self, name, config=None):
+            return None
+
     def fake(base: type) -> type:
         class Offline(base):  # type: ignore[misc, valid-type]
+            def __init__(self, client, model, temperature=None):
+                super().__init__(
+                    SimpleNamespace(caches=OfflineCaches()) if client is not None else None, model, temperature
+                )
+
             def send(self, plan, history, on_chunk, cache=None):
                 body = self.request(plan, history, cache)
                 size = body_bytes(body)
