@@ -60,8 +60,8 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from types import SimpleNamespace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
