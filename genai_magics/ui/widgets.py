@@ -38,6 +38,8 @@ class ProposalWidget:
         self.copy_button.on_click(self._copy)
         self.buttons = w.HBox([self.apply_button, self.discard_button, self.copy_button])
         self.box = w.VBox([self.view, self.buttons])
+        # What the labextension looks for to mark the buttons stale after a kernel restart.
+        self.box.add_class("genai-magics-proposal")
         controller.listeners.append(lambda c: self.refresh())
         self.refresh()
 

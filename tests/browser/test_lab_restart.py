@@ -1,0 +1,131 @@
+"""A proposal's buttons from before a kernel restart or a ``%reload_ext``, in a real JupyterLab.
+
+After a restart the widget's comms are gone with the old kernel process: a click
+would reach nothing (ipywidgets only shows a broken-link icon and the browser
+logs ``Cannot send``). The labextension marks every genai_magics proposal still
+on screen as stale, with one line, and disables its buttons. After
+``%reload_ext genai_magics`` the bridge is the same one, so an old Apply and Undo
+still write the right cell.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from test_lab_bridge import NotebookPage, write_notebook
+
+STALE = "The kernel restarted: these buttons no longer work."
+
+
+@pytest.fixture
+def server_env(stub_url):
+    return {"GOOGLE_GEMINI_BASE_URL": stub_url, "GEMINI_API_KEY": "fake"}
+
+
+def button(nb: NotebookPage, i: int, label: str):
+    return nb.cell(i).locator(".jp-OutputArea button", has_text=re.compile(rf"^\s*{label}\s*$"))
+
+
+def restart_kernel(nb: NotebookPage) -> None:
+    """Kernel > Restart Kernel…, accepted: the outputs stay on screen."""
+    page = nb.page
+    page.locator(".lm-MenuBar-itemLabel", has_text="Kernel").click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Restart Kernel…$")).click()
+    page.locator(".jp-Dialog button.jp-mod-accept").click()
+    nb.wait_kernel()
+
+
+@pytest.mark.parametrize("jupyter_server", ["lab"], indirect=True)
+def test_buttons_from_before_a_kernel_restart_say_so_and_click_nothing(jupyter_server, page, artifacts):
+    from playwright.sync_api import expect
+
+    write_notebook(
+        jupyter_server.root / "restart.ipynb",
+        [
+            ("setup", "%load_ext genai_magics"),
+            ("code", "total = 1 + 2"),
+            ("first", "%%gemini_edit\nAdd input validation"),
+            ("second", "%%gemini_edit\nAdd a comment"),
+        ],
+    )
+    nb = NotebookPage(page, artifacts)
+    nb.open(jupyter_server.notebook_url("restart.ipynb"), 4)
+    for i in range(3):
+        nb.run(i)
+    expect(button(nb, 2, "Apply")).to_be_enabled(timeout=30_000)
+    nb.run(3)
+    button(nb, 3, "Apply").click()
+    applied = ["# stub edit: Add a comment", "total = 1 + 2"]
+    expect(nb.editor(1).locator(".cm-line")).to_have_text(applied, timeout=10_000)
+    expect(button(nb, 3, "Undo")).to_be_enabled(timeout=10_000)
+    expect(nb.cell(2)).not_to_contain_text(STALE)
+
+    restart_kernel(nb)
+    # one line in each old proposal, and every button of it disabled
+    for i in (2, 3):
+        expect(nb.cell(i)).to_contain_text(STALE, timeout=10_000)
+        expect(nb.cell(i).get_by_text(STALE)).to_have_count(1)
+        for label in ("Apply", "Discard", "Copy"):
+            expect(button(nb, i, label)).to_be_disabled()
+    expect(button(nb, 3, "Undo")).to_be_disabled()
+    nb.shot("stale")
+
+    errors_before = len([line for line in page.console_log if "Cannot send" in line])
+    button(nb, 2, "Apply").click(force=True)
+    button(nb, 3, "Undo").click(force=True)
+    page.wait_for_timeout(1_500)
+    expect(nb.editor(1).locator(".cm-line")).to_have_text(applied)
+    assert len([line for line in page.console_log if "Cannot send" in line]) == errors_before
+
+    # the magic cell run again in the new kernel: a new widget, not marked
+    nb.run(0)
+    nb.run(2)
+    expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("Add input validation", timeout=30_000)
+    expect(button(nb, 2, "Discard")).to_have_count(1)
+    expect(nb.cell(2)).not_to_contain_text(STALE)
+    expect(nb.cell(3)).to_contain_text(STALE)
+    nb.shot("rerun")
+
+
+@pytest.mark.parametrize("jupyter_server", ["lab"], indirect=True)
+def test_an_old_apply_after_reload_ext_writes_the_right_cell(jupyter_server, page, artifacts):
+    from playwright.sync_api import expect
+
+    write_notebook(
+        jupyter_server.root / "reload.ipynb",
+        [
+            ("setup", "%load_ext genai_magics"),
+            ("other", "unrelated = 0"),
+            ("code", "total = 1 + 2"),
+            ("magic", "%%gemini_edit\nAdd input validation"),
+            ("reload", "%reload_ext genai_magics"),
+            ("last", "x = 1"),
+        ],
+    )
+    nb = NotebookPage(page, artifacts)
+    nb.open(jupyter_server.notebook_url("reload.ipynb"), 6)
+    nb.run(0)
+    nb.run(1)
+    nb.run(2)
+    # a hand edit never run: the proposal is made from it, so Apply must compare against the live cell
+    nb.type_into(2, "total = 40 + 2")
+    nb.run(3)
+    expect(button(nb, 3, "Apply")).to_be_enabled(timeout=30_000)
+    nb.run(4)
+
+    button(nb, 3, "Apply").click()
+    proposed = ["# stub edit: Add input validation", "total = 40 + 2"]
+    expect(nb.editor(2).locator(".cm-line")).to_have_text(proposed, timeout=10_000)
+    expect(nb.cell(3)).to_contain_text("Applied", timeout=10_000)
+    nb.shot("applied-after-reload")
+    button(nb, 3, "Undo").click()
+    expect(nb.editor(2)).to_have_text("total = 40 + 2", timeout=10_000)
+    expect(nb.cell(3)).to_contain_text("Undone", timeout=10_000)
+    # no other cell was touched
+    expect(nb.editor(1)).to_have_text("unrelated = 0")
+    expect(nb.editor(3).locator(".cm-line")).to_have_text(["%%gemini_edit", "Add input validation"])
+    expect(nb.editor(5)).to_have_text("x = 1")
+    expect(page.locator(".jp-Notebook .jp-Cell")).to_have_count(6)
+    errors = [line for line in page.console_log if "genai-magics-bridge" in line and "error" in line.lower()]
+    assert not errors, errors
