@@ -36,8 +36,23 @@ def restart_kernel(nb: NotebookPage) -> None:
     nb.wait_kernel()
 
 
-@pytest.mark.parametrize("jupyter_server", ["lab"], indirect=True)
-def test_buttons_from_before_a_kernel_restart_say_so_and_click_nothing(jupyter_server, page, artifacts):
+def crash_kernel(nb: NotebookPage, i: int) -> None:
+    """Run a cell that kills the kernel process: the server restarts it on its own."""
+    from playwright.sync_api import expect
+
+    nb.editor(i).click()
+    nb.page.keyboard.press("Shift+Enter")
+    dialog = nb.page.locator(".jp-Dialog", has_text="restart automatically")
+    expect(dialog).to_be_visible(timeout=30_000)
+    dialog.locator("button.jp-mod-accept").click()
+    nb.wait_kernel()
+
+
+@pytest.mark.parametrize(
+    ("jupyter_server", "how"), [("lab", "menu"), ("lab", "crash"), ("notebook", "menu")], indirect=["jupyter_server"]
+)
+def test_buttons_from_before_a_kernel_restart_say_so_and_click_nothing(jupyter_server, page, artifacts, how):
+    """Kernel > Restart Kernel…, or the kernel process dies and the server restarts it."""
     from playwright.sync_api import expect
 
     write_notebook(
@@ -47,10 +62,11 @@ def test_buttons_from_before_a_kernel_restart_say_so_and_click_nothing(jupyter_s
             ("code", "total = 1 + 2"),
             ("first", "%%gemini_edit\nAdd input validation"),
             ("second", "%%gemini_edit\nAdd a comment"),
+            ("crash", "import os\nos._exit(1)"),
         ],
     )
     nb = NotebookPage(page, artifacts)
-    nb.open(jupyter_server.notebook_url("restart.ipynb"), 4)
+    nb.open(jupyter_server.notebook_url("restart.ipynb"), 5)
     for i in range(3):
         nb.run(i)
     expect(button(nb, 2, "Apply")).to_be_enabled(timeout=30_000)
@@ -61,7 +77,10 @@ def test_buttons_from_before_a_kernel_restart_say_so_and_click_nothing(jupyter_s
     expect(button(nb, 3, "Undo")).to_be_enabled(timeout=10_000)
     expect(nb.cell(2)).not_to_contain_text(STALE)
 
-    restart_kernel(nb)
+    if how == "menu":
+        restart_kernel(nb)
+    else:
+        crash_kernel(nb, 4)
     # one line in each old proposal, and every button of it disabled
     for i in (2, 3):
         expect(nb.cell(i)).to_contain_text(STALE, timeout=10_000)
