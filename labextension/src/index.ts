@@ -103,7 +103,8 @@ class NotebookBridge {
       return;
     }
     this._dropComm();
-    if (this._kernel) {
+    if (this._kernel && this._kernel.id !== kernel?.id) {
+      // A new connection to the same kernel keeps its widgets alive: only another kernel ends them.
       this._markStale(kernel ? 'The kernel changed' : 'The kernel stopped');
     }
     if (this._kernel && !this._kernel.isDisposed) {

@@ -27,12 +27,15 @@ def button(nb: NotebookPage, i: int, label: str):
     return nb.cell(i).locator(".jp-OutputArea button", has_text=re.compile(rf"^\s*{label}\s*$"))
 
 
+def kernel_menu(nb: NotebookPage, item: str) -> None:
+    nb.page.locator(".lm-MenuBar-itemLabel", has_text="Kernel").click()
+    nb.page.locator(".lm-Menu-itemLabel", has_text=re.compile(rf"^{item}$")).click()
+
+
 def restart_kernel(nb: NotebookPage) -> None:
     """Kernel > Restart Kernel…, accepted: the outputs stay on screen."""
-    page = nb.page
-    page.locator(".lm-MenuBar-itemLabel", has_text="Kernel").click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Restart Kernel…$")).click()
-    page.locator(".jp-Dialog button.jp-mod-accept").click()
+    kernel_menu(nb, "Restart Kernel…")
+    nb.page.locator(".jp-Dialog button.jp-mod-accept").click()
     nb.wait_kernel()
 
 
@@ -105,6 +108,33 @@ def test_buttons_from_before_a_kernel_restart_say_so_and_click_nothing(jupyter_s
     expect(nb.cell(2)).not_to_contain_text(STALE)
     expect(nb.cell(3)).to_contain_text(STALE)
     nb.shot("rerun")
+
+
+@pytest.mark.parametrize("jupyter_server", ["lab"], indirect=True)
+@pytest.mark.parametrize(("how", "line"), [("shutdown", "The kernel stopped"), ("change", "The kernel changed")])
+def test_buttons_from_a_stopped_or_replaced_kernel_say_so(jupyter_server, page, artifacts, how, line):
+    """Kernel > Shut Down Kernel, or Kernel > Change Kernel… to a new Python kernel."""
+    from playwright.sync_api import expect
+
+    write_notebook(
+        jupyter_server.root / "other.ipynb",
+        [("setup", "%load_ext genai_magics"), ("code", "t = 1"), ("magic", "%%gemini_edit\nAdd a comment")],
+    )
+    nb = NotebookPage(page, artifacts)
+    nb.open(jupyter_server.notebook_url("other.ipynb"), 3)
+    for i in range(3):
+        nb.run(i)
+    expect(button(nb, 2, "Apply")).to_be_enabled(timeout=30_000)
+    if how == "shutdown":
+        kernel_menu(nb, "Shut Down Kernel")
+    else:
+        kernel_menu(nb, "Change Kernel…")
+        dialog = page.locator(".jp-Dialog")
+        dialog.locator("select").select_option(label="Python 3 (ipykernel)")  # a new kernel, not this one
+        dialog.locator("button.jp-mod-accept").click()
+    expect(nb.cell(2)).to_contain_text(f"{line}: these buttons no longer work.", timeout=15_000)
+    for label in ("Apply", "Discard", "Copy"):
+        expect(button(nb, 2, label)).to_be_disabled()
 
 
 @pytest.mark.parametrize("jupyter_server", ["lab"], indirect=True)
