@@ -23,6 +23,11 @@ def server_env(stub_url):
     return {"GOOGLE_GEMINI_BASE_URL": stub_url, "GEMINI_API_KEY": "fake"}
 
 
+def stale_lines(nb: NotebookPage, i: int, text: str = STALE):
+    """The lines saying so that are shown in cell i (the widget carries a hidden one, see ui/widgets.py)."""
+    return nb.cell(i).get_by_text(text).filter(visible=True)
+
+
 def button(nb: NotebookPage, i: int, label: str):
     return nb.cell(i).locator(".jp-OutputArea button", has_text=re.compile(rf"^\s*{label}\s*$"))
 
@@ -78,7 +83,7 @@ def test_buttons_from_before_a_kernel_restart_say_so_and_click_nothing(jupyter_s
     applied = ["# stub edit: Add a comment", "total = 1 + 2"]
     expect(nb.editor(1).locator(".cm-line")).to_have_text(applied, timeout=10_000)
     expect(button(nb, 3, "Undo")).to_be_enabled(timeout=10_000)
-    expect(nb.cell(2)).not_to_contain_text(STALE)
+    expect(stale_lines(nb, 2)).to_have_count(0)
 
     if how == "menu":
         restart_kernel(nb)
@@ -86,8 +91,7 @@ def test_buttons_from_before_a_kernel_restart_say_so_and_click_nothing(jupyter_s
         crash_kernel(nb, 4)
     # one line in each old proposal, and every button of it disabled
     for i in (2, 3):
-        expect(nb.cell(i)).to_contain_text(STALE, timeout=10_000)
-        expect(nb.cell(i).get_by_text(STALE)).to_have_count(1)
+        expect(stale_lines(nb, i)).to_have_count(1, timeout=10_000)
         for label in ("Apply", "Discard", "Copy"):
             expect(button(nb, i, label)).to_be_disabled()
     expect(button(nb, 3, "Undo")).to_be_disabled()
@@ -105,8 +109,8 @@ def test_buttons_from_before_a_kernel_restart_say_so_and_click_nothing(jupyter_s
     nb.run(2)
     expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("replayed turn 1", timeout=30_000)
     expect(button(nb, 2, "Discard")).to_have_count(1)
-    expect(nb.cell(2)).not_to_contain_text(STALE)
-    expect(nb.cell(3)).to_contain_text(STALE)
+    expect(stale_lines(nb, 2)).to_have_count(0)
+    expect(stale_lines(nb, 3)).to_have_count(1)
     nb.shot("rerun")
 
 
@@ -132,9 +136,46 @@ def test_buttons_from_a_stopped_or_replaced_kernel_say_so(jupyter_server, page, 
         dialog = page.locator(".jp-Dialog")
         dialog.locator("select").select_option(label="Python 3 (ipykernel)")  # a new kernel, not this one
         dialog.locator("button.jp-mod-accept").click()
-    expect(nb.cell(2)).to_contain_text(f"{line}: these buttons no longer work.", timeout=15_000)
+    expect(stale_lines(nb, 2, f"{line}: these buttons no longer work.")).to_have_count(1, timeout=15_000)
     for label in ("Apply", "Discard", "Copy"):
         expect(button(nb, 2, label)).to_be_disabled()
+
+
+@pytest.fixture
+def without_the_extension(tmp_path, server_env):
+    """The server's config disables the genai-magics-bridge labextension (as if installed without Node.js)."""
+    config = tmp_path / "no-bridge-config"
+    (config / "labconfig").mkdir(parents=True)
+    (config / "labconfig" / "page_config.json").write_text('{"disabledExtensions": {"genai-magics-bridge": true}}')
+    server_env["JUPYTER_CONFIG_PATH"] = str(config)
+
+
+@pytest.mark.parametrize("jupyter_server", ["lab"], indirect=True)
+def test_without_the_extension_a_restart_from_the_menu_still_shows_one_line(
+    without_the_extension, jupyter_server, page, artifacts
+):
+    """ipywidgets marks the old kernel's views disconnected; the widget's own CSS shows its line then
+    and lets no click through (a crash restart is not marked by ipywidgets: see docs/failures.md)."""
+    from playwright.sync_api import expect
+
+    write_notebook(
+        jupyter_server.root / "plain.ipynb",
+        [("setup", "%load_ext genai_magics"), ("code", "t = 1"), ("magic", "%%gemini_edit\nAdd a comment")],
+    )
+    nb = NotebookPage(page, artifacts)
+    nb.open(jupyter_server.notebook_url("plain.ipynb"), 3)
+    for i in range(3):
+        nb.run(i)
+    expect(nb.cell(2)).to_contain_text("paste", timeout=30_000)  # no live bridge: Apply only records
+    assert not any("genai-magics-bridge: active" in line for line in page.console_log)
+    expect(stale_lines(nb, 2)).to_have_count(0)
+    restart_kernel(nb)
+    expect(stale_lines(nb, 2)).to_have_count(1, timeout=10_000)
+    nb.shot("plain-stale")
+    errors_before = len([line for line in page.console_log if "Cannot send" in line])
+    button(nb, 2, "Apply").click(force=True)
+    page.wait_for_timeout(1_000)
+    assert len([line for line in page.console_log if "Cannot send" in line]) == errors_before
 
 
 @pytest.mark.parametrize("jupyter_server", ["lab"], indirect=True)
