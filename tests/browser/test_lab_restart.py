@@ -16,6 +16,7 @@ import pytest
 from test_lab_bridge import NotebookPage, write_notebook
 
 STALE = "The kernel restarted: these buttons no longer work."
+ONE_PROPOSAL = [("setup", "%load_ext genai_magics"), ("code", "t = 1"), ("magic", "%%gemini_edit\nAdd a comment")]
 
 
 @pytest.fixture
@@ -30,6 +31,16 @@ def stale_lines(nb: NotebookPage, i: int, text: str = STALE):
 
 def button(nb: NotebookPage, i: int, label: str):
     return nb.cell(i).locator(".jp-OutputArea button", has_text=re.compile(rf"^\s*{label}\s*$"))
+
+
+def open_and_run(jupyter_server, page, artifacts, name: str, cells: list[tuple[str, str]], runs: int) -> NotebookPage:
+    """Write the notebook, open it, run its first ``runs`` cells."""
+    write_notebook(jupyter_server.root / name, cells)
+    nb = NotebookPage(page, artifacts)
+    nb.open(jupyter_server.notebook_url(name), len(cells))
+    for i in range(runs):
+        nb.run(i)
+    return nb
 
 
 def kernel_menu(nb: NotebookPage, item: str) -> None:
@@ -63,8 +74,11 @@ def test_buttons_from_before_a_kernel_restart_say_so_and_click_nothing(jupyter_s
     """Kernel > Restart Kernel…, or the kernel process dies and the server restarts it."""
     from playwright.sync_api import expect
 
-    write_notebook(
-        jupyter_server.root / "restart.ipynb",
+    nb = open_and_run(
+        jupyter_server,
+        page,
+        artifacts,
+        "restart.ipynb",
         [
             ("setup", "%load_ext genai_magics"),
             ("code", "total = 1 + 2"),
@@ -72,11 +86,8 @@ def test_buttons_from_before_a_kernel_restart_say_so_and_click_nothing(jupyter_s
             ("second", "%%gemini_edit\nAdd a comment"),
             ("crash", "import os\nos._exit(1)"),
         ],
+        3,
     )
-    nb = NotebookPage(page, artifacts)
-    nb.open(jupyter_server.notebook_url("restart.ipynb"), 5)
-    for i in range(3):
-        nb.run(i)
     expect(button(nb, 2, "Apply")).to_be_enabled(timeout=30_000)
     nb.run(3)
     button(nb, 3, "Apply").click()
@@ -120,14 +131,14 @@ def test_buttons_from_a_stopped_or_replaced_kernel_say_so(jupyter_server, page, 
     """Kernel > Shut Down Kernel, or Kernel > Change Kernel… to a new Python kernel."""
     from playwright.sync_api import expect
 
-    write_notebook(
-        jupyter_server.root / "other.ipynb",
-        [("setup", "%load_ext genai_magics"), ("code", "t = 1"), ("magic", "%%gemini_edit\nAdd a comment")],
+    nb = open_and_run(
+        jupyter_server,
+        page,
+        artifacts,
+        "other.ipynb",
+        ONE_PROPOSAL,
+        3,
     )
-    nb = NotebookPage(page, artifacts)
-    nb.open(jupyter_server.notebook_url("other.ipynb"), 3)
-    for i in range(3):
-        nb.run(i)
     expect(button(nb, 2, "Apply")).to_be_enabled(timeout=30_000)
     if how == "shutdown":
         kernel_menu(nb, "Shut Down Kernel")
@@ -155,17 +166,17 @@ def test_without_the_extension_a_restart_from_the_menu_still_shows_one_line(
     without_the_extension, jupyter_server, page, artifacts
 ):
     """ipywidgets marks the old kernel's views disconnected; the widget's own CSS shows its line then
-    and lets no click through (a crash restart is not marked by ipywidgets: see docs/failures.md)."""
+    and lets no click through (ipywidgets marks no view after Shut Down or Change Kernel: see docs/failures.md)."""
     from playwright.sync_api import expect
 
-    write_notebook(
-        jupyter_server.root / "plain.ipynb",
-        [("setup", "%load_ext genai_magics"), ("code", "t = 1"), ("magic", "%%gemini_edit\nAdd a comment")],
+    nb = open_and_run(
+        jupyter_server,
+        page,
+        artifacts,
+        "plain.ipynb",
+        ONE_PROPOSAL,
+        3,
     )
-    nb = NotebookPage(page, artifacts)
-    nb.open(jupyter_server.notebook_url("plain.ipynb"), 3)
-    for i in range(3):
-        nb.run(i)
     expect(nb.cell(2)).to_contain_text("paste", timeout=30_000)  # no live bridge: Apply only records
     assert not any("genai-magics-bridge: active" in line for line in page.console_log)
     expect(stale_lines(nb, 2)).to_have_count(0)
@@ -182,8 +193,11 @@ def test_without_the_extension_a_restart_from_the_menu_still_shows_one_line(
 def test_an_old_apply_after_reload_ext_writes_the_right_cell(jupyter_server, page, artifacts):
     from playwright.sync_api import expect
 
-    write_notebook(
-        jupyter_server.root / "reload.ipynb",
+    nb = open_and_run(
+        jupyter_server,
+        page,
+        artifacts,
+        "reload.ipynb",
         [
             ("setup", "%load_ext genai_magics"),
             ("other", "unrelated = 0"),
@@ -192,12 +206,8 @@ def test_an_old_apply_after_reload_ext_writes_the_right_cell(jupyter_server, pag
             ("reload", "%reload_ext genai_magics"),
             ("last", "x = 1"),
         ],
+        3,
     )
-    nb = NotebookPage(page, artifacts)
-    nb.open(jupyter_server.notebook_url("reload.ipynb"), 6)
-    nb.run(0)
-    nb.run(1)
-    nb.run(2)
     # a hand edit never run: the proposal is made from it, so Apply must compare against the live cell
     nb.type_into(2, "total = 40 + 2")
     nb.run(3)
