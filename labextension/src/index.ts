@@ -16,11 +16,13 @@
  *   puts such JSON back as it was, right below the cell `after_id`.
  *
  * Stale buttons: the comms of the widgets on screen die with the kernel
- * process. ipywidgets then only adds a broken-link icon, and a click goes
- * nowhere (the browser logs `Cannot send`). When the notebook's kernel
- * restarts, stops or is changed, this extension writes one line into every
- * genai_magics proposal still on screen (class `genai-magics-proposal`) and
- * disables its buttons.
+ * process, and a click then goes nowhere (the browser logs `Cannot send`).
+ * ipywidgets only marks the views `jupyter-widgets-disconnected`, and only
+ * on a restart (the proposal's own CSS shows a line on that, see
+ * genai_magics/ui/widgets.py). When the notebook's kernel restarts, stops or
+ * is changed, this extension writes one line into every genai_magics
+ * proposal still on screen (class `genai-magics-proposal`), saying which,
+ * and disables its buttons.
  *
  * Ordering: JupyterLab 4.6 sends comm messages on kernel subshells by
  * default, and a subshell message can overtake the execute request on the
