@@ -141,3 +141,24 @@ def test_status_reports_the_live_bridge(lab, stub):
     out = lab.execute("s").stdout
     assert "notebook view: live notebook (bridge)" in out
     assert "live bridge: 6 cells of fake.ipynb" in out
+
+
+@pytest.mark.parametrize(("magic", "target"), [("%%gemini_edit", "b"), ("%%gemini_edit --notebook", "a")])
+def test_an_old_apply_after_reload_ext_writes_the_cell_through_the_reopened_comm(lab, stub, magic, target):
+    """%reload_ext closes the bridge's comm and opens a new one on the same bridge: the
+    proposal shown before it still reads the live notebook and writes it (browser test:
+    tests/browser/test_lab_restart.py)."""
+    lab.execute("b")
+    lab.edit("b", CELL_B + "  # by hand")  # never run: Apply must compare against the live cell
+    lab.add_cell("m2", f"{magic}\nAdd input validation.")
+    lab.execute("m2")
+    before = lab.source(target)
+    first_comm = lab.bridge_comm_id
+    lab.add_cell("reload", "%reload_ext genai_magics")
+    lab.execute("reload")
+    assert lab.bridge_comm_id not in (None, first_comm)
+    click(lab, "Apply", "Applied")
+    assert lab.source(target) == "# stub edit: Add input validation.\n" + before
+    click(lab, "Undo", "Undone")
+    assert lab.source(target) == before
+    assert [r["cell_id"] for r in lab.requests_received] == [target, target]

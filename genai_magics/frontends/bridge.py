@@ -71,18 +71,19 @@ class Bridge:
         self._next_request = 0
         self._pending: dict[int, tuple[dict, Done, threading.Timer | None, OnOk | None]] = {}
         self._reply_routes: dict[int, str | None] = {}
-        self._closed = False
 
     # ------------------------------------------------------------------ setup
     @classmethod
     def attach(cls, shell: Any, timeout: float = DEFAULT_TIMEOUT) -> Bridge:
         """The bridge of this shell, its comm opened (idempotent per shell).
 
-        Called again after the frontend closed the comm (notebook closed, page
-        gone), it opens a new one.
+        Called again after the comm was closed (notebook closed, page gone, or
+        :meth:`close` by ``%unload_ext``), it opens a new comm on the same
+        bridge: the proposals shown before a ``%reload_ext`` hold this object
+        as their writer, so their Apply and Undo keep reaching the notebook.
         """
         bridge = getattr(shell, "_genai_magics_bridge", None) if shell is not None else None
-        if not isinstance(bridge, Bridge) or bridge._closed:
+        if not isinstance(bridge, Bridge):
             bridge = cls(shell, timeout=timeout)
             if shell is not None:
                 try:
@@ -136,21 +137,19 @@ class Bridge:
         self._seq = None
 
     def close(self) -> None:
-        """Close the comm and fail pending requests; the view forgets the notebook."""
+        """Close the comm and fail pending requests; the view forgets the notebook.
+
+        The bridge stays the shell's: the next :meth:`attach` (``%load_ext``
+        after ``%unload_ext``) opens a new comm on it.
+        """
         with self._lock:
             comm, self._comm = self._comm, None
-            self._closed = True
             self._reset_view()
         self._fail_pending("the bridge was closed")
         if comm is not None:
             try:
                 comm.close()
             except Exception:
-                pass
-        if self.shell is not None and getattr(self.shell, "_genai_magics_bridge", None) is self:
-            try:
-                del self.shell._genai_magics_bridge
-            except AttributeError:
                 pass
 
     # ------------------------------------------------------------ the view

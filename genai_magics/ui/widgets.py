@@ -14,6 +14,20 @@ from ..engine.redaction import redact
 from .diff import diff_html
 from .proposal import ProposalController
 
+# After a kernel restart ipywidgets marks each view of the old kernel `jupyter-widgets-disconnected`
+# (a broken-link icon, nothing else; a click then goes nowhere). Keyed on that class, this shows one
+# line and stops the clicks even where the labextension is missing; where it is there, it marks the
+# proposal `genai-magics-stale` with its own line (also after a crash, a shutdown, another kernel).
+RESTART_NOTE = (
+    "<style>.genai-magics-restart-note{display:none}"
+    ".jupyter-widgets-disconnected .genai-magics-restart-note{display:block}"
+    ".genai-magics-stale .genai-magics-restart-note{display:none}"
+    ".genai-magics-proposal.jupyter-widgets-disconnected button{pointer-events:none;opacity:.5}</style>"
+    '<div class="genai-magics-restart-note" style="font-size:12px;margin-top:4px;font-weight:600;color:#b45309">'
+    "The kernel restarted: these buttons no longer work. Run the magic cell again (with the notebook's "
+    "record, its recorded turn comes back without a new request).</div>"
+)
+
 
 class ProposalWidget:
     def __init__(self, controller: ProposalController):
@@ -38,6 +52,8 @@ class ProposalWidget:
         self.copy_button.on_click(self._copy)
         self.buttons = w.HBox([self.apply_button, self.discard_button, self.copy_button])
         self.box = w.VBox([self.view, self.buttons])
+        # What the labextension looks for to mark the buttons stale after a kernel restart.
+        self.box.add_class("genai-magics-proposal")
         controller.listeners.append(lambda c: self.refresh())
         self.refresh()
 
@@ -83,7 +99,8 @@ class ProposalWidget:
             self.force_button.description = f"{(self._pending_force or 'apply').capitalize()} anyway"
             self.force_button.layout.display = None if changed else "none"
         status = f'<div style="font-size:12px;margin-top:4px">{html.escape(c.status.text)}</div>'
-        self.view.value = self._diff + "\n" + status
+        self._html = self._diff + "\n" + status
+        self.view.value = self._html + RESTART_NOTE
 
     def _repr_mimebundle_(self, **kwargs):
         # Where no widget manager renders the view (a saved notebook on GitHub or nbviewer,
@@ -91,5 +108,5 @@ class ProposalWidget:
         # they were when the proposal appeared.
         bundle = self.box._repr_mimebundle_(**kwargs)
         bundle["text/plain"] = f"{self._diff_text}\n{self.controller.message}"
-        bundle["text/html"] = self.view.value
+        bundle["text/html"] = self._html
         return bundle

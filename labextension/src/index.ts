@@ -15,6 +15,15 @@
  *   (id, metadata, outputs, execution count); `insert_cell` with a `cell`
  *   puts such JSON back as it was, right below the cell `after_id`.
  *
+ * Stale buttons: the comms of the widgets on screen die with the kernel
+ * process, and a click then goes nowhere (the browser logs `Cannot send`).
+ * ipywidgets only marks the views `jupyter-widgets-disconnected`, and only
+ * on a restart (the proposal's own CSS shows a line on that, see
+ * genai_magics/ui/widgets.py). When the notebook's kernel restarts, stops or
+ * is changed, this extension writes one line into every genai_magics
+ * proposal still on screen (class `genai-magics-proposal`), saying which,
+ * and disables its buttons.
+ *
  * Ordering: JupyterLab 4.6 sends comm messages on kernel subshells by
  * default, and a subshell message can overtake the execute request on the
  * main shell. Every message of this comm is therefore built here and sent on
@@ -35,6 +44,11 @@ import { Kernel, KernelMessage } from '@jupyterlab/services';
 const TARGET = 'genai_magics.bridge';
 const VERSION = 1;
 const EDIT_PUSH_DELAY_MS = 400;
+const PROPOSAL_CLASS = 'genai-magics-proposal';
+const STALE_CLASS = 'genai-magics-stale';
+const STALE_ADVICE =
+  "these buttons no longer work. Run the magic cell again (with the notebook's record, " +
+  'its recorded turn comes back without a new request).';
 
 type CellType = 'code' | 'markdown' | 'raw';
 
@@ -91,6 +105,10 @@ class NotebookBridge {
       return;
     }
     this._dropComm();
+    if (this._kernel && this._kernel.id !== kernel?.id) {
+      // A new connection to the same kernel keeps its widgets alive: only another kernel ends them.
+      this._markStale(kernel ? 'The kernel changed' : 'The kernel stopped');
+    }
     if (this._kernel && !this._kernel.isDisposed) {
       try {
         this._kernel.removeCommTarget(TARGET, this._onCommOpen);
@@ -109,8 +127,37 @@ class NotebookBridge {
   private _onStatusChanged(): void {
     const status = this._panel.sessionContext.session?.kernel?.status;
     if (status === 'restarting' || status === 'autorestarting' || status === 'dead') {
-      // The kernel side of the comm is gone with the old process.
+      // The kernel side of the comm is gone with the old process, and so are
+      // the kernel sides of the widgets on screen.
       this._dropComm();
+      this._markStale(status === 'dead' ? 'The kernel stopped' : 'The kernel restarted');
+    }
+  }
+
+  /**
+   * Say in every genai_magics proposal on screen that its buttons are dead,
+   * and disable them (once: a proposal marked stays as it is).
+   */
+  private _markStale(what: string): void {
+    if (this._panel.isDisposed) {
+      return;
+    }
+    // Each cell's own node: a cell scrolled out of a windowed notebook is detached, not gone.
+    for (const cell of this._panel.content.widgets) {
+      const boxes = cell.node.querySelectorAll(`.${PROPOSAL_CLASS}:not(.${STALE_CLASS})`);
+      boxes.forEach(box => {
+        box.classList.add(STALE_CLASS);
+        box.querySelectorAll('button').forEach(button => {
+          button.disabled = true;
+        });
+        const line = document.createElement('div');
+        line.className = 'genai-magics-stale-line';
+        line.textContent = `${what}: ${STALE_ADVICE}`;
+        line.style.cssText =
+          'font-size:12px;margin:4px 0;color:var(--jp-warn-color0,#b45309);font-weight:600';
+        const buttons = box.querySelector(':scope > .widget-hbox');
+        box.insertBefore(line, buttons);
+      });
     }
   }
 
