@@ -25,7 +25,9 @@ Outcome = Literal["none", "proposed", "applied", "discarded", "undone"]
 STATE_MODES: tuple[StateMode, ...] = ("contents", "interactions")
 DIGEST_TURNS = 16  # a new server chain learns this many earlier turns, in short
 # A hand edit goes as a patch while the patches on the version the model holds in full stay
-# under this share of the document: past it, the full text is cheaper to read again and again.
+# under this share of the document. Both are billed at the input rate: patches read again on
+# each of ~10 later turns cost less than the whole document written once into a new cache (or
+# read once more in full), and a model applies a few small hunks more reliably than many.
 PATCH_SHARE = 0.1
 Holder = tuple[int, Literal["user", "model"]]
 

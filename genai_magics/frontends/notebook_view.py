@@ -47,6 +47,7 @@ class ExecutionRecord:
     description: str = "executed cells (kernel record)"
     # every text a cell held in this session (by SHA-256): a saved file's copy of it is the same cell
     sources: dict[str, set[str]] = field(default_factory=dict)
+    changes: int = 0  # bumped by every change below: a view merged from it stays valid until the next one
 
     def record(self, cell_id: str | None, source: str, execution_count: int | None) -> Cell:
         # Without a frontend cell id each run is its own cell, named as IPython names it.
@@ -58,6 +59,7 @@ class ExecutionRecord:
             self.order.remove(key)
         self.order.append(key)
         self.running_id = key
+        self.changes += 1
         return cell
 
     def set_source(self, cell_id: str, source: str) -> None:
@@ -66,11 +68,13 @@ class ExecutionRecord:
         if old is not None:
             self.by_id[cell_id] = Cell(old.id, source, old.cell_type, old.execution_count)
             self.sources.setdefault(cell_id, set()).add(self.by_id[cell_id].sha256)
+            self.changes += 1
 
     def set_count(self, cell_id: str, execution_count: int) -> None:
         old = self.by_id.get(cell_id)
         if old is not None and old.execution_count != execution_count:
             self.by_id[cell_id] = Cell(old.id, old.source, old.cell_type, execution_count)
+            self.changes += 1
 
     def cells(self) -> Sequence[Cell]:
         return [self.by_id[k] for k in self.order]
@@ -108,13 +112,13 @@ def notebook_path_from(env: Mapping[str, str], user_ns: Mapping[str, object]) ->
     return None
 
 
-def read_notebook_cells(path: Path) -> list[Cell]:
+def read_notebook_cells(path: Path) -> tuple[Cell, ...]:
     """Cells of an nbformat 4 file, in order; a clear error otherwise (parsed once per file version)."""
     try:
         stat = path.stat()
     except OSError:
         raise NotebookFileError(f"notebook file not found: {path}") from None
-    return list(_read_cells(str(path), stat.st_mtime_ns, stat.st_size))
+    return _read_cells(str(path), stat.st_mtime_ns, stat.st_size)
 
 
 @functools.lru_cache(maxsize=8)
@@ -167,7 +171,7 @@ class MergedView:
             file_cells = read_notebook_cells(self.path)
         except NotebookFileError:
             return self.record.cells()
-        return merge_file_and_record(file_cells, self.record)
+        return _merged(file_cells, self.record)
 
     def cell_above(self, cell_id: str) -> Cell | None:
         return None  # a saved file may be stale about layout: only the bridge knows
@@ -178,6 +182,21 @@ class MergedView:
             return self.record.notebook_cells()
         read_notebook_cells(self.path)  # a clear error for a missing, corrupt or old file
         return self.cells()
+
+
+_last_merge: list[tuple[tuple[Cell, ...], ExecutionRecord, int, tuple[Cell, ...]]] = []
+
+
+def _merged(file_cells: tuple[Cell, ...], record: ExecutionRecord) -> tuple[Cell, ...]:
+    """``merge_file_and_record``, reused while neither the file's version nor the record changed
+    (a turn asks the view several times, and the merge is ~0.4 ms on a 200-cell notebook)."""
+    if _last_merge:
+        cells, rec, changes, merged = _last_merge[0]
+        if cells is file_cells and rec is record and changes == record.changes:
+            return merged
+    merged = tuple(merge_file_and_record(file_cells, record))
+    _last_merge[:] = [(file_cells, record, record.changes, merged)]
+    return merged
 
 
 def merge_file_and_record(file_cells: Sequence[Cell], record: ExecutionRecord) -> list[Cell]:
