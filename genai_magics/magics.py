@@ -147,7 +147,7 @@ class GeminiMagics(Magics):
     ).tag(config=True)
     patches = Bool(
         True,
-        help="contents mode: send a small change made by hand as a patch against the version the model "
+        help="send a small change made by hand as a patch against the version the model "
         "holds, instead of the whole document again (False: always the whole document)",
     ).tag(config=True)
     temperature = Float(

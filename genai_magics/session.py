@@ -53,7 +53,7 @@ class Settings:
     max_document_bytes: int = 1_000_000
     secondary_context_chars: int = 20_000
     max_chain_versions: int = 8
-    patches: bool = True  # contents mode: a small hand edit goes as a patch
+    patches: bool = True  # a small hand edit goes as a patch
     temperature: float | None = None
     client: ClientSettings = ClientSettings()
     cache: str = "auto"  # explicit context caching: "auto" or "off"

@@ -122,6 +122,25 @@ def test_a_small_hand_edit_goes_as_a_patch_and_the_cache_stays(kernel, stub):
     assert "LIMIT = 3" in str(stub.requests[-2]["json"]["contents"])
 
 
+def test_interactions_mode_sends_a_small_hand_edit_as_a_patch_on_the_server_chain(kernel, stub):
+    big_conversation(kernel, stub)
+    kernel.run("%%gemini_ask --state interactions\nWhat does step_3 do?", cell_id="m1")
+    lines = BIG.split("\n")
+    lines[480:480] = ["THRESHOLD = 0.75  # by hand"]
+    edited = "\n".join(lines)
+    kernel.run(edited, cell_id="big")
+    kernel.run("%%gemini_ask\nWhat changed?", cell_id="m2")
+    after = kernel.run("%%gemini_ask\nAnd now?", cell_id="m3")
+    first, patched, synced = api_requests(stub)
+    assert [r["kind"] for r in (first, patched, synced)] == ["interaction.create"] * 3
+    assert patched["json"]["previous_interaction_id"] and len(patched["json"]["input"]) < 1_000
+    assert set(current_payload(patched)) == {"mode", "prompt", "document", "sourcePatch"}
+    assert current_payload(synced) == {"mode": "ask", "prompt": "And now?", "sourceSynchronized": True}
+    # the stand-in applies the patch to the version its stored chain holds
+    assert [r["held_document_sha256"] for r in (patched, synced)] == [sha256_text(edited)] * 2
+    assert "The document I hold has 961 lines" in after.plain
+
+
 def test_new_unload_and_kernel_exit_delete_the_caches(kernel, stub):
     big_conversation(kernel, stub)
     kernel.run("%%gemini_ask\nq1", cell_id="m1")

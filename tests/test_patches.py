@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from helpers.properties import examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -18,6 +19,7 @@ from genai_magics.engine.cells import Document
 from genai_magics.engine.contents import build_contents, cacheable
 from genai_magics.engine.conversation import PATCH_SHARE, Conversation, TransitionRefused, version_chain
 from genai_magics.engine.hashing import sha256_text
+from genai_magics.engine.payloads import to_text
 from genai_magics.stub.server import held_document
 
 BASE = "".join(f"def f{i}(x):\n    return x * {i}\n\n" for i in range(400))  # 1,200 lines, ~14 kB
@@ -99,10 +101,10 @@ def test_patches_chain_until_they_pass_a_tenth_of_the_document_then_the_whole_do
     assert plan.synchronized and full_versions(build_contents(conv.history, plan)) == 1
 
 
-def test_no_patch_for_another_cell_in_interactions_mode_when_switched_off_or_when_large():
+def test_no_patch_for_another_cell_a_new_server_chain_when_switched_off_or_when_large():
     for kwargs, source, key in (
         ({}, hand_edit(BASE, 3), "b"),  # another cell: its own document, sent whole
-        ({"state_mode": "interactions"}, hand_edit(BASE, 3), "a"),
+        ({"state_mode": "interactions"}, hand_edit(BASE, 3), "a"),  # contents turns before: a new chain
         ({"patches": False}, hand_edit(BASE, 3), "a"),
         ({}, BASE.replace("return x", "return -x"), "a"),  # every function changed
     ):
@@ -133,17 +135,51 @@ def test_an_edit_applied_after_a_patch_is_the_new_full_version_and_undo_goes_bac
 
 # hand edits and asks most often, so chains of several patches come up
 KINDS = ("hand", "hand", "hand", "ask", "ask", "big", "edit", "apply", "discard", "undo", "fail", "other")
+
+
+class ServerChain:
+    """What an interactions server stores: each turn's input and output, in order, per chain."""
+
+    def __init__(self) -> None:
+        self.turns: list[tuple[str, str]] = []
+
+    def holds(self, plan) -> str | None:
+        stored = [] if plan.previous_interaction_id is None else self.turns
+        return held_document([*stored, ("user", to_text(plan.payload))])
+
+    def record(self, conv: Conversation, plan, reply: str, proposal: str | None = None):
+        if plan.previous_interaction_id is None:
+            self.turns = []
+        output = json.dumps({"explanation": reply, "proposedSource": proposal}) if proposal is not None else reply
+        self.turns += [("user", to_text(plan.payload)), ("model", output)]
+        return conv.record(plan, reply, proposal_source=proposal, interaction_id=f"i{len(self.turns)}")
+
+
+def test_interactions_mode_sends_a_small_hand_edit_as_a_patch_on_the_chain():
+    conv, server = Conversation("p", state_mode="interactions"), ServerChain()
+    server.record(conv, conv.plan_turn("ask", "q", doc(BASE)), "a")
+    edited = hand_edit(BASE, 30)
+    plan = conv.plan_turn("ask", "what changed?", doc(edited))
+    assert plan.previous_interaction_id and set(plan.payload) == {"mode", "prompt", "document", "sourcePatch"}
+    assert server.holds(plan) == edited
+    server.record(conv, plan, "a")
+    follow = conv.plan_turn("ask", "and now?", doc(edited))
+    assert follow.synchronized and server.holds(follow) == edited
+    assert conv.chain_head() == sha256_text(edited)
+
+
 OPS = st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 2_000)), min_size=1, max_size=25)
 
 
+@pytest.mark.parametrize("state_mode", ["contents", "interactions"])
 @settings(max_examples=examples(300), deadline=None)
-@given(OPS)
+@given(ops=OPS)
 @example([("ask", 0), ("hand", 5), ("ask", 0), ("hand", 700), ("ask", 0), ("edit", 0), ("apply", 0), ("ask", 0)])
-def test_the_model_always_holds_the_cell_with_patches(ops):
+def test_the_model_always_holds_the_cell_with_patches(state_mode, ops):
     """After any mix of hand edits (small and large), asks, edits, Apply, Discard, Undo,
     failed requests and a turn on another cell, the next turn's contents make the
     stand-in's model hold exactly the cell's source, with at most one full version."""
-    conv = Conversation("p")
+    conv, server = Conversation("p", state_mode=state_mode), ServerChain()
     cell = BASE
     proposals = []
     for op in ops:
@@ -171,14 +207,17 @@ def test_the_model_always_holds_the_cell_with_patches(ops):
         key = "b" if kind == "other" else "a"
         source = "print('other')\n" if key == "b" else cell
         plan = conv.plan_turn("edit" if kind == "edit" else "ask", f"t{len(conv.history)}", doc(source, key))
-        contents = build_contents(conv.history, plan)
-        assert held_document(texts(contents)) == source
-        assert full_versions(contents) <= 1
+        if state_mode == "contents":
+            contents = build_contents(conv.history, plan)
+            assert held_document(texts(contents)) == source
+            assert full_versions(contents) <= 1
+        else:
+            assert server.holds(plan) == source
         if plan.source_patch is not None:
             assert "currentSource" not in plan.payload and not plan.synchronized
         if kind == "fail":
             continue  # the request failed: nothing recorded
         if kind == "edit":
-            proposals.append(conv.record(plan, "x", proposal_source=f"# edit {len(conv.history)}\n{source}"))
+            proposals.append(server.record(conv, plan, "x", f"# edit {len(conv.history)}\n{source}"))
         else:
-            conv.record(plan, "answer")
+            server.record(conv, plan, "answer")

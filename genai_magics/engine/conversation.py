@@ -91,7 +91,7 @@ class TurnPlan:
     state_mode: StateMode
     document: Document | None
     send_source: bool
-    source_patch: str | None  # sent instead of the whole document (contents mode, a small hand edit)
+    source_patch: str | None  # sent instead of the whole document (a small hand edit)
     patch_base_sha256: str | None
     synchronized: bool
     pieces: tuple[ContextPiece, ...]  # sent in full now
@@ -175,8 +175,8 @@ class Conversation:
             )
         )
         patch = (
-            self._hand_edit_patch(document)
-            if document is not None and not synchronized and patches and not interactions
+            self._hand_edit_patch(document, interactions)
+            if document is not None and not synchronized and patches and not new_chain
             else None
         )
         send_source = document is not None and not synchronized and patch is None
@@ -218,13 +218,17 @@ class Conversation:
             payload=payload,
         )
 
-    def _hand_edit_patch(self, document: Document) -> str | None:
+    def _hand_edit_patch(self, document: Document, interactions: bool) -> str | None:
         """The document as a patch against the version the model holds, when that is small enough.
 
-        Only for the conversation's own document, and only while the model
-        renders the version it holds (in full, or in full plus earlier patches).
+        Only for the conversation's own document, and only while the model holds
+        the active version as its latest: in contents mode the transcript renders
+        it (in full, or in full plus earlier patches); in interactions mode it is
+        the server chain's head.
         """
         held = self.sync.active_document_sha256
+        if interactions and held != self.chain_head():
+            return None
         chain = version_chain(self.history, held)
         if chain is None or document.key != self.document_key:
             return None
@@ -306,7 +310,8 @@ class Conversation:
                 )
             self.last_interaction_id = interaction_id
             self.outcomes_told.update(plan.proposal_outcomes)
-            if turn.sent_source and turn.base_sha256:
+            if (turn.sent_source or turn.source_patch is not None) and turn.base_sha256:
+                # a patched version counts as one: the chain holds it (as its base and the patch)
                 self.chain_versions.append((turn.base_sha256, None))
             if turn.proposal_sha256:
                 self.chain_versions.append((turn.proposal_sha256, turn.index))
