@@ -19,9 +19,9 @@ Strategies
   (e) the minimum, computed: each distinct document version a turn is about, once
       (utf-8 bytes), + every prompt (utf-8 bytes). No JSON, no system instruction,
       no secondary context, no replies.
-  (e') a stricter floor, for information: only the versions the model cannot
-      know (the first document and each hand-edited one; not its own applied
-      proposals, not the code an Undo restores), + every prompt.
+  (e') a stricter floor, for information: only the version the model cannot
+      know at all (the first document; not its own applied proposals, not the
+      code an Undo restores, not a hand edit, which goes as a patch), + every prompt.
 
 The stand-in streams replies in 48-character pieces; the google-genai SDK
 parses each interactions stream event slowly (~2 ms of pydantic work), which
@@ -43,8 +43,8 @@ turn 20 and an Undo of the latest applied proposal before turn 35. Sessions:
 
   10   the first 10 steps (so no hand edit, no undo); the 10-turn targets use it;
   10+  the same 10 prompts with a hand edit before turn 4 and an undo before
-       turn 7 (informational: a hand edit forces a second full upload, so
-       (a)/(d) can never reach 5 in 10 turns: at most 10 uploads / 2 uploads);
+       turn 7 (informational: the hand edit goes as a patch, so (d) still uploads
+       the document once);
   50   all 50 steps.
 
   ask 30 asks on 3 versions of the cell, 10 questions each (hand edits before turns 11 and 21).
@@ -678,9 +678,8 @@ def minimum(steps: list[Step]) -> tuple[int, int]:
 
 
 def floor(steps: list[Step]) -> int:
-    """(e'): the versions the model cannot know (first + hand-edited) once + prompts, utf-8 bytes."""
-    docs = [s.document for i, s in enumerate(steps) if i == 0 or s.before == "hand edit"]
-    return sum(len(d.encode("utf-8")) for d in docs) + sum(len(s.prompt.encode("utf-8")) for s in steps)
+    """(e'): the version the model cannot know at all (the first) once + prompts, utf-8 bytes."""
+    return len(steps[0].document.encode("utf-8")) + sum(len(s.prompt.encode("utf-8")) for s in steps)
 
 
 def measure(steps: list[Step], stub: StubServer, model: str, implicit: bool = False) -> Run:
@@ -751,14 +750,14 @@ def report(label: str, steps: list[Step], run: Run, targets: list[tuple[str, boo
     )
     lines.append(
         "(e) = each distinct document version a turn is about, once (utf-8 bytes), + every prompt "
-        "(utf-8 bytes); (e') = only the first and hand-edited versions + every prompt; their token "
+        "(utf-8 bytes); (e') = only the first version + every prompt; their token "
         "figures are ceil(bytes/4), read once."
     )
     lines.append(
         f"(d) vs the strict floor (e'): {tot['d'] / f_bytes:.2f}x; per-turn overhead of (d) beyond the "
-        f"documents it must send: ~{(tot['d'] - f_bytes) / n:,.0f} bytes (system instruction "
+        f"first document: ~{(tot['d'] - f_bytes) / n:,.0f} bytes (system instruction "
         f"{len(SYSTEM_INSTRUCTION.encode()):,} B, JSON, "
-        "previous_interaction_id, response schema, secondary context once)"
+        "previous_interaction_id, response schema, secondary context once, hand edits as patches)"
     )
     lines.append(
         f"(c) vs (a): contents mode uploads {tot['c'] / tot['a']:.2f}x the bytes of stateless resend "
@@ -1012,7 +1011,7 @@ def main(argv: list[str] | None = None) -> int:
                 (
                     "(d) uploads vs (a) with a hand edit inside 10 turns (no target)",
                     None,
-                    f"(a)/(d) = {r2:.2f}; even with zero overhead it could be at most 10 uploads / 2 = 5.00",
+                    f"(a)/(d) = {r2:.2f}; the hand edit goes as a patch, so (d) uploads the document once",
                 )
             )
         if label == "10":
