@@ -85,15 +85,20 @@ def test_the_cache_is_replaced_when_the_document_changes_and_deleted_on_reset(ke
     assert [c["state"] for c in stub.caches] == ["deleted", "deleted"]
 
 
-def test_a_small_hand_edit_goes_as_a_patch_and_the_cache_stays(kernel, stub):
+def ask_around_a_hand_edit(kernel, stub, flags: str = ""):
+    """An ask, a one-line hand edit of the big cell, two asks: (its lines, the edited cell, the two runs)."""
     big_conversation(kernel, stub)
-    kernel.run("%%gemini_ask\nWhat does step_3 do?", cell_id="m1")
+    kernel.run(f"%%gemini_ask {flags}\nWhat does step_3 do?", cell_id="m1")
     lines = BIG.split("\n")
     lines[480:480] = ["THRESHOLD = 0.75  # by hand"]
     edited = "\n".join(lines)
     kernel.run(edited, cell_id="big")
     changed = kernel.run("%%gemini_ask\nWhat changed?", cell_id="m2")
-    after = kernel.run("%%gemini_ask\nAnd now?", cell_id="m3")
+    return lines, edited, changed, kernel.run("%%gemini_ask\nAnd now?", cell_id="m3")
+
+
+def test_a_small_hand_edit_goes_as_a_patch_and_the_cache_stays(kernel, stub):
+    lines, edited, changed, after = ask_around_a_hand_edit(kernel, stub)
     assert kinds(stub) == ["cache.create", "stream", "stream", "stream"]  # no new cache for a one-line change
     name = stub.caches[0]["name"]
     assert [r["json"]["cachedContent"] for r in stub.requests[1:]] == [name] * 3
@@ -123,14 +128,7 @@ def test_a_small_hand_edit_goes_as_a_patch_and_the_cache_stays(kernel, stub):
 
 
 def test_interactions_mode_sends_a_small_hand_edit_as_a_patch_on_the_server_chain(kernel, stub):
-    big_conversation(kernel, stub)
-    kernel.run("%%gemini_ask --state interactions\nWhat does step_3 do?", cell_id="m1")
-    lines = BIG.split("\n")
-    lines[480:480] = ["THRESHOLD = 0.75  # by hand"]
-    edited = "\n".join(lines)
-    kernel.run(edited, cell_id="big")
-    kernel.run("%%gemini_ask\nWhat changed?", cell_id="m2")
-    after = kernel.run("%%gemini_ask\nAnd now?", cell_id="m3")
+    _, edited, _, after = ask_around_a_hand_edit(kernel, stub, "--state interactions")
     first, patched, synced = api_requests(stub)
     assert [r["kind"] for r in (first, patched, synced)] == ["interaction.create"] * 3
     assert patched["json"]["previous_interaction_id"] and len(patched["json"]["input"]) < 1_000
