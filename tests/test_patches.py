@@ -175,6 +175,7 @@ OPS = st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 2_000)), min_siz
 @settings(max_examples=examples(300), deadline=None)
 @given(ops=OPS)
 @example([("ask", 0), ("hand", 5), ("ask", 0), ("hand", 700), ("ask", 0), ("edit", 0), ("apply", 0), ("ask", 0)])
+@example([("edit", 0), ("ask", 0), ("discard", 0), ("ask", 0)])  # a patch on a proposal discarded afterwards
 def test_the_model_always_holds_the_cell_with_patches(state_mode, ops):
     """After any mix of hand edits (small and large), asks, edits, Apply, Discard, Undo,
     failed requests and a turn on another cell, the next turn's contents make the

@@ -232,6 +232,10 @@ class Conversation:
         chain = version_chain(self.history, held)
         if chain is None or document.key != self.document_key:
             return None
+        if interactions and chain[0][1] == "model":
+            # the server chain keeps the patch while a later Discard or Undo of that proposal is only
+            # told afterwards: the model could no longer tell what the patch applies to
+            return None
         i, side = chain[-1]
         base = self.history[i].proposal_source if side == "model" else self.history[i].base_source
         if base is None:
