@@ -43,8 +43,9 @@ turn 20 and an Undo of the latest applied proposal before turn 35. Sessions:
 
   10   the first 10 steps (so no hand edit, no undo); the 10-turn targets use it;
   10+  the same 10 prompts with a hand edit before turn 4 and an undo before
-       turn 7 (informational: the hand edit goes as a patch, so (d) still uploads
-       the document once);
+       turn 7 (informational: the hand edit is on top of an applied proposal,
+       which interactions mode sends whole, so (a)/(d) can never reach 5 in 10
+       turns: at most 10 uploads / 2 uploads);
   50   all 50 steps.
 
   ask 30 asks on 3 versions of the cell, 10 questions each (hand edits before turns 11 and 21).
@@ -1011,7 +1012,9 @@ def main(argv: list[str] | None = None) -> int:
                 (
                     "(d) uploads vs (a) with a hand edit inside 10 turns (no target)",
                     None,
-                    f"(a)/(d) = {r2:.2f}; the hand edit goes as a patch, so (d) uploads the document once",
+                    f"(a)/(d) = {r2:.2f}; the hand edit there is on top of an applied proposal, which interactions "
+                    "mode sends whole (a later Undo on the chain would leave a patch without its base), so (d) "
+                    "uploads the document twice and (a)/(d) cannot exceed 10 uploads / 2 = 5.00",
                 )
             )
         if label == "10":
