@@ -245,7 +245,7 @@ class Conversation:
         return patch if patched + len(patch) <= PATCH_SHARE * len(document.source) else None
 
     def chain_head(self) -> str | None:
-        """The newest full version on the server chain that was not discarded or undone.
+        """The newest version on the server chain (sent whole, patched or proposed) not discarded or undone.
 
         The model takes the latest code it holds as the current one, so only that
         version can be "synchronized"; any older one must be sent again.
