@@ -54,10 +54,8 @@ def _user(payload: dict[str, Any], full: Sequence[ContextPiece], split: bool) ->
 
 def _render(history: Sequence[Turn], plan: TurnPlan, split: bool) -> tuple[Contents, int]:
     # the turns that render the version the current turn builds on stay as sent; other versions become markers
-    if plan.synchronized and plan.document:
-        chain = set(version_chain(history, plan.document.sha256) or ())
-    else:
-        chain = set(version_chain(history, plan.patch_base_sha256) or ())
+    builds_on = plan.document.sha256 if plan.synchronized and plan.document else plan.patch_base_sha256
+    chain = set(version_chain(history, builds_on) or ())
     keep = _latest_full_pieces(history, plan)
     contents: Contents = []
     head = 0  # contents up to the last one holding material in full
