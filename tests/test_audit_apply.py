@@ -5,6 +5,8 @@ make Apply write the wrong thing or Undo clobber a hand edit, found by trying it
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 from helpers.fake_frontend import FakeCell, FakeFrontend
 from helpers.kernel import FAKE_KEY
@@ -93,6 +95,16 @@ def _lab(stub, tmp_path, cells):
     )
 
 
+@contextlib.contextmanager
+def _proposed(stub, tmp_path, cells, proposal: str = ""):
+    """The extension loaded and the magic cell ``m`` run: its proposal (``proposal``, else NB_PROPOSAL) shown."""
+    with _lab(stub, tmp_path, cells) as ff:
+        ff.execute("setup")
+        stub.script_edit(proposal or NB_PROPOSAL)
+        ff.execute("m")
+        yield ff
+
+
 def _statuses(ff) -> list[str]:
     return [s.get("value", "") for s in ff.widget_models.values() if s.get("_model_name") == "HTMLModel"]
 
@@ -112,10 +124,7 @@ NB_PROPOSAL = notebook_text([Cell("a", "x = 2\n"), Cell("b", "y = 4\n")]) + "\n#
 
 
 def test_notebook_undo_after_a_hand_edit_of_a_changed_cell_asks_first(stub, tmp_path):
-    with _lab(stub, tmp_path, NB_CELLS) as ff:
-        ff.execute("setup")
-        stub.script_edit(NB_PROPOSAL)
-        ff.execute("m")
+    with _proposed(stub, tmp_path, NB_CELLS) as ff:
         _click(ff, "Apply", "Applied")
         assert ff.source("a") == "x = 2\n"
         ff.edit("a", "x = 2  # checked by hand\n")
@@ -132,10 +141,7 @@ def test_notebook_undo_after_a_hand_edit_of_a_changed_cell_asks_first(stub, tmp_
 
 
 def test_notebook_undo_after_typing_into_a_new_cell_asks_first(stub, tmp_path):
-    with _lab(stub, tmp_path, NB_CELLS) as ff:
-        ff.execute("setup")
-        stub.script_edit(NB_PROPOSAL)
-        ff.execute("m")
+    with _proposed(stub, tmp_path, NB_CELLS) as ff:
         _click(ff, "Apply", "Applied")
         (new,) = [c for c in ff.cells if c.source == "total = x + y"]
         ff.edit(new.id, "total = x + y\nprint(total)  # my own line\n")
@@ -145,10 +151,7 @@ def test_notebook_undo_after_typing_into_a_new_cell_asks_first(stub, tmp_path):
 
 
 def test_notebook_apply_after_a_hand_edit_since_the_proposal_asks_first(stub, tmp_path):
-    with _lab(stub, tmp_path, NB_CELLS) as ff:
-        ff.execute("setup")
-        stub.script_edit(NB_PROPOSAL)
-        ff.execute("m")
+    with _proposed(stub, tmp_path, NB_CELLS) as ff:
         ff.edit("b", "y = 3  # changed my mind\n")
         ff.push_snapshot()
         _click(ff, "Apply", "changed since")
@@ -160,10 +163,7 @@ def test_notebook_apply_after_a_hand_edit_since_the_proposal_asks_first(stub, tm
 def test_a_double_click_on_notebook_apply_makes_the_edits_once(stub, tmp_path):
     """Two Apply clicks before the frontend answered the first one's cell edits (a double click):
     one new cell, not two, and Undo leaves the notebook as it was."""
-    with _lab(stub, tmp_path, NB_CELLS) as ff:
-        ff.execute("setup")
-        stub.script_edit(NB_PROPOSAL)
-        ff.execute("m")
+    with _proposed(stub, tmp_path, NB_CELLS) as ff:
         before = [(c.id, c.source) for c in ff.cells]
         apply_id = ff.buttons()["Apply"]
         ff.click(apply_id, wait=False)
@@ -288,10 +288,7 @@ def test_undo_after_apply_anyway_puts_back_the_hand_edit(stub, tmp_path):
     """Apply anyway over a hand edit, then Undo: the hand edit comes back, not the code the
     proposal was made from (that would silently lose what the user typed)."""
     cells = [("setup", "%load_ext genai_magics"), ("c", "v = 1\n"), ("m", "%%gemini_edit\nMake it two.")]
-    with _lab(stub, tmp_path, cells) as ff:
-        ff.execute("setup")
-        stub.script_edit("v = 2\n")
-        ff.execute("m")
+    with _proposed(stub, tmp_path, cells, "v = 2\n") as ff:
         ff.edit("c", "v = 1  # my note\n")
         ff.push_snapshot()
         _click(ff, "Apply", "changed since")
@@ -322,10 +319,7 @@ def test_vscode_one_line_edit_ending_in_a_question_mark_with_dollar_and_braces_w
 
 
 def test_notebook_undo_after_apply_anyway_puts_back_the_hand_edits(stub, tmp_path):
-    with _lab(stub, tmp_path, NB_CELLS) as ff:
-        ff.execute("setup")
-        stub.script_edit(NB_PROPOSAL)
-        ff.execute("m")
+    with _proposed(stub, tmp_path, NB_CELLS) as ff:
         ff.edit("b", "y = 3  # changed my mind\n")
         ff.push_snapshot()
         before = [c.to_json() for c in ff.cells]
