@@ -14,6 +14,8 @@ from helpers.lazy import lazy_import
 from helpers.vscode import VARIABLE_VIEWER, VSCode, cell_text_after, set_next_input
 from helpers.wire import api_requests, current_payload
 
+from genai_magics.engine.hashing import sha256_text
+
 nbformat = lazy_import("nbformat")
 
 CELL_A = "def parse(s):\n    return int(s)\n"
@@ -364,3 +366,22 @@ def test_in_the_live_notebook_the_document_is_kept_until_its_cell_is_deleted(stu
         ff.remove_cell("a")
         ff.execute("m2")  # its document is gone: the default, the cell above
         assert sent(stub)["currentSource"] == "def double(x):\n    return 2 * x\n"
+
+
+def test_vscode_hand_edit_of_a_public_cell_goes_as_a_patch_the_model_applies(kernel, stub):
+    """VS Code's request shapes, a public notebook's longest code cell: run, ask, the cell edited by hand and run
+    again under the same URI, ask: the change goes as a patch and the stand-in's model holds exactly the new cell."""
+    nb = nbformat.read(CORPUS / "hf_annotated_diffusion.ipynb", as_version=nbformat.NO_CONVERT)
+    source = nb.cells[19].source
+    lines = source.split("\n")
+    lines[len(lines) // 2 : len(lines) // 2] = ["    # checked by hand"]
+    edited = "\n".join(lines)
+    vs = VSCode(kernel)
+    vs.run(source, 1)
+    vs.run("%%gemini_ask\nWhat does this cell do?", 2)
+    vs.run(edited, 1)
+    vs.run("%%gemini_ask\nWhat changed?", 3)
+    request = api_requests(stub)[-1]
+    payload = current_payload(request)
+    assert "currentSource" not in payload and "+    # checked by hand\n" in payload["sourcePatch"]
+    assert request["held_document_sha256"] == sha256_text(edited)
