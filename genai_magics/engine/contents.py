@@ -85,11 +85,12 @@ def _render(history: Sequence[Turn], plan: TurnPlan, split: bool) -> tuple[Conte
             "code_proposal" if turn.proposal_source is not None else "answer",
             turn.response,
             proposed_source=proposed,
+            edits=turn.proposal_edits if proposed is not None else None,
             superseded_proposal_sha256=turn.proposal_sha256,
             outcome=turn.outcome if turn.outcome in ("applied", "discarded", "undone") else None,
         )
         contents.append(_content("model", model))
-        if proposed is not None:
+        if proposed is not None and turn.proposal_edits is None:  # edits, like a patch, leave the head as it was
             head = len(contents)
     current, material = _user(plan.payload, plan.pieces, split)
     if material:

@@ -17,6 +17,7 @@ from typing import Any
 
 from .context import SECONDARY_FIELD, ContextPiece
 from .conversation import Conversation, SyncState, Turn, Usage
+from .edits import parse_edits
 from .redaction import redact
 
 SCHEMA_VERSION = 1
@@ -148,17 +149,20 @@ _SHARED = (("base_source", "base_sha256"), ("proposal_source", "proposal_sha256"
 
 def _turn_dict(t: Turn, sources: dict[str, str]) -> dict[str, Any]:
     """One turn; each version of the code goes into ``sources`` once, turns name it by sha."""
-    d = {k: v for k, v in t.__dict__.items() if k not in ("pieces", "usage", "base_source", "proposal_source")}
+    d = {k: v for k, v in t.__dict__.items() if k not in _OWN_FIELDS}
     for text_field, sha_field in _SHARED:
         text = getattr(t, text_field)
         if text is not None:
             sources.setdefault(getattr(t, sha_field), text)
     d["pieces"] = [{"field": p.field, "name": p.name, "text": p.text, "sha256": p.sha256} for p in t.pieces]
     d["usage"] = asdict(t.usage)
+    if t.proposal_edits is not None:
+        d["proposal_edits"] = [e.to_json() for e in t.proposal_edits]
     return d
 
 
-_PLAIN_FIELDS = frozenset(Turn.__dataclass_fields__) - {"pieces", "usage", "base_source", "proposal_source"}
+_OWN_FIELDS = frozenset({"pieces", "usage", "base_source", "proposal_source", "proposal_edits"})
+_PLAIN_FIELDS = frozenset(Turn.__dataclass_fields__) - _OWN_FIELDS
 
 
 def _turn(d: dict[str, Any], sources: dict[str, str]) -> Turn:
@@ -170,6 +174,7 @@ def _turn(d: dict[str, Any], sources: dict[str, str]) -> Turn:
         proposal_source=sources[proposal] if proposal else None,
         pieces=tuple(_piece(p) for p in d["pieces"]) if d["pieces"] else (),
         usage=Usage(**d["usage"]),
+        proposal_edits=parse_edits(d["proposal_edits"]) if "proposal_edits" in d else None,
     )
 
 

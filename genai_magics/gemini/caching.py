@@ -331,6 +331,11 @@ class ContextCaches:
             out[model] = out.get(model, 0.0) + seconds / 3600
         return out
 
+    def head(self, conv: Conversation) -> CachedHead | None:
+        """The cache the conversation's turn referenced (a second request of the turn names it too)."""
+        entry = self.entries.get(id(conv))
+        return CachedHead(entry.name, entry.length) if entry else None
+
     def name_of(self, conv: Conversation) -> str | None:
         entry = self.entries.get(id(conv))
         return entry.name if entry else None

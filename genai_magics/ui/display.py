@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from ..engine.cells import summary
+from ..engine.edits import progress as edits_progress
 
 
 class _Rich:
@@ -108,10 +109,9 @@ class NotebookDisplay:
 
     def _progress(self) -> Any:
         if self.mode == "edit":
-            return _Rich(
-                f'<i style="color:#666">receiving the proposal… {self._size:,} chars</i>',
-                f"receiving the proposal… {self._size:,} chars",
-            )
+            form = edits_progress("".join(self._text))  # an edits answer shows how far it got
+            line = f"receiving the proposal… {self._size:,} chars" + (f", {form}" if form else "")
+            return _Rich(f'<i style="color:#666">{html.escape(line)}</i>', line)
         return _Markdown(self.bounded("".join(self._text)))
 
     def bounded(self, text: str) -> str:
