@@ -126,3 +126,28 @@ def test_a_second_answer_that_does_not_apply_either_fails_in_one_line_and_record
     assert lab.source("big") == BIG and lab.requests_received == []
     lab.execute("q")  # nothing was recorded: the model is sent the cell again
     assert current_payload(api_requests(stub)[-1])["currentSource"] == BIG
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_notebook_edit_answered_as_edits_changes_only_the_cell_it_names(stub, tmp_path, mode):
+    stub.reset()
+    cells = [("setup", "%load_ext genai_magics"), ("first", "import math\n"), ("big", BIG), ("m", "")]
+    with FakeFrontend(
+        cells=cells, env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY}, cwd=str(tmp_path)
+    ) as ff:
+        ff.execute("setup")
+        ff.edit("m", f"%%gemini_edit --notebook --state {mode}\nAdd a title comment.")
+        ff.execute("m")
+        request = api_requests(stub)[-1]
+        held = current_payload(request)["currentSource"]  # the percent text, ids and all
+        sent = answer(request)
+        assert "edits" in sent and "proposedSource" not in sent
+        assert "# %% id=first" in sent["edits"][0]["find"]  # the stand-in edits inside the first cell
+        ff.click_until("Apply", "Applied", timeout=15)
+        assert ff.source("first") == "# stub edit: Add a title comment.\nimport math\n"
+        assert ff.source("big") == BIG  # the cell no edit named is left alone
+        ff.edit("m", "%%gemini_ask --notebook\nAnd now?")
+        ff.execute("m")
+        ask = api_requests(stub)[-1]
+        assert current_payload(ask).get("sourceSynchronized") is True
+        assert ask["held_document_sha256"] == sha256_text(edit_source("Add a title comment.", held))

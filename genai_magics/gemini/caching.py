@@ -157,6 +157,8 @@ class ContextCaches:
     clock: Callable[[], float] = time.time
     entries: dict[int, CacheEntry] = field(default_factory=dict)
     ended: list[tuple[str, float]] = field(default_factory=list)  # (model, token-seconds) of deleted caches
+    # the latest head measured: (its conversation, (model, its texts), tokens, sha)
+    _measured: tuple[Conversation, Any, int, str] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- deciding ---------------------------------------------------------------
@@ -177,12 +179,7 @@ class ContextCaches:
             )
         contents, length = transport.head(plan, history)
         head = tuple(contents[:length])
-        tokens = (
-            estimate_tokens(SYSTEM_INSTRUCTION) + sum(estimate_tokens(p["text"]) for c in head for p in c["parts"])
-            if length
-            else 0
-        )
-        sha = _head_sha(transport.model, head) if length else None
+        tokens, sha = self._measure(conv, transport.model, head) if length else (0, None)
         decision = decide(
             mode=mode,
             price=price,
@@ -197,6 +194,17 @@ class ContextCaches:
         if decision.action == "none" and entry is not None:  # another model's cache: of no use now
             decision = replace(decision, action="drop")
         return CacheStep(decision, head, tokens, sha, entry)
+
+    def _measure(self, conv: Conversation, model: str, head: tuple[dict[str, Any], ...]) -> tuple[int, str]:
+        """The head's estimated tokens and sha; an unchanged head (compared, not serialized) is not hashed again."""
+        key = (model, [(c["role"], [p["text"] for p in c["parts"]]) for c in head])
+        known = self._measured
+        if known is not None and known[0] is conv and known[1] == key:
+            return known[2], known[3]
+        tokens = estimate_tokens(SYSTEM_INSTRUCTION) + sum(estimate_tokens(p["text"]) for c in head for p in c["parts"])
+        sha = _head_sha(model, head)
+        self._measured = (conv, key, tokens, sha)
+        return tokens, sha
 
     # -- doing ----------------------------------------------------------------------
     def send(

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..engine.contents import Contents, build_contents, cacheable
+from ..engine.contents import Contents, Rendered, render
 from ..engine.conversation import Turn, TurnPlan, Usage
 from ..engine.payloads import EDIT_RESPONSE_SCHEMA, SYSTEM_INSTRUCTION, WHOLE_RESPONSE_SCHEMA, to_text
 from .errors import failure_kinds
@@ -235,9 +235,19 @@ class _Transport:
 class ContentsTransport(_Transport):
     """App-managed state: the kernel sends the compacted transcript every turn."""
 
+    _memo: tuple[TurnPlan, tuple[tuple[int, str], ...], Rendered] | None = None
+
+    def _rendered(self, plan: TurnPlan, history: Sequence[Turn]) -> Rendered:
+        """The transcript rendered once a turn: the cache step and the request (and a retry) read the same."""
+        outcomes = tuple((t.index, t.outcome) for t in history)  # a click in between renders again
+        if self._memo is None or self._memo[0] is not plan or self._memo[1] != outcomes:
+            self._memo = (plan, outcomes, render(history, plan))
+        return self._memo[2]
+
     def head(self, plan: TurnPlan, history: Sequence[Turn]) -> tuple[Contents, int]:
         """The contents as an explicit cache would split them, and the length of their stable head."""
-        return cacheable(history, plan)
+        rendered = self._rendered(plan, history)
+        return rendered.split, rendered.head
 
     def request(
         self,
@@ -247,12 +257,13 @@ class ContentsTransport(_Transport):
         retry: EditRetry | None = None,
     ) -> dict[str, Any]:
         config: dict[str, Any] = {}
+        rendered = self._rendered(plan, history)
         if cache is None:
             config["system_instruction"] = SYSTEM_INSTRUCTION
-            contents = build_contents(history, plan)
+            contents = list(rendered.whole)
         else:  # the cache holds the system instruction: the API refuses it beside cached_content
             config["cached_content"] = cache.name
-            contents = cacheable(history, plan)[0][cache.length :]
+            contents = rendered.split[cache.length :]
         if retry is not None:
             contents += [
                 {"role": "model", "parts": [{"text": retry.answer}]},
