@@ -159,3 +159,13 @@ def test_a_session_of_edits_keeps_the_model_holding_what_the_engine_says(size, c
         ]
     final = Document("c", "In[1]", cell)
     assert held(build_contents(conv.history, conv.plan_turn("ask", "done?", final))) == cell
+
+
+def test_a_streaming_edit_answer_shows_how_many_edits_and_which_cell_so_far():
+    from genai_magics.engine.edits import progress
+
+    assert progress('{"explanation": "Adds a') is None
+    assert progress('{"explanation": "x", "proposedSource": "def f') == "the whole text"
+    partial = '{"explanation": "x", "edits": [{"find": "# %% id=ab12\\nx = 1", "replace": "y"}, {"find": "z'
+    assert progress(partial) == "2 edits so far, the last in cell ab12"
+    assert progress('{"explanation": "x", "edits": [{"find": "a = 1') == "1 edit so far"

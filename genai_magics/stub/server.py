@@ -569,7 +569,7 @@ class StubServer:
             self._records.clear()
 
     def reset(self) -> None:
-        """Forget records, pending injections, stored interactions and caches; caching settings to defaults."""
+        """Forget records, pending injections, stored interactions and caches; caching settings and pace to defaults."""
         with self._lock:
             self._records.clear()
             self._injections.clear()
@@ -583,6 +583,7 @@ class StubServer:
             self.implicit_ttl_s = IMPLICIT_TTL_S
             self.implicit_minimums = {}
             self.cache_missing_status = 403
+            self.token_rate = 0.0
             self._prefixes.clear()
             self._previous.clear()
 
