@@ -155,7 +155,7 @@ def _turn_dict(t: Turn, sources: dict[str, str]) -> dict[str, Any]:
         if text is not None:
             sources.setdefault(getattr(t, sha_field), text)
     d["pieces"] = [{"field": p.field, "name": p.name, "text": p.text, "sha256": p.sha256} for p in t.pieces]
-    d["usage"] = asdict(t.usage)
+    d["usage"] = dict(vars(t.usage))  # plain fields: asdict's deep copy cost ~5% of an edit turn
     if t.proposal_edits is not None:
         d["proposal_edits"] = [e.to_json() for e in t.proposal_edits]
     return d
