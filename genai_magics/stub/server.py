@@ -262,16 +262,17 @@ def _parse_turn(text: str) -> dict[str, Any] | None:
 # -- the model's "reasoning": deterministic, from the transcript --------------
 
 
-def held_document(turns: list[tuple[str, str]], dropped: frozenset[str] = frozenset()) -> str | None:
+def held_document(turns: list[tuple[str, str]], told: tuple[tuple[str, str], ...] = ()) -> str | None:
     """The full source the model holds, walking (role, text) turns newest first.
 
     User turns hold ``currentSource``, or ``sourcePatch``: hunks applied to what
     the turns before hold (a patch that does not apply leaves the model holding
     nothing, so a wrong patch shows); model turns hold ``proposedSource`` unless
     their ``outcome`` (or a later user turn's ``proposalOutcomes``, keyed by the
-    proposal's sha256 prefix) says it was discarded or undone.
+    proposal's sha256 prefix) says it was discarded or undone; the newest outcome told wins
+    (``told``: outcomes newer turns gave, newest first).
     """
-    gone = set(dropped)
+    outcomes_told = dict(told)  # proposal key -> the newest outcome told
     for i in range(len(turns) - 1, -1, -1):
         role, text = turns[i]
         turn = _parse_turn(text)
@@ -281,12 +282,12 @@ def held_document(turns: list[tuple[str, str]], dropped: frozenset[str] = frozen
             outcomes = turn.get("proposalOutcomes")
             if isinstance(outcomes, dict):
                 for key, outcome in outcomes.items():
-                    if outcome in ("discarded", "undone") and isinstance(key, str):
-                        gone.add(key.lower())
+                    if isinstance(key, str):
+                        outcomes_told.setdefault(key.lower(), outcome)
             if isinstance(turn.get("currentSource"), str):
                 return turn["currentSource"]
             if isinstance(turn.get("sourcePatch"), str):
-                base = held_document(turns[:i], frozenset(gone))
+                base = held_document(turns[:i], tuple(outcomes_told.items()))
                 return None if base is None else apply_patch(base, turn["sourcePatch"])
         else:
             source = turn.get("proposedSource")
@@ -298,7 +299,7 @@ def held_document(turns: list[tuple[str, str]], dropped: frozenset[str] = frozen
             if turn.get("outcome") in ("discarded", "undone"):
                 continue
             sha = _sha(source)
-            if any(sha.startswith(k) for k in gone if k):
+            if any(sha.startswith(k) for k, v in outcomes_told.items() if k and v in ("discarded", "undone")):
                 continue
             return source
     return None
