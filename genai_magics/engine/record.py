@@ -17,6 +17,7 @@ from typing import Any
 
 from .context import SECONDARY_FIELD, ContextPiece
 from .conversation import Conversation, SyncState, Turn, Usage
+from .outputs import held_after_restore, recorded_output, restored_output
 from .redaction import redact
 
 SCHEMA_VERSION = 1
@@ -109,7 +110,7 @@ def _state(conv: Conversation) -> dict[str, Any]:
 
 def _set_state(conv: Conversation, s: dict[str, Any]) -> None:
     conv.state_mode = s["state_mode"]
-    conv.sync = SyncState(s["active_document_sha256"], dict(s["context_hashes"]))
+    conv.sync = SyncState(s["active_document_sha256"], held_after_restore(s["context_hashes"], s["state_mode"]))
     conv.last_interaction_id = s["last_interaction_id"]
     conv.outcomes_told = dict(s["outcomes_told"])
     conv.chain_versions = [(sha, proposer) for sha, proposer in s["chain_versions"]]
@@ -138,7 +139,7 @@ def _told_until(rec: ConversationRecord, turns: list[Turn]) -> dict[str, str]:
 
 
 def _piece(d: dict[str, Any]) -> ContextPiece:
-    piece = ContextPiece(d["field"], d["text"], d.get("name"))
+    piece = restored_output(d) or ContextPiece(d["field"], d["text"], d.get("name"))
     object.__setattr__(piece, "sha256", d["sha256"])  # the hash of what was sent, before redaction
     return piece
 
@@ -153,7 +154,9 @@ def _turn_dict(t: Turn, sources: dict[str, str]) -> dict[str, Any]:
         text = getattr(t, text_field)
         if text is not None:
             sources.setdefault(getattr(t, sha_field), text)
-    d["pieces"] = [{"field": p.field, "name": p.name, "text": p.text, "sha256": p.sha256} for p in t.pieces]
+    d["pieces"] = [
+        {"field": p.field, "name": p.name, "text": p.text, "sha256": p.sha256} | recorded_output(p) for p in t.pieces
+    ]
     d["usage"] = asdict(t.usage)
     return d
 

@@ -1,0 +1,165 @@
+"""What a cell showed goes with the document: printed text in the JSON, images as real image parts.
+
+Real kernel, real SDK over HTTP, the stand-in decoding and recording every image part,
+in both state modes.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import struct
+import zlib
+from pathlib import Path
+
+import pytest
+from helpers.kernel import FAKE_KEY
+from helpers.wire import api_requests, current_payload
+
+MODES = ("contents", "interactions")
+
+
+def png(width: int, height: int, seed: int = 0, noise: bool = False) -> bytes:
+    """A real PNG (RGB, 8 bit): one colour from ``seed``, or random noise that does not compress."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    row = bytes([seed % 256, (seed * 7) % 256, (seed * 13) % 256]) * width
+    raw = b"".join(b"\x00" + (os.urandom(3 * width) if noise else row) for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 1)) + chunk(b"IEND", b"")
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sent_images(record) -> list[bytes]:
+    """The decoded bytes of every image part the request carried, as the SDK wrote them."""
+    body = record["json"]
+    if record["kind"] == "interaction.create":
+        steps = body["input"] if isinstance(body["input"], list) else []  # the SDK's one user_input step
+        items = [i for step in steps for i in step["content"] if i["type"] == "image"]
+        assert all(i["mime_type"] == "image/png" for i in items)
+        return [base64.urlsafe_b64decode(i["data"].replace("+", "-").replace("/", "_")) for i in items]
+    out = []
+    for content in body["contents"]:
+        for part in content["parts"]:
+            inline = part.get("inlineData") or part.get("inline_data")
+            if inline:
+                out.append(base64.urlsafe_b64decode(inline["data"].replace("+", "-").replace("/", "_")))
+    return out
+
+
+def current_images(record) -> list[bytes]:
+    """The image parts of the current user turn only (contents: after the last model content)."""
+    body = record["json"]
+    if record["kind"] == "interaction.create":
+        return sent_images(record)
+    contents = body["contents"]
+    last_model = max((i for i, c in enumerate(contents) if c["role"] == "model"), default=-1)
+    tail = {**record, "json": {"contents": contents[last_model + 1 :]}}
+    return sent_images(tail)
+
+
+def show(kernel, tmp_path: Path, image: bytes, cell_id: str = "plot", text: str = "mean 4.2 over 100 rows") -> None:
+    (tmp_path / f"{cell_id}.png").write_bytes(image)
+    kernel.run(
+        f"from IPython.display import Image, display\nprint({text!r})\ndisplay(Image(filename={cell_id + '.png'!r}))\n",
+        cell_id=cell_id,
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_printed_text_and_png_go_once_and_a_new_png_goes_alone(kernel, stub, tmp_path, mode):
+    kernel.run(f"%config GeminiMagics.state = {mode!r}", cell_id="cfg")
+    first_png, second_png = png(64, 48, seed=1), png(64, 48, seed=2)
+    show(kernel, tmp_path, first_png)
+    kernel.run("%%gemini_ask\nwhy is this histogram skewed?", cell_id="m1")
+    request = api_requests(stub)[-1]
+    payload = current_payload(request)
+    [text, image] = payload["outputs"]
+    assert text["label"].startswith("In[") and text["text"] == "mean 4.2 over 100 rows\n[image 1]\n"
+    assert text["sha256"] == sha(text["text"].encode())
+    assert image == {
+        "label": text["label"],
+        "sha256": sha(first_png),
+        "image": 1,
+        "mimeType": "image/png",
+        "width": 64,
+        "height": 48,
+    }
+    assert current_images(request) == [first_png]  # the bytes exactly, after the JSON text part
+    assert [i["sha256"] for i in request["current_images"]] == [sha(first_png)]  # the stand-in decoded it too
+    assert request["input_tokens"] >= 258  # the stand-in reads the image as tokens
+
+    kernel.run("%%gemini_ask\nand the outliers?", cell_id="m2")
+    follow_up = api_requests(stub)[-1]
+    assert "outputs" not in current_payload(follow_up)
+    assert current_images(follow_up) == []
+
+    show(kernel, tmp_path, second_png)  # the same print, another plot
+    kernel.run("%%gemini_ask\nand now?", cell_id="m3")
+    rerun = api_requests(stub)[-1]
+    [again] = current_payload(rerun)["outputs"]  # no text entry: the printed text did not change
+    assert again == {**image, "sha256": sha(second_png), "label": again["label"]} and again["label"] != image["label"]
+    assert current_images(rerun) == [second_png]
+    if mode == "contents":  # the old plot compacts to its sha, like superseded code
+        assert sent_images(rerun) == [second_png]
+        older = [json.loads(c["parts"][0]["text"]) for c in rerun["json"]["contents"] if c["role"] == "user"]
+        assert sha(first_png) in older[0]["supersededOutputsSha256"]
+        assert older[0]["outputs"] == [text]  # the unchanged text stays where it was sent
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_no_outputs_and_outputs_of_another_cell(kernel, stub, tmp_path, mode):
+    kernel.run(f"%config GeminiMagics.state = {mode!r}", cell_id="cfg")
+    other = png(32, 32, seed=5)
+    show(kernel, tmp_path, other, cell_id="shown", text="from the other cell")
+    kernel.run("total = 41 + 1\nprint('total is', total)", cell_id="doc")
+    kernel.run("%%gemini_ask --no-outputs\nwhat does this do?", cell_id="m1")
+    request = api_requests(stub)[-1]
+    assert "outputs" not in current_payload(request) and sent_images(request) == []
+    assert current_payload(request)["currentSource"].startswith("total = 41 + 1")
+
+    kernel.run("%%gemini_ask --outputs shown\ncompare with that plot", cell_id="m2")
+    request = api_requests(stub)[-1]
+    entries = current_payload(request)["outputs"]
+    assert [e.get("text") for e in entries] == ["total is 42\n", "from the other cell\n[image 1]\n", None]
+    assert entries[2]["sha256"] == sha(other) and current_images(request) == [other]
+
+
+def test_outputs_of_a_cell_that_is_not_there_is_one_line(kernel, stub):
+    kernel.run("x = 1", cell_id="doc")
+    run = kernel.run("%%gemini_ask --outputs nosuchcell\nhm?", cell_id="m1")
+    assert run.stderr.strip().startswith("genai_magics: --cell nosuchcell: no such cell")
+    assert api_requests(stub) == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_key_printed_in_an_output_is_never_sent(kernel, stub, mode):
+    kernel.run(f"%config GeminiMagics.state = {mode!r}", cell_id="cfg")
+    kernel.run("import os\nprint('key:', os.environ['GEMINI_API_KEY'])", cell_id="leak")
+    kernel.run("%%gemini_ask\nwhat did it print?", cell_id="m1")
+    request = api_requests(stub)[-1]
+    assert current_payload(request)["outputs"][0]["text"] == "key: ***\n"
+    assert FAKE_KEY not in json.dumps(request["json"])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_3_mb_image_is_downscaled_in_one_line(kernel, stub, tmp_path, mode):
+    kernel.run(f"%config GeminiMagics.state = {mode!r}", cell_id="cfg")
+    big = png(1000, 1000, noise=True)
+    assert len(big) > 3_000_000
+    show(kernel, tmp_path, big, text="noise")
+    run = kernel.run("%%gemini_ask\nwhat is this?", cell_id="m1")
+    request = api_requests(stub)[-1]
+    [small] = current_images(request)
+    assert len(small) <= 1_000_000 and small[:8] == b"\x89PNG\r\n\x1a\n"
+    lines = [line for line in run.plain.splitlines() if "max_image_bytes" in line]
+    assert len(lines) == 1 and "downscaled to" in lines[0] and f"{len(big):,} bytes" in lines[0]
+    entry = current_payload(request)["outputs"][1]
+    assert entry["sha256"] == sha(small) and entry["width"] < 1000
