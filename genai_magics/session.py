@@ -20,7 +20,7 @@ from .engine.context import ContextPiece, secondary_context
 from .engine.conversation import Conversation, Mode, StateMode, Turn, TurnPlan, Usage
 from .engine.errors import UserError
 from .engine.hashing import sha256_text
-from .engine.outputs import piece_tokens
+from .engine.outputs import images_estimate, piece_tokens
 from .engine.record import TurnKey, TurnMeta
 from .engine.redaction import MASK, redact, unmask
 from .engine.text import estimate_tokens
@@ -425,7 +425,14 @@ class Session:
             step = self.caches.step(conv, transport, plan, conv.history, settings.cache, price, settings.cache_ttl_s)
             request = transport.request(plan, conv.history, _planned_head(step))
             return TurnOutcome(
-                conv, plan, model, request=request, target=target, cache_plan=step.describe(settings.cache_ttl_s)
+                conv,
+                plan,
+                model,
+                request=request,
+                target=target,
+                cache_plan=" · ".join(
+                    filter(None, (step.describe(settings.cache_ttl_s), images_estimate(plan.pieces, model)))
+                ),
             )
         client, notices = self._client(settings.client)
         transport = TRANSPORTS[plan.state_mode](client, model, settings.temperature)

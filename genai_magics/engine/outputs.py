@@ -243,6 +243,25 @@ def cell_output_pieces(key: str, label: str, outputs: Sequence[Output], max_char
     return pieces
 
 
+def piece_name(piece: ContextPiece) -> str:
+    """How the footer names a piece: ``In[4] output``, ``In[4] image 1``, else its key."""
+    if isinstance(piece, ImagePiece):
+        return f"{piece.label} image {piece.position}"
+    return f"{piece.label} output" if isinstance(piece, OutputPiece) else piece.key
+
+
+def images_estimate(pieces: Iterable[ContextPiece], model: str | None) -> str | None:
+    """The dry run's line for the images a request sends, estimated by Gemini's rule (usage counts them)."""
+    images = images_of(pieces)
+    if not images:
+        return None
+    tokens = sum(piece_tokens(p, model) for p in images)
+    return (
+        f"{len(images)} image(s) sent: ~{tokens:,} input tokens by Gemini's rule for images "
+        "(an estimate; the API's usage counts them)"
+    )
+
+
 def payload_entry(piece: OutputPiece) -> dict[str, Any]:
     """The piece's entry in the payload's ``outputs`` list; an image's bytes go as an image part."""
     if isinstance(piece, ImagePiece):

@@ -47,6 +47,7 @@ class OutputCapture:
     cells: OrderedDict[str, list[_Entry]] = field(default_factory=OrderedDict)
     current: str | None = None
     _restore: list[Callable[[], None]] = field(default_factory=list)
+    _streams: dict[str, Callable[[], None]] = field(default_factory=dict)  # the taps on stdout/stderr now
 
     # -- the cell that runs ---------------------------------------------------
     def start(self, cell_id: str | None) -> None:
@@ -141,15 +142,17 @@ class OutputCapture:
                 return _write(text, *args, **kwargs)
 
             write_tap._genai_magics_tap = True  # type: ignore[attr-defined]
-            self._wrap(stream, "write", write_tap)
+            restore = self._wrap(stream, "write", write_tap)
+            if restore is not None:
+                self._streams[name] = restore
 
-    def _wrap(self, obj: Any, attr: str, tap: Callable[..., Any]) -> None:
+    def _wrap(self, obj: Any, attr: str, tap: Callable[..., Any]) -> Callable[[], None] | None:
         had_own = attr in getattr(obj, "__dict__", {})
         previous = obj.__dict__.get(attr) if had_own else None
         try:
             setattr(obj, attr, tap)
         except (AttributeError, TypeError):  # a C-level stream cannot take an instance attribute
-            return
+            return None
 
         def restore() -> None:
             if obj.__dict__.get(attr) is not tap:  # replaced since (IPython's tee): not ours to undo
@@ -159,11 +162,15 @@ class OutputCapture:
             else:
                 obj.__dict__.pop(attr, None)
 
-        self._restore.append(restore)
+        if attr != "write":
+            self._restore.append(restore)
+        return restore
 
     def uninstall(self) -> None:
-        while self._restore:
-            self._restore.pop()()
+        for restore in [*self._streams.values(), *reversed(self._restore)]:
+            restore()
+        self._streams.clear()
+        self._restore.clear()
 
 
 # -- from captured outputs to pieces ------------------------------------------------

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from ..engine.conversation import Conversation, Turn, TurnPlan, Usage
 from ..engine.hashing import short
+from ..engine.outputs import ImagePiece, piece_name, piece_tokens
 
 
 def _n(value: int | None) -> str:
@@ -57,9 +58,10 @@ def footer(turn: Turn, plan: TurnPlan, model: str) -> str:
             where = " into the context cache" if turn.usage.cache_write_tokens else ""
             omitted.append(f"{plan.document.label} sent{where} ({len(plan.document.source):,} chars)")
     for piece in plan.omitted:
-        omitted.append(f"{piece.key} not re-sent: unchanged")
+        omitted.append(f"{piece_name(piece)} not re-sent: unchanged")
     for piece in plan.pieces:
-        omitted.append(f"{piece.key} sent")
+        estimate = f" (~{piece_tokens(piece, model):,} tok by the image rule)" if isinstance(piece, ImagePiece) else ""
+        omitted.append(f"{piece_name(piece)} sent{estimate}")
     if turn.saved_tokens:
         omitted.append(f"~{turn.saved_tokens:,} tokens saved")
     return " · ".join(parts + omitted)
