@@ -78,7 +78,7 @@ def test_printed_text_and_png_go_once_and_a_new_png_goes_alone(kernel, stub, tmp
     kernel.run(f"%config GeminiMagics.state = {mode!r}", cell_id="cfg")
     first_png, second_png = png(64, 48, seed=1), png(64, 48, seed=2)
     show(kernel, tmp_path, first_png)
-    kernel.run("%%gemini_ask\nwhy is this histogram skewed?", cell_id="m1")
+    asked = kernel.run("%%gemini_ask\nwhy is this histogram skewed?", cell_id="m1")
     request = api_requests(stub)[-1]
     payload = current_payload(request)
     [text, image] = payload["outputs"]
@@ -96,8 +96,12 @@ def test_printed_text_and_png_go_once_and_a_new_png_goes_alone(kernel, stub, tmp
     assert [i["sha256"] for i in request["current_images"]] == [sha(first_png)]  # the stand-in decoded it too
     assert request["input_tokens"] >= 258  # the stand-in reads the image as tokens
 
-    kernel.run("%%gemini_ask\nand the outliers?", cell_id="m2")
+    footer = next(line for line in asked.plain.splitlines() if line.startswith("turn 1"))
+    assert f"in {request['input_tokens']:,} tok" in footer  # the API's count, the image's tokens included
+    assert f"{text['label']} output sent · {text['label']} image 1 sent (~1,120 tok by the image rule)" in footer
+    again = kernel.run("%%gemini_ask\nand the outliers?", cell_id="m2")
     follow_up = api_requests(stub)[-1]
+    assert f"{text['label']} image 1 not re-sent: unchanged" in again.plain
     assert "outputs" not in current_payload(follow_up)
     assert current_images(follow_up) == []
 
@@ -163,3 +167,42 @@ def test_a_3_mb_image_is_downscaled_in_one_line(kernel, stub, tmp_path, mode):
     assert len(lines) == 1 and "downscaled to" in lines[0] and f"{len(big):,} bytes" in lines[0]
     entry = current_payload(request)["outputs"][1]
     assert entry["sha256"] == sha(small) and entry["width"] < 1000
+
+
+def test_images_of_the_stable_head_go_into_the_explicit_cache(kernel, stub, tmp_path):
+    kernel.run("%config GeminiMagics.model = 'gemini-3.7-flash'", cell_id="cfg")
+    plot = png(64, 48, seed=9)
+    (tmp_path / "p.png").write_bytes(plot)
+    big = "".join(f"def step_{i}(v, limit={i}):\n    return [x * {i} for x in v if x < limit]\n\n" for i in range(320))
+    kernel.run(big + "from IPython.display import Image, display\ndisplay(Image(filename='p.png'))\n", cell_id="big")
+    kernel.run("%%gemini_ask\nWhat does the plot show?", cell_id="m1")
+    kernel.run("%%gemini_ask\nAnd step_4?", cell_id="m2")
+    create, first, second = [r for r in stub.requests if r["kind"] in ("cache.create", "stream")]
+    assert create["kind"] == "cache.create" and [i["sha256"] for i in create["images"]] == [sha(plot)]
+    assert stub.caches[0]["tokens"] >= 258  # the cache counts the image's tokens with the document
+    assert first["images"] == [] and second["images"] == []  # the requests name the cache, not the image again
+    assert first["json"]["cachedContent"] == second["json"]["cachedContent"] == stub.caches[0]["name"]
+
+
+def test_more_images_than_max_images_wait_for_the_next_turn_and_say_so(kernel, stub, tmp_path):
+    images = [png(8, 8, seed=i) for i in range(3)]
+    for i, data in enumerate(images):
+        (tmp_path / f"i{i}.png").write_bytes(data)
+    kernel.run("%config GeminiMagics.max_images = 2", cell_id="cfg")
+    kernel.run(
+        "from IPython.display import Image, display\nfor i in range(3):\n    display(Image(filename=f'i{i}.png'))",
+        cell_id="three",
+    )
+    first = kernel.run("%%gemini_ask\nwhat are these?", cell_id="m1")
+    assert current_images(api_requests(stub)[-1]) == images[:2]
+    assert "1 image(s) not sent this turn: max_images is 2" in first.plain
+    kernel.run("%%gemini_ask\nand the last one?", cell_id="m2")
+    assert current_images(api_requests(stub)[-1]) == images[2:]
+
+
+def test_dry_run_names_the_image_by_size_and_estimates_its_tokens(kernel, stub, tmp_path):
+    show(kernel, tmp_path, png(64, 48, seed=4))
+    run = kernel.run("%%gemini_ask --dry-run\nwhy?", cell_id="m1")
+    assert api_requests(stub) == []
+    assert "1 image(s) sent: ~1,120 input tokens by Gemini's rule for images (an estimate" in run.plain
+    assert "characters of base64>" in run.plain and base64.b64encode(png(64, 48, seed=4)).decode()[:30] not in run.plain
