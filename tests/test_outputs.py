@@ -18,6 +18,8 @@ import pytest
 from helpers.kernel import FAKE_KEY
 from helpers.wire import api_requests, current_payload
 
+from genai_magics.persistence.store import record_path
+
 MODES = ("contents", "interactions")
 
 
@@ -206,3 +208,34 @@ def test_dry_run_names_the_image_by_size_and_estimates_its_tokens(kernel, stub, 
     assert api_requests(stub) == []
     assert "1 image(s) sent: ~1,120 input tokens by Gemini's rule for images (an estimate" in run.plain
     assert "characters of base64>" in run.plain and base64.b64encode(png(64, 48, seed=4)).decode()[:30] not in run.plain
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("mode", MODES)
+def test_after_a_restart_the_same_plot_replays_and_a_changed_plot_goes_live(stub, tmp_path, mode):
+    from test_replay import restart, start
+
+    stub.reset()
+    notebook = tmp_path / "work.ipynb"
+    k = start(stub, notebook)
+    try:
+        k.run(f"%config GeminiMagics.state = {mode!r}", cell_id="cfg")
+        show(k, tmp_path, png(16, 16, seed=1))
+        k.run("%%gemini_ask\nwhat does the plot show?", cell_id="m1")
+        k.run("%%gemini_ask\nand the colour?", cell_id="m2")
+        record = record_path("user", notebook)
+        assert base64.b64encode(png(16, 16, seed=1)).decode()[:40] not in record.read_text()  # hashes, not bytes
+        assert sha(png(16, 16, seed=1)) in record.read_text()
+        before = len(api_requests(stub))
+
+        restart(k)
+        k.run(f"%config GeminiMagics.state = {mode!r}", cell_id="cfg")
+        show(k, tmp_path, png(16, 16, seed=1))  # Run All: the same plot
+        replayed = k.run("%%gemini_ask\nwhat does the plot show?", cell_id="m1")
+        assert "replayed turn 1" in replayed.plain and len(api_requests(stub)) == before
+        show(k, tmp_path, png(16, 16, seed=2))  # the plot changed before the second ask
+        live = k.run("%%gemini_ask\nand the colour?", cell_id="m2")
+        assert "turn 2 ·" in live.plain and len(api_requests(stub)) == before + 1
+        assert current_images(api_requests(stub)[-1]) == [png(16, 16, seed=2)]
+    finally:
+        k.close()
