@@ -200,6 +200,11 @@ class GeminiMagics(Magics):
         '"cache_minimum": tokens}}'
     ).tag(config=True)
 
+    record_images = Bool(
+        False,
+        help="the record keeps the images cells showed, not only their hashes and sizes "
+        "(a contents conversation restored after a restart then need not send them again)",
+    ).tag(config=True)
     max_output_chars = Int(4_000, help="cap on the text a cell showed, sent per cell, in characters").tag(config=True)
     max_images = Int(4, help="most images (cell outputs) sent in one turn; the others go with a later turn").tag(
         config=True
@@ -275,6 +280,7 @@ class GeminiMagics(Magics):
         ns = self.shell.user_ns if self.shell is not None else {}
         replay = self.session.replay
         replay.configure(self.replay, self.persist, self.record_location, notebook_path_from(os.environ, ns))
+        replay.images = self.record_images
         replay.restore(self.session.conversations)
         while replay.notes:
             NotebookDisplay.error(replay.notes.pop(0))

@@ -201,3 +201,19 @@ def test_capture_taps_see_everything_and_change_nothing(monkeypatch):
     print("after")
     assert "write" not in vars(out) and "publish" not in vars(shell.display_pub)
     assert capture.outputs("b") == []
+
+
+def test_record_images_keeps_the_bytes_and_the_model_keeps_holding_them():
+    image = png(30, 20, seed=4)
+    conv = plotted_turn(image)
+    record = NotebookRecord("x.ipynb", 0.0, conversations={"default": ConversationRecord(conv)}, images=True)
+    restored = loads(dumps(record)).conversations["default"].conversation
+    piece = restored.history[0].pieces[1]
+    assert isinstance(piece, ImagePiece) and piece.data == image
+    assert restored.sync.context_hashes["outputs:c#image1"] == sha(image)  # held: not sent again
+    doc = Document("c", "In[1]", "plt.hist(x)")
+    again = cell_output_pieces("c", "In[1]", [Output("display_data", bundle(image))], 99)
+    plan = restored.plan_turn("ask", "and now?", doc, again)
+    assert plan.pieces == () and len(plan.omitted) == 2
+    parts = build_contents(restored.history, plan)[0]["parts"]
+    assert base64.b64decode(parts[1]["inlineData"]["data"]) == image  # the transcript still shows it

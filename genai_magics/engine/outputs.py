@@ -303,10 +303,12 @@ def interaction_inputs(pieces: Iterable[ContextPiece]) -> list[dict[str, Any]]:
 
 
 # -- the notebook's record: hashes and sizes of images, not their bytes ------------
-def recorded_output(piece: ContextPiece) -> dict[str, Any]:
-    """What the record keeps of an output piece beyond field, name, text and sha256."""
+def recorded_output(piece: ContextPiece, images: bool = False) -> dict[str, Any]:
+    """What the record keeps of an output piece beyond field, name, text and sha256 (an image's bytes
+    only when ``images``)."""
     if isinstance(piece, ImagePiece):
-        return {
+        kept = {"data": base64.b64encode(piece.data).decode("ascii")} if images and piece.data is not None else {}
+        return kept | {
             "label": piece.label,
             "mime_type": piece.mime_type,
             "position": piece.position,
@@ -320,10 +322,12 @@ def recorded_output(piece: ContextPiece) -> dict[str, Any]:
 def restored_output(d: Mapping[str, Any]) -> OutputPiece | None:
     """An output piece from the record (an image without its bytes); None for other pieces."""
     if "mime_type" in d:
+        data = d.get("data")
         return ImagePiece(
             d["field"],
             d["text"],
             d.get("name"),
+            data=base64.b64decode(data) if isinstance(data, str) else None,
             label=d["label"],
             mime_type=d["mime_type"],
             position=d["position"],
@@ -334,9 +338,16 @@ def restored_output(d: Mapping[str, Any]) -> OutputPiece | None:
     return OutputPiece(d["field"], d["text"], d.get("name"), label=d["label"]) if "label" in d else None
 
 
-def held_after_restore(context_hashes: Mapping[str, str], state_mode: str) -> dict[str, str]:
-    """The pieces the model holds after a restart: in contents mode the kernel's transcript has no image
-    bytes (the record keeps none), so the images go again; a server chain still holds them."""
+def held_after_restore(
+    context_hashes: Mapping[str, str], state_mode: str, pieces: Iterable[ContextPiece] = ()
+) -> dict[str, str]:
+    """The pieces the model holds after a restart: in contents mode the kernel's transcript has an image
+    only when the record kept its bytes (``record_images``), else it goes again; a server chain holds them."""
     if state_mode == "interactions":
         return dict(context_hashes)
-    return {k: v for k, v in context_hashes.items() if not (k.startswith(OUTPUTS_FIELD + ":") and "#image" in k)}
+    with_bytes = {(p.key, p.sha256) for p in pieces if isinstance(p, ImagePiece) and p.data is not None}
+    return {
+        k: v
+        for k, v in context_hashes.items()
+        if not (k.startswith(OUTPUTS_FIELD + ":") and "#image" in k) or (k, v) in with_bytes
+    }
