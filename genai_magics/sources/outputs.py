@@ -48,6 +48,7 @@ class OutputCapture:
     current: str | None = None
     _restore: list[Callable[[], None]] = field(default_factory=list)
     _streams: dict[str, Callable[[], None]] = field(default_factory=dict)  # the taps on stdout/stderr now
+    _publishing: int = 0  # inside a display door: what it prints (terminal IPython) is that output, not a stream
 
     # -- the cell that runs ---------------------------------------------------
     def start(self, cell_id: str | None) -> None:
@@ -70,7 +71,7 @@ class OutputCapture:
 
     def stream(self, name: str, text: str) -> None:
         entries = self._entries()
-        if entries is None or not text:
+        if entries is None or not text or self._publishing:
             return
         if entries and entries[-1].kind == "stream" and entries[-1].name == name:
             kept = entries[-1].data["text/plain"]
@@ -108,7 +109,7 @@ class OutputCapture:
 
             def publish_tap(data: Any, metadata: Any = None, *args: Any, **kwargs: Any) -> Any:
                 self.display("display_data", data, kwargs.get("transient"), bool(kwargs.get("update")))
-                return publish(data, metadata, *args, **kwargs)
+                return self._quietly(publish, data, metadata, *args, **kwargs)
 
             self._wrap(pub, "publish", publish_tap)
             if clear is not None:
@@ -124,10 +125,17 @@ class OutputCapture:
 
             def result_tap(format_dict: Any, md_dict: Any = None) -> Any:
                 self.display("execute_result", format_dict)
-                return write_format_data(format_dict, md_dict)
+                return self._quietly(write_format_data, format_dict, md_dict)
 
             self._wrap(hook, "write_format_data", result_tap)
         self._tap_streams()
+
+    def _quietly(self, door: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        self._publishing += 1
+        try:
+            return door(*args, **kwargs)
+        finally:
+            self._publishing -= 1
 
     def _tap_streams(self) -> None:
         for name in ("stdout", "stderr"):
