@@ -46,10 +46,11 @@ for path in (ROOT, ROOT / "tests"):
 from helpers.display import RecordingDisplay  # noqa: E402
 
 from genai_magics.engine.payloads import to_text  # noqa: E402
+from genai_magics.gemini.models import DEFAULT_MODEL  # noqa: E402
 from genai_magics.session import Session, Settings, TurnRequest  # noqa: E402
 from genai_magics.stub import StubServer  # noqa: E402
 
-MODEL = "gemini-3.8-flash"
+MODEL = DEFAULT_MODEL
 CELL = "plot-cell"
 SOURCE = (
     "import numpy as np\nimport matplotlib.pyplot as plt\n\n"

@@ -239,3 +239,19 @@ def test_after_a_restart_the_same_plot_replays_and_a_changed_plot_goes_live(stub
         assert current_images(api_requests(stub)[-1]) == [png(16, 16, seed=2)]
     finally:
         k.close()
+
+
+def test_vscode_cells_send_their_plot_and_its_helper_code_shows_nothing_of_its_own(kernel, stub, tmp_path):
+    from helpers.vscode import VSCode
+
+    vs = VSCode(kernel)
+    vs.open_notebook()
+    plot = png(24, 24, seed=8)
+    (tmp_path / "v.png").write_bytes(plot)
+    vs.run("from IPython.display import Image, display\nprint('shown in VS Code')\ndisplay(Image('v.png'))", 0)
+    vs.run_silently("print('the variable viewer asks something')")  # VS Code's own request: nobody's output
+    vs.run("%%gemini_ask\nwhat is in the plot?", 1)
+    request = api_requests(stub)[-1]
+    [text, image] = current_payload(request)["outputs"]
+    assert text["text"] == "shown in VS Code\n[image 1]\n" and image["sha256"] == sha(plot)
+    assert current_images(request) == [plot]

@@ -8,7 +8,7 @@ input tokens by the documented Gemini 2 rule: 258 tokens within 384x384 pixels,
 else 258 per 768x768 tile. In the (role, text) sequences the stand-in compares
 for caching, an image is an ``("image", marker)`` entry whose marker is as many
 4-byte tokens long as the image counts, and equal only for equal bytes.
-Standard library only.
+Standard library only (and the package's pure header reader).
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ import base64
 import binascii
 import hashlib
 import math
-import struct
 from collections.abc import Callable
 from typing import Any
+
+from ..engine.outputs import image_size  # the PNG/JPEG header reading; the rest here is the stand-in's own
 
 IMAGE_ROLE = "image"
 ACCEPTED = ("image/png", "image/jpeg", "image/webp", "image/heic", "image/heif")
@@ -30,24 +31,10 @@ class BadImage(ValueError):
 
 
 def _size(data: bytes) -> tuple[int, int]:
-    if data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) >= 24:
-        return struct.unpack(">II", data[16:24])
-    if data[:2] == b"\xff\xd8":
-        i = 2
-        while i + 9 < len(data):
-            if data[i] != 0xFF:
-                i += 1
-                continue
-            marker = data[i + 1]
-            if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
-                i += 2
-                continue
-            (length,) = struct.unpack(">H", data[i + 2 : i + 4])
-            if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
-                height, width = struct.unpack(">HH", data[i + 5 : i + 9])
-                return width, height
-            i += 2 + length
-    raise BadImage("Unable to process input image: the data is not a PNG or JPEG image. (stub)")
+    width, height = image_size(data)
+    if not width or not height:
+        raise BadImage("Unable to process input image: the data is not a PNG or JPEG image. (stub)")
+    return width, height
 
 
 def image_tokens(width: int, height: int) -> int:
