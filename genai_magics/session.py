@@ -168,13 +168,13 @@ class Session:
     def _view(self) -> NotebookView:
         return self.view() if self.view else self.record
 
-    def find_cell(self, ref: str) -> Cell:
+    def find_cell(self, ref: str, flag: str = "--cell") -> Cell:
         ref = ref.strip()
         running = self.record.running_id
         if ref == "-1":
             cell = self.record.latest_document(exclude=running)
             if cell is None:
-                raise UserError("--cell -1: no code cell has been run yet")
+                raise UserError(f"{flag} -1: no code cell has been run yet")
             return self._freshest(cell)
         cells = list(self._view().cells())
         m = _COUNT_REF.match(ref)
@@ -186,13 +186,13 @@ class Session:
             )
             if not ref.isdigit():  # written In[n]: nothing else is meant
                 if by_count is None:
-                    raise UserError(f"--cell {ref}: no cell with execution count {count} in this session")
+                    raise UserError(f"{flag} {ref}: no cell with execution count {count} in this session")
                 return self._freshest(by_count)
         exact = [c for c in cells if c.id == ref] or ([self.record.by_id[ref]] if ref in self.record.by_id else [])
         by_id = exact or [c for c in cells if c.id.startswith(ref)]
         if by_count is not None and by_id:
             raise UserError(
-                f"--cell {ref}: ambiguous, In[{ref}] ran in this session and cell {by_id[0].id[:12]} has "
+                f"{flag} {ref}: ambiguous, In[{ref}] ran in this session and cell {by_id[0].id[:12]} has "
                 f"an id starting with {ref}; write In[{ref}] for the run, or more of the id"
             )
         if by_count is not None:
@@ -200,12 +200,12 @@ class Session:
         if len(by_id) == 1:
             return self._freshest(by_id[0])
         if len(by_id) > 1:
-            raise UserError(f"--cell {ref}: ambiguous, {len(by_id)} cells have ids starting with it")
+            raise UserError(f"{flag} {ref}: ambiguous, {len(by_id)} cells have ids starting with it")
         if m:
             raise UserError(
-                f"--cell {ref}: no cell with execution count {ref} in this session and no cell id starting with it"
+                f"{flag} {ref}: no cell with execution count {ref} in this session and no cell id starting with it"
             )
-        raise UserError(f"--cell {ref}: no such cell (use an execution count like 5 or In[5], a cell id, or -1)")
+        raise UserError(f"{flag} {ref}: no such cell (use an execution count like 5 or In[5], a cell id, or -1)")
 
     def _freshest(self, cell: Cell) -> Cell:
         """The same cell as the live view sees it now (unsaved edits included)."""
@@ -313,7 +313,7 @@ class Session:
 
     def output_pieces(self, req: TurnRequest, doc: Document | None, settings: Settings) -> OutputPieces:
         """What the document cell showed (unless --no-outputs, --no-context or --notebook) and the --outputs cells."""
-        cells = [self.find_cell(ref) for ref in req.output_cells]
+        cells = [self.find_cell(ref, "--outputs") for ref in req.output_cells]
         if doc is not None and doc.key != "notebook" and req.outputs and not req.no_context:
             cells.insert(0, Cell(doc.key, doc.source, execution_count=None))
         pieces: list[ContextPiece] = []
@@ -410,7 +410,8 @@ class Session:
             plan = replan()
             display.note(
                 f"{len(waiting)} image(s) not sent this turn: max_images is {settings.max_images} "
-                "(%config GeminiMagics.max_images); they go with a later turn"
+                "(%config GeminiMagics.max_images); "
+                + ("they go with a later turn" if settings.max_images > 0 else "none is sent while it is 0")
             )
         going, kept = {p.key for p in plan.pieces}, {p.key for p in pieces}
         for piece_key, line in shown.notes.items():  # a downscaled image when it goes; a refused one every turn

@@ -113,6 +113,10 @@ def test_printed_text_and_png_go_once_and_a_new_png_goes_alone(kernel, stub, tmp
     [again] = current_payload(rerun)["outputs"]  # no text entry: the printed text did not change
     assert again == {**image, "sha256": sha(second_png), "label": again["label"]} and again["label"] != image["label"]
     assert current_images(rerun) == [second_png]
+    table = kernel.run("%gemini tokens", cell_id="t").stdout
+    rows = [line.split() for line in table.splitlines() if line.strip()[:1].isdigit()]
+    assert "images" in table and [r[8] for r in rows] == ["1", "0", "1"]  # images sent, per turn
+    assert [int(r[3].replace(",", "")) for r in rows] == [r["input_tokens"] for r in (request, follow_up, rerun)]
     if mode == "contents":  # the old plot compacts to its sha, like superseded code
         assert sent_images(rerun) == [second_png]
         older = [json.loads(c["parts"][0]["text"]) for c in rerun["json"]["contents"] if c["role"] == "user"]
@@ -141,7 +145,7 @@ def test_no_outputs_and_outputs_of_another_cell(kernel, stub, tmp_path, mode):
 def test_outputs_of_a_cell_that_is_not_there_is_one_line(kernel, stub):
     kernel.run("x = 1", cell_id="doc")
     run = kernel.run("%%gemini_ask --outputs nosuchcell\nhm?", cell_id="m1")
-    assert run.stderr.strip().startswith("genai_magics: --cell nosuchcell: no such cell")
+    assert run.stderr.strip().startswith("genai_magics: --outputs nosuchcell: no such cell")
     assert api_requests(stub) == []
 
 

@@ -95,15 +95,16 @@ def replayed_proposal(turn: Turn, holds: str | None) -> str:
 def token_table(conv: Conversation) -> str:
     header = (
         f"{'turn':>4}  {'mode':<4}  {'state':<12}  {'in tok':>8}  {'cached':>8}  {'out tok':>8}  "
-        f"{'req bytes':>10}  {'doc':<6}  {'saved':>7}  {'cost $':>9}  {'saved $':>9}"
+        f"{'req bytes':>10}  {'doc':<6}  {'images':>6}  {'saved':>7}  {'cost $':>9}  {'saved $':>9}"
     )
     rows = [f"conversation {conv.name!r}", header]
     for t in conv.history:
         doc = "-" if t.base_sha256 is None else ("sent" if t.sent_source else "patch" if t.source_patch else "synced")
         u = t.usage
+        images = sum(isinstance(p, ImagePiece) for p in t.pieces)  # sent by this turn; "in tok" counts them
         rows.append(
             f"{t.index:>4}  {t.mode:<4}  {t.state_mode:<12}  {_n(u.input_tokens):>8}  {u.cached_tokens or 0:>8,}  "
-            f"{_n(u.output_tokens):>8}  {u.request_bytes:>10,}  {doc:<6}  {t.saved_tokens:>7,}  "
+            f"{_n(u.output_tokens):>8}  {u.request_bytes:>10,}  {doc:<6}  {images:>6}  {t.saved_tokens:>7,}  "
             f"{_dollars(u.cost_usd):>9}  {_dollars(_saved(u)):>9}"
         )
     rows.append(_total_row("all", [t.usage for t in conv.history], sum(t.saved_tokens for t in conv.history)))
@@ -123,7 +124,7 @@ def _total_row(label: str, usages: Sequence[Usage], saved_tokens: int) -> str:
     return (
         f"{label:>4}  {'':<4}  {'':<12}  {sum(u.input_tokens or 0 for u in usages):>8,}  "
         f"{sum(u.cached_tokens or 0 for u in usages):>8,}  {sum(u.output_tokens or 0 for u in usages):>8,}  "
-        f"{sum(u.request_bytes for u in usages):>10,}  {'':<6}  {saved_tokens:>7,}  {_dollars(cost):>9}  "
+        f"{sum(u.request_bytes for u in usages):>10,}  {'':<6}  {'':>6}  {saved_tokens:>7,}  {_dollars(cost):>9}  "
         f"{_dollars(saved):>9}{note}"
     )
 
