@@ -259,3 +259,20 @@ def test_vscode_cells_send_their_plot_and_its_helper_code_shows_nothing_of_its_o
     [text, image] = current_payload(request)["outputs"]
     assert text["text"] == "shown in VS Code\n[image 1]\n" and image["sha256"] == sha(plot)
     assert current_images(request) == [plot]
+
+
+def test_a_dataframe_goes_as_its_table_and_widgets_scripts_and_html_are_named_not_sent(kernel, stub):
+    kernel.run(
+        "import pandas as pd, ipywidgets\nfrom IPython.display import HTML, Javascript, display\n"
+        "display(HTML('<b>bold words</b>'))\ndisplay(Javascript('alert(1)'))\n"
+        "display(ipywidgets.IntSlider(value=3))\n"
+        "pd.DataFrame({'city': ['Oslo', 'Rome'], 'temp': [4, 18]})",
+        cell_id="frame",
+    )
+    kernel.run("%%gemini_ask\nwhich city is warmer?", cell_id="m1")
+    [text] = current_payload(api_requests(stub)[-1])["outputs"]
+    lines = text["text"].splitlines()
+    assert lines[:3] == ["[a text/html output, not sent]", "[a application/javascript output, not sent]", lines[2]]
+    assert lines[2].startswith("[a widget, not sent: IntSlider(value=3")
+    assert lines[3:] == [" | city | temp", "0 | Oslo | 4", "1 | Rome | 18"]  # the DataFrame's HTML table, as rows
+    assert "bold words" not in text["text"] and "alert" not in text["text"]
