@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..engine.conversation import Conversation, Turn, TurnPlan
+from ..engine.outputs import part_tokens
 from ..engine.payloads import SYSTEM_INSTRUCTION
 from ..engine.text import estimate_tokens
 from .errors import status_code
@@ -197,11 +198,11 @@ class ContextCaches:
 
     def _measure(self, conv: Conversation, model: str, head: tuple[dict[str, Any], ...]) -> tuple[int, str]:
         """The head's estimated tokens and sha; an unchanged head (compared, not serialized) is not hashed again."""
-        key = (model, [(c["role"], [p["text"] for p in c["parts"]]) for c in head])
+        key = (model, [(c["role"], c["parts"]) for c in head])  # text and image parts, compared as they are
         known = self._measured
         if known is not None and known[0] is conv and known[1] == key:
             return known[2], known[3]
-        tokens = estimate_tokens(SYSTEM_INSTRUCTION) + sum(estimate_tokens(p["text"]) for c in head for p in c["parts"])
+        tokens = estimate_tokens(SYSTEM_INSTRUCTION) + sum(part_tokens(p, model) for c in head for p in c["parts"])
         sha = _head_sha(model, head)
         self._measured = (conv, key, tokens, sha)
         return tokens, sha
