@@ -348,8 +348,12 @@ def current_prompt(text: str) -> tuple[str | None, str]:
 
 
 def _first_line(prompt: str, limit: int = 60) -> str:
+    """The prompt's first line; a longer one cut after its last whole word, the cut marked with an ellipsis."""
     line = (prompt.strip().splitlines() or [""])[0].strip()
-    return line[:limit]
+    if len(line) <= limit:
+        return line
+    head = line[: limit + 1].rsplit(" ", 1)[0] if " " in line[: limit + 1] else line[:limit]
+    return head[:limit].rstrip(" ,;:") + "…"
 
 
 def ask_reply(prompt: str, document: str | None) -> str:
