@@ -27,6 +27,7 @@ from .frontends.cell_writer import EDITED_BEFORE_RERUN, strip_applied_marker
 from .frontends.frontend import Kind
 from .frontends.notebook_edit import NotebookWriter
 from .frontends.notebook_view import MergedView, notebook_path_from
+from .frontends.terminal import typed_source
 from .gemini.models import DEFAULT_MODEL, models_table
 from .gemini.transport import ClientSettings
 from .persistence.replay import REPLAY_MODES
@@ -242,7 +243,8 @@ class GeminiMagics(Magics):
             return
         # IPython has already counted this cell when it announces it (post_run_cell confirms).
         count = self.shell.execution_count - 1 if info.store_history else None
-        self.session.record.record(cell_id, info.raw_cell, count)
+        source = typed_source(info.raw_cell) if self._terminal else info.raw_cell
+        self.session.record.record(cell_id, source, count)
 
     def post_run_cell(self, result) -> None:
         running = self.session.record.running_id

@@ -95,3 +95,16 @@ def test_the_proposal_prefills_the_next_prompt_and_running_it_syncs(term, stub):
     term.type("%gemini apply")  # recording it: the words say what happened here
     screen = term.wait_for("Applied for the conversation: the model holds the proposal (pre-filled at the prompt).")
     assert "paste" not in screen
+
+
+def test_a_function_typed_over_two_lines_is_a_two_line_document(term, stub):
+    term.type("%load_ext genai_magics")
+    term.wait_for("In [2]:")
+    term.type("def parse(s):", "Enter")
+    term.type("return int(s)", "Enter", "Enter")  # IPython indents the third line; that Enter runs the cell
+    term.wait_for("In [3]:")
+    term.type("%gemini_edit add validation")
+    screen = term.wait_for("pre-filled at the next prompt")
+    assert "on top of the 2-line document" in screen
+    (edit,) = api_requests(stub)
+    assert current_payload(edit)["currentSource"] == "def parse(s):\n    return int(s)"
