@@ -164,7 +164,7 @@ def _duration(value: Any) -> float | None:
 
 
 def _timestamp(seconds: float) -> str:
-    return _dt.datetime.fromtimestamp(seconds, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return _dt.datetime.fromtimestamp(seconds, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _parse_timestamp(value: Any) -> float | None:
@@ -212,7 +212,7 @@ def _sha(text: str) -> str:
 
 
 def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _chunks(text: str, minimum: int = 3, size: int = 48, most: int = 32) -> list[str]:
