@@ -198,13 +198,16 @@ class GeminiMagics(Magics):
         self.staged: dict = kept.staged if kept is not None else {}  # magic cell id -> StagedApply
         self.latest: dict = kept.latest if kept is not None else {}  # conversation -> newest ProposalController
         self.bridge = None  # set by load_ipython_extension when the live bridge is available
+        self.transformers: list[tuple[list, Callable]] = []  # (shell list, transformer) this load added
         self.session.view = self._view
         self.session.frontend_target = None
 
     @property
     def _terminal(self) -> bool:
         """Terminal IPython: no widgets, no rich outputs; the next prompt can be pre-filled."""
-        return type(self.shell).__name__ == "TerminalInteractiveShell"
+        # Not imported, the terminal shell cannot be this one; IPython.embed()'s shell is one (a subclass).
+        terminal = sys.modules.get("IPython.terminal.interactiveshell")
+        return terminal is not None and isinstance(self.shell, terminal.TerminalInteractiveShell)
 
     # -- what the kernel knows -------------------------------------------------
     def _view(self):
