@@ -19,6 +19,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, Dict, Enum, Float, Int, Unicode
 
+from .engine.cells import WHOLE_NOTEBOOK
 from .engine.conversation import STATE_MODES, Mode
 from .engine.errors import UserError
 from .engine.redaction import redact
@@ -485,13 +486,12 @@ class GeminiMagics(Magics):
         """Show the diff and buttons; where only the running cell can be written, wait here."""
         from IPython.display import display
 
-        cell_id = outcome.target.id if outcome.target is not None else "notebook"
+        whole = outcome.target is None  # --notebook: the notebook's cells, not one of them
+        cell_id = str(WHOLE_NOTEBOOK) if outcome.target is None else outcome.target.id
         turn = outcome.turn
         if outcome.replayed:
             frontend = frontend.without_waiting(self.staged)
-        writer = frontend.writer(
-            instruction, (turn.base_source or "", turn.proposal_source or "") if cell_id == "notebook" else None
-        )
+        writer = frontend.writer(instruction, (turn.base_source or "", turn.proposal_source or "") if whole else None)
         controller = ProposalController(
             conversation=outcome.conversation,
             turn=outcome.turn,
