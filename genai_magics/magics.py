@@ -1,4 +1,9 @@
-"""The IPython face of genai_magics: thin, flags in, session calls out."""
+"""The IPython face of genai_magics: the magics' flags in, session calls out.
+
+Not yet thin: besides that it chooses each run's frontend, stages Apply where a cell cannot
+wait, gathers the --error/--vars/--interpolate context, shows proposals and dispatches the
+%gemini subcommands.
+"""
 
 from __future__ import annotations
 
@@ -452,7 +457,9 @@ class GeminiMagics(Magics):
 
     def _cell_for_filename(self, filename: str):
         """A traceback frame's file -> the cell it was compiled from (id, label)."""
-        number = getattr(self.shell.compile, "_filename_map", {}).get(filename)
+        from .sources.last_error import execution_count_of
+
+        number = execution_count_of(self.shell, filename)
         cell = self.session.record.by_execution_count(number) if number is not None else None
         return (cell.id, cell.label) if cell else (None, None)
 

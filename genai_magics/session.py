@@ -411,7 +411,8 @@ class Session:
             replaced.closed = True
             self.caches.release(replaced)
         self.conversations[conv.name] = conv  # a conversation exists once a turn succeeded
-        note = self.replay.committed(conv, key) if key is not None else None  # None: a dry run
+        assert key is not None  # every sent turn has one (a dry run returned above, with its request)
+        note = self.replay.committed(conv, key)
         if note:
             display.note(note)
         return TurnOutcome(conv, plan, model, turn=turn, target=target)

@@ -1,7 +1,9 @@
 """Talking to Gemini: one small class per state mode behind one interface.
 
-Only this module imports google.genai, and only when a request is really made,
-so ``%load_ext genai_magics`` stays fast and a dry run needs no key.
+google.genai is imported only when a client is made (here; also caching.py's cache
+creation and warm_up.py's offline rehearsal, after %load_ext), never at import, so
+``%load_ext genai_magics`` stays fast and a dry run needs no key. Its private parts are
+reached only through sdk_compat.py.
 """
 
 from __future__ import annotations
