@@ -3,7 +3,7 @@
 The schema is docs/protocol.md's ("The bridge's comm protocol"). Each side must write every field it
 sends and read every field it receives, and use no field outside the schema, so a field nobody reads
 (or one only one side knows) fails here. Read from the sources: genai_magics/frontends/bridge.py,
-labextension/src/index.ts, tests/helpers/fake_frontend.py.
+labextension/src/bridge.ts and snapshot.ts, tests/helpers/fake_frontend.py.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def _python_keys(path: Path, functions: set[str]) -> tuple[set[str], set[str]]:
 
 
 def _ts_method(source: str, name: str) -> str:
-    """The body of a method of index.ts's NotebookBridge (up to the next member)."""
+    """The body of a method of bridge.ts's NotebookBridge (up to the next member)."""
     start = re.search(rf"^  (?:private |async )*{name}\b.*?\{{\n", source, re.M)
     assert start, name
     end = re.search(r"^  (?:private |public |constructor)", source[start.end() :], re.M)
@@ -59,8 +59,11 @@ def _ts_method(source: str, name: str) -> str:
 
 
 def _ts_keys(*methods: str) -> tuple[set[str], set[str]]:
-    source = (ROOT / "labextension/src/index.ts").read_text()
+    source = (ROOT / "labextension/src/bridge.ts").read_text()
     body = "\n".join(_ts_method(source, m) for m in methods)
+    if "_push" in methods:  # a snapshot's cell fields come from snapshot.ts
+        snapshot = (ROOT / "labextension/src/snapshot.ts").read_text()
+        body += snapshot[snapshot.index("{\n", snapshot.index("export function snapshotBody")) :]
     written = set(re.findall(r"(?:^|[{,])\s*(\w+)\s*:", body, re.M))  # object literal keys
     written |= set(re.findall(r"\b(?:data|cell)\.(\w+)\s*=[^=]", body))
     read = set(re.findall(r"\b(?:req|data)\.(\w+)\b(?!\s*=[^=])", body))
