@@ -7,26 +7,13 @@ import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 
 import { keepOffSubshells, sendOnMainShell } from './send';
-import { CellType, ICellState, ISent, sentState, snapshotBody } from './snapshot';
+import { ICell, ICellType, IRequest, IToFrontend, INotebookCell } from './protocol';
+import { Done, replyTo } from './reply';
+import { ISent, VERSION, sentState, snapshotBody, snapshotMessage } from './snapshot';
 import { markStale } from './stale';
 
 const TARGET = 'genai_magics.bridge';
-const VERSION = 1;
 const EDIT_PUSH_DELAY_MS = 400;
-
-interface IRequest {
-  type: 'request';
-  request_id: number;
-  op: 'set_source' | 'insert_cell' | 'delete_cell';
-  cell_id?: string;
-  after_id?: string | null;
-  source?: string;
-  cell_type?: CellType;
-  cell?: { [key: string]: unknown };
-}
-
-/** Kernel-to-frontend messages. */
-type KernelData = IRequest | { type: 'resync' } | { type: string };
 
 /**
  * The bridge for one notebook panel.
@@ -216,16 +203,16 @@ export class NotebookBridge {
     model.sharedModel.changed.connect(() => this._schedulePush(), this);
   }
 
-  private _currentCells(): ICellState[] {
+  private _currentCells(): ICell[] {
     const model = this._panel.content.model;
     if (!model) {
       return [];
     }
-    const out: ICellState[] = [];
+    const out: ICell[] = [];
     for (const cell of model.sharedModel.cells) {
       out.push({
         id: cell.getId(),
-        cell_type: cell.cell_type as CellType,
+        cell_type: cell.cell_type as ICellType,
         source: cell.getSource()
       });
     }
@@ -271,13 +258,7 @@ export class NotebookBridge {
     if (body === null) {
       return;
     }
-    const data = {
-      type: 'snapshot',
-      version: VERSION,
-      seq: this._seq + 1,
-      path: this._panel.context.path,
-      ...body
-    };
+    const data = snapshotMessage(this._seq + 1, this._panel.context.path, body);
     if (this._send(data)) {
       this._seq = data.seq;
       this._sent = sentState(cells);
@@ -290,7 +271,7 @@ export class NotebookBridge {
     if (comm !== this._comm) {
       return;
     }
-    const data = msg.content.data as KernelData;
+    const data = msg.content.data as unknown as IToFrontend;
     if (data.type === 'resync') {
       this._push(true);
       return;
@@ -298,17 +279,10 @@ export class NotebookBridge {
     if (data.type !== 'request') {
       return;
     }
-    const req = data as IRequest;
-    let reply: { [key: string]: unknown };
-    try {
-      reply = { ok: true, ...this._perform(req) };
-    } catch (e) {
-      reply = { ok: false, error: e instanceof Error ? e.message : String(e) };
-    }
-    this._send({ type: 'reply', request_id: req.request_id, ...reply });
+    this._send(replyTo(data.request_id, () => this._perform(data)));
   }
 
-  private _perform(req: IRequest): { [key: string]: unknown } {
+  private _perform(req: IRequest): Done {
     const model = this._panel.isDisposed ? null : this._panel.content.model;
     if (!model) {
       throw new Error('notebook closed');
@@ -351,7 +325,7 @@ export class NotebookBridge {
         }
         // A removed cell put back: its JSON as delete_cell returned it.
         const restore = req.cell && typeof req.cell === 'object' ? req.cell : null;
-        const cellType = (restore?.cell_type as CellType) || req.cell_type || 'code';
+        const cellType = (restore?.cell_type as ICellType) || req.cell_type || 'code';
         if (!['code', 'markdown', 'raw'].includes(cellType)) {
           throw new Error(`unknown cell type ${cellType}`);
         }
@@ -380,7 +354,7 @@ export class NotebookBridge {
         }
         const removed = shared.cells[i].toJSON();
         shared.deleteCell(i);
-        return { cell_id: req.cell_id, cell: removed };
+        return { cell_id: req.cell_id, cell: removed as unknown as INotebookCell };
       }
       default:
         throw new Error(`unknown request ${(req as IRequest).op}`);

@@ -6,25 +6,21 @@
  * No JupyterLab here, so it is unit-tested on its own (test/snapshot.test.ts).
  */
 
-export type CellType = 'code' | 'markdown' | 'raw';
+import { ICell, ISnapshot } from './protocol';
 
-export interface ICellState {
-  id: string;
-  cell_type: CellType;
-  source: string;
-}
+export const VERSION = 1;
 
 /** What the kernel was last sent: the order and each cell as it was. */
 export interface ISent {
   order: string[];
-  cells: Map<string, ICellState>;
+  cells: Map<string, ICell>;
 }
 
 /** A snapshot's cell fields: `order` only when full or when it changed. */
 export interface ISnapshotBody {
   full: boolean;
   order?: string[];
-  cells: ICellState[];
+  cells: ICell[];
   removed: string[];
 }
 
@@ -34,7 +30,7 @@ export interface ISnapshotBody {
  * nothing changed.
  */
 export function snapshotBody(
-  cells: ICellState[],
+  cells: ICell[],
   sent: ISent | null,
   full: boolean,
   skipIfEmpty: boolean
@@ -62,6 +58,11 @@ export function snapshotBody(
 }
 
 /** What the kernel holds once `cells` went out. */
-export function sentState(cells: ICellState[]): ISent {
+export function sentState(cells: ICell[]): ISent {
   return { order: cells.map(c => c.id), cells: new Map(cells.map(c => [c.id, c])) };
+}
+
+/** The whole message: a snapshot of the notebook at `path`, numbered `seq`. */
+export function snapshotMessage(seq: number, path: string, body: ISnapshotBody): ISnapshot {
+  return { type: 'snapshot', version: VERSION, seq, path, ...body };
 }

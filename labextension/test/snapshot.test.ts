@@ -2,9 +2,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { ICellState, sentState, snapshotBody } from '../src/snapshot';
+import { ICell } from '../src/protocol';
+import { sentState, snapshotBody } from '../src/snapshot';
 
-const cell = (id: string, source: string, cell_type: ICellState['cell_type'] = 'code') => ({
+const cell = (id: string, source: string, cell_type: ICell['cell_type'] = 'code') => ({
   id,
   cell_type,
   source
