@@ -315,7 +315,7 @@ class Session:
     def output_pieces(self, req: TurnRequest, doc: Document | None, settings: Settings) -> OutputPieces:
         """What the document cell showed (unless --no-outputs, --no-context or --notebook) and the --outputs cells."""
         cells = [self.find_cell(ref, "--outputs") for ref in req.output_cells]
-        if doc is not None and doc.key != "notebook" and req.outputs and not req.no_context:
+        if doc is not None and not isinstance(doc.key, WholeNotebook) and req.outputs and not req.no_context:
             cells.insert(0, Cell(doc.key, doc.source, execution_count=None))
         pieces: list[ContextPiece] = []
         notes: dict[str, str] = {}
