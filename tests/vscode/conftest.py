@@ -1,0 +1,128 @@
+"""A real VS Code (code-server) with the real Jupyter extension, driven by Playwright in headless Chromium.
+
+``scripts/setup_vscode.sh`` installs code-server and the extensions outside the
+checkout (``$GENAI_MAGICS_VSCODE_DIR``, default ``~/.cache/genai-magics/vscode``).
+One code-server runs per test session with a temporary HOME (its kernelspec
+points at this venv's Python, the stand-in's URL in its env), user data dir and
+a copy of the extensions; every test gets its own workspace folder (its own
+window state) and notebook. Without the install (or chromium, or playwright)
+these tests skip and say how to get it, except in CI, where they must run.
+Screenshots, the extension host's Jupyter log and the code-server log go to
+``test-artifacts/vscode/``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from vscode_server import EXTENSIONS, VSCODE_DIR, CodeServer
+
+CHROMIUM = shutil.which("chromium")
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "test-artifacts" / "vscode"
+
+
+def _skip_reason() -> str | None:
+    if os.environ.get("CI"):
+        return None  # in CI the VS Code tests must run
+    if CHROMIUM is None:
+        return "chromium is not installed (apt-get install chromium, as root: scripts/setup.sh does it)"
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        return "the playwright package is not installed (pip install -e '.[test]')"
+    if not (VSCODE_DIR / "code-server" / ".installed").exists() or not (EXTENSIONS / ".stamp").exists():
+        return (
+            f"no code-server with the Jupyter extension in {VSCODE_DIR}: run scripts/setup_vscode.sh "
+            "(GENAI_MAGICS_JUPYTER_VSIX / GENAI_MAGICS_WIDGETS_VSIX name the VSIXes where no marketplace is reachable)"
+        )
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    reason = _skip_reason()
+    if reason is None:
+        return
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, f"rep_{rep.when}", rep)
+
+
+@pytest.fixture(scope="session")
+def extensions_dir(tmp_path_factory) -> Path:
+    """A copy of the installed extensions, so nothing a session does changes the install."""
+    target = tmp_path_factory.mktemp("vscode-ext") / "ext"
+    shutil.copytree(EXTENSIONS, target, symlinks=True)
+    return target
+
+
+@pytest.fixture(scope="session")
+def code_server(tmp_path_factory, stub, extensions_dir):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    root = tmp_path_factory.mktemp("vscode")
+    env = {"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": "fake-key-for-the-stand-in"}
+    server = CodeServer(root, env, extensions_dir, ARTIFACTS / "code-server.log")
+    yield server
+    (ARTIFACTS / "jupyter-extension.log").write_text(server.jupyter_logs())
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu"])
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def artifacts(request) -> Path:
+    name = request.node.name.replace("/", "_").replace("[", "-").replace("]", "")
+    path = ARTIFACTS / name
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture
+def workspace(request, code_server, stub) -> Path:
+    """A workspace folder of this test's own (VS Code keeps open editors per folder)."""
+    stub.reset()
+    path = code_server.root / "ws" / request.node.name.replace("[", "-").replace("]", "")
+    path.mkdir(parents=True)
+    return path
+
+
+@pytest.fixture
+def page(request, browser, artifacts):
+    context = browser.new_context(viewport={"width": 1500, "height": 1100})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    console: list[str] = []
+    page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
+    page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
+    yield page
+    failed = any(
+        getattr(request.node, f"rep_{w}", None) is not None and getattr(request.node, f"rep_{w}").failed
+        for w in ("setup", "call")
+    )
+    if failed:
+        try:
+            page.screenshot(path=str(artifacts / "failure.png"))
+        except Exception:
+            pass
+    (artifacts / "console.log").write_text("\n".join(console))
+    context.close()
