@@ -18,7 +18,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from vscode_server import EXTENSIONS, VSCODE_DIR, CodeServer
+from vscode_server import EXTENSIONS, VSCODE_DIR, CodeServer, install_extension
 
 CHROMIUM = shutil.which("chromium")
 REPO = Path(__file__).resolve().parents[2]
@@ -59,22 +59,35 @@ def pytest_runtest_makereport(item, call):
     setattr(item, f"rep_{rep.when}", rep)
 
 
-@pytest.fixture(scope="session")
-def extensions_dir(tmp_path_factory) -> Path:
-    """A copy of the installed extensions, so nothing a session does changes the install."""
-    target = tmp_path_factory.mktemp("vscode-ext") / "ext"
-    shutil.copytree(EXTENSIONS, target, symlinks=True)
-    return target
+def companion_vsix() -> Path | None:
+    """The companion's VSIX: $GENAI_MAGICS_COMPANION_VSIX, else the newest one built in vscode-extension/."""
+    named = os.environ.get("GENAI_MAGICS_COMPANION_VSIX")
+    if named:
+        return Path(named)
+    built = sorted((REPO / "vscode-extension").glob("genai-magics-companion-*.vsix"), key=lambda p: p.stat().st_mtime)
+    return built[-1] if built else None
 
 
-@pytest.fixture(scope="session")
-def code_server(tmp_path_factory, stub, extensions_dir):
+@pytest.fixture(scope="module")
+def code_server(request, tmp_path_factory, stub):
+    """code-server for one test module; a module with ``COMPANION = True`` gets the companion installed."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     root = tmp_path_factory.mktemp("vscode")
+    extensions = root / "ext"  # a copy: nothing a session does changes the install
+    shutil.copytree(EXTENSIONS, extensions, symlinks=True)
+    name = request.module.__name__
+    if getattr(request.module, "COMPANION", False):
+        vsix = companion_vsix()
+        if vsix is None or not vsix.exists():
+            message = "the companion is not built: cd vscode-extension && npm ci && npm run package"
+            if os.environ.get("CI"):
+                pytest.fail(message)
+            pytest.skip(message)
+        install_extension(extensions, vsix, root / "install")
     env = {"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": "fake-key-for-the-stand-in"}
-    server = CodeServer(root, env, extensions_dir, ARTIFACTS / "code-server.log")
+    server = CodeServer(root, env, extensions, ARTIFACTS / f"{name}-code-server.log")
     yield server
-    (ARTIFACTS / "jupyter-extension.log").write_text(server.jupyter_logs())
+    (ARTIFACTS / f"{name}-jupyter-extension.log").write_text(server.jupyter_logs())
     server.stop()
 
 

@@ -92,7 +92,7 @@ class Notebook:
     def command(self, title: str) -> None:
         """Run a command from the command palette by its title."""
         page = self.page
-        self.page.locator(".notebook-editor .code-cell-row .monaco-editor .view-lines").first.click()
+        self._focus_editor()
         page.keyboard.press("F1")
         page.wait_for_selector(".quick-input-widget input", state="visible", timeout=10_000)
         page.keyboard.type(title)
@@ -160,7 +160,7 @@ class Notebook:
         editor.click()
         self.page.keyboard.press("Control+A")
         self.page.keyboard.press("Delete")
-        self.page.keyboard.type(text)
+        self.page.keyboard.insert_text(text)  # as pasted: no auto-indent
         self.page.keyboard.press("Escape")
 
     # ------------------------------------------------------------ outputs
@@ -205,6 +205,23 @@ class Notebook:
         self.shot(f"no-button-{label}")
         raise TimeoutError(f"no {label!r} button in the outputs")
 
+    def click(self, label: str) -> None:
+        """Click the newest proposal's button, scrolling the notebook until it is on screen (the output
+        webview does not scroll itself: the notebook's list does)."""
+        button = self.button(label)
+        self.wait_enabled(button)
+        height = self.page.viewport_size["height"]
+        box = self.page.locator(".notebook-editor .cell-list-container").first.bounding_box()
+        for _ in range(40):
+            where = button.bounding_box()
+            if where and 60 < where["y"] < height - 80:
+                break
+            if box:
+                self.page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+            self.page.mouse.wheel(0, 300 if not where or where["y"] >= height - 80 else -300)
+            time.sleep(0.15)
+        button.click()
+
     def wait_enabled(self, button: Any, timeout: float = 20.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -213,12 +230,23 @@ class Notebook:
             time.sleep(0.2)
         raise TimeoutError("the button stayed disabled")
 
+    def _focus_editor(self) -> None:
+        """Click into a cell editor that is fully on screen (a click in the output webview keeps the
+        keyboard there; a cell scrolled under the tabs would not get the click)."""
+        top = self.page.locator(".notebook-editor .cell-list-container").first.bounding_box()
+        editors = self.page.locator(".notebook-editor .code-cell-row .monaco-editor .view-lines")
+        for i in range(editors.count()):
+            box = editors.nth(i).bounding_box()
+            if box and top and box["y"] > top["y"] + 5 and box["y"] + box["height"] < top["y"] + top["height"]:
+                editors.nth(i).click(position={"x": box["width"] - 5, "y": 5})
+                return
+        self.row(0).locator(".monaco-editor .view-lines").click()
+
     # -------------------------------------------------------------- the file
     def save(self) -> nbformat.NotebookNode:
         """Save from the notebook editor (Ctrl+S) and read the file back once it changed."""
         before = self.path.stat().st_mtime_ns
-        # focus in a cell editor (a click in the output webview keeps the keyboard there)
-        self.page.locator(".notebook-editor .code-cell-row .monaco-editor .view-lines").first.click()
+        self._focus_editor()
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             self.page.keyboard.press("Control+S")

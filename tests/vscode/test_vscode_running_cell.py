@@ -37,16 +37,14 @@ def test_apply_replaces_the_running_magic_cell_and_undo_leaves_the_code_cell(
     text = nb.wait_output("This cell waits up to")
     assert "Apply replaces this magic cell with the proposal" in text
     assert nb.running(2)  # the magic cell waits for the click
-    nb.button("Apply").click()
+    nb.click("Apply")
     nb.wait_finished(2, "", 30)
     nb.shot("applied")
     cells = nb.sources()
     assert cells[1] == CODE  # the code cell is not touched: only the running cell can be written
     assert cells[2] == f"# gemini_edit: Add a docstring\n{STUB_LINE}\n{CODE}"
 
-    undo = nb.button("Undo")
-    nb.wait_enabled(undo)
-    undo.click()
+    nb.click("Undo")
     text = nb.wait_output("Undone for the conversation")
     assert "still holds the code from before" in text
     cells = nb.sources()
@@ -60,7 +58,7 @@ def test_discard_releases_the_cell_and_writes_nothing(page, code_server, workspa
     nb.run(1)
     nb.run(2, wait=False)
     nb.wait_output("This cell waits up to")
-    nb.button("Discard").click()
+    nb.click("Discard")
     nb.wait_finished(2, "", 30)
     nb.wait_output("Discarded")
     assert nb.sources()[1:] == [CODE, magic]
@@ -105,7 +103,7 @@ def test_notebook_edit_is_copy_only_and_its_diff_names_cells_by_label(page, code
     nb.run(3, wait=False)
     text = nb.wait_output("nothing is written into any cell")
     assert "vscode-notebook-cell:" not in text  # the diff headers show labels, not cell URIs
-    nb.button("Apply").click()
+    nb.click("Apply")
     nb.wait_output("paste")
     nb.wait_finished(3, "", 30)
     assert nb.sources() == sources  # never the percent text into the magic cell

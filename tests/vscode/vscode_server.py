@@ -35,6 +35,7 @@ SETTINGS = {
     "notebook.output.scrolling": False,
     "workbench.editor.enablePreview": False,
     "chat.disableAIFeatures": True,
+    "editor.autoIndent": "none",
     "remote.autoForwardPorts": False,
     "workbench.secondarySideBar.defaultVisibility": "hidden",
 }
@@ -123,3 +124,16 @@ class CodeServer:
                 pass
             self.proc.wait()
         self._log.close()
+
+
+def install_extension(extensions: Path, vsix: Path, scratch: Path) -> None:
+    """Install a VSIX into an extensions dir (code-server's own installer; its state goes to ``scratch``)."""
+    env = {**os.environ, "HOME": str(scratch), "CODE_SERVER_CONFIG": str(scratch / "config.yaml")}
+    subprocess.run(
+        [str(NODE), str(ENTRY), "--extensions-dir", str(extensions), "--user-data-dir", str(scratch / "data")]
+        + ["--install-extension", str(vsix), "--force"],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
