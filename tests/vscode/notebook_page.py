@@ -125,12 +125,19 @@ class Notebook:
     def run(self, i: int, timeout: float = 60.0, wait: bool = True) -> None:
         """Run cell ``i`` with its own button (Ctrl+Enter inserts a line in the web build)."""
         before = self.execution_order(i)
-        row = self.row(i)
-        row.scroll_into_view_if_needed()
-        row.hover()
-        button = row.locator(".run-button-container .codicon-notebook-execute")
-        button.wait_for(state="visible", timeout=10_000)
-        button.click()
+        for attempt in range(4):
+            row = self.row(i)
+            row.scroll_into_view_if_needed()
+            row.hover(position={"x": 30, "y": 12})  # where the run button shows
+            button = row.locator(".run-button-container .codicon-notebook-execute")
+            try:
+                button.wait_for(state="visible", timeout=3_000)
+                button.click(timeout=5_000)
+                break
+            except Exception:
+                if attempt == 3:
+                    raise
+                self.page.mouse.move(5, 5)  # hover off and on again
         if wait:
             self.wait_finished(i, before, timeout)
 
@@ -206,7 +213,11 @@ class Notebook:
         raise TimeoutError(f"no {label!r} button in the outputs")
 
     def click(self, label: str) -> None:
-        """Click the newest proposal's button, scrolling the notebook until it is on screen (the output
+        """Click the newest proposal's button, scrolled on screen."""
+        self.on_screen(label).click()
+
+    def on_screen(self, label: str) -> Any:
+        """The newest proposal's button, the notebook scrolled until it is on screen (the output
         webview does not scroll itself: the notebook's list does)."""
         button = self.button(label)
         self.wait_enabled(button)
@@ -220,7 +231,11 @@ class Notebook:
                 self.page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
             self.page.mouse.wheel(0, 300 if not where or where["y"] >= height - 80 else -300)
             time.sleep(0.15)
-        button.click()
+        return button
+
+    def editor_text(self, i: int) -> str:
+        """What cell ``i``'s editor shows now (its rendered lines)."""
+        return self.row(i).locator(".monaco-editor .view-lines").inner_text().replace("\u00a0", " ")
 
     def wait_enabled(self, button: Any, timeout: float = 20.0) -> None:
         deadline = time.monotonic() + timeout

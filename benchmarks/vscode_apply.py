@@ -1,0 +1,120 @@
+"""Click on Apply -> the proposal's text in the target cell's editor, in a real VS Code (code-server).
+
+Side by side in one run, against the stand-in:
+
+* **companion**: VS Code with the genai-magics companion: Apply writes the code cell above the
+  magic cell (the magic cell finished long before the click);
+* **running cell**: VS Code without it: Apply replaces the waiting magic cell in its execute reply.
+
+Each variant: one code-server, one notebook (``%load_ext``, a code cell, the magic cell); per
+click the magic cell runs, the Apply button is scrolled on screen, then the time from the click
+until the target cell's editor shows the proposal's first line (polled every ~5 ms from
+Playwright, so both carry the same polling and click-dispatch overhead). Between clicks: Undo
+(companion) or the magic typed back into its cell (running cell). Prints the medians and the
+ratio. Needs ``scripts/setup_vscode.sh`` and the companion's VSIX (``npm run package`` in
+vscode-extension/). JupyterLab's bridge is measured by tests/browser's setup, not here.
+
+    .venv/bin/python benchmarks/vscode_apply.py            # ~4 min on 2 busy cores; --clicks N
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO / "tests" / "vscode"), str(REPO / "tests")]
+
+from notebook_page import Notebook, write_notebook  # noqa: E402
+from vscode_server import EXTENSIONS, CodeServer, install_extension  # noqa: E402
+
+from genai_magics.stub.server import StubServer  # noqa: E402
+
+CODE = "def f(x):\n    return x + 1"
+MAGIC = "%%gemini_edit\nAdd a docstring"
+STUB_LINE = "# stub edit: Add a docstring"
+
+
+def _wait_text(nb: Notebook, row: int, text: str, timeout: float = 20.0) -> float:
+    """Seconds until cell ``row``'s editor shows ``text``."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < timeout:
+        try:
+            if text in nb.editor_text(row):
+                return time.perf_counter() - start
+        except Exception:
+            pass
+        time.sleep(0.005)
+    raise TimeoutError(f"{text!r} never showed in cell {row}")
+
+
+def measure(variant: str, clicks: int, stub: StubServer, browser, root: Path) -> list[float]:
+    extensions = root / "ext"
+    shutil.copytree(EXTENSIONS, extensions, symlinks=True)
+    if variant == "companion":
+        vsix = sorted((REPO / "vscode-extension").glob("genai-magics-companion-*.vsix"))[-1]
+        install_extension(extensions, vsix, root / "install")
+    env = {"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": "fake-key-for-the-stand-in"}
+    server = CodeServer(root, env, extensions, root / "code-server.log")
+    context = browser.new_context(viewport={"width": 1500, "height": 1100})
+    try:
+        page = context.new_page()
+        folder = root / "ws"
+        folder.mkdir()
+        write_notebook(folder / "nb.ipynb", ["%load_ext genai_magics", CODE, MAGIC])
+        nb = Notebook(page, server, folder, "nb.ipynb", root)
+        nb.open(3)
+        nb.run(0)
+        nb.run(1)
+        times = []
+        for _ in range(clicks):
+            if variant == "running cell":
+                nb.type_into(2, MAGIC)
+            nb.run(2, wait=variant == "companion")
+            button = nb.on_screen("Apply")
+            nb.wait_enabled(button)
+            start = time.perf_counter()
+            button.click()
+            clicked = time.perf_counter() - start
+            target = 1 if variant == "companion" else 2
+            times.append(clicked + _wait_text(nb, target, STUB_LINE))
+            if variant == "companion":
+                nb.click("Undo")
+                nb.wait_output("Undone: the code from before")
+                _wait_text(nb, 1, "def f(x)")
+            else:
+                nb.wait_finished(2, None, 30)
+        return times
+    finally:
+        context.close()
+        server.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clicks", type=int, default=10)
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    results = {}
+    with StubServer() as stub, sync_playwright() as pw, tempfile.TemporaryDirectory() as tmp:
+        browser = pw.chromium.launch(executable_path=shutil.which("chromium"), headless=True, args=["--no-sandbox"])
+        for variant in ("companion", "running cell"):
+            results[variant] = measure(variant, args.clicks, stub, browser, Path(tmp) / variant.replace(" ", "-"))
+        browser.close()
+    print(f"click -> proposal in the target cell's editor, {args.clicks} clicks each (seconds)")
+    print(f"{'variant':<14} {'median':>8} {'min':>8} {'max':>8}  target cell")
+    for variant, times in results.items():
+        target = "the code cell above" if variant == "companion" else "the magic cell itself"
+        print(f"{variant:<14} {statistics.median(times):8.3f} {min(times):8.3f} {max(times):8.3f}  {target}")
+    ratio = statistics.median(results["companion"]) / statistics.median(results["running cell"])
+    print(f"companion / running cell (medians): {ratio:.2f}")
+
+
+if __name__ == "__main__":
+    main()
