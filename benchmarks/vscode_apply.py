@@ -10,7 +10,7 @@ Each variant: one code-server, one notebook (``%load_ext``, a code cell, the mag
 click the magic cell runs, the Apply button is scrolled on screen, then the time from the click
 until the target cell's editor shows the proposal's first line (polled every ~5 ms from
 Playwright, so both carry the same polling and click-dispatch overhead). Between clicks: Undo
-(companion) or the magic typed back into its cell (running cell). Prints the medians and the
+(companion) or the magic typed back into its cell as a new conversation (running cell). Prints the medians and the
 ratio. Needs ``scripts/setup_vscode.sh`` and the companion's VSIX (``npm run package`` in
 vscode-extension/). JupyterLab's bridge is measured by tests/browser's setup, not here.
 
@@ -53,7 +53,7 @@ def _wait_text(nb: Notebook, row: int, text: str, timeout: float = 20.0) -> floa
     raise TimeoutError(f"{text!r} never showed in cell {row}")
 
 
-def measure(variant: str, clicks: int, stub: StubServer, browser, root: Path) -> list[float]:
+def measure(variant: str, clicks: int, stub: StubServer, browser, root: Path, shots: Path) -> list[float]:
     extensions = root / "ext"
     shutil.copytree(EXTENSIONS, extensions, symlinks=True)
     if variant == "companion":
@@ -67,15 +67,20 @@ def measure(variant: str, clicks: int, stub: StubServer, browser, root: Path) ->
         folder = root / "ws"
         folder.mkdir()
         write_notebook(folder / "nb.ipynb", ["%load_ext genai_magics", CODE, MAGIC])
-        nb = Notebook(page, server, folder, "nb.ipynb", root)
+        nb = Notebook(page, server, folder, "nb.ipynb", shots)
         nb.open(3)
         nb.run(0)
         nb.run(1)
         times = []
-        for _ in range(clicks):
-            if variant == "running cell":
-                nb.type_into(2, MAGIC)
+        for k in range(clicks):
+            if variant == "running cell" and k:
+                # Apply made the magic cell the conversation's code: a new conversation per click,
+                # about the code cell run again just before
+                nb.type_into(2, f"%%gemini_edit -c run{k}\nAdd a docstring")
+                nb.run(1)
             nb.run(2, wait=variant == "companion")
+            # the new proposal's line (the previous one says Applied or Undone by now)
+            nb.wait_output("Apply writes the proposal into" if variant == "companion" else "This cell waits up to")
             button = nb.on_screen("Apply")
             nb.wait_enabled(button)
             start = time.perf_counter()
@@ -90,6 +95,10 @@ def measure(variant: str, clicks: int, stub: StubServer, browser, root: Path) ->
             else:
                 nb.wait_finished(2, None, 30)
         return times
+    except Exception:
+        nb.shot("failed")
+        (shots / "code-server.log").write_text((root / "code-server.log").read_text())
+        raise
     finally:
         context.close()
         server.stop()
@@ -98,6 +107,7 @@ def measure(variant: str, clicks: int, stub: StubServer, browser, root: Path) ->
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clicks", type=int, default=10)
+    parser.add_argument("--shots", type=Path, default=REPO / "test-artifacts" / "vscode-bench", help="screenshots")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -105,7 +115,9 @@ def main() -> None:
     with StubServer() as stub, sync_playwright() as pw, tempfile.TemporaryDirectory() as tmp:
         browser = pw.chromium.launch(executable_path=shutil.which("chromium"), headless=True, args=["--no-sandbox"])
         for variant in ("companion", "running cell"):
-            results[variant] = measure(variant, args.clicks, stub, browser, Path(tmp) / variant.replace(" ", "-"))
+            name = variant.replace(" ", "-")
+            (args.shots / name).mkdir(parents=True, exist_ok=True)
+            results[variant] = measure(variant, args.clicks, stub, browser, Path(tmp) / name, args.shots / name)
         browser.close()
     print(f"click -> proposal in the target cell's editor, {args.clicks} clicks each (seconds)")
     print(f"{'variant':<14} {'median':>8} {'min':>8} {'max':>8}  target cell")

@@ -162,12 +162,16 @@ class Notebook:
         raise TimeoutError(f"cell {i} did not finish within {timeout} s (order {self.execution_order(i)!r})")
 
     def type_into(self, i: int, text: str) -> None:
-        """Replace cell ``i``'s text by typing (a hand edit, not run)."""
-        editor = self.row(i).locator(".monaco-editor .view-lines")
-        editor.click()
-        self.page.keyboard.press("Control+A")
-        self.page.keyboard.press("Delete")
-        self.page.keyboard.insert_text(text)  # as pasted: no auto-indent
+        """Replace cell ``i``'s text by typing (a hand edit, not run); checked on screen, retried."""
+        for _ in range(3):
+            self.row(i).locator(".monaco-editor .view-lines").click()
+            time.sleep(0.3)  # the cell's editor takes the focus after the click
+            self.page.keyboard.press("Control+A")
+            self.page.keyboard.press("Delete")
+            self.page.keyboard.insert_text(text)  # as pasted: no auto-indent
+            time.sleep(0.3)
+            if self.editor_text(i).strip() == text.strip():
+                break
         self.page.keyboard.press("Escape")
 
     # ------------------------------------------------------------ outputs
