@@ -12,7 +12,6 @@ import json
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from helpers.pages import failed, free_port, pytest_runtest_makereport, skip_under  # noqa: F401 (a hook)
 
 CHROMIUM = shutil.which("chromium")  # Debian's /usr/bin/chromium
 CHROMIUM_ARGS = [
@@ -53,26 +53,7 @@ def _skip_reason() -> str | None:
 
 
 def pytest_collection_modifyitems(config, items):
-    reason = _skip_reason()
-    if reason is None:
-        return
-    here = Path(__file__).parent
-    for item in items:
-        if here in Path(str(item.fspath)).parents:
-            item.add_marker(pytest.mark.skip(reason=reason))
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    rep = outcome.get_result()
-    setattr(item, f"rep_{rep.when}", rep)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    skip_under(items, Path(__file__).parent, _skip_reason())
 
 
 class JupyterServer:
@@ -80,7 +61,7 @@ class JupyterServer:
         self.app = app
         self.root = root
         self.token = secrets.token_hex(16)
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         settings = home / "lab-settings"
         notif = settings / "@jupyterlab" / "apputils-extension"
@@ -214,11 +195,7 @@ def page(request, browser, artifacts):
     page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
     page.console_log = console  # type: ignore[attr-defined]
     yield page
-    failed = any(
-        getattr(request.node, f"rep_{w}", None) is not None and getattr(request.node, f"rep_{w}").failed
-        for w in ("setup", "call")
-    )
-    if failed:
+    if failed(request.node):
         try:
             page.screenshot(path=str(artifacts / "failure.png"), full_page=True)
         except Exception:

@@ -18,6 +18,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from helpers.pages import failed, pytest_runtest_makereport, skip_under  # noqa: F401 (a hook)
 from vscode_server import EXTENSIONS, VSCODE_DIR, CodeServer, install_extension
 
 CHROMIUM = shutil.which("chromium")
@@ -43,20 +44,7 @@ def _skip_reason() -> str | None:
 
 
 def pytest_collection_modifyitems(config, items):
-    reason = _skip_reason()
-    if reason is None:
-        return
-    here = Path(__file__).parent
-    for item in items:
-        if here in Path(str(item.fspath)).parents:
-            item.add_marker(pytest.mark.skip(reason=reason))
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    rep = outcome.get_result()
-    setattr(item, f"rep_{rep.when}", rep)
+    skip_under(items, Path(__file__).parent, _skip_reason())
 
 
 def companion_vsix() -> Path | None:
@@ -128,11 +116,7 @@ def page(request, browser, artifacts):
     page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
     page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
     yield page
-    failed = any(
-        getattr(request.node, f"rep_{w}", None) is not None and getattr(request.node, f"rep_{w}").failed
-        for w in ("setup", "call")
-    )
-    if failed:
+    if failed(request.node):
         try:
             page.screenshot(path=str(artifacts / "failure.png"))
         except Exception:

@@ -44,6 +44,14 @@ def write_notebook(path: Path, sources: list[str], *, kinds: list[str] | None = 
     nbformat.write(nb, str(path))
 
 
+def open_notebook(page: Any, server: CodeServer, folder: Path, artifacts: Path, sources: list[str]) -> Notebook:
+    """``nb.ipynb`` of these code cells in ``folder``, opened in the page with its kernel started."""
+    write_notebook(folder / "nb.ipynb", sources)
+    nb = Notebook(page, server, folder, "nb.ipynb", artifacts)
+    nb.open(len(sources))
+    return nb
+
+
 class Notebook:
     def __init__(self, page: Any, server: CodeServer, folder: Path, name: str, artifacts: Path):
         self.page = page

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from notebook_page import Notebook, stub_turns, write_notebook
+from notebook_page import open_notebook as _open
+from notebook_page import stub_turns
 
 COMPANION = True  # conftest installs the companion's VSIX for this module
 pytestmark = pytest.mark.usefixtures("code_server")
@@ -20,13 +21,6 @@ pytestmark = pytest.mark.usefixtures("code_server")
 CODE = "def f(x):\n    return x + 1"
 STUB_LINE = "# stub edit: Add a docstring"
 MAGIC = "%%gemini_edit\nAdd a docstring"
-
-
-def _open(page, code_server, workspace, artifacts, sources: list[str]) -> Notebook:
-    write_notebook(workspace / "nb.ipynb", sources)
-    nb = Notebook(page, code_server, workspace, "nb.ipynb", artifacts)
-    nb.open(len(sources))
-    return nb
 
 
 def test_apply_writes_the_code_cell_after_the_cell_finished_and_undo_writes_it_back(

@@ -9,19 +9,13 @@ from __future__ import annotations
 import time
 
 import pytest
-from notebook_page import Notebook, stub_turns, write_notebook
+from notebook_page import open_notebook as _open
+from notebook_page import stub_turns
 
 pytestmark = pytest.mark.usefixtures("code_server")
 
 CODE = "def f(x):\n    return x + 1"
 STUB_LINE = "# stub edit: Add a docstring"
-
-
-def _open(page, code_server, workspace, artifacts, sources: list[str]) -> Notebook:
-    write_notebook(workspace / "nb.ipynb", sources)
-    nb = Notebook(page, code_server, workspace, "nb.ipynb", artifacts)
-    nb.open(len(sources))
-    return nb
 
 
 @pytest.mark.parametrize(

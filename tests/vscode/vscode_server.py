@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
+
+from helpers.pages import free_port
 
 VSCODE_DIR = Path(
     os.environ.get("GENAI_MAGICS_VSCODE_DIR")
@@ -41,12 +42,6 @@ SETTINGS = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class CodeServer:
     """One code-server process group (code-server, its extension host, the kernels)."""
 
@@ -54,7 +49,7 @@ class CodeServer:
         self.root = root
         self.home = root / "home"
         self.user_data = root / "data"
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         (self.user_data / "User").mkdir(parents=True)
         (self.user_data / "User" / "settings.json").write_text(json.dumps(SETTINGS, indent=1))
