@@ -114,6 +114,8 @@ class Companion:
         self._path: str | None = None
         self._taken = -1.0  # monotonic time of the last snapshot
         self._next = 0
+        # a removed cell put back (Undo) gets a new URI from VS Code; the kernel keeps calling it by its old one
+        self._real: dict[str, str] = {}  # old id -> the cell's URI now
 
     # ------------------------------------------------------------ presence
     def follow(self, cell_id: str | None) -> None:
@@ -199,7 +201,9 @@ class Companion:
         except CompanionError:
             self._cells, self._order, self._taken = {}, [], -1.0
             return False
+        known = {uri: old for old, uri in self._real.items()}
         cells = [c for c in (_cell_from(raw) for raw in data.get("cells") or ()) if c is not None]
+        cells = [Cell(known[c.id], c.source, c.cell_type) if c.id in known else c for c in cells]
         self._cells = {c.id: c for c in cells}
         self._order = [c.id for c in cells]
         self._path = data.get("path") if isinstance(data.get("path"), str) else self._path
@@ -239,7 +243,7 @@ class Companion:
     # -------------------------------------------------------------- edits
     def set_source(self, cell_id: str, source: str, done: Done) -> None:
         known = self._cells.get(cell_id)
-        fields: dict[str, Any] = {"cell_id": cell_id, "source": source}
+        fields: dict[str, Any] = {"cell_id": self._real.get(cell_id, cell_id), "source": source}
         if known is not None:  # the text the kernel last saw: the companion refuses to overwrite another
             fields["expect_sha256"] = sha256_text(known.source)
         try:
@@ -259,7 +263,8 @@ class Companion:
 
         ``cell``: what ``delete_cell`` returned for a removed cell, to put it back as it was.
         """
-        fields: dict[str, Any] = {"after_id": after_id, "source": source, "cell_type": cell_type}
+        anchor = self._real.get(after_id, after_id) if after_id is not None else None
+        fields: dict[str, Any] = {"after_id": anchor, "source": source, "cell_type": cell_type}
         if cell is not None:
             fields["cell"] = cell
         try:
@@ -268,6 +273,10 @@ class Companion:
             self._call(done, str(exc))
             return ""
         new_id = str(data.get("cell_id", ""))
+        old_id = cell.get("id") if cell is not None else None
+        if isinstance(old_id, str) and old_id != new_id:
+            self._real[old_id] = new_id
+            new_id = old_id
         self._cells[new_id] = Cell(new_id, source, cell_type if cell_type in CELL_TYPES else "code")  # type: ignore[arg-type]
         index = self._order.index(after_id) + 1 if after_id in self._order else 0
         self._order.insert(index, new_id)
@@ -276,7 +285,7 @@ class Companion:
 
     def delete_cell(self, cell_id: str, done: Done, on_removed: Callable[[dict], None] | None = None) -> None:
         try:
-            data = self._request("delete_cell", {"cell_id": cell_id})
+            data = self._request("delete_cell", {"cell_id": self._real.get(cell_id, cell_id)})
         except CompanionError as exc:
             self._call(done, str(exc))
             return
@@ -284,7 +293,7 @@ class Companion:
         if cell_id in self._order:
             self._order.remove(cell_id)
         if on_removed is not None and isinstance(data.get("cell"), dict):
-            on_removed(data["cell"])
+            on_removed({**data["cell"], "id": cell_id})  # so that putting it back keeps its id for the kernel
         self._call(done, None)
 
 

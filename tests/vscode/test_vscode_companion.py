@@ -3,7 +3,8 @@
 Apply writes the proposal into the code cell the conversation is about, after
 the magic cell has finished; Undo writes the old code back; Ctrl+Z in the cell
 undoes an Apply; a cell edited since is never overwritten; a --notebook
-proposal changes, adds and removes cells and Undo restores the file exactly.
+proposal changes, adds and removes cells and Undo restores the file exactly,
+also a second time.
 Judged by the saved .ipynb and the widget's text.
 """
 
@@ -103,3 +104,11 @@ def test_notebook_apply_changes_adds_and_removes_cells_and_undo_restores_the_fil
     removed_before, removed_after = before.cells[2], after.cells[2]
     assert json.dumps(removed_after.outputs) == json.dumps(removed_before.outputs)  # its output "2" came back
     assert removed_after.execution_count == removed_before.execution_count
+
+    # Apply again: the cell put back (VS Code gave it a new URI) is removed again, Undo brings it back again
+    nb.click("Apply")
+    nb.wait_output("Applied: the proposal is now in")
+    assert [c.source for c in nb.save().cells] == applied
+    nb.click("Undo")
+    nb.wait_output("Undone: the code from before the proposal is now in")
+    assert [c.source for c in nb.save().cells] == [c.source for c in before.cells]
