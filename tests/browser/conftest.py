@@ -19,7 +19,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from helpers.pages import failed, free_port, pytest_runtest_makereport, skip_under  # noqa: F401 (a hook)
+from helpers.pages import artifact_dir, free_port, pytest_runtest_makereport, recorded_page, skip_under  # noqa: F401 (a hook)
 
 CHROMIUM = shutil.which("chromium")  # Debian's /usr/bin/chromium
 CHROMIUM_ARGS = [
@@ -135,11 +135,7 @@ class JupyterServer:
 
 @pytest.fixture
 def artifacts(request) -> Path:
-    name = request.node.name.replace("/", "_").replace("[", "-").replace("]", "")
-    path = ARTIFACTS / name
-    shutil.rmtree(path, ignore_errors=True)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return artifact_dir(ARTIFACTS, request.node)
 
 
 @pytest.fixture
@@ -187,18 +183,4 @@ def browser():
 
 @pytest.fixture
 def page(request, browser, artifacts):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    console: list[str] = []
-    page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
-    page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
-    page.console_log = console  # type: ignore[attr-defined]
-    yield page
-    if failed(request.node):
-        try:
-            page.screenshot(path=str(artifacts / "failure.png"), full_page=True)
-        except Exception:
-            pass
-    (artifacts / "console.log").write_text("\n".join(console))
-    context.close()
+    yield from recorded_page(request.node, browser, artifacts, 1280, 900)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
 import socket
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,3 +38,30 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def artifact_dir(root: Path, node) -> Path:
+    """A fresh folder for one test's screenshots and logs."""
+    path = root / node.name.replace("/", "_").replace("[", "-").replace("]", "")
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def recorded_page(node, browser: Any, artifacts: Path, width: int, height: int) -> Iterator[Any]:
+    """A page in its own context; its console goes to ``console.log``, a failure to ``failure.png``."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    console: list[str] = []
+    page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
+    page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
+    page.console_log = console
+    yield page
+    if failed(node):
+        try:
+            page.screenshot(path=str(artifacts / "failure.png"), full_page=True)
+        except Exception:
+            pass
+    (artifacts / "console.log").write_text("\n".join(console))
+    context.close()

@@ -18,7 +18,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers.pages import failed, pytest_runtest_makereport, skip_under  # noqa: F401 (a hook)
+from helpers.pages import artifact_dir, pytest_runtest_makereport, recorded_page, skip_under  # noqa: F401 (a hook)
 from vscode_server import EXTENSIONS, VSCODE_DIR, CodeServer, install_extension
 
 CHROMIUM = shutil.which("chromium")
@@ -91,11 +91,7 @@ def browser():
 
 @pytest.fixture
 def artifacts(request) -> Path:
-    name = request.node.name.replace("/", "_").replace("[", "-").replace("]", "")
-    path = ARTIFACTS / name
-    shutil.rmtree(path, ignore_errors=True)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return artifact_dir(ARTIFACTS, request.node)
 
 
 @pytest.fixture
@@ -109,17 +105,4 @@ def workspace(request, code_server, stub) -> Path:
 
 @pytest.fixture
 def page(request, browser, artifacts):
-    context = browser.new_context(viewport={"width": 1500, "height": 1100})
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    console: list[str] = []
-    page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
-    page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
-    yield page
-    if failed(request.node):
-        try:
-            page.screenshot(path=str(artifacts / "failure.png"))
-        except Exception:
-            pass
-    (artifacts / "console.log").write_text("\n".join(console))
-    context.close()
+    yield from recorded_page(request.node, browser, artifacts, 1500, 1100)
