@@ -1,4 +1,7 @@
-"""Every reliance on ipykernel's and IPython's private or version-bound behaviour, in one place.
+"""Every reliance on ipykernel's and IPython's private or version-bound behaviour, but one, in one place.
+
+(The one: IPython's ``shell.compile._filename_map``, read by ``sources/last_error.py``'s
+``execution_count_of`` alone, since the sources layer cannot import this one.)
 
 Each function checks the version it was written for and answers "not
 available" elsewhere, so a kernel upgrade degrades (staged Apply, default
@@ -89,3 +92,15 @@ def current_subshell(shell: Any) -> str | None:
         return (parent.get("header") or {}).get("subshell_id")
     except Exception:  # ipykernel < 7 has no subshells
         return None
+
+
+def call_soon(shell: Any, func: Callable, *args: Any) -> None:
+    """Run on the kernel's main event loop when there is one (thread-safe), else now."""
+    loop = getattr(getattr(shell, "kernel", None), "io_loop", None)
+    if loop is not None:
+        try:
+            loop.add_callback(func, *args)
+            return
+        except Exception:
+            pass
+    func(*args)
