@@ -91,6 +91,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import difflib
 import math
 import os
 import random
@@ -107,8 +108,9 @@ for path in (ROOT, ROOT / "tests"):  # the package, and the helpers tests and be
 from helpers.display import RecordingDisplay  # noqa: E402
 
 from genai_magics.engine.hashing import sha256_text  # noqa: E402
-from genai_magics.engine.payloads import EDIT_RESPONSE_SCHEMA, SYSTEM_INSTRUCTION, to_text  # noqa: E402
+from genai_magics.engine.payloads import SYSTEM_INSTRUCTION, WHOLE_RESPONSE_SCHEMA, to_text  # noqa: E402
 from genai_magics.frontends.cell_writer import KernelStateWriter  # noqa: E402
+from genai_magics.gemini import transport as _transport  # noqa: E402
 from genai_magics.gemini.pricing import PRICES, Price  # noqa: E402
 from genai_magics.session import Session, Settings, TurnRequest  # noqa: E402
 from genai_magics.stub import StubServer  # noqa: E402
@@ -137,8 +139,8 @@ API_KINDS = (
     "cache.delete",
 )
 READS = ("stream", "generate", "interaction.create")  # requests the model answers
-STRATEGIES = ("a", "b", "c", "d", "f")
-OURS = ("c", "d", "f")
+STRATEGIES = ("a", "b", "c", "d", "f", "g")
+OURS = ("c", "d", "f")  # as they are now; (g) is (f) as it was before edits, for comparison
 NAMES = {
     "a": "(a) stateless resend",
     "b": "(b) naive chats.send_message",
@@ -146,6 +148,7 @@ NAMES = {
     "d": "(d) genai_magics interactions",
     "e": "(e) minimum (computed)",
     "f": "(f) contents + explicit cache",
+    "g": "(g) (f), whole text (before)",
 }
 ASSUMPTIONS = (("never", "implicit caching never hits"), ("always", "implicit caching always hits an identical prefix"))
 MINUTE = 60.0  # simulated time per turn
@@ -412,9 +415,21 @@ def take(stub: StubServer, expected_doc: str) -> TurnStat:
 
 
 def edit_config(mode: str) -> dict | None:
+    """(a)/(b) ask for the whole text, as the tools they stand for do."""
     if mode != "edit":
         return None
-    return {"response_mime_type": "application/json", "response_schema": EDIT_RESPONSE_SCHEMA}
+    return {"response_mime_type": "application/json", "response_schema": WHOLE_RESPONSE_SCHEMA}
+
+
+class whole_text:
+    """genai_magics as it was before edits: the edit schema offers only proposedSource (this process only)."""
+
+    def __enter__(self) -> None:
+        self.saved = _transport.EDIT_RESPONSE_SCHEMA
+        _transport.EDIT_RESPONSE_SCHEMA = WHOLE_RESPONSE_SCHEMA
+
+    def __exit__(self, *exc: object) -> None:
+        _transport.EDIT_RESPONSE_SCHEMA = self.saved
 
 
 def message(s: Step) -> str:
@@ -446,8 +461,17 @@ def run_chat(stub: StubServer, steps: list[Step], model: str) -> list[TurnStat]:
 
 
 def run_session(
-    stub: StubServer, steps: list[Step], model: str, state: str, notes: list[str], cache: str = "off"
+    stub: StubServer,
+    steps: list[Step],
+    model: str,
+    state: str,
+    notes: list[str],
+    cache: str = "off",
+    whole: bool = False,
 ) -> list[TurnStat]:
+    if whole:
+        with whole_text():
+            return run_session(stub, steps, model, state, notes, cache)
     session = Session()
     session.caches.clock = stub.now  # the cache manager lives on the simulated clock too
     rec = session.record
@@ -668,6 +692,54 @@ def restart_and_run_all(stub: StubServer, model: str) -> list[str]:
     return lines
 
 
+TOKEN_RATE = 200.0  # output tokens a second the stand-in streams at in the time-to-Apply table
+
+
+def time_to_apply(stub: StubServer, model: str) -> list[str]:
+    """Seconds from the turn's start to its proposal (the Apply button) with the stand-in writing at TOKEN_RATE."""
+    rows = []
+    for lines in (20, 2000):
+        cell = generate_cell(lines)
+        stub.reset()
+        stub.token_rate = TOKEN_RATE
+        session = Session()
+        session.record.record(CELL, cell, 1)
+        settings = Settings(model=model, state="contents")
+        session.warm_up(settings).join()  # as %load_ext does: the SDK imported and the client made beforehand
+        t0 = time.perf_counter()
+        outcome = session.run(TurnRequest(mode="edit", prompt="Add logging.", cell=CELL), settings, RecordingDisplay())
+        ProposalController(
+            conversation=outcome.conversation,
+            turn=outcome.turn,
+            cell_id=CELL,
+            writer=KernelStateWriter(session.record.set_source),
+            current_source=lambda cell_id, rec=session.record: rec.by_id[cell_id].source,
+        )
+        seconds = time.perf_counter() - t0
+        out = sum(r["response_tokens"] for r in stub.requests if r["kind"] in READS)
+        form = "edits" if outcome.turn and outcome.turn.proposal_edits else "whole text"
+        whole = stub_tokens(edit_source("Add logging.", cell)) + 40  # the proposal and a short explanation
+        rows.append((lines, seconds, out, form, whole))
+        stub.token_rate = 0.0
+        session.reset()
+    head = f"{'cell':>10} {'answer':>11} {'output tok':>10} {'to Apply, s':>11} {'whole text would be, s':>23}"
+    out_lines = [
+        f"== time from the turn's start to the Apply button, the stand-in writing {TOKEN_RATE:g} tokens/s "
+        "(Session.run and the proposal's controller, in process) ==",
+        head,
+        "-" * len(head),
+    ]
+    for lines, seconds, out, form, whole in rows:
+        out_lines.append(f"{lines:>5} lines {form:>11} {out:>10,} {seconds:>11.2f} {whole / TOKEN_RATE:>23.1f}")
+    ratio = rows[1][1] / rows[0][1]
+    out_lines.append(
+        f"target the 2,000-line cell's Apply within 2x of the 20-line cell's: {rows[1][1]:.2f} s / "
+        f"{rows[0][1]:.2f} s = {ratio:.2f}x — {'PASS' if ratio <= 2 else 'FAIL'} (whole text: computed at the "
+        "same rate from the proposal's tokens)"
+    )
+    return out_lines
+
+
 def minimum(steps: list[Step]) -> tuple[int, int]:
     """(e): distinct document versions once + prompts, in utf-8 bytes; and how many versions."""
     seen: dict[str, str] = {}
@@ -691,6 +763,7 @@ def measure(steps: list[Step], stub: StubServer, model: str, implicit: bool = Fa
         "c": lambda: run_session(stub, steps, model, "contents", run.notes),
         "d": lambda: run_session(stub, steps, model, "interactions", run.notes),
         "f": lambda: run_session(stub, steps, model, "contents", run.notes, cache="auto"),
+        "g": lambda: run_session(stub, steps, model, "contents", run.notes, cache="auto", whole=True),
     }
     for key in STRATEGIES:
         stub.reset()
@@ -827,12 +900,44 @@ def floor_reads(steps: list[Step], price: Price) -> tuple[float, float]:
     return docs, prompts
 
 
+def change_tokens(before: str, after: str) -> int:
+    """The size of a change: the lines it removes and adds, in the stand-in's tokens."""
+    diff = difflib.ndiff(before.splitlines(keepends=True), after.splitlines(keepends=True))
+    return stub_tokens("".join(line[2:] for line in diff if line[:1] in "+-"))
+
+
+def floor_output(steps: list[Step], stats: list[TurnStat]) -> list[int]:
+    """The floor's output per turn: an ask's answer as measured (the same for every strategy), an edit's change."""
+    return [
+        change_tokens(s.document, edit_source(s.prompt, s.document)) if s.mode == "edit" else t.output
+        for s, t in zip(steps, stats, strict=True)
+    ]
+
+
+def change_floor(steps: list[Step], replies: list[int], price: Price) -> float:
+    """For information, stricter: the first version read once in full, each later version's change once at
+    full price, every other read of the document cached; prompts; replies (edits as changes)."""
+    seen: set[str] = set()
+    total = 0.0
+    previous = None
+    for s in steps:
+        sha = sha256_text(s.document)
+        tokens = stub_tokens(s.document)
+        fresh = tokens if previous is None else (0 if sha in seen else change_tokens(previous, s.document))
+        total += fresh * price.input + (tokens - fresh) * price.cached_input + stub_tokens(s.prompt) * price.input
+        seen.add(sha)
+        previous = s.document
+    return 1e-6 * (total + sum(replies) * price.output)
+
+
 def floor_cost(steps: list[Step], replies: list[int], price: Price) -> float:
     """Each distinct document version read once at full price, every later read cached; prompts; replies."""
     return 1e-6 * (sum(floor_reads(steps, price)) + sum(replies) * price.output)
 
 
-def above_floor(steps: list[Step], stats: list[TurnStat], storage_hours: float, price: Price) -> dict[str, float]:
+def above_floor(
+    steps: list[Step], stats: list[TurnStat], storage_hours: float, price: Price, replies: list[int]
+) -> dict[str, float]:
     """Where a strategy's dollars go beyond the floor, in parts that add up to the difference.
 
     storage: explicit-cache token-hours; creating reads: the cached read of each turn that creates a cache
@@ -841,7 +946,7 @@ def above_floor(steps: list[Step], stats: list[TurnStat], storage_hours: float, 
     escaping, earlier turns inside the cached head; below zero when hand edits went as patches, so a
     version the floor reads in full was never written or read in full); full-price: tokens read at
     full price beyond the prompts (earlier turns and patches after the cached head, documents on
-    turns without a cache); output.
+    turns without a cache); output: beyond each change's size (an edit's explanation, the JSON, the find text).
     """
     docs, prompts = floor_reads(steps, price)
     creating = sum(t.cached for t in stats if t.written) * price.cached_input
@@ -851,6 +956,7 @@ def above_floor(steps: list[Step], stats: list[TurnStat], storage_hours: float, 
         "creating reads": creating,
         "head": cached - creating - docs,
         "full-price": sum(t.tokens - t.cached for t in stats) * price.input - prompts,
+        "output": (sum(t.output for t in stats) - sum(replies)) * price.output,
     }
 
 
@@ -867,32 +973,49 @@ def cost_report(label: str, steps: list[Step], runs: dict[str, Run], model: str)
     ]
     head = (
         f"{'strategy':<31} {'full-price in':>13} {'cached in':>10} {'storage tok-h':>13} {'out':>9} "
-        f"{'dollars':>9} {'vs floor':>8} {'(a) / x':>8}"
+        f"{'$ in':>8} {'$ cached':>8} {'$ storage':>9} {'$ out':>8} {'dollars':>9} {'vs floor':>8} {'(a) / x':>8}"
     )
     targets: list[tuple] = []
     for assumption, words in ASSUMPTIONS:
         run = runs[assumption]
-        floor = floor_cost(steps, [t.output for t in run.stats["a"]], price)
+        replies = floor_output(steps, run.stats["a"])
+        floor = floor_cost(steps, replies, price)
+        floor_in = 1e-6 * sum(floor_reads(steps, price))
         cost = {k: dollars(run, k, price) for k in STRATEGIES}
         lines += [f"{words}:", head, "-" * len(head)]
         for k in STRATEGIES:
             v = run.stats[k]
             full = sum(t.tokens - t.cached + t.written for t in v)
+            cached, out = sum(t.cached for t in v), sum(t.output for t in v)
+            split = (
+                1e-6 * full * price.input,
+                1e-6 * cached * price.cached_input,
+                1e-6 * run.storage_hours[k] * price.storage_hour,
+                1e-6 * out * price.output,
+            )
             lines.append(
-                f"{NAMES[k]:<31} {full:>13,} {sum(t.cached for t in v):>10,} "
-                f"{run.storage_hours[k]:>13,.0f} {sum(t.output for t in v):>9,} {cost[k]:>9.4f} "
+                f"{NAMES[k]:<31} {full:>13,} {cached:>10,} {run.storage_hours[k]:>13,.0f} {out:>9,} "
+                f"{split[0]:>8.4f} {split[1]:>8.4f} {split[2]:>9.4f} {split[3]:>8.4f} {cost[k]:>9.4f} "
                 f"{cost[k] / floor:>7.2f}x {cost['a'] / cost[k]:>7.2f}x"
             )
         lines.append(
-            f"{'floor (computed)':<31} {'':>13} {'':>10} {'':>13} {'':>9} {floor:>9.4f} {1:>7.2f}x "
-            f"{cost['a'] / floor:>7.2f}x"
+            f"{'floor (computed)':<31} {'':>13} {'':>10} {'':>13} {sum(replies):>9,} {floor_in:>8.4f} {'':>8} "
+            f"{'':>9} {floor - floor_in:>8.4f} {floor:>9.4f} {1:>7.2f}x {cost['a'] / floor:>7.2f}x"
+        )
+        strict = change_floor(steps, replies, price)
+        lines.append(
+            "the floor's output: every ask's answer as measured, and each edit's change (the lines it removes "
+            "and adds) only; its input reads each new version in full once, which edits no longer need (hence "
+            f"below 1.00x): reading only each change, the rest cached, it is ${strict:.4f}, "
+            + ", ".join(f"({k}) {cost[k] / strict:.2f}x" for k in OURS)
+            + " of that"
         )
         if assumption == "never":
-            parts = above_floor(steps, run.stats["f"], run.storage_hours["f"], price)
+            parts = above_floor(steps, run.stats["f"], run.storage_hours["f"], price, replies)
             lines.append(
                 f"(f) above the floor (${cost['f'] - floor:.4f}): "
                 + ", ".join(f"{k} ${1e-6 * v:.4f} ({1e-6 * v / floor:.1%})" for k, v in parts.items())
-                + " of the floor; output the same"
+                + " of the floor"
             )
             by_ttl = cost["f"] + 1e-6 * (run.ttl_hours["f"] - run.storage_hours["f"]) * price.storage_hour
             lines.append(
@@ -901,7 +1024,7 @@ def cost_report(label: str, steps: list[Step], runs: dict[str, Run], model: str)
                 f"{by_ttl / floor:.2f}x the floor"
             )
         best = min(OURS, key=cost.get)
-        others = min((k for k in STRATEGIES if k not in OURS), key=cost.get)
+        others = min((k for k in STRATEGIES if k not in OURS and k != "g"), key=cost.get)
         targets.append(
             (
                 f"session {label}, {words}: genai_magics' best mode ({best}) is the cheapest (ties within 5%)",
@@ -916,6 +1039,22 @@ def cost_report(label: str, steps: list[Step], runs: dict[str, Run], model: str)
                     f"session {label}, {words}: within 1.3x of the floor",
                     cost[best] <= 1.3 * floor,
                     f"({best}) ${cost[best]:.4f} / floor ${floor:.4f} = {cost[best] / floor:.2f}x",
+                )
+            )
+        if label in ("10", "50") and assumption == "never":
+            out = {k: sum(t.output for t in run.stats[k]) for k in ("f", "g")}
+            targets.append(
+                (
+                    f"session {label}: (f) answers small edits with >= 10x fewer output tokens than whole text (g)",
+                    out["g"] >= 10 * out["f"],
+                    f"(g) {out['g']:,} / (f) {out['f']:,} = {out['g'] / out['f']:.1f}x",
+                )
+            )
+            targets.append(
+                (
+                    f"session {label}: (f)'s bill >= 3x lower than with whole text (g)",
+                    cost["g"] >= 3 * cost["f"],
+                    f"(g) ${cost['g']:.4f} / (f) ${cost['f']:.4f} = {cost['g'] / cost['f']:.2f}x",
                 )
             )
         if label == ASK_HEAVY and assumption == "never":
@@ -979,9 +1118,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-turn", action="store_true", help="also print every turn's bytes and tokens")
     parser.add_argument("--csv", metavar="PATH", help="write the per-turn rows as CSV")
     parser.add_argument("--restart-only", action="store_true", help="only the restart-and-run-all table")
+    parser.add_argument("--apply-only", action="store_true", help="only the time-to-Apply table")
     args = parser.parse_args(argv)
     if args.restart_only:
         return restart_main()
+    if args.apply_only:
+        return restart_main(time_to_apply)
 
     t0 = time.perf_counter()
     model = default_model()
@@ -995,6 +1137,7 @@ def main(argv: list[str] | None = None) -> int:
         for label, steps in plans + [(ASK_HEAVY, plan_ask_heavy())]:
             results[label] = (steps, {a: measure(steps, stub, model, implicit=a == "always") for a, _ in ASSUMPTIONS})
         restart_lines = restart_and_run_all(stub, model)
+        apply_lines = time_to_apply(stub, model)
 
     print(
         f"token economy on the stand-in (model {model}, real google-genai SDK over HTTP; bytes = request "
@@ -1044,6 +1187,8 @@ def main(argv: list[str] | None = None) -> int:
         rows += per_turn_rows(label, steps, run)
     print("\n".join(restart_lines))
     print()
+    print("\n".join(apply_lines))
+    print()
     if args.per_turn:
         print(
             "per turn (bytes uploaded / context tokens read / prefix reuse: the share of the request's tokens "
@@ -1062,14 +1207,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def restart_main() -> int:
+def restart_main(table=restart_and_run_all) -> int:
+    """One table alone (``--restart-only``, ``--apply-only``)."""
     model = default_model()
     _server._chunks = _bigger_chunks
     with StubServer() as stub:
         os.environ["GOOGLE_GEMINI_BASE_URL"] = stub.url
         os.environ["GEMINI_API_KEY"] = "fake"
         os.environ.pop("GOOGLE_API_KEY", None)
-        print("\n".join(restart_and_run_all(stub, model)))
+        print("\n".join(table(stub, model)))
     return 0
 
 

@@ -7,7 +7,6 @@ imports no IPython: the magics hand it plain values and a display to talk to.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import threading
@@ -15,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from .edit_answer import EditAnswer, settle
 from .engine.cells import WHOLE_NOTEBOOK, Cell, Document, WholeNotebook, is_genai_magic, undecodable_at
 from .engine.context import ContextPiece, secondary_context
 from .engine.conversation import Conversation, Mode, StateMode, Turn, TurnPlan, Usage
@@ -31,7 +31,16 @@ from .gemini.caching import CacheStep, ContextCaches
 from .gemini.errors import describe, status_code
 from .gemini.models import ModelInfo, available_models
 from .gemini.pricing import Price, price_for, turn_cost
-from .gemini.transport import TRANSPORTS, CachedHead, ClientSettings, RetryNotices, Transport, TurnResult, make_client
+from .gemini.transport import (
+    TRANSPORTS,
+    CachedHead,
+    ClientSettings,
+    EditRetry,
+    RetryNotices,
+    Transport,
+    TurnResult,
+    make_client,
+)
 from .gemini.warm_up import rehearse
 from .persistence.replay import Replay
 from .sources.outputs import OutputCapture, OutputPieces, cell_pieces, over_image_cap
@@ -445,19 +454,32 @@ class Session:
                 "digest of the earlier turns (%config GeminiMagics.max_chain_versions)"
             )
         notices.start(display.note, transport.honours_retry_after)
+        answer = None
         try:
             step = self.caches.step(conv, transport, plan, conv.history, settings.cache, price, settings.cache_ttl_s)
             result, plan = self._send(transport, conv, plan, display, settings, replan, step)
+            result = _on_wire(result, notices)
+            if plan.mode == "edit":
+                sent = plan
+
+                def resend(retry: EditRetry) -> TurnResult:
+                    try:
+                        again = transport.send(sent, conv.history, display.chunk, self.caches.head(conv), retry)
+                    except KeyboardInterrupt:
+                        raise UserError(STOPPED) from None
+                    except Exception as exc:
+                        raise UserError(self._failure(exc, settings)) from exc
+                    return _on_wire(again, notices)
+
+                result, answer = settle(result, plan.document, resend, display.note)
         except BaseException:
             if self.conversations.get(conv.name) is not conv:  # a conversation that never started keeps no cache
                 self.caches.release(conv)
             raise
         finally:
             notices.start(None)
-        if notices.request_bytes:  # the footer reports what really went over the wire
-            result = replace(result, usage=replace(result.usage, request_bytes=notices.request_bytes))
         result = replace(result, usage=_priced(result.usage, price))
-        turn = self._commit(conv, plan, result, display)
+        turn = self._commit(conv, plan, result, display, answer)
         replaced = self.conversations.get(conv.name)
         if replaced is not None and replaced is not conv:  # --new started it over
             replaced.closed = True
@@ -525,20 +547,23 @@ class Session:
         return describe(exc, attempts=settings.client.retry_attempts, timeout_s=settings.client.timeout_s)
 
     @staticmethod
-    def _commit(conv: Conversation, plan: TurnPlan, result: TurnResult, display: TurnDisplay) -> Turn:
+    def _commit(
+        conv: Conversation, plan: TurnPlan, result: TurnResult, display: TurnDisplay, answer: EditAnswer | None
+    ) -> Turn:
         saved = sum(piece_tokens(p) for p in plan.omitted)
         if plan.synchronized and plan.document is not None:
             saved += estimate_tokens(plan.document.source)
         elif plan.source_patch is not None and plan.document is not None:
             saved += estimate_tokens(plan.document.source) - estimate_tokens(plan.source_patch)
-        if plan.mode == "edit":
-            explanation, proposal = parse_proposal(result.text)
+        if answer is not None and answer.source is not None:
+            proposal = answer.source
             if plan.document is not None:
                 proposal = unmasked_proposal(plan.document, proposal, display)
             return conv.record(
                 plan,
-                explanation,
+                answer.explanation,
                 proposal_source=proposal,
+                proposal_edits=answer.edits,
                 interaction_id=result.interaction_id,
                 usage=result.usage,
                 saved_tokens=saved,
@@ -600,19 +625,11 @@ def _unmask_recorded(turn: Turn, doc: Document | None) -> None:
             setattr(turn, name, unmask_cells(doc.source, text)[0] if whole else unmask(doc.source, text)[0])
 
 
-def parse_proposal(text: str) -> tuple[str, str]:
-    """(explanation, proposedSource) from an edit reply, or a UserError: nothing is recorded."""
-    try:
-        data = json.loads(text)
-    except ValueError:
-        raise UserError(
-            "the model's edit answer was not valid JSON, so there is no proposal; "
-            "nothing was recorded - run the cell again"
-        ) from None
-    if not isinstance(data, dict) or not isinstance(data.get("proposedSource"), str):
-        raise UserError("the model's edit answer had no proposedSource; nothing was recorded - run the cell again")
-    explanation = data.get("explanation")
-    return (explanation if isinstance(explanation, str) else ""), data["proposedSource"]
+def _on_wire(result: TurnResult, notices: RetryNotices) -> TurnResult:
+    """The footer reports what really went over the wire."""
+    if not notices.request_bytes:
+        return result
+    return replace(result, usage=replace(result.usage, request_bytes=notices.request_bytes))
 
 
-__all__ = ["Session", "Settings", "TurnRequest", "TurnOutcome", "parse_proposal", "Usage"]
+__all__ = ["Session", "Settings", "TurnRequest", "TurnOutcome", "Usage"]

@@ -9,6 +9,7 @@ from helpers.display import RecordingDisplay
 from helpers.wire import api_requests, current_payload
 
 from genai_magics.engine.hashing import sha256_text
+from genai_magics.stub import edits as model_edits
 
 MODEL = "gemini-3.7-flash"  # the table's 4,096-token cache minimum applies
 # ~26 kB of code: ~6,500 tokens, over the cache minimum
@@ -113,8 +114,9 @@ def test_a_small_hand_edit_goes_as_a_patch_and_the_cache_stays(kernel, stub):
     kernel.run("%%gemini_edit\nAdd a header comment", cell_id="m3e")
     edit = stub.requests[-1]
     assert edit["held_document_sha256"] == sha256_text(edited) and edit["json"]["cachedContent"] == name
-    # the model's proposal is built on the patched version: the hand edit is in it
-    assert json.loads(edit["response_text"])["proposedSource"] == "# stub edit: Add a header comment\n" + edited
+    # the model's proposal is built on the patched version: the hand edit is in it (a small change: as edits)
+    answer = json.loads(edit["response_text"])
+    assert model_edits.apply(edited, answer["edits"]) == "# stub edit: Add a header comment\n" + edited
     table = kernel.run("%gemini tokens", cell_id="t").stdout
     rows = [line.split()[7] for line in table.splitlines() if line.strip()[:1].isdigit()]
     assert rows == ["sent", "patch", "synced", "synced"]

@@ -176,6 +176,8 @@ OPS = st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 2_000)), min_siz
 @given(ops=OPS)
 @example([("ask", 0), ("hand", 5), ("ask", 0), ("hand", 700), ("ask", 0), ("edit", 0), ("apply", 0), ("ask", 0)])
 @example([("edit", 0), ("ask", 0), ("discard", 0), ("ask", 0)])  # a patch on a proposal discarded afterwards
+# applied again after an Undo: the server is told "undone", then "applied"; the newest outcome holds
+@example([("edit", 0), ("apply", 0), ("undo", 0), ("ask", 0), ("apply", 0), ("fail", 0)])
 def test_the_model_always_holds_the_cell_with_patches(state_mode, ops):
     """After any mix of hand edits (small and large), asks, edits, Apply, Discard, Undo,
     failed requests and a turn on another cell, the next turn's contents make the

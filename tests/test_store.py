@@ -67,3 +67,13 @@ def test_the_record_is_private_by_default(tmp_path, monkeypatch):
     RecordStore(path).save(a_record("k", 1))
     assert path.stat().st_mode & 0o077 == 0 and path.parent.stat().st_mode & 0o077 == 0
     assert json.loads(path.read_text())["schema"] == 1
+
+
+def test_a_write_by_another_kernel_after_this_ones_own_write_is_still_seen(tmp_path):
+    path = tmp_path / "r.json"
+    mine, theirs = RecordStore(path), RecordStore(path)
+    assert mine.save(a_record("mine", 2)) is None
+    assert mine.save(a_record("mine", 3)) is None  # its own file, unchanged since: written without a re-read
+    assert theirs.load()[0] is not None and theirs.save(a_record("theirs", 2)) is None
+    assert "another kernel wrote" in (mine.save(a_record("mine", 4)) or "")
+    assert list(loads(path.read_text()).conversations) == ["theirs"]

@@ -26,7 +26,7 @@ from genai_magics.session import Session, Settings, TurnRequest
 
 MODEL = GeminiMagics.class_traits()["model"].default_value
 TURNS = effort(50, 26)  # each conversation: its 6-turn pattern twice or four times, then an ask
-MODEL_KEYS = {"kind", "explanation", "proposedSource", "supersededProposalSha256", "outcome"}
+MODEL_KEYS = {"kind", "explanation", "proposedSource", "edits", "supersededProposalSha256", "outcome"}
 SHA = re.compile(r"^[0-9a-f]{64}$")
 
 

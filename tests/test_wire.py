@@ -184,7 +184,7 @@ def test_generation_config_and_system_instruction_go_with_every_turn(kernel, stu
         if mode == "interactions"
         else edit_body["generationConfig"]["responseSchema"]
     )
-    assert set(schema["properties"]) == {"explanation", "proposedSource"}
+    assert set(schema["properties"]) == {"explanation", "edits", "proposedSource"}
 
 
 @pytest.mark.parametrize("mode", MODES)

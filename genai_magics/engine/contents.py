@@ -17,7 +17,8 @@ after it, so the cache can hold the material while the prompt stays outside.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .context import ContextPiece
@@ -44,23 +45,55 @@ def _content(role: str, payload: dict[str, Any], pieces: Sequence[ContextPiece] 
     return {"role": role, "parts": [{"text": to_text(payload)}, *inline_parts(pieces)]}
 
 
-def _user(payload: dict[str, Any], full: Sequence[ContextPiece], split: bool) -> tuple[Contents, bool]:
-    """A user turn's contents, and whether the first one holds material (document or context) in full."""
+def _user(payload: dict[str, Any], full: Sequence[ContextPiece]) -> tuple[dict[str, Any], Contents | None]:
+    """A user turn's content, and its two as an explicit cache splits them when it holds material
+    (the document or context in full; None when it holds none)."""
+    whole = _content("user", payload, full)
     material = {"currentSource"} | {p.field for p in full}
-    if not split or not material & set(payload):
-        return [_content("user", payload, full)], False
+    if not material & set(payload):
+        return whole, None
     held = {k: v for k, v in payload.items() if k in material or k == "document"}
     rest = {k: v for k, v in payload.items() if k not in held}
-    return [_content("user", held, full), _content("user", rest)], True
+    return whole, [_content("user", held, full), _content("user", rest)]
 
 
-def _render(history: Sequence[Turn], plan: TurnPlan, split: bool) -> tuple[Contents, int]:
+@dataclass(frozen=True)
+class Rendered:
+    """One rendering of the transcript in both forms: as it goes out whole, and split for an explicit cache."""
+
+    whole: Contents
+    split: Contents
+    head: int  # how many leading ``split`` contents form the stable head
+
+
+def render(history: Sequence[Turn], plan: TurnPlan) -> Rendered:
+    """The transcript rendered once, for the cache step and the request alike."""
+    whole: Contents = []
+    split: Contents = []
+    head = 0  # split contents up to the last one holding material in full
+    for role, payload, full, holds in (*_turns(history, plan), ("user", plan.payload, plan.pieces, False)):
+        if role == "model":
+            content = _content("model", payload)
+            whole.append(content)
+            split.append(content)
+            head = len(split) if holds else head
+            continue
+        one, two = _user(payload, full)
+        whole.append(one)
+        head = len(split) + 1 if two is not None else head
+        split.extend(two or [one])
+    return Rendered(whole, split, head)
+
+
+Rendering = tuple[str, dict[str, Any], Sequence[ContextPiece], bool]
+
+
+def _turns(history: Sequence[Turn], plan: TurnPlan) -> Iterator[Rendering]:
+    """(role, payload, context sent in full, whether a model turn holds the code in full) per history turn."""
     # the turns that render the version the current turn builds on stay as sent; other versions become markers
     builds_on = plan.document.sha256 if plan.synchronized and plan.document else plan.patch_base_sha256
     chain = set(version_chain(history, builds_on) or ())
     keep = _latest_full_pieces(history, plan)
-    contents: Contents = []
-    head = 0  # contents up to the last one holding material in full
     for i, turn in enumerate(history):
         full: list[ContextPiece] = []
         superseded: list[ContextPiece] = []
@@ -78,30 +111,23 @@ def _render(history: Sequence[Turn], plan: TurnPlan, split: bool) -> tuple[Conte
         )
         if "currentSource" in user or "sourcePatch" in user:  # as sent; a compacted turn loses the label
             user["document"] = turn.document_label
-        user_contents, material = _user(user, full, split)
-        if material:
-            head = len(contents) + 1
-        contents += user_contents
+        yield "user", user, full, False
         proposed = turn.proposal_source if (i, "model") in chain else None
         model = model_payload(
             "code_proposal" if turn.proposal_source is not None else "answer",
             turn.response,
             proposed_source=proposed,
+            edits=turn.proposal_edits if proposed is not None else None,
             superseded_proposal_sha256=turn.proposal_sha256,
             outcome=turn.outcome if turn.outcome in ("applied", "discarded", "undone") else None,
         )
-        contents.append(_content("model", model))
-        if proposed is not None:
-            head = len(contents)
-    current, material = _user(plan.payload, plan.pieces, split)
-    if material:
-        head = len(contents) + 1
-    return contents + current, head
+        # edits, like a patch, leave the head as it was
+        yield "model", model, (), proposed is not None and turn.proposal_edits is None
 
 
 def build_contents(history: Sequence[Turn], plan: TurnPlan) -> Contents:
     """``contents`` for generate_content: history turns, compacted, then the new turn."""
-    return _render(history, plan, split=False)[0]
+    return render(history, plan).whole
 
 
 def cacheable(history: Sequence[Turn], plan: TurnPlan) -> tuple[Contents, int]:
@@ -110,7 +136,8 @@ def cacheable(history: Sequence[Turn], plan: TurnPlan) -> tuple[Contents, int]:
     The head ends with the last content holding the document or context in full
     (0 when none does); the current prompt is never part of it.
     """
-    return _render(history, plan, split=True)
+    rendered = render(history, plan)
+    return rendered.split, rendered.head
 
 
 def shared_prefix(previous: Sequence[Any], current: Sequence[Any]) -> int:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from .cells import Document, DocumentKey
 from .context import ContextPiece
 from .diff import source_patch
+from .edits import Edits, edits_chars
 from .hashing import sha256_text
 from .payloads import user_payload
 from .text import clip
@@ -60,8 +61,9 @@ class Turn:
     synchronized: bool = False  # this user turn said sourceSynchronized
     pieces: tuple[ContextPiece, ...] = ()  # context sent in full with this turn
     response: str = ""  # the answer, or the proposal's explanation
-    proposal_source: str | None = None
+    proposal_source: str | None = None  # the whole proposal, also when the model answered with edits
     proposal_sha256: str | None = None
+    proposal_edits: Edits | None = None  # the model answered with these edits on base_source
     outcome: Outcome = "none"
     interaction_id: str | None = None
     usage: Usage = field(default_factory=Usage)
@@ -113,16 +115,36 @@ def version_chain(history: Sequence[Turn], sha: str | None) -> tuple[Holder, ...
     for i in range(len(history) - 1, -1, -1):
         t = history[i]
         if t.holds_valid_proposal and t.proposal_sha256 == sha:
-            return ((i, "model"),)
-        if t.base_sha256 != sha:
-            continue
-        if t.sent_source:
-            return ((i, "user"),)
-        if t.source_patch is not None:
-            base = version_chain(history[:i], t.patch_base_sha256)
-            if base is not None:
-                return (*base, (i, "user"))
+            if t.proposal_edits is None:
+                return ((i, "model"),)
+            # edits hold their version on top of the one the user side of this turn renders
+            held = _user_chain(history, i)
+            if held is not None:
+                return (*held, (i, "model"))
+        if t.base_sha256 == sha and (t.sent_source or t.source_patch is not None):
+            held = _user_chain(history, i)
+            if held is not None:
+                return held
     return None
+
+
+def _user_chain(history: Sequence[Turn], i: int) -> tuple[Holder, ...] | None:
+    """The turns rendering the version turn ``i`` was asked about, up to its user side."""
+    t = history[i]
+    if t.sent_source:
+        return ((i, "user"),)
+    if t.source_patch is not None:
+        base = version_chain(history[:i], t.patch_base_sha256)
+        return None if base is None else (*base, (i, "user"))
+    return version_chain(history[:i], t.base_sha256)
+
+
+def carried_chars(history: Sequence[Turn], chain: Sequence[Holder]) -> int:
+    """The patches and edits a version chain carries on top of its full version."""
+    return sum(
+        len(history[j].source_patch or "") if side == "user" else edits_chars(history[j].proposal_edits or ())
+        for j, side in chain
+    )
 
 
 class TransitionRefused(Exception):
@@ -168,11 +190,7 @@ class Conversation:
         synchronized = (
             document is not None
             and holds.active_document_sha256 == document.sha256
-            and (
-                document.sha256 == self.chain_head()
-                if interactions
-                else version_chain(self.history, document.sha256) is not None
-            )
+            and (document.sha256 == self.chain_head() if interactions else self._renders(document))
         )
         patch = (
             self._hand_edit_patch(document, interactions)
@@ -218,6 +236,11 @@ class Conversation:
             payload=payload,
         )
 
+    def _renders(self, document: Document) -> bool:
+        """The transcript renders the document, with no more patches and edits on it than a new copy costs."""
+        chain = version_chain(self.history, document.sha256)
+        return chain is not None and carried_chars(self.history, chain) <= PATCH_SHARE * len(document.source)
+
     def _hand_edit_patch(self, document: Document, interactions: bool) -> str | None:
         """The document as a patch against the version the model holds, when that is small enough.
 
@@ -232,7 +255,7 @@ class Conversation:
         chain = version_chain(self.history, held)
         if chain is None or document.key != self.document_key:
             return None
-        if interactions and chain[0][1] == "model":
+        if interactions and any(side == "model" for _, side in chain):
             # the server chain keeps the patch while a later Discard or Undo of that proposal is only
             # told afterwards: the model could no longer tell what the patch applies to
             return None
@@ -241,7 +264,7 @@ class Conversation:
         if base is None:
             return None
         patch = source_patch(base, document.source)
-        patched = sum(len(self.history[j].source_patch or "") for j, _ in chain)
+        patched = carried_chars(self.history, chain)
         return patch if patched + len(patch) <= PATCH_SHARE * len(document.source) else None
 
     def chain_head(self) -> str | None:
@@ -271,6 +294,7 @@ class Conversation:
         response: str,
         *,
         proposal_source: str | None = None,
+        proposal_edits: Edits | None = None,
         interaction_id: str | None = None,
         usage: Usage = Usage(),
         saved_tokens: int = 0,
@@ -293,6 +317,7 @@ class Conversation:
             response=response,
             proposal_source=proposal_source,
             proposal_sha256=sha256_text(proposal_source) if proposal_source is not None else None,
+            proposal_edits=proposal_edits if proposal_source is not None else None,
             outcome="proposed" if proposal_source is not None else "none",
             interaction_id=interaction_id,
             usage=usage,

@@ -11,12 +11,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from .context import ContextPiece
+from .edits import Edits
 from .outputs import OutputPiece, payload_entry
 from .redaction import redact
 
 SYSTEM_INSTRUCTION = """\
 You assist in a Jupyter notebook. Each user turn is JSON: "mode" is "ask" (answer in Markdown)
-or "edit" (reply JSON: "explanation", short Markdown, and "proposedSource", the whole new source);
+or "edit" (reply JSON: "explanation", short Markdown, and either "edits" or "proposedSource", the
+whole new source; for a change that is small against the document, "edits": [{"find", "replace"}],
+each "find" an exact piece of your latest version occurring exactly once, with enough lines to be
+unique, the edits applied in order, each to the result of the one before; for a rewrite or a short
+document, "proposedSource");
 "prompt" is the request; "currentSource" is the document (a cell, or the notebook: each cell a
 "# %% id=<id>" block, "# %% [markdown] id=<id>" or "[raw]" for those, blocks apart by a blank
 line; a cell's own lines starting "# %%" carry a leading backslash, keep it; keep headers and
@@ -31,7 +36,8 @@ user did with your proposals.
 image: it follows this JSON as an image part, in the order of the "outputs" entries naming it).
 """
 
-EDIT_RESPONSE_SCHEMA: dict[str, Any] = {
+# The whole text only: what a second request asks for when an answer's edits did not apply.
+WHOLE_RESPONSE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "explanation": {"type": "string"},
@@ -39,6 +45,30 @@ EDIT_RESPONSE_SCHEMA: dict[str, Any] = {
     },
     "required": ["explanation", "proposedSource"],
 }
+EDIT_RESPONSE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "explanation": {"type": "string"},
+        "edits": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"find": {"type": "string"}, "replace": {"type": "string"}},
+                "required": ["find", "replace"],
+            },
+        },
+        "proposedSource": {"type": "string"},
+    },
+    "required": ["explanation"],
+}
+
+
+def retry_payload(reason: str) -> dict[str, Any]:
+    """The user turn that asks once more, in the same conversation, for the whole text."""
+    return {
+        "mode": "edit",
+        "prompt": f"Your edits did not apply ({reason}). Answer again with proposedSource, the whole new source.",
+    }
 
 
 def superseded_field(field: str) -> str:
@@ -96,11 +126,14 @@ def model_payload(
     explanation: str,
     *,
     proposed_source: str | None = None,
+    edits: Edits | None = None,
     superseded_proposal_sha256: str | None = None,
     outcome: str | None = None,
 ) -> dict[str, Any]:
     payload: dict[str, Any] = {"kind": kind, "explanation": explanation}
-    if proposed_source is not None:
+    if edits is not None:  # as the model sent them: it holds its base plus these
+        payload["edits"] = [e.to_json() for e in edits]
+    elif proposed_source is not None:
         payload["proposedSource"] = proposed_source
     elif superseded_proposal_sha256 is not None:
         payload["supersededProposalSha256"] = superseded_proposal_sha256

@@ -18,6 +18,7 @@ from typing import Any
 from .cells import DocumentKey, key_from_store, stored_key
 from .context import SECONDARY_FIELD, ContextPiece
 from .conversation import Conversation, SyncState, Turn, Usage
+from .edits import parse_edits
 from .outputs import held_after_restore, recorded_output, restored_output
 from .redaction import redact
 
@@ -151,7 +152,7 @@ _SHARED = (("base_source", "base_sha256"), ("proposal_source", "proposal_sha256"
 
 def _turn_dict(t: Turn, sources: dict[str, str], images: bool = False) -> dict[str, Any]:
     """One turn; each version of the code goes into ``sources`` once, turns name it by sha."""
-    d = {k: v for k, v in t.__dict__.items() if k not in ("pieces", "usage", "base_source", "proposal_source")}
+    d = {k: v for k, v in t.__dict__.items() if k not in _OWN_FIELDS}
     for text_field, sha_field in _SHARED:
         text = getattr(t, text_field)
         if text is not None:
@@ -160,12 +161,15 @@ def _turn_dict(t: Turn, sources: dict[str, str], images: bool = False) -> dict[s
         {"field": p.field, "name": p.name, "text": p.text, "sha256": p.sha256} | recorded_output(p, images)
         for p in t.pieces
     ]
-    d["usage"] = asdict(t.usage)
+    d["usage"] = dict(vars(t.usage))  # plain fields: asdict's deep copy cost ~5% of an edit turn
     d["document_key"] = stored_key(t.document_key)
+    if t.proposal_edits is not None:
+        d["proposal_edits"] = [e.to_json() for e in t.proposal_edits]
     return d
 
 
-_PLAIN_FIELDS = frozenset(Turn.__dataclass_fields__) - {"pieces", "usage", "base_source", "proposal_source"}
+_OWN_FIELDS = frozenset({"pieces", "usage", "base_source", "proposal_source", "proposal_edits"})
+_PLAIN_FIELDS = frozenset(Turn.__dataclass_fields__) - _OWN_FIELDS
 
 
 def _turn(d: dict[str, Any], sources: dict[str, str]) -> Turn:
@@ -178,6 +182,7 @@ def _turn(d: dict[str, Any], sources: dict[str, str]) -> Turn:
         proposal_source=sources[proposal] if proposal else None,
         pieces=tuple(_piece(p) for p in d["pieces"]) if d["pieces"] else (),
         usage=Usage(**d["usage"]),
+        proposal_edits=parse_edits(d["proposal_edits"]) if "proposal_edits" in d else None,
     )
 
 

@@ -159,6 +159,8 @@ class ContextCaches:
     clock: Callable[[], float] = time.time
     entries: dict[int, CacheEntry] = field(default_factory=dict)
     ended: list[tuple[str, float]] = field(default_factory=list)  # (model, token-seconds) of deleted caches
+    # the latest head measured: (its conversation, (model, its texts), tokens, sha)
+    _measured: tuple[Conversation, Any, int, str] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- deciding ---------------------------------------------------------------
@@ -179,12 +181,7 @@ class ContextCaches:
             )
         contents, length = transport.head(plan, history)
         head = tuple(contents[:length])
-        tokens = (
-            estimate_tokens(SYSTEM_INSTRUCTION) + sum(part_tokens(p, transport.model) for c in head for p in c["parts"])
-            if length
-            else 0
-        )
-        sha = _head_sha(transport.model, head) if length else None
+        tokens, sha = self._measure(conv, transport.model, head) if length else (0, None)
         decision = decide(
             mode=mode,
             price=price,
@@ -199,6 +196,17 @@ class ContextCaches:
         if decision.action == "none" and entry is not None:  # another model's cache: of no use now
             decision = replace(decision, action="drop")
         return CacheStep(decision, head, tokens, sha, entry)
+
+    def _measure(self, conv: Conversation, model: str, head: tuple[dict[str, Any], ...]) -> tuple[int, str]:
+        """The head's estimated tokens and sha; an unchanged head (compared, not serialized) is not hashed again."""
+        key = (model, [(c["role"], c["parts"]) for c in head])  # text and image parts, compared as they are
+        known = self._measured
+        if known is not None and known[0] is conv and known[1] == key:
+            return known[2], known[3]
+        tokens = estimate_tokens(SYSTEM_INSTRUCTION) + sum(part_tokens(p, model) for c in head for p in c["parts"])
+        sha = _head_sha(model, head)
+        self._measured = (conv, key, tokens, sha)
+        return tokens, sha
 
     # -- doing ----------------------------------------------------------------------
     def send(
@@ -332,6 +340,11 @@ class ContextCaches:
         ]:
             out[model] = out.get(model, 0.0) + seconds / 3600
         return out
+
+    def head(self, conv: Conversation) -> CachedHead | None:
+        """The cache the conversation's turn referenced (a second request of the turn names it too)."""
+        entry = self.entries.get(id(conv))
+        return CachedHead(entry.name, entry.length) if entry else None
 
     def name_of(self, conv: Conversation) -> str | None:
         entry = self.entries.get(id(conv))

@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..engine.contents import Contents, build_contents, cacheable
+from ..engine.contents import Contents, Rendered, render
 from ..engine.conversation import Turn, TurnPlan, Usage
 from ..engine.outputs import interaction_inputs
-from ..engine.payloads import EDIT_RESPONSE_SCHEMA, SYSTEM_INSTRUCTION, to_text
+from ..engine.payloads import EDIT_RESPONSE_SCHEMA, SYSTEM_INSTRUCTION, WHOLE_RESPONSE_SCHEMA, to_text
 from .errors import failure_kinds
 from .sdk_compat import on_retry_wait
 
@@ -39,6 +39,19 @@ class CachedHead:
 
 
 @dataclass(frozen=True)
+class EditRetry:
+    """The second request of an edit whose edits did not apply: that answer, then the ask for the whole text."""
+
+    answer: str  # the first answer, as the model sent it
+    payload: dict[str, Any]  # the user turn asking again (payloads.retry_payload)
+    interaction_id: str | None = None  # interactions: the first answer's interaction, which the retry continues
+
+
+def edit_schema(retry: EditRetry | None) -> dict[str, Any]:
+    return EDIT_RESPONSE_SCHEMA if retry is None else WHOLE_RESPONSE_SCHEMA
+
+
+@dataclass(frozen=True)
 class ClientSettings:
     retry_attempts: int = 5
     timeout_s: float = 120.0
@@ -52,11 +65,22 @@ class Transport(Protocol):
     client: Any
     model: str
 
-    def request(self, plan: TurnPlan, history: Sequence[Turn], cache: CachedHead | None = None) -> dict[str, Any]:
+    def request(
+        self,
+        plan: TurnPlan,
+        history: Sequence[Turn],
+        cache: CachedHead | None = None,
+        retry: EditRetry | None = None,
+    ) -> dict[str, Any]:
         """The exact request body this turn sends (what ``--dry-run`` shows)."""
 
     def send(
-        self, plan: TurnPlan, history: Sequence[Turn], on_chunk: OnChunk, cache: CachedHead | None = None
+        self,
+        plan: TurnPlan,
+        history: Sequence[Turn],
+        on_chunk: OnChunk,
+        cache: CachedHead | None = None,
+        retry: EditRetry | None = None,
     ) -> TurnResult:
         """Send the turn, streaming text chunks to ``on_chunk``."""
 
@@ -179,29 +203,56 @@ class _Transport:
 class ContentsTransport(_Transport):
     """App-managed state: the kernel sends the compacted transcript every turn."""
 
+    _memo: tuple[TurnPlan, tuple[tuple[int, str], ...], Rendered] | None = None
+
+    def _rendered(self, plan: TurnPlan, history: Sequence[Turn]) -> Rendered:
+        """The transcript rendered once a turn: the cache step and the request (and a retry) read the same."""
+        outcomes = tuple((t.index, t.outcome) for t in history)  # a click in between renders again
+        if self._memo is None or self._memo[0] is not plan or self._memo[1] != outcomes:
+            self._memo = (plan, outcomes, render(history, plan))
+        return self._memo[2]
+
     def head(self, plan: TurnPlan, history: Sequence[Turn]) -> tuple[Contents, int]:
         """The contents as an explicit cache would split them, and the length of their stable head."""
-        return cacheable(history, plan)
+        rendered = self._rendered(plan, history)
+        return rendered.split, rendered.head
 
-    def request(self, plan: TurnPlan, history: Sequence[Turn], cache: CachedHead | None = None) -> dict[str, Any]:
+    def request(
+        self,
+        plan: TurnPlan,
+        history: Sequence[Turn],
+        cache: CachedHead | None = None,
+        retry: EditRetry | None = None,
+    ) -> dict[str, Any]:
         config: dict[str, Any] = {}
+        rendered = self._rendered(plan, history)
         if cache is None:
             config["system_instruction"] = SYSTEM_INSTRUCTION
-            contents = build_contents(history, plan)
+            contents = list(rendered.whole)
         else:  # the cache holds the system instruction: the API refuses it beside cached_content
             config["cached_content"] = cache.name
-            contents = cacheable(history, plan)[0][cache.length :]
+            contents = rendered.split[cache.length :]
+        if retry is not None:
+            contents += [
+                {"role": "model", "parts": [{"text": retry.answer}]},
+                {"role": "user", "parts": [{"text": to_text(retry.payload)}]},
+            ]
         if self.temperature is not None:
             config["temperature"] = self.temperature
         if plan.mode == "edit":
             config["response_mime_type"] = "application/json"
-            config["response_schema"] = EDIT_RESPONSE_SCHEMA
+            config["response_schema"] = edit_schema(retry)
         return {"model": self.model, "contents": contents, "config": config}
 
     def send(
-        self, plan: TurnPlan, history: Sequence[Turn], on_chunk: OnChunk, cache: CachedHead | None = None
+        self,
+        plan: TurnPlan,
+        history: Sequence[Turn],
+        on_chunk: OnChunk,
+        cache: CachedHead | None = None,
+        retry: EditRetry | None = None,
     ) -> TurnResult:
-        body = self.request(plan, history, cache)
+        body = self.request(plan, history, cache, retry)
         parts: list[str] = []
         usage = None
         for chunk in self.client.models.generate_content_stream(**body):
@@ -228,32 +279,44 @@ class InteractionsTransport(_Transport):
 
     honours_retry_after = True
 
-    def request(self, plan: TurnPlan, history: Sequence[Turn], cache: CachedHead | None = None) -> dict[str, Any]:
+    def request(
+        self,
+        plan: TurnPlan,
+        history: Sequence[Turn],
+        cache: CachedHead | None = None,
+        retry: EditRetry | None = None,
+    ) -> dict[str, Any]:
         # No explicit cache here (cache is always None): see gemini/caching.py.
         # system_instruction, the generation config and the response format belong
         # to one interaction: they are sent again on every turn.
         body: dict[str, Any] = {
             "model": self.model,
-            "input": _input(plan),
+            "input": _input(plan) if retry is None else to_text(retry.payload),
             "system_instruction": SYSTEM_INSTRUCTION,
             "store": True,
         }
-        if plan.previous_interaction_id:
-            body["previous_interaction_id"] = plan.previous_interaction_id
+        previous = plan.previous_interaction_id if retry is None else retry.interaction_id
+        if previous:
+            body["previous_interaction_id"] = previous
         if self.temperature is not None:
             body["generation_config"] = {"temperature": self.temperature}
         if plan.mode == "edit":
             body["response_format"] = {
                 "type": "text",
                 "mime_type": "application/json",
-                "schema": EDIT_RESPONSE_SCHEMA,
+                "schema": edit_schema(retry),
             }
         return body
 
     def send(
-        self, plan: TurnPlan, history: Sequence[Turn], on_chunk: OnChunk, cache: CachedHead | None = None
+        self,
+        plan: TurnPlan,
+        history: Sequence[Turn],
+        on_chunk: OnChunk,
+        cache: CachedHead | None = None,
+        retry: EditRetry | None = None,
     ) -> TurnResult:
-        body = self.request(plan, history)
+        body = self.request(plan, history, retry=retry)
         parts: list[str] = []
         interaction_id = None
         usage = None

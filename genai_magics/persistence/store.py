@@ -52,11 +52,19 @@ def _locked(path: Path):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+def _identity(path: Path) -> tuple[int, int, int]:
+    st = path.stat()
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
 @dataclass
 class RecordStore:
     path: Path
     generation: int = 0  # the generation this kernel read or wrote last
     lost: bool = False  # another kernel wrote the record: this one stops writing
+    # (mtime_ns, size, inode) of the file as this kernel last wrote it: while it is unchanged the
+    # generation on disk is ours, and the file need not be read and parsed again before each write
+    written: tuple[int, int, int] | None = None
 
     def load(self) -> tuple[NotebookRecord | None, str | None]:
         """The record and None, or None and one line saying why there is none to use."""
@@ -77,7 +85,7 @@ class RecordStore:
         aside = self.path.with_name(f"{self.path.name}.{time.strftime('%Y%m%d-%H%M%S')}.set-aside")
         with _locked(self.path):
             os.replace(self.path, aside)
-        self.generation = 0
+        self.generation, self.written = 0, None
         return f"the conversation record {self.path} is {why}; set aside as {aside.name}, starting fresh"
 
     def save(self, record: NotebookRecord) -> str | None:
@@ -89,7 +97,11 @@ class RecordStore:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         with _locked(self.path):
             try:
-                on_disk = generation_of(self.path.read_text(encoding="utf-8"))
+                on_disk = (
+                    self.generation
+                    if self.written is not None and _identity(self.path) == self.written
+                    else generation_of(self.path.read_text(encoding="utf-8"))
+                )
             except FileNotFoundError:
                 on_disk = 0
             except (OSError, UnicodeDecodeError):
@@ -112,9 +124,10 @@ class RecordStore:
                 Path(tmp).unlink(missing_ok=True)
                 raise
             self.generation = record.generation
+            self.written = _identity(self.path)
         return None
 
     def delete(self) -> None:
         with _locked(self.path):
             self.path.unlink(missing_ok=True)
-        self.generation = 0
+        self.generation, self.written = 0, None

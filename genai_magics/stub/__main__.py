@@ -25,6 +25,13 @@ def main(argv: list[str] | None = None) -> int:
         "--chunk-delay", type=float, default=0.0, metavar="SECONDS", help="seconds between streamed chunks"
     )
     parser.add_argument(
+        "--token-rate",
+        type=float,
+        default=0.0,
+        metavar="N",
+        help="stream answers at N output tokens a second, so output length shows as time (0: as fast as it can)",
+    )
+    parser.add_argument(
         "--implicit-caching",
         action="store_true",
         help="report identical prefixes of earlier requests as cached tokens (off by default)",
@@ -32,7 +39,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         stub = StubServer(
-            port=args.port, host=args.host, chunk_delay=args.chunk_delay, implicit_caching=args.implicit_caching
+            port=args.port,
+            host=args.host,
+            chunk_delay=args.chunk_delay,
+            implicit_caching=args.implicit_caching,
+            token_rate=args.token_rate,
         )
     except (ValueError, OSError) as exc:
         print(f"genai_magics.stub: {exc}", file=sys.stderr, flush=True)

@@ -33,8 +33,10 @@ Every request's record also says how many of its tokens repeat a prefix of the
 previous request of the same model (``prefix_tokens``), whether or not anything is cached.
 
 Control routes (never recorded): ``GET /_stub/requests``, ``POST /_stub/reset``,
-``POST /_stub/inject``, ``POST /_stub/script_edit`` (``{"proposedSource": ...}``: the
-next edit answers exactly that), ``DELETE /_stub/interactions/{id}``, ``GET /_stub/caches``
+``POST /_stub/inject``, ``POST /_stub/script_edit`` (``{"proposedSource": ...}`` or
+``{"edits": [...]}``: the next edit answers exactly that), ``POST /_stub/pace``
+(``{"token_rate": n}``: stream output at n tokens a second; 0, the default, is as fast as it
+can), ``DELETE /_stub/interactions/{id}``, ``GET /_stub/caches``
 (every cache made, with its lifetime), ``POST /_stub/clock`` (``{"advance": s}``),
 ``POST /_stub/caching`` (``{"implicit": bool, "missing_status": 403|404,
 "implicit_ttl_s": s, "implicit_minimum": {model: tokens}}``).
@@ -58,6 +60,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from . import edits as model_edits
 from . import images
 
 __all__ = ["StubServer", "tokens", "STATUS_NAMES"]
@@ -88,7 +91,7 @@ _DEFAULT_MESSAGES = {
     503: "The model is overloaded. Please try again later. (stub)",
 }
 
-FAULTS = ("http", "cut_stream", "invalid_json", "delay")
+FAULTS = ("http", "cut_stream", "invalid_json", "delay", "bad_edits")
 MATCHES = (
     None,
     "any",
@@ -262,16 +265,17 @@ def _parse_turn(text: str) -> dict[str, Any] | None:
 # -- the model's "reasoning": deterministic, from the transcript --------------
 
 
-def held_document(turns: list[tuple[str, str]], dropped: frozenset[str] = frozenset()) -> str | None:
+def held_document(turns: list[tuple[str, str]], told: tuple[tuple[str, str], ...] = ()) -> str | None:
     """The full source the model holds, walking (role, text) turns newest first.
 
     User turns hold ``currentSource``, or ``sourcePatch``: hunks applied to what
     the turns before hold (a patch that does not apply leaves the model holding
     nothing, so a wrong patch shows); model turns hold ``proposedSource`` unless
     their ``outcome`` (or a later user turn's ``proposalOutcomes``, keyed by the
-    proposal's sha256 prefix) says it was discarded or undone.
+    proposal's sha256 prefix) says it was discarded or undone; the newest outcome told wins
+    (``told``: outcomes newer turns gave, newest first).
     """
-    gone = set(dropped)
+    outcomes_told = dict(told)  # proposal key -> the newest outcome told
     for i in range(len(turns) - 1, -1, -1):
         role, text = turns[i]
         turn = _parse_turn(text)
@@ -281,21 +285,24 @@ def held_document(turns: list[tuple[str, str]], dropped: frozenset[str] = frozen
             outcomes = turn.get("proposalOutcomes")
             if isinstance(outcomes, dict):
                 for key, outcome in outcomes.items():
-                    if outcome in ("discarded", "undone") and isinstance(key, str):
-                        gone.add(key.lower())
+                    if isinstance(key, str):
+                        outcomes_told.setdefault(key.lower(), outcome)
             if isinstance(turn.get("currentSource"), str):
                 return turn["currentSource"]
             if isinstance(turn.get("sourcePatch"), str):
-                base = held_document(turns[:i], frozenset(gone))
+                base = held_document(turns[:i], tuple(outcomes_told.items()))
                 return None if base is None else apply_patch(base, turn["sourcePatch"])
         else:
             source = turn.get("proposedSource")
+            if "edits" in turn and not isinstance(source, str):
+                # on what the model held when it answered: outcomes told later do not move that base
+                source = model_edits.held(turn, held_document(turns[:i]))
             if not isinstance(source, str):
                 continue
             if turn.get("outcome") in ("discarded", "undone"):
                 continue
             sha = _sha(source)
-            if any(sha.startswith(k) for k in gone if k):
+            if any(sha.startswith(k) for k, v in outcomes_told.items() if k and v in ("discarded", "undone")):
                 continue
             return source
     return None
@@ -404,20 +411,23 @@ def _answer(
     system: str,
     fault: dict[str, Any] | None,
     info: dict[str, Any],
-    scripted: str | None = None,
+    scripted: str | list[Any] | None = None,
 ) -> tuple[str, int, int]:
     """The deterministic reply to a transcript, and the tokens it read and wrote (recorded in ``info``)."""
     mode, prompt = current_prompt(current)
     document = held_document(turns)
     if fault and fault["fault"] == "invalid_json":
         text = INVALID_JSON_REPLY
+    elif info["edit"] and isinstance(scripted, list):  # scripted edits, as given
+        text = json.dumps({"explanation": f"Scripted stand-in edits for: {_first_line(prompt)}.", "edits": scripted})
     elif info["edit"] and scripted is not None:
         text = json.dumps(
             {"explanation": f"Scripted stand-in edit for: {_first_line(prompt)}.", "proposedSource": scripted},
             ensure_ascii=False,
         )
     elif info["edit"]:
-        text = edit_reply(prompt, document)
+        bad = bool(fault and fault["fault"] == "bad_edits")
+        text = model_edits.answer(edit_reply(prompt, document), document, info["edits_offered"], bad)
     else:
         text = ask_reply(prompt, document)
     in_tokens = sum(tokens(t) for _, t in turns) + tokens(system)
@@ -443,12 +453,14 @@ class _Reply:
         events: list[bytes] | None = None,
         headers: dict[str, str] | None = None,
         cut: bool = False,
+        paced: list[int] | None = None,
     ):
         self.status = status
         self.body = body
         self.events = events
         self.headers = headers or {}
         self.cut = cut
+        self.paced = paced or []  # output tokens each event carries (``token_rate`` streams them in time)
 
 
 def _name_in(pattern: re.Pattern[str], path: str) -> str:
@@ -485,17 +497,23 @@ class StubServer:
     """
 
     def __init__(
-        self, port: int = 0, host: str = "127.0.0.1", chunk_delay: float = 0.0, implicit_caching: bool = False
+        self,
+        port: int = 0,
+        host: str = "127.0.0.1",
+        chunk_delay: float = 0.0,
+        implicit_caching: bool = False,
+        token_rate: float = 0.0,
     ):
         if host not in LOOPBACK_HOSTS:
             raise ValueError(f"the stub binds to the loopback interface only, not {host!r}")
         self.host = "127.0.0.1"
         self.chunk_delay = float(chunk_delay)
+        self.token_rate = float(token_rate)  # output tokens a second a stream is paced at (0: as fast as it can)
         self._lock = threading.RLock()
         self._stopping = threading.Event()
         self._records: list[dict[str, Any]] = []
         self._injections: list[dict[str, Any]] = []
-        self._scripted: list[str] = []  # proposals the next edits answer, oldest first
+        self._scripted: list[str | list[Any]] = []  # proposals (or edits) the next edits answer, oldest first
         self._interactions: dict[str, dict[str, Any]] = {}
         self._next_id = 1
         self._caches: dict[str, dict[str, Any]] = {}  # every cache made (deleted and expired ones kept, marked)
@@ -559,7 +577,7 @@ class StubServer:
             self._records.clear()
 
     def reset(self) -> None:
-        """Forget records, pending injections, stored interactions and caches; caching settings to defaults."""
+        """Forget records, pending injections, stored interactions and caches; caching settings and pace to defaults."""
         with self._lock:
             self._records.clear()
             self._injections.clear()
@@ -573,6 +591,7 @@ class StubServer:
             self.implicit_ttl_s = IMPLICIT_TTL_S
             self.implicit_minimums = {}
             self.cache_missing_status = 403
+            self.token_rate = 0.0
             self._prefixes.clear()
             self._previous.clear()
 
@@ -765,7 +784,8 @@ class StubServer:
 
         fault: ``http`` (error reply ``status``), ``cut_stream`` (close the socket
         after ``after_chunks`` SSE events), ``invalid_json`` (an edit reply that is
-        not JSON), ``delay`` (sleep ``seconds`` before answering).
+        not JSON), ``delay`` (sleep ``seconds`` before answering), ``bad_edits`` (an edit reply
+        whose ``edits`` do not apply: a find that is in no document).
         match: None/"any", "generate" (generateContent, streamed or not),
         "stream" (any SSE reply), "count", "interactions" (create or get),
         "interaction.create", "interaction.get", "edit", "ask".
@@ -788,12 +808,13 @@ class StubServer:
             self._injections.append(injection)
         return dict(injection)
 
-    def script_edit(self, proposed_source: str) -> None:
-        """Make the next edit request answer exactly ``proposed_source`` (once; scripts queue up)."""
+    def script_edit(self, proposed_source: str | list[Any]) -> None:
+        """Make the next edit request answer exactly ``proposed_source`` (once; scripts queue up);
+        a list is answered as the ``edits`` form, exactly as given."""
         with self._lock:
             self._scripted.append(proposed_source)
 
-    def _take_script(self, info: dict[str, Any]) -> str | None:
+    def _take_script(self, info: dict[str, Any]) -> str | list[Any] | None:
         with self._lock:
             return self._scripted.pop(0) if info.get("edit") and self._scripted else None
 
@@ -823,7 +844,9 @@ class StubServer:
         fault, match, kind = inj["fault"], inj["match"], info["kind"]
         if fault == "cut_stream" and not info["stream"]:
             return False
-        if fault == "invalid_json" and not (info.get("edit") and kind in ("generate", "stream", "interaction.create")):
+        if fault in ("invalid_json", "bad_edits") and not (
+            info.get("edit") and kind in ("generate", "stream", "interaction.create")
+        ):
             return False
         if match in (None, "any"):
             return True
@@ -933,7 +956,7 @@ class StubServer:
                 chunk["candidates"][0]["finishReason"] = "STOP"
                 chunk["usageMetadata"] = usage
             events.append(_sse(chunk))
-        return _Reply(200, events=events)
+        return _Reply(200, events=events, paced=[tokens(p) for p in pieces])
 
     def _handle_count(self, body: dict[str, Any], info: dict[str, Any]) -> _Reply:
         inner = body.get("generateContentRequest")
@@ -1020,14 +1043,15 @@ class StubServer:
             ),
             _sse({"event_type": "step.start", "index": 0, "step": {"type": "model_output"}}, "step.start"),
         ]
-        for piece in _chunks(text):
+        pieces = _chunks(text)
+        for piece in pieces:
             events.append(
                 _sse({"event_type": "step.delta", "index": 0, "delta": {"type": "text", "text": piece}}, "step.delta")
             )
         events.append(_sse({"event_type": "step.stop", "index": 0}, "step.stop"))
         done = {k: v for k, v in interaction.items() if k != "steps"}
         events.append(_sse({"event_type": "interaction.completed", "interaction": done}, "interaction.completed"))
-        return _Reply(200, events=events)
+        return _Reply(200, events=events, paced=[0, 0, *(tokens(p) for p in pieces)])
 
     def _handle_get(self, ident: str, info: dict[str, Any]) -> _Reply:
         with self._lock:
@@ -1073,6 +1097,7 @@ class StubServer:
             "has_api_key": has_key,
             "stream": False,
             "edit": False,
+            "edits_offered": False,
             "mode": None,
             "prompt": None,
             "held_document_sha256": None,
@@ -1106,6 +1131,10 @@ class StubServer:
                 or gen.get("response_schema")
                 or gen.get("responseMimeType") == "application/json"
             )
+            record["edits_offered"] = isinstance(gen, dict) and any(
+                model_edits.offers_edits(gen.get(k))
+                for k in ("responseSchema", "responseJsonSchema", "response_schema")
+            )
         elif _INTERACTIONS_RE.match(path) and method == "POST":
             record["kind"] = "interaction.create"
             b = body if isinstance(body, dict) else {}
@@ -1115,6 +1144,9 @@ class StubServer:
             fmts = fmt if isinstance(fmt, list) else [fmt]
             record["edit"] = b.get("response_mime_type") == "application/json" or any(
                 isinstance(f, dict) and (f.get("mime_type") == "application/json" or "schema" in f) for f in fmts
+            )
+            record["edits_offered"] = any(
+                isinstance(f, dict) and model_edits.offers_edits(f.get("schema")) for f in fmts
             )
         elif _INTERACTION_RE.match(path) and method == "GET":
             record["kind"] = "interaction.get"
@@ -1240,6 +1272,8 @@ def _make_handler(stub: StubServer) -> type[BaseHTTPRequestHandler]:
             for i, event in enumerate(reply.events or []):
                 if i and stub.chunk_delay:
                     stub._sleep(stub.chunk_delay)
+                if stub.token_rate and i < len(reply.paced):  # the model writes at a fixed speed
+                    stub._sleep(reply.paced[i] / stub.token_rate)
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
                 self.wfile.flush()
             if reply.cut:
@@ -1307,11 +1341,19 @@ def _make_handler(stub: StubServer) -> type[BaseHTTPRequestHandler]:
                     return
                 self._send_json(200, {"ok": True, "injection": injection})
             elif method == "POST" and path == "/_stub/script_edit":
-                if not isinstance(body, dict) or not isinstance(body.get("proposedSource"), str):
-                    self._send_json(400, {"error": 'expected {"proposedSource": "..."}'})
+                scripted = body.get("proposedSource", body.get("edits")) if isinstance(body, dict) else None
+                if not isinstance(scripted, (str, list)):
+                    self._send_json(400, {"error": 'expected {"proposedSource": "..."} or {"edits": [...]}'})
                     return
-                stub.script_edit(body["proposedSource"])
+                stub.script_edit(scripted)
                 self._send_json(200, {"ok": True})
+            elif method == "POST" and path == "/_stub/pace":
+                try:
+                    stub.token_rate = max(0.0, float((body or {}).get("token_rate", 0)))
+                except (TypeError, ValueError, AttributeError) as exc:
+                    self._send_json(400, {"error": str(exc)})
+                    return
+                self._send_json(200, {"token_rate": stub.token_rate})
             elif method == "GET" and path == "/_stub/caches":
                 self._send_json(200, stub.caches)
             elif method == "POST" and path == "/_stub/clock":

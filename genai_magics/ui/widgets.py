@@ -38,20 +38,30 @@ class ProposalWidget:
         diff = controller.diff
         self._diff_text = diff.rstrip() or "(no change)"  # the text form (see _repr_mimebundle_)
         self._diff = diff_html(diff)
-        self.view = w.HTML()
+        # One layout and one button style for the views that never change theirs: each default one is a
+        # widget of its own (a comm, and most of the time a proposal takes to show)
+        self._layout, self._style = w.Layout(), w.ButtonStyle()
+        shared = {"layout": self._layout, "style": self._style}
+        self.view = w.HTML(layout=self._layout)
         self.apply_button = w.Button(
-            description="Apply", button_style="success", icon="check", tooltip=controller.writer.describe_apply()
+            description="Apply",
+            button_style="success",
+            icon="check",
+            tooltip=controller.writer.describe_apply(),
+            **shared,
         )
-        self.discard_button = w.Button(description="Discard", icon="times", tooltip="Keep the cell as it is")
-        self.copy_button = w.Button(description="Copy", icon="copy", tooltip="Show the proposal as text to copy")
+        self.discard_button = w.Button(description="Discard", icon="times", tooltip="Keep the cell as it is", **shared)
+        self.copy_button = w.Button(
+            description="Copy", icon="copy", tooltip="Show the proposal as text to copy", **shared
+        )
         self.undo_button: Any = None  # ipywidgets.Button once there is something to undo
         self.force_button: Any = None
         self._pending_force: str | None = None
         self.apply_button.on_click(lambda _: self.controller.apply())
         self.discard_button.on_click(lambda _: self.controller.discard())
         self.copy_button.on_click(self._copy)
-        self.buttons = w.HBox([self.apply_button, self.discard_button, self.copy_button])
-        self.box = w.VBox([self.view, self.buttons])
+        self.buttons = w.HBox([self.apply_button, self.discard_button, self.copy_button], layout=self._layout)
+        self.box = w.VBox([self.view, self.buttons], layout=self._layout)
         # What the labextension looks for to mark the buttons stale after a kernel restart (our own
         # classes, never ipywidgets' internal ones: labextension/src/stale.ts).
         self.box.add_class("genai-magics-proposal")
@@ -86,6 +96,8 @@ class ProposalWidget:
                 button_style="warning",
                 icon="undo",
                 tooltip="Put back the code from before the proposal",
+                layout=self._layout,
+                style=self._style,
             )
             self.undo_button.on_click(lambda _: self.controller.undo())
             self._add_button(self.undo_button)
@@ -108,7 +120,13 @@ class ProposalWidget:
         # Where no widget manager renders the view (a saved notebook on GitHub or nbviewer,
         # nbconvert, a console), the same bundle shows the diff and what Apply will do, as
         # they were when the proposal appeared.
-        bundle = self.box._repr_mimebundle_(**kwargs)
-        bundle["text/plain"] = f"{self._diff_text}\n{self.controller.message}"
-        bundle["text/html"] = self._html
-        return bundle
+        # (ipywidgets' own bundle, without its text/plain: a repr of the whole widget tree, thrown away here)
+        return {
+            "text/plain": f"{self._diff_text}\n{self.controller.message}",
+            "text/html": self._html,
+            "application/vnd.jupyter.widget-view+json": {
+                "version_major": 2,
+                "version_minor": 0,
+                "model_id": self.box.model_id,
+            },
+        }

@@ -1,0 +1,98 @@
+"""An edit turn's answer made into a proposal: the whole text, or edits the kernel applies strictly.
+
+When an answer's edits do not apply (a ``find`` that matches nowhere or twice),
+no proposal is built from a guess: the same conversation is asked once more, for
+``proposedSource``; if that answer has none either, the turn fails in one line
+and nothing is recorded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from .engine.cells import Document
+from .engine.conversation import Usage
+from .engine.edits import EditRefused, Edits, apply_edits, parse_edits
+from .engine.errors import UserError
+from .engine.payloads import retry_payload
+from .engine.redaction import redact
+from .gemini.transport import EditRetry, TurnResult
+
+
+@dataclass(frozen=True)
+class EditAnswer:
+    explanation: str
+    source: str | None  # the whole proposal (sent, or built from the edits)
+    edits: Edits | None = None  # what the model sent instead of the whole text
+
+
+def parse_edit_answer(text: str) -> EditAnswer:
+    """The answer's explanation and ``proposedSource`` or ``edits``, or a UserError: nothing is recorded."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise UserError(
+            "the model's edit answer was not valid JSON, so there is no proposal; "
+            "nothing was recorded - run the cell again"
+        ) from None
+    if not isinstance(data, dict):
+        data = {}
+    given = data.get("explanation")
+    explanation = given if isinstance(given, str) else ""
+    edits = parse_edits(data.get("edits")) if "edits" in data else None
+    if isinstance(data.get("proposedSource"), str):  # both given: the whole text is the answer
+        return EditAnswer(explanation, data["proposedSource"])
+    if edits is not None:
+        return EditAnswer(explanation, None, edits)
+    raise UserError(
+        "the model's edit answer had neither proposedSource nor valid edits; nothing was recorded - run the cell again"
+    )
+
+
+def built(answer: EditAnswer, document: Document | None) -> EditAnswer | EditRefused:
+    """The answer with its whole proposal: edits applied to the document as the model holds it (key masked)."""
+    if answer.source is not None or answer.edits is None:
+        return answer
+    result = apply_edits(redact(document.source) if document else "", answer.edits)
+    return result if isinstance(result, EditRefused) else replace(answer, source=result)
+
+
+Resend = Callable[[EditRetry], TurnResult]
+
+
+def settle(
+    result: TurnResult, document: Document | None, resend: Resend, note: Callable[[str], None]
+) -> tuple[TurnResult, EditAnswer]:
+    """The answer as a proposal; edits that do not apply are asked for once more as the whole text."""
+    first = built(parse_edit_answer(result.text), document)
+    if not isinstance(first, EditRefused):
+        return result, first
+    why = first.describe()
+    note(f"the model's edits did not apply ({why}); asking once more for the whole text")
+    again = resend(EditRetry(result.text, retry_payload(why), result.interaction_id))
+    second = parse_edit_answer(again.text)
+    if second.source is None:
+        raise UserError(
+            f"the model's edits did not apply ({why}), and its second answer was edits again; "
+            "nothing was recorded - run the cell again"
+        )
+    total = TurnResult(again.text, added(result.usage, again.usage), again.interaction_id)
+    return total, second
+
+
+def added(a: Usage, b: Usage) -> Usage:
+    """Two requests' usage as one turn's (the bill pays for both)."""
+
+    def plus(x: int | None, y: int | None) -> int | None:
+        return None if x is None and y is None else (x or 0) + (y or 0)
+
+    return Usage(
+        input_tokens=plus(a.input_tokens, b.input_tokens),
+        output_tokens=plus(a.output_tokens, b.output_tokens),
+        request_bytes=a.request_bytes + b.request_bytes,
+        cached_tokens=plus(a.cached_tokens, b.cached_tokens),
+        thinking_tokens=plus(a.thinking_tokens, b.thinking_tokens),
+        cache_write_tokens=a.cache_write_tokens + b.cache_write_tokens,
+    )
