@@ -30,7 +30,16 @@ from .gemini.caching import CacheStep, ContextCaches
 from .gemini.errors import describe, status_code
 from .gemini.models import ModelInfo, available_models
 from .gemini.pricing import Price, price_for, turn_cost
-from .gemini.transport import TRANSPORTS, CachedHead, ClientSettings, RetryNotices, Transport, TurnResult, make_client
+from .gemini.transport import (
+    TRANSPORTS,
+    CachedHead,
+    ClientSettings,
+    RetryNotices,
+    Transport,
+    TurnResult,
+    make_client,
+    request_settings,
+)
 from .gemini.warm_up import rehearse
 from .persistence.replay import Replay
 
@@ -359,7 +368,7 @@ class Session:
         pieces = self.context_pieces(req, doc, settings)
         key = None
         if not req.dry_run:
-            key = self._turn_key(req, model, state, doc, pieces)
+            key = self._turn_key(req, model, state, doc, pieces, request_settings(settings.temperature))
             replayed = self.replay.replay(req.conversation, key, req.rerun)
             if replayed is not None:
                 restored, turn, meta = replayed
@@ -372,6 +381,7 @@ class Session:
             )
 
         plan = replan()
+        unsendable(plan.payload)
         try:
             price = price_for(model, settings.prices)
         except ValueError as exc:
@@ -384,6 +394,8 @@ class Session:
                 conv, plan, model, request=request, target=target, cache_plan=step.describe(settings.cache_ttl_s)
             )
         client, notices = self._client(settings.client)
+        if (known := self.conversations.get(conv.name)) is not None:  # its cache from a killed kernel
+            self.caches.adopt(known, self.replay.recorded_cache(known), client)
         transport = TRANSPORTS[plan.state_mode](client, model, settings.temperature)
         if plan.new_chain_digest and conv.last_interaction_id:
             display.note(
@@ -410,18 +422,35 @@ class Session:
             replaced.closed = True
             self.caches.release(replaced)
         self.conversations[conv.name] = conv  # a conversation exists once a turn succeeded
-        note = self.replay.committed(conv, key) if key is not None else None  # None: a dry run
+        try:  # the answer is in: nothing may lose it now (it was shown; it stays in this kernel)
+            note = self.replay.committed(conv, key, self.caches.recorded(conv)) if key is not None else None
+        except Exception as exc:  # noqa: BLE001 - any failure of the record is one line
+            note = redact(f"the answer is kept in this kernel but not in the record ({type(exc).__name__}: {exc})")
         if note:
             display.note(note)
         return TurnOutcome(conv, plan, model, turn=turn, target=target)
 
     def _turn_key(
-        self, req: TurnRequest, model: str, state: StateMode, doc: Document | None, pieces: list[ContextPiece]
+        self,
+        req: TurnRequest,
+        model: str,
+        state: StateMode,
+        doc: Document | None,
+        pieces: list[ContextPiece],
+        settings: str,
     ) -> TurnKey:
         running = self.record.running_id
         magic_cell = running if running and not _FALLBACK_ID.match(running) else None
         return TurnKey.of(
-            req.mode, req.prompt, model, state, req.flags(), magic_cell, doc.sha256 if doc else None, tuple(pieces)
+            req.mode,
+            req.prompt,
+            model,
+            state,
+            req.flags(),
+            magic_cell,
+            doc.sha256 if doc else None,
+            tuple(pieces),
+            settings,
         )
 
     def _send(
@@ -513,6 +542,20 @@ def unmasked_proposal(doc: Document, proposal: str, display: TurnDisplay) -> str
             "left as it is there (edit that line yourself)"
         )
     return proposal
+
+
+def unsendable(payload: dict[str, Any]) -> None:
+    """A UserError before anything is sent when a field of the turn is not UTF-8 text (a lone
+    surrogate from an undecodable file name, say): after the answer it would be too late."""
+    for name, value in payload.items():
+        text = json.dumps(value, ensure_ascii=False)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise UserError(
+                f"the turn's {name} holds undecodable text (a lone surrogate, {text[exc.start : exc.start + 1]!a}, "
+                f"at character {exc.start}); nothing was sent"
+            ) from None
 
 
 def _planned_head(step: CacheStep) -> CachedHead | None:

@@ -22,10 +22,6 @@ from .redaction import redact
 SCHEMA_VERSION = 1
 
 
-class RecordError(Exception):
-    """The record cannot be used (corrupt, truncated, a newer schema); the message says which."""
-
-
 @dataclass(frozen=True)
 class TurnKey:
     """What makes a cell's turn the same turn as a recorded one."""
@@ -38,6 +34,9 @@ class TurnKey:
     magic_cell: str | None  # the frontend's id of the magic cell (nbformat id, VS Code URI) when known
     document_sha256: str | None
     pieces: tuple[tuple[str, str], ...]  # (key, sha256) of the explicit context: last error, variables
+    # the sha256 of everything else that shapes the answer: system instruction, response schema,
+    # generation settings (temperature...); None in a record written before it was kept
+    settings: str | None = None
 
     @staticmethod
     def of(
@@ -49,11 +48,14 @@ class TurnKey:
         magic_cell: str | None,
         document_sha256: str | None,
         pieces: tuple[ContextPiece, ...],
+        settings: str | None = None,
     ) -> TurnKey:
         # The other cells are background that grows as the notebook does: Run All sees
         # its final state, so they are not part of a turn's identity (see README).
         explicit = tuple(sorted((p.key, p.sha256) for p in pieces if p.field != SECONDARY_FIELD))
-        return TurnKey(mode, prompt, model, state_mode, tuple(sorted(flags)), magic_cell, document_sha256, explicit)
+        return TurnKey(
+            mode, prompt, model, state_mode, tuple(sorted(flags)), magic_cell, document_sha256, explicit, settings
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -70,6 +72,7 @@ class TurnKey:
             d["magic_cell"],
             d["document_sha256"],
             tuple(map(tuple, pieces)) if pieces else (),
+            d.get("settings"),
         )
 
 
@@ -92,6 +95,7 @@ class ConversationRecord:
     cursor: int = 0  # how many of them this kernel has replayed, in order
     told: dict[str, str] = field(default_factory=dict)  # outcomes told up to the newest meta
     resume_document_key: str | None = None  # the conversation's document once every recorded turn replayed
+    cache: dict[str, Any] | None = None  # its explicit context cache when the record was written (name, expiry...)
 
 
 # -- conversations as plain data ---------------------------------------------
@@ -194,7 +198,7 @@ def _conversation_dict(rec: ConversationRecord) -> dict[str, Any]:
         **_state(conv),
         "sources": sources,
         "turns": turns,
-    }
+    } | ({"cache": rec.cache} if rec.cache else {})
 
 
 def _conversation(d: dict[str, Any]) -> ConversationRecord:
@@ -203,7 +207,9 @@ def _conversation(d: dict[str, Any]) -> ConversationRecord:
     )
     _set_state(conv, d)
     meta = {t["index"]: TurnMeta(TurnKey.from_dict(t["key"]), t["at"], t["after"]) for t in d["turns"] if "key" in t}
-    rec = ConversationRecord(conv, meta, d.get("created", 0.0), loaded=len(conv.history), replayable=len(conv.history))
+    rec = ConversationRecord(
+        conv, meta, d.get("created", 0.0), loaded=len(conv.history), replayable=len(conv.history), cache=d.get("cache")
+    )
     rec.told = _told_until(rec, conv.history)
     rec.resume_document_key = conv.document_key
     return rec
@@ -233,27 +239,17 @@ def dumps(record: NotebookRecord) -> str:
     return redact(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
 
 
-def loads(text: str) -> NotebookRecord:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RecordError(f"corrupt or truncated ({exc.msg} at character {exc.pos})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("schema"), int):
-        raise RecordError("not a genai_magics record")
-    if data["schema"] > SCHEMA_VERSION:
-        raise RecordError(f"written by a newer genai_magics (schema {data['schema']}, this one reads {SCHEMA_VERSION})")
-    try:
-        convs = {name: _conversation(c) for name, c in data["conversations"].items()}
-        return NotebookRecord(data["notebook"], data["created"], data["generation"], convs)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise RecordError(f"corrupt ({type(exc).__name__}: {exc})") from None
+def from_data(data: dict[str, Any]) -> NotebookRecord:
+    """The record from its parsed JSON, which ``persistence/schema.py`` has validated."""
+    convs = {name: _conversation(c) for name, c in data["conversations"].items()}
+    return NotebookRecord(data["notebook"], data["created"], data["generation"], convs)
 
 
 def generation_of(text: str) -> int | None:
     """The generation of a record's text, or None when it cannot be read."""
     try:
         value = json.loads(text).get("generation")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         return None
     return value if isinstance(value, int) else None
 
@@ -292,6 +288,8 @@ def replay_match(rec: ConversationRecord, key: TurnKey) -> Turn | None:
         key.pieces,
     )
     if not same or (was.magic_cell and key.magic_cell and was.magic_cell != key.magic_cell):
+        return None
+    if was.settings is not None and was.settings != key.settings:  # another temperature, instruction...
         return None
     if (key.document_sha256 is None) != (was.document_sha256 is None):
         return None

@@ -6,6 +6,7 @@ so ``%load_ext genai_magics`` stays fast and a dry run needs no key.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -60,7 +61,8 @@ class Transport(Protocol):
 
 
 def body_bytes(body: dict[str, Any]) -> int:
-    return len(json.dumps(body, ensure_ascii=False).encode("utf-8"))
+    # counted after the answer came: it must never fail (session.py checks the text before sending)
+    return len(json.dumps(body, ensure_ascii=False).encode("utf-8", "surrogatepass"))
 
 
 RETRY_STATUS = (408, 429, 500, 502, 503, 504)
@@ -195,6 +197,14 @@ def make_client(settings: ClientSettings, notices: RetryNotices):
             client_args={"event_hooks": {"request": [notices.on_request], "response": [notices]}},
         )
     )
+
+
+def request_settings(temperature: float | None) -> str:
+    """The sha256 of what both transports send besides the turn's own inputs and model: the
+    system instruction, the edit answer's schema and the generation settings. A recorded turn
+    asked under other settings is not the same turn (persistence replays only the same)."""
+    text = json.dumps([SYSTEM_INSTRUCTION, EDIT_RESPONSE_SCHEMA, {"temperature": temperature}], sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class _Transport:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from ..engine.conversation import Conversation, Turn
 from ..engine.errors import UserError
@@ -95,8 +95,10 @@ class Replay:
         if rec is not None:
             rec.replayable = rec.cursor
 
-    def committed(self, conv: Conversation, key: TurnKey) -> str | None:
-        """A live turn succeeded: record it and write the file; a line if it could not be written."""
+    def committed(self, conv: Conversation, key: TurnKey, cache: dict[str, Any] | None = None) -> str | None:
+        """A live turn succeeded: record it (and the conversation's explicit cache, so a kernel
+        killed before deleting it leaves the next one its name) and write the file; a line if
+        it could not be written."""
         if self.store is None or self.record is None:
             return None
         rec = self.record.conversations.get(conv.name)
@@ -104,9 +106,15 @@ class Replay:
             rec = ConversationRecord(conv, created=time.time())
             self.record.conversations[conv.name] = rec
         turn = conv.history[-1]
+        rec.cache = cache
         rec.meta[turn.index] = TurnMeta(key, time.time(), state_after(conv, rec.told))
         self.record.notebook = self.notebook
         return self.save()
+
+    def recorded_cache(self, conv: Conversation) -> dict[str, Any] | None:
+        """The explicit cache the record names for this restored conversation, if any."""
+        rec = self.record.conversations.get(conv.name) if self.record else None
+        return rec.cache if rec is not None and rec.conversation is conv else None
 
     def save(self) -> str | None:
         if self.store is None or self.record is None:
