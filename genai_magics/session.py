@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from .engine.cells import Cell, Document, is_genai_magic, undecodable_at
+from .engine.cells import Cell, Document, defined_names, is_genai_magic, undecodable_at
 from .engine.context import ContextPiece, secondary_context
 from .engine.conversation import Conversation, Mode, StateMode, Turn, TurnPlan, Usage
 from .engine.errors import UserError
@@ -243,7 +243,21 @@ class Session:
         if key is None or key == "notebook":
             return None
         # the view holds every cell the kernel knows (a live notebook: only those still there)
-        return next((c for c in self._view().cells() if c.id == key), None)
+        kept = next((c for c in self._view().cells() if c.id == key), None)
+        return self._edited_rerun(kept) if kept is not None and _FALLBACK_ID.match(key) else kept
+
+    def _edited_rerun(self, cell: Cell) -> Cell:
+        """Without cell ids every run is its own In[n]: the newest later run that defines every
+        top-level name the document defines is the document edited and run again."""
+        names = defined_names(cell.source)
+        order = self.record.order
+        later = order[order.index(cell.id) + 1 :] if cell.id in order else []
+        for key in reversed(later):
+            run = self.record.by_id[key]
+            if names and key != self.record.running_id and not is_genai_magic(run.source):
+                if names <= defined_names(run.source):
+                    return self._freshest(run)
+        return cell
 
     def resolve_document(
         self, req: TurnRequest, settings: Settings, conv: Conversation | None = None
@@ -355,7 +369,7 @@ class Session:
             raise UserError("the prompt is empty: write your request in the cell body below the magic line")
         self.replay.restore(self.conversations)
         if not req.dry_run:
-            self.replay.position(req.conversation)
+            self.replay.position(req.conversation, self._magic_cell())
         state = req.state or (
             self.conversations[req.conversation].state_mode
             if req.conversation in self.conversations and not req.new
@@ -439,8 +453,7 @@ class Session:
         pieces: list[ContextPiece],
         settings: str,
     ) -> TurnKey:
-        running = self.record.running_id
-        magic_cell = running if running and not _FALLBACK_ID.match(running) else None
+        magic_cell = self._magic_cell()
         return TurnKey.of(
             req.mode,
             req.prompt,
@@ -452,6 +465,11 @@ class Session:
             tuple(pieces),
             settings,
         )
+
+    def _magic_cell(self) -> str | None:
+        """The frontend's id of the running magic cell; None where it sends none (nbclient)."""
+        running = self.record.running_id
+        return running if running and not _FALLBACK_ID.match(running) else None
 
     def _send(
         self,

@@ -300,6 +300,27 @@ def replay_match(rec: ConversationRecord, key: TurnKey) -> Turn | None:
     return turn
 
 
+def seek(rec: ConversationRecord, magic_cell: str | None) -> bool:
+    """Where the frontend names cells, this magic cell's recorded turn is the replay position
+    (after a restart cells may run in another order than they were recorded). False: the record
+    names its cells and none still to replay is this one, so the cell is a new turn after the
+    last recorded one (only a recorded cell re-run with other inputs branches, in ``branch``)."""
+    if magic_cell is None or rec.cursor >= rec.replayable:
+        return True
+    ahead = rec.conversation.history[rec.cursor : rec.replayable]
+    cells = [rec.meta[t.index].key.magic_cell if t.index in rec.meta else None for t in ahead]
+    if magic_cell in cells:
+        rec.cursor += cells.index(magic_cell)
+        return True
+    return not any(cells)  # recorded without cell ids: the order alone decides (replay_match)
+
+
+def continue_after_record(rec: ConversationRecord) -> None:
+    """Replay ends here; the conversation goes on from its last recorded turn, all of them kept."""
+    rec.replayable = rec.cursor
+    rec.conversation.document_key = rec.resume_document_key
+
+
 def document_at_cursor(rec: ConversationRecord) -> None:
     """While replaying, the conversation's document is the one it had before the next recorded
     turn (follow-ups without --cell resolve to it), so Run All resolves each cell as then."""
@@ -307,7 +328,7 @@ def document_at_cursor(rec: ConversationRecord) -> None:
     if at >= rec.replayable:
         return
     before = rec.meta.get(conv.history[at - 1].index) if at else None
-    conv.document_key = before.after["document_key"] if before else None
+    conv.document_key = before.after.get("document_key") if before else None
 
 
 def replayed(rec: ConversationRecord) -> None:
@@ -330,12 +351,15 @@ def branch(rec: ConversationRecord) -> None:
     conv.history = conv.history[:keep]
     for t in dropped:
         rec.meta.pop(t.index, None)
-    if not conv.history:
+    # the state after the last kept turn the record has it for (a turn recorded before
+    # the record was on has none)
+    last = next((rec.meta[t.index] for t in reversed(conv.history) if t.index in rec.meta), None)
+    if last is None:
         rec.told = {}
         _set_state(conv, _state(Conversation(conv.name, conv.state_mode)))
         return
     rec.told = _told_until(rec, conv.history)
-    _set_state(conv, rec.meta[conv.history[-1].index].after | {"outcomes_told": rec.told})
+    _set_state(conv, last.after | {"outcomes_told": rec.told})
     # What happened to a kept proposal later (Discard, Undo) still holds.
     for t in conv.history:
         if t.outcome in ("discarded", "undone") and conv.sync.active_document_sha256 == t.proposal_sha256:

@@ -15,12 +15,14 @@ from ..engine.record import (
     TurnKey,
     TurnMeta,
     branch,
+    continue_after_record,
     document_at_cursor,
     replay_match,
     replayed,
+    seek,
     state_after,
 )
-from .store import RecordStore, record_path
+from .store import RecordStore, private_location, record_path
 
 ReplayMode = Literal["auto", "off", "only"]
 REPLAY_MODES: tuple[ReplayMode, ...] = ("auto", "off", "only")
@@ -44,7 +46,7 @@ class Replay:
         if path is None:
             self.store = self.record = None
         elif self.store is None or self.store.path != path:
-            self.store, self.record = RecordStore(path), None
+            self.store, self.record = RecordStore(path, private=private_location(location)), None
 
     def restore(self, conversations: dict[str, Conversation]) -> None:
         """Load the record once per kernel and hand its conversations to the session."""
@@ -77,17 +79,21 @@ class Replay:
         if rec is None or rec.cursor >= rec.replayable:
             return None  # nothing recorded by an earlier kernel is left to replay
         if self.mode == "off":
-            rec.replayable = rec.cursor  # continue the whole restored conversation
-            rec.conversation.document_key = rec.resume_document_key
+            continue_after_record(rec)
         else:
             branch(rec)
         return None
 
-    def position(self, name: str) -> None:
-        """Before a cell resolves its document: the conversation as it was at the replay position."""
+    def position(self, name: str, magic_cell: str | None) -> None:
+        """Before a cell resolves its document: the conversation as it was at this cell's replay
+        position; a magic cell the record does not hold continues after its last turn."""
         rec = self.record.conversations.get(name) if self.record and self.mode != "off" else None
-        if rec is not None:
+        if rec is None:
+            return
+        if seek(rec, magic_cell):
             document_at_cursor(rec)
+        elif self.mode == "auto":
+            continue_after_record(rec)
 
     def stop(self, name: str) -> None:
         """The conversation was reset in this kernel: its recorded turns are not replayed any more."""

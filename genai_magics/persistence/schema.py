@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import types
 import typing
 from typing import Any, Literal, TypedDict, Union
@@ -34,6 +35,12 @@ class NotOurs(Exception):
 
 
 Sha = str
+
+
+class Seconds(float):
+    """A time in epoch seconds (the shape of a field, never made): finite, from 1970 to year 5138."""
+
+
 StateMode = Literal["contents", "interactions"]
 assert typing.get_args(StateMode) == STATE_MODES  # one list of state modes
 
@@ -83,13 +90,13 @@ class Cache(TypedDict):
     head_sha: Sha
     length: int
     tokens: int
-    created: float
-    expires: float
+    created: Seconds
+    expires: Seconds
 
 
 class _Conversation(State):
     name: str
-    created: float
+    created: Seconds
     model: str | None
     outcomes_told: dict[str, str]
     sources: dict[Sha, str]
@@ -103,7 +110,7 @@ class ConversationShape(_Conversation, total=False):
 class Record(TypedDict):
     schema: int
     notebook: str
-    created: float
+    created: Seconds
     generation: int
     conversations: dict[str, ConversationShape]
 
@@ -120,7 +127,7 @@ TURN: dict[str, tuple[Any, bool]] = {
     "pieces": (list[Piece], True),
     "usage": (Usage, True),
     "key": (Key, False),
-    "at": (float, False),
+    "at": (Seconds, False),
     "after": (After, False),
 }
 
@@ -152,9 +159,11 @@ def check(value: Any, shape: Any, path: str = "") -> None:
     elif origin is Literal:
         if not any(value == a and type(value) is type(a) for a in args):
             _fail(path, f"{str(value)[:40]!r} is not one of {', '.join(map(repr, args))}")
-    elif shape is float:
-        if not isinstance(value, int | float) or isinstance(value, bool):
-            _fail(path, f"{_kind(value)}, not a number")
+    elif shape in (float, Seconds):
+        if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+            _fail(path, f"{_kind(value)} {str(value)[:20]}, not a number")
+        if shape is Seconds and not 0 <= value < 1e11:
+            _fail(path, f"{value} is not a time")
     elif shape in (int, str, bool):
         if type(value) is not shape:
             _fail(path, f"{_kind(value)}, not {shape.__name__}")
@@ -201,6 +210,8 @@ def _references(data: dict[str, Any]) -> None:
         indexes = set()
         for i, turn in enumerate(conv["turns"]):
             _object(turn, TURN, f"conversations.{name}.turns[{i}]")
+            if "key" in turn and not {"at", "after"} <= set(turn):  # the replay meta comes whole
+                _fail(f"conversations.{name}.turns[{i}]", "a key without its 'at' and 'after'")
             for sha_field in _SHARED.values():
                 sha = turn.get(sha_field)
                 if sha is not None and sha not in conv["sources"]:
@@ -210,9 +221,10 @@ def _references(data: dict[str, Any]) -> None:
             indexes.add(turn["index"])
 
 
-def loads(text: str) -> NotebookRecord:
-    """The record in ``text``, or Damaged / NotOurs saying why not."""
-    ours = text.encode("utf-8", "surrogatepass").startswith(OURS) or not text.strip()
+def loads(text: str, private: bool = False) -> NotebookRecord:
+    """The record in ``text``, or Damaged / NotOurs saying why not. ``private``: the file is in
+    this package's own folder, where nobody else writes (any damage there is to a record of ours)."""
+    ours = private or text.encode("utf-8", "surrogatepass").startswith(OURS) or not text.strip()
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:

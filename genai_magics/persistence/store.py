@@ -22,6 +22,11 @@ USER = "user"
 NOTEBOOK = "notebook"
 
 
+def private_location(location: str) -> bool:
+    """The record lives in the user's Jupyter data dir, in a folder only this package writes."""
+    return location == USER
+
+
 def record_path(location: str, notebook: Path | None) -> Path | None:
     """Where the notebook's record lives; None: nothing is persisted."""
     if location not in (USER, NOTEBOOK):
@@ -59,6 +64,7 @@ class RecordStore:
     generation: int = 0  # the generation this kernel read or wrote last
     lost: bool = False  # another kernel wrote the record: this one stops writing
     read_only: bool = False  # the file is another writer's (or a newer schema): never written, renamed, deleted
+    private: bool = False  # in the package's own records folder: nobody else writes there
 
     def load(self) -> tuple[NotebookRecord | None, str | None]:
         """The record and None, or None and one line saying why there is none to use."""
@@ -69,9 +75,9 @@ class RecordStore:
         except OSError as exc:
             return None, self._leave(f"unreadable ({type(exc).__name__}: {exc.strerror})")
         try:
-            record = loads(raw.decode("utf-8"))
+            record = loads(raw.decode("utf-8"), self.private)
         except UnicodeDecodeError:
-            if not raw.startswith(OURS):
+            if not (self.private or raw.startswith(OURS)):
                 return None, self._leave("not a genai_magics record (not UTF-8 text)")
             return None, self._set_aside("corrupt (not UTF-8 text)")
         except NotOurs as exc:
