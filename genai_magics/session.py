@@ -566,7 +566,7 @@ def unsendable(payload: dict[str, Any]) -> None:
     """A UserError before anything is sent when a field of the turn is not UTF-8 text (a lone
     surrogate from an undecodable file name, say): after the answer it would be too late."""
     for name, value in payload.items():
-        text = json.dumps(value, ensure_ascii=False)
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as exc:
