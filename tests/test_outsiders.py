@@ -234,7 +234,7 @@ def test_8_a_record_with_a_bad_field_is_set_aside_at_load_never_a_traceback_in_r
         k.run(CELL_A, cell_id="cell-a")
         again = k.run("%%gemini_ask\nWhat does this do?", cell_id="m1")
         no_traceback(again)
-        assert "turns[0].at: str yesterday, not a number" in again.stderr and "set aside" in again.stderr
+        assert "turns[0].at: str 'yesterday', not a number" in again.stderr and "set aside" in again.stderr
         assert "turn 1 ·" in again.plain  # asked live: the record did not hold a usable turn
     finally:
         k.close()

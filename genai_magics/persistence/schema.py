@@ -14,10 +14,12 @@ Schema 1 grew two optional fields compatibly (``key.settings``, a conversation's
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import types
 import typing
+from collections.abc import Callable
 from typing import Any, Literal, TypedDict, Union
 
 from ..engine.conversation import STATE_MODES, Turn, Usage
@@ -100,7 +102,7 @@ class _Conversation(State):
     model: str | None
     outcomes_told: dict[str, str]
     sources: dict[Sha, str]
-    turns: list[dict[str, Any]]  # each checked as TURN below
+    turns: list[TurnRecord]
 
 
 class ConversationShape(_Conversation, total=False):
@@ -113,6 +115,10 @@ class Record(TypedDict):
     created: Seconds
     generation: int
     conversations: dict[str, ConversationShape]
+
+
+class TurnRecord:
+    """The shape of a recorded turn (never made): TURN below."""
 
 
 # A recorded turn is the engine's Turn as plain data: its simple fields as Turn declares them
@@ -132,76 +138,134 @@ TURN: dict[str, tuple[Any, bool]] = {
 }
 
 
-def _fail(path: str, why: str) -> typing.NoReturn:
-    raise Damaged(f"of the wrong shape ({path or 'the top level'}: {why})")
+Check = Callable[[Any], "str | None"]  # None, or where and why the value is not of the shape
 
 
 def _kind(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def check(value: Any, shape: Any, path: str = "") -> None:
-    """``value`` (parsed JSON) has ``shape`` (a type as the classes above write them), or Damaged."""
+def _step(key: str) -> str:
+    """A key in the path of a message: as is when it is a plain name, else quoted (one line)."""
+    return f".{key}" if key.isidentifier() else f"[{_clip(key)}]"
+
+
+def _clip(value: Any) -> str:
+    return repr(value)[:40]
+
+
+@functools.cache
+def compiled(shape: Any) -> Check:
+    """The check of ``shape`` (a type as the classes above write them), built once per shape:
+    a record of 500 turns is checked in a few milliseconds, and no path text is made unless
+    something fails."""
     origin, args = typing.get_origin(shape), typing.get_args(shape)
     if shape is Any:
-        return
+        return lambda v: None
     if shape is None or shape is type(None):
-        if value is not None:
-            _fail(path, f"{_kind(value)}, not null")
-    elif origin in (Union, types.UnionType):
-        for option in args:
-            try:
-                check(value, option, path)
-                return
-            except Damaged:
-                continue
-        _fail(path, f"{_kind(value)} {str(value)[:40]!r} is none of {shape}")
-    elif origin is Literal:
-        if not any(value == a and type(value) is type(a) for a in args):
-            _fail(path, f"{str(value)[:40]!r} is not one of {', '.join(map(repr, args))}")
-    elif shape in (float, Seconds):
-        if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
-            _fail(path, f"{_kind(value)} {str(value)[:20]}, not a number")
-        if shape is Seconds and not 0 <= value < 1e11:
-            _fail(path, f"{value} is not a time")
-    elif shape in (int, str, bool):
-        if type(value) is not shape:
-            _fail(path, f"{_kind(value)}, not {shape.__name__}")
-    elif origin is list:
-        if not isinstance(value, list):
-            _fail(path, f"{_kind(value)}, not a list")
-        for i, item in enumerate(value):
-            check(item, args[0], f"{path}[{i}]")
-    elif origin is tuple:
-        if not isinstance(value, list) or len(value) != len(args):
-            _fail(path, f"not a list of {len(args)}")
-        for i, (item, item_shape) in enumerate(zip(value, args, strict=True)):
-            check(item, item_shape, f"{path}[{i}]")
-    elif origin is dict:
-        if not isinstance(value, dict):
-            _fail(path, f"{_kind(value)}, not an object")
-        for k, item in value.items():
-            check(item, args[1], f"{path}.{k}")
-    elif dataclasses.is_dataclass(shape):  # every field has a default: present ones are checked, no others
+        return lambda v: None if v is None else f": {_kind(v)}, not null"
+    if origin in (Union, types.UnionType):
+        options = [compiled(o) for o in args]
+        plain = _plain(shape) or frozenset()
+
+        def union(v: Any) -> str | None:
+            if type(v) in plain or any(o(v) is None for o in options):
+                return None
+            return f": {_kind(v)} {_clip(v)} is none of {shape}"
+
+        return union
+    if origin is Literal:
+        return lambda v: (
+            None if any(v == a and type(v) is type(a) for a in args) else f": {_clip(v)} is not one of {args}"
+        )
+    if shape in (float, Seconds):
+        low, high = (0, 1e11) if shape is Seconds else (-math.inf, math.inf)
+
+        def number(v: Any) -> str | None:
+            if type(v) not in (int, float) or not math.isfinite(v):
+                return f": {_kind(v)} {_clip(v)}, not a number"
+            return None if low <= v < high else f": {v} is not a time"
+
+        return number
+    if shape in (int, str, bool):
+        return lambda v: None if type(v) is shape else f": {_kind(v)}, not {shape.__name__}"
+    if origin is list:
+        item = compiled(args[0])
+
+        def each(v: Any) -> str | None:
+            if type(v) is not list:
+                return f": {_kind(v)}, not a list"
+            return next((f"[{i}]{m}" for i, x in enumerate(v) if (m := item(x)) is not None), None)
+
+        return each
+    if origin is tuple:
+        items = [compiled(a) for a in args]
+
+        def fixed(v: Any) -> str | None:
+            if type(v) is not list or len(v) != len(items):
+                return f": {_kind(v)}, not a list of {len(items)}"
+            found = ((i, c(x)) for i, (c, x) in enumerate(zip(items, v, strict=True)))
+            return next((f"[{i}]{m}" for i, m in found if m is not None), None)
+
+        return fixed
+    if origin is dict:
+        value_check = compiled(args[1])
+
+        def mapping(v: Any) -> str | None:
+            if type(v) is not dict:
+                return f": {_kind(v)}, not an object"
+            return next((f"{_step(k)}{m}" for k, x in v.items() if (m := value_check(x)) is not None), None)
+
+        return mapping
+    if shape is TurnRecord:
+        return _object(TURN)
+    if dataclasses.is_dataclass(shape):  # every field has a default: present ones are checked, no others
         hints = typing.get_type_hints(shape)
-        _object(value, {f.name: (hints[f.name], False) for f in dataclasses.fields(shape)}, path, closed=True)
-    elif typing.is_typeddict(shape):
+        return _object({f.name: (hints[f.name], False) for f in dataclasses.fields(shape)}, closed=True)
+    if typing.is_typeddict(shape):
         hints = typing.get_type_hints(shape)
-        _object(value, {k: (hints[k], k in shape.__required_keys__) for k in hints}, path)
-    else:  # a shape this module does not know is a bug here, not in the file
-        raise TypeError(f"no check for {shape!r}")
+        return _object({k: (hints[k], k in shape.__required_keys__) for k in hints})
+    raise TypeError(f"no check for {shape!r}")  # a shape this module does not know: a bug here, not in the file
 
 
-def _object(value: Any, fields: dict[str, tuple[Any, bool]], path: str, closed: bool = False) -> None:
-    if not isinstance(value, dict):
-        _fail(path, f"{_kind(value)}, not an object")
-    for name, (shape, required) in fields.items():
-        if name in value:
-            check(value[name], shape, f"{path}.{name}")
-        elif required:
-            _fail(path, f"no {name!r}")
-    if closed and not set(value) <= set(fields):
-        _fail(path, f"unknown field {sorted(set(value) - set(fields))[0]!r}")
+def _plain(shape: Any) -> frozenset[type] | None:
+    """The JSON types a shape of only str, int, bool and null allows (checked without a call)."""
+    if shape in (str, int, bool, type(None), None):
+        return frozenset({type(None) if shape is None else shape})
+    if typing.get_origin(shape) in (Union, types.UnionType):
+        parts = [_plain(a) for a in typing.get_args(shape)]
+        return frozenset().union(*parts) if all(p is not None for p in parts) else None  # type: ignore[arg-type]
+    return None
+
+
+def _object(fields: dict[str, tuple[Any, bool]], closed: bool = False) -> Check:
+    checks = [(name, _plain(shape), compiled(shape), required) for name, (shape, required) in fields.items()]
+    known = frozenset(fields)
+
+    def obj(v: Any) -> str | None:
+        if type(v) is not dict:
+            return f": {_kind(v)}, not an object"
+        for name, plain, check, required in checks:
+            if name in v:
+                value = v[name]
+                if plain is not None and type(value) in plain:
+                    continue
+                if (m := check(value)) is not None:
+                    return f".{name}{m}"
+            elif required:
+                return f": no {name!r}"
+        if closed and not known.issuperset(v):
+            return f": unknown field {sorted(set(v) - known)[0]!r}"
+        if fields is TURN and "key" in v and not ("at" in v and "after" in v):  # the replay meta comes whole
+            return ": a key without its 'at' and 'after'"
+        return None
+
+    return obj
+
+
+def _fail(where: str) -> typing.NoReturn:
+    """``where``: a check's answer, ``.a.b[0]: why`` (or ``: why`` about the whole file)."""
+    raise Damaged(f"of the wrong shape ({'the top level' + where if where.startswith(':') else where.lstrip('.')})")
 
 
 def _references(data: dict[str, Any]) -> None:
@@ -209,15 +273,12 @@ def _references(data: dict[str, Any]) -> None:
     for name, conv in data["conversations"].items():
         indexes = set()
         for i, turn in enumerate(conv["turns"]):
-            _object(turn, TURN, f"conversations.{name}.turns[{i}]")
-            if "key" in turn and not {"at", "after"} <= set(turn):  # the replay meta comes whole
-                _fail(f"conversations.{name}.turns[{i}]", "a key without its 'at' and 'after'")
             for sha_field in _SHARED.values():
                 sha = turn.get(sha_field)
                 if sha is not None and sha not in conv["sources"]:
-                    _fail(f"conversations.{name}.turns[{i}].{sha_field}", "names code the record does not hold")
+                    _fail(f"conversations.{name}.turns[{i}].{sha_field}: names code the record does not hold")
             if turn["index"] in indexes:
-                _fail(f"conversations.{name}.turns[{i}].index", f"turn {turn['index']} twice")
+                _fail(f"conversations.{name}.turns[{i}].index: turn {turn['index']} twice")
             indexes.add(turn["index"])
 
 
@@ -235,9 +296,11 @@ def loads(text: str, private: bool = False) -> NotebookRecord:
     if not isinstance(data, dict) or type(data.get("schema")) is not int:
         if not ours:
             raise NotOurs("not a genai_magics record (another program's file?)")
-        _fail("schema", "missing")
+        _fail(": no schema version")
     if data["schema"] > SCHEMA_VERSION:
         raise NotOurs(f"written by a newer genai_magics (schema {data['schema']}, this one reads {SCHEMA_VERSION})")
-    check(data, Record)
+    problem = compiled(Record)(data)
+    if problem is not None:
+        _fail(problem)
     _references(data)
     return from_data(data)
