@@ -26,6 +26,15 @@ def notebook(tmp_path):
     return tmp_path / "work.ipynb"
 
 
+@pytest.fixture
+def k(stub, notebook):
+    """A kernel on the notebook, its record in the private folder."""
+    stub.reset()
+    kernel = start(stub, notebook)
+    yield kernel
+    kernel.close()
+
+
 def record_of(nb) -> dict:
     return json.loads(the_record(nb).read_text())
 
@@ -37,61 +46,51 @@ def no_traceback(*runs) -> None:
 
 # -- 1. a restart, then a new magic cell first -------------------------------------------------------
 @pytest.mark.parametrize("mode", MODES)
-def test_1_after_a_restart_a_new_magic_cell_is_a_new_turn_after_the_recorded_ones(stub, notebook, mode):
-    stub.reset()
-    k = start(stub, notebook)
-    try:
-        k.run(CELL_A, cell_id="cell-a")
-        k.run(f"%%gemini_ask --state {mode}\nWhat does this do?", cell_id="m1")
-        k.run("%%gemini_ask\nAnd for negative numbers?", cell_id="m2")
-        recorded = record_of(notebook)["conversations"]["default"]["turns"]
-        before = len(api_requests(stub))
+def test_1_after_a_restart_a_new_magic_cell_is_a_new_turn_after_the_recorded_ones(k, stub, mode, notebook):
+    k.run(CELL_A, cell_id="cell-a")
+    k.run(f"%%gemini_ask --state {mode}\nWhat does this do?", cell_id="m1")
+    k.run("%%gemini_ask\nAnd for negative numbers?", cell_id="m2")
+    recorded = record_of(notebook)["conversations"]["default"]["turns"]
+    before = len(api_requests(stub))
 
-        restart(k)
-        k.run(CELL_A, cell_id="cell-a")
-        new = k.run("%%gemini_ask\nCan it parse floats?", cell_id="m3")  # not Run All: a new cell first
-        no_traceback(new)
-        assert "turn 3 ·" in new.plain
-        (sent,) = api_requests(stub)[before:]
-        if mode == "interactions":
-            assert sent["json"]["previous_interaction_id"] == recorded[1]["interaction_id"]
-        else:
-            assert [role for role, _ in transcript(sent)] == ["user", "model"] * 2 + ["user"]
-        turns = record_of(notebook)["conversations"]["default"]["turns"]
-        assert [t["prompt"] for t in turns] == [
-            "What does this do?",
-            "And for negative numbers?",
-            "Can it parse floats?",
-        ]
+    restart(k)
+    k.run(CELL_A, cell_id="cell-a")
+    new = k.run("%%gemini_ask\nCan it parse floats?", cell_id="m3")  # not Run All: a new cell first
+    no_traceback(new)
+    assert "turn 3 ·" in new.plain
+    (sent,) = api_requests(stub)[before:]
+    if mode == "interactions":
+        assert sent["json"]["previous_interaction_id"] == recorded[1]["interaction_id"]
+    else:
+        assert [role for role, _ in transcript(sent)] == ["user", "model"] * 2 + ["user"]
+    turns = record_of(notebook)["conversations"]["default"]["turns"]
+    assert [t["prompt"] for t in turns] == [
+        "What does this do?",
+        "And for negative numbers?",
+        "Can it parse floats?",
+    ]
 
-        restart(k)  # Run All now replays all three
-        k.run(CELL_A, cell_id="cell-a")
-        runs = [
-            k.run(f"%%gemini_ask --state {mode}\nWhat does this do?", cell_id="m1"),
-            k.run("%%gemini_ask\nAnd for negative numbers?", cell_id="m2"),
-            k.run("%%gemini_ask\nCan it parse floats?", cell_id="m3"),
-        ]
-        assert len(api_requests(stub)) == before + 1
-        assert [f"replayed turn {i}" in r.plain for i, r in enumerate(runs, 1)] == [True] * 3
-    finally:
-        k.close()
+    restart(k)  # Run All now replays all three
+    k.run(CELL_A, cell_id="cell-a")
+    runs = [
+        k.run(f"%%gemini_ask --state {mode}\nWhat does this do?", cell_id="m1"),
+        k.run("%%gemini_ask\nAnd for negative numbers?", cell_id="m2"),
+        k.run("%%gemini_ask\nCan it parse floats?", cell_id="m3"),
+    ]
+    assert len(api_requests(stub)) == before + 1
+    assert [f"replayed turn {i}" in r.plain for i, r in enumerate(runs, 1)] == [True] * 3
 
 
-def test_1_a_recorded_cell_run_alone_after_a_restart_replays_its_own_turn(stub, notebook):
-    stub.reset()
-    k = start(stub, notebook)
-    try:
-        k.run(CELL_A, cell_id="cell-a")
-        k.run("%%gemini_ask\nWhat does this do?", cell_id="m1")
-        k.run("%%gemini_ask\nAnd for negative numbers?", cell_id="m2")
-        before = len(api_requests(stub))
-        restart(k)
-        k.run(CELL_A, cell_id="cell-a")
-        second = k.run("%%gemini_ask\nAnd for negative numbers?", cell_id="m2")
-        assert "replayed turn 2" in second.plain and len(api_requests(stub)) == before
-        assert len(record_of(notebook)["conversations"]["default"]["turns"]) == 2
-    finally:
-        k.close()
+def test_1_a_recorded_cell_run_alone_after_a_restart_replays_its_own_turn(k, stub, notebook):
+    k.run(CELL_A, cell_id="cell-a")
+    k.run("%%gemini_ask\nWhat does this do?", cell_id="m1")
+    k.run("%%gemini_ask\nAnd for negative numbers?", cell_id="m2")
+    before = len(api_requests(stub))
+    restart(k)
+    k.run(CELL_A, cell_id="cell-a")
+    second = k.run("%%gemini_ask\nAnd for negative numbers?", cell_id="m2")
+    assert "replayed turn 2" in second.plain and len(api_requests(stub)) == before
+    assert len(record_of(notebook)["conversations"]["default"]["turns"]) == 2
 
 
 # -- 2. a flag's name inside a one-line prompt --------------------------------------------------------
@@ -159,85 +158,65 @@ def test_4_a_prompt_that_is_not_utf8_text_is_refused_before_anything_is_sent(ker
 
 
 # -- 5. an explicit cache after SIGKILL ---------------------------------------------------------------------
-def test_5_after_sigkill_the_recorded_cache_is_reused_never_a_second_one_beside_it(stub, notebook):
-    stub.reset()
-    k = start(stub, notebook)
-    try:
-        k.run(f"%config GeminiMagics.model = {MODEL!r}", cell_id="cfg")
-        k.run(BIG, cell_id="big")
-        k.run("%%gemini_ask\nWhat does step_3 do?", cell_id="m1")
-        (first,) = stub.caches
-        os.kill(k.km.provisioner.pid, signal.SIGKILL)  # OOM, a crash: nothing deleted on the way out
-        k.km.provisioner.process.wait()
-        restart(k)
-        k.run(f"%config GeminiMagics.model = {MODEL!r}", cell_id="cfg")
-        k.run(BIG, cell_id="big")
-        k.run("%%gemini_ask\nWhat does step_3 do?", cell_id="m1")  # replayed
-        live = k.run("%%gemini_ask\nAnd step_4?", cell_id="m2")
-        no_traceback(live)
-        assert [c["name"] for c in stub.caches] == [first["name"]], "a second cache beside the first"
-        assert api_requests(stub)[-1]["json"]["cachedContent"] == first["name"]
-        k.run("%gemini reset", cell_id="r")
-        assert [c["state"] for c in stub.caches] == ["deleted"]
-    finally:
-        k.close()
+def test_5_after_sigkill_the_recorded_cache_is_reused_never_a_second_one_beside_it(k, stub):
+    k.run(f"%config GeminiMagics.model = {MODEL!r}", cell_id="cfg")
+    k.run(BIG, cell_id="big")
+    k.run("%%gemini_ask\nWhat does step_3 do?", cell_id="m1")
+    (first,) = stub.caches
+    os.kill(k.km.provisioner.pid, signal.SIGKILL)  # OOM, a crash: nothing deleted on the way out
+    k.km.provisioner.process.wait()
+    restart(k)
+    k.run(f"%config GeminiMagics.model = {MODEL!r}", cell_id="cfg")
+    k.run(BIG, cell_id="big")
+    k.run("%%gemini_ask\nWhat does step_3 do?", cell_id="m1")  # replayed
+    live = k.run("%%gemini_ask\nAnd step_4?", cell_id="m2")
+    no_traceback(live)
+    assert [c["name"] for c in stub.caches] == [first["name"]], "a second cache beside the first"
+    assert api_requests(stub)[-1]["json"]["cachedContent"] == first["name"]
+    k.run("%gemini reset", cell_id="r")
+    assert [c["state"] for c in stub.caches] == ["deleted"]
 
 
 # -- 6. every key seen stays out of the record ------------------------------------------------------------------
-def test_6_the_old_key_stays_out_of_the_record_and_the_wire_after_a_key_rotation(stub, notebook):
-    stub.reset()
+def test_6_the_old_key_stays_out_of_the_record_and_the_wire_after_a_key_rotation(k, stub, notebook):
     new_key = "AIzaROTATED-key-9876543210"
-    k = start(stub, notebook)
-    try:
-        k.run(f"API_KEY = {FAKE_KEY!r}\n\ndef call(x):\n    return x\n", cell_id="cell-a")
-        k.run("%%gemini_ask\nWhat does call do?", cell_id="m1")
-        k.run(f"import os\nos.environ['GEMINI_API_KEY'] = {new_key!r}", cell_id="rotate")
-        k.run(f"import os\nos.environ['GOOGLE_API_KEY'] = {'AIzaGOOGLE-other-1234567'!r}", cell_id="other-var")
-        run = k.run("%%gemini_ask\nAnd with a key?", cell_id="m2")
-        no_traceback(run)
-        text = the_record(notebook).read_text()
-        assert FAKE_KEY not in text and new_key not in text and "API_KEY = '***'" in text
-        assert all(FAKE_KEY not in json.dumps(r["json"]) for r in api_requests(stub))
-    finally:
-        k.close()
+    k.run(f"API_KEY = {FAKE_KEY!r}\n\ndef call(x):\n    return x\n", cell_id="cell-a")
+    k.run("%%gemini_ask\nWhat does call do?", cell_id="m1")
+    k.run(f"import os\nos.environ['GEMINI_API_KEY'] = {new_key!r}", cell_id="rotate")
+    k.run(f"import os\nos.environ['GOOGLE_API_KEY'] = {'AIzaGOOGLE-other-1234567'!r}", cell_id="other-var")
+    run = k.run("%%gemini_ask\nAnd with a key?", cell_id="m2")
+    no_traceback(run)
+    text = the_record(notebook).read_text()
+    assert FAKE_KEY not in text and new_key not in text and "API_KEY = '***'" in text
+    assert all(FAKE_KEY not in json.dumps(r["json"]) for r in api_requests(stub))
 
 
 # -- 7. 8. 9. the record's schema --------------------------------------------------------------------------------
-def test_7_a_record_of_the_wrong_shape_is_set_aside_and_forget_all_works(stub, notebook):
-    stub.reset()
-    path = the_record(notebook)
+def test_7_a_record_of_the_wrong_shape_is_set_aside_and_forget_all_works(k, notebook):
+    path = the_record(notebook)  # read at the first magic, not at start
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text('{"schema":1,"notebook":"x","created":0,"generation":1,"conversations":[]}')
-    k = start(stub, notebook)
-    try:
-        k.run(CELL_A, cell_id="cell-a")
-        ask = k.run("%%gemini_ask\nWhat does this do?", cell_id="m1")
-        no_traceback(ask)
-        assert "of the wrong shape" in ask.stderr and "set aside" in ask.stderr and "turn 1 ·" in ask.plain
-        forget = k.run("%gemini forget --all", cell_id="f")
-        no_traceback(forget)
-        assert "forgotten: default" in forget.stdout and not path.exists()
-    finally:
-        k.close()
+    k.run(CELL_A, cell_id="cell-a")
+    ask = k.run("%%gemini_ask\nWhat does this do?", cell_id="m1")
+    no_traceback(ask)
+    assert "of the wrong shape" in ask.stderr and "set aside" in ask.stderr and "turn 1 ·" in ask.plain
+    forget = k.run("%gemini forget --all", cell_id="f")
+    no_traceback(forget)
+    assert "forgotten: default" in forget.stdout and not path.exists()
 
 
-def test_8_a_record_with_a_bad_field_is_set_aside_at_load_never_a_traceback_in_run_all(stub, notebook):
-    stub.reset()
-    k = start(stub, notebook)
-    try:
-        k.run(CELL_A, cell_id="cell-a")
-        k.run("%%gemini_ask\nWhat does this do?", cell_id="m1")
-        data = record_of(notebook)
-        data["conversations"]["default"]["turns"][0]["at"] = "yesterday"
-        the_record(notebook).write_text(json.dumps(data, separators=(",", ":")))
-        restart(k)
-        k.run(CELL_A, cell_id="cell-a")
-        again = k.run("%%gemini_ask\nWhat does this do?", cell_id="m1")
-        no_traceback(again)
-        assert "turns[0].at: str 'yesterday', not a number" in again.stderr and "set aside" in again.stderr
-        assert "turn 1 ·" in again.plain  # asked live: the record did not hold a usable turn
-    finally:
-        k.close()
+def test_8_a_record_with_a_bad_field_is_set_aside_at_load_never_a_traceback_in_run_all(k, notebook):
+    k.run(CELL_A, cell_id="cell-a")
+    k.run("%%gemini_ask\nWhat does this do?", cell_id="m1")
+    data = record_of(notebook)
+    data["conversations"]["default"]["turns"][0]["at"] = "yesterday"
+    the_record(notebook).write_text(json.dumps(data, separators=(",", ":")))
+    restart(k)
+    k.run(CELL_A, cell_id="cell-a")
+    again = k.run("%%gemini_ask\nWhat does this do?", cell_id="m1")
+    no_traceback(again)
+    assert "turns[0].at: str 'yesterday', not a number" in again.stderr and "set aside" in again.stderr
+    assert "turn 1 ·" in again.plain  # asked live: the record did not hold a usable turn
 
 
 @pytest.mark.parametrize(
@@ -245,27 +224,21 @@ def test_8_a_record_with_a_bad_field_is_set_aside_at_load_never_a_traceback_in_r
     ['{"schema":99,"notebook":"x","created":0,"generation":3,"conversations":{}}', '{"name": "a package", "v": [1]}'],
     ids=["newer", "foreign"],
 )
-def test_9_a_newer_or_foreign_record_is_left_untouched_and_the_session_keeps_working(stub, tmp_path, content):
-    stub.reset()
+def test_9_a_newer_or_foreign_record_is_left_untouched_and_the_session_keeps_working(k, tmp_path, content):
     path = tmp_path / "shared" / "record.json"
     path.parent.mkdir()
     path.write_text(content)
-    nb = tmp_path / "work.ipynb"
-    k = start(stub, nb)
-    try:
-        k.run(f"%config GeminiMagics.record_location = {str(path)!r}", cell_id="cfg")
-        k.run(CELL_A, cell_id="cell-a")
-        ask = k.run("%%gemini_ask\nWhat does this do?", cell_id="m1")
-        no_traceback(ask)
-        assert "left untouched" in ask.stderr and len(ask.stderr.strip().splitlines()) == 1
-        assert "turn 1 ·" in ask.plain
-        follow = k.run("%%gemini_ask\nAnd then?", cell_id="m2")
-        forget = k.run("%gemini forget --all", cell_id="f")
-        no_traceback(follow, forget)
-        assert "turn 2 ·" in follow.plain and "forgotten: default" in forget.stdout
-        assert path.read_text() == content and sorted(p.name for p in path.parent.iterdir()) == ["record.json"]
-    finally:
-        k.close()
+    k.run(f"%config GeminiMagics.record_location = {str(path)!r}", cell_id="cfg")
+    k.run(CELL_A, cell_id="cell-a")
+    ask = k.run("%%gemini_ask\nWhat does this do?", cell_id="m1")
+    no_traceback(ask)
+    assert "left untouched" in ask.stderr and len(ask.stderr.strip().splitlines()) == 1
+    assert "turn 1 ·" in ask.plain
+    follow = k.run("%%gemini_ask\nAnd then?", cell_id="m2")
+    forget = k.run("%gemini forget --all", cell_id="f")
+    no_traceback(follow, forget)
+    assert "turn 2 ·" in follow.plain and "forgotten: default" in forget.stdout
+    assert path.read_text() == content and sorted(p.name for p in path.parent.iterdir()) == ["record.json"]
 
 
 # -- 10. no cell ids: an edited re-run is the document edited -------------------------------------------------------
@@ -302,25 +275,20 @@ def test_11_a_two_megabyte_proposal_keeps_the_cells_text_fallback_capped(kernel,
 
 # -- 12. settings that change answers are part of a turn -----------------------------------------------------------
 @pytest.mark.parametrize("mode", MODES)
-def test_12_a_changed_temperature_asks_again_instead_of_replaying(stub, notebook, mode):
-    stub.reset()
-    k = start(stub, notebook)
-    try:
-        k.run(CELL_A, cell_id="cell-a")
-        k.run(f"%%gemini_ask --state {mode}\nWhat does this do?", cell_id="m1")
-        before = len(api_requests(stub))
-        restart(k)
-        k.run("%config GeminiMagics.temperature = 0.2", cell_id="cfg")
-        k.run(CELL_A, cell_id="cell-a")
-        again = k.run(f"%%gemini_ask --state {mode}\nWhat does this do?", cell_id="m1")
-        no_traceback(again)
-        assert "replayed" not in again.plain and len(api_requests(stub)) == before + 1
-        body = api_requests(stub)[-1]["json"]
-        config = body.get("generationConfig") or body.get("generation_config") or {}
-        assert config.get("temperature") == 0.2
-        restart(k)  # the same settings again: replayed
-        k.run("%config GeminiMagics.temperature = 0.2", cell_id="cfg")
-        k.run(CELL_A, cell_id="cell-a")
-        assert "replayed turn 1" in k.run(f"%%gemini_ask --state {mode}\nWhat does this do?", cell_id="m1").plain
-    finally:
-        k.close()
+def test_12_a_changed_temperature_asks_again_instead_of_replaying(k, stub, mode):
+    k.run(CELL_A, cell_id="cell-a")
+    k.run(f"%%gemini_ask --state {mode}\nWhat does this do?", cell_id="m1")
+    before = len(api_requests(stub))
+    restart(k)
+    k.run("%config GeminiMagics.temperature = 0.2", cell_id="cfg")
+    k.run(CELL_A, cell_id="cell-a")
+    again = k.run(f"%%gemini_ask --state {mode}\nWhat does this do?", cell_id="m1")
+    no_traceback(again)
+    assert "replayed" not in again.plain and len(api_requests(stub)) == before + 1
+    body = api_requests(stub)[-1]["json"]
+    config = body.get("generationConfig") or body.get("generation_config") or {}
+    assert config.get("temperature") == 0.2
+    restart(k)  # the same settings again: replayed
+    k.run("%config GeminiMagics.temperature = 0.2", cell_id="cfg")
+    k.run(CELL_A, cell_id="cell-a")
+    assert "replayed turn 1" in k.run(f"%%gemini_ask --state {mode}\nWhat does this do?", cell_id="m1").plain
