@@ -263,6 +263,7 @@ class GeminiMagics(Magics):
         replay = self.session.replay
         replay.configure(self.replay, self.persist, self.record_location, notebook_path_from(os.environ, ns))
         replay.restore(self.session.conversations)
+        self.session.adopt_recorded_caches(self._settings().client)
         while replay.notes:
             NotebookDisplay.error(replay.notes.pop(0))
         return replay

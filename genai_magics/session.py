@@ -354,6 +354,20 @@ class Session:
         thread.start()
         return thread
 
+    def adopt_recorded_caches(self, settings: ClientSettings) -> None:
+        """The explicit caches a killed kernel left to the restored conversations become this
+        kernel's: used, replaced, or deleted on reset and at exit like its own, never doubled."""
+        pending = [(c, self.replay.recorded_cache(c)) for c in self.conversations.values()]
+        pending = [(c, r) for c, r in pending if r is not None and self.caches.name_of(c) is None]
+        if not pending:
+            return
+        try:
+            client, _ = self._client(settings)
+        except UserError:  # no key: nothing can use or delete it; it ends with its TTL
+            return
+        for conv, recorded in pending:
+            self.caches.adopt(conv, recorded, client)
+
     def models(self, settings: ClientSettings) -> list[ModelInfo]:
         """The models the key can use (``client.models.list()``), or a UserError saying why not."""
         client, _ = self._client(settings)
@@ -408,8 +422,6 @@ class Session:
                 conv, plan, model, request=request, target=target, cache_plan=step.describe(settings.cache_ttl_s)
             )
         client, notices = self._client(settings.client)
-        if (known := self.conversations.get(conv.name)) is not None:  # its cache from a killed kernel
-            self.caches.adopt(known, self.replay.recorded_cache(known), client)
         transport = TRANSPORTS[plan.state_mode](client, model, settings.temperature)
         if plan.new_chain_digest and conv.last_interaction_id:
             display.note(

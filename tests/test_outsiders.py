@@ -177,6 +177,18 @@ def test_5_after_sigkill_the_recorded_cache_is_reused_never_a_second_one_beside_
     assert [c["state"] for c in stub.caches] == ["deleted"]
 
 
+def test_5_after_sigkill_a_reset_without_a_new_turn_deletes_the_recorded_cache(k, stub):
+    k.run(f"%config GeminiMagics.model = {MODEL!r}", cell_id="cfg")
+    k.run(BIG, cell_id="big")
+    k.run("%%gemini_ask\nWhat does step_3 do?", cell_id="m1")
+    os.kill(k.km.provisioner.pid, signal.SIGKILL)
+    k.km.provisioner.process.wait()
+    restart(k)
+    reset = k.run("%gemini forget --all", cell_id="f")  # nothing asked in this kernel
+    no_traceback(reset)
+    assert [c["state"] for c in stub.caches] == ["deleted"]
+
+
 # -- 6. every key seen stays out of the record ------------------------------------------------------------------
 def test_6_the_old_key_stays_out_of_the_record_and_the_wire_after_a_key_rotation(k, stub, notebook):
     new_key = "AIzaROTATED-key-9876543210"
@@ -239,6 +251,7 @@ def test_9_a_newer_or_foreign_record_is_left_untouched_and_the_session_keeps_wor
     no_traceback(follow, forget)
     assert "turn 2 ·" in follow.plain and "forgotten: default" in forget.stdout
     assert path.read_text() == content and sorted(p.name for p in path.parent.iterdir()) == ["record.json"]
+    assert "left untouched" in k.run("%gemini status", cell_id="st").stdout
 
 
 # -- 10. no cell ids: an edited re-run is the document edited -------------------------------------------------------

@@ -159,6 +159,8 @@ class Replay:
                 "'/path/record.json' keeps one anyway)"
             )
         line = f"record: {self.store.path} · replay {self.mode}"
+        if self.store.read_only:
+            line += " · left untouched (not a record this kernel may write): conversations in memory only"
         if self.record is None:
             return line + " · not read yet"
         for name in self.restored:
