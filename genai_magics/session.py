@@ -396,7 +396,9 @@ class Session:
         pieces = self.context_pieces(req, doc, settings)
         key = None
         if not req.dry_run:
-            key = self._turn_key(req, model, state, doc, pieces, request_settings(settings.temperature))
+            key = self._turn_key(
+                req, model, state, doc, pieces, request_settings(state, req.mode, settings.temperature)
+            )
             replayed = self.replay.replay(req.conversation, key, req.rerun)
             if replayed is not None:
                 restored, turn, meta = replayed

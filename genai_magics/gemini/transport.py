@@ -51,6 +51,9 @@ class Transport(Protocol):
     client: Any
     model: str
 
+    def settings(self, mode: str) -> dict[str, Any]:
+        """The settings sent with a turn of ``mode`` besides its inputs, model and chain."""
+
     def request(self, plan: TurnPlan, history: Sequence[Turn], cache: CachedHead | None = None) -> dict[str, Any]:
         """The exact request body this turn sends (what ``--dry-run`` shows)."""
 
@@ -199,11 +202,11 @@ def make_client(settings: ClientSettings, notices: RetryNotices):
     )
 
 
-def request_settings(temperature: float | None) -> str:
-    """The sha256 of what both transports send besides the turn's own inputs and model: the
-    system instruction, the edit answer's schema and the generation settings. A recorded turn
-    asked under other settings is not the same turn (persistence replays only the same)."""
-    text = json.dumps([SYSTEM_INSTRUCTION, EDIT_RESPONSE_SCHEMA, {"temperature": temperature}], sort_keys=True)
+def request_settings(state_mode: str, mode: str, temperature: float | None) -> str:
+    """The sha256 of the settings a transport sends with a turn besides its inputs and model
+    (``settings()`` below, the same dict the request is built from): a recorded turn asked
+    under other settings is not the same turn (persistence replays only the same)."""
+    text = json.dumps(TRANSPORTS[state_mode](None, "", temperature).settings(mode), sort_keys=True)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -225,19 +228,24 @@ class ContentsTransport(_Transport):
         """The contents as an explicit cache would split them, and the length of their stable head."""
         return cacheable(history, plan)
 
-    def request(self, plan: TurnPlan, history: Sequence[Turn], cache: CachedHead | None = None) -> dict[str, Any]:
-        config: dict[str, Any] = {}
-        if cache is None:
-            config["system_instruction"] = SYSTEM_INSTRUCTION
-            contents = build_contents(history, plan)
-        else:  # the cache holds the system instruction: the API refuses it beside cached_content
-            config["cached_content"] = cache.name
-            contents = cacheable(history, plan)[0][cache.length :]
+    def settings(self, mode: str) -> dict[str, Any]:
+        """Everything the config carries besides the cache: what shapes the answer."""
+        config: dict[str, Any] = {"system_instruction": SYSTEM_INSTRUCTION}
         if self.temperature is not None:
             config["temperature"] = self.temperature
-        if plan.mode == "edit":
+        if mode == "edit":
             config["response_mime_type"] = "application/json"
             config["response_schema"] = EDIT_RESPONSE_SCHEMA
+        return config
+
+    def request(self, plan: TurnPlan, history: Sequence[Turn], cache: CachedHead | None = None) -> dict[str, Any]:
+        config = self.settings(plan.mode)
+        if cache is None:
+            contents = build_contents(history, plan)
+        else:  # the cache holds the system instruction: the API refuses it beside cached_content
+            del config["system_instruction"]
+            config["cached_content"] = cache.name
+            contents = cacheable(history, plan)[0][cache.length :]
         return {"model": self.model, "contents": contents, "config": config}
 
     def send(
@@ -274,23 +282,23 @@ class InteractionsTransport(_Transport):
         # No explicit cache here (cache is always None): see gemini/caching.py.
         # system_instruction, the generation config and the response format belong
         # to one interaction: they are sent again on every turn.
-        body: dict[str, Any] = {
-            "model": self.model,
-            "input": to_text(plan.payload),
-            "system_instruction": SYSTEM_INSTRUCTION,
-            "store": True,
-        }
+        body: dict[str, Any] = {"model": self.model, "input": to_text(plan.payload), **self.settings(plan.mode)}
         if plan.previous_interaction_id:
             body["previous_interaction_id"] = plan.previous_interaction_id
+        return body
+
+    def settings(self, mode: str) -> dict[str, Any]:
+        """What the body carries besides the input and the chain: what shapes the answer."""
+        settings: dict[str, Any] = {"system_instruction": SYSTEM_INSTRUCTION, "store": True}
         if self.temperature is not None:
-            body["generation_config"] = {"temperature": self.temperature}
-        if plan.mode == "edit":
-            body["response_format"] = {
+            settings["generation_config"] = {"temperature": self.temperature}
+        if mode == "edit":
+            settings["response_format"] = {
                 "type": "text",
                 "mime_type": "application/json",
                 "schema": EDIT_RESPONSE_SCHEMA,
             }
-        return body
+        return settings
 
     def send(
         self, plan: TurnPlan, history: Sequence[Turn], on_chunk: OnChunk, cache: CachedHead | None = None
