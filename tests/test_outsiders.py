@@ -69,6 +69,8 @@ def test_1_after_a_restart_a_new_magic_cell_is_a_new_turn_after_the_recorded_one
         "And for negative numbers?",
         "Can it parse floats?",
     ]
+    status = k.run("%gemini status", cell_id="st").stdout
+    assert "2 recorded turn(s), 0 replayed, live after turn 2 (every recorded turn kept)" in status
 
     restart(k)  # Run All now replays all three
     k.run(CELL_A, cell_id="cell-a")

@@ -96,6 +96,7 @@ class ConversationRecord:
     told: dict[str, str] = field(default_factory=dict)  # outcomes told up to the newest meta
     resume_document_key: str | None = None  # the conversation's document once every recorded turn replayed
     cache: dict[str, Any] | None = None  # its explicit context cache when the record was written (name, expiry...)
+    continued: bool = False  # went live after its last recorded turn, every recorded turn kept
 
 
 # -- conversations as plain data ---------------------------------------------
@@ -318,6 +319,7 @@ def seek(rec: ConversationRecord, magic_cell: str | None) -> bool:
 def continue_after_record(rec: ConversationRecord) -> None:
     """Replay ends here; the conversation goes on from its last recorded turn, all of them kept."""
     rec.replayable = rec.cursor
+    rec.continued = True
     rec.conversation.document_key = rec.resume_document_key
 
 

@@ -167,6 +167,7 @@ class Replay:
             rec = self.record.conversations.get(name)
             if rec is not None:
                 live = f", live from turn {rec.cursor + 1}" if rec.replayable == rec.cursor < rec.loaded else ""
+                live = f", live after turn {rec.loaded} (every recorded turn kept)" if rec.continued else live
                 line += (
                     f"\nconversation {name!r} restored from the record: {rec.loaded} recorded turn(s), "
                     f"{rec.cursor} replayed{live}"
