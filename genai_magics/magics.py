@@ -377,9 +377,8 @@ class GeminiMagics(Magics):
     def _turn(self, mode: Mode, magic, line: str, cell: str | None):
         if self._write_staged():
             return None
-        words = ""
-        if cell is None:  # the one-line form: a flag's name after the first word is prompt text
-            line, words = split_prompt(line, _takes_value(magic))
+        # a flag's name after the first word of the prompt is prompt text (also on a %% line)
+        line, words = split_prompt(line, _takes_value(magic))
         try:
             args = parse_argstring(magic, line)
         except UsageError as exc:

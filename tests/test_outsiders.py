@@ -110,6 +110,8 @@ def test_2_a_flag_after_the_first_word_of_a_one_line_prompt_is_prompt_text(kerne
     assert current_payload(api_requests(stub)[-1])["prompt"] == "what about --cell here?" and "turn 1 ·" in third.plain
     wrong = kernel.run("%gemini_ask --nwe explain", cell_id="q4")
     assert wrong.errors == [] and "unrecognized arguments: --nwe" in wrong.stderr
+    cell = kernel.run("%%gemini_ask -c other about --new\nand the body", cell_id="q5")  # the same on a %% line
+    assert current_payload(api_requests(stub)[-1])["prompt"] == "about --new\nand the body" and "turn 2 ·" in cell.plain
 
 
 # -- 3. a hand edit across form feeds and U+2028 -----------------------------------------------------------
