@@ -32,6 +32,7 @@ def load_ipython_extension(ipython) -> None:
         magics.bridge = Bridge.attach(ipython)
     ipython.events.register("pre_run_cell", magics.pre_run_cell)
     ipython.events.register("post_run_cell", magics.post_run_cell)
+    magics.session.outputs.install(ipython)  # what each cell shows, from now on
     _LOADED[id(ipython)] = magics
     import atexit
 
@@ -53,6 +54,7 @@ def unload_ipython_extension(ipython) -> None:
         return
     ipython.events.unregister("pre_run_cell", magics.pre_run_cell)
     ipython.events.unregister("post_run_cell", magics.post_run_cell)
+    magics.session.outputs.uninstall()
     for transformers in (ipython.input_transformers_cleanup, ipython.input_transformers_post):
         for transform in list(transformers):
             if getattr(transform, "__module__", "").startswith("genai_magics."):

@@ -93,6 +93,16 @@ def _turn_arguments(magic: str, form: str) -> Callable[[Callable[..., Any]], Cal
             argument(
                 "--rerun", action="store_true", help="ask Gemini again although this turn is in the notebook's record"
             ),
+            argument(
+                "--no-outputs",
+                action="store_true",
+                help="leave out what the document cell showed (its printed text, tables and images)",
+            ),
+            argument(
+                "--outputs",
+                metavar="CELLS",
+                help="also send what these cells showed, e.g. 3,In[5] (the same REF as --cell, comma-separated)",
+            ),
             argument("words", nargs="*", help=argparse.SUPPRESS if form == "cell" else "the prompt"),
         ]
         for decorator in reversed(decorators):
@@ -196,6 +206,20 @@ class GeminiMagics(Magics):
         '"cache_minimum": tokens}}'
     ).tag(config=True)
 
+    record_images = Bool(
+        False,
+        help="the record keeps the images cells showed, not only their hashes and sizes "
+        "(a contents conversation restored after a restart then need not send them again)",
+    ).tag(config=True)
+    max_output_chars = Int(4_000, help="cap on the text a cell showed, sent per cell, in characters").tag(config=True)
+    max_images = Int(4, help="most images (cell outputs) sent in one turn; the others go with a later turn").tag(
+        config=True
+    )
+    max_image_bytes = Int(
+        1_000_000,
+        help="largest image sent, in bytes: a larger one is downscaled (with Pillow) or, without Pillow, not sent",
+    ).tag(config=True)
+
     def __init__(self, shell=None, kept=None, **kwargs):
         super().__init__(shell=shell, **kwargs)
         remember_keys()
@@ -247,10 +271,12 @@ class GeminiMagics(Magics):
         if cell_id is None and not info.store_history:
             # A frontend's own helper code (VS Code's variable viewer sends these), not a user's cell.
             self.session.record.running_id = None
+            self.session.outputs.start(None)
             return
         # IPython has already counted this cell when it announces it (post_run_cell confirms).
         count = self.shell.execution_count - 1 if info.store_history else None
         self.session.record.record(cell_id, info.raw_cell, count)
+        self.session.outputs.start(self.session.record.running_id)
 
     def post_run_cell(self, result) -> None:
         running = self.session.record.running_id
@@ -262,6 +288,7 @@ class GeminiMagics(Magics):
         ns = self.shell.user_ns if self.shell is not None else {}
         replay = self.session.replay
         replay.configure(self.replay, self.persist, self.record_location, notebook_path_from(os.environ, ns))
+        replay.images = self.record_images
         replay.restore(self.session.conversations)
         self.session.adopt_recorded_caches(self._settings().client)
         while replay.notes:
@@ -287,6 +314,9 @@ class GeminiMagics(Magics):
             cache=self.cache,
             cache_ttl_s=self.cache_ttl,
             prices=dict(self.prices),
+            max_output_chars=self.max_output_chars,
+            max_images=self.max_images,
+            max_image_bytes=self.max_image_bytes,
         )
 
     def _storage_costs(self) -> list[tuple[str, float, float | None]]:
@@ -415,6 +445,8 @@ class GeminiMagics(Magics):
             extra_pieces=tuple(pieces),
             preferred_target=failing_cell,
             rerun=args.rerun,
+            outputs=not args.no_outputs,
+            output_cells=tuple(ref.strip() for ref in (args.outputs or "").split(",") if ref.strip()),
         )
         if self._stale():
             display.note(

@@ -20,6 +20,7 @@ from .engine.context import ContextPiece, secondary_context
 from .engine.conversation import Conversation, Mode, StateMode, Turn, TurnPlan, Usage
 from .engine.errors import UserError
 from .engine.hashing import sha256_text
+from .engine.outputs import images_estimate, piece_tokens
 from .engine.record import TurnKey, TurnMeta
 from .engine.redaction import MASK, redact, unmask
 from .engine.text import estimate_tokens
@@ -42,6 +43,7 @@ from .gemini.transport import (
 )
 from .gemini.warm_up import rehearse
 from .persistence.replay import Replay
+from .sources.outputs import OutputCapture, OutputPieces, cell_pieces, over_image_cap
 
 # What the SDK reads from the environment when a client is made.
 CLIENT_ENV = (
@@ -68,6 +70,9 @@ class Settings:
     cache: str = "auto"  # explicit context caching: "auto" or "off"
     cache_ttl_s: float = 600.0
     prices: dict[str, dict[str, Any]] = field(default_factory=dict)  # overrides of gemini/pricing.py
+    max_output_chars: int = 4_000  # text a cell showed, per cell
+    max_images: int = 4  # images sent per turn
+    max_image_bytes: int = 1_000_000  # a larger image is downscaled (Pillow) or not sent
 
 
 @dataclass(frozen=True)
@@ -85,11 +90,22 @@ class TurnRequest:
     extra_pieces: tuple[ContextPiece, ...] = ()  # asked for explicitly: the last error, variables
     preferred_target: str | None = None  # a cell id to use when no --cell is given (the failing cell)
     rerun: bool = False  # ask again although a recorded turn matches
+    outputs: bool = True  # what the document cell showed goes along (--no-outputs: not)
+    output_cells: tuple[str, ...] = ()  # --outputs: other cells whose outputs go along
 
     def flags(self) -> tuple[str, ...]:
         """The flags that make a turn a different turn (for replay)."""
-        named = (("--notebook", self.notebook), ("--no-context", self.no_context), ("--new", self.new))
-        return tuple(f for f, on in named if on) + ((f"--cell {self.cell}",) if self.cell else ())
+        named = (
+            ("--notebook", self.notebook),
+            ("--no-context", self.no_context),
+            ("--new", self.new),
+            ("--no-outputs", not self.outputs),
+        )
+        return (
+            tuple(f for f, on in named if on)
+            + ((f"--cell {self.cell}",) if self.cell else ())
+            + ((f"--outputs {','.join(self.output_cells)}",) if self.output_cells else ())
+        )
 
 
 class TurnDisplay(Protocol):
@@ -131,6 +147,7 @@ class Session:
     conversations: dict[str, Conversation] = field(default_factory=dict)
     caches: ContextCaches = field(default_factory=ContextCaches)
     replay: Replay = field(default_factory=Replay)  # the record of earlier kernels
+    outputs: OutputCapture = field(default_factory=OutputCapture)  # what each cell showed in this kernel
     _clients: dict[str, tuple[Any, RetryNotices]] = field(default_factory=dict)
     # One client is built at a time: a turn that arrives during the warm-up waits for it.
     _client_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -160,13 +177,13 @@ class Session:
     def _view(self) -> NotebookView:
         return self.view() if self.view else self.record
 
-    def find_cell(self, ref: str) -> Cell:
+    def find_cell(self, ref: str, flag: str = "--cell") -> Cell:
         ref = ref.strip()
         running = self.record.running_id
         if ref == "-1":
             cell = self.record.latest_document(exclude=running)
             if cell is None:
-                raise UserError("--cell -1: no code cell has been run yet")
+                raise UserError(f"{flag} -1: no code cell has been run yet")
             return self._freshest(cell)
         cells = list(self._view().cells())
         m = _COUNT_REF.match(ref)
@@ -178,13 +195,13 @@ class Session:
             )
             if not ref.isdigit():  # written In[n]: nothing else is meant
                 if by_count is None:
-                    raise UserError(f"--cell {ref}: no cell with execution count {count} in this session")
+                    raise UserError(f"{flag} {ref}: no cell with execution count {count} in this session")
                 return self._freshest(by_count)
         exact = [c for c in cells if c.id == ref] or ([self.record.by_id[ref]] if ref in self.record.by_id else [])
         by_id = exact or [c for c in cells if c.id.startswith(ref)]
         if by_count is not None and by_id:
             raise UserError(
-                f"--cell {ref}: ambiguous, In[{ref}] ran in this session and cell {by_id[0].id[:12]} has "
+                f"{flag} {ref}: ambiguous, In[{ref}] ran in this session and cell {by_id[0].id[:12]} has "
                 f"an id starting with {ref}; write In[{ref}] for the run, or more of the id"
             )
         if by_count is not None:
@@ -192,12 +209,12 @@ class Session:
         if len(by_id) == 1:
             return self._freshest(by_id[0])
         if len(by_id) > 1:
-            raise UserError(f"--cell {ref}: ambiguous, {len(by_id)} cells have ids starting with it")
+            raise UserError(f"{flag} {ref}: ambiguous, {len(by_id)} cells have ids starting with it")
         if m:
             raise UserError(
-                f"--cell {ref}: no cell with execution count {ref} in this session and no cell id starting with it"
+                f"{flag} {ref}: no cell with execution count {ref} in this session and no cell id starting with it"
             )
-        raise UserError(f"--cell {ref}: no such cell (use an execution count like 5 or In[5], a cell id, or -1)")
+        raise UserError(f"{flag} {ref}: no such cell (use an execution count like 5 or In[5], a cell id, or -1)")
 
     def _freshest(self, cell: Cell) -> Cell:
         """The same cell as the live view sees it now (unsaved edits included)."""
@@ -317,6 +334,20 @@ class Session:
         piece = secondary_context(list(self._view().cells()), exclude, settings.secondary_context_chars, anchor)
         return ([piece] if piece else []) + explicit
 
+    def output_pieces(self, req: TurnRequest, doc: Document | None, settings: Settings) -> OutputPieces:
+        """What the document cell showed (unless --no-outputs, --no-context or --notebook) and the --outputs cells."""
+        cells = [self.find_cell(ref, "--outputs") for ref in req.output_cells]
+        if doc is not None and doc.key != "notebook" and req.outputs and not req.no_context:
+            cells.insert(0, Cell(doc.key, doc.source, execution_count=None))
+        pieces: list[ContextPiece] = []
+        notes: dict[str, str] = {}
+        for cell in {c.id: c for c in cells}.values():
+            label = doc.label if doc is not None and cell.id == doc.key else self._label(cell)
+            found = cell_pieces(self.outputs, cell.id, label, settings.max_output_chars, settings.max_image_bytes)
+            pieces += found.pieces
+            notes |= found.notes
+        return OutputPieces(pieces, notes)
+
     # -- a turn --------------------------------------------------------------
     def _client(self, settings: ClientSettings):
         """One SDK client per settings and credentials: a new key or base URL takes effect at once."""
@@ -393,7 +424,8 @@ class Session:
         conv = self.conversation(req.conversation, state, req.new)
         doc, target = self.resolve_document(req, settings, None if req.new else conv)
         display.document(doc.label if doc else None, target.source if target else "")
-        pieces = self.context_pieces(req, doc, settings)
+        shown = self.output_pieces(req, doc, settings)
+        pieces = self.context_pieces(req, doc, settings) + shown.pieces
         key = None
         if not req.dry_run:
             key = self._turn_key(
@@ -411,6 +443,19 @@ class Session:
             )
 
         plan = replan()
+        waiting = over_image_cap(plan.pieces, settings.max_images)
+        if waiting:  # the later images go on a later turn: the model does not hold them yet
+            pieces = [p for p in pieces if p not in waiting]
+            plan = replan()
+            display.note(
+                f"{len(waiting)} image(s) not sent this turn: max_images is {settings.max_images} "
+                "(%config GeminiMagics.max_images); "
+                + ("they go with a later turn" if settings.max_images > 0 else "none is sent while it is 0")
+            )
+        going, kept = {p.key for p in plan.pieces}, {p.key for p in pieces}
+        for piece_key, line in shown.notes.items():  # a downscaled image when it goes; a refused one every turn
+            if piece_key in going or piece_key not in kept:
+                display.note(line)
         unsendable(plan.payload)
         try:
             price = price_for(model, settings.prices)
@@ -421,7 +466,14 @@ class Session:
             step = self.caches.step(conv, transport, plan, conv.history, settings.cache, price, settings.cache_ttl_s)
             request = transport.request(plan, conv.history, _planned_head(step))
             return TurnOutcome(
-                conv, plan, model, request=request, target=target, cache_plan=step.describe(settings.cache_ttl_s)
+                conv,
+                plan,
+                model,
+                request=request,
+                target=target,
+                cache_plan=" · ".join(
+                    filter(None, (step.describe(settings.cache_ttl_s), images_estimate(plan.pieces, model)))
+                ),
             )
         client, notices = self._client(settings.client)
         transport = TRANSPORTS[plan.state_mode](client, model, settings.temperature)
@@ -533,7 +585,7 @@ class Session:
 
     @staticmethod
     def _commit(conv: Conversation, plan: TurnPlan, result: TurnResult, display: TurnDisplay) -> Turn:
-        saved = sum(estimate_tokens(p.text) for p in plan.omitted)
+        saved = sum(piece_tokens(p) for p in plan.omitted)
         if plan.synchronized and plan.document is not None:
             saved += estimate_tokens(plan.document.source)
         elif plan.source_patch is not None and plan.document is not None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -60,13 +62,26 @@ def test_context_notebook_sends_error_and_variables_once(stub):
         exec_env={**os.environ, "GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY},
         diff_ignore=("/cells/*/outputs", "/cells/*/execution_count", "/metadata"),
     )
-    fixture.check(str(NOTEBOOK.with_name("context.ipynb")))
-    sent = [current_payload(r) for r in api_requests(stub)]
-    assert [("lastError" in p, "variables" in p) for p in sent] == [
-        (True, False),
-        (False, True),
-        (False, False),
-        (False, True),
+    result = fixture.check(str(NOTEBOOK.with_name("context.ipynb")))
+    requests = api_requests(stub)
+    sent = [current_payload(r) for r in requests]
+    assert [("lastError" in p, "variables" in p, "outputs" in p) for p in sent] == [
+        (True, False, False),
+        (False, True, False),
+        (False, False, False),
+        (False, True, False),
+        (False, False, True),  # the plot cell's printed text and its figure
+        (False, False, False),  # the follow-up about the same plot sends neither
     ]
     assert sent[0]["lastError"].startswith("IndexError raised in In[")
     assert "price" in sent[3]["variables"]["sales"]
+    # a real matplotlib figure: the PNG the notebook shows is the image part the request carried
+    plot = next(c for c in result.nb_final.cells if "plt.show()" in c.source)
+    shown = base64.b64decode(next(o for o in plot.outputs if "image/png" in o.get("data", {}))["data"]["image/png"])
+    [text, image] = sent[4]["outputs"]
+    assert text["text"] == "units: [12, 7, 30]\n[image 1]\n"
+    assert image["sha256"] == hashlib.sha256(shown).hexdigest() and image["mimeType"] == "image/png"
+    [part] = [p for p in requests[4]["json"]["contents"][-1]["parts"] if "inlineData" in p or "inline_data" in p]
+    inline = part.get("inlineData") or part["inline_data"]
+    assert base64.urlsafe_b64decode(inline["data"].replace("+", "-").replace("/", "_")) == shown
+    assert [i["sha256"] for i in requests[5]["current_images"]] == []

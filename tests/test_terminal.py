@@ -95,3 +95,15 @@ def test_the_proposal_prefills_the_next_prompt_and_running_it_syncs(term, stub):
     term.type("%gemini apply")  # recording it: the words say what happened here
     screen = term.wait_for("Applied for the conversation: the model holds the proposal (pre-filled at the prompt).")
     assert "paste" not in screen
+
+
+def test_what_a_cell_printed_and_returned_goes_with_it_in_the_terminal(term, stub):
+    term.type("%load_ext genai_magics")
+    term.wait_for("In [2]:")
+    term.type("print('total', 6 * 7); 'the result'")
+    term.wait_for("In [3]:")
+    term.type("%gemini_ask what did it show")
+    term.wait_for("Stub answer to: what did it show")
+    [ask] = api_requests(stub)
+    [text] = current_payload(ask)["outputs"]
+    assert text["label"] == "In[2]" and text["text"] == "total 42\n'the result'\n"

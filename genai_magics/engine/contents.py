@@ -22,6 +22,7 @@ from typing import Any
 
 from .context import ContextPiece
 from .conversation import Turn, TurnPlan, version_chain
+from .outputs import inline_parts, sendable
 from .payloads import model_payload, to_text, user_payload
 
 Contents = list[dict[str, Any]]
@@ -33,23 +34,24 @@ def _latest_full_pieces(history: Sequence[Turn], plan: TurnPlan) -> dict[str, tu
     latest: dict[str, tuple[int, str]] = {}
     for i, turn in enumerate(history):
         for piece in turn.pieces:
-            if piece.key not in resent:
+            if piece.key not in resent and sendable(piece):
                 latest[piece.key] = (i, piece.sha256)
     return latest
 
 
-def _content(role: str, payload: dict[str, Any]) -> dict[str, Any]:
-    return {"role": role, "parts": [{"text": to_text(payload)}]}
+def _content(role: str, payload: dict[str, Any], pieces: Sequence[ContextPiece] = ()) -> dict[str, Any]:
+    """One content: the JSON text part, then the images among ``pieces`` as inlineData parts."""
+    return {"role": role, "parts": [{"text": to_text(payload)}, *inline_parts(pieces)]}
 
 
 def _user(payload: dict[str, Any], full: Sequence[ContextPiece], split: bool) -> tuple[Contents, bool]:
     """A user turn's contents, and whether the first one holds material (document or context) in full."""
     material = {"currentSource"} | {p.field for p in full}
     if not split or not material & set(payload):
-        return [_content("user", payload)], False
+        return [_content("user", payload, full)], False
     held = {k: v for k, v in payload.items() if k in material or k == "document"}
     rest = {k: v for k, v in payload.items() if k not in held}
-    return [_content("user", held), _content("user", rest)], True
+    return [_content("user", held, full), _content("user", rest)], True
 
 
 def _render(history: Sequence[Turn], plan: TurnPlan, split: bool) -> tuple[Contents, int]:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .context import ContextPiece
+from .outputs import OutputPiece, payload_entry
 from .redaction import redact
 
 SYSTEM_INSTRUCTION = """\
@@ -26,6 +27,8 @@ applied) not discarded or undone; "superseded...Sha256" mark replaced versions;
 "secondaryContext" holds other cells (read-only); "lastError" the last exception with its
 trimmed traceback; "variables" summaries of live variables; "proposalOutcomes" says what the
 user did with your proposals.
+"outputs" is what cells showed (label, sha256, text; "[image k]" marks where a cell showed an
+image: it follows this JSON as an image part, in the order of the "outputs" entries naming it).
 """
 
 EDIT_RESPONSE_SCHEMA: dict[str, Any] = {
@@ -45,13 +48,17 @@ def superseded_field(field: str) -> str:
 
 def _add_pieces(payload: dict[str, Any], full: list[ContextPiece], superseded: list[ContextPiece]) -> None:
     for piece in full:
-        if piece.name is None:
+        if isinstance(piece, OutputPiece):  # a list: each entry names its cell and its sha256
+            payload.setdefault(piece.field, []).append(payload_entry(piece))
+        elif piece.name is None:
             payload[piece.field] = piece.text
         else:
             payload.setdefault(piece.field, {})[piece.name] = piece.text
     for piece in superseded:
         key = superseded_field(piece.field)
-        if piece.name is None:
+        if isinstance(piece, OutputPiece):
+            payload.setdefault(key, []).append(piece.sha256)
+        elif piece.name is None:
             payload[key] = piece.sha256
         else:
             payload.setdefault(key, {})[piece.name] = piece.sha256

@@ -17,6 +17,7 @@ from typing import Any
 
 from .context import SECONDARY_FIELD, ContextPiece
 from .conversation import Conversation, SyncState, Turn, Usage
+from .outputs import held_after_restore, recorded_output, restored_output
 from .redaction import redact
 
 SCHEMA_VERSION = 1
@@ -114,7 +115,8 @@ def _state(conv: Conversation) -> dict[str, Any]:
 
 def _set_state(conv: Conversation, s: dict[str, Any]) -> None:
     conv.state_mode = s["state_mode"]
-    conv.sync = SyncState(s["active_document_sha256"], dict(s["context_hashes"]))
+    pieces = [p for t in conv.history for p in t.pieces]
+    conv.sync = SyncState(s["active_document_sha256"], held_after_restore(s["context_hashes"], s["state_mode"], pieces))
     conv.last_interaction_id = s["last_interaction_id"]
     conv.outcomes_told = dict(s["outcomes_told"])
     conv.chain_versions = [(sha, proposer) for sha, proposer in s["chain_versions"]]
@@ -143,7 +145,7 @@ def _told_until(rec: ConversationRecord, turns: list[Turn]) -> dict[str, str]:
 
 
 def _piece(d: dict[str, Any]) -> ContextPiece:
-    piece = ContextPiece(d["field"], d["text"], d.get("name"))
+    piece = restored_output(d) or ContextPiece(d["field"], d["text"], d.get("name"))
     object.__setattr__(piece, "sha256", d["sha256"])  # the hash of what was sent, before redaction
     return piece
 
@@ -151,14 +153,17 @@ def _piece(d: dict[str, Any]) -> ContextPiece:
 _SHARED = (("base_source", "base_sha256"), ("proposal_source", "proposal_sha256"))
 
 
-def _turn_dict(t: Turn, sources: dict[str, str]) -> dict[str, Any]:
+def _turn_dict(t: Turn, sources: dict[str, str], images: bool = False) -> dict[str, Any]:
     """One turn; each version of the code goes into ``sources`` once, turns name it by sha."""
     d = {k: v for k, v in t.__dict__.items() if k not in ("pieces", "usage", "base_source", "proposal_source")}
     for text_field, sha_field in _SHARED:
         text = getattr(t, text_field)
         if text is not None:
             sources.setdefault(getattr(t, sha_field), text)
-    d["pieces"] = [{"field": p.field, "name": p.name, "text": p.text, "sha256": p.sha256} for p in t.pieces]
+    d["pieces"] = [
+        {"field": p.field, "name": p.name, "text": p.text, "sha256": p.sha256} | recorded_output(p, images)
+        for p in t.pieces
+    ]
     d["usage"] = asdict(t.usage)
     return d
 
@@ -178,11 +183,11 @@ def _turn(d: dict[str, Any], sources: dict[str, str]) -> Turn:
     )
 
 
-def _conversation_dict(rec: ConversationRecord) -> dict[str, Any]:
+def _conversation_dict(rec: ConversationRecord, images: bool) -> dict[str, Any]:
     conv = rec.conversation
     sources: dict[str, str] = {}
     turns = [
-        _turn_dict(t, sources)
+        _turn_dict(t, sources, images)
         | (
             {"key": rec.meta[t.index].key.to_dict(), "at": rec.meta[t.index].at, "after": rec.meta[t.index].after}
             if t.index in rec.meta
@@ -224,6 +229,9 @@ class NotebookRecord:
     created: float
     generation: int = 0  # bumped on every write: a second kernel's write is detected
     conversations: dict[str, ConversationRecord] = field(default_factory=dict)
+    images: bool = (
+        False  # keep the bytes of the images cells showed (GeminiMagics.record_images), not only their hashes
+    )
 
 
 def dumps(record: NotebookRecord) -> str:
@@ -233,7 +241,9 @@ def dumps(record: NotebookRecord) -> str:
         "created": record.created,
         "generation": record.generation,
         "conversations": {
-            name: _conversation_dict(r) for name, r in record.conversations.items() if r.conversation.history
+            name: _conversation_dict(r, record.images)
+            for name, r in record.conversations.items()
+            if r.conversation.history
         },
     }
     # The API key never lands on disk, even where a cell or a variable held it.

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..engine.conversation import Conversation, Turn, TurnPlan
+from ..engine.outputs import part_tokens
 from ..engine.payloads import SYSTEM_INSTRUCTION
 from ..engine.text import estimate_tokens
 from .errors import status_code
@@ -181,7 +182,7 @@ class ContextCaches:
         contents, length = transport.head(plan, history)
         head = tuple(contents[:length])
         tokens = (
-            estimate_tokens(SYSTEM_INSTRUCTION) + sum(estimate_tokens(p["text"]) for c in head for p in c["parts"])
+            estimate_tokens(SYSTEM_INSTRUCTION) + sum(part_tokens(p, transport.model) for c in head for p in c["parts"])
             if length
             else 0
         )

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from ..engine.contents import Contents, build_contents, cacheable
 from ..engine.conversation import Turn, TurnPlan, Usage
+from ..engine.outputs import interaction_inputs
 from ..engine.payloads import EDIT_RESPONSE_SCHEMA, SYSTEM_INSTRUCTION, to_text
 from .errors import failure_kinds
 
@@ -282,7 +283,7 @@ class InteractionsTransport(_Transport):
         # No explicit cache here (cache is always None): see gemini/caching.py.
         # system_instruction, the generation config and the response format belong
         # to one interaction: they are sent again on every turn.
-        body: dict[str, Any] = {"model": self.model, "input": to_text(plan.payload), **self.settings(plan.mode)}
+        body: dict[str, Any] = {"model": self.model, "input": _input(plan), **self.settings(plan.mode)}
         if plan.previous_interaction_id:
             body["previous_interaction_id"] = plan.previous_interaction_id
         return body
@@ -332,6 +333,13 @@ class InteractionsTransport(_Transport):
                 thinking_tokens=getattr(usage, "total_thought_tokens", None),
             ),
         )
+
+
+def _input(plan: TurnPlan) -> str | list[dict[str, Any]]:
+    """The turn's JSON text; with images, a list: the text, then one image input per image."""
+    images = interaction_inputs(plan.pieces)
+    text = to_text(plan.payload)
+    return [{"type": "text", "text": text}, *images] if images else text
 
 
 TRANSPORTS: dict[str, Callable[[Any, str, float | None], Transport]] = {

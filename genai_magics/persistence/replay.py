@@ -39,6 +39,7 @@ class Replay:
     restored: list[str] = field(default_factory=list)  # conversations restored from the record
     notes: list[str] = field(default_factory=list)  # lines to show once (set aside, lost the record)
     notebook: str = ""
+    images: bool = False  # the record keeps the bytes of images cells showed (GeminiMagics.record_images)
 
     def configure(self, mode: ReplayMode, persist: bool, location: str, notebook: Path | None) -> None:
         self.mode, self.persist, self.notebook = mode, persist, str(notebook or "")
@@ -126,6 +127,7 @@ class Replay:
         if self.store is None or self.record is None:
             return None
         try:
+            self.record.images = self.images
             return self.store.save(self.record)
         except OSError as exc:
             return f"cannot write the conversation record {self.store.path}: {exc}"

@@ -17,6 +17,7 @@ import dataclasses
 import functools
 import json
 import math
+import re
 import types
 import typing
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from ..engine.conversation import STATE_MODES, Turn, Usage
 from ..engine.record import SCHEMA_VERSION, NotebookRecord, from_data
 
 OURS = b'{"schema":'  # how every record this package writes begins (compact JSON, schema first)
+_BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
 
 
 class Damaged(Exception):
@@ -47,11 +49,28 @@ StateMode = Literal["contents", "interactions"]
 assert typing.get_args(StateMode) == STATE_MODES  # one list of state modes
 
 
-class Piece(TypedDict):
+class _Piece(TypedDict):
     field: str
     name: str | None
     text: str
     sha256: Sha
+
+
+class Base64(str):
+    """Bytes as base64 text (the shape of a field, never made)."""
+
+
+class Piece(_Piece, total=False):  # an output piece: label; an image also the rest (engine/outputs.py)
+    label: str
+    mime_type: str
+    data: Base64
+    position: int
+    width: int
+    height: int
+    nbytes: int
+
+
+_IMAGE = ("label", "position", "width", "height", "nbytes")  # what an image piece (mime_type) comes with
 
 
 # (optional fields in a total=False subclass: Python 3.10 has no NotRequired)
@@ -187,6 +206,8 @@ def compiled(shape: Any) -> Check:
             return None if low <= v < high else f": {v} is not a time"
 
         return number
+    if shape is Base64:
+        return lambda v: None if type(v) is str and _BASE64.fullmatch(v) else f": {_kind(v)}, not base64"
     if shape in (int, str, bool):
         return lambda v: None if type(v) is shape else f": {_kind(v)}, not {shape.__name__}"
     if origin is list:
@@ -258,6 +279,8 @@ def _object(fields: dict[str, tuple[Any, bool]], closed: bool = False) -> Check:
             return f": unknown field {sorted(set(v) - known)[0]!r}"
         if fields is TURN and "key" in v and not ("at" in v and "after" in v):  # the replay meta comes whole
             return ": a key without its 'at' and 'after'"
+        if "mime_type" in v and "sha256" in v and not all(k in v for k in _IMAGE):
+            return f": an image piece without its {', '.join(k for k in _IMAGE if k not in v)}"
         return None
 
     return obj

@@ -12,6 +12,8 @@ Served routes (what the SDK calls):
 * ``POST /v1/interactions`` (``"stream": true`` answers server-sent events)
 * ``GET  /v1/interactions/{id}``
 * ``GET  /v1/models`` (``client.models.list()``: the package's default model and two others)
+* image parts (``inlineData``; interactions ``{"type": "image"}``) are decoded, recorded by sha256
+  and counted as input tokens (``stub/images.py``)
 * ``POST /v1/cachedContents``; ``GET``, ``PATCH`` (ttl / expireTime), ``DELETE``
   ``/v1/cachedContents/{id}``: explicit context caches that expire on the
   stand-in's clock
@@ -55,6 +57,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
+
+from . import images
 
 __all__ = ["StubServer", "tokens", "STATUS_NAMES"]
 
@@ -672,9 +676,10 @@ class StubServer:
         model = body.get("model")
         if not isinstance(model, str) or not model.startswith("models/"):
             return _error(400, "model must be 'models/{model}'. (stub)")
-        contents = [
-            (c.get("role") or "user", "".join(_texts(c))) for c in body.get("contents") or [] if isinstance(c, dict)
-        ]
+        try:
+            contents, info["images"] = images.contents_with_images(body.get("contents"), _texts)
+        except images.BadImage as exc:
+            return _error(400, str(exc))
         system = "".join(_texts(body.get("systemInstruction")))
         total = sum(tokens(t) for _, t in contents) + tokens(system)
         minimum = self._minimum(model[len("models/") :])
@@ -872,9 +877,11 @@ class StubServer:
     def _handle_generate(
         self, model: str, body: dict[str, Any], stream: bool, fault: dict[str, Any] | None, info: dict[str, Any]
     ) -> _Reply:
-        turns = [
-            (c.get("role") or "user", "".join(_texts(c))) for c in body.get("contents") or [] if isinstance(c, dict)
-        ]
+        try:
+            turns, info["images"] = images.contents_with_images(body.get("contents"), _texts)
+        except images.BadImage as exc:
+            return _error(400, str(exc))
+        info["current_images"] = images.current_images(body.get("contents"), info["images"])
         system = "".join(_texts(body.get("systemInstruction") or body.get("system_instruction")))
         explicit = 0
         name = body.get("cachedContent")
@@ -949,13 +956,19 @@ class StubServer:
             )
         model = body.get("model") or body.get("agent") or "unknown-model"
         input_text = "".join(_texts(body.get("input")))
+        try:
+            info["images"] = info["current_images"] = images.input_images(body.get("input"))
+        except images.BadImage as exc:
+            return _error(400, str(exc))
         raw_system = body.get("system_instruction")
         system = raw_system if isinstance(raw_system, str) else "".join(_texts(raw_system))
         turns: list[tuple[str, str]] = []
         for stored in chain:
             turns.append(("user", stored["input_text"]))
+            turns += images.entries(stored.get("input_images", []))
             turns.append(("model", stored["output_text"]))
         turns.append(("user", input_text))
+        turns += images.entries(info["images"])
         text, in_tokens, out_tokens = _answer(turns, input_text, system, fault, info, self._take_script(info))
         cached = self._read(model, [("system", system)] + turns, info)
         info["cached_tokens"] = cached
@@ -987,6 +1000,7 @@ class StubServer:
                 self._interactions[ident] = {
                     **copy.deepcopy(interaction),
                     "input_text": input_text,
+                    "input_images": info["images"],
                     "output_text": text,
                 }
         info.update(previous_interaction_id=previous_id, interaction_id=ident)
@@ -1025,6 +1039,7 @@ class StubServer:
             return _error(404, f"Interaction {ident!r} was not found. (stub)")
         stored.pop("input_text", None)
         stored.pop("output_text", None)
+        stored.pop("input_images", None)
         return _Reply(200, stored)
 
     def _handle_models(self, query: dict[str, str], info: dict[str, Any]) -> _Reply:
@@ -1070,6 +1085,8 @@ class StubServer:
             "prefix_tokens": 0,
             "response_tokens": 0,
             "response_text": None,
+            "images": [],  # every image part of the request: mime_type, sha256 of the bytes, bytes, size, tokens
+            "current_images": [],  # those of the current user turn
             "cached_content": None,
             "cache_name": None,
             "status": None,

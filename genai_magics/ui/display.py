@@ -149,11 +149,22 @@ class NotebookDisplay:
     def request(body: dict[str, Any], state: str, cache_plan: str | None = None) -> None:
         from IPython.display import display
 
-        text = json.dumps(body, indent=2, ensure_ascii=False, default=str)
+        text = json.dumps(_short_images(body), indent=2, ensure_ascii=False, default=str)
         title = f"dry run ({state}): this request would be sent; nothing was sent and no state changed"
         if cache_plan:
             title += f" · {cache_plan}"
         display(_Rich(f"<b>{html.escape(title)}</b><pre>{html.escape(text)}</pre>", f"{title}\n{text}"))
+
+
+def _short_images(value: Any) -> Any:
+    """The request with each image's base64 data shown by its size (the bytes themselves say nothing to a reader)."""
+    if isinstance(value, list):
+        return [_short_images(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if isinstance(value.get("data"), str) and ("mimeType" in value or value.get("type") == "image"):
+        return {**value, "data": f"<{len(value['data']):,} characters of base64>"}
+    return {k: _short_images(v) for k, v in value.items()}
 
 
 class TerminalDisplay(NotebookDisplay):

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from ..engine.conversation import Conversation, Turn, TurnPlan, Usage
 from ..engine.hashing import short
+from ..engine.outputs import ImagePiece, piece_name, piece_tokens
 
 
 def _n(value: int | None) -> str:
@@ -57,9 +58,10 @@ def footer(turn: Turn, plan: TurnPlan, model: str) -> str:
             where = " into the context cache" if turn.usage.cache_write_tokens else ""
             omitted.append(f"{plan.document.label} sent{where} ({len(plan.document.source):,} chars)")
     for piece in plan.omitted:
-        omitted.append(f"{piece.key} not re-sent: unchanged")
+        omitted.append(f"{piece_name(piece)} not re-sent: unchanged")
     for piece in plan.pieces:
-        omitted.append(f"{piece.key} sent")
+        estimate = f" (~{piece_tokens(piece, model):,} tok by the image rule)" if isinstance(piece, ImagePiece) else ""
+        omitted.append(f"{piece_name(piece)} sent{estimate}")
     if turn.saved_tokens:
         omitted.append(f"~{turn.saved_tokens:,} tokens saved")
     return " · ".join(parts + omitted)
@@ -93,15 +95,16 @@ def replayed_proposal(turn: Turn, holds: str | None) -> str:
 def token_table(conv: Conversation) -> str:
     header = (
         f"{'turn':>4}  {'mode':<4}  {'state':<12}  {'in tok':>8}  {'cached':>8}  {'out tok':>8}  "
-        f"{'req bytes':>10}  {'doc':<6}  {'saved':>7}  {'cost $':>9}  {'saved $':>9}"
+        f"{'req bytes':>10}  {'doc':<6}  {'images':>6}  {'saved':>7}  {'cost $':>9}  {'saved $':>9}"
     )
     rows = [f"conversation {conv.name!r}", header]
     for t in conv.history:
         doc = "-" if t.base_sha256 is None else ("sent" if t.sent_source else "patch" if t.source_patch else "synced")
         u = t.usage
+        images = sum(isinstance(p, ImagePiece) for p in t.pieces)  # sent by this turn; "in tok" counts them
         rows.append(
             f"{t.index:>4}  {t.mode:<4}  {t.state_mode:<12}  {_n(u.input_tokens):>8}  {u.cached_tokens or 0:>8,}  "
-            f"{_n(u.output_tokens):>8}  {u.request_bytes:>10,}  {doc:<6}  {t.saved_tokens:>7,}  "
+            f"{_n(u.output_tokens):>8}  {u.request_bytes:>10,}  {doc:<6}  {images:>6}  {t.saved_tokens:>7,}  "
             f"{_dollars(u.cost_usd):>9}  {_dollars(_saved(u)):>9}"
         )
     rows.append(_total_row("all", [t.usage for t in conv.history], sum(t.saved_tokens for t in conv.history)))
@@ -121,7 +124,7 @@ def _total_row(label: str, usages: Sequence[Usage], saved_tokens: int) -> str:
     return (
         f"{label:>4}  {'':<4}  {'':<12}  {sum(u.input_tokens or 0 for u in usages):>8,}  "
         f"{sum(u.cached_tokens or 0 for u in usages):>8,}  {sum(u.output_tokens or 0 for u in usages):>8,}  "
-        f"{sum(u.request_bytes for u in usages):>10,}  {'':<6}  {saved_tokens:>7,}  {_dollars(cost):>9}  "
+        f"{sum(u.request_bytes for u in usages):>10,}  {'':<6}  {'':>6}  {saved_tokens:>7,}  {_dollars(cost):>9}  "
         f"{_dollars(saved):>9}{note}"
     )
 

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from genai_magics.engine.context import SECONDARY_FIELD
+from genai_magics.engine.outputs import OUTPUTS_FIELD
 from genai_magics.engine.payloads import superseded_field
 
 # The fields of a user turn's JSON as the engine plans it (docs/protocol.md; no lastError or variables
@@ -21,10 +22,15 @@ USER_KEYS = frozenset(
         SECONDARY_FIELD,
         "proposalOutcomes",
         "earlierTurns",
+        OUTPUTS_FIELD,
     }
 )
 # ... and as a contents-mode transcript carries it once later versions superseded its document or context
-TRANSCRIPT_USER_KEYS = USER_KEYS | {"supersededSourceSha256", superseded_field(SECONDARY_FIELD)}
+TRANSCRIPT_USER_KEYS = USER_KEYS | {
+    "supersededSourceSha256",
+    superseded_field(SECONDARY_FIELD),
+    superseded_field(OUTPUTS_FIELD),
+}
 
 
 def api_requests(stub) -> list[dict[str, Any]]:
@@ -35,7 +41,8 @@ def current_payload(record: dict[str, Any]) -> dict[str, Any]:
     """The user turn this request adds (contents: the last user content; interactions: input)."""
     body = record["json"]
     if record["kind"] == "interaction.create":
-        return json.loads(body["input"])
+        given = body["input"]  # with images: one user_input step, its content the text and then the images
+        return json.loads(given if isinstance(given, str) else given[0]["content"][0]["text"])
     return json.loads(body["contents"][-1]["parts"][0]["text"])
 
 
