@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_record import session
 
+from genai_magics.engine.outputs import OUTPUTS_FIELD, ImagePiece, OutputPiece
 from genai_magics.engine.record import (
     NotebookRecord,
     branch,
@@ -27,8 +28,15 @@ from genai_magics.ui import report
 
 
 def valid_text() -> str:
+    """A real record: six turns of both modes, one of them with an output text and an image (its bytes kept)."""
     rec, _, _ = session("contents")
-    return dumps(NotebookRecord("/nb.ipynb", 1.0, generation=1, conversations={"default": rec}))
+    first = rec.conversation.history[0]
+    shown = (
+        OutputPiece(OUTPUTS_FIELD, "In[2] printed 42", "In[2]", label="In[2]"),
+        ImagePiece(OUTPUTS_FIELD, "[image 1]", "In[2]#image1", data=b"\x89PNG tiny", label="In[2]", width=2, height=1),
+    )
+    first.pieces = (*first.pieces, *shown)
+    return dumps(NotebookRecord("/nb.ipynb", 1.0, generation=1, conversations={"default": rec}, images=True))
 
 
 VALID = valid_text()
