@@ -140,7 +140,7 @@ bad_name = os.fsdecode(b"bad\\xff.txt")
 """
 
 
-def test_4_vars_with_an_undecodable_file_name_is_sent_escaped_and_the_answer_is_recorded(kernel, stub, tmp_path):
+def test_4_vars_with_an_undecodable_file_name_is_sent_escaped_and_the_answer_is_recorded(kernel, stub):
     kernel.run(CELL_A, cell_id="cell-a")
     kernel.run(NAMES, cell_id="names")
     run = kernel.run("%%gemini_ask --vars listing\nWhich files are there?", cell_id="m1")
