@@ -43,9 +43,11 @@ def load_ipython_extension(ipython) -> None:
     from .frontends import waiting
     from .line_syntax import one_line_questions
 
-    ipython.input_transformers_cleanup.append(one_line_questions)
+    magics.transformers.append((ipython.input_transformers_cleanup, one_line_questions))
     if getattr(ipython, "kernel", None) is not None and waiting.mechanism() == "async":
-        ipython.input_transformers_post.append(waiting.await_edit_magic(ipython))
+        magics.transformers.append((ipython.input_transformers_post, waiting.await_edit_magic(ipython)))
+    for transformers, transform in magics.transformers:
+        transformers.append(transform)
 
 
 def unload_ipython_extension(ipython) -> None:
@@ -55,10 +57,10 @@ def unload_ipython_extension(ipython) -> None:
     ipython.events.unregister("pre_run_cell", magics.pre_run_cell)
     ipython.events.unregister("post_run_cell", magics.post_run_cell)
     magics.session.outputs.uninstall()
-    for transformers in (ipython.input_transformers_cleanup, ipython.input_transformers_post):
-        for transform in list(transformers):
-            if getattr(transform, "__module__", "").startswith("genai_magics."):
-                transformers.remove(transform)
+    for transformers, transform in magics.transformers:  # exactly what this load added
+        if transform in transformers:
+            transformers.remove(transform)
+    magics.transformers.clear()
     for kind in ("cell", "line"):
         for name in ("gemini_ask", "gemini_edit", "gemini"):
             ipython.magics_manager.magics[kind].pop(name, None)

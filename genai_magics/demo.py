@@ -1,8 +1,10 @@
 """Run the quickstart notebook headless against the bundled stand-in server.
 
 ``python -m genai_magics.demo`` needs no API key: it starts the stand-in on
-127.0.0.1, executes notebooks/quickstart.ipynb in a real kernel (nbclient),
-prints what each magic cell showed and the conversation's token table, and
+127.0.0.1, executes notebooks/quickstart.ipynb in a real kernel (nbclient, over
+IPC sockets), prints what each magic cell showed (an edit, Apply, a follow-up that
+does not resend the cell, Undo, Discard, a server-side conversation, a 2,000-line
+cell whose follow-up is served from the context cache) and the token table, and
 writes the executed notebook to the current folder (``--output`` to choose).
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 # The checkout's notebooks/ (an editable install), else the copy the wheel carries.
@@ -36,11 +39,20 @@ def _text_of(output) -> str:
     return data.get("text/markdown") or data.get("text/plain", "")
 
 
+def _shown_source(source: str, most: int = 12) -> str:
+    """A cell's code as the demo prints it: a long cell (the 2,000-line one) by its first lines."""
+    lines = source.splitlines()
+    if len(lines) <= most:
+        return source
+    return "\n".join([*lines[:3], f"... ({len(lines):,} lines in all)"])
+
+
 def run(notebook: Path, output: Path | None) -> int:
     import nbformat
 
     try:
         from nbclient import NotebookClient
+        from traitlets.config import Config
     except ImportError:
         print("the demo runs a notebook with nbclient: pip install 'genai-magics[demo]'", file=sys.stderr)
         return 2
@@ -48,7 +60,7 @@ def run(notebook: Path, output: Path | None) -> int:
     from .stub import StubServer
 
     nb = nbformat.read(str(notebook), as_version=4)
-    with StubServer() as stub:
+    with StubServer() as stub, tempfile.TemporaryDirectory(prefix="genai-magics-demo-") as sockets:
         # The stand-in, never Gemini: a fake key, so a real one is never sent to it.
         os.environ["GOOGLE_GEMINI_BASE_URL"] = stub.url
         os.environ["GEMINI_API_KEY"] = "stand-in-key"
@@ -57,6 +69,9 @@ def run(notebook: Path, output: Path | None) -> int:
             nb,
             timeout=120,
             kernel_name="python3",
+            # IPC sockets, not TCP on localhost: private to this user, and ipykernel's warning about
+            # unencrypted TCP stays out of the demo's output
+            config=Config({"KernelManager": {"transport": "ipc", "ip": str(Path(sockets) / "kernel")}}),
             allow_errors=True,
             resources={"metadata": {"path": str(notebook.parent)}},
         )
@@ -65,7 +80,7 @@ def run(notebook: Path, output: Path | None) -> int:
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
-        print(f"\n>>> {cell.source.strip()}")
+        print(f"\n>>> {_shown_source(cell.source.strip())}")
         for out in cell.outputs:
             text = _text_of(out).rstrip()
             if text:

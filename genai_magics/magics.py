@@ -1,4 +1,9 @@
-"""The IPython face of genai_magics: thin, flags in, session calls out."""
+"""The IPython face of genai_magics: the magics' flags in, session calls out.
+
+Not yet thin: besides that it chooses each run's frontend, stages Apply where a cell cannot
+wait, gathers the --error/--vars/--interpolate context, shows proposals and dispatches the
+%gemini subcommands.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, Dict, Enum, Float, Int, Unicode
 
+from .engine.cells import WHOLE_NOTEBOOK
 from .engine.conversation import STATE_MODES, Mode
 from .engine.errors import UserError
 from .engine.redaction import redact, remember_keys
@@ -27,6 +33,7 @@ from .frontends.cell_writer import EDITED_BEFORE_RERUN, strip_applied_marker
 from .frontends.frontend import Kind
 from .frontends.notebook_edit import NotebookWriter
 from .frontends.notebook_view import MergedView, notebook_path_from
+from .frontends.terminal import typed_source
 from .gemini.models import DEFAULT_MODEL, models_table
 from .gemini.transport import ClientSettings
 from .line_syntax import split_prompt
@@ -228,13 +235,16 @@ class GeminiMagics(Magics):
         self.staged: dict = kept.staged if kept is not None else {}  # magic cell id -> StagedApply
         self.latest: dict = kept.latest if kept is not None else {}  # conversation -> newest ProposalController
         self.bridge = None  # set by load_ipython_extension when the live bridge is available
+        self.transformers: list[tuple[list, Callable]] = []  # (shell list, transformer) this load added
         self.session.view = self._view
         self.session.frontend_target = None
 
     @property
     def _terminal(self) -> bool:
         """Terminal IPython: no widgets, no rich outputs; the next prompt can be pre-filled."""
-        return type(self.shell).__name__ == "TerminalInteractiveShell"
+        # Not imported, the terminal shell cannot be this one; IPython.embed()'s shell is one (a subclass).
+        terminal = sys.modules.get("IPython.terminal.interactiveshell")
+        return terminal is not None and isinstance(self.shell, terminal.TerminalInteractiveShell)
 
     # -- what the kernel knows -------------------------------------------------
     def _view(self):
@@ -275,7 +285,8 @@ class GeminiMagics(Magics):
             return
         # IPython has already counted this cell when it announces it (post_run_cell confirms).
         count = self.shell.execution_count - 1 if info.store_history else None
-        self.session.record.record(cell_id, info.raw_cell, count)
+        source = typed_source(info.raw_cell) if self._terminal else info.raw_cell
+        self.session.record.record(cell_id, source, count)
         self.session.outputs.start(self.session.record.running_id)
 
     def post_run_cell(self, result) -> None:
@@ -489,7 +500,9 @@ class GeminiMagics(Magics):
 
     def _cell_for_filename(self, filename: str):
         """A traceback frame's file -> the cell it was compiled from (id, label)."""
-        number = getattr(self.shell.compile, "_filename_map", {}).get(filename)
+        from .sources.last_error import execution_count_of
+
+        number = execution_count_of(self.shell, filename)
         cell = self.session.record.by_execution_count(number) if number is not None else None
         return (cell.id, cell.label) if cell else (None, None)
 
@@ -523,13 +536,12 @@ class GeminiMagics(Magics):
         """Show the diff and buttons; where only the running cell can be written, wait here."""
         from IPython.display import display
 
-        cell_id = outcome.target.id if outcome.target is not None else "notebook"
+        whole = outcome.target is None  # --notebook: the notebook's cells, not one of them
+        cell_id = str(WHOLE_NOTEBOOK) if outcome.target is None else outcome.target.id
         turn = outcome.turn
         if outcome.replayed:
             frontend = frontend.without_waiting(self.staged)
-        writer = frontend.writer(
-            instruction, (turn.base_source or "", turn.proposal_source or "") if cell_id == "notebook" else None
-        )
+        writer = frontend.writer(instruction, (turn.base_source or "", turn.proposal_source or "") if whole else None)
         controller = ProposalController(
             conversation=outcome.conversation,
             turn=outcome.turn,

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from .engine.cells import Cell, Document, defined_names, is_genai_magic, undecodable_at
+from .engine.cells import WHOLE_NOTEBOOK, Cell, Document, WholeNotebook, defined_names, is_genai_magic, undecodable_at
 from .engine.context import ContextPiece, secondary_context
 from .engine.conversation import Conversation, Mode, StateMode, Turn, TurnPlan, Usage
 from .engine.errors import UserError
@@ -257,7 +257,7 @@ class Session:
     def kept_target(self, conv: Conversation | None) -> Cell | None:
         """The document a conversation already works on, while that cell still exists."""
         key = conv.document_key if conv else None
-        if key is None or key == "notebook":
+        if key is None or isinstance(key, WholeNotebook):
             return None
         # the view holds every cell the kernel knows (a live notebook: only those still there)
         kept = next((c for c in self._view().cells() if c.id == key), None)
@@ -288,7 +288,7 @@ class Session:
             cells = [c for c in known if not is_genai_magic(c.source) and c.id != self.record.running_id]
             if not cells:
                 raise UserError("--notebook: the notebook has no cells to work on")
-            doc = Document(key="notebook", label="the notebook", source=notebook_text(cells))
+            doc = Document(key=WHOLE_NOTEBOOK, label="the notebook", source=notebook_text(cells))
             target = None
         else:
             if req.cell:
@@ -329,15 +329,16 @@ class Session:
         explicit = list(req.extra_pieces)
         if req.no_context or req.notebook:
             return explicit
-        exclude = {self.record.running_id or "", doc.key if doc else ""}
-        anchor = doc.key if doc else self.record.running_id  # the context is what is nearest to it
+        key = str(doc.key) if doc else None  # a cell's id: --notebook has no other context (above)
+        exclude = {self.record.running_id or "", key or ""}
+        anchor = key if doc else self.record.running_id  # the context is what is nearest to it
         piece = secondary_context(list(self._view().cells()), exclude, settings.secondary_context_chars, anchor)
         return ([piece] if piece else []) + explicit
 
     def output_pieces(self, req: TurnRequest, doc: Document | None, settings: Settings) -> OutputPieces:
         """What the document cell showed (unless --no-outputs, --no-context or --notebook) and the --outputs cells."""
         cells = [self.find_cell(ref, "--outputs") for ref in req.output_cells]
-        if doc is not None and doc.key != "notebook" and req.outputs and not req.no_context:
+        if doc is not None and not isinstance(doc.key, WholeNotebook) and req.outputs and not req.no_context:
             cells.insert(0, Cell(doc.key, doc.source, execution_count=None))
         pieces: list[ContextPiece] = []
         notes: dict[str, str] = {}
@@ -502,8 +503,9 @@ class Session:
             replaced.closed = True
             self.caches.release(replaced)
         self.conversations[conv.name] = conv  # a conversation exists once a turn succeeded
+        assert key is not None  # every sent turn has one (a dry run returned above, with its request)
         try:  # the answer is in: nothing may lose it now (it was shown; it stays in this kernel)
-            note = self.replay.committed(conv, key, self.caches.recorded(conv)) if key is not None else None
+            note = self.replay.committed(conv, key, self.caches.recorded(conv))
         except Exception as exc:  # noqa: BLE001 - any failure of the record is one line
             note = redact(f"the answer is kept in this kernel but not in the record ({type(exc).__name__}: {exc})")
         if note:
@@ -613,7 +615,7 @@ def unmasked_proposal(doc: Document, proposal: str, display: TurnDisplay) -> str
     What the kernel masked never comes back as a change: a cell whose key line
     the model changed around the mask is left as it was, and the cell says so.
     """
-    if doc.key == "notebook":
+    if isinstance(doc.key, WholeNotebook):
         proposal, ids = unmask_cells(doc.source, proposal)
         untouched = [f"cell {i}" for i in ids]
     else:
@@ -666,12 +668,11 @@ def _unmask_recorded(turn: Turn, doc: Document | None) -> None:
     replayed proposal write it back in place, never *** over it."""
     if doc is None:
         return
+    whole = isinstance(doc.key, WholeNotebook)
     for name in ("base_source", "proposal_source"):
         text = getattr(turn, name)
         if text is not None and MASK in text:
-            setattr(
-                turn, name, unmask_cells(doc.source, text)[0] if doc.key == "notebook" else unmask(doc.source, text)[0]
-            )
+            setattr(turn, name, unmask_cells(doc.source, text)[0] if whole else unmask(doc.source, text)[0])
 
 
 def parse_proposal(text: str) -> tuple[str, str]:

@@ -1,118 +1,96 @@
-"""The live bridge's comm messages: one schema that the kernel side, the extension and the fake frontend follow.
+"""The live bridge's comm messages: one schema file that every side is held to.
 
-The schema is docs/protocol.md's ("The bridge's comm protocol"). Each side must write every field it
-sends and read every field it receives, and use no field outside the schema, so a field nobody reads
-(or one only one side knows) fails here. Read from the sources: genai_magics/frontends/bridge.py,
-labextension/src/index.ts, tests/helpers/fake_frontend.py.
+genai_magics/frontends/bridge_protocol.schema.json is the protocol. At run time in the tests:
+the fake frontend (tests/helpers/fake_frontend.py) validates every message the kernel side sends it
+and every one it sends (so every kernel-level bridge test checks both), and the extension's unit
+tests (labextension/test/schema.test.ts) validate the messages its builders make. The extension's
+TypeScript types are generated from the schema (labextension/src/protocol.ts); docs/protocol.md
+names every field.
 """
 
 from __future__ import annotations
 
-import ast
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+from helpers import protocol
+from helpers.bridge import ATTACH
+from helpers.fake_frontend import FakeFrontend
+
 ROOT = Path(__file__).resolve().parent.parent
-
-CELL = {"id", "cell_type", "source"}  # one entry of a snapshot's "cells"
-TO_FRONTEND = {  # kernel -> frontend
-    "comm_open": {"version"},
-    "request": {"type", "request_id", "op", "cell_id", "source", "after_id", "cell_type", "cell"},
-    "resync": {"type"},
-}
-TO_KERNEL = {  # frontend -> kernel
-    "snapshot": {"type", "version", "full", "seq", "path", "order", "cells", "removed"} | CELL,
-    "reply": {"type", "request_id", "ok", "cell_id", "cell", "error"},
-}
-SENT_TO_FRONTEND = set().union(*TO_FRONTEND.values())
-SENT_TO_KERNEL = set().union(*TO_KERNEL.values())
-FIELDS = SENT_TO_FRONTEND | SENT_TO_KERNEL
+DEFS = protocol.schema()["$defs"]
 
 
-def _python_keys(path: Path, functions: set[str]) -> tuple[set[str], set[str]]:
-    """(written, read) string keys of message dicts inside ``functions``."""
-    written: set[str] = set()
-    read: set[str] = set()
-    for fn in ast.walk(ast.parse(path.read_text())):
-        if not (isinstance(fn, ast.FunctionDef) and fn.name in functions):
-            continue
-        for node in ast.walk(fn):
-            if isinstance(node, ast.Dict):
-                written |= {k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                if node.func.attr == "update":
-                    written |= {kw.arg for kw in node.keywords if kw.arg}
-                elif node.func.attr == "get" and node.args and isinstance(node.args[0], ast.Constant):
-                    read.add(node.args[0].value)
-            elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
-                if isinstance(node.slice.value, str):
-                    (written if isinstance(node.ctx, ast.Store) else read).add(node.slice.value)
-    return written, read
+def _fields() -> set[str]:
+    return {name for d in DEFS.values() for name in d.get("properties", {})}
 
 
-def _ts_method(source: str, name: str) -> str:
-    """The body of a method of index.ts's NotebookBridge (up to the next member)."""
-    start = re.search(rf"^  (?:private |async )*{name}\b.*?\{{\n", source, re.M)
-    assert start, name
-    end = re.search(r"^  (?:private |public |constructor)", source[start.end() :], re.M)
-    return source[start.end() : start.end() + end.start() if end else None]
+def test_the_typescript_types_are_the_schemas():
+    """protocol.ts is what labextension/dev/gen_protocol.py makes of the schema, unedited."""
+    run = subprocess.run([sys.executable, str(ROOT / "labextension/dev/gen_protocol.py"), "--check"])
+    assert run.returncode == 0, "labextension/src/protocol.ts differs: run labextension/dev/gen_protocol.py"
 
 
-def _ts_keys(*methods: str) -> tuple[set[str], set[str]]:
-    source = (ROOT / "labextension/src/index.ts").read_text()
-    body = "\n".join(_ts_method(source, m) for m in methods)
-    written = set(re.findall(r"(?:^|[{,])\s*(\w+)\s*:", body, re.M))  # object literal keys
-    written |= set(re.findall(r"\b(?:data|cell)\.(\w+)\s*=[^=]", body))
-    read = set(re.findall(r"\b(?:req|data)\.(\w+)\b(?!\s*=[^=])", body))
-    return written - {"default", "metadata"}, read  # a switch's default; a new cell's own metadata
+def test_the_bridge_modules_use_the_generated_types():
+    for name in ("bridge.ts", "snapshot.ts", "reply.ts"):
+        source = (ROOT / "labextension/src" / name).read_text()
+        assert "from './protocol'" in source, name
+        assert not re.search(r"^(export )?interface I(Request|Reply|Snapshot|Cell)\b", source, re.M), name
 
 
-def test_the_kernel_side_sends_and_reads_the_schema():
-    written, read = _python_keys(
-        ROOT / "genai_magics/frontends/bridge.py",
-        {
-            "_open",
-            "_install_routing",
-            "_on_msg",
-            "_on_snapshot",
-            "_on_reply",
-            "_after_ok",
-            "_request",
-            "set_source",
-            "insert_cell",
-            "delete_cell",
-            "_send",
-            "_cell_from",
-        },
-    )
-    assert SENT_TO_FRONTEND <= written, SENT_TO_FRONTEND - written
-    assert SENT_TO_KERNEL <= read, f"sent by the frontend but never read: {SENT_TO_KERNEL - read}"
-    assert (written | read) - {"content", "data"} <= FIELDS, (written | read) - FIELDS
+@pytest.mark.parametrize(
+    ("definition", "message"),
+    [
+        ("Snapshot", {"type": "snapshot", "version": 1, "full": True, "seq": 1, "path": "n.ipynb", "cells": []}),
+        (
+            "Snapshot",
+            {
+                "type": "snapshot",
+                "version": 1,
+                "full": True,
+                "seq": 1,
+                "path": "",
+                "cells": [],
+                "removed": [],
+                "executing": "a",
+            },
+        ),  # noqa: E501
+        ("Reply", {"type": "reply", "request_id": 1, "ok": "yes"}),
+        ("Request", {"type": "request", "request_id": 1, "op": "set_source", "cell_id": "a"}),  # no source
+        ("Request", {"type": "request", "request_id": 1, "op": "rename", "cell_id": "a"}),
+        ("CommOpen", {"version": 2}),
+    ],
+)
+def test_the_schema_refuses_what_no_side_may_send(definition, message):
+    with pytest.raises(AssertionError, match=f"not a {definition}"):
+        protocol.check(definition, message)
 
 
-def test_the_extension_sends_and_reads_the_schema():
-    written, read = _ts_keys("_onCommOpen", "_currentCells", "_push", "_onMsg", "_perform")
-    assert SENT_TO_KERNEL <= written, SENT_TO_KERNEL - written
-    assert SENT_TO_FRONTEND <= read, f"sent by the kernel but never read: {SENT_TO_FRONTEND - read}"
-    assert written | read <= FIELDS, f"outside the schema: {(written | read) - FIELDS}"
-    replied, _ = _ts_keys("_onMsg")
-    assert replied <= TO_KERNEL["reply"], f"not reply fields: {replied - TO_KERNEL['reply']}"
-
-
-def test_the_fake_frontend_sends_and_reads_the_schema():
-    written, read = _python_keys(
-        ROOT / "tests/helpers/fake_frontend.py", {"push_snapshot", "as_dict", "_on_bridge_msg", "_perform"}
-    )
-    assert SENT_TO_KERNEL <= written, SENT_TO_KERNEL - written
-    # the comm_open's version: only the extension warns about a mismatch
-    assert SENT_TO_FRONTEND - {"version"} <= read, SENT_TO_FRONTEND - read
-    assert written | read <= FIELDS | {"comm_id", "data"}, (written | read) - FIELDS
-    replied, _ = _python_keys(ROOT / "tests/helpers/fake_frontend.py", {"_on_bridge_msg"})
-    assert replied - {"comm_id", "data"} <= TO_KERNEL["reply"], replied - TO_KERNEL["reply"]
+@pytest.mark.kernel
+def test_a_kernel_message_outside_the_schema_fails_the_fake_frontend():
+    ff = FakeFrontend(cells=[("a", "x = 1")])
+    try:
+        assert ff.execute_code(ATTACH).error is None
+        bad = {"type": "request", "request_id": 99, "op": "set_source", "cell_id": "a", "source": "y", "why": "x"}
+        with pytest.raises(AssertionError, match="not a ToFrontend"):
+            ff.execute_code(f"B._comm.send({bad!r})")
+            ff.pump(1.0)
+    finally:
+        ff.close()
 
 
 def test_docs_name_every_field():
     doc = (ROOT / "docs/protocol.md").read_text()
     section = doc[doc.index("## The bridge's comm protocol") :]
-    missing = {f for f in FIELDS if not re.search(rf"`[^`]*\b{f}\b[^`]*`", section)}  # named in code spans
+    missing = {f for f in _fields() if not re.search(rf"`[^`]*\b{f}\b[^`]*`", section)}  # named in code spans
     assert not missing, f"docs/protocol.md does not describe {missing}"
+    assert "bridge_protocol.schema.json" in section
+
+
+def test_the_schema_is_json_that_ships_with_the_package():
+    assert json.loads(protocol.SCHEMA_PATH.read_text())["$defs"]
+    assert protocol.SCHEMA_PATH.is_relative_to(ROOT / "genai_magics")

@@ -818,3 +818,11 @@ def test_interactions_undo_after_lost_chain_resends_base():
     assert plan.previous_interaction_id == "j1"
     assert plan.synchronized is False
     assert plan.payload.get("currentSource") == S0
+
+
+def test_the_whole_notebook_key_is_stored_apart_from_a_cell_called_notebook():
+    from genai_magics.engine.cells import WHOLE_NOTEBOOK, key_from_store, stored_key
+
+    assert key_from_store(stored_key(WHOLE_NOTEBOOK)) is WHOLE_NOTEBOOK
+    assert key_from_store(stored_key("notebook")) == "notebook" != WHOLE_NOTEBOOK
+    assert key_from_store(None) is None

@@ -109,6 +109,20 @@ def test_apply_undo_discard_states(magic_shell, stub):
     assert current_payload(api_requests(stub)[-1]).get("sourceSynchronized") is True
 
 
+def test_a_cell_whose_id_is_notebook_is_a_cell_not_the_whole_notebook(magic_shell, stub):
+    """ "notebook" is a legal nbformat cell id: the whole notebook's key is of its own type."""
+    magic_shell.run(CODE, cell_id="notebook")
+    # a conversation of its own: the in-process shell keeps conversations from test to test (reload_ext)
+    (widget,) = magic_shell.run("%%gemini_edit -c cell-id\nAdd validation", cell_id="m1").widgets()
+    controller = magic_shell.magics.latest["cell-id"]
+    assert controller.diff.startswith("--- ")  # one cell's diff, not the notebook's cell by cell
+    buttons(widget)["Apply"].click()
+    assert magic_shell.magics.session.record.by_id["notebook"].source.startswith("# stub edit: Add validation")
+    # the follow-up keeps that cell as its document and sends nothing again
+    shown = magic_shell.run("%%gemini_ask -c cell-id\nand now?", cell_id="m2")
+    assert current_payload(api_requests(stub)[-1]).get("sourceSynchronized") is True, shown.plain
+
+
 def test_discard_then_apply_is_refused_and_said(magic_shell, stub):
     _, widget = edit(magic_shell)
     controller = magic_shell.magics.latest["default"]

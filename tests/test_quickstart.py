@@ -6,6 +6,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -38,19 +39,29 @@ def test_quickstart_runs_on_the_stand_in(stub):
         diff_ignore=("/cells/*/outputs", "/cells/*/execution_count", "/metadata"),
     )
     result = fixture.check(str(NOTEBOOK))
-    cells = {c.source.split("\n", 1)[0]: c for c in result.nb_final.cells if c.cell_type == "code"}
+    cells = {}  # by first line: the first such cell
+    for c in result.nb_final.cells:
+        cells.setdefault(c.source.split("\n", 1)[0], c)
     edit = _text(cells["%%gemini_edit"])
     assert "Stub edit for: Add input validation" in edit and "In[" in edit and "sent" in edit
     assert "Applied" in _text(cells["%gemini apply"])
     assert "not re-sent: synchronized" in _text(cells["%%gemini_ask"])  # the applied proposal is held
+    assert _text(cells["%gemini undo"]).startswith("Undone for the conversation")
+    assert _text(cells["%gemini discard"]).startswith("Discarded")
     follow = _text(cells["%%gemini_ask -c server"])
     assert "not re-sent: synchronized" in follow
+    # the 2,000-line cell: sent once into a context cache, the follow-up served from it
+    first_big, second_big = (c for c in result.nb_final.cells if c.source.startswith("%%gemini_ask -c big"))
+    assert "sent into the context cache" in _text(first_big)
+    assert re.search(r"in [\d,]+ tok \(18,\d{3} cached\).*saved vs resending", _text(second_big))
+    assert "not re-sent: synchronized" in _text(second_big)
     table = _text(cells["%gemini tokens"])
-    assert "conversation 'default'" in table and "conversation 'server'" in table
+    assert all(f"conversation '{name}'" in table for name in ("default", "server", "big"))
     kinds = [r["kind"] for r in api_requests(stub)]
-    assert kinds == ["stream", "stream", "interaction.create", "interaction.create"]
-    last = current_payload(api_requests(stub)[-1])
-    assert last["sourceSynchronized"] is True and "currentSource" not in last
+    assert kinds == ["stream"] * 3 + ["interaction.create"] * 2 + ["stream"] * 2, kinds
+    assert [r["kind"] for r in stub.requests].count("cache.create") == 1
+    server_follow = current_payload(api_requests(stub)[4])
+    assert server_follow["sourceSynchronized"] is True and "currentSource" not in server_follow
     assert FAKE_KEY not in json.dumps(result.nb_final)
 
 

@@ -198,6 +198,19 @@ def test_edit_of_percent_notebook_keeps_cell_header(client, stub):
     assert json.loads(reply.text)["proposedSource"] == "# %% id=abc\n# stub edit: go\nx = 1\n\n# %% id=def\ny = 2\n"
 
 
+def test_a_long_prompt_is_echoed_up_to_its_last_whole_word(client, stub):
+    prompt = "Add input validation and raise ValueError with a helpful message."  # 65 characters
+    reply = client.models.generate_content(
+        model=MODEL,
+        contents=[user({"mode": "edit", "prompt": prompt, "currentSource": "x = 1\n"})],
+        config=types.GenerateContentConfig(response_mime_type="application/json", response_schema=SCHEMA),
+    )
+    edit = json.loads(reply.text)
+    echo = "Add input validation and raise ValueError with a helpful…"
+    assert edit["proposedSource"] == f"# stub edit: {echo}\nx = 1\n"
+    assert edit["explanation"].startswith(f"Stub edit for: {echo}. ")
+
+
 def test_count_tokens(client, stub):
     text = "hello wörld, count me"
     result = client.models.count_tokens(model=MODEL, contents=text)

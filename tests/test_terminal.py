@@ -107,3 +107,16 @@ def test_what_a_cell_printed_and_returned_goes_with_it_in_the_terminal(term, stu
     [ask] = api_requests(stub)
     [text] = current_payload(ask)["outputs"]
     assert text["label"] == "In[2]" and text["text"] == "total 42\n'the result'\n"
+
+
+def test_a_function_typed_over_two_lines_is_a_two_line_document(term, stub):
+    term.type("%load_ext genai_magics")
+    term.wait_for("In [2]:")
+    term.type("def parse(s):", "Enter")
+    term.type("return int(s)", "Enter", "Enter")  # IPython indents the third line; that Enter runs the cell
+    term.wait_for("In [3]:")
+    term.type("%gemini_edit add validation")
+    screen = term.wait_for("pre-filled at the next prompt")
+    assert "on top of the 2-line document" in screen
+    (edit,) = api_requests(stub)
+    assert current_payload(edit)["currentSource"] == "def parse(s):\n    return int(s)"

@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from helpers.lazy import lazy_import
 
 nbformat = lazy_import("nbformat")
 
+ROOT = Path(__file__).resolve().parent.parent
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    """`python -m genai_magics.demo`, run once: what it printed, and the notebook it wrote."""
+    """`python -m genai_magics.demo`, run once: what each cell printed, the notebook it wrote, the run."""
     out = tmp_path_factory.mktemp("demo") / "quickstart.executed.ipynb"
     run = subprocess.run(
         [sys.executable, "-m", "genai_magics.demo", "--output", str(out)], capture_output=True, text=True, timeout=300
@@ -28,13 +30,13 @@ def demo(tmp_path_factory):
     cells = {}
     for block in run.stdout.split("\n>>> ")[1:]:
         magic, _, shown = block.partition("\n")
-        cells[magic] = shown
-    return cells, nbformat.read(str(out), as_version=4)
+        cells.setdefault(magic, shown)  # the first cell that starts so
+    return cells, nbformat.read(str(out), as_version=4), run
 
 
 @pytest.mark.kernel
 def test_the_demo_says_applied_only_where_apply_happened(demo):
-    cells, _ = demo
+    cells, _, _ = demo
     edit = cells["%%gemini_edit"]
     assert "+# stub edit: Add input validation" in edit  # the diff
     assert "Apply records the proposal" in edit  # what Apply will do, as the cell showed it then
@@ -43,9 +45,26 @@ def test_the_demo_says_applied_only_where_apply_happened(demo):
 
 
 @pytest.mark.kernel
+def test_the_demo_prints_no_kernel_noise(demo):
+    _, _, run = demo
+    assert run.stderr == ""  # ipykernel's warning about unencrypted TCP among others: the kernel talks over IPC
+
+
+@pytest.mark.kernel
+def test_the_readme_footer_is_the_one_the_demo_prints(demo):
+    """The README's footer example is the demo's follow-up about its 2,000-line cell, as printed."""
+    _, _, run = demo
+    (follow_up,) = [b for b in run.stdout.split("\n>>> ") if b.startswith("%%gemini_ask -c big\nAnd which")]
+    shown = next(line for line in follow_up.splitlines() if line.startswith("turn 2 "))
+    assert "cached)" in shown
+    readme = (ROOT / "README.md").read_text()
+    assert f"\n{shown}\n" in readme, shown
+
+
+@pytest.mark.kernel
 def test_a_saved_notebook_without_widgets_shows_the_diff_as_text(demo):
-    _, nb = demo
-    (edit,) = [c for c in nb.cells if c.source.startswith("%%gemini_edit")]
+    _, nb, _ = demo
+    edit = next(c for c in nb.cells if c.source.startswith("%%gemini_edit"))
     (proposal,) = [o for o in edit.outputs if WIDGET_VIEW in o.get("data", {})]
     plain = proposal["data"]["text/plain"]
     assert "VBox(" not in plain and "HTML(" not in plain

@@ -56,10 +56,34 @@ class Cell:
 
 
 @dataclass(frozen=True)
+class WholeNotebook:
+    """The key of the whole notebook as a turn's document (``--notebook``): of its own type, so no
+    cell is taken for it whatever its id (``notebook`` is a legal nbformat cell id)."""
+
+    def __str__(self) -> str:
+        return STORED_NOTEBOOK_KEY
+
+
+WHOLE_NOTEBOOK = WholeNotebook()
+DocumentKey = str | WholeNotebook
+# In the record: a string no cell key can be (nbformat ids are [A-Za-z0-9_-]; the kernel's own are
+# In[n] and run-n; VS Code's are vscode-notebook-cell: URIs).
+STORED_NOTEBOOK_KEY = "<notebook>"
+
+
+def stored_key(key: DocumentKey | None) -> str | None:
+    return STORED_NOTEBOOK_KEY if isinstance(key, WholeNotebook) else key
+
+
+def key_from_store(value: str | None) -> DocumentKey | None:
+    return WHOLE_NOTEBOOK if value == STORED_NOTEBOOK_KEY else value
+
+
+@dataclass(frozen=True)
 class Document:
     """What a turn is about: one cell, or the whole notebook serialized."""
 
-    key: str  # stable identity: a cell id, or "notebook"
+    key: DocumentKey  # stable identity: a cell id, or WHOLE_NOTEBOOK
     label: str  # for people and the model: "In[3]", "cell 1a2b", "notebook x.ipynb"
     source: str
     sha256: str = field(init=False)

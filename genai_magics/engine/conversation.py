@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from .cells import Document
+from .cells import Document, DocumentKey
 from .context import ContextPiece
 from .diff import source_patch
 from .hashing import sha256_text
@@ -50,7 +50,7 @@ class Turn:
     mode: Mode
     prompt: str
     state_mode: StateMode
-    document_key: str | None = None
+    document_key: DocumentKey | None = None
     document_label: str | None = None
     base_source: str | None = None  # the document when asked: kept locally for diff/undo
     base_sha256: str | None = None
@@ -142,7 +142,7 @@ class Conversation:
     closed: bool = False  # reset or started over: its proposals' buttons do nothing
     # the cell this conversation works on: follow-ups without --cell keep it; an Apply that wrote
     # the code into another cell (the running magic cell in VS Code) moves it there
-    document_key: str | None = None
+    document_key: DocumentKey | None = None
 
     # -- planning -----------------------------------------------------------
     def plan_turn(

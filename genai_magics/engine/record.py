@@ -15,6 +15,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .cells import DocumentKey, key_from_store, stored_key
 from .context import SECONDARY_FIELD, ContextPiece
 from .conversation import Conversation, SyncState, Turn, Usage
 from .outputs import held_after_restore, recorded_output, restored_output
@@ -95,7 +96,7 @@ class ConversationRecord:
     replayable: int = 0  # the first this many turns came from an earlier kernel and may be replayed
     cursor: int = 0  # how many of them this kernel has replayed, in order
     told: dict[str, str] = field(default_factory=dict)  # outcomes told up to the newest meta
-    resume_document_key: str | None = None  # the conversation's document once every recorded turn replayed
+    resume_document_key: DocumentKey | None = None  # the conversation's document once every recorded turn replayed
     cache: dict[str, Any] | None = None  # its explicit context cache when the record was written (name, expiry...)
     continued: bool = False  # went live after its last recorded turn, every recorded turn kept
 
@@ -109,7 +110,7 @@ def _state(conv: Conversation) -> dict[str, Any]:
         "last_interaction_id": conv.last_interaction_id,
         "outcomes_told": dict(conv.outcomes_told),
         "chain_versions": [list(v) for v in conv.chain_versions],
-        "document_key": conv.document_key,
+        "document_key": stored_key(conv.document_key),
     }
 
 
@@ -120,7 +121,7 @@ def _set_state(conv: Conversation, s: dict[str, Any]) -> None:
     conv.last_interaction_id = s["last_interaction_id"]
     conv.outcomes_told = dict(s["outcomes_told"])
     conv.chain_versions = [(sha, proposer) for sha, proposer in s["chain_versions"]]
-    conv.document_key = s.get("document_key")
+    conv.document_key = key_from_store(s.get("document_key"))
 
 
 def state_after(conv: Conversation, told: dict[str, str]) -> dict[str, Any]:
@@ -165,6 +166,7 @@ def _turn_dict(t: Turn, sources: dict[str, str], images: bool = False) -> dict[s
         for p in t.pieces
     ]
     d["usage"] = asdict(t.usage)
+    d["document_key"] = stored_key(t.document_key)
     return d
 
 
@@ -173,6 +175,7 @@ _PLAIN_FIELDS = frozenset(Turn.__dataclass_fields__) - {"pieces", "usage", "base
 
 def _turn(d: dict[str, Any], sources: dict[str, str]) -> Turn:
     fields = {k: d[k] for k in _PLAIN_FIELDS.intersection(d)}
+    fields["document_key"] = key_from_store(d.get("document_key"))
     base, proposal = d.get("base_sha256"), d.get("proposal_sha256")
     return Turn(
         **fields,
@@ -340,7 +343,7 @@ def document_at_cursor(rec: ConversationRecord) -> None:
     if at >= rec.replayable:
         return
     before = rec.meta.get(conv.history[at - 1].index) if at else None
-    conv.document_key = before.after.get("document_key") if before else None
+    conv.document_key = key_from_store(before.after.get("document_key")) if before else None
 
 
 def replayed(rec: ConversationRecord) -> None:

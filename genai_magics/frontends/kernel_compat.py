@@ -1,4 +1,7 @@
-"""Every reliance on ipykernel's and IPython's private or version-bound behaviour, in one place.
+"""Every reliance on ipykernel's and IPython's private or version-bound behaviour, but one, in one place.
+
+(The one: IPython's ``shell.compile._filename_map``, read by ``sources/last_error.py``'s
+``execution_count_of`` alone, since the sources layer cannot import this one.)
 
 Each function checks the version it was written for and answers "not
 available" elsewhere, so a kernel upgrade degrades (staged Apply, default

@@ -106,9 +106,10 @@ def decide(
 
 
 def cache_is_gone(exc: BaseException) -> bool:
-    """The server no longer knows the cache a request named: 403 PERMISSION_DENIED or 404."""
-    code = status_code(exc)
-    return code == 404 or (code == 403 and "CachedContent" in str(exc))
+    """The server no longer knows the cache a request named: 404, or 403 PERMISSION_DENIED, which is what
+    Gemini answers for a cache it lost (decided by status, never by the message's words; a key without
+    access to caches fails the same way, and its one re-creation fails again and is reported)."""
+    return status_code(exc) in (403, 404)
 
 
 @dataclass

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from ..engine.redaction import redact
 from ..engine.text import one_line
+from .sdk_compat import interactions_status_error
 
 
 class _RedactKeys(logging.Filter):
@@ -52,9 +53,9 @@ def failure_kinds() -> _Kinds:
     if genai_errors is not None:
         status.append(genai_errors.APIError)
     # The interactions client raises its own hierarchy (google-genai >= 3.3), wrapping httpx's errors.
-    interactions = sys.modules.get("google.genai._interactions_errors")
+    interactions = interactions_status_error()
     if interactions is not None:
-        status.append(interactions.APIStatusError)
+        status.append(interactions)
     # The SDK's HTTP library: httpx2 since google-genai 3.6, httpx before (either may be in use).
     http = [sys.modules[name] for name in ("httpx2", "httpx") if name in sys.modules]
     return _Kinds(

@@ -1,15 +1,15 @@
 """Talking to Gemini: one small class per state mode behind one interface.
 
-Only this module imports google.genai, and only when a request is really made,
-so ``%load_ext genai_magics`` stays fast and a dry run needs no key.
+google.genai is imported only when a client is made (here; also caching.py's cache
+creation and warm_up.py's offline rehearsal, after %load_ext), never at import, so
+``%load_ext genai_magics`` stays fast and a dry run needs no key. Its private parts are
+reached only through sdk_compat.py.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import logging
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -19,6 +19,7 @@ from ..engine.conversation import Turn, TurnPlan, Usage
 from ..engine.outputs import interaction_inputs
 from ..engine.payloads import EDIT_RESPONSE_SCHEMA, SYSTEM_INSTRUCTION, to_text
 from .errors import failure_kinds
+from .sdk_compat import on_retry_wait
 
 OnChunk = Callable[[str], None]
 
@@ -88,7 +89,6 @@ class RetryNotices:
         self.retry_delay_s = ClientSettings.retry_delay_s  # the client's first wait: make_client sets it
         self.failures = 0
         self.request_bytes = 0  # the body of the latest request, as it went on the wire
-        self._log = _TransportRetryLog(self)
 
     def on_request(self, request) -> None:
         """httpx request hook: what really goes over the wire (the SDK's own JSON)."""
@@ -98,16 +98,17 @@ class RetryNotices:
         """Announce retries to ``say`` while a turn runs; None stops announcing."""
         self.say = say
         self.honours_retry_after = honours_retry_after
-        logger = logging.getLogger(SDK_RETRY_LOGGER)
-        if say is None:  # the turn is over: keep what it measured
-            logger.removeHandler(self._log)
-            logger.setLevel(self._log.previous_level)
-        else:
+        if say is not None:  # a new turn; when it is over, keep what it measured
             self.failures = self.request_bytes = 0
-            self._log.previous_level = logger.level
-            logger.addHandler(self._log)
-            if not logger.isEnabledFor(logging.INFO):
-                logger.setLevel(logging.INFO)
+
+    def retry_wait(self, error: BaseException, wait: float) -> None:
+        """The SDK's retrying waits after ``error``: a failure without an HTTP answer is announced here
+        (HTTP answers are announced by the response hook)."""
+        kinds = failure_kinds()
+        if isinstance(error, kinds.status):
+            return
+        detail = " ".join(str(error).split())[:120].rstrip(".") or type(error).__name__
+        self.transport_failure(isinstance(error, kinds.timeout), detail, wait)
 
     def transport_failure(self, timed_out: bool, error: str, wait: float) -> None:
         """A retry after a failure without an HTTP answer (connection refused, reset, timeout)."""
@@ -141,42 +142,6 @@ def _seconds(wait: float) -> str:
     return f"{wait:.0f}" if wait >= 1 else f"{wait:.1g}"
 
 
-# generate_content's retries (tenacity) announce each wait on this logger; a
-# failure without an HTTP answer is only visible there.
-SDK_RETRY_LOGGER = "google_genai._api_client"
-_TENACITY_RETRY = re.compile(r"^Retrying .+ in ([\d.]+) seconds as it raised (\w+): ?(.*)$", re.S)
-
-
-class _TransportRetryLog(logging.Handler):
-    def __init__(self, notices: RetryNotices):
-        super().__init__(logging.INFO)
-        self.notices = notices
-        self.previous_level = logging.NOTSET
-
-    def emit(self, record: logging.LogRecord) -> None:
-        match = _TENACITY_RETRY.match(record.getMessage())
-        kinds = failure_kinds()
-        # tenacity's line names the exception's class only: look the class up and decide by type
-        if match is None:
-            return
-        cls = _logged_class(match.group(2), kinds)
-        if cls is None or issubclass(cls, kinds.status):
-            return  # HTTP answers are announced by the response hook
-        detail = " ".join(match.group(3).split())[:120].rstrip(".") or match.group(2)
-        self.notices.transport_failure(issubclass(cls, kinds.timeout), detail, float(match.group(1)))
-
-
-def _logged_class(name: str, kinds) -> type | None:
-    """The SDK or httpx exception class a retry line names, if it is one of theirs."""
-    todo = [*kinds.status, *kinds.timeout, *kinds.connect, *kinds.cut]
-    while todo:
-        cls = todo.pop()
-        if cls.__name__ == name:
-            return cls
-        todo += cls.__subclasses__()
-    return None
-
-
 def make_client(settings: ClientSettings, notices: RetryNotices):
     """A google-genai client; the SDK reads the key and base URL from the environment."""
     from google import genai
@@ -194,13 +159,15 @@ def make_client(settings: ClientSettings, notices: RetryNotices):
         http_status_codes=list(RETRY_STATUS),
     )
     notices.retry_delay_s = settings.retry_delay_s  # so the notices announce the waits this client takes
-    return genai.Client(
+    client = genai.Client(
         http_options=types.HttpOptions(
             retry_options=retry,
             timeout=int(settings.timeout_s * 1000),
             client_args={"event_hooks": {"request": [notices.on_request], "response": [notices]}},
         )
     )
+    on_retry_wait(client, notices.retry_wait)
+    return client
 
 
 def request_settings(state_mode: str, mode: str, temperature: float | None) -> str:

@@ -50,6 +50,20 @@ class LastError:
 
 
 # -- cells ----------------------------------------------------------------------
+def execution_count_of(shell: Any, filename: str) -> int | None:
+    """The execution count of the cell IPython compiled under ``filename``, if it was one.
+
+    The one reader of IPython's private ``shell.compile._filename_map`` (every filename a cell was
+    compiled under -> its count), with IPython's public ``<ipython-input-N-…>`` naming as fallback.
+    """
+    fmap = getattr(getattr(shell, "compile", None), "_filename_map", None)
+    number = fmap.get(filename) if isinstance(fmap, dict) else None
+    if number is None:
+        m = _IPYTHON_INPUT.fullmatch(filename)
+        number = int(m.group(1)) if m else None
+    return number
+
+
 def default_cell_for_filename(shell: Any) -> CellForFilename:
     """IPython's own naming: ``<ipython-input-7-…>`` or ipykernel's ``/tmp/ipykernel_*/N.py``.
 
@@ -57,14 +71,9 @@ def default_cell_for_filename(shell: Any) -> CellForFilename:
     cell's execution count (``shell.compile._filename_map``); the result is
     ``(None, "In[7]")`` for a cell, ``(None, None)`` for any other file.
     """
-    compiler = getattr(shell, "compile", None)
 
     def mapping(filename: str) -> tuple[str | None, str | None]:
-        fmap = getattr(compiler, "_filename_map", None)
-        number = fmap.get(filename) if isinstance(fmap, dict) else None
-        if number is None:
-            m = _IPYTHON_INPUT.fullmatch(filename)
-            number = int(m.group(1)) if m else None
+        number = execution_count_of(shell, filename)
         if number is not None:
             return None, f"In[{number}]"
         if _IPYKERNEL_FILE.search(filename):

@@ -168,7 +168,7 @@ def _duration(value: Any) -> float | None:
 
 
 def _timestamp(seconds: float) -> str:
-    return _dt.datetime.fromtimestamp(seconds, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return _dt.datetime.fromtimestamp(seconds, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _parse_timestamp(value: Any) -> float | None:
@@ -216,7 +216,7 @@ def _sha(text: str) -> str:
 
 
 def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _chunks(text: str, minimum: int = 3, size: int = 48, most: int = 32) -> list[str]:
@@ -358,8 +358,12 @@ def current_prompt(text: str) -> tuple[str | None, str]:
 
 
 def _first_line(prompt: str, limit: int = 60) -> str:
+    """The prompt's first line; a longer one cut after its last whole word, the cut marked with an ellipsis."""
     line = (prompt.strip().splitlines() or [""])[0].strip()
-    return line[:limit]
+    if len(line) <= limit:
+        return line
+    head = line[: limit + 1].rsplit(" ", 1)[0] if " " in line[: limit + 1] else line[:limit]
+    return head[:limit].rstrip(" ,;:") + "…"
 
 
 def ask_reply(prompt: str, document: str | None) -> str:

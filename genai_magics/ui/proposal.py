@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..engine.cells import WholeNotebook
 from ..engine.conversation import Conversation, TransitionRefused, Turn
 from ..engine.diff import unified_diff
 from ..engine.redaction import redact
@@ -60,7 +61,7 @@ class ProposalController:
     @property
     def diff(self) -> str:
         base, proposal = self.turn.base_source or "", self.turn.proposal_source or ""
-        if self.turn.document_key == "notebook":
+        if isinstance(self.turn.document_key, WholeNotebook):
             diff = notebook_diff(base, proposal)
         else:
             diff = unified_diff(base, proposal, self.turn.document_label or "cell")
@@ -113,7 +114,7 @@ class ProposalController:
             )
             return
         if expect is not None and current is not None and current != expect and not force:
-            what = "a cell of the notebook" if self.turn.document_key == "notebook" else "the cell"
+            what = "a cell of the notebook" if isinstance(self.turn.document_key, WholeNotebook) else "the cell"
             self._say(
                 Status(
                     f"{action.capitalize()} not done: {what} changed since this proposal was made. "

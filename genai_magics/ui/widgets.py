@@ -52,8 +52,10 @@ class ProposalWidget:
         self.copy_button.on_click(self._copy)
         self.buttons = w.HBox([self.apply_button, self.discard_button, self.copy_button])
         self.box = w.VBox([self.view, self.buttons])
-        # What the labextension looks for to mark the buttons stale after a kernel restart.
+        # What the labextension looks for to mark the buttons stale after a kernel restart (our own
+        # classes, never ipywidgets' internal ones: labextension/src/stale.ts).
         self.box.add_class("genai-magics-proposal")
+        self.buttons.add_class("genai-magics-buttons")
         controller.listeners.append(lambda c: self.refresh())
         self.refresh()
 

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import protocol
 from helpers.lazy import lazy_import
 
 nbformat = lazy_import("nbformat")
@@ -100,11 +101,16 @@ def test_hand_edit_seen_and_kernel_write_shows_in_editor(jupyter_server, page, a
     write_notebook(
         jupyter_server.root / "bridge.ipynb",
         [
-            ("setup", "from genai_magics.frontends.bridge import Bridge\nB = Bridge.attach(get_ipython())"),
+            # every message the extension sends is validated against the protocol's schema in the kernel
+            (
+                "setup",
+                protocol.check_in_kernel()
+                + "from genai_magics.frontends.bridge import Bridge\nB = Bridge.attach(get_ipython())",
+            ),  # noqa: E501
             ("target", "y = 1"),
             ("probe", "print('SRC=' + B.cell('target').source, B.connected, B.cell_above('probe').id)"),
             ("writer", "res = []\nB.writer.write('target', \"y = 'written by the kernel'\", res.append)"),
-            ("check", "print('RES', res, B.cell('target').source)"),
+            ("check", "print('RES', res, B.cell('target').source, 'OUTSIDE THE SCHEMA', _bridge_bad)"),
         ],
     )
     nb = NotebookPage(page, artifacts)
@@ -124,7 +130,7 @@ def test_hand_edit_seen_and_kernel_write_shows_in_editor(jupyter_server, page, a
     shown_after = time.monotonic() - t_write
     nb.shot("written-by-kernel")
     nb.run(4)
-    expect(nb.output(4)).to_contain_text("RES [None] y = 'written by the kernel'")
+    expect(nb.output(4)).to_contain_text("RES [None] y = 'written by the kernel' OUTSIDE THE SCHEMA []")
 
     # the write is one undo step in that cell
     nb.focus_editor(1)

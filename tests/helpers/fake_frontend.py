@@ -39,6 +39,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from helpers import protocol
 from helpers.kernel import Run as KernelRun
 from helpers.kernel import start_kernel, stop_kernel
 
@@ -330,6 +331,7 @@ class FakeFrontend:
                 data["order"] = order
         self._seq += 1
         data["seq"] = self._seq
+        protocol.check("Snapshot", data)
         self._send_shell(
             "comm_msg", {"comm_id": self.bridge_comm_id, "data": data}, subshell_id=self._bridge_subshell()
         )
@@ -436,6 +438,7 @@ class FakeFrontend:
         if kind == "comm_open":
             target = content.get("target_name")
             if target == TARGET and self.bridge:
+                protocol.check("CommOpen", content["data"])
                 self.bridge_comm_id = comm_id
                 self._sent = None
                 self.push_snapshot(full=True)
@@ -456,6 +459,7 @@ class FakeFrontend:
             self.widget_models.pop(comm_id, None)
 
     def _on_bridge_msg(self, data: dict) -> None:
+        protocol.check("ToFrontend", data)  # what the kernel side sends, at run time
         if data.get("type") == "resync":
             self.push_snapshot(full=True)
             return
@@ -471,6 +475,7 @@ class FakeFrontend:
             reply.update(ok=True, **self._perform(data))
         except (KeyError, ValueError) as exc:
             reply.update(ok=False, error=str(exc.args[0]) if exc.args else str(exc))
+        protocol.check("Reply", reply)
         self._send_shell(
             "comm_msg", {"comm_id": self.bridge_comm_id, "data": reply}, subshell_id=self._bridge_subshell()
         )

@@ -1,0 +1,370 @@
+/**
+ * The bridge for one notebook panel: the comm's lifecycle, snapshots pushed
+ * before each execute request and after edits, and the kernel's requests to
+ * edit cells (see index.ts for the whole protocol).
+ */
+import { Kernel, KernelMessage } from '@jupyterlab/services';
+import { NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
+
+import { keepOffSubshells, sendOnMainShell } from './send';
+import { ICell, ICellType, IRequest, IToFrontend, INotebookCell } from './protocol';
+import { Done, replyTo } from './reply';
+import { ISent, VERSION, sentState, snapshotBody, snapshotMessage } from './snapshot';
+import { markStale } from './stale';
+
+const TARGET = 'genai_magics.bridge';
+const EDIT_PUSH_DELAY_MS = 400;
+
+/**
+ * The bridge for one notebook panel.
+ */
+export class NotebookBridge {
+  constructor(panel: NotebookPanel) {
+    this._panel = panel;
+    const ctx = panel.sessionContext;
+    ctx.kernelChanged.connect(this._onKernelChanged, this);
+    ctx.statusChanged.connect(this._onStatusChanged, this);
+    ctx.connectionStatusChanged.connect(this._onConnectionStatus, this);
+    NotebookActions.executionScheduled.connect(this._onExecutionScheduled, this);
+    panel.context.pathChanged.connect(() => this._schedulePush(), this);
+    panel.disposed.connect(this._dispose, this);
+    void ctx.ready.then(() => {
+      this._watchModel();
+      this._setKernel(ctx.session?.kernel ?? null);
+    });
+  }
+
+  // ---- kernel and comm lifecycle ----
+
+  private _onKernelChanged(_: unknown, args: { newValue: Kernel.IKernelConnection | null }): void {
+    this._setKernel(args.newValue);
+  }
+
+  private _setKernel(kernel: Kernel.IKernelConnection | null): void {
+    if (kernel === this._kernel) {
+      return;
+    }
+    this._dropComm();
+    if (this._kernel && this._kernel.id !== kernel?.id) {
+      // A new connection to the same kernel keeps its widgets alive: only another kernel ends them.
+      this._markStale(kernel ? 'The kernel changed' : 'The kernel stopped');
+    }
+    if (this._kernel && !this._kernel.isDisposed) {
+      try {
+        this._kernel.removeCommTarget(TARGET, this._onCommOpen);
+      } catch (e) {
+        // the old connection may already be gone
+      }
+    }
+    this._kernel = kernel;
+    if (!kernel) {
+      return;
+    }
+    kernel.registerCommTarget(TARGET, this._onCommOpen);
+    void this._adoptExistingComm(kernel);
+  }
+
+  private _onStatusChanged(): void {
+    const status = this._panel.sessionContext.session?.kernel?.status;
+    if (status === 'restarting' || status === 'autorestarting' || status === 'dead') {
+      // The kernel side of the comm is gone with the old process, and so are
+      // the kernel sides of the widgets on screen.
+      this._dropComm();
+      this._markStale(status === 'dead' ? 'The kernel stopped' : 'The kernel restarted');
+    }
+  }
+
+  /** Say in every genai_magics proposal on screen that its buttons are dead, and disable them. */
+  private _markStale(what: string): void {
+    if (this._panel.isDisposed) {
+      return;
+    }
+    // Each cell's own node: a cell scrolled out of a windowed notebook is detached, not gone.
+    markStale(
+      this._panel.content.widgets.map(cell => cell.node),
+      what
+    );
+  }
+
+  private _onConnectionStatus(): void {
+    const kernel = this._kernel;
+    if (kernel && kernel.connectionStatus === 'connected' && !this._comm) {
+      void this._adoptExistingComm(kernel);
+    }
+  }
+
+  /**
+   * The kernel may have opened its comm before this page was loaded (a page
+   * reload, a second tab): take that comm over and send a full snapshot.
+   */
+  private async _adoptExistingComm(kernel: Kernel.IKernelConnection): Promise<void> {
+    try {
+      await kernel.info;
+      if (kernel !== this._kernel || this._comm) {
+        return;
+      }
+      const reply = await kernel.requestCommInfo({ target_name: TARGET });
+      if (kernel !== this._kernel || this._comm || reply.content.status !== 'ok') {
+        return;
+      }
+      const comms = reply.content.comms as { [id: string]: { target_name: string } };
+      const ids = Object.keys(comms).filter(id => comms[id].target_name === TARGET);
+      if (!ids.length) {
+        return;
+      }
+      const commId = ids[ids.length - 1];
+      if (kernel.hasComm(commId)) {
+        return;
+      }
+      this._attachComm(kernel.createComm(TARGET, commId));
+    } catch (e) {
+      console.debug('genai-magics-bridge: no comm to adopt', e);
+    }
+  }
+
+  private _onCommOpen = (comm: Kernel.IComm, msg: KernelMessage.ICommOpenMsg): void => {
+    const kernel = this._kernel;
+    if (!kernel || kernel.isDisposed) {
+      return;
+    }
+    // iopub is broadcast: a comm opened by another client's execution (the
+    // same kernel shown in another tab) belongs to that client. Ignore it
+    // quietly; closing it would close it for the kernel too.
+    const parentSession = (msg.parent_header as { session?: string }).session;
+    if (parentSession && parentSession !== kernel.clientId) {
+      return;
+    }
+    const data = (msg.content.data || {}) as { version?: number };
+    if (data.version !== undefined && data.version !== VERSION) {
+      console.warn(
+        `genai-magics-bridge: kernel speaks protocol ${data.version}, this extension ${VERSION}`
+      );
+    }
+    this._attachComm(comm);
+  };
+
+  private _attachComm(comm: Kernel.IComm): void {
+    keepOffSubshells(comm); // this comm never uses the subshell JupyterLab would start for it
+    this._dropComm();
+    this._comm = comm;
+    this._sent = null;
+    comm.onMsg = msg => this._onMsg(comm, msg);
+    comm.onClose = () => {
+      if (this._comm === comm) {
+        this._comm = null;
+        this._sent = null;
+      }
+    };
+    this._push(true);
+  }
+
+  private _dropComm(): void {
+    this._comm = null;
+    this._sent = null;
+  }
+
+  private _dispose(): void {
+    NotebookActions.executionScheduled.disconnect(this._onExecutionScheduled, this);
+    if (this._timer !== null) {
+      clearTimeout(this._timer);
+      this._timer = null;
+    }
+    const comm = this._comm;
+    this._comm = null;
+    if (comm && !comm.isDisposed) {
+      try {
+        // tell the kernel the notebook is gone
+        comm.close();
+      } catch (e) {
+        // the kernel is gone already
+      }
+    }
+    if (this._kernel && !this._kernel.isDisposed) {
+      try {
+        this._kernel.removeCommTarget(TARGET, this._onCommOpen);
+      } catch (e) {
+        // ignore
+      }
+    }
+    this._kernel = null;
+  }
+
+  private _send(data: object): boolean {
+    return sendOnMainShell(this._kernel, this._comm, data);
+  }
+
+  // ---- snapshots ----
+
+  private _watchModel(): void {
+    const model = this._panel.content.model;
+    if (!model) {
+      return;
+    }
+    model.sharedModel.changed.connect(() => this._schedulePush(), this);
+  }
+
+  private _currentCells(): ICell[] {
+    const model = this._panel.content.model;
+    if (!model) {
+      return [];
+    }
+    const out: ICell[] = [];
+    for (const cell of model.sharedModel.cells) {
+      out.push({
+        id: cell.getId(),
+        cell_type: cell.cell_type as ICellType,
+        source: cell.getSource()
+      });
+    }
+    return out;
+  }
+
+  private _schedulePush(): void {
+    if (!this._comm) {
+      return;
+    }
+    if (this._timer !== null) {
+      clearTimeout(this._timer);
+    }
+    this._timer = setTimeout(() => {
+      this._timer = null;
+      this._push(false, true);
+    }, EDIT_PUSH_DELAY_MS);
+  }
+
+  private _onExecutionScheduled(_: unknown, args: { notebook: unknown }): void {
+    if (args.notebook !== this._panel.content || !this._comm) {
+      return;
+    }
+    if (this._timer !== null) {
+      clearTimeout(this._timer);
+      this._timer = null;
+    }
+    // Synchronous: this comm_msg is queued before CodeCell.execute sends the
+    // execute request, on the same (main) shell channel.
+    this._push(false);
+  }
+
+  /**
+   * Send a snapshot: everything when `full` or nothing was sent yet, else
+   * only what changed (snapshot.ts).
+   */
+  private _push(full: boolean, skipIfEmpty = false): void {
+    if (!this._comm) {
+      return;
+    }
+    const cells = this._currentCells();
+    const body = snapshotBody(cells, this._sent, full, skipIfEmpty);
+    if (body === null) {
+      return;
+    }
+    const data = snapshotMessage(this._seq + 1, this._panel.context.path, body);
+    if (this._send(data)) {
+      this._seq = data.seq;
+      this._sent = sentState(cells);
+    }
+  }
+
+  // ---- requests from the kernel ----
+
+  private _onMsg(comm: Kernel.IComm, msg: KernelMessage.ICommMsgMsg): void {
+    if (comm !== this._comm) {
+      return;
+    }
+    const data = msg.content.data as unknown as IToFrontend;
+    if (data.type === 'resync') {
+      this._push(true);
+      return;
+    }
+    if (data.type !== 'request') {
+      return;
+    }
+    this._send(replyTo(data.request_id, () => this._perform(data)));
+  }
+
+  private _perform(req: IRequest): Done {
+    const model = this._panel.isDisposed ? null : this._panel.content.model;
+    if (!model) {
+      throw new Error('notebook closed');
+    }
+    const shared = model.sharedModel;
+    const indexOf = (id: string | null | undefined): number => {
+      if (typeof id !== 'string') {
+        return -1;
+      }
+      return shared.cells.findIndex(c => c.getId() === id);
+    };
+    switch (req.op) {
+      case 'set_source': {
+        const i = indexOf(req.cell_id);
+        if (i < 0) {
+          throw new Error(`unknown cell id ${req.cell_id} in ${this._panel.context.path}`);
+        }
+        if (typeof req.source !== 'string') {
+          throw new Error('set_source needs a source string');
+        }
+        const cell = shared.cells[i];
+        if (cell.getSource() !== req.source) {
+          // One undo step of its own, never merged with typing just before or after.
+          const undo = (cell as unknown as { undoManager?: { stopCapturing?: () => void } | null })
+            .undoManager;
+          undo?.stopCapturing?.();
+          cell.setSource(req.source);
+          undo?.stopCapturing?.();
+        }
+        return { cell_id: req.cell_id };
+      }
+      case 'insert_cell': {
+        let index = 0;
+        if (req.after_id !== null && req.after_id !== undefined) {
+          const i = indexOf(req.after_id);
+          if (i < 0) {
+            throw new Error(`unknown cell id ${req.after_id} in ${this._panel.context.path}`);
+          }
+          index = i + 1;
+        }
+        // A removed cell put back: its JSON as delete_cell returned it.
+        const restore = req.cell && typeof req.cell === 'object' ? req.cell : null;
+        const cellType = (restore?.cell_type as ICellType) || req.cell_type || 'code';
+        if (!['code', 'markdown', 'raw'].includes(cellType)) {
+          throw new Error(`unknown cell type ${cellType}`);
+        }
+        if (req.cell_id && indexOf(req.cell_id) >= 0) {
+          throw new Error(`a cell with id ${req.cell_id} exists already`);
+        }
+        const cell: { [key: string]: unknown } = {
+          ...(restore ?? {}),
+          cell_type: cellType,
+          source: req.source ?? (restore?.source as string) ?? '',
+          metadata: (restore?.metadata as object) ?? {}
+        };
+        if (req.cell_id) {
+          cell.id = req.cell_id;
+        }
+        const created = shared.insertCell(
+          index,
+          cell as unknown as Parameters<typeof shared.insertCell>[1]
+        );
+        return { cell_id: created.getId() };
+      }
+      case 'delete_cell': {
+        const i = indexOf(req.cell_id);
+        if (i < 0) {
+          throw new Error(`unknown cell id ${req.cell_id} in ${this._panel.context.path}`);
+        }
+        const removed = shared.cells[i].toJSON();
+        shared.deleteCell(i);
+        return { cell_id: req.cell_id, cell: removed as unknown as INotebookCell };
+      }
+      default:
+        throw new Error(`unknown request ${(req as IRequest).op}`);
+    }
+  }
+
+  private _panel: NotebookPanel;
+  private _kernel: Kernel.IKernelConnection | null = null;
+  private _comm: Kernel.IComm | null = null;
+  private _sent: ISent | null = null;
+  private _seq = 0;
+  private _timer: ReturnType<typeof setTimeout> | null = null;
+}

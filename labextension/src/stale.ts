@@ -1,0 +1,34 @@
+/**
+ * Stale buttons: the comms of the widgets on screen die with the kernel
+ * process, and a click then goes nowhere. When the notebook's kernel
+ * restarts, stops or is changed, every genai_magics proposal still on screen
+ * gets one line saying which, and its buttons are disabled. Keyed on classes
+ * genai_magics gives its own widgets (genai_magics/ui/widgets.py), never on
+ * ipywidgets' internal ones.
+ */
+
+export const PROPOSAL_CLASS = 'genai-magics-proposal';
+export const BUTTONS_CLASS = 'genai-magics-buttons';
+export const STALE_CLASS = 'genai-magics-stale';
+export const STALE_LINE_CLASS = 'genai-magics-stale-line';
+export const STALE_ADVICE =
+  "these buttons no longer work. Run the magic cell again (with the notebook's record, " +
+  'its recorded turn comes back without a new request).';
+
+/** Mark every proposal under `roots` not marked yet (a proposal marked stays as it is). */
+export function markStale(roots: Iterable<Element>, what: string): void {
+  for (const root of roots) {
+    root.querySelectorAll(`.${PROPOSAL_CLASS}:not(.${STALE_CLASS})`).forEach(box => {
+      box.classList.add(STALE_CLASS);
+      box.querySelectorAll(`.${BUTTONS_CLASS} button`).forEach(button => {
+        (button as HTMLButtonElement).disabled = true;
+      });
+      const line = document.createElement('div');
+      line.className = STALE_LINE_CLASS;
+      line.textContent = `${what}: ${STALE_ADVICE}`;
+      line.style.cssText =
+        'font-size:12px;margin:4px 0;color:var(--jp-warn-color0,#b45309);font-weight:600';
+      box.insertBefore(line, box.querySelector(`:scope > .${BUTTONS_CLASS}`));
+    });
+  }
+}
