@@ -30,6 +30,7 @@ from .engine.errors import UserError
 from .engine.redaction import redact, remember_keys
 from .frontends import frontend as frontends
 from .frontends.cell_writer import EDITED_BEFORE_RERUN, strip_applied_marker
+from .frontends.companion import Companion
 from .frontends.frontend import Kind
 from .frontends.notebook_edit import NotebookWriter
 from .frontends.notebook_view import MergedView, notebook_path_from
@@ -236,6 +237,8 @@ class GeminiMagics(Magics):
         self.latest: dict = kept.latest if kept is not None else {}  # conversation -> newest ProposalController
         self.bridge = None  # set by load_ipython_extension when the live bridge is available
         self.transformers: list[tuple[list, Callable]] = []  # (shell list, transformer) this load added
+        # VS Code's companion extension, if this notebook's window has it (kept: old buttons write through it)
+        self.companion = kept.companion if kept is not None else Companion(shell)
         self.session.view = self._view
         self.session.frontend_target = None
 
@@ -252,8 +255,10 @@ class GeminiMagics(Magics):
         return self._frontend().view
 
     def _live(self):
-        """The bridge, if a live frontend is connected."""
-        return self.bridge if self.bridge is not None and self.bridge.connected else None
+        """The bridge, if a live frontend is connected; else VS Code's companion, if it is there."""
+        if self.bridge is not None and self.bridge.connected:
+            return self.bridge
+        return self.companion if self.companion.connected else None
 
     def _stale(self) -> bool:
         """The live view has not caught up with the cell that is running (a late snapshot)."""
@@ -287,6 +292,7 @@ class GeminiMagics(Magics):
         count = self.shell.execution_count - 1 if info.store_history else None
         source = typed_source(info.raw_cell) if self._terminal else info.raw_cell
         self.session.record.record(cell_id, source, count)
+        self.companion.follow(cell_id)
         self.session.outputs.start(self.session.record.running_id)
 
     def post_run_cell(self, result) -> None:
@@ -369,7 +375,7 @@ class GeminiMagics(Magics):
         for cell in view.cells():
             if cell.id == cell_id:
                 return strip_applied_marker(cell.source)
-        if view is self.bridge:
+        if view is self.bridge or view is self.companion:
             return None  # the live notebook no longer has it
         cell = self.session.record.by_id.get(cell_id)
         return strip_applied_marker(cell.source) if cell else None
@@ -636,6 +642,7 @@ class GeminiMagics(Magics):
             print(f"frontend: {frontend.kind.value}")
             if self.bridge is not None:
                 print(self.bridge.status())
+            print(self.companion.status())
             print(replay.status())
         elif args.command == "history":
             print("\n\n".join(report.history(c) for c in chosen) or "no conversation yet")

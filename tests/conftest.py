@@ -6,17 +6,21 @@ from helpers.kernel import FAKE_KEY, Kernel
 from genai_magics.stub import StubServer
 
 # Fixtures that start a real kernel (or a terminal IPython): a test that uses one is
-# marked `kernel`; tests under tests/browser/ are marked `browser`. Tests that start
-# kernels themselves carry @pytest.mark.kernel. `pytest -m "not kernel and not browser"`
-# is the fast layer.
+# marked `kernel`; tests under tests/browser/ are marked `browser`, under tests/vscode/
+# `browser` and `vscode`. Tests that start kernels themselves carry @pytest.mark.kernel.
+# `pytest -m "not kernel and not browser"` is the fast layer.
 KERNEL_FIXTURES = {"kernel", "ff", "term"}
 BROWSER = Path(__file__).resolve().parent / "browser"
+VSCODE = Path(__file__).resolve().parent / "vscode"
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if BROWSER in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.browser)
+        elif VSCODE in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.browser)  # a browser page too: out of the fast layer
+            item.add_marker(pytest.mark.vscode)
         elif KERNEL_FIXTURES & set(item.fixturenames):
             item.add_marker(pytest.mark.kernel)
 

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from genai_magics.engine.cells import Cell
 from genai_magics.frontends.notebook_edit import (
     Block,
+    blocks_text,
     describe_ops,
     notebook_diff,
     notebook_text,
@@ -226,3 +227,20 @@ def test_apply_makes_the_proposal_and_undo_restores_every_cell_exactly(case):
     bridge.answer()
     assert results == [None, None]
     assert bridge.nb == cells
+
+
+def test_diff_headers_name_vscode_cells_by_their_place_not_their_uri():
+    """VS Code's cell ids are long vscode-notebook-cell: URIs: the headers say 'cell #2' instead."""
+    uri = "vscode-notebook-cell:/home/u/nb.ipynb#W{}sZmlsZQ%3D%3D"
+    cells = [Cell(uri.format(1), "a = 1"), Cell(uri.format(2), "b = 1"), Cell(uri.format(3), "c = 1")]
+    text = notebook_text(cells)
+    blocks = parse_blocks(text)
+    proposal = blocks_text([blocks[0], Block(blocks[1].id, "code", "b = 2"), Block(None, "code", "new = 1")])
+    diff = notebook_diff(text, proposal)
+    assert "vscode-notebook-cell" not in diff
+    headers = [line for line in diff.splitlines() if line.startswith("--- ")]
+    assert headers == [
+        "--- cell #2 (current)",
+        "--- new code cell after cell #2 (current)",
+        "--- cell #3 (removed) (current)",
+    ]

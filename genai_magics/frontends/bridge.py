@@ -355,15 +355,7 @@ class Bridge:
         self._call_soon(done, message)
 
     def _call_soon(self, func: Callable, *args: Any) -> None:
-        """Run on the kernel's main event loop when there is one (thread-safe)."""
-        loop = getattr(getattr(self.shell, "kernel", None), "io_loop", None)
-        if loop is not None:
-            try:
-                loop.add_callback(func, *args)
-                return
-            except Exception:
-                pass
-        func(*args)
+        kernel_compat.call_soon(self.shell, func, *args)
 
     def _fail_pending(self, error: str) -> None:
         with self._lock:
@@ -407,7 +399,7 @@ class LiveWriter:
 
     target_must_exist = True
 
-    def __init__(self, bridge: Bridge):
+    def __init__(self, bridge: Any):  # a Bridge, or anything with its set_source (the VS Code companion)
         self.bridge = bridge
 
     describe_done = staticmethod(live_done)

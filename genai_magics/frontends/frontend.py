@@ -1,7 +1,8 @@
 """One object per magic run that knows what this frontend can do.
 
-Chosen once, when the magic starts, from what the kernel knows: a live bridge,
-a VS Code cell that can wait for the click, a VS Code cell that cannot
+Chosen once, when the magic starts, from what the kernel knows: a live bridge
+(JupyterLab's, or VS Code's companion), a VS Code cell that can wait for the
+click, a VS Code cell that cannot
 (staged Apply), any other frontend (copy only), or a terminal. It owns the
 notebook view, the default target, the writer (and with it the wording of
 what Apply will do) and the waiting. Nothing else asks which frontend it is.
@@ -17,6 +18,7 @@ from typing import Any
 from ..engine.cells import Cell, is_genai_magic
 from . import waiting
 from .cell_writer import CellWriter, KernelStateWriter, PrefilledWriter, RunningCellWriter, StagedWriter
+from .companion import Companion
 from .notebook_edit import NotebookCopyWriter, NotebookWriter
 from .notebook_view import ExecutionRecord, NotebookView
 
@@ -25,6 +27,7 @@ VSCODE_CELL = "vscode-notebook-cell:"
 
 class Kind(enum.Enum):
     LIVE = "live notebook (bridge)"
+    COMPANION = "VS Code with the genai-magics companion: Apply writes the cell the conversation is about"
     RUNNING_CELL = "VS Code: Apply replaces the running magic cell"
     STAGED = "VS Code: Apply is staged for the next run of the magic cell"
     COPY = "copy only: Apply is recorded for the conversation"
@@ -136,7 +139,7 @@ def choose(
             )
 
         return Frontend(
-            Kind.LIVE,
+            Kind.COMPANION if isinstance(bridge, Companion) else Kind.LIVE,
             view,
             record,
             magic_id,

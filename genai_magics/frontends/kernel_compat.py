@@ -92,3 +92,15 @@ def current_subshell(shell: Any) -> str | None:
         return (parent.get("header") or {}).get("subshell_id")
     except Exception:  # ipykernel < 7 has no subshells
         return None
+
+
+def call_soon(shell: Any, func: Callable, *args: Any) -> None:
+    """Run on the kernel's main event loop when there is one (thread-safe), else now."""
+    loop = getattr(getattr(shell, "kernel", None), "io_loop", None)
+    if loop is not None:
+        try:
+            loop.add_callback(func, *args)
+            return
+        except Exception:
+            pass
+    func(*args)

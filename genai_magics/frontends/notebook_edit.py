@@ -154,19 +154,27 @@ def proposal_ops(base_text: str, proposal_text: str) -> list[Op]:
 def notebook_diff(base_text: str, proposal_text: str) -> str:
     """The proposal per cell: a unified diff for each changed, new or removed cell."""
     ops = proposal_ops(base_text, proposal_text)
+    positions = {b.id: i + 1 for i, b in enumerate(parse_blocks(base_text)) if b.id}
+
+    def label(cell_id: str | None) -> str:
+        # a VS Code cell id is a long vscode-notebook-cell: URI: its place in the notebook says more
+        if cell_id and ":" in cell_id and cell_id in positions:
+            return f"cell #{positions[cell_id]}"
+        return f"cell {cell_id}"
+
     parts = []
     for op in ops:
         if op.kind == "set":
-            parts.append(unified_diff(op.old_source, op.source, f"cell {op.cell_id}"))
+            parts.append(unified_diff(op.old_source, op.source, label(op.cell_id)))
         elif op.kind == "insert":
             where = (
                 "at the top"
                 if op.after is None
-                else (f"after cell {op.after}" if isinstance(op.after, str) else "after the new cell above")
+                else (f"after {label(op.after)}" if isinstance(op.after, str) else "after the new cell above")
             )
             parts.append(unified_diff("", op.source, f"new {op.cell_type} cell {where}"))
         else:
-            parts.append(unified_diff(op.old_source, "", f"cell {op.cell_id} (removed)"))
+            parts.append(unified_diff(op.old_source, "", f"{label(op.cell_id)} (removed)"))
     return "".join(parts)
 
 

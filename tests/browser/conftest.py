@@ -12,7 +12,6 @@ import json
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from helpers.pages import artifact_dir, free_port, pytest_runtest_makereport, recorded_page, skip_under  # noqa: F401 (a hook)
 
 CHROMIUM = shutil.which("chromium")  # Debian's /usr/bin/chromium
 CHROMIUM_ARGS = [
@@ -53,26 +53,7 @@ def _skip_reason() -> str | None:
 
 
 def pytest_collection_modifyitems(config, items):
-    reason = _skip_reason()
-    if reason is None:
-        return
-    here = Path(__file__).parent
-    for item in items:
-        if here in Path(str(item.fspath)).parents:
-            item.add_marker(pytest.mark.skip(reason=reason))
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    rep = outcome.get_result()
-    setattr(item, f"rep_{rep.when}", rep)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    skip_under(items, Path(__file__).parent, _skip_reason())
 
 
 class JupyterServer:
@@ -80,7 +61,7 @@ class JupyterServer:
         self.app = app
         self.root = root
         self.token = secrets.token_hex(16)
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         settings = home / "lab-settings"
         notif = settings / "@jupyterlab" / "apputils-extension"
@@ -154,11 +135,7 @@ class JupyterServer:
 
 @pytest.fixture
 def artifacts(request) -> Path:
-    name = request.node.name.replace("/", "_").replace("[", "-").replace("]", "")
-    path = ARTIFACTS / name
-    shutil.rmtree(path, ignore_errors=True)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return artifact_dir(ARTIFACTS, request.node)
 
 
 @pytest.fixture
@@ -206,22 +183,4 @@ def browser():
 
 @pytest.fixture
 def page(request, browser, artifacts):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    console: list[str] = []
-    page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
-    page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
-    page.console_log = console  # type: ignore[attr-defined]
-    yield page
-    failed = any(
-        getattr(request.node, f"rep_{w}", None) is not None and getattr(request.node, f"rep_{w}").failed
-        for w in ("setup", "call")
-    )
-    if failed:
-        try:
-            page.screenshot(path=str(artifacts / "failure.png"), full_page=True)
-        except Exception:
-            pass
-    (artifacts / "console.log").write_text("\n".join(console))
-    context.close()
+    yield from recorded_page(request.node, browser, artifacts, 1280, 900)

@@ -1,0 +1,307 @@
+"""The kernel side of the VS Code companion (``vscode-extension/``): the live notebook through a private directory.
+
+In VS Code a kernel's output reaches the notebook only while its cell runs
+(output sent from a widget's click handler after the cell finished never
+arrives), and VS Code offers kernels no comm to an extension. So the
+companion and the kernel talk through files in a directory both can name
+(``$GENAI_MAGICS_COMPANION_DIR``, default ``~/.cache/genai-magics/companion``,
+mode 0700), which works at any time, from a running cell or a click:
+
+* the companion keeps ``companion-<pid>.json`` up to date: its inbox and the
+  notebooks its window has open, each named by its cells' URI without the
+  fragment (the kernel knows a cell's ``vscode-notebook-cell:`` URI from the
+  execute request);
+* the kernel writes a request into that inbox and waits for the reply file
+  it named (``out-<kernel pid>/rep-<n>.json``), up to :data:`DEFAULT_TIMEOUT`.
+
+The messages (protocol version 1) are in docs/protocol.md, "The VS Code
+companion's protocol"; ``vscode-extension/src/protocol.ts`` is the other side.
+The kernel and the extension host must share the machine (local kernels,
+Remote-SSH, WSL, containers); elsewhere no presence file is seen and the
+running-cell behaviour stays.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..engine.cells import CELL_TYPES, Cell, is_genai_magic
+from ..engine.hashing import sha256_text
+from . import kernel_compat
+from .bridge import LiveWriter
+from .cell_writer import Done
+
+PROTOCOL_VERSION = 1
+DEFAULT_TIMEOUT = 5.0
+VSCODE_CELL = "vscode-notebook-cell:"
+INSTALL = "code --install-extension genai-magics-companion-<version>.vsix (see the README)"
+
+
+class CompanionError(Exception):
+    """A request the companion did not answer, or refused (the message is one line for the user)."""
+
+
+def channel_dir(env: Mapping[str, str] = os.environ) -> Path:
+    return Path(env.get("GENAI_MAGICS_COMPANION_DIR") or Path.home() / ".cache" / "genai-magics" / "companion")
+
+
+def notebook_key(cell_id: str) -> str:
+    """The notebook a ``vscode-notebook-cell:`` URI belongs to: the URI without its fragment."""
+    return cell_id.split("#", 1)[0]
+
+
+@dataclass(frozen=True)
+class Presence:
+    pid: int
+    inbox: Path
+    notebooks: frozenset[str]
+    version: str
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def presences(directory: Path) -> list[Presence]:
+    """The companions whose VS Code is still running (a crashed one leaves its file behind)."""
+    found = []
+    for path in sorted(directory.glob("companion-*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            presence = Presence(
+                int(data["pid"]), Path(data["inbox"]), frozenset(data["notebooks"]), str(data.get("companion", ""))
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # being replaced, or not ours
+        if data.get("version") == PROTOCOL_VERSION and _alive(presence.pid):
+            found.append(presence)
+    return found
+
+
+def _cell_from(raw: Any) -> Cell | None:
+    if not isinstance(raw, dict) or not isinstance(raw.get("id"), str) or not isinstance(raw.get("source"), str):
+        return None
+    ctype = raw.get("cell_type")
+    return Cell(raw["id"], raw["source"], ctype if ctype in CELL_TYPES else "code")
+
+
+class Companion:
+    """The notebook as VS Code holds it (unsaved edits included), and cell edits, through the companion."""
+
+    description = "live notebook (VS Code companion)"
+    SNAPSHOT_AGE = 0.3  # s: one magic run asks for the cells several times; one snapshot serves them
+
+    def __init__(self, shell: Any = None, directory: Path | None = None, timeout: float = DEFAULT_TIMEOUT):
+        self.shell = shell
+        self.dir = directory or channel_dir()
+        self.timeout = timeout
+        self.notebook: str | None = None  # the key of the notebook whose cells this kernel runs
+        self.writer = CompanionWriter(self)
+        self._cells: dict[str, Cell] = {}
+        self._order: list[str] = []
+        self._path: str | None = None
+        self._taken = -1.0  # monotonic time of the last snapshot
+        self._next = 0
+        # a removed cell put back (Undo) gets a new URI from VS Code; the kernel keeps calling it by its old one
+        self._real: dict[str, str] = {}  # old id -> the cell's URI now
+
+    # ------------------------------------------------------------ presence
+    def follow(self, cell_id: str | None) -> None:
+        """A cell ran: a VS Code cell names the notebook this kernel belongs to."""
+        if cell_id and cell_id.startswith(VSCODE_CELL):
+            key = notebook_key(cell_id)
+            if key != self.notebook:
+                self.notebook = key
+                self._taken = -1.0
+
+    def _presence(self) -> Presence | None:
+        if self.notebook is None:
+            return None
+        return next((p for p in presences(self.dir) if self.notebook in p.notebooks), None)
+
+    @property
+    def connected(self) -> bool:
+        return self._presence() is not None
+
+    def status(self) -> str:
+        """One line for ``%gemini status``."""
+        if self.notebook is None:
+            return "VS Code companion: not in VS Code (no vscode-notebook-cell: cell has run)"
+        presence = self._presence()
+        if presence is None:
+            return (
+                "VS Code companion: not connected (no genai-magics companion has this notebook open; "
+                f"Apply then replaces the running magic cell); install it: {INSTALL}"
+            )
+        return f"VS Code companion: connected (genai-magics-companion {presence.version}, VS Code pid {presence.pid})"
+
+    # ------------------------------------------------------------ requests
+    def _request(self, op: str, fields: dict[str, Any]) -> dict[str, Any]:
+        presence = self._presence()
+        if presence is None:
+            raise CompanionError("the VS Code companion is not connected (is the notebook still open?)")
+        out = self.dir / f"out-{os.getpid()}"
+        out.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._next += 1
+        reply_to = out / f"rep-{self._next}.json"
+        envelope = {
+            "version": PROTOCOL_VERSION,
+            "request_id": self._next,
+            "notebook": self.notebook,
+            "reply_to": str(reply_to),
+            "op": op,
+            **fields,
+        }
+        request = presence.inbox / f"req-{os.getpid()}-{self._next:08d}.json"
+        tmp = request.with_suffix(".tmp")
+        try:
+            tmp.write_text(json.dumps(envelope), encoding="utf-8")
+            tmp.replace(request)  # the companion reads only whole files
+        except OSError as exc:
+            raise CompanionError(f"could not write to the VS Code companion ({exc.strerror})") from None
+        deadline = time.monotonic() + self.timeout
+        pause = 0.002
+        while time.monotonic() < deadline:
+            try:
+                data = json.loads(reply_to.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                time.sleep(pause)
+                pause = min(pause * 1.5, 0.05)
+                continue
+            reply_to.unlink(missing_ok=True)
+            if not isinstance(data, dict) or data.get("request_id") != self._next:
+                raise CompanionError("the VS Code companion answered something else")
+            if not data.get("ok"):
+                raise CompanionError(str(data.get("error") or "the VS Code companion refused the edit"))
+            return data
+        request.unlink(missing_ok=True)  # never taken: it must not be done later
+        raise CompanionError(f"no reply from the VS Code companion within {self.timeout:g} s ({op})")
+
+    def _call(self, func: Callable[[str | None], Any], error: str | None) -> None:
+        # after the caller's own bookkeeping, like a reply arriving on the bridge's comm
+        kernel_compat.call_soon(self.shell, func, error)
+
+    # ------------------------------------------------------------ the view
+    def refresh(self) -> bool:
+        """A new snapshot of the notebook; False (and an empty view) when the companion did not give one."""
+        try:
+            data = self._request("snapshot", {})
+        except CompanionError:
+            self._cells, self._order, self._taken = {}, [], -1.0
+            return False
+        known = {uri: old for old, uri in self._real.items()}
+        cells = [c for c in (_cell_from(raw) for raw in data.get("cells") or ()) if c is not None]
+        cells = [Cell(known[c.id], c.source, c.cell_type) if c.id in known else c for c in cells]
+        self._cells = {c.id: c for c in cells}
+        self._order = [c.id for c in cells]
+        self._path = data.get("path") if isinstance(data.get("path"), str) else self._path
+        self._taken = time.monotonic()
+        return True
+
+    def _fresh(self) -> None:
+        if time.monotonic() - self._taken > self.SNAPSHOT_AGE:
+            self.refresh()
+
+    def cells(self) -> list[Cell]:
+        self._fresh()
+        return [self._cells[i] for i in self._order]
+
+    def cell(self, cell_id: str) -> Cell | None:
+        self._fresh()
+        return self._cells.get(cell_id)
+
+    def cell_above(self, cell_id: str) -> Cell | None:
+        """The nearest code cell above ``cell_id`` that is not a genai magic cell."""
+        self._fresh()
+        if cell_id not in self._order:
+            return None
+        for other in reversed(self._order[: self._order.index(cell_id)]):
+            cell = self._cells[other]
+            if cell.cell_type == "code" and not is_genai_magic(cell.source):
+                return cell
+        return None
+
+    def is_fresh_for(self, cell_id: str, running_source: str) -> bool:
+        cell = self.cell(cell_id)
+        return cell is not None and cell.source == running_source
+
+    def path(self) -> str | None:
+        return self._path
+
+    # -------------------------------------------------------------- edits
+    def set_source(self, cell_id: str, source: str, done: Done) -> None:
+        known = self._cells.get(cell_id)
+        fields: dict[str, Any] = {"cell_id": self._real.get(cell_id, cell_id), "source": source}
+        if known is not None:  # the text the kernel last saw: the companion refuses to overwrite another
+            fields["expect_sha256"] = sha256_text(known.source)
+        try:
+            self._request("set_source", fields)
+        except CompanionError as exc:
+            self._taken = -1.0
+            self._call(done, str(exc))
+            return
+        if known is not None:
+            self._cells[cell_id] = Cell(cell_id, source, known.cell_type)
+        self._call(done, None)
+
+    def insert_cell(
+        self, after_id: str | None, source: str, cell_type: str, done: Done, cell: dict[str, Any] | None = None
+    ) -> str:
+        """Insert a cell right below ``after_id`` (None: at the top); returns its URI (VS Code names cells).
+
+        ``cell``: what ``delete_cell`` returned for a removed cell, to put it back as it was.
+        """
+        anchor = self._real.get(after_id, after_id) if after_id is not None else None
+        fields: dict[str, Any] = {"after_id": anchor, "source": source, "cell_type": cell_type}
+        if cell is not None:
+            fields["cell"] = cell
+        try:
+            data = self._request("insert_cell", fields)
+        except CompanionError as exc:
+            self._call(done, str(exc))
+            return ""
+        new_id = str(data.get("cell_id", ""))
+        old_id = cell.get("id") if cell is not None else None
+        if isinstance(old_id, str) and old_id != new_id:
+            self._real[old_id] = new_id
+            new_id = old_id
+        self._cells[new_id] = Cell(new_id, source, cell_type if cell_type in CELL_TYPES else "code")  # type: ignore[arg-type]
+        index = self._order.index(after_id) + 1 if after_id in self._order else 0
+        self._order.insert(index, new_id)
+        self._call(done, None)
+        return new_id
+
+    def delete_cell(self, cell_id: str, done: Done, on_removed: Callable[[dict], None] | None = None) -> None:
+        try:
+            data = self._request("delete_cell", {"cell_id": self._real.get(cell_id, cell_id)})
+        except CompanionError as exc:
+            self._call(done, str(exc))
+            return
+        self._cells.pop(cell_id, None)
+        if cell_id in self._order:
+            self._order.remove(cell_id)
+        if on_removed is not None and isinstance(data.get("cell"), dict):
+            on_removed({**data["cell"], "id": cell_id})  # so that putting it back keeps its id for the kernel
+        self._call(done, None)
+
+
+class CompanionWriter(LiveWriter):
+    """Apply writes into the cell the conversation is about, through the companion."""
+
+    def describe_apply(self) -> str:
+        return (
+            "Apply writes the proposal into the cell it is about, in VS Code (genai-magics companion; "
+            "Ctrl+Z in that cell undoes it there)."
+        )

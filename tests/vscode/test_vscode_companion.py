@@ -1,0 +1,114 @@
+"""VS Code with the genai-magics companion (vscode-extension/, its VSIX installed into code-server).
+
+Apply writes the proposal into the code cell the conversation is about, after
+the magic cell has finished; Undo writes the old code back; Ctrl+Z in the cell
+undoes an Apply; a cell edited since is never overwritten; a --notebook
+proposal changes, adds and removes cells and Undo restores the file exactly,
+also a second time.
+Judged by the saved .ipynb and the widget's text.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from notebook_page import open_notebook as _open
+from notebook_page import stub_turns
+
+COMPANION = True  # conftest installs the companion's VSIX for this module
+pytestmark = pytest.mark.usefixtures("code_server")
+
+CODE = "def f(x):\n    return x + 1"
+STUB_LINE = "# stub edit: Add a docstring"
+MAGIC = "%%gemini_edit\nAdd a docstring"
+
+
+def test_apply_writes_the_code_cell_after_the_cell_finished_and_undo_writes_it_back(
+    page, code_server, workspace, artifacts, stub
+):
+    nb = _open(page, code_server, workspace, artifacts, ["%load_ext genai_magics", CODE, MAGIC, "%gemini status"])
+    nb.run(0)
+    nb.run(1)
+    nb.run(2)  # finishes: nothing waits for the click
+    text = nb.wait_output("Apply writes the proposal into the cell it is about")
+    assert "This cell waits" not in text
+    nb.run(3)
+    nb.wait_output("VS Code companion: connected")
+
+    nb.click("Apply")
+    nb.wait_output("Applied: the proposal is now in")
+    assert nb.sources()[1:3] == [f"{STUB_LINE}\n{CODE}", MAGIC]  # the code cell itself; the magic cell untouched
+
+    nb.click("Undo")
+    nb.wait_output("Undone: the code from before the proposal is now in")
+    assert nb.sources()[1:3] == [CODE, MAGIC]
+
+    # the follow-up holds the document the model has: nothing re-sent after Undo to the base it was sent
+    nb.type_into(3, "%%gemini_ask\nAnything else?")
+    nb.run(3)
+    nb.wait_output("Stub answer to: Anything else")
+    assert "currentSource" not in stub_turns(stub)[-1]
+
+
+def test_apply_is_one_step_of_vscode_undo_in_the_cell(page, code_server, workspace, artifacts, stub):
+    nb = _open(page, code_server, workspace, artifacts, ["%load_ext genai_magics", CODE, MAGIC])
+    for i in range(3):
+        nb.run(i)
+    nb.click("Apply")
+    nb.wait_output("Applied: the proposal is now in")
+    assert nb.sources()[1] == f"{STUB_LINE}\n{CODE}"
+    nb.row(1).locator(".monaco-editor .view-lines").click()
+    page.keyboard.press("Control+Z")
+    assert nb.sources()[1] == CODE
+
+
+def test_a_cell_edited_since_the_proposal_is_never_overwritten(page, code_server, workspace, artifacts, stub):
+    nb = _open(page, code_server, workspace, artifacts, ["%load_ext genai_magics", CODE, MAGIC])
+    for i in range(3):
+        nb.run(i)
+    nb.wait_output("Apply writes the proposal")
+    nb.type_into(1, "def f(x): return x + 2")  # a hand edit, never run
+    nb.click("Apply")
+    nb.wait_output("changed since this proposal was made")
+    assert nb.sources()[1] == "def f(x): return x + 2"
+
+
+def test_notebook_apply_changes_adds_and_removes_cells_and_undo_restores_the_file(
+    page, code_server, workspace, artifacts, stub
+):
+    sources = ["%load_ext genai_magics", CODE, "y = f(1)\nprint(y)", "z = 3", "%%gemini_ask --notebook\nOverview?"]
+    nb = _open(page, code_server, workspace, artifacts, sources + ["%%gemini_edit --notebook\nTidy up"])
+    for i in range(5):
+        nb.run(i)
+    nb.wait_output("Stub answer to: Overview")
+    text = stub_turns(stub)[-1]["currentSource"]  # the notebook as the model sees it: cells named by their URIs
+    blocks = text.split("\n# %% ")  # the code cells; the genai magic cells are not part of the document
+    assert len(blocks) == 3 and "vscode-notebook-cell:" in blocks[0]
+    # change f, remove the y cell, keep z, add a new cell at the end
+    proposal = "\n# %% ".join([blocks[0].replace("x + 1", "x + 10"), blocks[2]]) + "\n# %%\nw = 4\n"
+    stub.script_edit(proposal)
+    before = nb.save()
+    nb.run(5)
+    nb.wait_output("1 changed, 1 new, 1 removed")
+    nb.click("Apply")
+    nb.wait_output("Applied: the proposal is now in")
+    applied = [c.source for c in nb.save().cells]
+    assert applied[1] == "def f(x):\n    return x + 10"
+    assert "y = f(1)\nprint(y)" not in applied and applied[2] == "z = 3" and applied[3] == "w = 4"
+
+    nb.click("Undo")
+    nb.wait_output("Undone: the code from before the proposal is now in")
+    after = nb.save()
+    assert [c.source for c in after.cells] == [c.source for c in before.cells]
+    removed_before, removed_after = before.cells[2], after.cells[2]
+    assert json.dumps(removed_after.outputs) == json.dumps(removed_before.outputs)  # its output "2" came back
+    assert removed_after.execution_count == removed_before.execution_count
+
+    # Apply again: the cell put back (VS Code gave it a new URI) is removed again, Undo brings it back again
+    nb.click("Apply")
+    nb.wait_output("Applied: the proposal is now in")
+    assert [c.source for c in nb.save().cells] == applied
+    nb.click("Undo")
+    nb.wait_output("Undone: the code from before the proposal is now in")
+    assert [c.source for c in nb.save().cells] == [c.source for c in before.cells]
