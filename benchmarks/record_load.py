@@ -12,6 +12,7 @@ processes, as timeit reports) and the median; on a shared machine both vary.
 
 from __future__ import annotations
 
+import json
 import statistics
 import sys
 import tempfile
@@ -35,6 +36,7 @@ from genai_magics.engine.record import (
     state_after,
 )
 from genai_magics.gemini.models import DEFAULT_MODEL  # noqa: E402
+from genai_magics.persistence.schema import Record, compiled  # noqa: E402
 from genai_magics.persistence.store import RecordStore  # noqa: E402
 from genai_magics.stub.server import edit_source  # noqa: E402
 
@@ -76,7 +78,10 @@ def timed_ms(fn, repeat: int) -> tuple[float, float]:
 
 
 def main() -> int:
-    print(f"{'record':<44} {'file size':>12} {'load best / median':>20} {'write best / median':>21}")
+    print(
+        f"{'record':<44} {'file size':>12} {'load best / median':>20} {'of it: schema check':>20} "
+        f"{'write best / median':>21}"
+    )
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
         for lines in (100, 2000):
@@ -86,12 +91,14 @@ def main() -> int:
                 store = RecordStore(path)
                 write = timed_ms(lambda store=store, record=record: store.save(record), 9)
                 load = timed_ms(lambda path=path: RecordStore(path).load(), 21)
+                data = json.loads(path.read_text())
+                check = timed_ms(lambda data=data: compiled(Record)(data), 21)  # measured beside the load
                 loaded, note = RecordStore(path).load()
                 assert note is None and len(loaded.conversations["default"].conversation.history) == TURNS
                 name = f"{TURNS} turns, {lines:,}-line cell, {state}"
                 print(
                     f"{name:<44} {path.stat().st_size:>10,} B {load[0]:>8.1f} / {load[1]:>6.1f} ms "
-                    f"{write[0]:>9.1f} / {write[1]:>6.1f} ms"
+                    f"{check[0]:>8.1f} ms ({check[0] / load[0]:>4.0%}) {write[0]:>9.1f} / {write[1]:>6.1f} ms"
                 )
                 if lines == 100:
                     ok = ok and load[0] < GOAL_MS

@@ -33,3 +33,25 @@ def one_line_questions(lines: list[str]) -> list[str]:
         else:
             out.append(line)
     return out
+
+
+# A word of the line: quoted parts keep their spaces (as IPython's arg_split reads a flag's value).
+_WORD = re.compile(r"""(?:[^\s"']+|"[^"]*"|'[^']*')+""")
+
+
+def split_prompt(line: str, takes_value: frozenset[str]) -> tuple[str, str]:
+    """(the flags, the prompt) of a one-line magic: flags count only before the first word of
+    the prompt, so ``explain when I should use --new`` is all prompt. ``takes_value``: the
+    flags that read the next word as their value (``--cell -1``); ``--`` ends the flags."""
+    value_next = False
+    for m in _WORD.finditer(line):
+        word = m.group()
+        if value_next:
+            value_next = False
+        elif word == "--":
+            return line[: m.start()], line[m.end() :].strip()
+        elif word.startswith("-") and len(word) > 1:
+            value_next = "=" not in word and word in takes_value
+        else:
+            return line[: m.start()], line[m.start() :].strip()
+    return line, ""

@@ -27,7 +27,7 @@ from traitlets import Bool, Dict, Enum, Float, Int, Unicode
 from .engine.cells import WHOLE_NOTEBOOK
 from .engine.conversation import STATE_MODES, Mode
 from .engine.errors import UserError
-from .engine.redaction import redact
+from .engine.redaction import redact, remember_keys
 from .frontends import frontend as frontends
 from .frontends.cell_writer import EDITED_BEFORE_RERUN, strip_applied_marker
 from .frontends.companion import Companion
@@ -37,6 +37,7 @@ from .frontends.notebook_view import MergedView, notebook_path_from
 from .frontends.terminal import typed_source
 from .gemini.models import DEFAULT_MODEL, models_table
 from .gemini.transport import ClientSettings
+from .line_syntax import split_prompt
 from .persistence.replay import REPLAY_MODES
 from .session import Session, Settings, TurnRequest
 from .ui import report
@@ -132,6 +133,11 @@ def _turn_arguments(magic: str, form: str) -> Callable[[Callable[..., Any]], Cal
     return decorate
 
 
+def _takes_value(magic) -> frozenset[str]:
+    """The magic's flags that read a value (``--cell REF``), as its parser declares them."""
+    return frozenset(o for a in magic.parser._actions for o in a.option_strings if a.nargs != 0)
+
+
 @contextmanager
 def _interruptible():
     """The stop button raises KeyboardInterrupt in the blocking request, also in an async
@@ -224,6 +230,7 @@ class GeminiMagics(Magics):
 
     def __init__(self, shell=None, kept=None, **kwargs):
         super().__init__(shell=shell, **kwargs)
+        remember_keys()
         # ``kept``: what a %reload_ext carries over, so conversations and their buttons survive it
         self.session = kept.session if kept is not None else Session()
         self.staged: dict = kept.staged if kept is not None else {}  # magic cell id -> StagedApply
@@ -274,6 +281,7 @@ class GeminiMagics(Magics):
         )
 
     def pre_run_cell(self, info) -> None:
+        remember_keys()  # a cell may set a new key: the one before it stays secret too
         cell_id = getattr(info, "cell_id", None)
         if cell_id is None and not info.store_history:
             # A frontend's own helper code (VS Code's variable viewer sends these), not a user's cell.
@@ -299,6 +307,7 @@ class GeminiMagics(Magics):
         replay.configure(self.replay, self.persist, self.record_location, notebook_path_from(os.environ, ns))
         replay.images = self.record_images
         replay.restore(self.session.conversations)
+        self.session.adopt_recorded_caches(self._settings().client)
         while replay.notes:
             NotebookDisplay.error(replay.notes.pop(0))
         return replay
@@ -415,6 +424,8 @@ class GeminiMagics(Magics):
     def _turn(self, mode: Mode, magic, line: str, cell: str | None):
         if self._write_staged():
             return None
+        # a flag's name after the first word of the prompt is prompt text (also on a %% line)
+        line, words = split_prompt(line, _takes_value(magic))
         try:
             args = parse_argstring(magic, line)
         except UsageError as exc:
@@ -422,7 +433,7 @@ class GeminiMagics(Magics):
             return
         settings = self._settings()
         display = TerminalDisplay(mode) if self._terminal else NotebookDisplay(mode)
-        body = "\n".join(part for part in (" ".join(args.words), cell or "") if part)
+        body = "\n".join(part for part in (words, " ".join(args.words), cell or "") if part)
         size = len(body.encode("utf-8", "surrogatepass"))
         if size > self.max_prompt_bytes:
             display.error(

@@ -7,6 +7,7 @@ imports no IPython: the magics hand it plain values and a display to talk to.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import threading
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from .edit_answer import EditAnswer, settle
-from .engine.cells import WHOLE_NOTEBOOK, Cell, Document, WholeNotebook, is_genai_magic, undecodable_at
+from .engine.cells import WHOLE_NOTEBOOK, Cell, Document, WholeNotebook, defined_names, is_genai_magic, undecodable_at
 from .engine.context import ContextPiece, secondary_context
 from .engine.conversation import Conversation, Mode, StateMode, Turn, TurnPlan, Usage
 from .engine.errors import UserError
@@ -40,6 +41,7 @@ from .gemini.transport import (
     Transport,
     TurnResult,
     make_client,
+    request_settings,
 )
 from .gemini.warm_up import rehearse
 from .persistence.replay import Replay
@@ -260,7 +262,21 @@ class Session:
         if key is None or isinstance(key, WholeNotebook):
             return None
         # the view holds every cell the kernel knows (a live notebook: only those still there)
-        return next((c for c in self._view().cells() if c.id == key), None)
+        kept = next((c for c in self._view().cells() if c.id == key), None)
+        return self._edited_rerun(kept) if kept is not None and _FALLBACK_ID.match(key) else kept
+
+    def _edited_rerun(self, cell: Cell) -> Cell:
+        """Without cell ids every run is its own In[n]: the newest later run that defines every
+        top-level name the document defines is the document edited and run again."""
+        names = defined_names(cell.source)
+        order = self.record.order
+        later = order[order.index(cell.id) + 1 :] if cell.id in order else []
+        for key in reversed(later):
+            run = self.record.by_id[key]
+            if names and key != self.record.running_id and not is_genai_magic(run.source):
+                if names <= defined_names(run.source):
+                    return self._freshest(run)
+        return cell
 
     def resolve_document(
         self, req: TurnRequest, settings: Settings, conv: Conversation | None = None
@@ -372,6 +388,20 @@ class Session:
         thread.start()
         return thread
 
+    def adopt_recorded_caches(self, settings: ClientSettings) -> None:
+        """The explicit caches a killed kernel left to the restored conversations become this
+        kernel's: used, replaced, or deleted on reset and at exit like its own, never doubled."""
+        pending = [(c, self.replay.recorded_cache(c)) for c in self.conversations.values()]
+        pending = [(c, r) for c, r in pending if r is not None and self.caches.name_of(c) is None]
+        if not pending:
+            return
+        try:
+            client, _ = self._client(settings)
+        except UserError:  # no key: nothing can use or delete it; it ends with its TTL
+            return
+        for conv, recorded in pending:
+            self.caches.adopt(conv, recorded, client)
+
     def models(self, settings: ClientSettings) -> list[ModelInfo]:
         """The models the key can use (``client.models.list()``), or a UserError saying why not."""
         client, _ = self._client(settings)
@@ -387,7 +417,7 @@ class Session:
             raise UserError("the prompt is empty: write your request in the cell body below the magic line")
         self.replay.restore(self.conversations)
         if not req.dry_run:
-            self.replay.position(req.conversation)
+            self.replay.position(req.conversation, self._magic_cell())
         state = req.state or (
             self.conversations[req.conversation].state_mode
             if req.conversation in self.conversations and not req.new
@@ -401,7 +431,9 @@ class Session:
         pieces = self.context_pieces(req, doc, settings) + shown.pieces
         key = None
         if not req.dry_run:
-            key = self._turn_key(req, model, state, doc, pieces)
+            key = self._turn_key(
+                req, model, state, doc, pieces, request_settings(state, req.mode, settings.temperature)
+            )
             replayed = self.replay.replay(req.conversation, key, req.rerun)
             if replayed is not None:
                 restored, turn, meta = replayed
@@ -427,6 +459,7 @@ class Session:
         for piece_key, line in shown.notes.items():  # a downscaled image when it goes; a refused one every turn
             if piece_key in going or piece_key not in kept:
                 display.note(line)
+        unsendable(plan.payload)
         try:
             price = price_for(model, settings.prices)
         except ValueError as exc:
@@ -486,19 +519,40 @@ class Session:
             self.caches.release(replaced)
         self.conversations[conv.name] = conv  # a conversation exists once a turn succeeded
         assert key is not None  # every sent turn has one (a dry run returned above, with its request)
-        note = self.replay.committed(conv, key)
+        try:  # the answer is in: nothing may lose it now (it was shown; it stays in this kernel)
+            note = self.replay.committed(conv, key, self.caches.recorded(conv))
+        except Exception as exc:  # noqa: BLE001 - any failure of the record is one line
+            note = redact(f"the answer is kept in this kernel but not in the record ({type(exc).__name__}: {exc})")
         if note:
             display.note(note)
         return TurnOutcome(conv, plan, model, turn=turn, target=target)
 
     def _turn_key(
-        self, req: TurnRequest, model: str, state: StateMode, doc: Document | None, pieces: list[ContextPiece]
+        self,
+        req: TurnRequest,
+        model: str,
+        state: StateMode,
+        doc: Document | None,
+        pieces: list[ContextPiece],
+        settings: str,
     ) -> TurnKey:
-        running = self.record.running_id
-        magic_cell = running if running and not _FALLBACK_ID.match(running) else None
+        magic_cell = self._magic_cell()
         return TurnKey.of(
-            req.mode, req.prompt, model, state, req.flags(), magic_cell, doc.sha256 if doc else None, tuple(pieces)
+            req.mode,
+            req.prompt,
+            model,
+            state,
+            req.flags(),
+            magic_cell,
+            doc.sha256 if doc else None,
+            tuple(pieces),
+            settings,
         )
+
+    def _magic_cell(self) -> str | None:
+        """The frontend's id of the running magic cell; None where it sends none (nbclient)."""
+        running = self.record.running_id
+        return running if running and not _FALLBACK_ID.match(running) else None
 
     def _send(
         self,
@@ -592,6 +646,20 @@ def unmasked_proposal(doc: Document, proposal: str, display: TurnDisplay) -> str
             "left as it is there (edit that line yourself)"
         )
     return proposal
+
+
+def unsendable(payload: dict[str, Any]) -> None:
+    """A UserError before anything is sent when a field of the turn is not UTF-8 text (a lone
+    surrogate from an undecodable file name, say): after the answer it would be too late."""
+    for name, value in payload.items():
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise UserError(
+                f"the turn's {name} holds undecodable text (a lone surrogate, {text[exc.start : exc.start + 1]!a}, "
+                f"at character {exc.start}); nothing was sent"
+            ) from None
 
 
 def _planned_head(step: CacheStep) -> CachedHead | None:

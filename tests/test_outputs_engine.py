@@ -22,7 +22,8 @@ from genai_magics.engine.outputs import (
     image_size,
     image_tokens,
 )
-from genai_magics.engine.record import ConversationRecord, NotebookRecord, TurnKey, dumps, loads
+from genai_magics.engine.record import ConversationRecord, NotebookRecord, TurnKey, dumps
+from genai_magics.persistence.schema import loads
 from genai_magics.sources.outputs import OutputCapture, fit_images, over_image_cap
 
 

@@ -15,15 +15,14 @@ from genai_magics.engine.conversation import Conversation, Usage
 from genai_magics.engine.record import (
     ConversationRecord,
     NotebookRecord,
-    RecordError,
     TurnKey,
     TurnMeta,
     branch,
     dumps,
-    loads,
     replay_match,
     state_after,
 )
+from genai_magics.persistence.schema import Damaged, NotOurs, loads
 
 CODE = "def f(x):\n    return x\n"
 
@@ -134,11 +133,11 @@ def test_replay_matches_in_order_and_accepts_later_versions_of_the_document():
 def test_the_record_format_is_refused_when_damaged_or_newer():
     rec, _, _ = session("contents")
     text = dumps(NotebookRecord("/nb.ipynb", 1.0, conversations={"default": rec}))
-    with pytest.raises(RecordError, match="corrupt or truncated"):
+    with pytest.raises(Damaged, match="corrupt or truncated"):
         loads(text[:-10])
-    with pytest.raises(RecordError, match="newer genai_magics"):
+    with pytest.raises(NotOurs, match="newer genai_magics"):
         loads(json.dumps({**json.loads(text), "schema": 2}))
-    with pytest.raises(RecordError, match="corrupt"):
+    with pytest.raises(Damaged, match="wrong shape"):
         loads(json.dumps({**json.loads(text), "conversations": {"default": {"name": "default"}}}))
     # each version of the code is stored once
     stored = json.loads(text)["conversations"]["default"]

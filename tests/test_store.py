@@ -8,7 +8,8 @@ import time
 
 from genai_magics.engine.cells import Document
 from genai_magics.engine.conversation import Conversation
-from genai_magics.engine.record import ConversationRecord, NotebookRecord, TurnKey, TurnMeta, loads, state_after
+from genai_magics.engine.record import ConversationRecord, NotebookRecord, TurnKey, TurnMeta, state_after
+from genai_magics.persistence.schema import loads
 from genai_magics.persistence.store import RecordStore, record_path
 
 

@@ -92,6 +92,27 @@ class Document:
         object.__setattr__(self, "sha256", sha256_text(self.source))
 
 
+def defined_names(source: str) -> frozenset[str]:
+    """The names a cell defines at its top level (def, class, assignment, import); none if it
+    does not parse as Python. Without cell ids, a later run defining them all is that cell edited."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return frozenset()
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")
+    return frozenset(names)
+
+
 def summary(source: str, width: int = 40) -> str:
     """A few words that name a cell for people: its first def or class, else its first code line."""
     first = ""

@@ -9,6 +9,14 @@ NO_NEWLINE = "\\ No newline at end of file\n"
 PATCH_CONTEXT_LINES = 2  # enough for a model to place a hunk, few enough to keep the patch small
 
 
+def lines_of(text: str) -> list[str]:
+    """The text's lines with their ends, where only ``\n`` ends a line (as ``diff`` and ``patch``
+    see them): ``str.splitlines`` also breaks at form feed, U+2028, U+2029, U+0085 and a lone
+    ``\r``, which would give hunks with context lines that are not lines of the cell."""
+    lines = text.split("\n")
+    return [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+
+
 def _marked(lines: Iterable[str]) -> str:
     # as ``diff -u``: a last line without a newline is marked, so a change of only the
     # trailing newline shows as a difference, not as two identical lines
@@ -19,8 +27,8 @@ def unified_diff(base: str, proposal: str, label: str) -> str:
     """As ``diff -u``, headed with the document's label."""
     return _marked(
         difflib.unified_diff(
-            base.splitlines(keepends=True),
-            proposal.splitlines(keepends=True),
+            lines_of(base),
+            lines_of(proposal),
             fromfile=f"{label} (current)",
             tofile=f"{label} (proposed)",
         )
@@ -29,7 +37,5 @@ def unified_diff(base: str, proposal: str, label: str) -> str:
 
 def source_patch(base: str, source: str) -> str:
     """The hunks of a unified diff that turn ``base`` into ``source``, without file headers."""
-    lines = difflib.unified_diff(
-        base.splitlines(keepends=True), source.splitlines(keepends=True), n=PATCH_CONTEXT_LINES
-    )
+    lines = difflib.unified_diff(lines_of(base), lines_of(source), n=PATCH_CONTEXT_LINES)
     return _marked(line for i, line in enumerate(lines) if i >= 2)  # the first two are the ---/+++ headers

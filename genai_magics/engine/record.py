@@ -25,10 +25,6 @@ from .redaction import redact
 SCHEMA_VERSION = 1
 
 
-class RecordError(Exception):
-    """The record cannot be used (corrupt, truncated, a newer schema); the message says which."""
-
-
 @dataclass(frozen=True)
 class TurnKey:
     """What makes a cell's turn the same turn as a recorded one."""
@@ -41,6 +37,9 @@ class TurnKey:
     magic_cell: str | None  # the frontend's id of the magic cell (nbformat id, VS Code URI) when known
     document_sha256: str | None
     pieces: tuple[tuple[str, str], ...]  # (key, sha256) of the explicit context: last error, variables
+    # the sha256 of everything else that shapes the answer: system instruction, response schema,
+    # generation settings (temperature...); None in a record written before it was kept
+    settings: str | None = None
 
     @staticmethod
     def of(
@@ -52,11 +51,14 @@ class TurnKey:
         magic_cell: str | None,
         document_sha256: str | None,
         pieces: tuple[ContextPiece, ...],
+        settings: str | None = None,
     ) -> TurnKey:
         # The other cells are background that grows as the notebook does: Run All sees
         # its final state, so they are not part of a turn's identity (see README).
         explicit = tuple(sorted((p.key, p.sha256) for p in pieces if p.field != SECONDARY_FIELD))
-        return TurnKey(mode, prompt, model, state_mode, tuple(sorted(flags)), magic_cell, document_sha256, explicit)
+        return TurnKey(
+            mode, prompt, model, state_mode, tuple(sorted(flags)), magic_cell, document_sha256, explicit, settings
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -73,6 +75,7 @@ class TurnKey:
             d["magic_cell"],
             d["document_sha256"],
             tuple(map(tuple, pieces)) if pieces else (),
+            d.get("settings"),
         )
 
 
@@ -95,6 +98,8 @@ class ConversationRecord:
     cursor: int = 0  # how many of them this kernel has replayed, in order
     told: dict[str, str] = field(default_factory=dict)  # outcomes told up to the newest meta
     resume_document_key: DocumentKey | None = None  # the conversation's document once every recorded turn replayed
+    cache: dict[str, Any] | None = None  # its explicit context cache when the record was written (name, expiry...)
+    continued: bool = False  # went live after its last recorded turn, every recorded turn kept
 
 
 # -- conversations as plain data ---------------------------------------------
@@ -207,7 +212,7 @@ def _conversation_dict(rec: ConversationRecord, images: bool) -> dict[str, Any]:
         **_state(conv),
         "sources": sources,
         "turns": turns,
-    }
+    } | ({"cache": rec.cache} if rec.cache else {})
 
 
 def _conversation(d: dict[str, Any]) -> ConversationRecord:
@@ -216,7 +221,9 @@ def _conversation(d: dict[str, Any]) -> ConversationRecord:
     )
     _set_state(conv, d)
     meta = {t["index"]: TurnMeta(TurnKey.from_dict(t["key"]), t["at"], t["after"]) for t in d["turns"] if "key" in t}
-    rec = ConversationRecord(conv, meta, d.get("created", 0.0), loaded=len(conv.history), replayable=len(conv.history))
+    rec = ConversationRecord(
+        conv, meta, d.get("created", 0.0), loaded=len(conv.history), replayable=len(conv.history), cache=d.get("cache")
+    )
     rec.told = _told_until(rec, conv.history)
     rec.resume_document_key = conv.document_key
     return rec
@@ -251,27 +258,17 @@ def dumps(record: NotebookRecord) -> str:
     return redact(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
 
 
-def loads(text: str) -> NotebookRecord:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RecordError(f"corrupt or truncated ({exc.msg} at character {exc.pos})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("schema"), int):
-        raise RecordError("not a genai_magics record")
-    if data["schema"] > SCHEMA_VERSION:
-        raise RecordError(f"written by a newer genai_magics (schema {data['schema']}, this one reads {SCHEMA_VERSION})")
-    try:
-        convs = {name: _conversation(c) for name, c in data["conversations"].items()}
-        return NotebookRecord(data["notebook"], data["created"], data["generation"], convs)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise RecordError(f"corrupt ({type(exc).__name__}: {exc})") from None
+def from_data(data: dict[str, Any]) -> NotebookRecord:
+    """The record from its parsed JSON, which ``persistence/schema.py`` has validated."""
+    convs = {name: _conversation(c) for name, c in data["conversations"].items()}
+    return NotebookRecord(data["notebook"], data["created"], data["generation"], convs)
 
 
 def generation_of(text: str) -> int | None:
     """The generation of a record's text, or None when it cannot be read."""
     try:
         value = json.loads(text).get("generation")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         return None
     return value if isinstance(value, int) else None
 
@@ -311,6 +308,8 @@ def replay_match(rec: ConversationRecord, key: TurnKey) -> Turn | None:
     )
     if not same or (was.magic_cell and key.magic_cell and was.magic_cell != key.magic_cell):
         return None
+    if was.settings is not None and was.settings != key.settings:  # another temperature, instruction...
+        return None
     if (key.document_sha256 is None) != (was.document_sha256 is None):
         return None
     if key.document_sha256 is not None and key.document_sha256 not in _versions_from(
@@ -320,6 +319,28 @@ def replay_match(rec: ConversationRecord, key: TurnKey) -> Turn | None:
     return turn
 
 
+def seek(rec: ConversationRecord, magic_cell: str | None) -> bool:
+    """Where the frontend names cells, this magic cell's recorded turn is the replay position
+    (after a restart cells may run in another order than they were recorded). False: the record
+    names its cells and none still to replay is this one, so the cell is a new turn after the
+    last recorded one (only a recorded cell re-run with other inputs branches, in ``branch``)."""
+    if magic_cell is None or rec.cursor >= rec.replayable:
+        return True
+    ahead = rec.conversation.history[rec.cursor : rec.replayable]
+    cells = [rec.meta[t.index].key.magic_cell if t.index in rec.meta else None for t in ahead]
+    if magic_cell in cells:
+        rec.cursor += cells.index(magic_cell)
+        return True
+    return not any(cells)  # recorded without cell ids: the order alone decides (replay_match)
+
+
+def continue_after_record(rec: ConversationRecord) -> None:
+    """Replay ends here; the conversation goes on from its last recorded turn, all of them kept."""
+    rec.replayable = rec.cursor
+    rec.continued = True
+    rec.conversation.document_key = rec.resume_document_key
+
+
 def document_at_cursor(rec: ConversationRecord) -> None:
     """While replaying, the conversation's document is the one it had before the next recorded
     turn (follow-ups without --cell resolve to it), so Run All resolves each cell as then."""
@@ -327,7 +348,7 @@ def document_at_cursor(rec: ConversationRecord) -> None:
     if at >= rec.replayable:
         return
     before = rec.meta.get(conv.history[at - 1].index) if at else None
-    conv.document_key = key_from_store(before.after["document_key"]) if before else None
+    conv.document_key = key_from_store(before.after.get("document_key")) if before else None
 
 
 def replayed(rec: ConversationRecord) -> None:
@@ -350,12 +371,15 @@ def branch(rec: ConversationRecord) -> None:
     conv.history = conv.history[:keep]
     for t in dropped:
         rec.meta.pop(t.index, None)
-    if not conv.history:
+    # the state after the last kept turn the record has it for (a turn recorded before
+    # the record was on has none)
+    last = next((rec.meta[t.index] for t in reversed(conv.history) if t.index in rec.meta), None)
+    if last is None:
         rec.told = {}
         _set_state(conv, _state(Conversation(conv.name, conv.state_mode)))
         return
     rec.told = _told_until(rec, conv.history)
-    _set_state(conv, rec.meta[conv.history[-1].index].after | {"outcomes_told": rec.told})
+    _set_state(conv, last.after | {"outcomes_told": rec.told})
     # What happened to a kept proposal later (Discard, Undo) still holds.
     for t in conv.history:
         if t.outcome in ("discarded", "undone") and conv.sync.active_document_sha256 == t.proposal_sha256:

@@ -5,22 +5,28 @@ from __future__ import annotations
 import difflib
 import os
 
-
-def redact(text: str) -> str:
-    """The text with any API key from the environment replaced by ***."""
-    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
-        key = os.environ.get(var)
-        if key and len(key) >= 4:
-            text = text.replace(key, "***")
-    return text
-
-
+KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY")  # where the SDK reads a key (its _api_client)
 MASK = "***"
+# Every key this process has seen in those variables: after a key rotation a cell or the
+# record may still hold the old one, and it is as secret as the new one.
+_seen: set[str] = set()
+
+
+def remember_keys() -> None:
+    """Note the keys the environment holds now (at load, before every cell, at every redaction)."""
+    _seen.update(k for k in (os.environ.get(var) for var in KEY_VARIABLES) if k and len(k) >= 4)
 
 
 def _keys() -> list[str]:
-    keys = {os.environ.get(var) for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY")}
-    return sorted((k for k in keys if k and len(k) >= 4), key=len, reverse=True)
+    remember_keys()
+    return sorted(_seen, key=len, reverse=True)  # a key inside a longer one: the longer first
+
+
+def redact(text: str) -> str:
+    """The text with every API key this session has seen replaced by ***."""
+    for key in _keys():
+        text = text.replace(key, MASK)
+    return text
 
 
 def _masked(text: str, keys: list[str]) -> tuple[str, list[tuple[int, str]]]:

@@ -12,6 +12,12 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
 
 
+def sendable(text: str) -> str:
+    """``text`` with each lone surrogate (an undecodable byte of a file name, say) written as its
+    escape ``\\udcff``: a description of a value must be text the API can take."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def one_line(text: str, limit: int) -> str:
     """``text`` with its whitespace runs (newlines included) as single spaces, clipped."""
     return clip(" ".join(str(text).split()), limit)

@@ -125,6 +125,9 @@ class CacheEntry:
     owner: Conversation  # kept alive by the entry: the key is its id()
 
 
+_RECORDED = ("name", "model", "head_sha", "length", "tokens", "created", "expires")  # CacheEntry's order
+
+
 @dataclass(frozen=True)
 class CacheStep:
     """This turn's decision and the head it is about."""
@@ -207,6 +210,20 @@ class ContextCaches:
         sha = _head_sha(model, head)
         self._measured = (conv, key, tokens, sha)
         return tokens, sha
+
+    def adopt(self, conv: Conversation, recorded: dict[str, Any] | None, client: Any) -> None:
+        """A cache an earlier kernel made for this restored conversation and never deleted (it
+        was killed): while it lives it is this conversation's cache, so the next turn uses it,
+        or replaces or drops it and deletes it; never a second cache beside it."""
+        if not recorded or id(conv) in self.entries or recorded["expires"] <= self.clock():
+            return
+        with self._lock:
+            self.entries[id(conv)] = CacheEntry(**{k: recorded[k] for k in _RECORDED}, client=client, owner=conv)
+
+    def recorded(self, conv: Conversation) -> dict[str, Any] | None:
+        """The conversation's cache as the record keeps it (see ``adopt``)."""
+        entry = self.entries.get(id(conv))
+        return {k: getattr(entry, k) for k in _RECORDED} if entry is not None else None
 
     # -- doing ----------------------------------------------------------------------
     def send(

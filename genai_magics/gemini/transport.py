@@ -8,6 +8,7 @@ reached only through sdk_compat.py.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -65,6 +66,9 @@ class Transport(Protocol):
     client: Any
     model: str
 
+    def settings(self, mode: str, retry: EditRetry | None = None) -> dict[str, Any]:
+        """The settings sent with a turn of ``mode`` besides its inputs, model and chain."""
+
     def request(
         self,
         plan: TurnPlan,
@@ -86,7 +90,8 @@ class Transport(Protocol):
 
 
 def body_bytes(body: dict[str, Any]) -> int:
-    return len(json.dumps(body, ensure_ascii=False).encode("utf-8"))
+    # counted after the answer came: it must never fail (session.py checks the text before sending)
+    return len(json.dumps(body, ensure_ascii=False).encode("utf-8", "surrogatepass"))
 
 
 RETRY_STATUS = (408, 429, 500, 502, 503, 504)
@@ -189,6 +194,14 @@ def make_client(settings: ClientSettings, notices: RetryNotices):
     return client
 
 
+def request_settings(state_mode: str, mode: str, temperature: float | None) -> str:
+    """The sha256 of the settings a transport sends with a turn besides its inputs and model
+    (``settings()`` below, the same dict the request is built from): a recorded turn asked
+    under other settings is not the same turn (persistence replays only the same)."""
+    text = json.dumps(TRANSPORTS[state_mode](None, "", temperature).settings(mode), sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 class _Transport:
     # Only the interactions client waits as Retry-After says; generate_content's
     # HttpRetryOptions backs off exponentially whatever the header says.
@@ -217,6 +230,16 @@ class ContentsTransport(_Transport):
         rendered = self._rendered(plan, history)
         return rendered.split, rendered.head
 
+    def settings(self, mode: str, retry: EditRetry | None = None) -> dict[str, Any]:
+        """Everything the config carries besides the cache: what shapes the answer."""
+        config: dict[str, Any] = {"system_instruction": SYSTEM_INSTRUCTION}
+        if self.temperature is not None:
+            config["temperature"] = self.temperature
+        if mode == "edit":
+            config["response_mime_type"] = "application/json"
+            config["response_schema"] = edit_schema(retry)
+        return config
+
     def request(
         self,
         plan: TurnPlan,
@@ -224,12 +247,12 @@ class ContentsTransport(_Transport):
         cache: CachedHead | None = None,
         retry: EditRetry | None = None,
     ) -> dict[str, Any]:
-        config: dict[str, Any] = {}
+        config = self.settings(plan.mode, retry)
         rendered = self._rendered(plan, history)
         if cache is None:
-            config["system_instruction"] = SYSTEM_INSTRUCTION
             contents = list(rendered.whole)
         else:  # the cache holds the system instruction: the API refuses it beside cached_content
+            del config["system_instruction"]
             config["cached_content"] = cache.name
             contents = rendered.split[cache.length :]
         if retry is not None:
@@ -237,11 +260,6 @@ class ContentsTransport(_Transport):
                 {"role": "model", "parts": [{"text": retry.answer}]},
                 {"role": "user", "parts": [{"text": to_text(retry.payload)}]},
             ]
-        if self.temperature is not None:
-            config["temperature"] = self.temperature
-        if plan.mode == "edit":
-            config["response_mime_type"] = "application/json"
-            config["response_schema"] = edit_schema(retry)
         return {"model": self.model, "contents": contents, "config": config}
 
     def send(
@@ -292,21 +310,25 @@ class InteractionsTransport(_Transport):
         body: dict[str, Any] = {
             "model": self.model,
             "input": _input(plan) if retry is None else to_text(retry.payload),
-            "system_instruction": SYSTEM_INSTRUCTION,
-            "store": True,
+            **self.settings(plan.mode, retry),
         }
         previous = plan.previous_interaction_id if retry is None else retry.interaction_id
         if previous:
             body["previous_interaction_id"] = previous
+        return body
+
+    def settings(self, mode: str, retry: EditRetry | None = None) -> dict[str, Any]:
+        """What the body carries besides the input and the chain: what shapes the answer."""
+        settings: dict[str, Any] = {"system_instruction": SYSTEM_INSTRUCTION, "store": True}
         if self.temperature is not None:
-            body["generation_config"] = {"temperature": self.temperature}
-        if plan.mode == "edit":
-            body["response_format"] = {
+            settings["generation_config"] = {"temperature": self.temperature}
+        if mode == "edit":
+            settings["response_format"] = {
                 "type": "text",
                 "mime_type": "application/json",
                 "schema": edit_schema(retry),
             }
-        return body
+        return settings
 
     def send(
         self,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from ..engine.conversation import Conversation, Turn
 from ..engine.errors import UserError
@@ -15,12 +15,14 @@ from ..engine.record import (
     TurnKey,
     TurnMeta,
     branch,
+    continue_after_record,
     document_at_cursor,
     replay_match,
     replayed,
+    seek,
     state_after,
 )
-from .store import RecordStore, record_path
+from .store import RecordStore, private_location, record_path
 
 ReplayMode = Literal["auto", "off", "only"]
 REPLAY_MODES: tuple[ReplayMode, ...] = ("auto", "off", "only")
@@ -45,7 +47,7 @@ class Replay:
         if path is None:
             self.store = self.record = None
         elif self.store is None or self.store.path != path:
-            self.store, self.record = RecordStore(path), None
+            self.store, self.record = RecordStore(path, private=private_location(location)), None
 
     def restore(self, conversations: dict[str, Conversation]) -> None:
         """Load the record once per kernel and hand its conversations to the session."""
@@ -78,17 +80,21 @@ class Replay:
         if rec is None or rec.cursor >= rec.replayable:
             return None  # nothing recorded by an earlier kernel is left to replay
         if self.mode == "off":
-            rec.replayable = rec.cursor  # continue the whole restored conversation
-            rec.conversation.document_key = rec.resume_document_key
+            continue_after_record(rec)
         else:
             branch(rec)
         return None
 
-    def position(self, name: str) -> None:
-        """Before a cell resolves its document: the conversation as it was at the replay position."""
+    def position(self, name: str, magic_cell: str | None) -> None:
+        """Before a cell resolves its document: the conversation as it was at this cell's replay
+        position; a magic cell the record does not hold continues after its last turn."""
         rec = self.record.conversations.get(name) if self.record and self.mode != "off" else None
-        if rec is not None:
+        if rec is None:
+            return
+        if seek(rec, magic_cell):
             document_at_cursor(rec)
+        elif self.mode == "auto":
+            continue_after_record(rec)
 
     def stop(self, name: str) -> None:
         """The conversation was reset in this kernel: its recorded turns are not replayed any more."""
@@ -96,8 +102,10 @@ class Replay:
         if rec is not None:
             rec.replayable = rec.cursor
 
-    def committed(self, conv: Conversation, key: TurnKey) -> str | None:
-        """A live turn succeeded: record it and write the file; a line if it could not be written."""
+    def committed(self, conv: Conversation, key: TurnKey, cache: dict[str, Any] | None = None) -> str | None:
+        """A live turn succeeded: record it (and the conversation's explicit cache, so a kernel
+        killed before deleting it leaves the next one its name) and write the file; a line if
+        it could not be written."""
         if self.store is None or self.record is None:
             return None
         rec = self.record.conversations.get(conv.name)
@@ -105,9 +113,15 @@ class Replay:
             rec = ConversationRecord(conv, created=time.time())
             self.record.conversations[conv.name] = rec
         turn = conv.history[-1]
+        rec.cache = cache
         rec.meta[turn.index] = TurnMeta(key, time.time(), state_after(conv, rec.told))
         self.record.notebook = self.notebook
         return self.save()
+
+    def recorded_cache(self, conv: Conversation) -> dict[str, Any] | None:
+        """The explicit cache the record names for this restored conversation, if any."""
+        rec = self.record.conversations.get(conv.name) if self.record else None
+        return rec.cache if rec is not None and rec.conversation is conv else None
 
     def save(self) -> str | None:
         if self.store is None or self.record is None:
@@ -147,12 +161,15 @@ class Replay:
                 "'/path/record.json' keeps one anyway)"
             )
         line = f"record: {self.store.path} · replay {self.mode}"
+        if self.store.read_only:
+            line += " · left untouched (not a record this kernel may write): conversations in memory only"
         if self.record is None:
             return line + " · not read yet"
         for name in self.restored:
             rec = self.record.conversations.get(name)
             if rec is not None:
                 live = f", live from turn {rec.cursor + 1}" if rec.replayable == rec.cursor < rec.loaded else ""
+                live = f", live after turn {rec.loaded} (every recorded turn kept)" if rec.continued else live
                 line += (
                     f"\nconversation {name!r} restored from the record: {rec.loaded} recorded turn(s), "
                     f"{rec.cursor} replayed{live}"

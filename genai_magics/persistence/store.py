@@ -15,10 +15,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..engine.record import NotebookRecord, RecordError, dumps, generation_of, loads
+from ..engine.record import NotebookRecord, dumps, generation_of
+from .schema import OURS, Damaged, NotOurs, loads
 
 USER = "user"
 NOTEBOOK = "notebook"
+
+
+def private_location(location: str) -> bool:
+    """The record lives in the user's Jupyter data dir, in a folder only this package writes."""
+    return location == USER
 
 
 def record_path(location: str, notebook: Path | None) -> Path | None:
@@ -65,21 +71,36 @@ class RecordStore:
     # (mtime_ns, size, inode) of the file as this kernel last wrote it: while it is unchanged the
     # generation on disk is ours, and the file need not be read and parsed again before each write
     written: tuple[int, int, int] | None = None
+    read_only: bool = False  # the file is another writer's (or a newer schema): never written, renamed, deleted
+    private: bool = False  # in the package's own records folder: nobody else writes there
 
     def load(self) -> tuple[NotebookRecord | None, str | None]:
         """The record and None, or None and one line saying why there is none to use."""
         try:
-            text = self.path.read_text(encoding="utf-8")
+            raw = self.path.read_bytes()
         except FileNotFoundError:
             return None, None
-        except (OSError, UnicodeDecodeError) as exc:
-            return None, self._set_aside(f"unreadable ({type(exc).__name__})")
+        except OSError as exc:
+            return None, self._leave(f"unreadable ({type(exc).__name__}: {exc.strerror})")
         try:
-            record = loads(text)
-        except RecordError as exc:
+            record = loads(raw.decode("utf-8"), self.private)
+        except UnicodeDecodeError:
+            if not (self.private or raw.startswith(OURS)):
+                return None, self._leave("not a genai_magics record (not UTF-8 text)")
+            return None, self._set_aside("corrupt (not UTF-8 text)")
+        except NotOurs as exc:
+            return None, self._leave(str(exc))
+        except Damaged as exc:
             return None, self._set_aside(str(exc))
         self.generation = record.generation
         return record, None
+
+    def _leave(self, why: str) -> str:
+        self.read_only = True
+        return (
+            f"the conversation record {self.path} is {why}; left untouched: this kernel keeps its "
+            "conversations in memory only (%config GeminiMagics.record_location names another file)"
+        )
 
     def _set_aside(self, why: str) -> str:
         aside = self.path.with_name(f"{self.path.name}.{time.strftime('%Y%m%d-%H%M%S')}.set-aside")
@@ -90,7 +111,7 @@ class RecordStore:
 
     def save(self, record: NotebookRecord) -> str | None:
         """Write the record; one line when this kernel lost the record to another kernel."""
-        if self.lost:
+        if self.lost or self.read_only:
             return None  # said once already
         import tempfile  # only when writing: %load_ext stays cheap
 
@@ -115,7 +136,8 @@ class RecordStore:
             record.generation = self.generation + 1
             fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
             try:
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                # a lone surrogate (an undecodable file name) is written as its JSON escape \udcff
+                with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
                     f.write(dumps(record))
                     f.flush()
                     os.fsync(f.fileno())
@@ -128,6 +150,8 @@ class RecordStore:
         return None
 
     def delete(self) -> None:
+        if self.read_only:
+            return  # not ours to delete
         with _locked(self.path):
             self.path.unlink(missing_ok=True)
         self.generation, self.written = 0, None

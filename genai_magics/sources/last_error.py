@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..engine.context import ContextPiece
-from ..engine.text import ELLIPSIS, clip
+from ..engine.text import ELLIPSIS, clip, sendable
 
 LAST_ERROR_FIELD = "lastError"
 DEFAULT_ERROR_PROMPT = "Explain this error and how to fix it."
@@ -303,4 +303,4 @@ def render_error(err: LastError) -> str:
 
 def error_piece(err: LastError) -> ContextPiece:
     """One ``lastError`` piece: the same error gives the same sha, a new error a new one."""
-    return ContextPiece(LAST_ERROR_FIELD, render_error(err))
+    return ContextPiece(LAST_ERROR_FIELD, sendable(render_error(err)))

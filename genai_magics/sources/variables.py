@@ -22,7 +22,7 @@ from typing import Any
 
 from ..engine.context import ContextPiece
 from ..engine.errors import UserError
-from ..engine.text import ELLIPSIS, clip, one_line
+from ..engine.text import ELLIPSIS, clip, one_line, sendable
 
 VARIABLES_FIELD = "variables"
 
@@ -281,7 +281,7 @@ def summarize(value: object, name: str, max_chars: int) -> str:
     the ``variables`` field), so the text itself does not repeat it.
     """
     text = _guard(lambda: _body(value), f"summary of {name}")
-    return clip(text, max_chars)
+    return clip(sendable(text), max_chars)
 
 
 def variable_pieces(names: Sequence[str], namespace: Mapping[str, object], max_chars: int) -> list[ContextPiece]:

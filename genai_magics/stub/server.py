@@ -312,13 +312,19 @@ _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
 _NO_NEWLINE = "\\ No newline at end of file"
 
 
+def _lines(text: str) -> list[str]:
+    # Only "\n" ends a line, as for GNU patch (not str.splitlines: form feed, U+2028, a lone
+    # "\r" are inside a line). Written here, not imported: the stand-in stays independent.
+    return re.findall(r"[^\n]*\n|[^\n]+$", text)
+
+
 def apply_patch(base: str, patch: str) -> str | None:
     """``base`` with unified-diff hunks applied, strictly: None when a line of context or a
     removed line is not where the hunk says, so only an exact patch gives a document."""
-    lines = base.splitlines(keepends=True)
+    lines = _lines(base)
     out: list[str] = []
     pos = 0
-    hunks = patch.splitlines(keepends=True)
+    hunks = _lines(patch)
     if not hunks or not _HUNK.match(hunks[0]):
         return None
     for n, line in enumerate(hunks):

@@ -11,7 +11,7 @@ import html
 from typing import Any
 
 from ..engine.redaction import redact
-from .diff import diff_html
+from .diff import diff_html, diff_text
 from .proposal import ProposalController
 
 # After a kernel restart ipywidgets marks each view of the old kernel `jupyter-widgets-disconnected`
@@ -36,7 +36,7 @@ class ProposalWidget:
         self._w = w
         self.controller = controller
         diff = controller.diff
-        self._diff_text = diff.rstrip() or "(no change)"  # the text form (see _repr_mimebundle_)
+        self._diff_text = diff_text(diff)  # the text form (see _repr_mimebundle_), capped like the HTML
         self._diff = diff_html(diff)
         # One layout and one button style for the views that never change theirs: each default one is a
         # widget of its own (a comm, and most of the time a proposal takes to show)
