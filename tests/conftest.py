@@ -53,6 +53,17 @@ def private_jupyter_data_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def playwright_driver():
+    """One Playwright for the whole run: while it is open its sync API keeps an event loop running
+    in this thread, so a second one (tests/browser and tests/vscode each starting their own)
+    refuses to start ("Sync API inside the asyncio loop"). Each folder launches its browser from it."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        yield pw
+
+
+@pytest.fixture(scope="session")
 def stub():
     with StubServer() as server:
         yield server

@@ -80,13 +80,12 @@ def code_server(request, tmp_path_factory, stub):
 
 
 @pytest.fixture(scope="session")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu"])
-        yield b
-        b.close()
+def browser(playwright_driver):
+    b = playwright_driver.chromium.launch(
+        executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu"]
+    )
+    yield b
+    b.close()
 
 
 @pytest.fixture
