@@ -13,7 +13,7 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from .edit_answer import EditAnswer, settle
 from .engine.cells import WHOLE_NOTEBOOK, Cell, Document, WholeNotebook, defined_names, is_genai_magic, undecodable_at
@@ -245,9 +245,14 @@ class Session:
         """A follow-up keeps its conversation's document (a `clear` run in between does not take
         its place), unless the newest run cell holds exactly the code the model has (the proposal
         run at the terminal's pre-filled prompt, or pasted into a new cell): the code lives there
-        now. A new conversation takes the default."""
+        now. A new conversation takes the default. A document cell that now holds a genai magic
+        (VS Code: a magic typed back into the cell Apply wrote) or is no code cell any more is no
+        document: the code moves to a cell holding exactly what the model has, or the turn says
+        why not."""
         default = self.default_target()
         kept = self.kept_target(conv)
+        if kept is not None and (kept.cell_type != "code" or is_genai_magic(kept.source)):
+            kept = self._holding_model_code(conv) or self._no_document_left(kept)
         if kept is None or (
             default is not None
             and conv is not None
@@ -255,6 +260,22 @@ class Session:
         ):
             return default
         return kept
+
+    def _holding_model_code(self, conv: Conversation | None) -> Cell | None:
+        """The newest code cell that holds exactly the code the model has."""
+        held = conv.sync.active_document_sha256 if conv else None
+        cells = [c for c in self._view().cells() if c.cell_type == "code" and not is_genai_magic(c.source)]
+        holding = [c for c in cells if held and sha256_text(strip_applied_marker(c.source)) == held]
+        return holding[-1] if holding else None
+
+    def _no_document_left(self, kept: Cell) -> NoReturn:
+        where = "this cell" if kept.id == self.record.running_id else self._label(kept)
+        now = "holds a genai magic" if kept.cell_type == "code" else f"is a {kept.cell_type} cell"
+        raise UserError(
+            f"{where} was this conversation's document and now {now}, so no cell has "
+            "the code the model has: paste that code into a code cell and run it, "
+            "or name the document with --cell"
+        )
 
     def kept_target(self, conv: Conversation | None) -> Cell | None:
         """The document a conversation already works on, while that cell still exists."""
@@ -303,12 +324,11 @@ class Session:
                 if req.mode == "edit":
                     raise UserError("nothing to edit yet: run a code cell first, or name one with --cell")
                 return None, None
+            named = f"--cell {req.cell}" if req.cell else self._label(target)
             if target.cell_type != "code":
-                raise UserError(
-                    f"--cell {req.cell}: that is a {target.cell_type} cell; only code cells can be the document"
-                )
+                raise UserError(f"{named}: that is a {target.cell_type} cell; only code cells can be the document")
             if is_genai_magic(target.source):
-                raise UserError(f"--cell {req.cell}: that is a genai magic cell, not code to work on")
+                raise UserError(f"{named}: that is a genai magic cell, not code to work on")
             # A cell Apply wrote in a running-cell frontend starts with the instruction line.
             doc = Document(key=target.id, label=self._label(target), source=strip_applied_marker(target.source))
         bad = undecodable_at(doc.source)
