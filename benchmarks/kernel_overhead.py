@@ -159,7 +159,7 @@ def install_fake_transports() -> None:
     from genai_magics import session as session_mod
     from genai_magics.engine.conversation import Usage
     from genai_magics.gemini.transport import TRANSPORTS, TurnResult, body_bytes
-    from genai_magics.stub.server import ask_reply, edit_reply
+    from genai_magics.stub.model import ask_reply, edit_reply
 
     class OfflineCaches:
         """The explicit-cache calls are network too: answered at once, so the rows time our bookkeeping only

@@ -38,7 +38,7 @@ from genai_magics.engine.record import (
 from genai_magics.gemini.models import DEFAULT_MODEL  # noqa: E402
 from genai_magics.persistence.schema import Record, compiled  # noqa: E402
 from genai_magics.persistence.store import RecordStore  # noqa: E402
-from genai_magics.stub.server import edit_source  # noqa: E402
+from genai_magics.stub.model import edit_source  # noqa: E402
 
 TURNS, GOAL_MS = 500, 50.0
 

@@ -114,11 +114,11 @@ from genai_magics.gemini import transport as _transport  # noqa: E402
 from genai_magics.gemini.pricing import PRICES, Price  # noqa: E402
 from genai_magics.session import Session, Settings, TurnRequest  # noqa: E402
 from genai_magics.stub import StubServer  # noqa: E402
-from genai_magics.stub import server as _server  # noqa: E402
-from genai_magics.stub.server import edit_source  # noqa: E402
+from genai_magics.stub import sse as _sse  # noqa: E402
+from genai_magics.stub.model import edit_source  # noqa: E402
 from genai_magics.ui.proposal import ProposalController  # noqa: E402
 
-_original_chunks = _server._chunks
+_original_chunks = _sse.chunks
 
 
 def _bigger_chunks(text: str, minimum: int = 3, size: int = 48) -> list[str]:
@@ -1127,7 +1127,7 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     model = default_model()
-    _server._chunks = _bigger_chunks  # see the module docstring: speed only, not the measured numbers
+    _sse.chunks = _bigger_chunks  # see the module docstring: speed only, not the measured numbers
     with StubServer() as stub:
         os.environ["GOOGLE_GEMINI_BASE_URL"] = stub.url
         os.environ["GEMINI_API_KEY"] = "fake"
@@ -1210,7 +1210,7 @@ def main(argv: list[str] | None = None) -> int:
 def restart_main(table=restart_and_run_all) -> int:
     """One table alone (``--restart-only``, ``--apply-only``)."""
     model = default_model()
-    _server._chunks = _bigger_chunks
+    _sse.chunks = _bigger_chunks
     with StubServer() as stub:
         os.environ["GOOGLE_GEMINI_BASE_URL"] = stub.url
         os.environ["GEMINI_API_KEY"] = "fake"

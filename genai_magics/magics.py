@@ -1,8 +1,8 @@
 """The IPython face of genai_magics: the magics' flags in, session calls out.
 
 Not yet thin: besides that it chooses each run's frontend, stages Apply where a cell cannot
-wait, gathers the --error/--vars/--interpolate context, shows proposals and dispatches the
-%gemini subcommands.
+wait and shows proposals. The --error/--vars/--interpolate context comes from
+``sources/explicit.py``; the %gemini subcommands are the table in ``line_commands.py``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import signal
 import sys
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import contextmanager
 from typing import Any
 
@@ -35,11 +35,13 @@ from .frontends.frontend import Kind
 from .frontends.notebook_edit import NotebookWriter
 from .frontends.notebook_view import MergedView, notebook_path_from
 from .frontends.terminal import typed_source
-from .gemini.models import DEFAULT_MODEL, models_table
+from .gemini.models import DEFAULT_MODEL
 from .gemini.transport import ClientSettings
+from .line_commands import COMMANDS, HELP, Call
 from .line_syntax import split_prompt
 from .persistence.replay import REPLAY_MODES
 from .session import Session, Settings, TurnRequest
+from .sources.explicit import explicit_context
 from .ui import report
 from .ui.display import NotebookDisplay, TerminalDisplay
 from .ui.proposal import ProposalController, Status
@@ -128,6 +130,16 @@ def _turn_arguments(magic: str, form: str) -> Callable[[Callable[..., Any]], Cal
             else f"%%{magic} [options] prompt words"
         )
         func.__doc__ = parser.format_help()
+        return func
+
+    return decorate
+
+
+def _documented(doc: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A docstring made from a table (magic_arguments reads it for the magic's help)."""
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        func.__doc__ = doc
         return func
 
     return decorate
@@ -421,7 +433,8 @@ class GeminiMagics(Magics):
         are the instruction (%gemini_edit --error alone asks to fix the last error)."""
         return self._turn("edit", self.gemini_edit_line, line, None)
 
-    def _turn(self, mode: Mode, magic, line: str, cell: str | None):
+    def _turn(self, mode: Mode, magic, line: str, cell: str | None) -> Awaitable[None] | None:
+        """Run one turn; what IPython gets back is None, or an awaitable while a proposal waits for its click."""
         if self._write_staged():
             return None
         # a flag's name after the first word of the prompt is prompt text (also on a %% line)
@@ -430,7 +443,7 @@ class GeminiMagics(Magics):
             args = parse_argstring(magic, line)
         except UsageError as exc:
             NotebookDisplay.error(f"{exc} (see {'%%' if cell is not None else '%'}gemini_{mode}?)")
-            return
+            return None
         settings = self._settings()
         display = TerminalDisplay(mode) if self._terminal else NotebookDisplay(mode)
         body = "\n".join(part for part in (words, " ".join(args.words), cell or "") if part)
@@ -444,13 +457,21 @@ class GeminiMagics(Magics):
         frontend = self._frontend()
         self.session.frontend_target = frontend.default_target
         try:
-            pieces, failing_cell, prompt = self._explicit_context(args, body)
+            asked = explicit_context(
+                self.shell,
+                body,
+                error=args.error,
+                variables=args.vars,
+                interpolate=args.interpolate,
+                max_var_chars=self.max_var_chars,
+                cell_for_filename=self._cell_for_filename,
+            )
         except UserError as exc:
             display.error(str(exc))
             return None
         request = TurnRequest(
             mode=mode,
-            prompt=prompt,
+            prompt=asked.prompt,
             conversation=args.conversation,
             cell=args.cell,
             notebook=args.notebook,
@@ -459,8 +480,8 @@ class GeminiMagics(Magics):
             state=args.state,
             no_context=args.no_context,
             dry_run=args.dry_run,
-            extra_pieces=tuple(pieces),
-            preferred_target=failing_cell,
+            extra_pieces=asked.pieces,
+            preferred_target=asked.failing_cell,
             rerun=args.rerun,
             outputs=not args.no_outputs,
             output_cells=tuple(ref.strip() for ref in (args.outputs or "").split(",") if ref.strip()),
@@ -481,16 +502,16 @@ class GeminiMagics(Magics):
             if self.debug and exc.__cause__ is not None:  # an API failure: its traceback on request
                 print(redact("".join(traceback.format_exception(exc.__cause__))), end="", file=sys.stderr)
             display.error(str(exc))
-            return
+            return None
         except Exception as exc:  # a bug of ours: one line unless debugging
             display.clear_progress()
             if self.debug:
                 print(redact(traceback.format_exc()), end="", file=sys.stderr)
             display.error(redact(f"unexpected {type(exc).__name__}: {exc} (%gemini debug on shows the traceback)"))
-            return
+            return None
         if outcome.request is not None and outcome.plan is not None:  # a dry run
             display.request(outcome.request, outcome.plan.state_mode, outcome.cache_plan)
-            return
+            return None
         turn = outcome.turn
         assert turn is not None  # only a dry run has no turn
         display.finish(turn.response or ("_(proposal below)_" if mode == "edit" else "_(empty answer)_"))
@@ -500,7 +521,7 @@ class GeminiMagics(Magics):
             assert outcome.plan is not None  # a turn that was sent has its plan
             footer = report.footer(turn, outcome.plan, outcome.model)
         if mode == "edit" and turn.proposal_source is not None:
-            return self._show_proposal(frontend, outcome, prompt, lambda: display.footer(footer))
+            return self._show_proposal(frontend, outcome, asked.prompt, lambda: display.footer(footer))
         display.footer(footer)
         return None
 
@@ -512,33 +533,7 @@ class GeminiMagics(Magics):
         cell = self.session.record.by_execution_count(number) if number is not None else None
         return (cell.id, cell.label) if cell else (None, None)
 
-    def _explicit_context(self, args, cell: str):
-        """--error and --vars pieces, the failing cell, and the prompt."""
-        from .sources.variables import interpolated_names, parse_var_list, variable_pieces
-
-        pieces, failing_cell, prompt = [], None, cell
-        if args.error:
-            from .sources.last_error import DEFAULT_ERROR_PROMPT, capture_last_error, error_piece
-
-            err = capture_last_error(self.shell, self._cell_for_filename)
-            if err is None:
-                raise UserError("--error: no exception has been raised in this session yet")
-            pieces.append(error_piece(err))
-            failing_cell = err.cell_id
-            if not prompt.strip():
-                prompt = DEFAULT_ERROR_PROMPT
-        names = parse_var_list(args.vars) if args.vars else []
-        if args.interpolate:
-            placeholders = [n for n in interpolated_names(cell) if n in self.shell.user_ns]
-            names += [n for n in placeholders if n not in names]
-            # {df} names the variable whose summary goes along; its repr could be huge
-            for name in placeholders:
-                prompt = prompt.replace("{" + name + "}", f"`{name}`")
-            prompt = self.shell.var_expand(prompt, depth=3)
-        pieces += variable_pieces(names, self.shell.user_ns, self.max_var_chars)
-        return pieces, failing_cell, prompt
-
-    def _show_proposal(self, frontend: frontends.Frontend, outcome, instruction: str, footer):
+    def _show_proposal(self, frontend: frontends.Frontend, outcome, instruction: str, footer) -> Awaitable[None] | None:
         """Show the diff and buttons; where only the running cell can be written, wait here."""
         from IPython.display import display
 
@@ -580,21 +575,7 @@ class GeminiMagics(Magics):
         "command",
         nargs="?",
         default="status",
-        choices=[
-            "status",
-            "history",
-            "reset",
-            "forget",
-            "tokens",
-            "model",
-            "models",
-            "state",
-            "debug",
-            "apply",
-            "discard",
-            "undo",
-            "help",
-        ],
+        choices=list(COMMANDS),
         help="what to do (default: status)",
     )
     @argument("value", nargs="?", help="model name, state mode, conversation to reset, or on/off for debug")
@@ -603,20 +584,8 @@ class GeminiMagics(Magics):
     )
     @argument("--all", action="store_true", help="with reset or forget: every conversation")
     @line_magic
+    @_documented(HELP)
     def gemini(self, line):
-        """Inspect and steer the conversations.
-
-        %gemini status           model, state mode, synced hashes, turn counts
-        %gemini history [-c N]   the turns, prompt and reply
-        %gemini tokens [-c N]    per-turn tokens (cached ones too), request bytes and cost; session totals
-        %gemini reset [NAME|--all]  forget a conversation (default: 'default') and delete its context cache
-        %gemini forget [NAME|--all] reset it and delete it from the notebook's record
-        %gemini model [NAME]     show or set the default model
-        %gemini models           the models your key can use, and the state modes each works in
-        %gemini state [MODE]     show or set the default state mode
-        %gemini debug on|off     full tracebacks for unexpected errors
-        %gemini apply|discard|undo [-c N]  act on the newest proposal (for frontends without buttons)
-        """
         try:
             args = parse_argstring(self.gemini, line)
         except UsageError as exc:
@@ -636,53 +605,4 @@ class GeminiMagics(Magics):
         if args.conversation and not chosen:
             NotebookDisplay.error(f"no conversation named {args.conversation!r}")
             return
-        if args.command == "status":
-            frontend = self._frontend()
-            print(report.status(list(convs.values()), self.model, self.state, frontend.view.description))
-            print(f"frontend: {frontend.kind.value}")
-            if self.bridge is not None:
-                print(self.bridge.status())
-            print(self.companion.status())
-            print(replay.status())
-        elif args.command == "history":
-            print("\n\n".join(report.history(c) for c in chosen) or "no conversation yet")
-        elif args.command == "tokens":
-            print("\n\n".join(report.token_table(c) for c in chosen) or "no conversation yet")
-            if convs:
-                print(report.session_totals(list(convs.values()), self._storage_costs()))
-        elif args.command == "reset":
-            names = self.session.reset(None if args.all else (args.value or "default"))
-            print(f"reset: {', '.join(names)}" if names else "nothing to reset")
-        elif args.command == "forget":
-            names = None if args.all else [args.value or "default"]
-            gone = set(replay.forget(names)) | set(self.session.reset(None if names is None else names[0]))
-            print(f"forgotten: {', '.join(sorted(gone))}" if gone else "nothing to forget")
-        elif args.command == "model":
-            if args.value:
-                self.model = args.value
-            print(f"model: {self.model}")
-        elif args.command == "models":
-            try:
-                print(models_table(self.session.models(self._settings().client), self.model))
-            except UserError as exc:
-                NotebookDisplay.error(str(exc))
-        elif args.command == "state":
-            if args.value:
-                if args.value not in STATE_MODES:
-                    NotebookDisplay.error(f"state must be one of {', '.join(STATE_MODES)}")
-                    return
-                self.state = args.value
-            print(f"default state mode: {self.state}")
-        elif args.command in ("apply", "discard", "undo"):
-            controller = self.latest.get(args.conversation or "default")
-            if controller is None:
-                NotebookDisplay.error("no proposal to act on in this conversation")
-                return
-            getattr(controller, args.command)()
-            print(controller.message)
-        elif args.command == "debug":
-            if args.value in ("on", "off"):
-                self.debug = args.value == "on"
-            print(f"debug: {'on' if self.debug else 'off'}")
-        else:
-            print(self.gemini.__doc__)
+        COMMANDS[args.command].run(Call(self, args, replay, chosen))

@@ -13,7 +13,7 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from .edit_answer import EditAnswer, settle
 from .engine.cells import WHOLE_NOTEBOOK, Cell, Document, WholeNotebook, defined_names, is_genai_magic, undecodable_at
@@ -126,6 +126,46 @@ class TurnOutcome:
     target: Cell | None = None  # the cell an edit proposal is for
     cache_plan: str | None = None  # the dry run's explicit-cache plan
     replayed: TurnMeta | None = None  # set when the turn was shown from the record, not asked
+
+
+# -- the hand-offs between a turn's stages (Session.run) ---------------------
+@dataclass(frozen=True)
+class Resolved:
+    """A request resolved: its conversation, document, context and identity (None: a dry run)."""
+
+    req: TurnRequest  # the prompt redacted and stripped
+    model: str
+    state: StateMode
+    conv: Conversation
+    doc: Document | None
+    target: Cell | None
+    shown: OutputPieces
+    pieces: tuple[ContextPiece, ...]
+    key: TurnKey | None
+
+
+@dataclass(frozen=True)
+class Planned:
+    """What the turn sends, before anything is sent."""
+
+    resolved: Resolved
+    plan: TurnPlan
+    pieces: tuple[ContextPiece, ...]  # the context this turn (images over the cap wait)
+    price: Price | None
+
+
+@dataclass(frozen=True)
+class Sent:
+    """The answer, priced, with the plan it answers (a new one when the chain was lost)."""
+
+    planned: Planned
+    plan: TurnPlan
+    result: TurnResult
+    answer: EditAnswer | None  # an edit answer, settled
+
+    @property
+    def conv(self) -> Conversation:
+        return self.planned.resolved.conv
 
 
 def _no_key() -> bool:
@@ -245,9 +285,14 @@ class Session:
         """A follow-up keeps its conversation's document (a `clear` run in between does not take
         its place), unless the newest run cell holds exactly the code the model has (the proposal
         run at the terminal's pre-filled prompt, or pasted into a new cell): the code lives there
-        now. A new conversation takes the default."""
+        now. A new conversation takes the default. A document cell that now holds a genai magic
+        (VS Code: a magic typed back into the cell Apply wrote) or is no code cell any more is no
+        document: the code moves to a cell holding exactly what the model has, or the turn says
+        why not."""
         default = self.default_target()
         kept = self.kept_target(conv)
+        if kept is not None and (kept.cell_type != "code" or is_genai_magic(kept.source)):
+            kept = self._holding_model_code(conv) or self._no_document_left(kept)
         if kept is None or (
             default is not None
             and conv is not None
@@ -255,6 +300,22 @@ class Session:
         ):
             return default
         return kept
+
+    def _holding_model_code(self, conv: Conversation | None) -> Cell | None:
+        """The newest code cell that holds exactly the code the model has."""
+        held = conv.sync.active_document_sha256 if conv else None
+        cells = [c for c in self._view().cells() if c.cell_type == "code" and not is_genai_magic(c.source)]
+        holding = [c for c in cells if held and sha256_text(strip_applied_marker(c.source)) == held]
+        return holding[-1] if holding else None
+
+    def _no_document_left(self, kept: Cell) -> NoReturn:
+        where = "this cell" if kept.id == self.record.running_id else self._label(kept)
+        now = "holds a genai magic" if kept.cell_type == "code" else f"is a {kept.cell_type} cell"
+        raise UserError(
+            f"{where} was this conversation's document and now {now}, so no cell has "
+            "the code the model has: paste that code into a code cell and run it, "
+            "or name the document with --cell"
+        )
 
     def kept_target(self, conv: Conversation | None) -> Cell | None:
         """The document a conversation already works on, while that cell still exists."""
@@ -303,12 +364,11 @@ class Session:
                 if req.mode == "edit":
                     raise UserError("nothing to edit yet: run a code cell first, or name one with --cell")
                 return None, None
+            named = f"--cell {req.cell}" if req.cell else self._label(target)
             if target.cell_type != "code":
-                raise UserError(
-                    f"--cell {req.cell}: that is a {target.cell_type} cell; only code cells can be the document"
-                )
+                raise UserError(f"{named}: that is a {target.cell_type} cell; only code cells can be the document")
             if is_genai_magic(target.source):
-                raise UserError(f"--cell {req.cell}: that is a genai magic cell, not code to work on")
+                raise UserError(f"{named}: that is a genai magic cell, not code to work on")
             # A cell Apply wrote in a running-cell frontend starts with the instruction line.
             doc = Document(key=target.id, label=self._label(target), source=strip_applied_marker(target.source))
         bad = undecodable_at(doc.source)
@@ -411,6 +471,22 @@ class Session:
             raise UserError(describe(exc, attempts=settings.retry_attempts, timeout_s=settings.timeout_s)) from exc
 
     def run(self, req: TurnRequest, settings: Settings, display: TurnDisplay) -> TurnOutcome:
+        """A turn as its stages: resolve, replay or plan, (dry run), send, commit, persist."""
+        resolved = self.resolve(req, settings, display)
+        replayed = self.replayed(resolved)
+        if replayed is not None:
+            return replayed
+        planned = self.plan(resolved, settings, display)
+        if resolved.req.dry_run:
+            return self.dry_run(planned, settings)
+        sent = self.send(planned, settings, display)
+        turn = self.commit(sent, display)
+        self.persist(sent, display)
+        return TurnOutcome(sent.conv, sent.plan, resolved.model, turn=turn, target=resolved.target)
+
+    # -- the stages of a turn ------------------------------------------------
+    def resolve(self, req: TurnRequest, settings: Settings, display: TurnDisplay) -> Resolved:
+        """The conversation, document and context a request names, and the turn's identity."""
         # The prompt as the model gets it: no key, even one interpolated from a variable.
         req = replace(req, prompt=redact(req.prompt.strip()))
         if not req.prompt:
@@ -434,50 +510,79 @@ class Session:
             key = self._turn_key(
                 req, model, state, doc, pieces, request_settings(state, req.mode, settings.temperature)
             )
-            replayed = self.replay.replay(req.conversation, key, req.rerun)
-            if replayed is not None:
-                restored, turn, meta = replayed
-                _unmask_recorded(turn, doc)
-                return TurnOutcome(restored, None, model, turn=turn, target=target, replayed=meta)
+        return Resolved(req, model, state, conv, doc, target, shown, tuple(pieces), key)
 
-        def replan() -> TurnPlan:
-            return conv.plan_turn(
-                req.mode, req.prompt, doc, pieces, state, settings.max_chain_versions, settings.patches
-            )
+    def replayed(self, resolved: Resolved) -> TurnOutcome | None:
+        """The recorded answer of an earlier kernel's same turn, or None: the turn is asked."""
+        if resolved.key is None:  # a dry run is never replayed
+            return None
+        found = self.replay.replay(resolved.req.conversation, resolved.key, resolved.req.rerun)
+        if found is None:
+            return None
+        restored, turn, meta = found
+        _unmask_recorded(turn, resolved.doc)
+        return TurnOutcome(restored, None, resolved.model, turn=turn, target=resolved.target, replayed=meta)
 
-        plan = replan()
+    def plan(self, resolved: Resolved, settings: Settings, display: TurnDisplay) -> Planned:
+        """What goes to the model this turn, checked sendable and priced; nothing is sent."""
+        pieces = resolved.pieces
+        plan = self._plan_turn(resolved, pieces, settings)
         waiting = over_image_cap(plan.pieces, settings.max_images)
         if waiting:  # the later images go on a later turn: the model does not hold them yet
-            pieces = [p for p in pieces if p not in waiting]
-            plan = replan()
+            pieces = tuple(p for p in pieces if p not in waiting)
+            plan = self._plan_turn(resolved, pieces, settings)
             display.note(
                 f"{len(waiting)} image(s) not sent this turn: max_images is {settings.max_images} "
                 "(%config GeminiMagics.max_images); "
                 + ("they go with a later turn" if settings.max_images > 0 else "none is sent while it is 0")
             )
         going, kept = {p.key for p in plan.pieces}, {p.key for p in pieces}
-        for piece_key, line in shown.notes.items():  # a downscaled image when it goes; a refused one every turn
+        for (
+            piece_key,
+            line,
+        ) in resolved.shown.notes.items():  # a downscaled image when it goes; a refused one every turn
             if piece_key in going or piece_key not in kept:
                 display.note(line)
         unsendable(plan.payload)
         try:
-            price = price_for(model, settings.prices)
+            price = price_for(resolved.model, settings.prices)
         except ValueError as exc:
             raise UserError(str(exc)) from None
-        if req.dry_run:
-            transport = TRANSPORTS[plan.state_mode](None, model, settings.temperature)
-            step = self.caches.step(conv, transport, plan, conv.history, settings.cache, price, settings.cache_ttl_s)
-            request = transport.request(plan, conv.history, _planned_head(step))
-            return TurnOutcome(
-                conv,
-                plan,
-                model,
-                request=request,
-                target=target,
-                cache_plan=" · ".join(
-                    filter(None, (step.describe(settings.cache_ttl_s), images_estimate(plan.pieces, model)))
-                ),
-            )
+        return Planned(resolved, plan, pieces, price)
+
+    def _plan_turn(self, resolved: Resolved, pieces: tuple[ContextPiece, ...], settings: Settings) -> TurnPlan:
+        req = resolved.req
+        return resolved.conv.plan_turn(
+            req.mode, req.prompt, resolved.doc, pieces, resolved.state, settings.max_chain_versions, settings.patches
+        )
+
+    def _cache_step(self, planned: Planned, transport: Transport, settings: Settings) -> CacheStep:
+        conv = planned.resolved.conv
+        return self.caches.step(
+            conv, transport, planned.plan, conv.history, settings.cache, planned.price, settings.cache_ttl_s
+        )
+
+    def dry_run(self, planned: Planned, settings: Settings) -> TurnOutcome:
+        """The exact request and cache plan the turn would send, sending nothing."""
+        plan, model = planned.plan, planned.resolved.model
+        transport = TRANSPORTS[plan.state_mode](None, model, settings.temperature)
+        step = self._cache_step(planned, transport, settings)
+        request = transport.request(plan, planned.resolved.conv.history, _planned_head(step))
+        return TurnOutcome(
+            planned.resolved.conv,
+            plan,
+            model,
+            request=request,
+            target=planned.resolved.target,
+            cache_plan=" · ".join(
+                filter(None, (step.describe(settings.cache_ttl_s), images_estimate(plan.pieces, model)))
+            ),
+        )
+
+    def send(self, planned: Planned, settings: Settings, display: TurnDisplay) -> Sent:
+        """The turn sent (cache step, lost-chain restart, an edit answer settled), priced; any
+        failure leaves the conversation as it was."""
+        conv, plan, model = planned.resolved.conv, planned.plan, planned.resolved.model
         client, notices = self._client(settings.client)
         transport = TRANSPORTS[plan.state_mode](client, model, settings.temperature)
         if plan.new_chain_digest and conv.last_interaction_id:
@@ -489,7 +594,11 @@ class Session:
         notices.start(display.note, transport.honours_retry_after)
         answer = None
         try:
-            step = self.caches.step(conv, transport, plan, conv.history, settings.cache, price, settings.cache_ttl_s)
+            step = self._cache_step(planned, transport, settings)
+
+            def replan() -> TurnPlan:
+                return self._plan_turn(planned.resolved, planned.pieces, settings)
+
             result, plan = self._send(transport, conv, plan, display, settings, replan, step)
             result = _on_wire(result, notices)
             if plan.mode == "edit":
@@ -511,21 +620,29 @@ class Session:
             raise
         finally:
             notices.start(None)
-        result = replace(result, usage=_priced(result.usage, price))
-        turn = self._commit(conv, plan, result, display, answer)
+        return Sent(planned, plan, replace(result, usage=_priced(result.usage, planned.price)), answer)
+
+    def commit(self, sent: Sent, display: TurnDisplay) -> Turn:
+        """The answer recorded as the conversation's turn; the conversation exists from now on."""
+        conv = sent.conv
+        turn = self._commit(conv, sent.plan, sent.result, display, sent.answer)
         replaced = self.conversations.get(conv.name)
         if replaced is not None and replaced is not conv:  # --new started it over
             replaced.closed = True
             self.caches.release(replaced)
         self.conversations[conv.name] = conv  # a conversation exists once a turn succeeded
-        assert key is not None  # every sent turn has one (a dry run returned above, with its request)
+        return turn
+
+    def persist(self, sent: Sent, display: TurnDisplay) -> None:
+        """The committed turn written to the record; a failure there is one note, never a loss."""
+        key = sent.planned.resolved.key
+        assert key is not None  # every sent turn has one (a dry run is not sent)
         try:  # the answer is in: nothing may lose it now (it was shown; it stays in this kernel)
-            note = self.replay.committed(conv, key, self.caches.recorded(conv))
+            note = self.replay.committed(sent.conv, key, self.caches.recorded(sent.conv))
         except Exception as exc:  # noqa: BLE001 - any failure of the record is one line
             note = redact(f"the answer is kept in this kernel but not in the record ({type(exc).__name__}: {exc})")
         if note:
             display.note(note)
-        return TurnOutcome(conv, plan, model, turn=turn, target=target)
 
     def _turn_key(
         self,

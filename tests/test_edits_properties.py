@@ -23,7 +23,7 @@ from genai_magics.engine.payloads import EDIT_RESPONSE_SCHEMA
 from genai_magics.engine.record import ConversationRecord, NotebookRecord, dumps
 from genai_magics.persistence.schema import loads
 from genai_magics.stub.edits import EDITS_MIN_LINES, answer, make_edits, offers_edits
-from genai_magics.stub.server import held_document
+from genai_magics.stub.model import held_document
 
 LINES = st.sampled_from(["x = 1\n", "y = 2\n", "    pass\n", "\n", "def f():\n", "return x\n", "# note\n"])
 documents = st.lists(LINES, min_size=1, max_size=40).map("".join)

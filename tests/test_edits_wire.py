@@ -16,7 +16,7 @@ from helpers.wire import api_requests, current_payload, transcript
 
 from genai_magics.engine.hashing import sha256_text
 from genai_magics.stub.edits import EDITS_MIN_LINES
-from genai_magics.stub.server import edit_source
+from genai_magics.stub.model import edit_source
 
 pytestmark = pytest.mark.kernel
 MODES = ["contents", "interactions"]

@@ -78,6 +78,17 @@ def test_help_is_plain_text_for_each_form(magic_shell, magic):
     assert "the cell body" not in line
 
 
+def test_gemini_help_lists_every_subcommand_of_the_table(magic_shell):
+    from genai_magics.line_commands import COMMANDS
+
+    shown = magic_shell.run("%gemini help", cell_id="m")
+    for name, command in COMMANDS.items():
+        assert f"%gemini {name}" in shown.stdout and command.help in shown.stdout
+    assert "--conversation NAME" in shown.stdout  # and every flag's help (magic_arguments)
+    assert magic_shell.run("%gemini debug on", cell_id="m2").stdout == "debug: on\n"  # a handler, looked up by name
+    assert magic_shell.magics.debug
+
+
 # -- the proposal widget and its controller ------------------------------------------
 
 

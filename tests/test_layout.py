@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "genai_magics"
@@ -58,3 +59,15 @@ def test_layers_import_downwards_only():
                 reached = _layer_of(path, level, module)
                 if level or reached is not None:
                     assert reached in allowed, f"{layer}/{path.name} imports {module}: {reached} is not below {layer}"
+
+
+def test_stand_in_is_standard_library_only():
+    # It ships in the wheel but serves tests, the demo and benchmarks: nothing beyond the standard
+    # library, its own modules, the pure engine and the package's default model name (which it serves).
+    for path in (PACKAGE / "stub").glob("*.py"):
+        for level, module in _imports(path):
+            if level == 0:
+                assert module.split(".")[0] in sys.stdlib_module_names, f"stub/{path.name} imports {module}"
+            else:
+                reached = _layer_of(path, level, module)
+                assert reached in ("stub", "engine") or module == "gemini.models", f"stub/{path.name} imports {module}"

@@ -16,7 +16,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from genai_magics.engine.diff import source_patch, unified_diff
-from genai_magics.stub.server import apply_patch
+from genai_magics.stub.patches import apply_patch
 from genai_magics.ui.diff import diff_html
 
 ODD = ["\x0c", "\u2028", "\u2029", "\x85", "\r", "\r\n", "\x0b", "\x1c", "\x1d", "\x1e"]

@@ -1,7 +1,7 @@
 """Small hand edits sent as patches (contents mode), pure: no kernel, no network.
 
 What the model holds is read from the built ``contents`` by the stand-in's model
-(``genai_magics.stub.server.held_document``, which applies ``sourcePatch`` hunks
+(``genai_magics.stub.model.held_document``, which applies ``sourcePatch`` hunks
 strictly), not by the engine's own bookkeeping: a patch that does not turn the
 version the model holds into the cell's source leaves the model holding nothing.
 """
@@ -20,7 +20,7 @@ from genai_magics.engine.contents import build_contents, cacheable
 from genai_magics.engine.conversation import PATCH_SHARE, Conversation, TransitionRefused, version_chain
 from genai_magics.engine.hashing import sha256_text
 from genai_magics.engine.payloads import to_text
-from genai_magics.stub.server import held_document
+from genai_magics.stub.model import held_document
 
 BASE = "".join(f"def f{i}(x):\n    return x * {i}\n\n" for i in range(400))  # 1,200 lines, ~14 kB
 

@@ -72,3 +72,24 @@ def test_the_wait_mechanism_matches_the_kernel(kernel):
     major, minor = (int(x) for x in version.split(".")[:2])
     expected = "async" if (major, minor) >= (7, 4) else ("poll" if major < 7 else "None")
     assert mechanism == expected
+
+
+def test_a_magic_typed_back_into_the_applied_cell_names_the_real_cause(kernel, stub):
+    """Apply replaced the magic cell W2 with the proposal, so W2 became the conversation's
+    document; a magic typed back into W2 leaves no cell with the code the model has."""
+    kernel.run(CELL_A, cell_id=NB + "W1sZmlsZQ==")
+    msg_id = kernel.start("%%gemini_edit\nAdd input validation.", cell_id=NB + "W2sZmlsZQ==")
+    kernel.wait_for_button("Apply", msg_id)
+    kernel.click("Apply", wait=False)
+    (payload,) = next_input(kernel.finish(msg_id))
+    sent = len(api_requests(stub))
+    again = kernel.run("%%gemini_ask\nWhy?", cell_id=NB + "W2sZmlsZQ==")
+    said = again.stdout + again.stderr + "".join(kernel.html_values())
+    assert "--cell None" not in said
+    assert "now holds a genai magic" in said and "paste" in said
+    assert len(api_requests(stub)) == sent, "nothing was sent"
+    # the code pasted back into a cell and run there: the follow-up works on it, synchronized
+    kernel.run(payload["text"], cell_id=NB + "W3sZmlsZQ==")
+    kernel.run("%%gemini_ask\nWhy?", cell_id=NB + "W2sZmlsZQ==")
+    ask = current_payload(api_requests(stub)[-1])
+    assert ask.get("sourceSynchronized") is True and "currentSource" not in ask

@@ -11,7 +11,7 @@ from helpers.kernel import FAKE_KEY
 
 from genai_magics.engine.payloads import EDIT_RESPONSE_SCHEMA, WHOLE_RESPONSE_SCHEMA, to_text
 from genai_magics.stub.edits import BAD_FIND, EDITS_MIN_LINES, apply
-from genai_magics.stub.server import edit_source, tokens
+from genai_magics.stub.model import edit_source, tokens
 
 BIG = "".join(f"x_{i} = {i}\n" for i in range(EDITS_MIN_LINES))
 

@@ -3,6 +3,8 @@
 Nothing in the package's real code paths imports this module.
 """
 
-from .server import STATUS_NAMES, StubServer, tokens
+from .model import tokens
+from .replies import STATUS_NAMES
+from .server import StubServer
 
 __all__ = ["StubServer", "tokens", "STATUS_NAMES"]

@@ -48,9 +48,7 @@ from __future__ import annotations
 
 import copy
 import datetime as _dt
-import hashlib
 import json
-import math
 import re
 import socket
 import sys
@@ -61,54 +59,17 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from . import edits as model_edits
-from . import images
+from . import faults, images, sse
+from .caches import CACHE_CONFLICT, CACHE_MISSING, DEFAULT_CACHE_TTL_S, duration, parse_timestamp, timestamp
+from .faults import FAULTS, MATCHES
+from .implicit import IMPLICIT_TTL_S, common_tokens, implicit_minimum
+from .model import answer, sha256, texts, tokens
+from .replies import Reply, error
 
-__all__ = ["StubServer", "tokens", "STATUS_NAMES"]
+__all__ = ["StubServer"]
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
 
-STATUS_NAMES = {
-    400: "INVALID_ARGUMENT",
-    401: "UNAUTHENTICATED",
-    403: "PERMISSION_DENIED",
-    404: "NOT_FOUND",
-    408: "DEADLINE_EXCEEDED",
-    409: "ABORTED",
-    429: "RESOURCE_EXHAUSTED",
-    500: "INTERNAL",
-    501: "NOT_IMPLEMENTED",
-    503: "UNAVAILABLE",
-    504: "DEADLINE_EXCEEDED",
-}
-
-_DEFAULT_MESSAGES = {
-    400: "Request contains an invalid argument.",
-    401: "API key not valid. Please pass a valid API key. (stub)",
-    403: "The caller does not have permission. (stub)",
-    404: "Requested entity was not found. (stub)",
-    429: "Resource has been exhausted (e.g. check quota). (stub)",
-    500: "An internal error has occurred. (stub)",
-    503: "The model is overloaded. Please try again later. (stub)",
-}
-
-FAULTS = ("http", "cut_stream", "invalid_json", "delay", "bad_edits")
-MATCHES = (
-    None,
-    "any",
-    "generate",
-    "stream",
-    "count",
-    "interactions",
-    "edit",
-    "ask",
-    "interaction.create",
-    "interaction.get",
-    "caches",
-    "cache.create",
-    "cache.get",
-    "cache.update",
-    "cache.delete",
-)
 
 _MODEL_RE = re.compile(r"^/v1(?:beta|alpha)?/models/([^/:]+):(generateContent|streamGenerateContent|countTokens)$")
 _INTERACTIONS_RE = re.compile(r"^/v1(?:beta|alpha)?/interactions/?$")
@@ -148,351 +109,15 @@ def _catalogue() -> list[dict[str, Any]]:
 _CACHES_RE = re.compile(r"^/v1(?:beta|alpha)?/cachedContents/?$")
 _CACHE_RE = re.compile(r"^/v1(?:beta|alpha)?/(cachedContents/[^/]+)$")
 
-CACHE_MISSING = "CachedContent not found (or permission denied)"
-CACHE_CONFLICT = (
-    "CachedContent can not be used with GenerateContent request setting system_instruction, "
-    "tools or tool_config.\n\nProposed fix: move those values to CachedContent from "
-    "GenerateContent request."
-)
-DEFAULT_CACHE_TTL_S = 3600.0  # the real API's default when a cache is made without a TTL
-IMPLICIT_TTL_S = 300.0
-
-
-def implicit_minimum(model: str) -> int:
-    """The stand-in's smallest prefix implicit caching counts: 4,096 tokens for pro models, else 2,048."""
-    return 4096 if "pro" in model else 2048
-
-
-def _duration(value: Any) -> float | None:
-    """``"300s"`` / ``"1.5s"`` -> seconds; None if it is not a protobuf Duration."""
-    if isinstance(value, str) and re.fullmatch(r"\d+(?:\.\d+)?s", value.strip()):
-        return float(value.strip()[:-1])
-    return None
-
-
-def _timestamp(seconds: float) -> str:
-    return _dt.datetime.fromtimestamp(seconds, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _parse_timestamp(value: Any) -> float | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return _dt.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
-def _common_tokens(a: list[tuple[str, str]], b: list[tuple[str, str]]) -> int:
-    """Tokens of the longest common prefix of two (role, text) sequences.
-
-    Whole equal pieces count their own tokens; inside the first differing piece of
-    the same role, only whole 4-byte tokens of the common prefix count.
-    """
-    total = 0
-    for (role_a, text_a), (role_b, text_b) in zip(a, b, strict=False):
-        if (role_a, text_a) == (role_b, text_b):
-            total += tokens(text_a)
-            continue
-        if role_a == role_b:
-            low, high = 0, min(len(text_a), len(text_b))  # binary search on slices: C speed on 70 kB turns
-            while low < high:
-                mid = (low + high + 1) // 2
-                if text_a[:mid] == text_b[:mid]:
-                    low = mid
-                else:
-                    high = mid - 1
-            total += len(text_a[:low].encode("utf-8", "surrogatepass")) // 4
-        break
-    return total
-
-
-def tokens(text: str | None) -> int:
-    """The stub's token count: ceil(utf-8 bytes / 4)."""
-    if not text:
-        return 0
-    return math.ceil(len(text.encode("utf-8", "surrogatepass")) / 4)
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
 
 def _now() -> str:
     return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _chunks(text: str, minimum: int = 3, size: int = 48, most: int = 32) -> list[str]:
-    """Split text (by characters, never inside a UTF-8 sequence) into >= ``minimum`` pieces of about
-    ``size`` characters, and no more than ``most`` pieces: a long answer streams in bigger pieces,
-    as Gemini's do (and the SDK parses each event of an interaction into new pydantic types)."""
-    n = max(minimum, min(most, math.ceil(len(text) / size)))
-    step = max(1, math.ceil(len(text) / n))
-    parts = [text[i : i + step] for i in range(0, len(text), step)] or [""]
-    while len(parts) < minimum:
-        parts.append("")
-    return parts
-
-
-def _texts(value: Any) -> list[str]:
-    """Every ``text`` string inside a content value (str, part, content, list)."""
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list):
-        out: list[str] = []
-        for item in value:
-            out.extend(_texts(item))
-        return out
-    if isinstance(value, dict):
-        if isinstance(value.get("text"), str):
-            return [value["text"]]
-        for key in ("parts", "content"):
-            if key in value:
-                return _texts(value[key])
-    return []
-
-
-def _parse_turn(text: str) -> dict[str, Any] | None:
-    try:
-        value = json.loads(text)
-    except (ValueError, TypeError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
-# -- the model's "reasoning": deterministic, from the transcript --------------
-
-
-def held_document(turns: list[tuple[str, str]], told: tuple[tuple[str, str], ...] = ()) -> str | None:
-    """The full source the model holds, walking (role, text) turns newest first.
-
-    User turns hold ``currentSource``, or ``sourcePatch``: hunks applied to what
-    the turns before hold (a patch that does not apply leaves the model holding
-    nothing, so a wrong patch shows); model turns hold ``proposedSource`` unless
-    their ``outcome`` (or a later user turn's ``proposalOutcomes``, keyed by the
-    proposal's sha256 prefix) says it was discarded or undone; the newest outcome told wins
-    (``told``: outcomes newer turns gave, newest first).
-    """
-    outcomes_told = dict(told)  # proposal key -> the newest outcome told
-    for i in range(len(turns) - 1, -1, -1):
-        role, text = turns[i]
-        turn = _parse_turn(text)
-        if turn is None:
-            continue
-        if role == "user":
-            outcomes = turn.get("proposalOutcomes")
-            if isinstance(outcomes, dict):
-                for key, outcome in outcomes.items():
-                    if isinstance(key, str):
-                        outcomes_told.setdefault(key.lower(), outcome)
-            if isinstance(turn.get("currentSource"), str):
-                return turn["currentSource"]
-            if isinstance(turn.get("sourcePatch"), str):
-                base = held_document(turns[:i], tuple(outcomes_told.items()))
-                return None if base is None else apply_patch(base, turn["sourcePatch"])
-        else:
-            source = turn.get("proposedSource")
-            if "edits" in turn and not isinstance(source, str):
-                # on what the model held when it answered: outcomes told later do not move that base
-                source = model_edits.held(turn, held_document(turns[:i]))
-            if not isinstance(source, str):
-                continue
-            if turn.get("outcome") in ("discarded", "undone"):
-                continue
-            sha = _sha(source)
-            if any(sha.startswith(k) for k, v in outcomes_told.items() if k and v in ("discarded", "undone")):
-                continue
-            return source
-    return None
-
-
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
-_NO_NEWLINE = "\\ No newline at end of file"
-
-
-def _lines(text: str) -> list[str]:
-    # Only "\n" ends a line, as for GNU patch (not str.splitlines: form feed, U+2028, a lone
-    # "\r" are inside a line). Written here, not imported: the stand-in stays independent.
-    return re.findall(r"[^\n]*\n|[^\n]+$", text)
-
-
-def apply_patch(base: str, patch: str) -> str | None:
-    """``base`` with unified-diff hunks applied, strictly: None when a line of context or a
-    removed line is not where the hunk says, so only an exact patch gives a document."""
-    lines = _lines(base)
-    out: list[str] = []
-    pos = 0
-    hunks = _lines(patch)
-    if not hunks or not _HUNK.match(hunks[0]):
-        return None
-    for n, line in enumerate(hunks):
-        header = _HUNK.match(line)
-        if header:
-            start = int(header.group(1)) - (0 if header.group(2) == "0" else 1)
-            if start < pos or start > len(lines):
-                return None
-            out += lines[pos:start]
-            pos = start
-            continue
-        if line.rstrip("\n") == _NO_NEWLINE:
-            continue
-        tag, body = line[:1], line[1:]
-        if n + 1 < len(hunks) and hunks[n + 1].rstrip("\n") == _NO_NEWLINE:
-            body = body[:-1] if body.endswith("\n") else body
-        if tag in (" ", "-"):
-            if pos >= len(lines) or lines[pos] != body:
-                return None
-            pos += 1
-            if tag == " ":
-                out.append(body)
-        elif tag == "+":
-            out.append(body)
-        else:
-            return None
-    return "".join(out + lines[pos:])
-
-
-def current_prompt(text: str) -> tuple[str | None, str]:
-    """(mode, prompt) of the current user turn; plain text is an ask prompt."""
-    turn = _parse_turn(text)
-    if turn is None:
-        return None, text
-    mode = turn.get("mode") if isinstance(turn.get("mode"), str) else None
-    prompt = turn.get("prompt")
-    return mode, prompt if isinstance(prompt, str) else text
-
-
-def _first_line(prompt: str, limit: int = 60) -> str:
-    """The prompt's first line; a longer one cut after its last whole word, the cut marked with an ellipsis."""
-    line = (prompt.strip().splitlines() or [""])[0].strip()
-    if len(line) <= limit:
-        return line
-    head = line[: limit + 1].rsplit(" ", 1)[0] if " " in line[: limit + 1] else line[:limit]
-    return head[:limit].rstrip(" ,;:") + "…"
-
-
-def ask_reply(prompt: str, document: str | None) -> str:
-    if document is None:
-        holds = "I hold no document."
-    else:
-        holds = f"The document I hold has {len(document.splitlines())} lines (sha256 {_sha(document)[:12]})."
-    return f"Stub answer to: {prompt}\n\n{holds}"
-
-
-def edit_source(prompt: str, document: str | None) -> str:
-    """The proposed source: a ``# stub edit: ...`` line added on top of the held document.
-
-    A percent-format notebook (first line ``# %% ...``) gets the line inside its
-    first cell, so the cell headers stay intact.
-    """
-    marker = f"# stub edit: {_first_line(prompt)}"
-    if document is None:
-        return f"{marker}\nresult = {_first_line(prompt)!r}\nprint(result)\n"
-    if document.startswith("# %%"):
-        head, sep, rest = document.partition("\n")
-        return f"{head}\n{marker}\n{rest}" if sep else f"{head}\n{marker}\n"
-    return f"{marker}\n{document}"
-
-
-def edit_reply(prompt: str, document: str | None) -> str:
-    source = edit_source(prompt, document)
-    if document is None:
-        explanation = f"Stub edit for: {_first_line(prompt)}. I held no document, so this is a new snippet."
-    else:
-        explanation = (
-            f"Stub edit for: {_first_line(prompt)}. Added a comment line on top of the "
-            f"{len(document.splitlines())}-line document (base sha256 {_sha(document)[:12]})."
-        )
-    return json.dumps({"explanation": explanation, "proposedSource": source}, ensure_ascii=False)
-
-
-INVALID_JSON_REPLY = '{"explanation": "stub invalid_json fault", "proposedSource": "print(1)\\n'
-
-
-def _answer(
-    turns: list[tuple[str, str]],
-    current: str,
-    system: str,
-    fault: dict[str, Any] | None,
-    info: dict[str, Any],
-    scripted: str | list[Any] | None = None,
-) -> tuple[str, int, int]:
-    """The deterministic reply to a transcript, and the tokens it read and wrote (recorded in ``info``)."""
-    mode, prompt = current_prompt(current)
-    document = held_document(turns)
-    if fault and fault["fault"] == "invalid_json":
-        text = INVALID_JSON_REPLY
-    elif info["edit"] and isinstance(scripted, list):  # scripted edits, as given
-        text = json.dumps({"explanation": f"Scripted stand-in edits for: {_first_line(prompt)}.", "edits": scripted})
-    elif info["edit"] and scripted is not None:
-        text = json.dumps(
-            {"explanation": f"Scripted stand-in edit for: {_first_line(prompt)}.", "proposedSource": scripted},
-            ensure_ascii=False,
-        )
-    elif info["edit"]:
-        bad = bool(fault and fault["fault"] == "bad_edits")
-        text = model_edits.answer(edit_reply(prompt, document), document, info["edits_offered"], bad)
-    else:
-        text = ask_reply(prompt, document)
-    in_tokens = sum(tokens(t) for _, t in turns) + tokens(system)
-    out_tokens = tokens(text)
-    info.update(
-        mode=mode or ("edit" if info["edit"] else "ask"),
-        prompt=prompt,
-        held_document_sha256=_sha(document) if document is not None else None,
-        input_tokens=in_tokens,
-        response_tokens=out_tokens,
-        response_text=text,
-    )
-    return text, in_tokens, out_tokens
-
-
-class _Reply:
-    """What one API request is answered with, computed before anything is sent."""
-
-    def __init__(
-        self,
-        status: int = 200,
-        body: Any = None,
-        events: list[bytes] | None = None,
-        headers: dict[str, str] | None = None,
-        cut: bool = False,
-        paced: list[int] | None = None,
-    ):
-        self.status = status
-        self.body = body
-        self.events = events
-        self.headers = headers or {}
-        self.cut = cut
-        self.paced = paced or []  # output tokens each event carries (``token_rate`` streams them in time)
 
 
 def _name_in(pattern: re.Pattern[str], path: str) -> str:
     """The name a route's pattern captured (the route was chosen by the same pattern)."""
     match = pattern.match(path)
     return match.group(1) if match else ""
-
-
-def _error(status: int, message: str | None = None, retry_after: Any = None) -> _Reply:
-    headers = {}
-    if retry_after is not None:
-        headers["Retry-After"] = str(retry_after)
-    body = {
-        "error": {
-            "code": status,
-            "message": message or _DEFAULT_MESSAGES.get(status, "Stub error."),
-            "status": STATUS_NAMES.get(status, "UNKNOWN"),
-        }
-    }
-    return _Reply(status, body, headers=headers)
-
-
-def _sse(obj: Any, event: str | None = None) -> bytes:
-    data = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-    head = f"event: {event}\n" if event else ""
-    return f"{head}data: {data}\r\n\r\n".encode()
 
 
 class StubServer:
@@ -670,8 +295,8 @@ class StubServer:
             return None
         return c
 
-    def _cache_missing(self, name: str) -> _Reply:
-        return _error(
+    def _cache_missing(self, name: str) -> Reply:
+        return error(
             self.cache_missing_status,
             CACHE_MISSING if self.cache_missing_status == 403 else f"CachedContent {name!r} not found. (stub)",
         )
@@ -681,39 +306,39 @@ class StubServer:
             "name": c["name"],
             "model": c["model"],
             "displayName": c["display_name"],
-            "createTime": _timestamp(c["created"]),
-            "updateTime": _timestamp(c["updated"]),
-            "expireTime": _timestamp(c["expire"]),
+            "createTime": timestamp(c["created"]),
+            "updateTime": timestamp(c["updated"]),
+            "expireTime": timestamp(c["expire"]),
             "usageMetadata": {"totalTokenCount": c["tokens"]},
         }
 
     def _expiry(self, body: dict[str, Any], now: float) -> float | None:
         if "ttl" in body:
-            ttl = _duration(body["ttl"])
+            ttl = duration(body["ttl"])
             return None if ttl is None else now + ttl
         if "expireTime" in body:
-            return _parse_timestamp(body["expireTime"])
+            return parse_timestamp(body["expireTime"])
         return now + DEFAULT_CACHE_TTL_S
 
-    def _handle_cache_create(self, body: dict[str, Any], info: dict[str, Any]) -> _Reply:
+    def _handle_cache_create(self, body: dict[str, Any], info: dict[str, Any]) -> Reply:
         model = body.get("model")
         if not isinstance(model, str) or not model.startswith("models/"):
-            return _error(400, "model must be 'models/{model}'. (stub)")
+            return error(400, "model must be 'models/{model}'. (stub)")
         try:
-            contents, info["images"] = images.contents_with_images(body.get("contents"), _texts)
+            contents, info["images"] = images.contents_with_images(body.get("contents"), texts)
         except images.BadImage as exc:
-            return _error(400, str(exc))
-        system = "".join(_texts(body.get("systemInstruction")))
+            return error(400, str(exc))
+        system = "".join(texts(body.get("systemInstruction")))
         total = sum(tokens(t) for _, t in contents) + tokens(system)
         minimum = self._minimum(model[len("models/") :])
         if total < minimum:
-            return _error(
+            return error(
                 400, f"Cached content is too small. total_token_count={total}, min_total_token_count={minimum}. (stub)"
             )
         now = self.now()
         expire = self._expiry(body, now)
         if expire is None:
-            return _error(400, f"Invalid value at 'cached_content.ttl': {body.get('ttl')!r}. (stub)")
+            return error(400, f"Invalid value at 'cached_content.ttl': {body.get('ttl')!r}. (stub)")
         with self._lock:
             name = f"cachedContents/stub-{self._next_cache:06d}"
             self._next_cache += 1
@@ -732,25 +357,25 @@ class StubServer:
             }
             view = self._cache_view(self._caches[name])
         info.update(cache_name=name, input_tokens=total)
-        return _Reply(200, view)
+        return Reply(200, view)
 
-    def _handle_cache(self, method: str, name: str, body: dict[str, Any] | None, info: dict[str, Any]) -> _Reply:
+    def _handle_cache(self, method: str, name: str, body: dict[str, Any] | None, info: dict[str, Any]) -> Reply:
         info["cache_name"] = name
         with self._lock:
             c = self._live_cache(name)
             if c is None:
                 return self._cache_missing(name)
             if method == "GET":
-                return _Reply(200, self._cache_view(c))
+                return Reply(200, self._cache_view(c))
             if method == "DELETE":
                 c["state"], c["ended"] = "deleted", self.now()
-                return _Reply(200, {})
+                return Reply(200, {})
             now = self.now()  # PATCH: only the expiry may change
             expire = self._expiry(body or {}, now) if ("ttl" in (body or {}) or "expireTime" in (body or {})) else None
             if expire is None:
-                return _error(400, "Only ttl or expireTime can be updated. (stub)")
+                return error(400, "Only ttl or expireTime can be updated. (stub)")
             c["expire"], c["updated"] = expire, now
-            return _Reply(200, self._cache_view(c))
+            return Reply(200, self._cache_view(c))
 
     def _minimum(self, model: str) -> int:
         return self.implicit_minimums.get(model, implicit_minimum(model))
@@ -759,7 +384,7 @@ class StubServer:
         """What a request reads: records ``prefix_tokens`` (the prefix it shares with the previous request
         of the same model, cached or not) and returns its implicitly cached tokens."""
         with self._lock:
-            info["prefix_tokens"] = _common_tokens(self._previous.get(model, []), sequence)
+            info["prefix_tokens"] = common_tokens(self._previous.get(model, []), sequence)
             self._previous[model] = sequence
         return self._implicit_cached(model, sequence)
 
@@ -770,7 +395,7 @@ class StubServer:
         with self._lock:
             now = self.now()
             self._prefixes = [p for p in self._prefixes if now - p[1] <= self.implicit_ttl_s]
-            best = max((_common_tokens(seq, sequence) for m, _, seq in self._prefixes if m == model), default=0)
+            best = max((common_tokens(seq, sequence) for m, _, seq in self._prefixes if m == model), default=0)
             self._prefixes.append((model, now, sequence))
         return best if best >= self._minimum(model) else 0
 
@@ -837,38 +462,13 @@ class StubServer:
     def _take_fault(self, info: dict[str, Any]) -> dict[str, Any] | None:
         with self._lock:
             for inj in self._injections:
-                if not self._fault_applies(inj, info):
+                if not faults.applies(inj, info):
                     continue
                 inj["times"] -= 1
                 if inj["times"] <= 0:
                     self._injections.remove(inj)
                 return dict(inj)
         return None
-
-    @staticmethod
-    def _fault_applies(inj: dict[str, Any], info: dict[str, Any]) -> bool:
-        fault, match, kind = inj["fault"], inj["match"], info["kind"]
-        if fault == "cut_stream" and not info["stream"]:
-            return False
-        if fault in ("invalid_json", "bad_edits") and not (
-            info.get("edit") and kind in ("generate", "stream", "interaction.create")
-        ):
-            return False
-        if match in (None, "any"):
-            return True
-        if match == "generate":
-            return kind in ("generate", "stream")
-        if match == "stream":
-            return bool(info["stream"])
-        if match == "interactions":
-            return kind.startswith("interaction.")
-        if match == "caches":
-            return kind.startswith("cache.")
-        if match == "edit":
-            return bool(info.get("edit"))
-        if match == "ask":
-            return kind in ("generate", "stream", "interaction.create") and not info.get("edit")
-        return kind == match
 
     def _record(self, record: dict[str, Any]) -> None:
         with self._lock:
@@ -903,29 +503,29 @@ class StubServer:
     # Each handler returns (reply, record-updates).
     def _handle_generate(
         self, model: str, body: dict[str, Any], stream: bool, fault: dict[str, Any] | None, info: dict[str, Any]
-    ) -> _Reply:
+    ) -> Reply:
         try:
-            turns, info["images"] = images.contents_with_images(body.get("contents"), _texts)
+            turns, info["images"] = images.contents_with_images(body.get("contents"), texts)
         except images.BadImage as exc:
-            return _error(400, str(exc))
+            return error(400, str(exc))
         info["current_images"] = images.current_images(body.get("contents"), info["images"])
-        system = "".join(_texts(body.get("systemInstruction") or body.get("system_instruction")))
+        system = "".join(texts(body.get("systemInstruction") or body.get("system_instruction")))
         explicit = 0
         name = body.get("cachedContent")
         if name is not None:
             info["cached_content"] = name
             if any(k in body for k in ("systemInstruction", "system_instruction", "tools", "toolConfig")):
-                return _error(400, CACHE_CONFLICT)
+                return error(400, CACHE_CONFLICT)
             with self._lock:
                 cache = self._live_cache(name) if isinstance(name, str) else None
                 if cache is None:
                     return self._cache_missing(str(name))
                 if cache["model"] != f"models/{model}":
-                    return _error(400, f"Model {model!r} does not match the model of {name} ({cache['model']}). (stub)")
+                    return error(400, f"Model {model!r} does not match the model of {name} ({cache['model']}). (stub)")
                 turns = list(cache["contents"]) + turns
                 system, explicit = cache["system"], cache["tokens"]
         user_texts = [t for r, t in turns if r == "user"]
-        text, prompt_tokens, out_tokens = _answer(
+        text, prompt_tokens, out_tokens = answer(
             turns, user_texts[-1] if user_texts else "", system, fault, info, self._take_script(info)
         )
         cached = max(explicit, self._read(model, [("system", system)] + turns, info))
@@ -937,9 +537,9 @@ class StubServer:
         }
         if cached:
             usage["cachedContentTokenCount"] = cached
-        response_id = f"stub-{_sha(json.dumps(body, sort_keys=True))[:16]}"
+        response_id = f"stub-{sha256(json.dumps(body, sort_keys=True))[:16]}"
         if not stream:
-            return _Reply(
+            return Reply(
                 200,
                 {
                     "candidates": [
@@ -950,7 +550,7 @@ class StubServer:
                     "responseId": response_id,
                 },
             )
-        pieces = _chunks(text)
+        pieces = sse.chunks(text)
         events = []
         for i, piece in enumerate(pieces):
             chunk: dict[str, Any] = {
@@ -961,34 +561,34 @@ class StubServer:
             if i == len(pieces) - 1:
                 chunk["candidates"][0]["finishReason"] = "STOP"
                 chunk["usageMetadata"] = usage
-            events.append(_sse(chunk))
-        return _Reply(200, events=events, paced=[tokens(p) for p in pieces])
+            events.append(sse.event(chunk))
+        return Reply(200, events=events, paced=[tokens(p) for p in pieces])
 
-    def _handle_count(self, body: dict[str, Any], info: dict[str, Any]) -> _Reply:
+    def _handle_count(self, body: dict[str, Any], info: dict[str, Any]) -> Reply:
         inner = body.get("generateContentRequest")
         request: dict[str, Any] = inner if isinstance(inner, dict) else body
-        total = sum(tokens(t) for c in request.get("contents") or [] for t in _texts(c))
-        total += tokens("".join(_texts(request.get("systemInstruction"))))
+        total = sum(tokens(t) for c in request.get("contents") or [] for t in texts(c))
+        total += tokens("".join(texts(request.get("systemInstruction"))))
         info.update(input_tokens=total, response_tokens=0)
-        return _Reply(200, {"totalTokens": total})
+        return Reply(200, {"totalTokens": total})
 
-    def _handle_create(self, body: dict[str, Any], fault: dict[str, Any] | None, info: dict[str, Any]) -> _Reply:
+    def _handle_create(self, body: dict[str, Any], fault: dict[str, Any] | None, info: dict[str, Any]) -> Reply:
         previous_id = body.get("previous_interaction_id")
         chain = self._chain(previous_id) if previous_id else []
         if chain is None:
-            return _error(
+            return error(
                 404,
                 f"Interaction {previous_id!r} (previous_interaction_id) was not found; "
                 "it expired or was deleted. Start a new conversation without it. (stub)",
             )
         model = body.get("model") or body.get("agent") or "unknown-model"
-        input_text = "".join(_texts(body.get("input")))
+        input_text = "".join(texts(body.get("input")))
         try:
             info["images"] = info["current_images"] = images.input_images(body.get("input"))
         except images.BadImage as exc:
-            return _error(400, str(exc))
+            return error(400, str(exc))
         raw_system = body.get("system_instruction")
-        system = raw_system if isinstance(raw_system, str) else "".join(_texts(raw_system))
+        system = raw_system if isinstance(raw_system, str) else "".join(texts(raw_system))
         turns: list[tuple[str, str]] = []
         for stored in chain:
             turns.append(("user", stored["input_text"]))
@@ -996,7 +596,7 @@ class StubServer:
             turns.append(("model", stored["output_text"]))
         turns.append(("user", input_text))
         turns += images.entries(info["images"])
-        text, in_tokens, out_tokens = _answer(turns, input_text, system, fault, info, self._take_script(info))
+        text, in_tokens, out_tokens = answer(turns, input_text, system, fault, info, self._take_script(info))
         cached = self._read(model, [("system", system)] + turns, info)
         info["cached_tokens"] = cached
         usage = {
@@ -1032,9 +632,9 @@ class StubServer:
                 }
         info.update(previous_interaction_id=previous_id, interaction_id=ident)
         if not info["stream"]:
-            return _Reply(200, interaction)
+            return Reply(200, interaction)
         events = [
-            _sse(
+            sse.event(
                 {
                     "event_type": "interaction.created",
                     "interaction": {
@@ -1047,30 +647,32 @@ class StubServer:
                 },
                 "interaction.created",
             ),
-            _sse({"event_type": "step.start", "index": 0, "step": {"type": "model_output"}}, "step.start"),
+            sse.event({"event_type": "step.start", "index": 0, "step": {"type": "model_output"}}, "step.start"),
         ]
-        pieces = _chunks(text)
+        pieces = sse.chunks(text)
         for piece in pieces:
             events.append(
-                _sse({"event_type": "step.delta", "index": 0, "delta": {"type": "text", "text": piece}}, "step.delta")
+                sse.event(
+                    {"event_type": "step.delta", "index": 0, "delta": {"type": "text", "text": piece}}, "step.delta"
+                )
             )
-        events.append(_sse({"event_type": "step.stop", "index": 0}, "step.stop"))
+        events.append(sse.event({"event_type": "step.stop", "index": 0}, "step.stop"))
         done = {k: v for k, v in interaction.items() if k != "steps"}
-        events.append(_sse({"event_type": "interaction.completed", "interaction": done}, "interaction.completed"))
-        return _Reply(200, events=events, paced=[0, 0, *(tokens(p) for p in pieces)])
+        events.append(sse.event({"event_type": "interaction.completed", "interaction": done}, "interaction.completed"))
+        return Reply(200, events=events, paced=[0, 0, *(tokens(p) for p in pieces)])
 
-    def _handle_get(self, ident: str, info: dict[str, Any]) -> _Reply:
+    def _handle_get(self, ident: str, info: dict[str, Any]) -> Reply:
         with self._lock:
             stored = copy.deepcopy(self._interactions.get(ident))
         info["interaction_id"] = ident
         if stored is None:
-            return _error(404, f"Interaction {ident!r} was not found. (stub)")
+            return error(404, f"Interaction {ident!r} was not found. (stub)")
         stored.pop("input_text", None)
         stored.pop("output_text", None)
         stored.pop("input_images", None)
-        return _Reply(200, stored)
+        return Reply(200, stored)
 
-    def _handle_models(self, query: dict[str, str], info: dict[str, Any]) -> _Reply:
+    def _handle_models(self, query: dict[str, str], info: dict[str, Any]) -> Reply:
         """One page of the catalogue; ``pageSize``/``pageToken`` as the real API pages (small
         pages by default, so a client's paging is exercised)."""
         models = _catalogue()
@@ -1078,15 +680,15 @@ class StubServer:
             start = int(query.get("pageToken") or 0)
             size = int(query.get("pageSize") or 2)
         except ValueError:
-            return _error(400, "Invalid page token or size. (stub)")
+            return error(400, "Invalid page token or size. (stub)")
         page: dict[str, Any] = {"models": models[start : start + size]}
         if start + size < len(models):
             page["nextPageToken"] = str(start + size)
-        return _Reply(200, page)
+        return Reply(200, page)
 
     def handle_api(
         self, method: str, path: str, query: dict[str, str], raw: bytes, has_key: bool
-    ) -> tuple[_Reply, dict[str, Any], dict[str, Any] | None]:
+    ) -> tuple[Reply, dict[str, Any], dict[str, Any] | None]:
         """Route one API request; returns the reply, the record and the fault applied."""
         try:
             body = json.loads(raw) if raw else None
@@ -1166,10 +768,10 @@ class StubServer:
             record["kind"] = {"GET": "cache.get", "PATCH": "cache.update", "DELETE": "cache.delete"}[method]
         else:
             record["status"] = 404
-            return _error(404, f"The stub serves no {method} {path}."), record, None
+            return error(404, f"The stub serves no {method} {path}."), record, None
 
         if not has_key:
-            reply = _error(
+            reply = error(
                 401,
                 "Method doesn't allow unregistered callers (callers without established "
                 "identity). Please use API Key or other form of API consumer identity to "
@@ -1185,14 +787,14 @@ class StubServer:
             "cache.create",
             "cache.update",
         ) and not isinstance(body, dict):
-            reply = _error(400, "Invalid JSON payload received. (stub)")
+            reply = error(400, "Invalid JSON payload received. (stub)")
             record["status"] = reply.status
             return reply, record, None
 
         fault = self._take_fault(record)
         record["fault"] = fault["fault"] if fault else None
         if fault and fault["fault"] == "http":
-            reply = _error(fault["status"], fault.get("message"), fault.get("retry_after"))
+            reply = error(fault["status"], fault.get("message"), fault.get("retry_after"))
             record["status"] = reply.status
             return reply, record, fault
 
@@ -1266,7 +868,7 @@ def _make_handler(stub: StubServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
             self.wfile.flush()
 
-        def _send_events(self, reply: _Reply) -> None:
+        def _send_events(self, reply: Reply) -> None:
             self.send_response(reply.status)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Cache-Control", "no-cache")

@@ -1,0 +1,139 @@
+"""The ``%gemini`` line magic's subcommands: one small handler each, with its one-line help.
+
+The magic parses its line and looks the command up here; ``%gemini?`` and
+``%gemini help`` list this table.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .engine.conversation import STATE_MODES, Conversation
+from .engine.errors import UserError
+from .gemini.models import models_table
+from .persistence.replay import Replay
+from .ui import report
+from .ui.display import NotebookDisplay
+
+if TYPE_CHECKING:
+    from .magics import GeminiMagics
+
+
+@dataclass(frozen=True)
+class Call:
+    """What a handler works on: the magics, the parsed line, the record, the chosen conversations."""
+
+    magics: GeminiMagics
+    args: argparse.Namespace
+    replay: Replay
+    chosen: list[Conversation]  # -c NAME: that one; else every conversation
+
+
+@dataclass(frozen=True)
+class Command:
+    usage: str  # the arguments, as the help shows them
+    help: str
+    run: Callable[[Call], None]
+
+
+def _status(call: Call) -> None:
+    m = call.magics
+    frontend = m._frontend()
+    print(report.status(list(m.session.conversations.values()), m.model, m.state, frontend.view.description))
+    print(f"frontend: {frontend.kind.value}")
+    if m.bridge is not None:
+        print(m.bridge.status())
+    print(m.companion.status())
+    print(call.replay.status())
+
+
+def _history(call: Call) -> None:
+    print("\n\n".join(report.history(c) for c in call.chosen) or "no conversation yet")
+
+
+def _tokens(call: Call) -> None:
+    print("\n\n".join(report.token_table(c) for c in call.chosen) or "no conversation yet")
+    convs = call.magics.session.conversations
+    if convs:
+        print(report.session_totals(list(convs.values()), call.magics._storage_costs()))
+
+
+def _reset(call: Call) -> None:
+    names = call.magics.session.reset(None if call.args.all else (call.args.value or "default"))
+    print(f"reset: {', '.join(names)}" if names else "nothing to reset")
+
+
+def _forget(call: Call) -> None:
+    names = None if call.args.all else [call.args.value or "default"]
+    gone = set(call.replay.forget(names)) | set(call.magics.session.reset(None if names is None else names[0]))
+    print(f"forgotten: {', '.join(sorted(gone))}" if gone else "nothing to forget")
+
+
+def _model(call: Call) -> None:
+    if call.args.value:
+        call.magics.model = call.args.value
+    print(f"model: {call.magics.model}")
+
+
+def _models(call: Call) -> None:
+    m = call.magics
+    try:
+        print(models_table(m.session.models(m._settings().client), m.model))
+    except UserError as exc:
+        NotebookDisplay.error(str(exc))
+
+
+def _state(call: Call) -> None:
+    if call.args.value:
+        if call.args.value not in STATE_MODES:
+            NotebookDisplay.error(f"state must be one of {', '.join(STATE_MODES)}")
+            return
+        call.magics.state = call.args.value
+    print(f"default state mode: {call.magics.state}")
+
+
+def _debug(call: Call) -> None:
+    if call.args.value in ("on", "off"):
+        call.magics.debug = call.args.value == "on"
+    print(f"debug: {'on' if call.magics.debug else 'off'}")
+
+
+def _on_proposal(action: str) -> Callable[[Call], None]:
+    def run(call: Call) -> None:
+        controller = call.magics.latest.get(call.args.conversation or "default")
+        if controller is None:
+            NotebookDisplay.error("no proposal to act on in this conversation")
+            return
+        getattr(controller, action)()
+        print(controller.message)
+
+    return run
+
+
+def _help(call: Call) -> None:
+    print(call.magics.gemini.__doc__)  # the table below and every flag's help (magic_arguments)
+
+
+# in the order argparse lists the choices
+COMMANDS: dict[str, Command] = {
+    "status": Command("", "model, state mode, synced hashes, turn counts", _status),
+    "history": Command("[-c N]", "the turns, prompt and reply", _history),
+    "reset": Command("[NAME|--all]", "forget a conversation (default: 'default') and delete its context cache", _reset),
+    "forget": Command("[NAME|--all]", "reset it and delete it from the notebook's record", _forget),
+    "tokens": Command("[-c N]", "per-turn tokens (cached ones too), request bytes and cost; session totals", _tokens),
+    "model": Command("[NAME]", "show or set the default model", _model),
+    "models": Command("", "the models your key can use, and the state modes each works in", _models),
+    "state": Command("[MODE]", "show or set the default state mode", _state),
+    "debug": Command("on|off", "full tracebacks for unexpected errors", _debug),
+    "apply": Command("[-c N]", "apply the newest proposal (for frontends without buttons)", _on_proposal("apply")),
+    "discard": Command("[-c N]", "discard the newest proposal", _on_proposal("discard")),
+    "undo": Command("[-c N]", "undo the newest applied proposal", _on_proposal("undo")),
+    "help": Command("", "this help: every subcommand and flag", _help),
+}
+
+HELP = "Inspect and steer the conversations.\n\n" + "\n".join(
+    f"%gemini {f'{name} {c.usage}'.strip():<22} {c.help}" for name, c in COMMANDS.items()
+)

@@ -1,0 +1,54 @@
+"""The stages of a turn (``Session.run``), each run alone: resolve and plan decide what a turn
+sends without a client, a server or a send."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers.display import RecordingDisplay
+
+from genai_magics.engine.errors import UserError
+from genai_magics.session import Session, Settings, TurnRequest
+
+CELL = "def area(r):\n    return 3.14159 * r * r\n"
+SETTINGS = Settings(model="gemini-test-model", state="contents")
+
+
+def session_with_cell() -> Session:
+    session = Session()
+    session.record.record("c1", CELL, 1)
+    session.record.record("m1", "%%gemini_ask\nwhy pi?", 2)  # the running magic cell
+    return session
+
+
+def test_plan_stage_alone_decides_the_payload_and_sends_nothing():
+    session, display = session_with_cell(), RecordingDisplay()
+    resolved = session.resolve(TurnRequest(mode="ask", prompt="  why pi?  "), SETTINGS, display)
+    assert resolved.req.prompt == "why pi?"
+    assert resolved.doc is not None and resolved.doc.source == CELL
+    assert resolved.key is not None  # a sent turn has an identity for replay
+    assert display.documents == [(resolved.doc.label, CELL)]
+
+    planned = session.plan(resolved, SETTINGS, display)
+    assert planned.plan.send_source and planned.plan.payload["currentSource"] == CELL
+    assert planned.plan.payload["prompt"] == "why pi?"
+    assert not session._clients  # no client was made: nothing could be sent
+    assert "default" not in session.conversations  # a planned turn starts no conversation
+
+
+def test_dry_run_stages_have_no_identity_and_are_never_replayed():
+    session, display = session_with_cell(), RecordingDisplay()
+    resolved = session.resolve(TurnRequest(mode="edit", prompt="use math.pi", dry_run=True), SETTINGS, display)
+    assert resolved.key is None
+    assert session.replayed(resolved) is None
+    outcome = session.dry_run(session.plan(resolved, SETTINGS, display), SETTINGS)
+    assert outcome.turn is None and outcome.request is not None
+    sent = json.loads(outcome.request["contents"][-1]["parts"][0]["text"])  # the user turn as it would go
+    assert sent["currentSource"] == CELL and sent["mode"] == "edit"
+    assert not session._clients
+
+
+def test_resolve_stage_refuses_an_empty_prompt():
+    with pytest.raises(UserError, match="the prompt is empty"):
+        session_with_cell().resolve(TurnRequest(mode="ask", prompt="   "), SETTINGS, RecordingDisplay())
