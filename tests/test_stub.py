@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from google import genai
 from google.genai import errors, types
+from helpers.kernel import point_sdk_at
 
 from genai_magics.gemini.models import DEFAULT_MODEL
 from genai_magics.stub import StubServer, tokens
@@ -51,9 +52,7 @@ def model(obj) -> types.Content:
 def stub(stub, monkeypatch):
     """The session's stand-in (conftest), reset, with this process's SDK pointed at it."""
     stub.reset()
-    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
-    monkeypatch.setenv("GEMINI_API_KEY", KEY)
-    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", stub.url)
+    point_sdk_at(monkeypatch, stub.url, KEY)
     yield stub
     stub.reset()
 
