@@ -119,6 +119,12 @@ def first_line(prompt: str, limit: int = 60) -> str:
     return head[:limit].rstrip(" ,;:") + "…"
 
 
+def echoed(prompt: str) -> str:
+    """The prompt's first line as a sentence: a full stop unless it ends in one (or ``?``, ``!``, ``…``)."""
+    line = first_line(prompt)
+    return line if line.endswith((".", "?", "!", "…")) else f"{line}."
+
+
 def ask_reply(prompt: str, document: str | None) -> str:
     if document is None:
         holds = "I hold no document."
@@ -145,10 +151,10 @@ def edit_source(prompt: str, document: str | None) -> str:
 def edit_reply(prompt: str, document: str | None) -> str:
     source = edit_source(prompt, document)
     if document is None:
-        explanation = f"Stub edit for: {first_line(prompt)}. I held no document, so this is a new snippet."
+        explanation = f"Stub edit for: {echoed(prompt)} I held no document, so this is a new snippet."
     else:
         explanation = (
-            f"Stub edit for: {first_line(prompt)}. Added a comment line on top of the "
+            f"Stub edit for: {echoed(prompt)} Added a comment line on top of the "
             f"{len(document.splitlines())}-line document (base sha256 {sha256(document)[:12]})."
         )
     return json.dumps({"explanation": explanation, "proposedSource": source}, ensure_ascii=False)
@@ -171,10 +177,10 @@ def answer(
     if fault and fault["fault"] == "invalid_json":
         text = INVALID_JSON_REPLY
     elif info.edit and isinstance(scripted, list):  # scripted edits, as given
-        text = json.dumps({"explanation": f"Scripted stand-in edits for: {first_line(prompt)}.", "edits": scripted})
+        text = json.dumps({"explanation": f"Scripted stand-in edits for: {echoed(prompt)}", "edits": scripted})
     elif info.edit and scripted is not None:
         text = json.dumps(
-            {"explanation": f"Scripted stand-in edit for: {first_line(prompt)}.", "proposedSource": scripted},
+            {"explanation": f"Scripted stand-in edit for: {echoed(prompt)}", "proposedSource": scripted},
             ensure_ascii=False,
         )
     elif info.edit:
