@@ -193,6 +193,62 @@ def test_5_after_sigkill_a_reset_without_a_new_turn_deletes_the_recorded_cache(k
     assert [c["state"] for c in stub.caches] == ["deleted"]
 
 
+# -- 5. and after a polite restart (Kernel > Restart: the kernel exits, atexit runs) -----------------------------
+def polite_restart(k) -> None:
+    k.km.restart_kernel(now=False)  # a shutdown request: the kernel exits by itself, running atexit
+    k.kc.wait_for_ready(timeout=60)
+    k.models.clear()
+    k.run("%load_ext genai_magics", cell_id="setup")
+
+
+def test_5_a_polite_restart_keeps_the_recorded_cache_and_run_all_then_a_new_turn_uses_it(k, stub):
+    k.run(f"%config GeminiMagics.model = {MODEL!r}", cell_id="cfg")
+    k.run(BIG, cell_id="big")
+    k.run("%%gemini_ask\nWhat does step_3 do?", cell_id="m1")
+    (first,) = stub.caches
+    polite_restart(k)
+    assert [c["state"] for c in stub.caches] == ["live"], "the exit kept the cache the record names"
+    k.run(f"%config GeminiMagics.model = {MODEL!r}", cell_id="cfg")  # Run All
+    k.run(BIG, cell_id="big")
+    k.run("%%gemini_ask\nWhat does step_3 do?", cell_id="m1")  # replayed
+    live = k.run("%%gemini_ask\nAnd step_4?", cell_id="m2")
+    no_traceback(live)
+    assert [r["kind"] for r in stub.requests].count("cache.create") == 1, "a second cache creation"
+    assert api_requests(stub)[-1]["json"]["cachedContent"] == first["name"]
+    k.run("%gemini reset", cell_id="r")
+    assert [c["state"] for c in stub.caches] == ["deleted"]
+
+
+def test_5_after_a_polite_restart_a_kept_cache_that_no_longer_matches_is_replaced_and_deleted(k, stub):
+    k.run(f"%config GeminiMagics.model = {MODEL!r}", cell_id="cfg")
+    k.run(BIG, cell_id="big")
+    k.run("%%gemini_ask\nWhat does step_3 do?", cell_id="m1")
+    polite_restart(k)
+    k.run(f"%config GeminiMagics.model = {MODEL!r}", cell_id="cfg")
+    k.run(BIG.replace("return [v", "return [-v"), cell_id="big")  # rewritten since: the head changes
+    k.run("%%gemini_ask\nWhat does step_3 do?", cell_id="m1")
+    live = k.run("%%gemini_ask\nAnd step_4?", cell_id="m2")
+    no_traceback(live)
+    assert [c["state"] for c in stub.caches] == ["deleted", "live"], "the stale cache is deleted, one new"
+    assert api_requests(stub)[-1]["json"]["cachedContent"] == stub.caches[1]["name"]
+
+
+@pytest.mark.parametrize(
+    "setup",
+    ["%config GeminiMagics.persist = False", "%config GeminiMagics.cache_ttl = 7200.0"],
+    ids=["no-record", "would-bill-longer-than-a-new-one"],
+)
+def test_5_a_polite_exit_deletes_a_cache_no_record_names_or_that_would_bill_long(k, stub, setup):
+    k.run(f"%config GeminiMagics.model = {MODEL!r}", cell_id="cfg")
+    k.run(BIG, cell_id="big")
+    k.run("%%gemini_ask\nWhat does step_3 do?", cell_id="m1")
+    k.run(setup, cell_id="setup2")
+    k.run("%%gemini_ask\nAnd step_4?", cell_id="m2")  # the same cache (its TTL now extended to 7200 s)
+    assert [c["state"] for c in stub.caches] == ["live"]
+    k.km.shutdown_kernel(now=False)
+    assert [c["state"] for c in stub.caches] == ["deleted"]
+
+
 # -- 6. every key seen stays out of the record ------------------------------------------------------------------
 def test_6_the_old_key_stays_out_of_the_record_and_the_wire_after_a_key_rotation(k, stub, notebook):
     new_key = "AIzaROTATED-key-9876543210"

@@ -105,6 +105,14 @@ def decide(
     return Decision("create", False, f"{verb} (~{head_tokens:,} tokens)")
 
 
+def worth_keeping(price: Price | None, remaining_s: float) -> bool:
+    """At kernel exit: whether a cache the record names costs less to keep for the rest of its TTL than
+    to create again, once, if the notebook runs again (a restart, Run All): its storage until it expires
+    against its head read once at the input price, per token of the head. Never longer than that TTL
+    (at most ``cache_ttl``); with the default 600 s always kept for the price table's models."""
+    return price is not None and remaining_s > 0 and price.storage_hour * remaining_s / 3600 <= price.input
+
+
 def cache_is_gone(exc: BaseException) -> bool:
     """The server no longer knows the cache a request named: 404, or 403 PERMISSION_DENIED, which is what
     Gemini answers for a cache it lost (decided by status, never by the message's words; a key without
@@ -334,12 +342,16 @@ class ContextCaches:
             pass
         return entry.name
 
-    def release_all(self, timeout_s: float = EXIT_TIMEOUT_S) -> list[str]:
-        """Delete every cache in parallel, each call bounded by ``timeout_s``, all by twice that (kernel exit)."""
+    def release_all(
+        self, timeout_s: float = EXIT_TIMEOUT_S, keep: Callable[[CacheEntry], bool] | None = None
+    ) -> list[str]:
+        """Delete every cache (but those ``keep`` keeps) in parallel, each call bounded by ``timeout_s``,
+        all by twice that (kernel exit)."""
         names: list[str] = []
         workers = [
             threading.Thread(target=lambda c=e.owner: names.append(self.release(c, timeout_s) or ""), daemon=True)
             for e in list(self.entries.values())
+            if keep is None or not keep(e)
         ]
         for w in workers:
             w.start()

@@ -73,6 +73,7 @@ class RecordStore:
     written: tuple[int, int, int] | None = None
     read_only: bool = False  # the file is another writer's (or a newer schema): never written, renamed, deleted
     private: bool = False  # in the package's own records folder: nobody else writes there
+    saved: bool = False  # the file holds what this kernel read or wrote last (no write of it failed since)
 
     def load(self) -> tuple[NotebookRecord | None, str | None]:
         """The record and None, or None and one line saying why there is none to use."""
@@ -92,7 +93,7 @@ class RecordStore:
             return None, self._leave(str(exc))
         except Damaged as exc:
             return None, self._set_aside(str(exc))
-        self.generation = record.generation
+        self.generation, self.saved = record.generation, True
         return record, None
 
     def _leave(self, why: str) -> str:
@@ -115,6 +116,7 @@ class RecordStore:
             return None  # said once already
         import tempfile  # only when writing: %load_ext stays cheap
 
+        self.saved = False
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         with _locked(self.path):
             try:
@@ -147,6 +149,7 @@ class RecordStore:
                 raise
             self.generation = record.generation
             self.written = _identity(self.path)
+            self.saved = True
         return None
 
     def delete(self) -> None:
@@ -154,4 +157,4 @@ class RecordStore:
             return  # not ours to delete
         with _locked(self.path):
             self.path.unlink(missing_ok=True)
-        self.generation, self.written = 0, None
+        self.generation, self.written, self.saved = 0, None, False
