@@ -7,8 +7,10 @@ table; the next turns reference it, and the API then bills those tokens at the
 cached rate. A request naming a cache may not carry ``system_instruction``,
 ``tools`` or ``tool_config`` (a 400), so the system instruction lives in the
 cache. A cache is refreshed (its TTL patched) when used and close to expiry,
-replaced when the head changes, and deleted on reset, ``--new``, unload and
-kernel exit so nothing is billed for storage after the user is done.
+replaced when the head changes, and deleted on reset, ``--new`` and unload; at
+kernel exit too, unless the record names it and keeping it for the rest of its
+TTL costs less than creating it again (``worth_keeping``): the restarted kernel
+adopts it (Restart and Run All), or it ends with its TTL.
 
 Interactions mode makes no explicit caches: the SDK's ``interactions.create``
 type has a ``cached_content`` field, but Google's Interactions overview
