@@ -119,8 +119,11 @@ class Replay:
         return self.save()
 
     def durable(self) -> bool:
-        """The record on disk is what this kernel holds (its last write went through)."""
-        return self.store is not None and self.store.saved and not self.store.lost
+        """The record on disk is what this kernel holds (its last write went through and is flushed)."""
+        if self.store is None:
+            return False
+        self.store.wait()
+        return self.store.saved and not self.store.lost
 
     def recorded_cache(self, conv: Conversation) -> dict[str, Any] | None:
         """The explicit cache the record names for this restored conversation, if any."""
