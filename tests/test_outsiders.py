@@ -161,39 +161,17 @@ def test_4_a_prompt_that_is_not_utf8_text_is_refused_before_anything_is_sent(ker
     assert len(run.stderr.strip().splitlines()) == 1
 
 
-# -- 5. an explicit cache after SIGKILL ---------------------------------------------------------------------
-def test_5_after_sigkill_the_recorded_cache_is_reused_never_a_second_one_beside_it(k, stub):
-    k.run(f"%config GeminiMagics.model = {MODEL!r}", cell_id="cfg")
-    k.run(BIG, cell_id="big")
-    k.run("%%gemini_ask\nWhat does step_3 do?", cell_id="m1")
-    (first,) = stub.caches
-    os.kill(k.km.provisioner.pid, signal.SIGKILL)  # OOM, a crash: nothing deleted on the way out
-    k.km.provisioner.process.wait()
-    restart(k)
-    k.run(f"%config GeminiMagics.model = {MODEL!r}", cell_id="cfg")
-    k.run(BIG, cell_id="big")
-    k.run("%%gemini_ask\nWhat does step_3 do?", cell_id="m1")  # replayed
-    live = k.run("%%gemini_ask\nAnd step_4?", cell_id="m2")
-    no_traceback(live)
-    assert [c["name"] for c in stub.caches] == [first["name"]], "a second cache beside the first"
-    assert api_requests(stub)[-1]["json"]["cachedContent"] == first["name"]
-    k.run("%gemini reset", cell_id="r")
-    assert [c["state"] for c in stub.caches] == ["deleted"]
-
-
+# -- 5. an explicit cache after a restart: SIGKILL, or polite (Kernel > Restart: atexit runs) ------------------
 def test_5_after_sigkill_a_reset_without_a_new_turn_deletes_the_recorded_cache(k, stub):
     k.run(f"%config GeminiMagics.model = {MODEL!r}", cell_id="cfg")
     k.run(BIG, cell_id="big")
     k.run("%%gemini_ask\nWhat does step_3 do?", cell_id="m1")
-    os.kill(k.km.provisioner.pid, signal.SIGKILL)
-    k.km.provisioner.process.wait()
-    restart(k)
+    kill(k)
     reset = k.run("%gemini forget --all", cell_id="f")  # nothing asked in this kernel
     no_traceback(reset)
     assert [c["state"] for c in stub.caches] == ["deleted"]
 
 
-# -- 5. and after a polite restart (Kernel > Restart: the kernel exits, atexit runs) -----------------------------
 def polite_restart(k) -> None:
     k.km.restart_kernel(now=False)  # a shutdown request: the kernel exits by itself, running atexit
     k.kc.wait_for_ready(timeout=60)
@@ -201,12 +179,19 @@ def polite_restart(k) -> None:
     k.run("%load_ext genai_magics", cell_id="setup")
 
 
-def test_5_a_polite_restart_keeps_the_recorded_cache_and_run_all_then_a_new_turn_uses_it(k, stub):
+def kill(k) -> None:
+    os.kill(k.km.provisioner.pid, signal.SIGKILL)  # OOM, a crash: nothing deleted on the way out
+    k.km.provisioner.process.wait()
+    restart(k)
+
+
+@pytest.mark.parametrize("end", [kill, polite_restart], ids=["sigkill", "polite"])
+def test_5_after_a_restart_the_recorded_cache_is_reused_by_run_all_never_a_second_one_beside_it(k, stub, end):
     k.run(f"%config GeminiMagics.model = {MODEL!r}", cell_id="cfg")
     k.run(BIG, cell_id="big")
     k.run("%%gemini_ask\nWhat does step_3 do?", cell_id="m1")
     (first,) = stub.caches
-    polite_restart(k)
+    end(k)
     assert [c["state"] for c in stub.caches] == ["live"], "the exit kept the cache the record names"
     k.run(f"%config GeminiMagics.model = {MODEL!r}", cell_id="cfg")  # Run All
     k.run(BIG, cell_id="big")
@@ -214,6 +199,7 @@ def test_5_a_polite_restart_keeps_the_recorded_cache_and_run_all_then_a_new_turn
     live = k.run("%%gemini_ask\nAnd step_4?", cell_id="m2")
     no_traceback(live)
     assert [r["kind"] for r in stub.requests].count("cache.create") == 1, "a second cache creation"
+    assert [c["name"] for c in stub.caches] == [first["name"]], "a second cache beside the first"
     assert api_requests(stub)[-1]["json"]["cachedContent"] == first["name"]
     k.run("%gemini reset", cell_id="r")
     assert [c["state"] for c in stub.caches] == ["deleted"]
