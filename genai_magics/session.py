@@ -466,10 +466,11 @@ class Session:
         """Kernel exit: every explicit cache deleted but one the record on disk names whose storage
         until it expires costs less than making it again: the next kernel on this notebook (a restart,
         Run All) adopts it and uses it, or deletes it once it no longer matches. Returns the names deleted."""
+        durable = self.replay.durable()  # waits for the last write's flush to the disk
         now = self.caches.clock()
 
         def keep(entry: CacheEntry) -> bool:
-            recorded = self.replay.recorded_cache(entry.owner) if self.replay.durable() else None
+            recorded = self.replay.recorded_cache(entry.owner) if durable else None
             return (
                 recorded is not None
                 and recorded["name"] == entry.name
