@@ -226,3 +226,25 @@ def test_a_failed_turn_is_one_line_and_its_traceback_only_with_debug(capsys):
     display.failed(api, debug=True)
     err = capsys.readouterr().err
     assert "KeyError: 'k'" in err and err.endswith("genai_magics: the API said no\n")
+
+
+def test_a_turns_merged_view_merges_once_per_file_version_and_record_change(tmp_path):
+    import json
+    import os
+
+    path = tmp_path / "nb.ipynb"
+
+    def save(*sources: str) -> None:
+        cells = [{"id": f"f{i}", "cell_type": "code", "source": s, "metadata": {}} for i, s in enumerate(sources)]
+        path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells}))
+
+    save("a = 1", "b = 2")
+    record = ExecutionRecord()
+    view = MergedView(record, path)
+    first = view.cells()
+    assert view.cells() is first  # asked again in the same turn: the same merge
+    record.record("f1", "b = 3", 1)
+    assert [c.source for c in view.cells()] == ["a = 1", "b = 3"]  # the record changed: merged again
+    save("a = 1", "b = 2", "c = 4")
+    os.utime(path, ns=(1, 1))  # a new file version even within the clock's resolution
+    assert [c.source for c in view.cells()] == ["a = 1", "b = 3", "c = 4"]
