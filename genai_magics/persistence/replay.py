@@ -10,8 +10,8 @@ from typing import Any, Literal
 from ..engine.conversation import Conversation, Turn
 from ..engine.errors import UserError
 from ..engine.record import (
-    ConversationRecord,
     NotebookRecord,
+    RecordedConversation,
     TurnKey,
     TurnMeta,
     branch,
@@ -110,7 +110,7 @@ class Replay:
             return None
         rec = self.record.conversations.get(conv.name)
         if rec is None or rec.conversation is not conv:  # new, or started over with --new
-            rec = ConversationRecord(conv, created=time.time())
+            rec = RecordedConversation(conv, created=time.time())
             self.record.conversations[conv.name] = rec
         turn = conv.history[-1]
         rec.cache = cache
