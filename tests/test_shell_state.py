@@ -31,3 +31,23 @@ def test_load_unload_and_reload_share_one_state_on_the_shell(magic_shell):
 def test_nothing_else_is_kept_on_the_shell(magic_shell):
     kept = [name for name in vars(magic_shell.ip) if "genai" in name]
     assert kept == ["_genai_magics"]
+
+
+def test_a_turn_builds_its_frontend_once_and_a_click_builds_the_one_of_its_moment(magic_shell, stub, monkeypatch):
+    from genai_magics.frontends import frontend
+
+    built: list[frontend.Frontend] = []
+    real = frontend.for_run
+
+    def counted(side: frontend.KernelSide) -> frontend.Frontend:
+        built.append(real(side))
+        return built[-1]
+
+    monkeypatch.setattr(frontend, "for_run", counted)
+    magic_shell.run("def parse(s):\n    return int(s)\n", cell_id="code")
+    shown = magic_shell.run("%%gemini_edit\nAdd validation", cell_id="m1")
+    assert len(built) == 1  # the whole turn (document, context, labels, writer) saw one view
+    (box,) = shown.widgets()
+    (apply,) = [b for b in box.children[1].children if b.description == "Apply"]
+    apply.click()  # the click asks what the cell holds now
+    assert len(built) == 2 and magic_shell.magics.latest["default"].turn.outcome == "applied"
