@@ -252,9 +252,9 @@ def part1(calls: int) -> tuple[list[tuple[str, list[float], str]], list[str]]:
             notes.append("setup stderr: " + err.getvalue().strip()[:300])
     convs = session.conversations
     notes.append(
-        f"setup: {len(session.record.by_id)} cells recorded; conversation 'default' "
+        f"setup: {len(session.executed.by_id)} cells recorded; conversation 'default' "
         f"{len(convs['default'].history)} turns (contents), 'inter' {len(convs['inter'].history)} turns "
-        f"(interactions); document {TARGET}: {len(session.record.by_id[TARGET].source.splitlines())} lines"
+        f"(interactions); document {TARGET}: {len(session.executed.by_id[TARGET].source.splitlines())} lines"
     )
 
     install_fake_transports()
@@ -372,8 +372,8 @@ def sdk_loopback(calls: int) -> str:
         os.environ["GEMINI_API_KEY"] = "fake"
         s = Session()
         for i in range(N_CELLS):
-            s.record.record(f"c{i:03d}", cell_source(i), i + 1)
-        s.record.record("magic", "%%gemini_ask\nq", N_CELLS + 1)
+            s.executed.add(f"c{i:03d}", cell_source(i), i + 1)
+        s.executed.add("magic", "%%gemini_ask\nq", N_CELLS + 1)
         from genai_magics.magics import GeminiMagics
 
         settings = Settings(model=GeminiMagics.class_traits()["model"].default_value, state="contents")

@@ -474,13 +474,13 @@ def run_session(
             return run_session(stub, steps, model, state, notes, cache)
     session = Session()
     session.caches.clock = stub.now  # the cache manager lives on the simulated clock too
-    rec = session.record
+    rec = session.executed
     count = 0
 
     def run_cell(cell_id: str, source: str) -> None:
         nonlocal count
         count += 1
-        rec.record(cell_id, source, count)
+        rec.add(cell_id, source, count)
 
     for cid, src in SECONDARY_CELLS:
         run_cell(cid, src)
@@ -548,13 +548,13 @@ def _record_run(
         if record is not None:
             session.replay.configure("auto", True, str(record), None)
         for cid, src in SECONDARY_CELLS:
-            session.record.record(cid, src, None)
-        session.record.record(CELL, document, None)
+            session.executed.add(cid, src, None)
+        session.executed.add(CELL, document, None)
         return session
 
     def turn(session: Session, s: Step, apply: bool) -> None:
-        rec = session.record
-        rec.record(f"magic-{s.turn}", f"%%gemini_{s.mode} --cell {CELL}\n{s.prompt}", None)
+        rec = session.executed
+        rec.add(f"magic-{s.turn}", f"%%gemini_{s.mode} --cell {CELL}\n{s.prompt}", None)
         session.replay.restore(session.conversations)  # as the magics do before each turn:
         session.adopt_recorded_caches(settings.client)  # a cache the last kernel left is this one's
         outcome = session.run(
@@ -707,7 +707,7 @@ def time_to_apply(stub: StubServer, model: str) -> list[str]:
         stub.reset()
         stub.token_rate = TOKEN_RATE
         session = Session()
-        session.record.record(CELL, cell, 1)
+        session.executed.add(CELL, cell, 1)
         settings = Settings(model=model, state="contents")
         session.warm_up(settings).join()  # as %load_ext does: the SDK imported and the client made beforehand
         t0 = time.perf_counter()
@@ -716,8 +716,8 @@ def time_to_apply(stub: StubServer, model: str) -> list[str]:
             conversation=outcome.conversation,
             turn=outcome.turn,
             cell_id=CELL,
-            writer=KernelStateWriter(session.record.set_source),
-            current_source=lambda cell_id, rec=session.record: rec.by_id[cell_id].source,
+            writer=KernelStateWriter(session.executed.set_source),
+            current_source=lambda cell_id, rec=session.executed: rec.by_id[cell_id].source,
         )
         seconds = time.perf_counter() - t0
         out = sum(r["response_tokens"] for r in stub.requests if r["kind"] in READS)

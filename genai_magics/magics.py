@@ -73,7 +73,7 @@ class GeminiMagics(GeminiOptions):
                 terminal=is_terminal(self.shell),
                 bridge=self.shell_state.bridge,
                 companion=self.shell_state.companion,
-                record=self.session.record,
+                executed=self.session.executed,
                 notebook_path=notebook_path_from(os.environ, ns),
                 staged=self.shell_state.staged,
                 set_next_input=lambda text: self.shell.set_next_input(text, replace=True),
@@ -86,20 +86,20 @@ class GeminiMagics(GeminiOptions):
         cell_id = getattr(info, "cell_id", None)
         if cell_id is None and not info.store_history:
             # A frontend's own helper code (VS Code's variable viewer sends these), not a user's cell.
-            self.session.record.running_id = None
+            self.session.executed.running_id = None
             self.session.outputs.start(None)
             return
         # IPython has already counted this cell when it announces it (post_run_cell confirms).
         count = self.shell.execution_count - 1 if info.store_history else None
         source = typed_source(info.raw_cell) if is_terminal(self.shell) else info.raw_cell
-        self.session.record.record(cell_id, source, count)
+        self.session.executed.add(cell_id, source, count)
         self.shell_state.companion.follow(cell_id)
-        self.session.outputs.start(self.session.record.running_id)
+        self.session.outputs.start(self.session.executed.running_id)
 
     def post_run_cell(self, result) -> None:
-        running = self.session.record.running_id
+        running = self.session.executed.running_id
         if running and result.execution_count is not None:
-            self.session.record.set_count(running, result.execution_count)
+            self.session.executed.set_count(running, result.execution_count)
 
     def _replay(self):
         """The session's record, pointed at this notebook with the current settings; its pending lines shown."""
@@ -165,7 +165,7 @@ class GeminiMagics(GeminiOptions):
 
     def _turn(self, mode: Mode, magic, line: str, cell: str | None) -> Awaitable[None] | None:
         """Run one turn; what IPython gets back is None, or an awaitable while a proposal waits for its click."""
-        record = self.session.record
+        record = self.session.executed
         if write_staged(self.shell_state.staged, record, lambda text: self.shell.set_next_input(text, replace=True)):
             print("genai_magics: the staged proposal replaces this cell now; no request was sent.")
             return None
@@ -248,7 +248,7 @@ class GeminiMagics(GeminiOptions):
         from .sources.last_error import execution_count_of
 
         number = execution_count_of(self.shell, filename)
-        cell = self.session.record.by_execution_count(number) if number is not None else None
+        cell = self.session.executed.by_execution_count(number) if number is not None else None
         return (cell.id, cell.label) if cell else (None, None)
 
     @magic_arguments()

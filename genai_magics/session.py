@@ -27,7 +27,7 @@ from .engine.redaction import MASK, redact, unmask
 from .engine.text import estimate_tokens
 from .frontends.cell_writer import strip_applied_marker
 from .frontends.notebook_edit import notebook_text, unmask_cells
-from .frontends.notebook_view import ExecutionRecord, NotebookFileError, NotebookView
+from .frontends.notebook_view import ExecutedCells, NotebookFileError, NotebookView
 from .gemini.caching import CacheEntry, CacheStep, ContextCaches, worth_keeping
 from .gemini.errors import describe, status_code
 from .gemini.models import ModelInfo, available_models
@@ -119,10 +119,10 @@ class TurnFrontend(Protocol):
 
 
 @dataclass(frozen=True)
-class RecordOnly:
-    """No frontend: the kernel's record of executed cells is the view (a Session used alone)."""
+class ExecutedOnly:
+    """No frontend: the cells this kernel executed are the view (a Session used alone)."""
 
-    view: ExecutionRecord
+    view: ExecutedCells
 
     def default_target(self) -> Cell | None:
         return self.view.latest_document(exclude=self.view.running_id)
@@ -201,7 +201,7 @@ CONVERSATION_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 @dataclass
 class Session:
-    record: ExecutionRecord = field(default_factory=ExecutionRecord)
+    executed: ExecutedCells = field(default_factory=ExecutedCells)
     conversations: dict[str, Conversation] = field(default_factory=dict)
     caches: ContextCaches = field(default_factory=ContextCaches)
     replay: Replay = field(default_factory=Replay)  # the record of earlier kernels
@@ -234,9 +234,9 @@ class Session:
     # -- the notebook --------------------------------------------------------
     def find_cell(self, view: NotebookView, ref: str, flag: str = "--cell") -> Cell:
         ref = ref.strip()
-        running = self.record.running_id
+        running = self.executed.running_id
         if ref == "-1":
-            cell = self.record.latest_document(exclude=running)
+            cell = self.executed.latest_document(exclude=running)
             if cell is None:
                 raise UserError(f"{flag} -1: no code cell has been run yet")
             return self._freshest(view, cell)
@@ -245,14 +245,14 @@ class Session:
         by_count = None
         if m:  # only this session's runs have an In[n]: a saved file's counts are another session's
             count = int(m.group(1))
-            by_count = self.record.by_execution_count(count) or next(
+            by_count = self.executed.by_execution_count(count) or next(
                 (c for c in cells if c.execution_count == count), None
             )
             if not ref.isdigit():  # written In[n]: nothing else is meant
                 if by_count is None:
                     raise UserError(f"{flag} {ref}: no cell with execution count {count} in this session")
                 return self._freshest(view, by_count)
-        exact = [c for c in cells if c.id == ref] or ([self.record.by_id[ref]] if ref in self.record.by_id else [])
+        exact = [c for c in cells if c.id == ref] or ([self.executed.by_id[ref]] if ref in self.executed.by_id else [])
         by_id = exact or [c for c in cells if c.id.startswith(ref)]
         if by_count is not None and by_id:
             raise UserError(
@@ -280,7 +280,7 @@ class Session:
 
     def _label(self, view: NotebookView, cell: Cell) -> str:
         """How people find the cell: In[n] once it ran, else its position in the notebook."""
-        ran = cell.execution_count or getattr(self.record.by_id.get(cell.id), "execution_count", None)
+        ran = cell.execution_count or getattr(self.executed.by_id.get(cell.id), "execution_count", None)
         if ran is not None:
             return f"In[{ran}]"
         ids = [c.id for c in view.cells()]
@@ -319,7 +319,7 @@ class Session:
         return holding[-1] if holding else None
 
     def _no_document_left(self, view: NotebookView, kept: Cell) -> NoReturn:
-        where = "this cell" if kept.id == self.record.running_id else self._label(view, kept)
+        where = "this cell" if kept.id == self.executed.running_id else self._label(view, kept)
         now = "holds a genai magic" if kept.cell_type == "code" else f"is a {kept.cell_type} cell"
         raise UserError(
             f"{where} was this conversation's document and now {now}, so no cell has "
@@ -340,11 +340,11 @@ class Session:
         """Without cell ids every run is its own In[n]: the newest later run that defines every
         top-level name the document defines is the document edited and run again."""
         names = defined_names(cell.source)
-        order = self.record.order
+        order = self.executed.order
         later = order[order.index(cell.id) + 1 :] if cell.id in order else []
         for key in reversed(later):
-            run = self.record.by_id[key]
-            if names and key != self.record.running_id and not is_genai_magic(run.source):
+            run = self.executed.by_id[key]
+            if names and key != self.executed.running_id and not is_genai_magic(run.source):
                 if names <= defined_names(run.source):
                     return self._freshest(view, run)
         return cell
@@ -358,7 +358,7 @@ class Session:
                 known = getattr(view, "notebook_cells", view.cells)()
             except NotebookFileError as exc:
                 raise UserError(f"--notebook: {exc}") from None
-            cells = [c for c in known if not is_genai_magic(c.source) and c.id != self.record.running_id]
+            cells = [c for c in known if not is_genai_magic(c.source) and c.id != self.executed.running_id]
             if not cells:
                 raise UserError("--notebook: the notebook has no cells to work on")
             doc = Document(key=WHOLE_NOTEBOOK, label="the notebook", source=notebook_text(cells))
@@ -366,8 +366,8 @@ class Session:
         else:
             if req.cell:
                 target = self.find_cell(view, req.cell)
-            elif req.preferred_target and req.preferred_target in self.record.by_id:
-                target = self._freshest(view, self.record.by_id[req.preferred_target])
+            elif req.preferred_target and req.preferred_target in self.executed.by_id:
+                target = self._freshest(view, self.executed.by_id[req.preferred_target])
             else:
                 target = self.follow_up_target(frontend, conv)
             if target is None:
@@ -404,8 +404,8 @@ class Session:
         if req.no_context or req.notebook:
             return explicit
         key = str(doc.key) if doc else None  # a cell's id: --notebook has no other context (above)
-        exclude = {self.record.running_id or "", key or ""}
-        anchor = key if doc else self.record.running_id  # the context is what is nearest to it
+        exclude = {self.executed.running_id or "", key or ""}
+        anchor = key if doc else self.executed.running_id  # the context is what is nearest to it
         piece = secondary_context(list(view.cells()), exclude, settings.secondary_context_chars, anchor)
         return ([piece] if piece else []) + explicit
 
@@ -524,7 +524,7 @@ class Session:
         self, req: TurnRequest, settings: Settings, display: TurnDisplay, frontend: TurnFrontend | None = None
     ) -> Resolved:
         """The conversation, document and context a request names, and the turn's identity."""
-        frontend = frontend or RecordOnly(self.record)
+        frontend = frontend or ExecutedOnly(self.executed)
         # The prompt as the model gets it: no key, even one interpolated from a variable.
         req = replace(req, prompt=redact(req.prompt.strip()))
         if not req.prompt:
@@ -706,7 +706,7 @@ class Session:
 
     def _magic_cell(self) -> str | None:
         """The frontend's id of the running magic cell; None where it sends none (nbclient)."""
-        running = self.record.running_id
+        running = self.executed.running_id
         return running if running and not _FALLBACK_ID.match(running) else None
 
     def _send(

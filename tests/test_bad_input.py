@@ -302,9 +302,8 @@ def test_fresh_kernel_notebook_without_file_or_live_view_and_nothing_to_work_on(
 
 
 def record_source(kernel, cell_id: str) -> str:
-    code = (
-        f"print(get_ipython().magics_manager.registry['GeminiMagics'].session.record.by_id[{cell_id!r}].source, end='')"
-    )
+    executed = "get_ipython().magics_manager.registry['GeminiMagics'].session.executed"
+    code = f"print({executed}.by_id[{cell_id!r}].source, end='')"
     return kernel.run(code, cell_id="peek").stdout
 
 

@@ -248,7 +248,7 @@ def test_switching_to_interactions_mode_deletes_the_contents_cache(stub, monkeyp
     point_sdk_at(monkeypatch, stub.url)
 
     session = Session()
-    session.record.record("big", BIG, 1)
+    session.executed.add("big", BIG, 1)
     settings = Settings(model=MODEL, state="contents")
     session.run(TurnRequest(mode="ask", prompt="q1", cell="big"), settings, RecordingDisplay())
     session.run(TurnRequest(mode="ask", prompt="q2", cell="big", state="interactions"), settings, RecordingDisplay())

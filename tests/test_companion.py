@@ -19,7 +19,7 @@ import pytest
 from genai_magics.engine.hashing import sha256_text
 from genai_magics.frontends.companion import Companion, notebook_key, presences
 from genai_magics.frontends.frontend import Kind, choose
-from genai_magics.frontends.notebook_view import ExecutionRecord
+from genai_magics.frontends.notebook_view import ExecutedCells
 
 NB = "vscode-notebook-cell:/home/u/nb.ipynb"
 CELLS = [f"{NB}#W0sZmlsZQ%3D%3D", f"{NB}#W1sZmlsZQ%3D%3D", f"{NB}#W2sZmlsZQ%3D%3D"]
@@ -155,16 +155,16 @@ def test_no_reply_in_time_fails_and_the_request_is_never_done_later(channel):
 
 
 def _choose(companion) -> Kind:
-    record = ExecutionRecord()
-    record.record(CELLS[1], "x = 1", 1)
-    record.record(CELLS[2], "%%gemini_edit\nfix", 2)
+    executed = ExecutedCells()
+    executed.add(CELLS[1], "x = 1", 1)
+    executed.add(CELLS[2], "%%gemini_edit\nfix", 2)
     live = companion if companion.connected else None
     frontend = choose(
         terminal=False,
         bridge=live,
         bridge_fresh=True,
-        record=record,
-        file_view=record,
+        executed=executed,
+        file_view=executed,
         staged={},
         set_next_input=lambda _text: None,
         apply_wait=5,

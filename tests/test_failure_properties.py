@@ -175,7 +175,7 @@ class Driver:
 
     def record(self, cell_id: str, source: str) -> None:
         self.count += 1
-        self.session.record.record(cell_id, source, self.count)
+        self.session.executed.add(cell_id, source, self.count)
         if cell_id == OTHER:
             self.ref.other_count = self.count
 
@@ -302,7 +302,7 @@ class Driver:
     def write(self, source: str) -> None:
         """What Apply/Undo do to the cell where the kernel keeps the cell's text."""
         self.ref.cells[TARGET] = source
-        self.session.record.set_source(TARGET, source)
+        self.session.executed.set_source(TARGET, source)
 
     def hand_edit(self, cell_id: str) -> None:
         ref = self.ref

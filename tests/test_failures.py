@@ -406,7 +406,7 @@ def test_the_wait_shown_is_the_wait_taken_with_a_retry_after_header(stub, monkey
     stub.reset()
     display = RecordingDisplay()
     session = Session()
-    session.record.record("c", "x = 1\n", 1)
+    session.executed.add("c", "x = 1\n", 1)
     settings = Settings(
         model=GeminiMagics.class_traits()["model"].default_value,
         state=mode,
@@ -438,7 +438,7 @@ def test_refused_connection_is_not_silent(stub, monkeypatch, mode):
     display = RecordingDisplay()
     started = time.monotonic()
     session = Session()
-    session.record.record("c", "x = 1\n", 1)
+    session.executed.add("c", "x = 1\n", 1)
     # 3 attempts, not the default 5: the same notices with less backoff
     settings = Settings(
         model=traits["model"].default_value,

@@ -128,7 +128,7 @@ def test_a_cell_whose_id_is_notebook_is_a_cell_not_the_whole_notebook(magic_shel
     controller = magic_shell.magics.latest["cell-id"]
     assert controller.diff.startswith("--- ")  # one cell's diff, not the notebook's cell by cell
     buttons(widget)["Apply"].click()
-    assert magic_shell.magics.session.record.by_id["notebook"].source.startswith("# stub edit: Add validation")
+    assert magic_shell.magics.session.executed.by_id["notebook"].source.startswith("# stub edit: Add validation")
     # the follow-up keeps that cell as its document and sends nothing again
     shown = magic_shell.run("%%gemini_ask -c cell-id\nand now?", cell_id="m2")
     assert current_payload(api_requests(stub)[-1]).get("sourceSynchronized") is True, shown.plain
@@ -151,10 +151,10 @@ def test_a_cell_changed_since_the_proposal_needs_apply_anyway(magic_shell, stub)
     magic_shell.run(mine, cell_id="code")
     buttons(widget)["Apply"].click()
     assert controller.turn.outcome == "proposed"
-    assert magic_shell.magics.session.record.by_id["code"].source == mine  # not overwritten
+    assert magic_shell.magics.session.executed.by_id["code"].source == mine  # not overwritten
     buttons(widget)["Apply anyway"].click()
     assert controller.turn.outcome == "applied"
-    assert magic_shell.magics.session.record.by_id["code"].source.startswith("# stub edit: Add validation")
+    assert magic_shell.magics.session.executed.by_id["code"].source.startswith("# stub edit: Add validation")
     assert "Apply anyway" not in buttons(widget)
 
 

@@ -19,7 +19,7 @@ from genai_magics.frontends.cell_writer import EDITED_BEFORE_RERUN, KernelStateW
 from genai_magics.frontends.companion import Companion
 from genai_magics.frontends.frontend import Frontend, KernelSide, Kind, for_run
 from genai_magics.frontends.notebook_edit import NotebookWriter
-from genai_magics.frontends.notebook_view import ExecutionRecord, MergedView
+from genai_magics.frontends.notebook_view import ExecutedCells, MergedView
 from genai_magics.line_commands import chosen
 from genai_magics.magic_flags import turn_request
 from genai_magics.magics import GeminiMagics
@@ -42,12 +42,12 @@ def live_bridge(cells: list[tuple[str, str]]) -> Bridge:
     return bridge
 
 
-def side(record: ExecutionRecord, tmp_path, bridge: Bridge | None = None, terminal: bool = False) -> KernelSide:
+def side(executed: ExecutedCells, tmp_path, bridge: Bridge | None = None, terminal: bool = False) -> KernelSide:
     return KernelSide(
         terminal=terminal,
         bridge=bridge,
         companion=Companion(directory=tmp_path),  # no companion has this notebook open
-        record=record,
+        executed=executed,
         notebook_path=None,
         staged={},
         set_next_input=lambda _text: None,
@@ -55,19 +55,19 @@ def side(record: ExecutionRecord, tmp_path, bridge: Bridge | None = None, termin
     )
 
 
-def running_magic(*before: tuple[str, str, int]) -> ExecutionRecord:
-    record = ExecutionRecord()
+def running_magic(*before: tuple[str, str, int]) -> ExecutedCells:
+    executed = ExecutedCells()
     for cell_id, source, count in before:
-        record.record(cell_id, source, count)
-    record.record("m1", MAGIC, 9)
-    return record
+        executed.add(cell_id, source, count)
+    executed.add("m1", MAGIC, 9)
+    return executed
 
 
 # -- the frontend of a run -------------------------------------------------------------------------
 def test_a_fresh_live_bridge_is_the_view_and_knows_the_cell_above(tmp_path):
-    record = running_magic(("c0", "x = 1", 1))
+    executed = running_magic(("c0", "x = 1", 1))
     bridge = live_bridge([("c0", "x = 1"), ("c1", CODE), ("m1", MAGIC)])
-    frontend = for_run(side(record, tmp_path, bridge))
+    frontend = for_run(side(executed, tmp_path, bridge))
     assert frontend.kind is Kind.LIVE and frontend.view is bridge and not frontend.stale
     assert frontend.default_target().id == "c1"  # never run, but directly above the magic
     assert frontend.current_source("c1") == CODE
@@ -75,19 +75,19 @@ def test_a_fresh_live_bridge_is_the_view_and_knows_the_cell_above(tmp_path):
 
 
 def test_a_late_snapshot_is_stale_and_the_kernels_record_stands_in(tmp_path):
-    record = running_magic(("c0", "x = 1", 1))
+    executed = running_magic(("c0", "x = 1", 1))
     bridge = live_bridge([("c0", "x = 1"), ("m1", "%%gemini_edit\nan older instruction")])
-    frontend = for_run(side(record, tmp_path, bridge))
+    frontend = for_run(side(executed, tmp_path, bridge))
     assert frontend.kind is Kind.LIVE and frontend.stale
     assert isinstance(frontend.view, MergedView) and frontend.cell_above is None
     assert frontend.default_target().id == "c0"  # the newest run code cell
-    record.record("ran-once", "y = 2", 3)
-    assert frontend.current_source("ran-once") == "y = 2"  # not live: the record knows it
+    executed.add("ran-once", "y = 2", 3)
+    assert frontend.current_source("ran-once") == "y = 2"  # not live: the executed cells know it
 
 
 def test_without_a_connected_bridge_or_companion_apply_is_for_the_conversation(tmp_path):
-    record = running_magic(("c0", "x = 1", 1))
-    frontend = for_run(side(record, tmp_path, Bridge()))  # attached, never answered
+    executed = running_magic(("c0", "x = 1", 1))
+    frontend = for_run(side(executed, tmp_path, Bridge()))  # attached, never answered
     assert frontend.kind is Kind.COPY and not frontend.stale
     assert isinstance(frontend.writer("fix"), KernelStateWriter)
 
@@ -100,59 +100,59 @@ def test_at_a_terminal_the_proposal_goes_to_the_next_prompt(tmp_path):
 # -- one frontend per turn, passed in ---------------------------------------------------------------
 def test_the_turn_reads_the_notebook_through_the_frontend_it_is_given(tmp_path):
     session = Session()
-    session.record.record("m1", MAGIC, 1)
+    session.executed.add("m1", MAGIC, 1)
     req = TurnRequest(mode="edit", prompt="add a docstring", dry_run=True)
     bridge = live_bridge([("c1", CODE), ("m1", MAGIC)])
-    frontend = for_run(side(session.record, tmp_path, bridge))
+    frontend = for_run(side(session.executed, tmp_path, bridge))
     resolved = session.resolve(req, SETTINGS, RecordingDisplay(), frontend)
     assert resolved.target is not None and resolved.target.id == "c1" and resolved.doc.source == CODE
-    # no frontend: the kernel's record alone, where no code cell has run
+    # no frontend: the executed cells alone, where no code cell has run
     with pytest.raises(UserError, match="^nothing to edit yet"):
         session.resolve(req, SETTINGS, RecordingDisplay())
 
 
 # -- a staged Apply ------------------------------------------------------------------------------
-def staged_record() -> tuple[ExecutionRecord, dict[str, StagedApply], list]:
-    record = running_magic()
+def staged_record() -> tuple[ExecutedCells, dict[str, StagedApply], list]:
+    executed = running_magic()
     done: list = []
-    return record, {"m1": StagedApply("# add a docstring\nx = 2", MAGIC, lambda e: done.append(e) or True)}, done
+    return executed, {"m1": StagedApply("# add a docstring\nx = 2", MAGIC, lambda e: done.append(e) or True)}, done
 
 
 def test_a_staged_apply_is_written_when_its_cell_runs_again_as_it_was():
-    record, staged, done = staged_record()
+    executed, staged, done = staged_record()
     prefilled: list[str] = []
-    assert write_staged(staged, record, prefilled.append) is True
-    assert prefilled == ["# add a docstring\nx = 2"] and record.by_id["m1"].source == "# add a docstring\nx = 2"
+    assert write_staged(staged, executed, prefilled.append) is True
+    assert prefilled == ["# add a docstring\nx = 2"] and executed.by_id["m1"].source == "# add a docstring\nx = 2"
     assert done == [None] and staged == {}
 
 
 def test_a_staged_apply_for_an_edited_cell_is_not_written_and_says_why():
-    record, staged, done = staged_record()
-    record.record("m1", "%%gemini_edit\nsomething else", 10)
+    executed, staged, done = staged_record()
+    executed.add("m1", "%%gemini_edit\nsomething else", 10)
     prefilled: list[str] = []
-    assert write_staged(staged, record, prefilled.append) is False
+    assert write_staged(staged, executed, prefilled.append) is False
     assert done == [EDITED_BEFORE_RERUN] and prefilled == [] and staged == {}
 
 
 def test_a_staged_apply_the_controller_refuses_is_not_written():
-    record = running_magic()
+    executed = running_magic()
     staged = {"m1": StagedApply("x = 2", MAGIC, lambda _e: False)}  # discarded since the click
     prefilled: list[str] = []
-    assert write_staged(staged, record, prefilled.append) is False and prefilled == []
-    assert record.by_id["m1"].source == MAGIC
+    assert write_staged(staged, executed, prefilled.append) is False and prefilled == []
+    assert executed.by_id["m1"].source == MAGIC
 
 
 def test_no_staged_apply_for_the_running_cell_is_an_ordinary_turn():
-    record, staged, done = staged_record()
-    record.record("m2", MAGIC, 10)
-    assert write_staged(staged, record, lambda _t: None) is False and "m1" in staged and done == []
+    executed, staged, done = staged_record()
+    executed.add("m2", MAGIC, 10)
+    assert write_staged(staged, executed, lambda _t: None) is False and "m1" in staged and done == []
 
 
 # -- the proposal shown ---------------------------------------------------------------------------
 def proposed(target_id: str | None, replayed: bool = False) -> Proposed:
     turn = Turn(1, "edit", "add a docstring", "contents", base_source=CODE)
     turn.proposal_source, turn.outcome = '"""Area."""\n' + CODE, "proposed"
-    target = None if target_id is None else ExecutionRecord().record(target_id, CODE, 1)
+    target = None if target_id is None else ExecutedCells().add(target_id, CODE, 1)
     return Proposed(Conversation("default", "contents"), turn, target, "add a docstring", replayed)
 
 
@@ -239,12 +239,12 @@ def test_a_turns_merged_view_merges_once_per_file_version_and_record_change(tmp_
         path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells}))
 
     save("a = 1", "b = 2")
-    record = ExecutionRecord()
-    view = MergedView(record, path)
+    executed = ExecutedCells()
+    view = MergedView(executed, path)
     first = view.cells()
     assert view.cells() is first  # asked again in the same turn: the same merge
-    record.record("f1", "b = 3", 1)
-    assert [c.source for c in view.cells()] == ["a = 1", "b = 3"]  # the record changed: merged again
+    executed.add("f1", "b = 3", 1)
+    assert [c.source for c in view.cells()] == ["a = 1", "b = 3"]  # the executed cells changed: merged again
     save("a = 1", "b = 2", "c = 4")
     os.utime(path, ns=(1, 1))  # a new file version even within the clock's resolution
     assert [c.source for c in view.cells()] == ["a = 1", "b = 3", "c = 4"]

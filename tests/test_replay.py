@@ -370,7 +370,7 @@ def test_the_key_never_reaches_the_record(stub, notebook):
         k.click("Undo")
         holds = k.run(
             "m = get_ipython().magics_manager.registry['GeminiMagics']\n"
-            "src = m.session.record.by_id['cell-a'].source\n"
+            "src = m.session.executed.by_id['cell-a'].source\n"
             f"print({FAKE_KEY!r} in src, '***' in src, 'stub edit' in src)",
             cell_id="check",
         ).stdout

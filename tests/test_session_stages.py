@@ -17,8 +17,8 @@ SETTINGS = Settings(model="gemini-test-model", state="contents")
 
 def session_with_cell() -> Session:
     session = Session()
-    session.record.record("c1", CELL, 1)
-    session.record.record("m1", "%%gemini_ask\nwhy pi?", 2)  # the running magic cell
+    session.executed.add("c1", CELL, 1)
+    session.executed.add("m1", "%%gemini_ask\nwhy pi?", 2)  # the running magic cell
     return session
 
 

@@ -86,7 +86,7 @@ def test_fifty_turns_two_conversations_interleaved(env, stub, state):
     def record(cell_id: str, source: str) -> None:
         nonlocal count
         count += 1
-        session.record.record(cell_id, source, count)
+        session.executed.add(cell_id, source, count)
 
     for cell_id, source in cells.values():
         record(cell_id, source)
@@ -112,7 +112,7 @@ def test_fifty_turns_two_conversations_interleaved(env, stub, state):
         cell_id = cells[name][0]
         mode = "edit" if i % 6 in (1, 3) else "ask"
         if i % 6 == 5:  # the user edits the cell by hand and runs it
-            source = session.record.by_id[cell_id].source + f"# hand edit {i}\n"
+            source = session.executed.by_id[cell_id].source + f"# hand edit {i}\n"
             record(cell_id, source)
             versions[name].add(source)
             hand_edits[name] += 1
@@ -134,10 +134,10 @@ def test_fifty_turns_two_conversations_interleaved(env, stub, state):
             versions[name].add(turn.proposal_source)
             assert turn.proposal_source.startswith(f"# stub edit: {name}: turn {i}")
             # the model held exactly this conversation's current cell
-            assert turn.proposal_source.endswith(session.record.by_id[cell_id].source)
+            assert turn.proposal_source.endswith(session.executed.by_id[cell_id].source)
             if i % 6 == 1:
                 conv.apply(turn)
-                session.record.set_source(cell_id, turn.proposal_source)
+                session.executed.set_source(cell_id, turn.proposal_source)
             else:
                 conv.discard(turn)
         if state == "contents":
@@ -198,14 +198,14 @@ def test_fifty_turns_two_conversations_interleaved(env, stub, state):
 def test_hashes_match_what_was_sent(env, stub):
     """A compact check of the sha markers: they name versions that really were sent earlier."""
     session = Session()
-    session.record.record("c", "x = 1\n", 1)
+    session.executed.add("c", "x = 1\n", 1)
     settings = Settings(model=MODEL, state="contents", client=ClientSettings(retry_attempts=1))
     seen: set[str] = set()
     for i in range(8):
-        session.record.record(f"m{i}", "%%gemini_edit\n", i + 2)
+        session.executed.add(f"m{i}", "%%gemini_edit\n", i + 2)
         out = session.run(TurnRequest(mode="edit", prompt=f"x: {i}", cell="c"), settings, RecordingDisplay())
         session.conversations["default"].apply(out.turn)
-        session.record.set_source("c", out.turn.proposal_source)
+        session.executed.set_source("c", out.turn.proposal_source)
         seen |= {sha256_text(out.turn.base_source), out.turn.proposal_sha256}
     last = api_requests(stub)[-1]["json"]["contents"]
     markers = [v for c in last for k, v in json.loads(c["parts"][0]["text"]).items() if k.startswith("superseded")]

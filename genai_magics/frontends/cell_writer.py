@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from .notebook_view import ExecutionRecord
+from .notebook_view import ExecutedCells
 
 # called with an error message, or None on success; the controller's returns whether it committed
 Done = Callable[[str | None], "bool | None"]
@@ -208,21 +208,21 @@ class StagedWriter(_Writer):
 
 
 def write_staged(
-    staged: dict[str, StagedApply], record: ExecutionRecord, set_next_input: Callable[[str], None]
+    staged: dict[str, StagedApply], executed: ExecutedCells, set_next_input: Callable[[str], None]
 ) -> bool:
     """The magic cell runs again with an Apply staged for it as it was: write the proposal into
     it now (True: the turn sends nothing). Committed first: a proposal discarded, reset or made
     stale since the click is never written."""
-    running = record.running_id or ""
+    running = executed.running_id or ""
     found = staged.pop(running, None)
     if found is None:
         return False
-    cell = record.by_id.get(running)
+    cell = executed.by_id.get(running)
     if cell is None or cell.source != found.cell_source:
         found.done(EDITED_BEFORE_RERUN)  # a new instruction is a new request
         return False
     if not found.done(None):
         return False  # the widget says why (discarded, reset, a newer one applied)
     set_next_input(found.text)
-    record.set_source(running, found.text)
+    executed.set_source(running, found.text)
     return True

@@ -30,7 +30,7 @@ from .cell_writer import (
 )
 from .companion import Companion
 from .notebook_edit import NotebookCopyWriter, NotebookWriter
-from .notebook_view import ExecutionRecord, MergedView, NotebookView
+from .notebook_view import ExecutedCells, MergedView, NotebookView
 
 VSCODE_CELL = "vscode-notebook-cell:"
 
@@ -48,7 +48,7 @@ class Kind(enum.Enum):
 class Frontend:
     kind: Kind
     view: NotebookView
-    record: ExecutionRecord
+    executed: ExecutedCells
     magic_cell_id: str | None
     make_writer: Callable[[str], CellWriter]  # instruction -> writer
     cell_above: Callable[[str], Cell | None] | None = None  # the layout, where it is known
@@ -65,7 +65,7 @@ class Frontend:
             above = self.cell_above(running)
             if above is not None:
                 return above
-        return self.record.latest_document(exclude=running)
+        return self.executed.latest_document(exclude=running)
 
     def current_source(self, cell_id: str) -> str | None:
         """A cell's code now (without the instruction line Apply adds in running-cell frontends)."""
@@ -74,12 +74,12 @@ class Frontend:
                 return strip_applied_marker(cell.source)
         if self.live_view:
             return None  # the live notebook no longer has it
-        ran = self.record.by_id.get(cell_id)
+        ran = self.executed.by_id.get(cell_id)
         return strip_applied_marker(ran.source) if ran else None
 
     def magic_source(self) -> str:
         """The magic cell's text as it ran (a staged Apply is for that text only)."""
-        cell = self.record.by_id.get(self.magic_cell_id or "")
+        cell = self.executed.by_id.get(self.magic_cell_id or "")
         return cell.source if cell is not None else ""
 
     def writer(self, instruction: str, notebook: tuple[str, str] | None = None) -> CellWriter:
@@ -142,16 +142,16 @@ def choose(
     terminal: bool,
     bridge: Any,
     bridge_fresh: bool,
-    record: ExecutionRecord,
+    executed: ExecutedCells,
     file_view: NotebookView,
     staged: dict,
     set_next_input: Callable[[str], None],
     apply_wait: float,
 ) -> Frontend:
     """The frontend of this run, from what the kernel knows now."""
-    magic_id = record.running_id
+    magic_id = executed.running_id
     if terminal:
-        return Frontend(Kind.TERMINAL, file_view, record, magic_id, lambda _i: PrefilledWriter(record.set_source))
+        return Frontend(Kind.TERMINAL, file_view, executed, magic_id, lambda _i: PrefilledWriter(executed.set_source))
     if bridge is not None and bridge.connected:
         view = bridge if bridge_fresh else file_view
 
@@ -163,7 +163,7 @@ def choose(
         return Frontend(
             Kind.COMPANION if isinstance(bridge, Companion) else Kind.LIVE,
             view,
-            record,
+            executed,
             magic_id,
             lambda _i: bridge.writer,
             cell_above=bridge.cell_above if bridge_fresh else None,
@@ -177,19 +177,19 @@ def choose(
             return Frontend(
                 Kind.RUNNING_CELL,
                 file_view,
-                record,
+                executed,
                 magic_id,
-                lambda i: RunningCellWriter(set_next_input, record.set_source, magic_id, i, apply_wait),
+                lambda i: RunningCellWriter(set_next_input, executed.set_source, magic_id, i, apply_wait),
                 waits=mechanism,
             )
         return Frontend(
             Kind.STAGED,
             file_view,
-            record,
+            executed,
             magic_id,
-            lambda i: StagedWriter(staged, magic_id, i, record.by_id[magic_id].source),
+            lambda i: StagedWriter(staged, magic_id, i, executed.by_id[magic_id].source),
         )
-    return Frontend(Kind.COPY, file_view, record, magic_id, lambda _i: KernelStateWriter(record.set_source))
+    return Frontend(Kind.COPY, file_view, executed, magic_id, lambda _i: KernelStateWriter(executed.set_source))
 
 
 @dataclass(frozen=True)
@@ -199,7 +199,7 @@ class KernelSide:
     terminal: bool  # terminal IPython: no widgets, the next prompt can be pre-filled
     bridge: Bridge | None  # JupyterLab's live bridge, if this shell has one
     companion: Companion  # VS Code's companion, connected or not
-    record: ExecutionRecord
+    executed: ExecutedCells
     notebook_path: Path | None  # the .ipynb the frontend named, if any
     staged: dict[str, StagedApply]
     set_next_input: Callable[[str], None]
@@ -213,22 +213,22 @@ def live_of(side: KernelSide) -> Bridge | Companion | None:
     return side.companion if side.companion.connected else None
 
 
-def is_stale(live: Bridge | Companion | None, record: ExecutionRecord) -> bool:
+def is_stale(live: Bridge | Companion | None, executed: ExecutedCells) -> bool:
     """The live view has not caught up with the cell that is running (a late snapshot)."""
-    cell = record.by_id.get(record.running_id or "")
+    cell = executed.by_id.get(executed.running_id or "")
     return bool(live and cell and not live.is_fresh_for(cell.id, cell.source))
 
 
 def for_run(side: KernelSide) -> Frontend:
     """The frontend of this run (or click), decided once from what the kernel knows now."""
     live = live_of(side)
-    stale = is_stale(live, side.record)
+    stale = is_stale(live, side.executed)
     frontend = choose(
         terminal=side.terminal,
         bridge=live,
         bridge_fresh=not stale,
-        record=side.record,
-        file_view=MergedView(side.record, side.notebook_path),
+        executed=side.executed,
+        file_view=MergedView(side.executed, side.notebook_path),
         staged=side.staged,
         set_next_input=side.set_next_input,
         apply_wait=side.apply_wait,

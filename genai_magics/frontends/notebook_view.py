@@ -34,7 +34,7 @@ class NotebookView(Protocol):
 
 
 @dataclass
-class ExecutionRecord:
+class ExecutedCells:
     """Every executed cell's latest source, keyed by the frontend's cell id.
 
     JupyterLab and Notebook 7 send the nbformat id as ``cellId``; VS Code a
@@ -49,7 +49,7 @@ class ExecutionRecord:
     sources: dict[str, set[str]] = field(default_factory=dict)
     changes: int = 0  # bumped by every change below: a view merged from it stays valid until the next one
 
-    def record(self, cell_id: str | None, source: str, execution_count: int | None) -> Cell:
+    def add(self, cell_id: str | None, source: str, execution_count: int | None) -> Cell:
         # Without a frontend cell id each run is its own cell, named as IPython names it.
         key = cell_id or (f"In[{execution_count}]" if execution_count is not None else f"run-{len(self.by_id) + 1}")
         cell = Cell(id=key, source=source, cell_type="code", execution_count=execution_count)
@@ -161,7 +161,7 @@ class MergedView:
     version nor the record changed (a turn asks the view several times, and the merge is
     ~0.4 ms on a 200-cell notebook)."""
 
-    record: ExecutionRecord
+    record: ExecutedCells
     path: Path | None
     # (the file's cells as parsed, record.changes) -> the merge: its last one
     _merge: tuple[tuple[Cell, ...], int, tuple[Cell, ...]] | None = field(default=None, repr=False, compare=False)
@@ -180,7 +180,7 @@ class MergedView:
         last = self._merge
         if last is not None and last[1] == self.record.changes and last[0] == file_cells:
             return last[2]
-        merged = tuple(merge_file_and_record(file_cells, self.record))
+        merged = tuple(merge_file_and_executed(file_cells, self.record))
         self._merge = (file_cells, self.record.changes, merged)
         return merged
 
@@ -195,7 +195,7 @@ class MergedView:
         return self.cells()
 
 
-def merge_file_and_record(file_cells: Sequence[Cell], record: ExecutionRecord) -> list[Cell]:
+def merge_file_and_executed(file_cells: Sequence[Cell], record: ExecutedCells) -> list[Cell]:
     """File order, each cell once: a file cell and an executed cell are the same cell when they
     share an id (JupyterLab) or when the file holds a text the executed cell had in this session
     (VS Code's ids are URIs the file never holds; files without ids get positional ones). The
