@@ -308,6 +308,7 @@ def test_vscode_one_line_edit_ending_in_a_question_mark_with_dollar_and_braces_w
     vscode.run(CELL_A, 1)
     line = "%gemini_edit can you guard {s} and $s?"
     msg_id = vscode.start(line, 2)
+    kernel.wait_for_button("Apply", msg_id)  # the proposal's text is opened before its buttons
     kernel.wait_until(lambda k: any("Apply replaces this magic cell" in v for v in k.html_values()), msg_id)
     kernel.click("Apply", wait=False)
     run = kernel.finish(msg_id)
