@@ -31,6 +31,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from .. import messages
 from ..engine.cells import CELL_TYPES, Cell, is_genai_magic
 from . import kernel_compat
 from .cell_writer import Done, live_done
@@ -39,11 +40,6 @@ TARGET_NAME = "genai_magics.bridge"
 OnOk = Callable[[dict], None]  # gets a successful reply's data
 PROTOCOL_VERSION = 1
 DEFAULT_TIMEOUT = 10.0
-
-_NOT_CONNECTED = (
-    "no live notebook frontend is connected (the genai-magics-bridge JupyterLab "
-    "extension has not answered in this kernel)"
-)
 
 
 def _new_cell_id() -> str:
@@ -319,7 +315,7 @@ class Bridge:
     def _request(self, op: str, fields: dict, done: Done, on_ok: OnOk | None = None) -> None:
         with self._lock:
             if self._comm is None or not self.connected:
-                error: str | None = _NOT_CONNECTED
+                error: str | None = messages.BRIDGE_NOT_CONNECTED.render()
             else:
                 error = None
                 self._next_request += 1

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from .. import messages
+
 # called with an error message, or None on success; the controller's returns whether it committed
 Done = Callable[[str | None], "bool | None"]
 
@@ -43,7 +45,7 @@ class _Writer:
 
 def live_done(verb: str, what: str, label: str) -> str:
     """After a write into the live notebook."""
-    return f"{verb}: {what} is now in {label} (Ctrl+Z in the cell reverts it too)."
+    return messages.LIVE_DONE.render(verb=verb, what=what, label=label)
 
 
 class KernelStateWriter(_Writer):
@@ -100,8 +102,8 @@ def strip_applied_marker(source: str) -> str:
 
 def _running_cell_done(verb: str, what: str, label: str) -> str:
     if verb == "Applied":
-        return "Applied: this cell is replaced by the proposal (your instruction kept as its first line)."
-    return f"{verb} for the conversation: {label} still holds the code from before; this cell keeps the applied code."
+        return messages.RUNNING_CELL_APPLIED.render()
+    return messages.RUNNING_CELL_UNDONE.render(verb=verb, label=label)
 
 
 class RunningCellWriter(_Writer):
@@ -161,10 +163,7 @@ class StagedApply:
     done: Done
 
 
-EDITED_BEFORE_RERUN = (
-    "the magic cell was edited before it ran again, so it ran as written; "
-    "click Apply again to stage the proposal for its next run"
-)
+EDITED_BEFORE_RERUN = messages.EDITED_BEFORE_RERUN.render()  # magics.py takes it from here (for now)
 
 
 class StagedWriter(_Writer):

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import messages
 from ..engine.cells import CELL_TYPES, Cell, is_genai_magic
 from ..engine.hashing import sha256_text
 from . import kernel_compat
@@ -151,7 +152,7 @@ class Companion:
     def _request(self, op: str, fields: dict[str, Any]) -> dict[str, Any]:
         presence = self._presence()
         if presence is None:
-            raise CompanionError("the VS Code companion is not connected (is the notebook still open?)")
+            raise CompanionError(messages.COMPANION_NOT_CONNECTED.render())
         out = self.dir / f"out-{os.getpid()}"
         out.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._next += 1
@@ -187,7 +188,7 @@ class Companion:
                 raise CompanionError(str(data.get("error") or "the VS Code companion refused the edit"))
             return data
         request.unlink(missing_ok=True)  # never taken: it must not be done later
-        raise CompanionError(f"no reply from the VS Code companion within {self.timeout:g} s ({op})")
+        raise CompanionError(messages.COMPANION_NO_REPLY.render(timeout=self.timeout, op=op))
 
     def _call(self, func: Callable[[str | None], Any], error: str | None) -> None:
         # after the caller's own bookkeeping, like a reply arriving on the bridge's comm
