@@ -60,10 +60,20 @@ class Message:
         return tuple(literal for literal, _ in self.segments if literal)
 
     def pattern(self, *, prefixed: bool = True) -> re.Pattern[str]:
-        """Matches the shown text for any field values."""
-        body = "".join(re.escape(literal) + ("" if name is None else "(.*?)") for literal, name in self.segments)
+        """Matches the shown text for any field values (a field named twice holds the same text)."""
+        body, seen = [], set()
+        for literal, name in self.segments:
+            body.append(re.escape(literal))
+            if name is not None:
+                body.append(f"(?P={name})" if name in seen else f"(?P<{name}>.*?)")
+                seen.add(name)
         head = re.escape(PREFIX) if prefixed and self.shown_as is Shown.ERROR else ""
-        return re.compile(head + body, re.DOTALL)
+        return re.compile(head + "".join(body), re.DOTALL)
+
+    def parse(self, text: str) -> dict[str, str] | None:
+        """The fields' text in ``text`` shown as this message, or None when it is another sentence."""
+        found = self.pattern().fullmatch(text)
+        return None if found is None else found.groupdict()
 
     def matches(self, text: str) -> bool:
         """``text`` is this message as shown, whatever its fields hold."""
