@@ -70,14 +70,14 @@ class Message:
         head = re.escape(PREFIX) if prefixed and self.shown_as is Shown.ERROR else ""
         return re.compile(head + "".join(body), re.DOTALL)
 
-    def parse(self, text: str) -> dict[str, str] | None:
+    def parse(self, text: str, *, prefixed: bool = True) -> dict[str, str] | None:
         """The fields' text in ``text`` shown as this message, or None when it is another sentence."""
-        found = self.pattern().fullmatch(text)
+        found = self.pattern(prefixed=prefixed).fullmatch(text)
         return None if found is None else found.groupdict()
 
-    def matches(self, text: str) -> bool:
-        """``text`` is this message as shown, whatever its fields hold."""
-        return self.pattern().fullmatch(text) is not None
+    def matches(self, text: str, *, prefixed: bool = True) -> bool:
+        """``text`` is this message as shown (``prefixed=False``: as rendered), whatever its fields hold."""
+        return self.pattern(prefixed=prefixed).fullmatch(text) is not None
 
     def within(self, text: str) -> bool:
         """This message (without its prefix) is somewhere in ``text``."""
@@ -141,6 +141,14 @@ UNREACHABLE = _m(
 OTHER_STATUS = _m("OTHER_STATUS", "Gemini answered {code}: {detail}", E)
 OTHER_FAILURE = _m("OTHER_FAILURE", "{kind}: {detail}", E)
 
+# GeminiMagics.prices (gemini/pricing.py), checked at the turn that uses it.
+PRICE_FIELDS_UNKNOWN = _m(
+    "PRICE_FIELDS_UNKNOWN", "GeminiMagics.prices[{model!r}]: unknown field(s) {unknown}; use {known}", E
+)
+PRICE_FIELDS_MISSING = _m(
+    "PRICE_FIELDS_MISSING", "GeminiMagics.prices[{model!r}]: a model not in the table needs {missing} too", E
+)
+
 # Retries the SDK makes (gemini/transport.py), announced while it waits.
 RETRYING = _m("RETRYING", "{why}; retrying in ~{wait} s ({attempt}/{attempts})", N, documented=True)
 NO_ANSWER_WITHIN = _m("NO_ANSWER_WITHIN", "no answer within {timeout_s:g} s", P, documented=True)
@@ -171,6 +179,14 @@ RECORD_SET_ASIDE = _m(
     documented=True,
 )
 RECORD_WRONG_SHAPE = _m("RECORD_WRONG_SHAPE", "of the wrong shape ({where})", P, documented=True)
+RECORD_NOT_WRITTEN = _m("RECORD_NOT_WRITTEN", "cannot write the conversation record {path}: {error}", E)
+REPLAY_ONLY = _m(
+    "REPLAY_ONLY",
+    "replay is 'only': {why}; nothing was sent (%config GeminiMagics.replay = 'auto' to ask Gemini)",
+    E,
+)
+REPLAY_ONLY_RERUN = _m("REPLAY_ONLY_RERUN", "--rerun asks Gemini", P)
+REPLAY_ONLY_NO_MATCH = _m("REPLAY_ONLY_NO_MATCH", "no recorded turn matches this cell (turn {position} of {name!r})", P)
 RECORD_LOST = _m(
     "RECORD_LOST",
     "another kernel wrote this notebook's conversation record ({path}) since this kernel read it; "
@@ -182,6 +198,10 @@ RECORD_LOST = _m(
 NO_EXCEPTION_YET = _m(
     "NO_EXCEPTION_YET", "--error: no exception has been raised in this session yet", E, documented=True
 )
+NO_SUCH_VARIABLE = _m("NO_SUCH_VARIABLE", "--vars: no variable named {name!r} in the notebook", E)
+NOT_A_VARIABLE_NAME = _m("NOT_A_VARIABLE_NAME", "--vars: {item!r} is not a variable name{hint}", E)
+NO_ATTRIBUTES = _m("NO_ATTRIBUTES", " (attributes such as obj.attr are not supported: name the object)", P)
+NO_VARIABLE_NAMES = _m("NO_VARIABLE_NAMES", "--vars: no variable names given (e.g. --vars df,model)", E)
 IMAGE_DOWNSCALED = _m(
     "IMAGE_DOWNSCALED",
     "{label}'s image {position} is {size:,} bytes, over max_image_bytes ({cap:,}): downscaled to "
@@ -232,6 +252,59 @@ EDITED_BEFORE_RERUN = _m(
     P,
     documented=True,
 )
+LIVE_APPLY = _m(
+    "LIVE_APPLY", "Apply writes the proposal into the cell in the notebook (one Ctrl+Z step undoes it there).", S
+)
+COMPANION_APPLY = _m(
+    "COMPANION_APPLY",
+    "Apply writes the proposal into the cell it is about, in VS Code (genai-magics companion; "
+    "Ctrl+Z in that cell undoes it there).",
+    S,
+)
+NOTEBOOK_EDITS_APPLY = _m(
+    "NOTEBOOK_EDITS_APPLY", "Apply makes these cell edits in the notebook: {preview}. Undo reverts all of them.", S
+)
+KERNEL_STATE_APPLY = _m(
+    "KERNEL_STATE_APPLY",
+    "Apply records the proposal as this cell's code for the conversation; "
+    "this frontend cannot edit cells, so paste it into the cell yourself (Copy).",
+    S,
+)
+KERNEL_STATE_DONE = _m(
+    "KERNEL_STATE_DONE",
+    "{verb} for the conversation: paste {what} into {label} yourself (this frontend cannot edit cells).",
+    S,
+)
+NOTEBOOK_RECORD_ONLY_APPLY = _m(
+    "NOTEBOOK_RECORD_ONLY_APPLY",
+    "Apply only records the proposal for the conversation: this frontend cannot edit other cells, "
+    "so nothing is written into any cell; copy each changed cell from the diff (or Copy) yourself.",
+    S,
+)
+PREFILLED_APPLY = _m(
+    "PREFILLED_APPLY",
+    "The proposal is pre-filled at the next prompt: run it there. "
+    "%gemini apply / discard / undo record what you did with it.",
+    S,
+)
+PREFILLED_APPLIED = _m(
+    "PREFILLED_APPLIED", "Applied for the conversation: the model holds the proposal (pre-filled at the prompt).", S
+)
+PREFILLED_UNDONE = _m(
+    "PREFILLED_UNDONE", "{verb} for the conversation: the model holds {what} again; run that code to get it back.", S
+)
+RUNNING_CELL_APPLY = _m(
+    "RUNNING_CELL_APPLY",
+    "Apply replaces this magic cell with the proposal (your instruction kept as its first comment line); "
+    "that cell then is the conversation's code. This cell waits up to {timeout_s:g} s for Apply or Discard.",
+    S,
+)
+STAGED_APPLY = _m(
+    "STAGED_APPLY",
+    "Apply is staged: run this cell again and it is replaced by the proposal (no new request is sent).",
+    S,
+)
+STAGED = _m("STAGED", "Apply staged: run this cell again (Shift+Enter) to write the proposal into it.", S)
 LIVE_DONE = _m("LIVE_DONE", "{verb}: {what} is now in {label} (Ctrl+Z in the cell reverts it too).", S)
 RUNNING_CELL_APPLIED = _m(
     "RUNNING_CELL_APPLIED",
@@ -323,6 +396,12 @@ OUTPUT_NOT_SENT = _m("OUTPUT_NOT_SENT", "[a {kind} output, not sent]", P)
 
 # A turn (session.py, magics.py): refused before anything is sent, or failed with nothing recorded.
 USAGE = _m("USAGE", "{error} (see %{magic}?)", E, documented=True)  # magic: "%gemini_ask", "gemini"
+PROMPT_OVER_CAP = _m(
+    "PROMPT_OVER_CAP",
+    "the prompt is {size:,} bytes, over the cap of {cap:,}; nothing was sent "
+    "(%config GeminiMagics.max_prompt_bytes; put big text in a cell and use --cell or --vars)",
+    E,
+)
 PROMPT_EMPTY = _m(
     "PROMPT_EMPTY", "the prompt is empty: write your request in the cell body below the magic line", E, documented=True
 )

@@ -13,6 +13,7 @@ from helpers.kernel import FAKE_KEY
 from helpers.vscode import VSCode, set_next_input
 from helpers.wire import api_requests
 
+from genai_magics import messages
 from genai_magics.engine.cells import Cell
 from genai_magics.frontends.notebook_edit import notebook_text
 
@@ -27,7 +28,7 @@ def _staged(kernel, vscode):
     vscode.run(CELL_A, 1)
     vscode.run(LOOP, 2)
     kernel.click("Apply")
-    assert any("Apply staged: run this cell again" in v for v in kernel.html_values())
+    assert any(messages.STAGED.render() in v for v in kernel.html_values())
 
 
 # -- staged Apply (VS Code, a cell that cannot wait) ------------------------------------------------

@@ -404,7 +404,7 @@ class LiveWriter:
         return cell_id
 
     def describe_apply(self) -> str:
-        return "Apply writes the proposal into the cell in the notebook (one Ctrl+Z step undoes it there)."
+        return messages.LIVE_APPLY.render()
 
     def write(self, cell_id: str, source: str, done: Done) -> str | None:
         """Send set_source; ``done`` is called when the frontend's reply arrives (never blocks)."""

@@ -302,7 +302,4 @@ class CompanionWriter(LiveWriter):
     """Apply writes into the cell the conversation is about, through the companion."""
 
     def describe_apply(self) -> str:
-        return (
-            "Apply writes the proposal into the cell it is about, in VS Code (genai-magics companion; "
-            "Ctrl+Z in that cell undoes it there)."
-        )
+        return messages.COMPANION_APPLY.render()
