@@ -420,6 +420,25 @@ NO_CELL_WITH_COUNT_OR_ID = _m(
     E,
     documented=True,
 )
+NO_CODE_CELL_RUN = _m("NO_CODE_CELL_RUN", "{flag} -1: no code cell has been run yet", E)
+AMBIGUOUS_COUNT_OR_ID = _m(
+    "AMBIGUOUS_COUNT_OR_ID",
+    "{flag} {ref}: ambiguous, In[{ref}] ran in this session and cell {cell} has an id starting with {ref}; "
+    "write In[{ref}] for the run, or more of the id",
+    E,
+)
+AMBIGUOUS_ID = _m("AMBIGUOUS_ID", "{flag} {ref}: ambiguous, {count} cells have ids starting with it", E)
+NOTEBOOK_EMPTY = _m("NOTEBOOK_EMPTY", "the notebook has no cells to work on", P)
+MAGIC_AS_DOCUMENT = _m("MAGIC_AS_DOCUMENT", "{named}: that is a genai magic cell, not code to work on", E)
+VIEW_BEHIND = _m(
+    "VIEW_BEHIND",
+    "the live notebook view has not caught up with this cell; "
+    "using the kernel's record of executed cells for this turn",
+    N,
+)
+STAGED_WRITTEN = _m(  # printed after the prefix, on stdout: not a failure
+    "STAGED_WRITTEN", "the staged proposal replaces this cell now; no request was sent.", N
+)
 NOT_A_CODE_CELL = _m(
     "NOT_A_CODE_CELL",
     "{named}: that is a {cell_type} cell; only code cells can be the document",

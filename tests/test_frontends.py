@@ -311,7 +311,8 @@ def test_a_digit_prefix_of_a_cell_id_is_that_cell_unless_a_run_has_that_number(k
     n = len(api_requests(stub))
     run = kernel.run("%%gemini_ask --cell 3872 -c two\nWhat is it?", cell_id="m2")
     assert len(api_requests(stub)) == n
-    assert "ambiguous, In[3872] ran in this session and cell 3872f0c1-5a9 has an id starting with 3872" in run.stderr
+    fields = messages.AMBIGUOUS_COUNT_OR_ID.parse(run.stderr.strip()) or {}
+    assert (fields.get("ref"), fields.get("cell")) == ("3872", "3872f0c1-5a9"), run.stderr
 
 
 # -- issue 11, items 3 and 4 ------------------------------------------------------------------------

@@ -63,24 +63,9 @@ def _quote_tokens(quote: str) -> Tokens:
     return tuple(tokens)
 
 
-def _meet(a: Tokens, b: Tokens) -> bool:
-    """Some text matches both patterns (tokens: characters, or STAR for any run of them)."""
-
-    @cache
-    def go(i: int, j: int) -> bool:
-        if i == len(a) and j == len(b):
-            return True
-        if i < len(a) and a[i] is STAR:
-            return go(i + 1, j) or (j < len(b) and go(i, j + 1))
-        if j < len(b) and b[j] is STAR:
-            return go(i, j + 1) or (i < len(a) and go(i + 1, j))
-        return i < len(a) and j < len(b) and a[i] == b[j] and go(i + 1, j + 1)
-
-    return go(0, 0)
-
-
-def _holds(quote: Tokens, entry: Tokens) -> bool:
-    """The quote says the entry: its elisions stand only for the entry's fields (or nothing)."""
+def _meet(quote: Tokens, entry: Tokens, *, elided_text: bool = True) -> bool:
+    """Some text matches both (tokens: characters, or STAR for any run of them). With
+    ``elided_text=False`` the quote's elisions stand only for the entry's fields (or nothing)."""
 
     @cache
     def go(i: int, j: int) -> bool:
@@ -89,7 +74,7 @@ def _holds(quote: Tokens, entry: Tokens) -> bool:
         if i < len(entry) and entry[i] is STAR:
             return go(i + 1, j) or (j < len(quote) and go(i, j + 1))
         if j < len(quote) and quote[j] is STAR:
-            return go(i, j + 1)
+            return go(i, j + 1) or (elided_text and i < len(entry) and go(i + 1, j))
         return i < len(entry) and j < len(quote) and entry[i] == quote[j] and go(i + 1, j + 1)
 
     return go(0, 0)
@@ -152,7 +137,10 @@ def _undocumented(catalogue: list[Message], quotes: list[str]) -> list[str]:
     return [
         m.name
         for m in catalogue
-        if m.documented and not any(_holds(quote, (STAR, *_entry_tokens(m, prefixed=False), STAR)) for quote in tokens)
+        if m.documented
+        and not any(
+            _meet(quote, (STAR, *_entry_tokens(m, prefixed=False), STAR), elided_text=False) for quote in tokens
+        )
     ]
 
 
