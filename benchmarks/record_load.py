@@ -29,8 +29,8 @@ from genai_magics.engine.cells import Document  # noqa: E402
 from genai_magics.engine.context import ContextPiece  # noqa: E402
 from genai_magics.engine.conversation import Conversation, Usage  # noqa: E402
 from genai_magics.engine.record import (
-    ConversationRecord,
     NotebookRecord,
+    RecordedConversation,
     TurnKey,
     TurnMeta,  # noqa: E402
     state_after,
@@ -45,7 +45,7 @@ TURNS, GOAL_MS = 500, 50.0
 
 def build(turns: int, lines: int, state: str) -> NotebookRecord:
     conv = Conversation("default", state_mode=state)  # type: ignore[arg-type]
-    rec = ConversationRecord(conv, created=time.time())
+    rec = RecordedConversation(conv, created=time.time())
     source = generate_cell(lines)
     context = ContextPiece("secondaryContext", "\n\n".join(src for _, src in SECONDARY_CELLS))
     for i, (mode, prompt) in enumerate(script_prompts(turns), start=1):
@@ -55,13 +55,13 @@ def build(turns: int, lines: int, state: str) -> NotebookRecord:
         reply = f"Turn {i}: " + "an answer of a few sentences about the code. " * 8
         if mode == "edit":
             proposal = edit_source(prompt, source)
-            turn = conv.record(
+            turn = conv.commit(
                 plan, reply, proposal_source=proposal, interaction_id=f"int-{i}", usage=Usage(2000, 300, 4000)
             )
             conv.apply(turn)
             source = proposal
         else:
-            turn = conv.record(plan, reply, interaction_id=f"int-{i}", usage=Usage(2000, 300, 4000))
+            turn = conv.commit(plan, reply, interaction_id=f"int-{i}", usage=Usage(2000, 300, 4000))
         key = TurnKey.of(mode, prompt, DEFAULT_MODEL, state, (), f"magic-{i}", doc.sha256, tuple(pieces))
         rec.meta[turn.index] = TurnMeta(key, time.time(), state_after(conv, rec.told))
     return NotebookRecord("/home/user/work.ipynb", time.time(), conversations={"default": rec})

@@ -730,7 +730,7 @@ class Session:
             proposal = answer.source
             if plan.document is not None:
                 proposal = unmasked_proposal(plan.document, proposal, display)
-            return conv.record(
+            return conv.commit(
                 plan,
                 answer.explanation,
                 proposal_source=proposal,
@@ -739,7 +739,7 @@ class Session:
                 usage=result.usage,
                 saved_tokens=saved,
             )
-        return conv.record(
+        return conv.commit(
             plan, result.text, interaction_id=result.interaction_id, usage=result.usage, saved_tokens=saved
         )
 

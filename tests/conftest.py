@@ -1,7 +1,7 @@
 from pathlib import Path
 
 import pytest
-from helpers.kernel import FAKE_KEY, Kernel
+from helpers.kernel import FAKE_KEY, Kernel, point_sdk_at
 
 from genai_magics.stub import StubServer
 
@@ -84,9 +84,7 @@ def magic_shell(stub, monkeypatch):
     from helpers.shell import Shell
 
     stub.reset()
-    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", stub.url)
-    monkeypatch.setenv("GEMINI_API_KEY", FAKE_KEY)
-    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    point_sdk_at(monkeypatch, stub.url)
     s = Shell()
     yield s
     s.close()

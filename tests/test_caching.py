@@ -102,7 +102,7 @@ def test_the_stable_head_ends_with_the_content_holding_the_document_and_leaves_t
     held, prompt = (json.loads(c["parts"][0]["text"]) for c in contents)
     assert held == {"currentSource": DOC.source, "secondaryContext": "x = 1\n", "document": "In[1]"}
     assert prompt == {"mode": "ask", "prompt": "q1"}
-    conv.record(plan, "a1")
+    conv.commit(plan, "a1")
     plan2 = conv.plan_turn("ask", "q2", DOC, [ctx])
     contents2, head2 = cacheable(conv.history, plan2)
     assert head2 == 1 and contents2[:2] == contents  # the head and the first prompt are as before
@@ -112,7 +112,7 @@ def test_the_stable_head_ends_with_the_content_holding_the_document_and_leaves_t
 def test_an_applied_proposal_moves_the_head_to_the_model_turn_holding_it():
     conv = Conversation("c")
     plan = conv.plan_turn("edit", "e1", DOC)
-    turn = conv.record(plan, "why", proposal_source="def f():\n    return 2\n")
+    turn = conv.commit(plan, "why", proposal_source="def f():\n    return 2\n")
     conv.apply(turn)
     new = Document(key="cell-a", label="In[1]", source=turn.proposal_source)
     contents, head = cacheable(conv.history, conv.plan_turn("ask", "q", new))

@@ -241,13 +241,12 @@ def test_a_cache_that_cannot_be_made_leaves_the_turn_going_without_one(kernel, s
 
 
 def test_switching_to_interactions_mode_deletes_the_contents_cache(stub, monkeypatch):
-    from helpers.kernel import FAKE_KEY
+    from helpers.kernel import point_sdk_at
 
     from genai_magics.session import Session, Settings, TurnRequest
 
     stub.reset()
-    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", stub.url)
-    monkeypatch.setenv("GEMINI_API_KEY", FAKE_KEY)
+    point_sdk_at(monkeypatch, stub.url)
 
     session = Session()
     session.record.record("big", BIG, 1)

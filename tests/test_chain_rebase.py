@@ -8,7 +8,7 @@ from genai_magics.engine.conversation import DIGEST_TURNS, Conversation
 
 def edit_and_apply(conv: Conversation, source: str, n: int, limit: int) -> str:
     plan = conv.plan_turn("edit", f"change {n}", Document("a", "In[1]", source), (), "interactions", limit)
-    turn = conv.record(plan, f"did {n}", proposal_source=f"{source}# {n}\n", interaction_id=f"i{n}")
+    turn = conv.commit(plan, f"did {n}", proposal_source=f"{source}# {n}\n", interaction_id=f"i{n}")
     conv.apply(turn)
     return turn.proposal_source
 
@@ -23,7 +23,7 @@ def test_a_crowded_chain_starts_over_with_the_current_code_and_a_digest():
     assert plan.previous_interaction_id is None
     assert plan.payload["currentSource"] == source
     assert [t["prompt"] for t in plan.payload["earlierTurns"]] == ["change 0", "change 1", "change 2"]
-    conv.record(plan, "because", interaction_id="j1")
+    conv.commit(plan, "because", interaction_id="j1")
     assert conv.chain_versions == [(Document("a", "", source).sha256, None)]
     follow = conv.plan_turn("ask", "and?", Document("a", "In[1]", source), (), "interactions", 3)
     assert follow.previous_interaction_id == "j1" and follow.synchronized is True

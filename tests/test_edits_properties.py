@@ -20,7 +20,7 @@ from genai_magics.engine.conversation import PATCH_SHARE, Conversation
 from genai_magics.engine.edits import Edit, EditRefused, apply_edits, edits_chars, parse_edits
 from genai_magics.engine.hashing import sha256_text
 from genai_magics.engine.payloads import EDIT_RESPONSE_SCHEMA
-from genai_magics.engine.record import ConversationRecord, NotebookRecord, dumps
+from genai_magics.engine.record import NotebookRecord, RecordedConversation, dumps
 from genai_magics.persistence.schema import loads
 from genai_magics.stub.edits import EDITS_MIN_LINES, answer, make_edits, offers_edits
 from genai_magics.stub.model import held_document
@@ -136,7 +136,7 @@ def test_a_session_of_edits_keeps_the_model_holding_what_the_engine_says(size, c
         if conv.history and conv.history[-1].outcome == "applied" and carried <= PATCH_SHARE * len(cell):
             assert plan.synchronized and "currentSource" not in plan.payload
         explanation, proposal, edits = stand_in_edit(doc, f"change {n}")
-        turn = conv.record(plan, explanation, proposal_source=proposal, proposal_edits=edits)
+        turn = conv.commit(plan, explanation, proposal_source=proposal, proposal_edits=edits)
         assert edits is not None and turn.proposal_edits == edits  # a big document: answered as edits
         # before any click the model holds the proposal: base plus its edits, kept as the model sent them
         ask = conv.plan_turn("ask", "and?", Document("c", "In[1]", proposal))
@@ -154,7 +154,7 @@ def test_a_session_of_edits_keeps_the_model_holding_what_the_engine_says(size, c
         else:
             conv.apply(turn)
             conv.undo(turn)
-        restored = loads(dumps(NotebookRecord("nb.ipynb", 0.0, conversations={"p": ConversationRecord(conv)})))
+        restored = loads(dumps(NotebookRecord("nb.ipynb", 0.0, conversations={"p": RecordedConversation(conv)})))
         assert [t.proposal_edits for t in restored.conversations["p"].conversation.history] == [
             t.proposal_edits for t in conv.history
         ]

@@ -74,7 +74,7 @@ def turn(
     plan = conv.plan_turn(mode, prompt, d, pieces, state_mode)
     if plan.state_mode == "interactions" and interaction_id is None:
         interaction_id = f"int-{len(conv.history) + 1}"
-    t = conv.record(plan, f"reply to {prompt}", proposal_source=proposal, interaction_id=interaction_id)
+    t = conv.commit(plan, f"reply to {prompt}", proposal_source=proposal, interaction_id=interaction_id)
     return plan, t
 
 
@@ -141,7 +141,7 @@ def test_ask_without_document_sends_no_source_and_keeps_active():
     plan = conv.plan_turn("ask", "general question", None)
     assert plan.payload == {"mode": "ask", "prompt": "general question"}
     assert (plan.synchronized, plan.send_source) == (False, False)
-    conv.record(plan, "answer")
+    conv.commit(plan, "answer")
     assert conv.sync.active_document_sha256 == sha(S0)
     assert conv.plan_turn("ask", "q", doc(S0)).synchronized is True
 
@@ -278,7 +278,7 @@ def test_manual_edit_resends_and_updates_active():
     plan = conv.plan_turn("ask", "q", doc(S2))
     assert plan.synchronized is False
     assert plan.payload["currentSource"] == S2
-    conv.record(plan, "a")
+    conv.commit(plan, "a")
     assert conv.sync.active_document_sha256 == sha(S2)
     assert conv.plan_turn("ask", "q", doc(S2)).synchronized is True
 
@@ -305,7 +305,7 @@ def test_switching_document_resends_with_its_label():
     assert plan.synchronized is False
     assert plan.payload["currentSource"] == OTHER
     assert plan.payload["document"] == "In[7]"
-    conv.record(plan, "a")
+    conv.commit(plan, "a")
     back = conv.plan_turn("ask", "q", doc(S0, key="cell-a"))
     assert back.synchronized is False
     assert back.payload["currentSource"] == S0
@@ -320,7 +320,7 @@ def test_secondary_context_changed_resends_only_the_context():
     assert "currentSource" not in plan.payload
     assert plan.payload["secondaryContext"] == OTHER + "x = 1\n"
     assert plan.pieces == (changed,)
-    conv.record(plan, "a")
+    conv.commit(plan, "a")
     assert conv.sync.secondary_context_hash == changed.sha256
     assert conv.plan_turn("ask", "q", doc(S0), [changed]).pieces == ()
 
@@ -671,7 +671,7 @@ def test_lost_chain_resends_document_context_and_earlier_turns():
         {"mode": "ask", "prompt": "two", "reply": "reply to two"},
     ]
     assert len(plan.new_chain_digest) == 2
-    conv.record(plan, "r", interaction_id="j1")
+    conv.commit(plan, "r", interaction_id="j1")
     nxt = conv.plan_turn("ask", "four", doc(S0), [ctx("a")])
     assert nxt.previous_interaction_id == "j1"
     assert nxt.synchronized is True
@@ -725,7 +725,7 @@ def test_outcome_changed_while_new_chain_turn_is_out_is_told():
     plan = conv.plan_turn("ask", "q", doc(S1))
     assert plan.payload["earlierTurns"][0]["outcome"] == "applied"
     conv.undo(t1)  # clicked while the request is out
-    conv.record(plan, "r", interaction_id="j1")
+    conv.commit(plan, "r", interaction_id="j1")
     nxt = conv.plan_turn("ask", "q", doc(S0))
     assert nxt.proposal_outcomes == {sha(S1)[:12]: "undone"}
 
@@ -737,7 +737,7 @@ def test_outcome_changed_while_turn_is_out_is_told_next():
     plan = conv.plan_turn("ask", "q", doc(S1))
     assert plan.proposal_outcomes == {sha(S1)[:12]: "applied"}
     conv.undo(t1)
-    conv.record(plan, "r", interaction_id="i2")
+    conv.commit(plan, "r", interaction_id="i2")
     assert conv.plan_turn("ask", "q", doc(S0)).proposal_outcomes == {sha(S1)[:12]: "undone"}
 
 
@@ -771,7 +771,7 @@ def test_interactions_chain_holds_its_own_discarded_proposal_text():
 def test_earlier_turns_replies_are_clipped():
     conv = Conversation("c", state_mode="interactions")
     plan = conv.plan_turn("ask", "q", doc(S0))
-    conv.record(plan, "y" * 1000, interaction_id="i1")
+    conv.commit(plan, "y" * 1000, interaction_id="i1")
     conv.lose_chain()
     reply = conv.plan_turn("ask", "q", doc(S0)).payload["earlierTurns"][0]["reply"]
     assert len(reply) == 400
@@ -786,11 +786,11 @@ def test_switch_from_contents_to_interactions_starts_a_full_chain():
     assert plan.payload["currentSource"] == S0
     assert plan.payload["secondaryContext"] == "a"
     assert len(plan.payload["earlierTurns"]) == 1
-    conv.record(plan, "r", interaction_id="i9")
+    conv.commit(plan, "r", interaction_id="i9")
     assert conv.state_mode == "interactions"
     back = conv.plan_turn("ask", "q", doc(S0), [ctx("a")], "contents")
     assert back.synchronized is True and back.previous_interaction_id is None
-    conv.record(back, "r")
+    conv.commit(back, "r")
     again = conv.plan_turn("ask", "q", doc(S0), [], "interactions")
     assert again.previous_interaction_id is None  # contents turns are on no chain
     assert again.payload["currentSource"] == S0

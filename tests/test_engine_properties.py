@@ -307,7 +307,7 @@ def do_turn(
     }
     if in_flight is not None:
         in_flight()
-    turn = conv.record(plan, response, proposal_source=proposal, interaction_id=interaction_id)
+    turn = conv.commit(plan, response, proposal_source=proposal, interaction_id=interaction_id)
     assert turn.index == len(ref.turns) + 1
     assert turn.sent_source is plan.send_source
     assert turn.outcome == ("proposed" if proposal is not None else "none")
@@ -389,7 +389,7 @@ def run(ops, initial_mode: str) -> None:
     ref.seen_texts.extend(ref.cells.values())
     foreign = Conversation("prop")  # a conversation that was reset: its turns are not ours
     fplan = foreign.plan_turn("edit", "f", ref.document())
-    foreign_turn = foreign.record(fplan, "f", proposal_source="foreign")
+    foreign_turn = foreign.commit(fplan, "f", proposal_source="foreign")
     probe(conv, ref)
     for op in ops:
         kind = op[0]
@@ -541,7 +541,7 @@ def test_any_text_survives_the_wire_payloads(sources, context, prompt):
         assert items[-1][1].get("currentSource", source) == source
         if i == 0:
             assert items[-1][1][SECONDARY_FIELD] == context
-        turn = conv.record(plan, prompt, proposal_source=source + prompt)
+        turn = conv.commit(plan, prompt, proposal_source=source + prompt)
         conv.apply(turn)
     plan = conv.plan_turn("ask", prompt, Document("k", "cell k", sources[-1] + prompt))
     assert plan.synchronized is True

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import pytest
 from helpers.display import RecordingDisplay
-from helpers.kernel import FAKE_KEY
+from helpers.kernel import point_sdk_at
 from helpers.properties import examples
 from helpers.wire import api_requests
 from hypothesis import HealthCheck, example, given, settings
@@ -337,9 +337,7 @@ class Driver:
 @pytest.fixture(scope="module")
 def env(stub):
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("GOOGLE_GEMINI_BASE_URL", stub.url)
-        mp.setenv("GEMINI_API_KEY", FAKE_KEY)
-        mp.delenv("GOOGLE_API_KEY", raising=False)
+        point_sdk_at(mp, stub.url)
         yield
 
 

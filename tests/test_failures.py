@@ -15,7 +15,7 @@ import time
 
 import pytest
 from helpers.display import RecordingDisplay
-from helpers.kernel import FAKE_KEY, Kernel
+from helpers.kernel import FAKE_KEY, Kernel, point_sdk_at
 from helpers.properties import RETRY_DELAY_S, THOROUGH
 from helpers.wire import api_requests, current_payload
 
@@ -394,8 +394,7 @@ def test_the_wait_shown_is_the_wait_taken_with_a_retry_after_header(stub, monkey
     from genai_magics.magics import GeminiMagics
     from genai_magics.session import Session, Settings, TurnRequest
 
-    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", stub.url)
-    monkeypatch.setenv("GEMINI_API_KEY", FAKE_KEY)
+    point_sdk_at(monkeypatch, stub.url)
     stub.reset()
     display = RecordingDisplay()
     session = Session()
@@ -427,8 +426,7 @@ def test_refused_connection_is_not_silent(stub, monkeypatch, mode):
     from genai_magics.session import Session, Settings, TurnRequest
 
     traits = GeminiMagics.class_traits()
-    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", f"http://127.0.0.1:{closed_port()}")
-    monkeypatch.setenv("GEMINI_API_KEY", FAKE_KEY)
+    point_sdk_at(monkeypatch, f"http://127.0.0.1:{closed_port()}")
     display = RecordingDisplay()
     started = time.monotonic()
     session = Session()

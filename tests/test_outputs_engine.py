@@ -23,7 +23,7 @@ from genai_magics.engine.outputs import (
     image_size,
     image_tokens,
 )
-from genai_magics.engine.record import ConversationRecord, NotebookRecord, TurnKey, dumps
+from genai_magics.engine.record import NotebookRecord, RecordedConversation, TurnKey, dumps
 from genai_magics.persistence.schema import loads
 from genai_magics.sources.outputs import OutputCapture, fit_images, over_image_cap
 
@@ -109,14 +109,14 @@ def plotted_turn(image: bytes, state_mode: str = "contents") -> Conversation:
     plan = conv.plan_turn(
         "ask", "why skewed?", doc, cell_output_pieces("c", "In[1]", [Output("display_data", bundle(image))], 99)
     )
-    conv.record(plan, "because", interaction_id="int_1" if state_mode == "interactions" else None)
+    conv.commit(plan, "because", interaction_id="int_1" if state_mode == "interactions" else None)
     return conv
 
 
 def test_record_keeps_hashes_and_sizes_not_image_bytes():
     image = png(30, 20, seed=3)
     conv = plotted_turn(image)
-    text = dumps(NotebookRecord("x.ipynb", 0.0, conversations={"default": ConversationRecord(conv)}))
+    text = dumps(NotebookRecord("x.ipynb", 0.0, conversations={"default": RecordedConversation(conv)}))
     assert base64.b64encode(image).decode()[:40] not in text and sha(image) in text
     restored = loads(text).conversations["default"].conversation
     piece = restored.history[0].pieces[1]
@@ -207,7 +207,7 @@ def test_capture_taps_see_everything_and_change_nothing(monkeypatch):
 def test_record_images_keeps_the_bytes_and_the_model_keeps_holding_them():
     image = png(30, 20, seed=4)
     conv = plotted_turn(image)
-    record = NotebookRecord("x.ipynb", 0.0, conversations={"default": ConversationRecord(conv)}, images=True)
+    record = NotebookRecord("x.ipynb", 0.0, conversations={"default": RecordedConversation(conv)}, images=True)
     restored = loads(dumps(record)).conversations["default"].conversation
     piece = restored.history[0].pieces[1]
     assert isinstance(piece, ImagePiece) and piece.data == image

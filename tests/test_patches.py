@@ -51,7 +51,7 @@ def hand_edit(source: str, at: int, line: str = "THRESHOLD = 0.75") -> str:
 def ask(conv: Conversation, source: str, prompt: str = "q", key: str = "a", **kw):
     plan = conv.plan_turn("ask", prompt, doc(source, key), **kw)
     assert model_holds(conv, plan) == source
-    conv.record(plan, "answer")
+    conv.commit(plan, "answer")
     return plan
 
 
@@ -76,7 +76,7 @@ def test_a_small_hand_edit_is_a_patch_and_the_head_stays_as_it_was_sent():
     # the material of turn 1 is unchanged and still the whole head: an explicit cache of it stays valid
     assert head == first_head and contents[:head] == first_contents[:first_head]
     assert model_holds(conv, plan) == edited
-    conv.record(plan, "answer")
+    conv.commit(plan, "answer")
     follow = conv.plan_turn("ask", "and now?", doc(edited))
     assert follow.synchronized and model_holds(conv, follow) == edited
     assert version_chain(conv.history, sha256_text(edited)) == ((0, "user"), (1, "user"))
@@ -109,7 +109,7 @@ def test_no_patch_for_another_cell_a_new_server_chain_when_switched_off_or_when_
         ({}, BASE.replace("return x", "return -x"), "a"),  # every function changed
     ):
         conv = Conversation("p")
-        conv.record(conv.plan_turn("ask", "q", doc(BASE)), "a")
+        conv.commit(conv.plan_turn("ask", "q", doc(BASE)), "a")
         plan = conv.plan_turn("ask", "q2", doc(source, key), **kwargs)
         assert plan.source_patch is None and plan.send_source and "currentSource" in plan.payload, kwargs
 
@@ -122,12 +122,12 @@ def test_an_edit_applied_after_a_patch_is_the_new_full_version_and_undo_goes_bac
     plan = conv.plan_turn("edit", "add a docstring", doc(edited))
     assert plan.synchronized
     proposal = '"""Doc."""\n' + edited
-    turn = conv.record(plan, "added", proposal_source=proposal)
+    turn = conv.commit(plan, "added", proposal_source=proposal)
     conv.apply(turn)
     after = conv.plan_turn("ask", "ok?", doc(proposal))
     assert after.synchronized and model_holds(conv, after) == proposal
     assert full_versions(build_contents(conv.history, after)) == 1  # the first version compacted
-    conv.record(after, "fine")
+    conv.commit(after, "fine")
     conv.undo(turn)
     back = conv.plan_turn("ask", "and back?", doc(edited))
     assert model_holds(conv, back) == edited and (back.synchronized or back.send_source)
@@ -152,7 +152,7 @@ class ServerChain:
             self.turns = []
         output = json.dumps({"explanation": reply, "proposedSource": proposal}) if proposal is not None else reply
         self.turns += [("user", to_text(plan.payload)), ("model", output)]
-        return conv.record(plan, reply, proposal_source=proposal, interaction_id=f"i{len(self.turns)}")
+        return conv.commit(plan, reply, proposal_source=proposal, interaction_id=f"i{len(self.turns)}")
 
 
 def test_interactions_mode_sends_a_small_hand_edit_as_a_patch_on_the_chain():

@@ -13,8 +13,8 @@ from genai_magics.engine.contents import build_contents
 from genai_magics.engine.context import ContextPiece
 from genai_magics.engine.conversation import Conversation, Usage
 from genai_magics.engine.record import (
-    ConversationRecord,
     NotebookRecord,
+    RecordedConversation,
     TurnKey,
     TurnMeta,
     branch,
@@ -30,7 +30,7 @@ CODE = "def f(x):\n    return x\n"
 def session(state: str, turns: int = 6, max_chain_versions: int = 0):
     """A conversation with asks, edits, Apply, Discard and Undo, and the record's view of it at every turn."""
     conv = Conversation("default", state_mode=state)  # type: ignore[arg-type]
-    rec = ConversationRecord(conv, created=time.time())
+    rec = RecordedConversation(conv, created=time.time())
     source, snapshots = CODE, {}
     for i in range(1, turns + 1):
         mode = "edit" if i % 2 == 0 else "ask"
@@ -41,7 +41,7 @@ def session(state: str, turns: int = 6, max_chain_versions: int = 0):
         ]
         plan = conv.plan_turn(mode, f"prompt {i}", doc, pieces, max_chain_versions=max_chain_versions)
         if mode == "edit":
-            turn = conv.record(
+            turn = conv.commit(
                 plan,
                 f"explain {i}",
                 proposal_source=source + f"# edit {i}\n",
@@ -49,7 +49,7 @@ def session(state: str, turns: int = 6, max_chain_versions: int = 0):
                 usage=Usage(10, 2, 100),
             )
         else:
-            turn = conv.record(plan, f"answer {i}", interaction_id=f"int-{i}", usage=Usage(10, 2, 100))
+            turn = conv.commit(plan, f"answer {i}", interaction_id=f"int-{i}", usage=Usage(10, 2, 100))
         rec.meta[turn.index] = TurnMeta(
             TurnKey.of(mode, f"prompt {i}", "m", state, (), f"magic-{i}", doc.sha256, tuple(pieces)),
             1.0,

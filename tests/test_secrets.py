@@ -14,7 +14,7 @@ import json
 import secrets
 
 import pytest
-from helpers.kernel import FAKE_KEY, Kernel
+from helpers.kernel import FAKE_KEY, Kernel, point_sdk_at
 from helpers.lazy import lazy_import
 from helpers.wire import api_requests
 
@@ -69,9 +69,7 @@ def outputs_text(nb) -> str:
 
 @pytest.fixture
 def secret_env(monkeypatch, stub):
-    monkeypatch.setenv("GEMINI_API_KEY", KEY)
-    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
-    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", stub.url)
+    point_sdk_at(monkeypatch, stub.url, KEY)
     stub.reset()
 
 

@@ -8,17 +8,17 @@ import time
 
 from genai_magics.engine.cells import Document
 from genai_magics.engine.conversation import Conversation
-from genai_magics.engine.record import ConversationRecord, NotebookRecord, TurnKey, TurnMeta, state_after
+from genai_magics.engine.record import NotebookRecord, RecordedConversation, TurnKey, TurnMeta, state_after
 from genai_magics.persistence.schema import loads
 from genai_magics.persistence.store import RecordStore, record_path
 
 
 def a_record(name: str, turns: int) -> NotebookRecord:
     conv = Conversation(name)
-    rec = ConversationRecord(conv, created=time.time())
+    rec = RecordedConversation(conv, created=time.time())
     for i in range(turns):
         doc = Document("c", "In[1]", f"x = {i}\n" * 200)
-        conv.record(conv.plan_turn("ask", f"{name} {i}", doc), "answer " * 50)
+        conv.commit(conv.plan_turn("ask", f"{name} {i}", doc), "answer " * 50)
         rec.meta[i + 1] = TurnMeta(
             TurnKey.of("ask", f"{name} {i}", "m", "contents", (), None, doc.sha256, ()),
             time.time(),

@@ -14,7 +14,7 @@ import re
 
 import pytest
 from helpers.display import RecordingDisplay
-from helpers.kernel import FAKE_KEY
+from helpers.kernel import point_sdk_at
 from helpers.properties import effort
 from helpers.wire import TRANSCRIPT_USER_KEYS, api_requests
 
@@ -33,9 +33,7 @@ SHA = re.compile(r"^[0-9a-f]{64}$")
 @pytest.fixture
 def env(stub):
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("GOOGLE_GEMINI_BASE_URL", stub.url)
-        mp.setenv("GEMINI_API_KEY", FAKE_KEY)
-        mp.delenv("GOOGLE_API_KEY", raising=False)
+        point_sdk_at(mp, stub.url)
         stub.reset()
         yield
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from google import genai
 from google.genai import errors, types
+from helpers.kernel import point_sdk_at
 
 from genai_magics.gemini.models import DEFAULT_MODEL
 from genai_magics.stub import StubServer, tokens
@@ -51,9 +52,7 @@ def model(obj) -> types.Content:
 def stub(stub, monkeypatch):
     """The session's stand-in (conftest), reset, with this process's SDK pointed at it."""
     stub.reset()
-    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
-    monkeypatch.setenv("GEMINI_API_KEY", KEY)
-    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", stub.url)
+    point_sdk_at(monkeypatch, stub.url, KEY)
     yield stub
     stub.reset()
 
@@ -208,7 +207,16 @@ def test_a_long_prompt_is_echoed_up_to_its_last_whole_word(client, stub):
     edit = json.loads(reply.text)
     echo = "Add input validation and raise ValueError with a helpful…"
     assert edit["proposedSource"] == f"# stub edit: {echo}\nx = 1\n"
-    assert edit["explanation"].startswith(f"Stub edit for: {echo}. ")
+    assert edit["explanation"].startswith(f"Stub edit for: {echo} Added")
+
+
+def test_a_prompt_that_ends_a_sentence_is_echoed_with_one_full_stop(client, stub):
+    reply = client.models.generate_content(
+        model=MODEL,
+        contents=[user({"mode": "edit", "prompt": "Reject bad input.", "currentSource": "x = 1\n"})],
+        config=types.GenerateContentConfig(response_mime_type="application/json", response_schema=SCHEMA),
+    )
+    assert json.loads(reply.text)["explanation"].startswith("Stub edit for: Reject bad input. Added")
 
 
 def test_count_tokens(client, stub):

@@ -7,7 +7,7 @@ import time
 import urllib.request
 
 import pytest
-from helpers.kernel import FAKE_KEY
+from helpers.kernel import point_sdk_at
 
 from genai_magics.engine.payloads import EDIT_RESPONSE_SCHEMA, WHOLE_RESPONSE_SCHEMA, to_text
 from genai_magics.stub.edits import BAD_FIND, EDITS_MIN_LINES, apply
@@ -21,9 +21,7 @@ def client(stub, monkeypatch):
     from google import genai
 
     stub.reset()
-    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", stub.url)
-    monkeypatch.setenv("GEMINI_API_KEY", FAKE_KEY)
-    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    point_sdk_at(monkeypatch, stub.url)
     return genai.Client()
 
 

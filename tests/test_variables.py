@@ -265,13 +265,13 @@ def test_follow_up_sends_only_changed_summaries() -> None:
     conv = Conversation("vars")
     plan = conv.plan_turn("ask", "q1", None, variable_pieces(["df", "model", "x"], ns, CAP))
     assert set(plan.payload["variables"]) == {"df", "model", "x"}
-    conv.record(plan, "a1")
+    conv.commit(plan, "a1")
 
     ns["x"] = 2
     plan = conv.plan_turn("ask", "q2", None, variable_pieces(["df", "model", "x"], ns, CAP))
     assert plan.payload["variables"] == {"x": "int\n2"}
     assert sorted(p.name for p in plan.omitted) == ["df", "model"]
-    conv.record(plan, "a2")
+    conv.commit(plan, "a2")
 
     plan = conv.plan_turn("ask", "q3", None, variable_pieces(["df", "model", "x"], ns, CAP))
     assert "variables" not in plan.payload and len(plan.omitted) == 3

@@ -1,7 +1,7 @@
 """The conversation engine: history turns, the sync state and its transitions.
 
 Pure: no IPython, no network. ``plan_turn`` decides what the next request
-carries; ``Conversation.record`` commits a finished turn; ``apply``/``discard``/
+carries; ``Conversation.commit`` commits a finished turn; ``apply``/``discard``/
 ``undo`` are the button transitions of docs/protocol.md. A failed request is simply
 never recorded, so the state is exactly as before it.
 """
@@ -289,7 +289,7 @@ class Conversation:
         return {k: v for k, v in told.items() if self.outcomes_told.get(k) != v}
 
     # -- committing ---------------------------------------------------------
-    def record(
+    def commit(
         self,
         plan: TurnPlan,
         response: str,

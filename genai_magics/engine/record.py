@@ -87,7 +87,7 @@ class TurnMeta:
 
 
 @dataclass
-class ConversationRecord:
+class RecordedConversation:
     """One conversation as the record holds it, plus this kernel's replay position."""
 
     conversation: Conversation
@@ -138,7 +138,7 @@ def state_after(conv: Conversation, told: dict[str, str]) -> dict[str, Any]:
     return state
 
 
-def _told_until(rec: ConversationRecord, turns: list[Turn]) -> dict[str, str]:
+def _told_until(rec: RecordedConversation, turns: list[Turn]) -> dict[str, str]:
     told: dict[str, str] = {}
     for t in turns:
         if t.index in rec.meta:
@@ -191,7 +191,7 @@ def _turn(d: dict[str, Any], sources: dict[str, str]) -> Turn:
     )
 
 
-def _conversation_dict(rec: ConversationRecord, images: bool) -> dict[str, Any]:
+def _conversation_dict(rec: RecordedConversation, images: bool) -> dict[str, Any]:
     conv = rec.conversation
     sources: dict[str, str] = {}
     turns = [
@@ -215,13 +215,13 @@ def _conversation_dict(rec: ConversationRecord, images: bool) -> dict[str, Any]:
     } | ({"cache": rec.cache} if rec.cache else {})
 
 
-def _conversation(d: dict[str, Any]) -> ConversationRecord:
+def _conversation(d: dict[str, Any]) -> RecordedConversation:
     conv = Conversation(
         name=d["name"], state_mode=d["state_mode"], history=[_turn(t, d["sources"]) for t in d["turns"]]
     )
     _set_state(conv, d)
     meta = {t["index"]: TurnMeta(TurnKey.from_dict(t["key"]), t["at"], t["after"]) for t in d["turns"] if "key" in t}
-    rec = ConversationRecord(
+    rec = RecordedConversation(
         conv, meta, d.get("created", 0.0), loaded=len(conv.history), replayable=len(conv.history), cache=d.get("cache")
     )
     rec.told = _told_until(rec, conv.history)
@@ -236,7 +236,7 @@ class NotebookRecord:
     notebook: str  # the notebook's path, for %gemini status
     created: float
     generation: int = 0  # bumped on every write: a second kernel's write is detected
-    conversations: dict[str, ConversationRecord] = field(default_factory=dict)
+    conversations: dict[str, RecordedConversation] = field(default_factory=dict)
     images: bool = (
         False  # keep the bytes of the images cells showed (GeminiMagics.record_images), not only their hashes
     )
@@ -289,7 +289,7 @@ def _versions_from(history: list[Turn], position: int) -> set[str]:
     return versions
 
 
-def replay_match(rec: ConversationRecord, key: TurnKey) -> Turn | None:
+def replay_match(rec: RecordedConversation, key: TurnKey) -> Turn | None:
     """The recorded turn this cell replays, or None (the cell goes live)."""
     if rec.cursor >= rec.replayable:
         return None
@@ -319,7 +319,7 @@ def replay_match(rec: ConversationRecord, key: TurnKey) -> Turn | None:
     return turn
 
 
-def seek(rec: ConversationRecord, magic_cell: str | None) -> bool:
+def seek(rec: RecordedConversation, magic_cell: str | None) -> bool:
     """Where the frontend names cells, this magic cell's recorded turn is the replay position
     (after a restart cells may run in another order than they were recorded). False: the record
     names its cells and none still to replay is this one, so the cell is a new turn after the
@@ -334,14 +334,14 @@ def seek(rec: ConversationRecord, magic_cell: str | None) -> bool:
     return not any(cells)  # recorded without cell ids: the order alone decides (replay_match)
 
 
-def continue_after_record(rec: ConversationRecord) -> None:
+def continue_after_record(rec: RecordedConversation) -> None:
     """Replay ends here; the conversation goes on from its last recorded turn, all of them kept."""
     rec.replayable = rec.cursor
     rec.continued = True
     rec.conversation.document_key = rec.resume_document_key
 
 
-def document_at_cursor(rec: ConversationRecord) -> None:
+def document_at_cursor(rec: RecordedConversation) -> None:
     """While replaying, the conversation's document is the one it had before the next recorded
     turn (follow-ups without --cell resolve to it), so Run All resolves each cell as then."""
     conv, at = rec.conversation, rec.cursor
@@ -351,14 +351,14 @@ def document_at_cursor(rec: ConversationRecord) -> None:
     conv.document_key = key_from_store(before.after.get("document_key")) if before else None
 
 
-def replayed(rec: ConversationRecord) -> None:
+def replayed(rec: RecordedConversation) -> None:
     """One more recorded turn was shown; after the last one the conversation resumes as recorded."""
     rec.cursor += 1
     if rec.cursor == rec.replayable == rec.loaded:
         rec.conversation.document_key = rec.resume_document_key
 
 
-def branch(rec: ConversationRecord) -> None:
+def branch(rec: RecordedConversation) -> None:
     """A cell went live at the replay position: the recorded turns from there on are
     replaced, as re-running the notebook from that cell would; the conversation
     continues from the last replayed turn (its state, its interaction id)."""

@@ -40,7 +40,7 @@ from .pricing import Price
 from .transport import CachedHead, OnChunk, TurnResult
 
 CACHE_MODES = ("auto", "off")
-Action = Literal["none", "use", "create", "drop"]
+CacheAction = Literal["none", "use", "create", "drop"]
 DELETE_TIMEOUT_S = 10.0  # one attempt: a reset must not wait through the turn's retries
 EXIT_TIMEOUT_S = 2.0  # per deletion when the kernel exits or the extension unloads
 
@@ -49,7 +49,7 @@ EXIT_TIMEOUT_S = 2.0  # per deletion when the kernel exits or the extension unlo
 class Decision:
     # none: send without a cache; use: the existing one; create: a new one (replacing any);
     # drop: delete the existing one, send without
-    action: Action
+    action: CacheAction
     refresh: bool  # patch the TTL of the cache used
     reason: str
 

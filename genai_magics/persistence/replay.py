@@ -11,8 +11,8 @@ from .. import messages
 from ..engine.conversation import Conversation, Turn
 from ..engine.errors import UserError
 from ..engine.record import (
-    ConversationRecord,
     NotebookRecord,
+    RecordedConversation,
     TurnKey,
     TurnMeta,
     branch,
@@ -111,7 +111,7 @@ class Replay:
             return None
         rec = self.record.conversations.get(conv.name)
         if rec is None or rec.conversation is not conv:  # new, or started over with --new
-            rec = ConversationRecord(conv, created=time.time())
+            rec = RecordedConversation(conv, created=time.time())
             self.record.conversations[conv.name] = rec
         turn = conv.history[-1]
         rec.cache = cache

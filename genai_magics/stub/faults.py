@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .request_record import RequestRecord
 
 FAULTS = ("http", "cut_stream", "invalid_json", "delay", "bad_edits")
 
@@ -26,12 +29,12 @@ MATCHES = (
 )
 
 
-def applies(inj: dict[str, Any], info: dict[str, Any]) -> bool:
-    fault, match, kind = inj["fault"], inj["match"], info["kind"]
-    if fault == "cut_stream" and not info["stream"]:
+def applies(inj: dict[str, Any], info: RequestRecord) -> bool:
+    fault, match, kind = inj["fault"], inj["match"], info.kind or ""
+    if fault == "cut_stream" and not info.stream:
         return False
     if fault in ("invalid_json", "bad_edits") and not (
-        info.get("edit") and kind in ("generate", "stream", "interaction.create")
+        info.edit and kind in ("generate", "stream", "interaction.create")
     ):
         return False
     if match in (None, "any"):
@@ -39,13 +42,13 @@ def applies(inj: dict[str, Any], info: dict[str, Any]) -> bool:
     if match == "generate":
         return kind in ("generate", "stream")
     if match == "stream":
-        return bool(info["stream"])
+        return info.stream
     if match == "interactions":
         return kind.startswith("interaction.")
     if match == "caches":
         return kind.startswith("cache.")
     if match == "edit":
-        return bool(info.get("edit"))
+        return bool(info.edit)
     if match == "ask":
-        return kind in ("generate", "stream", "interaction.create") and not info.get("edit")
+        return kind in ("generate", "stream", "interaction.create") and not info.edit
     return kind == match

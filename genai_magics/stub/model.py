@@ -9,10 +9,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import edits as model_edits
 from .patches import apply_patch
+
+if TYPE_CHECKING:
+    from .request_record import RequestRecord
 
 
 def tokens(text: str | None) -> int:
@@ -116,6 +119,12 @@ def first_line(prompt: str, limit: int = 60) -> str:
     return head[:limit].rstrip(" ,;:") + "…"
 
 
+def echoed(prompt: str) -> str:
+    """The prompt's first line as a sentence: a full stop unless it ends in one (or ``?``, ``!``, ``…``)."""
+    line = first_line(prompt)
+    return line if line.endswith((".", "?", "!", "…")) else f"{line}."
+
+
 def ask_reply(prompt: str, document: str | None) -> str:
     if document is None:
         holds = "I hold no document."
@@ -142,10 +151,10 @@ def edit_source(prompt: str, document: str | None) -> str:
 def edit_reply(prompt: str, document: str | None) -> str:
     source = edit_source(prompt, document)
     if document is None:
-        explanation = f"Stub edit for: {first_line(prompt)}. I held no document, so this is a new snippet."
+        explanation = f"Stub edit for: {echoed(prompt)} I held no document, so this is a new snippet."
     else:
         explanation = (
-            f"Stub edit for: {first_line(prompt)}. Added a comment line on top of the "
+            f"Stub edit for: {echoed(prompt)} Added a comment line on top of the "
             f"{len(document.splitlines())}-line document (base sha256 {sha256(document)[:12]})."
         )
     return json.dumps({"explanation": explanation, "proposedSource": source}, ensure_ascii=False)
@@ -159,7 +168,7 @@ def answer(
     current: str,
     system: str,
     fault: dict[str, Any] | None,
-    info: dict[str, Any],
+    info: RequestRecord,
     scripted: str | list[Any] | None = None,
 ) -> tuple[str, int, int]:
     """The deterministic reply to a transcript, and the tokens it read and wrote (recorded in ``info``)."""
@@ -167,26 +176,22 @@ def answer(
     document = held_document(turns)
     if fault and fault["fault"] == "invalid_json":
         text = INVALID_JSON_REPLY
-    elif info["edit"] and isinstance(scripted, list):  # scripted edits, as given
-        text = json.dumps({"explanation": f"Scripted stand-in edits for: {first_line(prompt)}.", "edits": scripted})
-    elif info["edit"] and scripted is not None:
+    elif info.edit and isinstance(scripted, list):  # scripted edits, as given
+        text = json.dumps({"explanation": f"Scripted stand-in edits for: {echoed(prompt)}", "edits": scripted})
+    elif info.edit and scripted is not None:
         text = json.dumps(
-            {"explanation": f"Scripted stand-in edit for: {first_line(prompt)}.", "proposedSource": scripted},
+            {"explanation": f"Scripted stand-in edit for: {echoed(prompt)}", "proposedSource": scripted},
             ensure_ascii=False,
         )
-    elif info["edit"]:
+    elif info.edit:
         bad = bool(fault and fault["fault"] == "bad_edits")
-        text = model_edits.answer(edit_reply(prompt, document), document, info["edits_offered"], bad)
+        text = model_edits.answer(edit_reply(prompt, document), document, info.edits_offered, bad)
     else:
         text = ask_reply(prompt, document)
     in_tokens = sum(tokens(t) for _, t in turns) + tokens(system)
     out_tokens = tokens(text)
-    info.update(
-        mode=mode or ("edit" if info["edit"] else "ask"),
-        prompt=prompt,
-        held_document_sha256=sha256(document) if document is not None else None,
-        input_tokens=in_tokens,
-        response_tokens=out_tokens,
-        response_text=text,
-    )
+    info.mode = mode or ("edit" if info.edit else "ask")
+    info.prompt = prompt
+    info.held_document_sha256 = sha256(document) if document is not None else None
+    info.input_tokens, info.response_tokens, info.response_text = in_tokens, out_tokens, text
     return text, in_tokens, out_tokens

@@ -46,10 +46,8 @@ The API key is only ever checked for presence; its value is never stored.
 
 from __future__ import annotations
 
-import copy
 import datetime as _dt
 import json
-import re
 import socket
 import sys
 import threading
@@ -58,23 +56,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from . import edits as model_edits
-from . import faults, images, sse
-from .caches import CACHE_CONFLICT, CACHE_MISSING, DEFAULT_CACHE_TTL_S, duration, parse_timestamp, timestamp
+from . import faults, images, interactions, sse
+from .caches import CACHE_CONFLICT, CacheStore
 from .faults import FAULTS, MATCHES
 from .implicit import IMPLICIT_TTL_S, common_tokens, implicit_minimum
+from .interactions import InteractionStore
 from .model import answer, sha256, texts, tokens
 from .replies import Reply, error
+from .request_record import CACHE_RE, INTERACTION_RE, NEEDS_BODY, RequestRecord, classify, name_in
 
 __all__ = ["StubServer"]
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
-
-
-_MODEL_RE = re.compile(r"^/v1(?:beta|alpha)?/models/([^/:]+):(generateContent|streamGenerateContent|countTokens)$")
-_INTERACTIONS_RE = re.compile(r"^/v1(?:beta|alpha)?/interactions/?$")
-_INTERACTION_RE = re.compile(r"^/v1(?:beta|alpha)?/interactions/([^/]+)$")
-_MODELS_RE = re.compile(r"^/v1(?:beta|alpha)?/models/?$")
 
 
 def _catalogue() -> list[dict[str, Any]]:
@@ -106,18 +99,8 @@ def _catalogue() -> list[dict[str, Any]]:
     ]
 
 
-_CACHES_RE = re.compile(r"^/v1(?:beta|alpha)?/cachedContents/?$")
-_CACHE_RE = re.compile(r"^/v1(?:beta|alpha)?/(cachedContents/[^/]+)$")
-
-
 def _now() -> str:
     return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _name_in(pattern: re.Pattern[str], path: str) -> str:
-    """The name a route's pattern captured (the route was chosen by the same pattern)."""
-    match = pattern.match(path)
-    return match.group(1) if match else ""
 
 
 class StubServer:
@@ -142,19 +125,16 @@ class StubServer:
         self.token_rate = float(token_rate)  # output tokens a second a stream is paced at (0: as fast as it can)
         self._lock = threading.RLock()
         self._stopping = threading.Event()
-        self._records: list[dict[str, Any]] = []
+        self._records: list[RequestRecord] = []
         self._injections: list[dict[str, Any]] = []
         self._scripted: list[str | list[Any]] = []  # proposals (or edits) the next edits answer, oldest first
-        self._interactions: dict[str, dict[str, Any]] = {}
-        self._next_id = 1
-        self._caches: dict[str, dict[str, Any]] = {}  # every cache made (deleted and expired ones kept, marked)
-        self._next_cache = 1
+        self._interactions = InteractionStore()
+        self._caches = CacheStore(self.now, self._minimum)
         self._clock_offset = 0.0
         self.implicit_default = implicit_caching  # what reset() goes back to
         self.implicit_caching = implicit_caching
         self.implicit_ttl_s = IMPLICIT_TTL_S
         self.implicit_minimums: dict[str, int] = {}
-        self.cache_missing_status = 403
         self._prefixes: list[tuple[str, float, list[tuple[str, str]]]] = []  # (model, time, sequence)
         self._previous: dict[str, list[tuple[str, str]]] = {}  # model -> the sequence its last request read
         self._httpd = _QuietServer((self.host, port), _make_handler(self), bind_and_activate=True)
@@ -200,7 +180,7 @@ class StubServer:
     @property
     def requests(self) -> list[dict[str, Any]]:
         with self._lock:
-            return copy.deepcopy(self._records)
+            return [r.as_json() for r in self._records]
 
     def clear(self) -> None:
         """Forget the recorded requests."""
@@ -213,15 +193,12 @@ class StubServer:
             self._records.clear()
             self._injections.clear()
             self._scripted.clear()
-            self._interactions.clear()
-            self._next_id = 1
-            self._caches.clear()
-            self._next_cache = 1
+            self._interactions.reset()
+            self._caches.reset()
             self._clock_offset = 0.0
             self.implicit_caching = self.implicit_default
             self.implicit_ttl_s = IMPLICIT_TTL_S
             self.implicit_minimums = {}
-            self.cache_missing_status = 403
             self.token_rate = 0.0
             self._prefixes.clear()
             self._previous.clear()
@@ -251,14 +228,14 @@ class StubServer:
             if implicit is not None:
                 self.implicit_caching = bool(implicit)
             if missing_status is not None:
-                self.cache_missing_status = int(missing_status)
+                self._caches.missing_status = int(missing_status)
             if implicit_ttl_s is not None:
                 self.implicit_ttl_s = float(implicit_ttl_s)
             if implicit_minimum is not None:
                 self.implicit_minimums.update({str(k): int(v) for k, v in implicit_minimum.items()})
             return {
                 "implicit": self.implicit_caching,
-                "missing_status": self.cache_missing_status,
+                "missing_status": self._caches.missing_status,
                 "implicit_ttl_s": self.implicit_ttl_s,
                 "implicit_minimum": dict(self.implicit_minimums),
             }
@@ -266,125 +243,16 @@ class StubServer:
     @property
     def caches(self) -> list[dict[str, Any]]:
         """Every cache made, oldest first: name, model, tokens, created, ended (delete or expiry), state."""
-        with self._lock:
-            now = self.now()
-            out = []
-            for c in self._caches.values():
-                state = c["state"] if c["state"] != "live" or c["expire"] > now else "expired"
-                ended = c["ended"] if c["ended"] is not None else (c["expire"] if state == "expired" else None)
-                out.append(
-                    {
-                        "name": c["name"],
-                        "model": c["model"],
-                        "tokens": c["tokens"],
-                        "state": state,
-                        "created": c["created"],
-                        "ended": ended,
-                        "expire": c["expire"],
-                        "token_seconds": c["tokens"] * ((ended if ended is not None else now) - c["created"]),
-                    }
-                )
-            return out
-
-    def _live_cache(self, name: str) -> dict[str, Any] | None:
-        c = self._caches.get(name)
-        if c is None or c["state"] != "live":
-            return None
-        if c["expire"] <= self.now():
-            c["state"], c["ended"] = "expired", c["expire"]
-            return None
-        return c
-
-    def _cache_missing(self, name: str) -> Reply:
-        return error(
-            self.cache_missing_status,
-            CACHE_MISSING if self.cache_missing_status == 403 else f"CachedContent {name!r} not found. (stub)",
-        )
-
-    def _cache_view(self, c: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "name": c["name"],
-            "model": c["model"],
-            "displayName": c["display_name"],
-            "createTime": timestamp(c["created"]),
-            "updateTime": timestamp(c["updated"]),
-            "expireTime": timestamp(c["expire"]),
-            "usageMetadata": {"totalTokenCount": c["tokens"]},
-        }
-
-    def _expiry(self, body: dict[str, Any], now: float) -> float | None:
-        if "ttl" in body:
-            ttl = duration(body["ttl"])
-            return None if ttl is None else now + ttl
-        if "expireTime" in body:
-            return parse_timestamp(body["expireTime"])
-        return now + DEFAULT_CACHE_TTL_S
-
-    def _handle_cache_create(self, body: dict[str, Any], info: dict[str, Any]) -> Reply:
-        model = body.get("model")
-        if not isinstance(model, str) or not model.startswith("models/"):
-            return error(400, "model must be 'models/{model}'. (stub)")
-        try:
-            contents, info["images"] = images.contents_with_images(body.get("contents"), texts)
-        except images.BadImage as exc:
-            return error(400, str(exc))
-        system = "".join(texts(body.get("systemInstruction")))
-        total = sum(tokens(t) for _, t in contents) + tokens(system)
-        minimum = self._minimum(model[len("models/") :])
-        if total < minimum:
-            return error(
-                400, f"Cached content is too small. total_token_count={total}, min_total_token_count={minimum}. (stub)"
-            )
-        now = self.now()
-        expire = self._expiry(body, now)
-        if expire is None:
-            return error(400, f"Invalid value at 'cached_content.ttl': {body.get('ttl')!r}. (stub)")
-        with self._lock:
-            name = f"cachedContents/stub-{self._next_cache:06d}"
-            self._next_cache += 1
-            self._caches[name] = {
-                "name": name,
-                "model": model,
-                "display_name": body.get("displayName") or "",
-                "contents": contents,
-                "system": system,
-                "tokens": total,
-                "created": now,
-                "updated": now,
-                "expire": expire,
-                "ended": None,
-                "state": "live",
-            }
-            view = self._cache_view(self._caches[name])
-        info.update(cache_name=name, input_tokens=total)
-        return Reply(200, view)
-
-    def _handle_cache(self, method: str, name: str, body: dict[str, Any] | None, info: dict[str, Any]) -> Reply:
-        info["cache_name"] = name
-        with self._lock:
-            c = self._live_cache(name)
-            if c is None:
-                return self._cache_missing(name)
-            if method == "GET":
-                return Reply(200, self._cache_view(c))
-            if method == "DELETE":
-                c["state"], c["ended"] = "deleted", self.now()
-                return Reply(200, {})
-            now = self.now()  # PATCH: only the expiry may change
-            expire = self._expiry(body or {}, now) if ("ttl" in (body or {}) or "expireTime" in (body or {})) else None
-            if expire is None:
-                return error(400, "Only ttl or expireTime can be updated. (stub)")
-            c["expire"], c["updated"] = expire, now
-            return Reply(200, self._cache_view(c))
+        return self._caches.listing()
 
     def _minimum(self, model: str) -> int:
         return self.implicit_minimums.get(model, implicit_minimum(model))
 
-    def _read(self, model: str, sequence: list[tuple[str, str]], info: dict[str, Any]) -> int:
+    def _read(self, model: str, sequence: list[tuple[str, str]], info: RequestRecord) -> int:
         """What a request reads: records ``prefix_tokens`` (the prefix it shares with the previous request
         of the same model, cached or not) and returns its implicitly cached tokens."""
         with self._lock:
-            info["prefix_tokens"] = common_tokens(self._previous.get(model, []), sequence)
+            info.prefix_tokens = common_tokens(self._previous.get(model, []), sequence)
             self._previous[model] = sequence
         return self._implicit_cached(model, sequence)
 
@@ -445,21 +313,19 @@ class StubServer:
         with self._lock:
             self._scripted.append(proposed_source)
 
-    def _take_script(self, info: dict[str, Any]) -> str | list[Any] | None:
+    def _take_script(self, info: RequestRecord) -> str | list[Any] | None:
         with self._lock:
-            return self._scripted.pop(0) if info.get("edit") and self._scripted else None
+            return self._scripted.pop(0) if info.edit and self._scripted else None
 
     def forget_interaction(self, interaction_id: str) -> bool:
-        with self._lock:
-            return self._interactions.pop(interaction_id, None) is not None
+        return self._interactions.forget(interaction_id)
 
     @property
     def interactions(self) -> dict[str, dict[str, Any]]:
-        with self._lock:
-            return copy.deepcopy(self._interactions)
+        return self._interactions.snapshot()
 
     # -- request handling (called by the handler) --------------------------------
-    def _take_fault(self, info: dict[str, Any]) -> dict[str, Any] | None:
+    def _take_fault(self, info: RequestRecord) -> dict[str, Any] | None:
         with self._lock:
             for inj in self._injections:
                 if not faults.applies(inj, info):
@@ -470,66 +336,39 @@ class StubServer:
                 return dict(inj)
         return None
 
-    def _record(self, record: dict[str, Any]) -> None:
+    def _record(self, record: RequestRecord) -> None:
         with self._lock:
             self._records.append(record)
 
     def _sleep(self, seconds: float) -> None:
         self._stopping.wait(seconds)
 
-    def _new_id(self) -> str:
-        with self._lock:
-            ident = f"int_{self._next_id:06d}"
-            self._next_id += 1
-            return ident
-
-    def _chain(self, previous_id: str | None) -> list[dict[str, Any]] | None:
-        """Stored interactions from the oldest to ``previous_id``; None if one is missing."""
-        chain: list[dict[str, Any]] = []
-        seen: set[str] = set()
-        with self._lock:
-            while previous_id:
-                if previous_id in seen:
-                    break
-                seen.add(previous_id)
-                stored = self._interactions.get(previous_id)
-                if stored is None:
-                    return None
-                chain.append(stored)
-                previous_id = stored.get("previous_interaction_id")
-        chain.reverse()
-        return chain
-
-    # Each handler returns (reply, record-updates).
-    def _handle_generate(
-        self, model: str, body: dict[str, Any], stream: bool, fault: dict[str, Any] | None, info: dict[str, Any]
-    ) -> Reply:
+    # Each handler returns the reply and fills in its request's record.
+    def _handle_generate(self, body: dict[str, Any], fault: dict[str, Any] | None, info: RequestRecord) -> Reply:
+        model = info.model or ""
         try:
-            turns, info["images"] = images.contents_with_images(body.get("contents"), texts)
+            turns, info.images = images.contents_with_images(body.get("contents"), texts)
         except images.BadImage as exc:
             return error(400, str(exc))
-        info["current_images"] = images.current_images(body.get("contents"), info["images"])
+        info.current_images = images.current_images(body.get("contents"), info.images)
         system = "".join(texts(body.get("systemInstruction") or body.get("system_instruction")))
         explicit = 0
         name = body.get("cachedContent")
         if name is not None:
-            info["cached_content"] = name
+            info.cached_content = name
             if any(k in body for k in ("systemInstruction", "system_instruction", "tools", "toolConfig")):
                 return error(400, CACHE_CONFLICT)
-            with self._lock:
-                cache = self._live_cache(name) if isinstance(name, str) else None
-                if cache is None:
-                    return self._cache_missing(str(name))
-                if cache["model"] != f"models/{model}":
-                    return error(400, f"Model {model!r} does not match the model of {name} ({cache['model']}). (stub)")
-                turns = list(cache["contents"]) + turns
-                system, explicit = cache["system"], cache["tokens"]
+            cache = self._caches.for_request(name, model)
+            if isinstance(cache, Reply):
+                return cache
+            turns = list(cache["contents"]) + turns
+            system, explicit = cache["system"], cache["tokens"]
         user_texts = [t for r, t in turns if r == "user"]
         text, prompt_tokens, out_tokens = answer(
             turns, user_texts[-1] if user_texts else "", system, fault, info, self._take_script(info)
         )
         cached = max(explicit, self._read(model, [("system", system)] + turns, info))
-        info["cached_tokens"] = cached
+        info.cached_tokens = cached
         usage = {
             "promptTokenCount": prompt_tokens,
             "candidatesTokenCount": out_tokens,
@@ -538,7 +377,7 @@ class StubServer:
         if cached:
             usage["cachedContentTokenCount"] = cached
         response_id = f"stub-{sha256(json.dumps(body, sort_keys=True))[:16]}"
-        if not stream:
+        if not info.stream:
             return Reply(
                 200,
                 {
@@ -564,17 +403,17 @@ class StubServer:
             events.append(sse.event(chunk))
         return Reply(200, events=events, paced=[tokens(p) for p in pieces])
 
-    def _handle_count(self, body: dict[str, Any], info: dict[str, Any]) -> Reply:
+    def _handle_count(self, body: dict[str, Any], fault: dict[str, Any] | None, info: RequestRecord) -> Reply:
         inner = body.get("generateContentRequest")
         request: dict[str, Any] = inner if isinstance(inner, dict) else body
         total = sum(tokens(t) for c in request.get("contents") or [] for t in texts(c))
         total += tokens("".join(texts(request.get("systemInstruction"))))
-        info.update(input_tokens=total, response_tokens=0)
+        info.input_tokens, info.response_tokens = total, 0
         return Reply(200, {"totalTokens": total})
 
-    def _handle_create(self, body: dict[str, Any], fault: dict[str, Any] | None, info: dict[str, Any]) -> Reply:
+    def _handle_create(self, body: dict[str, Any], fault: dict[str, Any] | None, info: RequestRecord) -> Reply:
         previous_id = body.get("previous_interaction_id")
-        chain = self._chain(previous_id) if previous_id else []
+        chain = self._interactions.chain(previous_id) if previous_id else []
         if chain is None:
             return error(
                 404,
@@ -584,7 +423,7 @@ class StubServer:
         model = body.get("model") or body.get("agent") or "unknown-model"
         input_text = "".join(texts(body.get("input")))
         try:
-            info["images"] = info["current_images"] = images.input_images(body.get("input"))
+            info.images = info.current_images = images.input_images(body.get("input"))
         except images.BadImage as exc:
             return error(400, str(exc))
         raw_system = body.get("system_instruction")
@@ -595,10 +434,10 @@ class StubServer:
             turns += images.entries(stored.get("input_images", []))
             turns.append(("model", stored["output_text"]))
         turns.append(("user", input_text))
-        turns += images.entries(info["images"])
+        turns += images.entries(info.images)
         text, in_tokens, out_tokens = answer(turns, input_text, system, fault, info, self._take_script(info))
         cached = self._read(model, [("system", system)] + turns, info)
-        info["cached_tokens"] = cached
+        info.cached_tokens = cached
         usage = {
             "total_input_tokens": in_tokens,
             "total_output_tokens": out_tokens,
@@ -606,7 +445,7 @@ class StubServer:
         }
         if cached:
             usage["total_cached_tokens"] = cached
-        ident = self._new_id()
+        ident = self._interactions.new_id()
         now = _now()
         interaction: dict[str, Any] = {
             "id": ident,
@@ -623,56 +462,11 @@ class StubServer:
         if previous_id:
             interaction["previous_interaction_id"] = previous_id
         if body.get("store", True) is not False:
-            with self._lock:
-                self._interactions[ident] = {
-                    **copy.deepcopy(interaction),
-                    "input_text": input_text,
-                    "input_images": info["images"],
-                    "output_text": text,
-                }
-        info.update(previous_interaction_id=previous_id, interaction_id=ident)
-        if not info["stream"]:
-            return Reply(200, interaction)
-        events = [
-            sse.event(
-                {
-                    "event_type": "interaction.created",
-                    "interaction": {
-                        "id": ident,
-                        "status": "in_progress",
-                        "model": model,
-                        "created": now,
-                        "updated": now,
-                    },
-                },
-                "interaction.created",
-            ),
-            sse.event({"event_type": "step.start", "index": 0, "step": {"type": "model_output"}}, "step.start"),
-        ]
-        pieces = sse.chunks(text)
-        for piece in pieces:
-            events.append(
-                sse.event(
-                    {"event_type": "step.delta", "index": 0, "delta": {"type": "text", "text": piece}}, "step.delta"
-                )
-            )
-        events.append(sse.event({"event_type": "step.stop", "index": 0}, "step.stop"))
-        done = {k: v for k, v in interaction.items() if k != "steps"}
-        events.append(sse.event({"event_type": "interaction.completed", "interaction": done}, "interaction.completed"))
-        return Reply(200, events=events, paced=[0, 0, *(tokens(p) for p in pieces)])
+            self._interactions.store(interaction, input_text, info.images, text)
+        info.previous_interaction_id, info.interaction_id = previous_id, ident
+        return interactions.streamed(interaction, text) if info.stream else Reply(200, interaction)
 
-    def _handle_get(self, ident: str, info: dict[str, Any]) -> Reply:
-        with self._lock:
-            stored = copy.deepcopy(self._interactions.get(ident))
-        info["interaction_id"] = ident
-        if stored is None:
-            return error(404, f"Interaction {ident!r} was not found. (stub)")
-        stored.pop("input_text", None)
-        stored.pop("output_text", None)
-        stored.pop("input_images", None)
-        return Reply(200, stored)
-
-    def _handle_models(self, query: dict[str, str], info: dict[str, Any]) -> Reply:
+    def _handle_models(self, query: dict[str, str]) -> Reply:
         """One page of the catalogue; ``pageSize``/``pageToken`` as the real API pages (small
         pages by default, so a client's paging is exercised)."""
         models = _catalogue()
@@ -686,139 +480,58 @@ class StubServer:
             page["nextPageToken"] = str(start + size)
         return Reply(200, page)
 
+    def _serve(self, record: RequestRecord, fault: dict[str, Any] | None) -> Reply:
+        """The reply of the handler for the record's kind (its route and body checked)."""
+        kind = record.kind
+        data: dict[str, Any] = record.json if isinstance(record.json, dict) else {}
+        if kind in ("generate", "stream"):
+            return self._handle_generate(data, fault, record)
+        if kind == "count":
+            return self._handle_count(data, fault, record)
+        if kind == "interaction.create":
+            return self._handle_create(data, fault, record)
+        if kind == "interaction.get":
+            return self._interactions.get(name_in(INTERACTION_RE, record.path), record)
+        if kind == "models.list":
+            return self._handle_models(record.query)
+        if kind == "cache.create":
+            return self._caches.create(data, record)
+        return self._caches.handle(record.method, name_in(CACHE_RE, record.path), record.json, record)
+
     def handle_api(
         self, method: str, path: str, query: dict[str, str], raw: bytes, has_key: bool
-    ) -> tuple[Reply, dict[str, Any], dict[str, Any] | None]:
+    ) -> tuple[Reply, RequestRecord, dict[str, Any] | None]:
         """Route one API request; returns the reply, the record and the fault applied."""
         try:
             body = json.loads(raw) if raw else None
         except ValueError:
             body = None
-        record: dict[str, Any] = {
-            "method": method,
-            "path": path,
-            "query": query,
-            "body_bytes": len(raw),
-            "json": body,
-            "kind": None,
-            "model": None,
-            "has_api_key": has_key,
-            "stream": False,
-            "edit": False,
-            "edits_offered": False,
-            "mode": None,
-            "prompt": None,
-            "held_document_sha256": None,
-            "previous_interaction_id": None,
-            "interaction_id": None,
-            "input_tokens": 0,
-            "cached_tokens": 0,
-            "prefix_tokens": 0,
-            "response_tokens": 0,
-            "response_text": None,
-            "images": [],  # every image part of the request: mime_type, sha256 of the bytes, bytes, size, tokens
-            "current_images": [],  # those of the current user turn
-            "cached_content": None,
-            "cache_name": None,
-            "status": None,
-            "fault": None,
-            "time": time.time(),
-        }
-        m = _MODEL_RE.match(path)
-        if m and method == "POST":
-            model, verb = unquote(m.group(1)), m.group(2)
-            record["model"] = model
-            record["kind"] = {"generateContent": "generate", "streamGenerateContent": "stream", "countTokens": "count"}[
-                verb
-            ]
-            record["stream"] = verb == "streamGenerateContent"
-            gen = (body or {}).get("generationConfig") or (body or {}).get("generation_config") or {}
-            record["edit"] = isinstance(gen, dict) and bool(
-                gen.get("responseSchema")
-                or gen.get("responseJsonSchema")
-                or gen.get("response_schema")
-                or gen.get("responseMimeType") == "application/json"
-            )
-            record["edits_offered"] = isinstance(gen, dict) and any(
-                model_edits.offers_edits(gen.get(k))
-                for k in ("responseSchema", "responseJsonSchema", "response_schema")
-            )
-        elif _INTERACTIONS_RE.match(path) and method == "POST":
-            record["kind"] = "interaction.create"
-            b = body if isinstance(body, dict) else {}
-            record["model"] = b.get("model")
-            record["stream"] = bool(b.get("stream"))
-            fmt = b.get("response_format")
-            fmts = fmt if isinstance(fmt, list) else [fmt]
-            record["edit"] = b.get("response_mime_type") == "application/json" or any(
-                isinstance(f, dict) and (f.get("mime_type") == "application/json" or "schema" in f) for f in fmts
-            )
-            record["edits_offered"] = any(
-                isinstance(f, dict) and model_edits.offers_edits(f.get("schema")) for f in fmts
-            )
-        elif _INTERACTION_RE.match(path) and method == "GET":
-            record["kind"] = "interaction.get"
-        elif _MODELS_RE.match(path) and method == "GET":
-            record["kind"] = "models.list"
-
-        elif _CACHES_RE.match(path) and method == "POST":
-            record["kind"] = "cache.create"
-            record["model"] = (body or {}).get("model") if isinstance(body, dict) else None
-        elif _CACHE_RE.match(path) and method in ("GET", "PATCH", "DELETE"):
-            record["kind"] = {"GET": "cache.get", "PATCH": "cache.update", "DELETE": "cache.delete"}[method]
-        else:
-            record["status"] = 404
-            return error(404, f"The stub serves no {method} {path}."), record, None
-
-        if not has_key:
+        record = RequestRecord(method, path, query, len(raw), body, has_key)
+        if not classify(record):
+            reply = error(404, f"The stub serves no {method} {path}.")
+        elif not has_key:
             reply = error(
                 401,
                 "Method doesn't allow unregistered callers (callers without established "
                 "identity). Please use API Key or other form of API consumer identity to "
                 "call this API. (stub)",
             )
-            record["status"] = reply.status
-            return reply, record, None
-        if record["kind"] in (
-            "generate",
-            "stream",
-            "count",
-            "interaction.create",
-            "cache.create",
-            "cache.update",
-        ) and not isinstance(body, dict):
+        elif record.kind in NEEDS_BODY and not isinstance(body, dict):
             reply = error(400, "Invalid JSON payload received. (stub)")
-            record["status"] = reply.status
-            return reply, record, None
-
-        fault = self._take_fault(record)
-        record["fault"] = fault["fault"] if fault else None
-        if fault and fault["fault"] == "http":
-            reply = error(fault["status"], fault.get("message"), fault.get("retry_after"))
-            record["status"] = reply.status
-            return reply, record, fault
-
-        kind = record["kind"]
-        data: dict[str, Any] = body if isinstance(body, dict) else {}  # checked above for the kinds that need one
-        if kind in ("generate", "stream"):
-            reply = self._handle_generate(record["model"], data, kind == "stream", fault, record)
-        elif kind == "count":
-            reply = self._handle_count(data, record)
-        elif kind == "interaction.create":
-            reply = self._handle_create(data, fault, record)
-        elif kind == "models.list":
-            reply = self._handle_models(query, record)
-        elif kind == "cache.create":
-            reply = self._handle_cache_create(data, record)
-        elif kind.startswith("cache."):
-            reply = self._handle_cache(method, _name_in(_CACHE_RE, path), body, record)
         else:
-            reply = self._handle_get(_name_in(_INTERACTION_RE, path), record)
-        record["status"] = reply.status
-        if fault and fault["fault"] == "cut_stream" and reply.events is not None:
-            reply.cut = True
-            reply.events = reply.events[: fault["after_chunks"]]
-        return reply, record, fault
+            fault = self._take_fault(record)
+            record.fault = fault["fault"] if fault else None
+            if fault and fault["fault"] == "http":
+                reply = error(fault["status"], fault.get("message"), fault.get("retry_after"))
+            else:
+                reply = self._serve(record, fault)
+                if fault and fault["fault"] == "cut_stream" and reply.events is not None:
+                    reply.cut = True
+                    reply.events = reply.events[: fault["after_chunks"]]
+            record.status = reply.status
+            return reply, record, fault
+        record.status = reply.status
+        return reply, record, None
 
 
 class _QuietServer(ThreadingHTTPServer):

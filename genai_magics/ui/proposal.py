@@ -21,7 +21,7 @@ from ..frontends.cell_writer import CellWriter
 from ..frontends.notebook_edit import notebook_diff
 
 Listener = Callable[["ProposalController"], None]
-Action = Literal["apply", "discard", "undo"]
+ButtonAction = Literal["apply", "discard", "undo"]
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Status:
     """What the widget shows under the diff."""
 
     text: str
-    needs_force: Action | None = None  # the cell changed since the proposal: offer '<action> anyway'
+    needs_force: ButtonAction | None = None  # the cell changed since the proposal: offer '<action> anyway'
     pending: bool = False  # a write that completes later (staged Apply)
 
 
@@ -76,7 +76,7 @@ class ProposalController:
         self.writer = writer
         self._say(Status(message))
 
-    def enabled(self, action: Action) -> bool:
+    def enabled(self, action: ButtonAction) -> bool:
         if action == "apply" and self.no_change:
             return False
         return self.conversation.refusal(action, self.turn) is None
@@ -88,7 +88,7 @@ class ProposalController:
 
     def _run(
         self,
-        action: Action,
+        action: ButtonAction,
         source: str | None,
         commit: Callable[[Turn], Turn],
         done: Callable[[], str],

@@ -117,6 +117,7 @@ export class NotebookBridge {
         return;
       }
       this._attachComm(kernel.createComm(TARGET, commId));
+      console.debug('genai-magics-bridge: took over the kernel comm');
     } catch (e) {
       console.debug('genai-magics-bridge: no comm to adopt', e);
     }

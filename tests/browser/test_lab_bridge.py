@@ -220,9 +220,15 @@ def test_page_reload_and_kernel_restart(jupyter_server, page, artifacts):
     nb.run(2)
     expect(nb.output(2)).to_contain_text("SRC=w = 1 True")
 
-    # reload: the kernel keeps its comm, the new page adopts it
+    # reload: the kernel keeps its comm, the new page adopts it (one comm_info round trip; a run
+    # pressed before it ends goes out with the kernel holding the snapshot from before the reload)
+    took_over = len([line for line in page.console_log if "took over the kernel comm" in line])
     page.reload()
     nb.open(url, 3)
+    deadline = time.monotonic() + 30
+    while len([line for line in page.console_log if "took over the kernel comm" in line]) == took_over:
+        assert time.monotonic() < deadline, "the reloaded page never took the kernel's comm over"
+        time.sleep(0.2)
     nb.type_into(1, "w = 2")
     nb.run(2)
     expect(nb.output(2)).to_contain_text("SRC=w = 2 True")

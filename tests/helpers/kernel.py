@@ -19,6 +19,13 @@ from jupyter_client.manager import KernelManager
 FAKE_KEY = "AIzaFAKE-test-key-0123456789"  # the key every test kernel gets: it must never show up anywhere
 
 
+def point_sdk_at(mp: Any, url: str, key: str = FAKE_KEY) -> None:
+    """Make this process's SDK talk to ``url`` with ``key`` and no other key (``mp``: a pytest MonkeyPatch)."""
+    mp.setenv("GOOGLE_GEMINI_BASE_URL", url)
+    mp.setenv("GEMINI_API_KEY", key)
+    mp.delenv("GOOGLE_API_KEY", raising=False)
+
+
 @dataclass
 class Run:
     reply: dict[str, Any]

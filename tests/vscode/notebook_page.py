@@ -98,14 +98,32 @@ class Notebook:
         )
 
     def command(self, title: str) -> None:
-        """Run a command from the command palette by its title."""
+        """Run a command from the command palette by its title: the row that names it is clicked
+        (Enter would run whichever row is highlighted, which under load can be another), and the
+        palette must close."""
         page = self.page
         self._focus_editor()
         page.keyboard.press("F1")
         page.wait_for_selector(".quick-input-widget input", state="visible", timeout=10_000)
         page.keyboard.type(title)
-        page.wait_for_selector(f".quick-input-list .monaco-list-row[aria-label*='{title}']", timeout=20_000)
-        page.keyboard.press("Enter")
+        row = page.locator(f".quick-input-list .monaco-list-row[aria-label*='{title}']").first
+        row.wait_for(state="visible", timeout=20_000)
+        row.click()
+        page.wait_for_selector(".quick-input-widget", state="hidden", timeout=10_000)
+
+    def restart_and_run_all(self) -> None:
+        """Restart the kernel and run every cell. The execution orders after a restart are those of
+        before, so the outputs tell that it started (Run All clears each cell's output as it runs);
+        the palette is tried once more if they did not change within 45 s (under load a palette
+        command can be dropped)."""
+        before = self.outputs_text()
+        self.command("Restart Kernel and Run All Cells")
+        deadline = time.monotonic() + 45
+        while time.monotonic() < deadline and self.outputs_text() == before:
+            time.sleep(0.5)
+        if self.outputs_text() == before:
+            self.shot("restart-not-started")
+            self.command("Restart Kernel and Run All Cells")
 
     # -------------------------------------------------------------- cells
     def row(self, i: int) -> Any:

@@ -126,7 +126,7 @@ def test_restart_and_run_all_replays_the_recorded_turn_without_a_request(page, c
     nb.wait_output("Stub answer to: What is f")
     nb.save()
     sent = len(stub_turns(stub))
-    nb.command("Restart Kernel and Run All Cells")
-    nb.wait_output("replayed turn 1")
+    nb.restart_and_run_all()
+    nb.wait_output("replayed turn 1", timeout=120)
     nb.wait_finished(2, None, 60)
     assert len(stub_turns(stub)) == sent  # no new request
