@@ -359,6 +359,17 @@ DIFF_TOO_LARGE = _m(
     documented=True,
 )
 
+# The cell's answer and the dry run (ui/display.py).
+ANSWER_CUT = _m(
+    "ANSWER_CUT",
+    "… (cut here: {more:,} more characters not shown; the whole answer is kept in the conversation)",
+    N,
+)
+ANSWER_CUT_TERMINAL = _m(
+    "ANSWER_CUT_TERMINAL", "… (cut here: the rest is not shown; the whole answer is kept in the conversation)", N
+)
+DRY_RUN = _m("DRY_RUN", "dry run ({state}): this request would be sent; nothing was sent and no state changed", N)
+
 # The model's edit answer (edit_answer.py).
 EDIT_NOT_JSON = _m(
     "EDIT_NOT_JSON",

@@ -41,7 +41,7 @@ def test_flags_reach_the_request(magic_shell, stub):
     assert stub.requests == []  # a dry run sends nothing
     (bundle,) = [b for b in shown.bundles if "dry run" in b.get("text/plain", "")]
     title, body = bundle["text/plain"].split("\n", 1)
-    assert title.startswith("dry run (interactions)")
+    assert title.startswith(messages.DRY_RUN.render(state="interactions"))
     assert json.loads(json.loads(body)["input"])["prompt"] == "why?"
     assert "other" not in magic_shell.magics.session.conversations  # and changes nothing
 

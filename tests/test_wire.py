@@ -126,7 +126,7 @@ def test_dry_run_sends_nothing_changes_nothing_and_needs_no_key(stub, tmp_path):
         dry = k.run("%%gemini_edit --dry-run\nAdd validation", cell_id="m1")
         document, title, body = dry.plain.split("\n", 2)
         assert document == "document: In[2] · parse()"  # named at the top of the dry run too
-        assert title.startswith("dry run (contents)")
+        assert title.startswith(messages.DRY_RUN.render(state="contents"))
         request = json.loads(body)
         assert json.loads(request["contents"][-1]["parts"][0]["text"])["currentSource"] == CELL_A
         assert api_requests(stub) == []

@@ -13,6 +13,7 @@ import sys
 import time
 from typing import Any
 
+from .. import messages
 from ..engine.cells import summary
 from ..engine.edits import progress as edits_progress
 
@@ -125,8 +126,7 @@ class NotebookDisplay:
         if len(text) <= self.max_stream_chars:
             return text
         return (
-            text[: self.max_stream_chars] + f"\n\n… (cut here: {len(text) - self.max_stream_chars:,} more "
-            "characters not shown; the whole answer is kept in the conversation)"
+            text[: self.max_stream_chars] + "\n\n" + messages.ANSWER_CUT.render(more=len(text) - self.max_stream_chars)
         )
 
     def finish(self, markdown: str) -> None:
@@ -152,7 +152,7 @@ class NotebookDisplay:
         from IPython.display import display
 
         text = json.dumps(_short_images(body), indent=2, ensure_ascii=False, default=str)
-        title = f"dry run ({state}): this request would be sent; nothing was sent and no state changed"
+        title = messages.DRY_RUN.render(state=state)
         if cache_plan:
             title += f" · {cache_plan}"
         display(_Rich(f"<b>{html.escape(title)}</b><pre>{html.escape(text)}</pre>", f"{title}\n{text}"))
@@ -185,7 +185,7 @@ class TerminalDisplay(NotebookDisplay):
         if self.mode == "ask" and shown < self.max_stream_chars:
             sys.stdout.write(text[: self.max_stream_chars - shown])
             if self._size > self.max_stream_chars:
-                sys.stdout.write("\n… (cut here: the rest is not shown; the whole answer is kept in the conversation)")
+                sys.stdout.write("\n" + messages.ANSWER_CUT_TERMINAL.render())
             sys.stdout.flush()
 
     def finish(self, markdown: str) -> None:
