@@ -242,6 +242,18 @@ BRIDGE_NOT_CONNECTED = _m(
     "in this kernel)",
     P,
 )
+BRIDGE_CLOSED = _m("BRIDGE_CLOSED", "the bridge was closed", P)
+NOTEBOOK_CLOSED = _m("NOTEBOOK_CLOSED", "the notebook was closed (the frontend closed the bridge)", P)
+BRIDGE_SEND_FAILED = _m("BRIDGE_SEND_FAILED", "could not send the request to the notebook frontend (comm closed)", P)
+FRONTEND_REFUSED = _m("FRONTEND_REFUSED", "the notebook frontend refused the edit", P)
+FRONTEND_NO_REPLY = _m(
+    "FRONTEND_NO_REPLY",
+    "no reply from the notebook frontend within {timeout:g} s ({op}); is the notebook still open in JupyterLab?",
+    P,
+)
+COMPANION_UNWRITABLE = _m("COMPANION_UNWRITABLE", "could not write to the VS Code companion ({error})", P)
+COMPANION_CONFUSED = _m("COMPANION_CONFUSED", "the VS Code companion answered something else", P)
+COMPANION_REFUSED = _m("COMPANION_REFUSED", "the VS Code companion refused the edit", P)
 COMPANION_NO_REPLY = _m(
     "COMPANION_NO_REPLY", "no reply from the VS Code companion within {timeout:g} s ({op})", P, documented=True
 )

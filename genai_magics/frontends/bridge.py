@@ -141,7 +141,7 @@ class Bridge:
         with self._lock:
             comm, self._comm = self._comm, None
             self._reset_view()
-        self._fail_pending("the bridge was closed")
+        self._fail_pending(messages.BRIDGE_CLOSED.render())
         if comm is not None:
             try:
                 comm.close()
@@ -268,7 +268,7 @@ class Bridge:
                 on_ok(data)
             done(None)
         else:
-            done(str(data.get("error") or "the notebook frontend refused the edit"))
+            done(str(data.get("error") or messages.FRONTEND_REFUSED.render()))
 
     def _after_ok(self, request: dict, data: dict) -> None:
         """Keep the view in step with an edit the frontend confirmed."""
@@ -298,7 +298,7 @@ class Bridge:
         with self._lock:
             self._comm = None
             self._reset_view()
-        self._fail_pending("the notebook was closed (the frontend closed the bridge)")
+        self._fail_pending(messages.NOTEBOOK_CLOSED.render())
 
     # ------------------------------------------------------------- requests
     def _send(self, data: dict) -> bool:
@@ -335,7 +335,7 @@ class Bridge:
                 self._reply_routes.pop(request_id, None)
             if entry is not None:
                 timer.cancel()
-                done("could not send the request to the notebook frontend (comm closed)")
+                done(messages.BRIDGE_SEND_FAILED.render())
 
     def _on_timeout(self, request_id: int) -> None:
         with self._lock:
@@ -344,10 +344,7 @@ class Bridge:
         if entry is None:
             return
         request, done, _, _ = entry
-        message = (
-            f"no reply from the notebook frontend within {self.timeout:g} s ({request['op']}); "
-            "is the notebook still open in JupyterLab?"
-        )
+        message = messages.FRONTEND_NO_REPLY.render(timeout=self.timeout, op=request["op"])
         self._call_soon(done, message)
 
     def _call_soon(self, func: Callable, *args: Any) -> None:

@@ -171,7 +171,7 @@ class Companion:
             tmp.write_text(json.dumps(envelope), encoding="utf-8")
             tmp.replace(request)  # the companion reads only whole files
         except OSError as exc:
-            raise CompanionError(f"could not write to the VS Code companion ({exc.strerror})") from None
+            raise CompanionError(messages.COMPANION_UNWRITABLE.render(error=exc.strerror)) from None
         deadline = time.monotonic() + self.timeout
         pause = 0.002
         while time.monotonic() < deadline:
@@ -183,9 +183,9 @@ class Companion:
                 continue
             reply_to.unlink(missing_ok=True)
             if not isinstance(data, dict) or data.get("request_id") != self._next:
-                raise CompanionError("the VS Code companion answered something else")
+                raise CompanionError(messages.COMPANION_CONFUSED.render())
             if not data.get("ok"):
-                raise CompanionError(str(data.get("error") or "the VS Code companion refused the edit"))
+                raise CompanionError(str(data.get("error") or messages.COMPANION_REFUSED.render()))
             return data
         request.unlink(missing_ok=True)  # never taken: it must not be done later
         raise CompanionError(messages.COMPANION_NO_REPLY.render(timeout=self.timeout, op=op))
