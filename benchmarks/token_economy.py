@@ -555,6 +555,8 @@ def _record_run(
     def turn(session: Session, s: Step, apply: bool) -> None:
         rec = session.record
         rec.record(f"magic-{s.turn}", f"%%gemini_{s.mode} --cell {CELL}\n{s.prompt}", None)
+        session.replay.restore(session.conversations)  # as the magics do before each turn:
+        session.adopt_recorded_caches(settings.client)  # a cache the last kernel left is this one's
         outcome = session.run(
             TurnRequest(mode=s.mode, prompt=s.prompt, cell=CELL, state=state),  # type: ignore[arg-type]
             settings,
@@ -582,6 +584,7 @@ def _record_run(
         turn(session, s, apply=True)
     first = stat(stub)
     if restart:
+        session.at_exit(settings)  # the kernel exits politely (atexit), then a new one starts
         session = kernel(new_steps[0].document)  # a new kernel: the cell holds its final code; Run All
         for s in first_steps:
             turn(session, Step(s.turn, s.mode, s.prompt, document=new_steps[0].document), apply=False)
@@ -666,7 +669,8 @@ def restart_and_run_all(stub: StubServer, model: str) -> list[str]:
             f"{with_record[2].bytes:,} B / {with_record[2].tokens:,} tok vs {reference[2].bytes:,} B / "
             f"{reference[2].tokens:,} tok — {'PASS' if ok else 'FAIL'}"
         )
-        # the same with explicit context caching on (the default): the cache is not part of the record
+        # the same with explicit context caching on (the default): the record names the cache, the exiting
+        # kernel keeps it (Session.at_exit) and the restarted one adopts it
         cached = [
             _record_run(
                 stub,

@@ -36,8 +36,9 @@ def load_ipython_extension(ipython) -> None:
     _LOADED[id(ipython)] = magics
     import atexit
 
-    # Kernel exit: delete the explicit caches so none is billed for storage (bounded: never blocks long).
-    atexit.register(magics.session.caches.release_all)
+    # Kernel exit: the explicit caches deleted but those the next kernel on this notebook can use
+    # for less than a new one costs (Session.at_exit; bounded: never blocks long).
+    atexit.register(magics.at_exit)
     # The SDK's import and first-use costs (~0.5-2 s): paid now, off the main thread, not by the first turn.
     magics.session.warm_up(magics._settings())
     from .frontends import waiting
@@ -68,8 +69,8 @@ def unload_ipython_extension(ipython) -> None:
         magics.bridge.close()
     import atexit
 
-    atexit.unregister(magics.session.caches.release_all)
-    magics.session.caches.release_all()
+    atexit.unregister(magics.at_exit)
+    magics.session.caches.release_all()  # unload deletes them all
     if magics in ipython.configurables:
         ipython.configurables.remove(magics)
     ipython.__dict__[_KEPT] = magics  # %reload_ext: the next load continues these conversations

@@ -324,6 +324,9 @@ class GeminiMagics(Magics):
             NotebookDisplay.error(replay.notes.pop(0))
         return replay
 
+    def at_exit(self) -> None:
+        self.session.at_exit(self._settings())
+
     def _saved(self, controller) -> None:
         """Apply, Discard or Undo happened: the record says so too."""
         note = self.session.replay.outcome_changed(controller.conversation)

@@ -28,7 +28,7 @@ from .engine.text import estimate_tokens
 from .frontends.cell_writer import strip_applied_marker
 from .frontends.notebook_edit import notebook_text, unmask_cells
 from .frontends.notebook_view import ExecutionRecord, NotebookFileError, NotebookView
-from .gemini.caching import CacheStep, ContextCaches
+from .gemini.caching import CacheEntry, CacheStep, ContextCaches, worth_keeping
 from .gemini.errors import describe, status_code
 from .gemini.models import ModelInfo, available_models
 from .gemini.pricing import Price, price_for, turn_cost
@@ -461,6 +461,23 @@ class Session:
             return
         for conv, recorded in pending:
             self.caches.adopt(conv, recorded, client)
+
+    def at_exit(self, settings: Settings) -> list[str]:
+        """Kernel exit: every explicit cache deleted but one the record on disk names whose storage
+        until it expires costs less than making it again: the next kernel on this notebook (a restart,
+        Run All) adopts it and uses it, or deletes it once it no longer matches. Returns the names deleted."""
+        durable = self.replay.durable()  # waits for the last write's flush to the disk
+        now = self.caches.clock()
+
+        def keep(entry: CacheEntry) -> bool:
+            recorded = self.replay.recorded_cache(entry.owner) if durable else None
+            return (
+                recorded is not None
+                and recorded["name"] == entry.name
+                and worth_keeping(price_for(entry.model, settings.prices), entry.expires - now)
+            )
+
+        return self.caches.release_all(keep=keep)
 
     def models(self, settings: ClientSettings) -> list[ModelInfo]:
         """The models the key can use (``client.models.list()``), or a UserError saying why not."""

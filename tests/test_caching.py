@@ -11,7 +11,7 @@ from genai_magics.engine.cells import Document
 from genai_magics.engine.contents import build_contents, cacheable, shared_prefix
 from genai_magics.engine.context import ContextPiece
 from genai_magics.engine.conversation import Conversation
-from genai_magics.gemini.caching import decide, pays_off
+from genai_magics.gemini.caching import decide, pays_off, worth_keeping
 from genai_magics.gemini.pricing import PRICES, PRICES_AS_OF, Price, price_for, storage_cost, turn_cost
 
 FLASH = PRICES["gemini-3.8-flash"]
@@ -64,6 +64,14 @@ def test_a_cache_pays_off_when_the_reads_it_saves_outweigh_its_read_and_storage(
     assert not pays_off(FLASH, 3600, 1)  # an hour of storage (1.00) + 0.075 > 0.675
     assert pays_off(FLASH, 3600, 2)
     assert not pays_off(Price(1, 0.5, 1, 10, 1), 600, 1)
+
+
+def test_at_exit_a_cache_is_kept_while_its_storage_until_expiry_costs_less_than_creating_it_again():
+    # Flash: $0.75 per 1M input, $1.00 per 1M token-hours: the break-even is 2,700 s of remaining life
+    assert worth_keeping(FLASH, 600)  # the default TTL: 0.167 of storage against 0.75 to create it again
+    assert worth_keeping(FLASH, 2700) and not worth_keeping(FLASH, 2701)  # %config cache_ttl = 3600, just used
+    assert not worth_keeping(FLASH, 0) and not worth_keeping(FLASH, -5)  # expired: nothing to keep
+    assert not worth_keeping(None, 600)  # no price known: deleted
 
 
 @pytest.mark.parametrize(

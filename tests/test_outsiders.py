@@ -161,35 +161,77 @@ def test_4_a_prompt_that_is_not_utf8_text_is_refused_before_anything_is_sent(ker
     assert (messages.FIELD_NOT_TEXT.parse(run.stderr.strip()) or {}).get("name") == "prompt", run.stderr
 
 
-# -- 5. an explicit cache after SIGKILL ---------------------------------------------------------------------
-def test_5_after_sigkill_the_recorded_cache_is_reused_never_a_second_one_beside_it(k, stub):
+# -- 5. an explicit cache after a restart: SIGKILL, or polite (Kernel > Restart: atexit runs) ------------------
+def test_5_after_sigkill_a_reset_without_a_new_turn_deletes_the_recorded_cache(k, stub):
+    k.run(f"%config GeminiMagics.model = {MODEL!r}", cell_id="cfg")
+    k.run(BIG, cell_id="big")
+    k.run("%%gemini_ask\nWhat does step_3 do?", cell_id="m1")
+    kill(k)
+    reset = k.run("%gemini forget --all", cell_id="f")  # nothing asked in this kernel
+    no_traceback(reset)
+    assert [c["state"] for c in stub.caches] == ["deleted"]
+
+
+def polite_restart(k) -> None:
+    k.km.restart_kernel(now=False)  # a shutdown request: the kernel exits by itself, running atexit
+    k.kc.wait_for_ready(timeout=60)
+    k.models.clear()
+    k.run("%load_ext genai_magics", cell_id="setup")
+
+
+def kill(k) -> None:
+    os.kill(k.km.provisioner.pid, signal.SIGKILL)  # OOM, a crash: nothing deleted on the way out
+    k.km.provisioner.process.wait()
+    restart(k)
+
+
+@pytest.mark.parametrize("end", [kill, polite_restart], ids=["sigkill", "polite"])
+def test_5_after_a_restart_the_recorded_cache_is_reused_by_run_all_never_a_second_one_beside_it(k, stub, end):
     k.run(f"%config GeminiMagics.model = {MODEL!r}", cell_id="cfg")
     k.run(BIG, cell_id="big")
     k.run("%%gemini_ask\nWhat does step_3 do?", cell_id="m1")
     (first,) = stub.caches
-    os.kill(k.km.provisioner.pid, signal.SIGKILL)  # OOM, a crash: nothing deleted on the way out
-    k.km.provisioner.process.wait()
-    restart(k)
-    k.run(f"%config GeminiMagics.model = {MODEL!r}", cell_id="cfg")
+    end(k)
+    assert [c["state"] for c in stub.caches] == ["live"], "the exit kept the cache the record names"
+    k.run(f"%config GeminiMagics.model = {MODEL!r}", cell_id="cfg")  # Run All
     k.run(BIG, cell_id="big")
     k.run("%%gemini_ask\nWhat does step_3 do?", cell_id="m1")  # replayed
     live = k.run("%%gemini_ask\nAnd step_4?", cell_id="m2")
     no_traceback(live)
+    assert [r["kind"] for r in stub.requests].count("cache.create") == 1, "a second cache creation"
     assert [c["name"] for c in stub.caches] == [first["name"]], "a second cache beside the first"
     assert api_requests(stub)[-1]["json"]["cachedContent"] == first["name"]
     k.run("%gemini reset", cell_id="r")
     assert [c["state"] for c in stub.caches] == ["deleted"]
 
 
-def test_5_after_sigkill_a_reset_without_a_new_turn_deletes_the_recorded_cache(k, stub):
+def test_5_after_a_polite_restart_a_kept_cache_that_no_longer_matches_is_replaced_and_deleted(k, stub):
     k.run(f"%config GeminiMagics.model = {MODEL!r}", cell_id="cfg")
     k.run(BIG, cell_id="big")
     k.run("%%gemini_ask\nWhat does step_3 do?", cell_id="m1")
-    os.kill(k.km.provisioner.pid, signal.SIGKILL)
-    k.km.provisioner.process.wait()
-    restart(k)
-    reset = k.run("%gemini forget --all", cell_id="f")  # nothing asked in this kernel
-    no_traceback(reset)
+    polite_restart(k)
+    k.run(f"%config GeminiMagics.model = {MODEL!r}", cell_id="cfg")
+    k.run(BIG.replace("return [v", "return [-v"), cell_id="big")  # rewritten since: the head changes
+    k.run("%%gemini_ask\nWhat does step_3 do?", cell_id="m1")
+    live = k.run("%%gemini_ask\nAnd step_4?", cell_id="m2")
+    no_traceback(live)
+    assert [c["state"] for c in stub.caches] == ["deleted", "live"], "the stale cache is deleted, one new"
+    assert api_requests(stub)[-1]["json"]["cachedContent"] == stub.caches[1]["name"]
+
+
+@pytest.mark.parametrize(
+    "setup",
+    ["%config GeminiMagics.persist = False", "%config GeminiMagics.cache_ttl = 7200.0"],
+    ids=["no-record", "would-bill-longer-than-a-new-one"],
+)
+def test_5_a_polite_exit_deletes_a_cache_no_record_names_or_that_would_bill_long(k, stub, setup):
+    k.run(f"%config GeminiMagics.model = {MODEL!r}", cell_id="cfg")
+    k.run(BIG, cell_id="big")
+    k.run("%%gemini_ask\nWhat does step_3 do?", cell_id="m1")
+    k.run(setup, cell_id="setup2")
+    k.run("%%gemini_ask\nAnd step_4?", cell_id="m2")  # the same cache (its TTL now extended to 7200 s)
+    assert [c["state"] for c in stub.caches] == ["live"]
+    k.km.shutdown_kernel(now=False)
     assert [c["state"] for c in stub.caches] == ["deleted"]
 
 

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
+
+import pytest
 
 from genai_magics.engine.cells import Document
 from genai_magics.engine.conversation import Conversation
@@ -78,3 +81,41 @@ def test_a_write_by_another_kernel_after_this_ones_own_write_is_still_seen(tmp_p
     assert theirs.load()[0] is not None and theirs.save(a_record("theirs", 2)) is None
     assert "another kernel wrote" in (mine.save(a_record("mine", 4)) or "")
     assert list(loads(path.read_text()).conversations) == ["theirs"]
+
+
+def test_a_write_is_the_record_at_once_and_its_flush_to_the_disk_keeps_the_one_before_until_it_ends(tmp_path):
+    path = tmp_path / "r.json"
+    store = RecordStore(path)
+    assert store.save(a_record("k", 1)) is None and not store.prev.exists(), "nothing to fall back to yet"
+    assert store.save(a_record("k", 2)) is None
+    assert len(loads(path.read_text()).conversations["k"].conversation.history) == 2  # renamed over already
+    store.wait()
+    assert not store.prev.exists(), "flushed: the record before it is let go"
+    assert [p.name for p in tmp_path.iterdir() if p.suffix in (".tmp", ".prev")] == []
+
+
+@pytest.mark.parametrize("torn", [b"", b'{"schema":1,"notebook":"/nb.ipynb","conv'], ids=["empty", "half"])
+def test_a_record_torn_by_a_power_cut_before_its_flush_ended_gives_way_to_the_one_before(tmp_path, torn):
+    path = tmp_path / "r.json"
+    store = RecordStore(path, private=True)
+    store.save(a_record("k", 1))
+    store.wait()
+    os.link(path, store.prev)  # the state a write leaves until its flush ends: the record before it linked
+    path.unlink()
+    path.write_bytes(torn)  # ... and the power went before the new one reached the disk
+    again = RecordStore(path, private=True)
+    record, note = again.load()
+    assert note is None and record is not None and len(record.conversations["k"].conversation.history) == 1
+    assert not again.prev.exists() and again.save(a_record("k", 2)) is None  # and it goes on from there
+
+
+def test_a_whole_record_beside_a_stale_prev_is_kept(tmp_path):
+    path = tmp_path / "r.json"
+    store = RecordStore(path)
+    store.save(a_record("k", 1))
+    store.save(a_record("k", 2))
+    store.wait()
+    os.link(path, store.prev)  # a crash after the flush, before .prev was let go
+    record, note = RecordStore(path).load()
+    assert note is None and record is not None and len(record.conversations["k"].conversation.history) == 2
+    assert not store.prev.exists()

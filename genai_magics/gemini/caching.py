@@ -7,8 +7,10 @@ table; the next turns reference it, and the API then bills those tokens at the
 cached rate. A request naming a cache may not carry ``system_instruction``,
 ``tools`` or ``tool_config`` (a 400), so the system instruction lives in the
 cache. A cache is refreshed (its TTL patched) when used and close to expiry,
-replaced when the head changes, and deleted on reset, ``--new``, unload and
-kernel exit so nothing is billed for storage after the user is done.
+replaced when the head changes, and deleted on reset, ``--new`` and unload; at
+kernel exit too, unless the record names it and keeping it for the rest of its
+TTL costs less than creating it again (``worth_keeping``): the restarted kernel
+adopts it (Restart and Run All), or it ends with its TTL.
 
 Interactions mode makes no explicit caches: the SDK's ``interactions.create``
 type has a ``cached_content`` field, but Google's Interactions overview
@@ -104,6 +106,14 @@ def decide(
         )
     verb = "replace the cache: the head changed" if held else "cache the stable head"
     return Decision("create", False, f"{verb} (~{head_tokens:,} tokens)")
+
+
+def worth_keeping(price: Price | None, remaining_s: float) -> bool:
+    """At kernel exit: whether a cache the record names costs less to keep for the rest of its TTL than
+    to create again, once, if the notebook runs again (a restart, Run All): its storage until it expires
+    against its head read once at the input price, per token of the head. Never longer than that TTL
+    (at most ``cache_ttl``); with the default 600 s always kept for the price table's models."""
+    return price is not None and remaining_s > 0 and price.storage_hour * remaining_s / 3600 <= price.input
 
 
 def cache_is_gone(exc: BaseException) -> bool:
@@ -335,12 +345,16 @@ class ContextCaches:
             pass
         return entry.name
 
-    def release_all(self, timeout_s: float = EXIT_TIMEOUT_S) -> list[str]:
-        """Delete every cache in parallel, each call bounded by ``timeout_s``, all by twice that (kernel exit)."""
+    def release_all(
+        self, timeout_s: float = EXIT_TIMEOUT_S, keep: Callable[[CacheEntry], bool] | None = None
+    ) -> list[str]:
+        """Delete every cache (but those ``keep`` keeps) in parallel, each call bounded by ``timeout_s``,
+        all by twice that (kernel exit)."""
         names: list[str] = []
         workers = [
             threading.Thread(target=lambda c=e.owner: names.append(self.release(c, timeout_s) or ""), daemon=True)
             for e in list(self.entries.values())
+            if keep is None or not keep(e)
         ]
         for w in workers:
             w.start()

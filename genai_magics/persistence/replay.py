@@ -119,6 +119,13 @@ class Replay:
         self.record.notebook = self.notebook
         return self.save()
 
+    def durable(self) -> bool:
+        """The record on disk is what this kernel holds (its last write went through and is flushed)."""
+        if self.store is None:
+            return False
+        self.store.wait()
+        return self.store.saved and not self.store.lost
+
     def recorded_cache(self, conv: Conversation) -> dict[str, Any] | None:
         """The explicit cache the record names for this restored conversation, if any."""
         rec = self.record.conversations.get(conv.name) if self.record else None

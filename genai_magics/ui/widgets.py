@@ -29,6 +29,20 @@ RESTART_NOTE = (
 )
 
 
+_SHARED: list[Any] = []  # (Layout, ButtonStyle, HTMLStyle), made by the first proposal of this kernel
+
+
+def _shared_styles(w: Any) -> tuple[Any, Any, Any]:
+    """One layout, button style and HTML style for every view that never changes its own: each default
+    one is a widget of its own (a comm_open with its state), most of what a proposal takes to show. Shared
+    across proposals, as ipywidgets allows; nothing here ever changes or closes them."""
+    if not _SHARED:
+        html_style = w.HTML.class_traits()["style"].klass  # HTMLStyle, which ipywidgets does not export
+        _SHARED.extend((w.Layout(), w.ButtonStyle(), html_style()))
+    layout, button, html_style = _SHARED
+    return layout, button, html_style
+
+
 class ProposalWidget:
     def __init__(self, controller: ProposalController):
         import ipywidgets as w
@@ -38,19 +52,25 @@ class ProposalWidget:
         diff = controller.diff
         self._diff_text = diff_text(diff)  # the text form (see _repr_mimebundle_), capped like the HTML
         self._diff = diff_html(diff)
-        # One layout and one button style for the views that never change theirs: each default one is a
-        # widget of its own (a comm, and most of the time a proposal takes to show)
-        self._layout, self._style = w.Layout(), w.ButtonStyle()
+        self._layout, self._style, html_style = _shared_styles(w)
         shared = {"layout": self._layout, "style": self._style}
-        self.view = w.HTML(layout=self._layout)
+        # Each widget opens with its first state (a later change would be one more comm message each).
+        self.view = w.HTML(value=self._view_html(), layout=self._layout, style=html_style)
         self.apply_button = w.Button(
             description="Apply",
             button_style="success",
             icon="check",
             tooltip=controller.writer.describe_apply(),
+            disabled=not controller.enabled("apply"),
             **shared,
         )
-        self.discard_button = w.Button(description="Discard", icon="times", tooltip="Keep the cell as it is", **shared)
+        self.discard_button = w.Button(
+            description="Discard",
+            icon="times",
+            tooltip="Keep the cell as it is",
+            disabled=not controller.enabled("discard"),
+            **shared,
+        )
         self.copy_button = w.Button(
             description="Copy", icon="copy", tooltip="Show the proposal as text to copy", **shared
         )
@@ -60,12 +80,14 @@ class ProposalWidget:
         self.apply_button.on_click(lambda _: self.controller.apply())
         self.discard_button.on_click(lambda _: self.controller.discard())
         self.copy_button.on_click(self._copy)
-        self.buttons = w.HBox([self.apply_button, self.discard_button, self.copy_button], layout=self._layout)
-        self.box = w.VBox([self.view, self.buttons], layout=self._layout)
-        # What the labextension looks for to mark the buttons stale after a kernel restart (our own
-        # classes, never ipywidgets' internal ones: labextension/src/stale.ts).
-        self.box.add_class("genai-magics-proposal")
-        self.buttons.add_class("genai-magics-buttons")
+        # The classes are what the labextension looks for to mark the buttons stale after a kernel restart
+        # (our own, never ipywidgets' internal ones: labextension/src/stale.ts).
+        self.buttons = w.HBox(
+            [self.apply_button, self.discard_button, self.copy_button],
+            layout=self._layout,
+            _dom_classes=("genai-magics-buttons",),
+        )
+        self.box = w.VBox([self.view, self.buttons], layout=self._layout, _dom_classes=("genai-magics-proposal",))
         controller.listeners.append(lambda c: self.refresh())
         self.refresh()
 
@@ -112,9 +134,12 @@ class ProposalWidget:
         if self.force_button is not None:
             self.force_button.description = f"{(self._pending_force or 'apply').capitalize()} anyway"
             self.force_button.layout.display = None if changed else "none"
-        status = f'<div style="font-size:12px;margin-top:4px">{html.escape(c.status.text)}</div>'
+        self.view.value = self._view_html()
+
+    def _view_html(self) -> str:
+        status = f'<div style="font-size:12px;margin-top:4px">{html.escape(self.controller.status.text)}</div>'
         self._html = self._diff + "\n" + status
-        self.view.value = self._html + RESTART_NOTE
+        return self._html + RESTART_NOTE
 
     def _repr_mimebundle_(self, **kwargs):
         # Where no widget manager renders the view (a saved notebook on GitHub or nbviewer,
