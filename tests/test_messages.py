@@ -15,30 +15,15 @@ FAILURES_MD = Path(__file__).resolve().parents[1] / "docs" / "failures.md"
 STAR = None  # a wildcard token: a field of a template, or "…" / "<what>" in the docs
 Tokens = tuple[str | None, ...]
 
-# Quoted in failures.md's "what the user sees" column but not a sentence of ours: names,
-# values and what IPython, ipywidgets or the browser say.
+# Quoted in failures.md's "what the user sees" column but not a sentence of ours: commands, and what
+# IPython, ipywidgets or the browser say. (A quote without a space is a name or a value: skipped too.)
 NOT_OURS = {
-    "--cel",
     "%gemini_ask explain when I should use --new",
     "%gemini_ask --error",
-    "\\udcff",
-    "currentSource",
-    "secondaryContext",
-    "earlierTurns",
-    "***",
-    "&lt;script&gt;…",
-    "expect_sha256",
-    "jupyter-widgets-disconnected",
-    "pointer-events: none",
-    "restarting",
-    "_handleKernelStatusChange",
-    "Cannot send",
-    "generate_content",
-    "cachedContents",
-    "text/plain",
     "%gemini reset",
-    "forget",
     "%gemini forget --all",
+    "pointer-events: none",
+    "Cannot send",
     "The kernel stopped",  # the extension's words for KERNEL_GONE's {what} (labextension/src/bridge.ts)
     "The kernel changed",
     "UsageError: %%gemini_ask is a cell magic, but the cell body is empty. Did you mean the line magic "
@@ -117,7 +102,7 @@ def _quoted_user_sees() -> list[str]:
         cells = _split_row(line)
         if len(cells) < 2 or cells[0] == "Case":
             continue
-        quotes += [q.replace("\\|", "|") for q in re.findall(r"`([^`]+)`", cells[1])]
+        quotes += [q.replace("\\|", "|") for q in re.findall(r"`([^`]+)`", cells[1]) if " " in q]
     return quotes
 
 
