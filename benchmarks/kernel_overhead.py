@@ -284,7 +284,7 @@ def part1(calls: int) -> tuple[list[tuple[str, list[float], str]], list[str]]:
         )  # type: ignore[arg-type]
 
         d = RecordingDisplay()
-        return lambda: session.run(req, settings, d)
+        return lambda: session.run(req, settings, d, magics._frontend())  # one frontend per turn, as the magic builds
 
     with contextlib.redirect_stdout(Null()), contextlib.redirect_stderr(io.StringIO()) as err:
         # sanity: the offline magic call really produces a turn
@@ -319,31 +319,32 @@ def part1(calls: int) -> tuple[list[tuple[str, list[float], str]], list[str]]:
             notes.append("WARNING: the offline magic call did not record a turn; the magic timings may be wrong")
         if err.getvalue().strip():
             notes.append("timed calls wrote to stderr: " + err.getvalue().strip()[:300])
-    notes += breakdown(session, settings, min(calls, 50))
+    notes += breakdown(magics, settings, min(calls, 50))
     ip.user_ns["__session__"] = str(nb_path)
-    notes += breakdown(session, settings, min(calls, 50), label=" (with the .ipynb)")
+    notes += breakdown(magics, settings, min(calls, 50), label=" (with the .ipynb)")
     del ip.user_ns["__session__"]
     return rows, notes
 
 
-def breakdown(session, settings, calls: int, label: str = "") -> list[str]:
+def breakdown(magics, settings, calls: int, label: str = "") -> list[str]:
     """Median ms of each engine step of one ask turn (same inputs as the dry run)."""
     from genai_magics.engine.context import secondary_context
     from genai_magics.gemini.transport import TRANSPORTS, body_bytes
     from genai_magics.session import TurnRequest
 
     req = TurnRequest(mode="ask", prompt="Why is the summary tuple built this way?", cell=TARGET)
+    session, frontend = magics.session, magics._frontend()
     conv = session.conversations["default"]
-    doc, _ = session.resolve_document(req, settings)
-    cells = list(session._view().cells())
-    pieces = session.context_pieces(req, doc, settings)
+    doc, _ = session.resolve_document(frontend, req, settings)
+    cells = list(frontend.view.cells())
+    pieces = session.context_pieces(frontend.view, req, doc, settings)
     plan = conv.plan_turn("ask", req.prompt, doc, pieces, "contents")
     transport = TRANSPORTS["contents"](lambda: None, settings.model)
     body = transport.request(plan, conv.history)
     steps = {
-        "view().cells()": lambda: list(session._view().cells()),
-        "resolve_document": lambda: session.resolve_document(req, settings),
-        "context_pieces": lambda: session.context_pieces(req, doc, settings),
+        "view().cells()": lambda: list(frontend.view.cells()),
+        "resolve_document": lambda: session.resolve_document(frontend, req, settings),
+        "context_pieces": lambda: session.context_pieces(frontend.view, req, doc, settings),
         "  of which secondary_context()": lambda: secondary_context(cells, {TARGET}, settings.secondary_context_chars),
         "plan_turn": lambda: conv.plan_turn("ask", req.prompt, doc, pieces, "contents"),
         "request body (build_contents)": lambda: transport.request(plan, conv.history),

@@ -5,35 +5,27 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .magics import GeminiMagics
-
 __version__ = "0.1.0"
-
-_LOADED: dict[int, GeminiMagics] = {}
-# Where the conversations wait out a %reload_ext: on the shell, since reloading
-# this module starts _LOADED afresh.
-_KEPT = "_genai_magics_kept"
 
 
 def load_ipython_extension(ipython) -> None:
     from .magics import GeminiMagics
+    from .shell_state import state_of
 
-    if id(ipython) in _LOADED:
+    state = state_of(ipython)  # kept on the shell: a %reload_ext continues its conversations
+    if state.magics is not None:
         return
-    magics = GeminiMagics(shell=ipython, kept=ipython.__dict__.pop(_KEPT, None))
+    magics = GeminiMagics(shell=ipython, shell_state=state)
     ipython.register_magics(magics)
     if getattr(ipython, "kernel", None) is not None:
         from .frontends.bridge import Bridge
 
         # Opens the comm to the genai-magics-bridge frontend extension, if the notebook has it.
-        magics.bridge = Bridge.attach(ipython)
+        state.bridge = Bridge.attach(ipython, existing=state.bridge)
     ipython.events.register("pre_run_cell", magics.pre_run_cell)
     ipython.events.register("post_run_cell", magics.post_run_cell)
     magics.session.outputs.install(ipython)  # what each cell shows, from now on
-    _LOADED[id(ipython)] = magics
+    state.magics = magics
     import atexit
 
     # Kernel exit: the explicit caches deleted but those the next kernel on this notebook can use
@@ -52,7 +44,10 @@ def load_ipython_extension(ipython) -> None:
 
 
 def unload_ipython_extension(ipython) -> None:
-    magics = _LOADED.pop(id(ipython), None)
+    from .shell_state import state_of
+
+    state = state_of(ipython)
+    magics, state.magics = state.magics, None  # the rest of the state waits for the next load
     if magics is None:
         return
     ipython.events.unregister("pre_run_cell", magics.pre_run_cell)
@@ -65,12 +60,11 @@ def unload_ipython_extension(ipython) -> None:
     for kind in ("cell", "line"):
         for name in ("gemini_ask", "gemini_edit", "gemini"):
             ipython.magics_manager.magics[kind].pop(name, None)
-    if magics.bridge is not None:
-        magics.bridge.close()
+    if state.bridge is not None:
+        state.bridge.close()
     import atexit
 
     atexit.unregister(magics.at_exit)
     magics.session.caches.release_all()  # unload deletes them all
     if magics in ipython.configurables:
         ipython.configurables.remove(magics)
-    ipython.__dict__[_KEPT] = magics  # %reload_ext: the next load continues these conversations

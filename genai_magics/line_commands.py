@@ -47,7 +47,7 @@ def _status(call: Call) -> None:
     print(f"frontend: {frontend.kind.value}")
     if m.bridge is not None:
         print(m.bridge.status())
-    print(m.companion.status())
+    print(m.shell_state.companion.status())
     print(call.replay.status())
 
 
@@ -59,7 +59,21 @@ def _tokens(call: Call) -> None:
     print("\n\n".join(report.token_table(c) for c in call.chosen) or "no conversation yet")
     convs = call.magics.session.conversations
     if convs:
-        print(report.session_totals(list(convs.values()), call.magics._storage_costs()))
+        print(report.session_totals(list(convs.values()), _storage_costs(call.magics)))
+
+
+def _storage_costs(m: GeminiMagics) -> list[tuple[str, float, float | None]]:
+    """(model, token-hours, dollars or None) of explicit cache storage so far."""
+    from .gemini.pricing import price_for, storage_cost
+
+    out = []
+    for model, hours in m.session.caches.storage_token_hours().items():
+        try:
+            price = price_for(model.removeprefix("models/"), m.prices)
+        except ValueError:
+            price = None
+        out.append((model.removeprefix("models/"), hours, storage_cost(price, hours) if price else None))
+    return out
 
 
 def _reset(call: Call) -> None:
@@ -116,6 +130,13 @@ def _on_proposal(action: str) -> Callable[[Call], None]:
 
 def _help(call: Call) -> None:
     print(call.magics.gemini.__doc__)  # the table below and every flag's help (magic_arguments)
+
+
+def chosen(conversations: dict[str, Conversation], name: str | None) -> list[Conversation] | None:
+    """-c NAME: that conversation (None: there is none of that name); no -c: every one."""
+    if not name:
+        return list(conversations.values())
+    return [conversations[name]] if name in conversations else None
 
 
 # in the order argparse lists the choices

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, NoReturn, Protocol
 
+from . import messages
 from .edit_answer import EditAnswer, settle
 from .engine.cells import WHOLE_NOTEBOOK, Cell, Document, WholeNotebook, defined_names, is_genai_magic, undecodable_at
 from .engine.context import ContextPiece, secondary_context
@@ -110,6 +111,24 @@ class TurnRequest:
         )
 
 
+class TurnFrontend(Protocol):
+    """What a turn asks of its frontend (``frontends.frontend.Frontend``), built once per turn."""
+
+    @property
+    def view(self) -> NotebookView: ...
+    def default_target(self) -> Cell | None: ...
+
+
+@dataclass(frozen=True)
+class RecordOnly:
+    """No frontend: the kernel's record of executed cells is the view (a Session used alone)."""
+
+    view: ExecutionRecord
+
+    def default_target(self) -> Cell | None:
+        return self.view.latest_document(exclude=self.view.running_id)
+
+
 class TurnDisplay(Protocol):
     def chunk(self, text: str) -> None: ...
     def note(self, text: str) -> None: ...
@@ -175,7 +194,6 @@ def _no_key() -> bool:
     return not vertex and not (os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY"))
 
 
-STOPPED = "stopped: the answer was interrupted; nothing was recorded and the conversation is as before"
 _FALLBACK_ID = re.compile(r"^(In\[\d+\]|run-\d+)$")  # no frontend cell id: named by execution count
 _COUNT_REF = re.compile(r"^(?:In\s*\[\s*)?(\d+)\s*\]?$")
 CONVERSATION_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -184,8 +202,6 @@ CONVERSATION_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 @dataclass
 class Session:
     record: ExecutionRecord = field(default_factory=ExecutionRecord)
-    view: Callable[[], NotebookView] | None = None  # the freshest view available now
-    frontend_target: Callable[[], Cell | None] | None = None  # the frontend's default document
     conversations: dict[str, Conversation] = field(default_factory=dict)
     caches: ContextCaches = field(default_factory=ContextCaches)
     replay: Replay = field(default_factory=Replay)  # the record of earlier kernels
@@ -198,7 +214,7 @@ class Session:
     def conversation(self, name: str, state: StateMode, new: bool = False) -> Conversation:
         """The named conversation, or a new one that is kept only once a turn succeeds."""
         if not CONVERSATION_NAME.match(name):
-            raise UserError(f"conversation name {name!r} is not allowed: use 1-64 letters, digits, '_', '-' or '.'")
+            raise UserError(messages.BAD_NAME.render(name=name))
         if new or name not in self.conversations:
             return Conversation(name=name, state_mode=state)
         return self.conversations[name]
@@ -216,18 +232,15 @@ class Session:
         return reset
 
     # -- the notebook --------------------------------------------------------
-    def _view(self) -> NotebookView:
-        return self.view() if self.view else self.record
-
-    def find_cell(self, ref: str, flag: str = "--cell") -> Cell:
+    def find_cell(self, view: NotebookView, ref: str, flag: str = "--cell") -> Cell:
         ref = ref.strip()
         running = self.record.running_id
         if ref == "-1":
             cell = self.record.latest_document(exclude=running)
             if cell is None:
-                raise UserError(f"{flag} -1: no code cell has been run yet")
-            return self._freshest(cell)
-        cells = list(self._view().cells())
+                raise UserError(messages.NO_CODE_CELL_RUN.render(flag=flag))
+            return self._freshest(view, cell)
+        cells = list(view.cells())
         m = _COUNT_REF.match(ref)
         by_count = None
         if m:  # only this session's runs have an In[n]: a saved file's counts are another session's
@@ -237,51 +250,42 @@ class Session:
             )
             if not ref.isdigit():  # written In[n]: nothing else is meant
                 if by_count is None:
-                    raise UserError(f"{flag} {ref}: no cell with execution count {count} in this session")
-                return self._freshest(by_count)
+                    raise UserError(messages.NO_CELL_WITH_COUNT.render(flag=flag, ref=ref, count=count))
+                return self._freshest(view, by_count)
         exact = [c for c in cells if c.id == ref] or ([self.record.by_id[ref]] if ref in self.record.by_id else [])
         by_id = exact or [c for c in cells if c.id.startswith(ref)]
         if by_count is not None and by_id:
-            raise UserError(
-                f"{flag} {ref}: ambiguous, In[{ref}] ran in this session and cell {by_id[0].id[:12]} has "
-                f"an id starting with {ref}; write In[{ref}] for the run, or more of the id"
-            )
+            raise UserError(messages.AMBIGUOUS_COUNT_OR_ID.render(flag=flag, ref=ref, cell=by_id[0].id[:12]))
         if by_count is not None:
-            return self._freshest(by_count)
+            return self._freshest(view, by_count)
         if len(by_id) == 1:
-            return self._freshest(by_id[0])
+            return self._freshest(view, by_id[0])
         if len(by_id) > 1:
-            raise UserError(f"{flag} {ref}: ambiguous, {len(by_id)} cells have ids starting with it")
+            raise UserError(messages.AMBIGUOUS_ID.render(flag=flag, ref=ref, count=len(by_id)))
         if m:
-            raise UserError(
-                f"{flag} {ref}: no cell with execution count {ref} in this session and no cell id starting with it"
-            )
-        raise UserError(f"{flag} {ref}: no such cell (use an execution count like 5 or In[5], a cell id, or -1)")
+            raise UserError(messages.NO_CELL_WITH_COUNT_OR_ID.render(flag=flag, ref=ref))
+        raise UserError(messages.NO_SUCH_CELL.render(flag=flag, ref=ref))
 
-    def _freshest(self, cell: Cell) -> Cell:
+    def _freshest(self, view: NotebookView, cell: Cell) -> Cell:
         """The same cell as the live view sees it now (unsaved edits included)."""
-        for c in self._view().cells():
+        for c in view.cells():
             if c.id == cell.id:
                 return Cell(c.id, c.source, c.cell_type, c.execution_count or cell.execution_count)
         return cell
 
-    def _label(self, cell: Cell) -> str:
+    def _label(self, view: NotebookView, cell: Cell) -> str:
         """How people find the cell: In[n] once it ran, else its position in the notebook."""
         ran = cell.execution_count or getattr(self.record.by_id.get(cell.id), "execution_count", None)
         if ran is not None:
             return f"In[{ran}]"
-        ids = [c.id for c in self._view().cells()]
+        ids = [c.id for c in view.cells()]
         return f"cell #{ids.index(cell.id) + 1}" if cell.id in ids else cell.label
 
-    def default_target(self) -> Cell | None:
-        cell = (
-            self.frontend_target()
-            if self.frontend_target
-            else self.record.latest_document(exclude=self.record.running_id)
-        )
-        return self._freshest(cell) if cell else None
+    def default_target(self, frontend: TurnFrontend) -> Cell | None:
+        cell = frontend.default_target()
+        return self._freshest(frontend.view, cell) if cell else None
 
-    def follow_up_target(self, conv: Conversation | None) -> Cell | None:
+    def follow_up_target(self, frontend: TurnFrontend, conv: Conversation | None) -> Cell | None:
         """A follow-up keeps its conversation's document (a `clear` run in between does not take
         its place), unless the newest run cell holds exactly the code the model has (the proposal
         run at the terminal's pre-filled prompt, or pasted into a new cell): the code lives there
@@ -289,10 +293,11 @@ class Session:
         (VS Code: a magic typed back into the cell Apply wrote) or is no code cell any more is no
         document: the code moves to a cell holding exactly what the model has, or the turn says
         why not."""
-        default = self.default_target()
-        kept = self.kept_target(conv)
+        view = frontend.view
+        default = self.default_target(frontend)
+        kept = self.kept_target(view, conv)
         if kept is not None and (kept.cell_type != "code" or is_genai_magic(kept.source)):
-            kept = self._holding_model_code(conv) or self._no_document_left(kept)
+            kept = self._holding_model_code(view, conv) or self._no_document_left(view, kept)
         if kept is None or (
             default is not None
             and conv is not None
@@ -301,32 +306,28 @@ class Session:
             return default
         return kept
 
-    def _holding_model_code(self, conv: Conversation | None) -> Cell | None:
+    def _holding_model_code(self, view: NotebookView, conv: Conversation | None) -> Cell | None:
         """The newest code cell that holds exactly the code the model has."""
         held = conv.sync.active_document_sha256 if conv else None
-        cells = [c for c in self._view().cells() if c.cell_type == "code" and not is_genai_magic(c.source)]
+        cells = [c for c in view.cells() if c.cell_type == "code" and not is_genai_magic(c.source)]
         holding = [c for c in cells if held and sha256_text(strip_applied_marker(c.source)) == held]
         return holding[-1] if holding else None
 
-    def _no_document_left(self, kept: Cell) -> NoReturn:
-        where = "this cell" if kept.id == self.record.running_id else self._label(kept)
+    def _no_document_left(self, view: NotebookView, kept: Cell) -> NoReturn:
+        where = "this cell" if kept.id == self.record.running_id else self._label(view, kept)
         now = "holds a genai magic" if kept.cell_type == "code" else f"is a {kept.cell_type} cell"
-        raise UserError(
-            f"{where} was this conversation's document and now {now}, so no cell has "
-            "the code the model has: paste that code into a code cell and run it, "
-            "or name the document with --cell"
-        )
+        raise UserError(messages.MAGIC_IN_DOCUMENT.render(where=where, now=now))
 
-    def kept_target(self, conv: Conversation | None) -> Cell | None:
+    def kept_target(self, view: NotebookView, conv: Conversation | None) -> Cell | None:
         """The document a conversation already works on, while that cell still exists."""
         key = conv.document_key if conv else None
         if key is None or isinstance(key, WholeNotebook):
             return None
         # the view holds every cell the kernel knows (a live notebook: only those still there)
-        kept = next((c for c in self._view().cells() if c.id == key), None)
-        return self._edited_rerun(kept) if kept is not None and _FALLBACK_ID.match(key) else kept
+        kept = next((c for c in view.cells() if c.id == key), None)
+        return self._edited_rerun(view, kept) if kept is not None and _FALLBACK_ID.match(key) else kept
 
-    def _edited_rerun(self, cell: Cell) -> Cell:
+    def _edited_rerun(self, view: NotebookView, cell: Cell) -> Cell:
         """Without cell ids every run is its own In[n]: the newest later run that defines every
         top-level name the document defines is the document edited and run again."""
         names = defined_names(cell.source)
@@ -336,76 +337,74 @@ class Session:
             run = self.record.by_id[key]
             if names and key != self.record.running_id and not is_genai_magic(run.source):
                 if names <= defined_names(run.source):
-                    return self._freshest(run)
+                    return self._freshest(view, run)
         return cell
 
     def resolve_document(
-        self, req: TurnRequest, settings: Settings, conv: Conversation | None = None
+        self, frontend: TurnFrontend, req: TurnRequest, settings: Settings, conv: Conversation | None = None
     ) -> tuple[Document | None, Cell | None]:
+        view = frontend.view
         if req.notebook:
-            view = self._view()
             try:  # the live view has every cell; otherwise the notebook file must be readable
                 known = getattr(view, "notebook_cells", view.cells)()
             except NotebookFileError as exc:
-                raise UserError(f"--notebook: {exc}") from None
+                raise UserError(messages.NOTEBOOK_FLAG.render(why=exc)) from None
             cells = [c for c in known if not is_genai_magic(c.source) and c.id != self.record.running_id]
             if not cells:
-                raise UserError("--notebook: the notebook has no cells to work on")
+                raise UserError(messages.NOTEBOOK_FLAG.render(why=messages.NOTEBOOK_EMPTY.render()))
             doc = Document(key=WHOLE_NOTEBOOK, label="the notebook", source=notebook_text(cells))
             target = None
         else:
             if req.cell:
-                target = self.find_cell(req.cell)
+                target = self.find_cell(view, req.cell)
             elif req.preferred_target and req.preferred_target in self.record.by_id:
-                target = self._freshest(self.record.by_id[req.preferred_target])
+                target = self._freshest(view, self.record.by_id[req.preferred_target])
             else:
-                target = self.follow_up_target(conv)
+                target = self.follow_up_target(frontend, conv)
             if target is None:
                 if req.mode == "edit":
-                    raise UserError("nothing to edit yet: run a code cell first, or name one with --cell")
+                    raise UserError(messages.NOTHING_TO_EDIT.render())
                 return None, None
-            named = f"--cell {req.cell}" if req.cell else self._label(target)
+            named = f"--cell {req.cell}" if req.cell else self._label(view, target)
             if target.cell_type != "code":
-                raise UserError(f"{named}: that is a {target.cell_type} cell; only code cells can be the document")
+                raise UserError(messages.NOT_A_CODE_CELL.render(named=named, cell_type=target.cell_type))
             if is_genai_magic(target.source):
-                raise UserError(f"{named}: that is a genai magic cell, not code to work on")
+                raise UserError(messages.MAGIC_AS_DOCUMENT.render(named=named))
             # A cell Apply wrote in a running-cell frontend starts with the instruction line.
-            doc = Document(key=target.id, label=self._label(target), source=strip_applied_marker(target.source))
+            doc = Document(key=target.id, label=self._label(view, target), source=strip_applied_marker(target.source))
         bad = undecodable_at(doc.source)
         if bad is not None:
-            raise UserError(
-                f"{doc.label} holds binary or undecodable text (at character {bad}); "
-                "nothing was sent - only text can be the document"
-            )
+            raise UserError(messages.DOCUMENT_NOT_TEXT.render(label=doc.label, at=bad))
         size = len(doc.source.encode("utf-8", "surrogatepass"))
         if size > settings.max_document_bytes:
-            raise UserError(
-                f"the document is {size:,} bytes, over the cap of {settings.max_document_bytes:,} "
-                "(%config GeminiMagics.max_document_bytes)"
-            )
+            raise UserError(messages.DOCUMENT_OVER_CAP.render(size=size, cap=settings.max_document_bytes))
         if req.no_context and req.mode == "ask":
             return None, target
         return doc, target
 
-    def context_pieces(self, req: TurnRequest, doc: Document | None, settings: Settings) -> list[ContextPiece]:
+    def context_pieces(
+        self, view: NotebookView, req: TurnRequest, doc: Document | None, settings: Settings
+    ) -> list[ContextPiece]:
         explicit = list(req.extra_pieces)
         if req.no_context or req.notebook:
             return explicit
         key = str(doc.key) if doc else None  # a cell's id: --notebook has no other context (above)
         exclude = {self.record.running_id or "", key or ""}
         anchor = key if doc else self.record.running_id  # the context is what is nearest to it
-        piece = secondary_context(list(self._view().cells()), exclude, settings.secondary_context_chars, anchor)
+        piece = secondary_context(list(view.cells()), exclude, settings.secondary_context_chars, anchor)
         return ([piece] if piece else []) + explicit
 
-    def output_pieces(self, req: TurnRequest, doc: Document | None, settings: Settings) -> OutputPieces:
+    def output_pieces(
+        self, view: NotebookView, req: TurnRequest, doc: Document | None, settings: Settings
+    ) -> OutputPieces:
         """What the document cell showed (unless --no-outputs, --no-context or --notebook) and the --outputs cells."""
-        cells = [self.find_cell(ref, "--outputs") for ref in req.output_cells]
+        cells = [self.find_cell(view, ref, "--outputs") for ref in req.output_cells]
         if doc is not None and not isinstance(doc.key, WholeNotebook) and req.outputs and not req.no_context:
             cells.insert(0, Cell(doc.key, doc.source, execution_count=None))
         pieces: list[ContextPiece] = []
         notes: dict[str, str] = {}
         for cell in {c.id: c for c in cells}.values():
-            label = doc.label if doc is not None and cell.id == doc.key else self._label(cell)
+            label = doc.label if doc is not None and cell.id == doc.key else self._label(view, cell)
             found = cell_pieces(self.outputs, cell.id, label, settings.max_output_chars, settings.max_image_bytes)
             pieces += found.pieces
             notes |= found.notes
@@ -417,7 +416,7 @@ class Session:
         env = tuple(os.environ.get(name, "") for name in CLIENT_ENV)
         key = hashlib.sha256(repr((settings, env)).encode()).hexdigest()  # no key text kept here
         if _no_key():
-            raise UserError("no API key: set GEMINI_API_KEY (or GOOGLE_API_KEY), or use --dry-run to see the request")
+            raise UserError(messages.NO_API_KEY.render())
         with self._client_lock:
             if key not in self._clients:
                 notices = RetryNotices(settings.retry_attempts, settings.timeout_s)
@@ -487,9 +486,13 @@ class Session:
         except Exception as exc:
             raise UserError(describe(exc, attempts=settings.retry_attempts, timeout_s=settings.timeout_s)) from exc
 
-    def run(self, req: TurnRequest, settings: Settings, display: TurnDisplay) -> TurnOutcome:
-        """A turn as its stages: resolve, replay or plan, (dry run), send, commit, persist."""
-        resolved = self.resolve(req, settings, display)
+    def run(
+        self, req: TurnRequest, settings: Settings, display: TurnDisplay, frontend: TurnFrontend | None = None
+    ) -> TurnOutcome:
+        """A turn as its stages: resolve, replay or plan, (dry run), send, commit, persist.
+
+        ``frontend``: the notebook as this turn's frontend sees it (None: the kernel's record)."""
+        resolved = self.resolve(req, settings, display, frontend)
         replayed = self.replayed(resolved)
         if replayed is not None:
             return replayed
@@ -502,12 +505,15 @@ class Session:
         return TurnOutcome(sent.conv, sent.plan, resolved.model, turn=turn, target=resolved.target)
 
     # -- the stages of a turn ------------------------------------------------
-    def resolve(self, req: TurnRequest, settings: Settings, display: TurnDisplay) -> Resolved:
+    def resolve(
+        self, req: TurnRequest, settings: Settings, display: TurnDisplay, frontend: TurnFrontend | None = None
+    ) -> Resolved:
         """The conversation, document and context a request names, and the turn's identity."""
+        frontend = frontend or RecordOnly(self.record)
         # The prompt as the model gets it: no key, even one interpolated from a variable.
         req = replace(req, prompt=redact(req.prompt.strip()))
         if not req.prompt:
-            raise UserError("the prompt is empty: write your request in the cell body below the magic line")
+            raise UserError(messages.PROMPT_EMPTY.render())
         self.replay.restore(self.conversations)
         if not req.dry_run:
             self.replay.position(req.conversation, self._magic_cell())
@@ -518,10 +524,10 @@ class Session:
         )
         model = req.model or settings.model
         conv = self.conversation(req.conversation, state, req.new)
-        doc, target = self.resolve_document(req, settings, None if req.new else conv)
+        doc, target = self.resolve_document(frontend, req, settings, None if req.new else conv)
         display.document(doc.label if doc else None, target.source if target else "")
-        shown = self.output_pieces(req, doc, settings)
-        pieces = self.context_pieces(req, doc, settings) + shown.pieces
+        shown = self.output_pieces(frontend.view, req, doc, settings)
+        pieces = self.context_pieces(frontend.view, req, doc, settings) + shown.pieces
         key = None
         if not req.dry_run:
             key = self._turn_key(
@@ -549,9 +555,11 @@ class Session:
             pieces = tuple(p for p in pieces if p not in waiting)
             plan = self._plan_turn(resolved, pieces, settings)
             display.note(
-                f"{len(waiting)} image(s) not sent this turn: max_images is {settings.max_images} "
-                "(%config GeminiMagics.max_images); "
-                + ("they go with a later turn" if settings.max_images > 0 else "none is sent while it is 0")
+                messages.IMAGES_WAIT.render(
+                    count=len(waiting),
+                    cap=settings.max_images,
+                    then=(messages.IMAGES_LATER if settings.max_images > 0 else messages.IMAGES_NEVER).render(),
+                )
             )
         going, kept = {p.key for p in plan.pieces}, {p.key for p in pieces}
         for (
@@ -603,11 +611,7 @@ class Session:
         client, notices = self._client(settings.client)
         transport = TRANSPORTS[plan.state_mode](client, model, settings.temperature)
         if plan.new_chain_digest and conv.last_interaction_id:
-            display.note(
-                f"the server chain holds {len(conv.chain_versions)} versions of the code and the model "
-                "reads them all on every turn; starting a new chain with the current code and a "
-                "digest of the earlier turns (%config GeminiMagics.max_chain_versions)"
-            )
+            display.note(messages.CHAIN_TOO_LONG.render(versions=len(conv.chain_versions)))
         notices.start(display.note, transport.honours_retry_after)
         answer = None
         try:
@@ -625,7 +629,7 @@ class Session:
                     try:
                         again = transport.send(sent, conv.history, display.chunk, self.caches.head(conv), retry)
                     except KeyboardInterrupt:
-                        raise UserError(STOPPED) from None
+                        raise UserError(messages.STOPPED.render()) from None
                     except Exception as exc:
                         raise UserError(self._failure(exc, settings)) from exc
                     return _on_wire(again, notices)
@@ -707,15 +711,12 @@ class Session:
                 conv, transport, plan, conv.history, display.chunk, display.note, step, settings.cache_ttl_s
             ), plan
         except KeyboardInterrupt:
-            raise UserError(STOPPED) from None
+            raise UserError(messages.STOPPED.render()) from None
         except Exception as exc:
             if not (plan.previous_interaction_id and status_code(exc) == 404):
                 raise UserError(self._failure(exc, settings)) from exc
         # The server forgot the chain: a new one that carries what the model needs.
-        display.note(
-            "the server no longer holds this conversation; starting a new chain and "
-            "sending the document, the context and a digest of the earlier turns once"
-        )
+        display.note(messages.CHAIN_LOST.render())
         previous = conv.last_interaction_id
         conv.lose_chain()
         fresh = replan()
@@ -723,7 +724,7 @@ class Session:
             return transport.send(fresh, conv.history, display.chunk), fresh
         except KeyboardInterrupt:
             conv.last_interaction_id = previous
-            raise UserError(STOPPED) from None
+            raise UserError(messages.STOPPED.render()) from None
         except Exception as again:
             conv.last_interaction_id = previous
             raise UserError(self._failure(again, settings)) from again
@@ -775,10 +776,7 @@ def unmasked_proposal(doc: Document, proposal: str, display: TurnDisplay) -> str
         untouched = [] if placed else [doc.label]
         proposal = proposal if placed else doc.source
     if untouched:
-        display.note(
-            f"the model saw the API key as *** and changed the line around it in {', '.join(untouched)}; "
-            "left as it is there (edit that line yourself)"
-        )
+        display.note(messages.KEY_LINE_CHANGED.render(cells=", ".join(untouched)))
     return proposal
 
 
@@ -791,8 +789,7 @@ def unsendable(payload: dict[str, Any]) -> None:
             text.encode("utf-8")
         except UnicodeEncodeError as exc:
             raise UserError(
-                f"the turn's {name} holds undecodable text (a lone surrogate, {text[exc.start : exc.start + 1]!a}, "
-                f"at character {exc.start}); nothing was sent"
+                messages.FIELD_NOT_TEXT.render(name=name, char=ascii(text[exc.start : exc.start + 1]), at=exc.start)
             ) from None
 
 

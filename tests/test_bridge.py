@@ -61,7 +61,7 @@ def test_first_snapshot_is_full_and_gives_layout(ff):
 
 
 def test_attach_is_idempotent(ff):
-    assert kernel_json(ff, "Bridge.attach(get_ipython()) is B") is True
+    assert kernel_json(ff, "Bridge.attach(get_ipython(), existing=B) is B") is True
     opens = [
         m
         for m in ff.comm_messages
@@ -262,7 +262,7 @@ def _load_code() -> str:
 
     if "Bridge" in inspect.getsource(genai_magics):
         return (
-            "%load_ext genai_magics\nfrom genai_magics.frontends.bridge import Bridge\n"
-            "B = Bridge.attach(get_ipython())\n"
+            "%load_ext genai_magics\nfrom genai_magics.shell_state import state_of\n"
+            "B = state_of(get_ipython()).bridge\n"
         )
     return ATTACH

@@ -9,19 +9,18 @@ from google import genai
 from google.genai import errors
 from helpers.shell import Shell
 
+from genai_magics.frontends.terminal import is_terminal
 from genai_magics.gemini import sdk_compat
 from genai_magics.gemini.caching import cache_is_gone
-from genai_magics.magics import GeminiMagics
 
 
 def test_an_embedded_ipython_is_a_terminal_and_a_kernel_shell_is_not():
     from IPython.core.interactiveshell import InteractiveShell
     from IPython.terminal.embed import InteractiveShellEmbed
 
-    terminal = GeminiMagics._terminal.fget
     # IPython.embed()'s shell subclasses TerminalInteractiveShell: no widgets there either
-    assert terminal(SimpleNamespace(shell=object.__new__(InteractiveShellEmbed))) is True
-    assert terminal(SimpleNamespace(shell=object.__new__(InteractiveShell))) is False
+    assert is_terminal(object.__new__(InteractiveShellEmbed)) is True
+    assert is_terminal(object.__new__(InteractiveShell)) is False
 
 
 def test_unload_removes_exactly_the_transformers_the_load_added():

@@ -80,3 +80,21 @@ def test_messages_are_standard_library_only():
     # Every layer imports the catalogue, so it imports nothing of the package and no third party.
     for level, module in _imports(PACKAGE / "messages.py"):
         assert level == 0 and module.split(".")[0] in sys.stdlib_module_names, f"messages.py imports {module}"
+
+
+# On top of the layers: the IPython face (the magics, their options and flags, the %gemini table,
+# load/unload), the modules that import no IPython (a turn, the per-shell state, an edit answer,
+# the one-line syntax) and the demo (a kernel's client, from outside).
+IPYTHON_FACE = {"__init__.py", "magics.py", "options.py", "magic_flags.py", "line_commands.py"}
+NO_IPYTHON = {"session.py", "shell_state.py", "edit_answer.py", "line_syntax.py", "messages.py"}
+CLIENT = {"demo.py"}
+UI_TOOLKITS = ("IPython", "ipywidgets", "ipykernel", "traitlets")
+
+
+def test_every_module_on_top_is_either_the_ipython_face_or_free_of_it():
+    on_top = {path.name for path in PACKAGE.glob("*.py")}
+    named = IPYTHON_FACE | NO_IPYTHON | CLIENT
+    assert on_top == named, f"say which a new module is: {on_top ^ named}"
+    for name in NO_IPYTHON:
+        for level, module in _imports(PACKAGE / name):
+            assert level or module.split(".")[0] not in UI_TOOLKITS, f"{name} imports {module}"

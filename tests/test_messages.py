@@ -185,3 +185,13 @@ def test_the_labextensions_stale_line_is_the_catalogues():
     assert found is not None, "STALE_ADVICE is no longer a sum of string literals"
     advice = "".join(piece[1:-1] for piece in re.findall(r"'[^']*'|\"[^\"]*\"", found.group(1)))
     assert messages.KERNEL_GONE.render(what="restarted") == f"The kernel restarted: {advice}"
+
+
+def test_every_message_is_one_the_code_renders():
+    # the catalogue holds what the package says, nothing it no longer says
+    package = Path(messages.__file__).parent
+    used = set()
+    for path in package.rglob("*.py"):
+        if path.name != "messages.py":
+            used |= set(re.findall(r"\bmessages\.([A-Z][A-Z0-9_]*)\b", path.read_text(encoding="utf-8")))
+    assert sorted(set(CATALOGUE) - used) == []

@@ -47,8 +47,8 @@ WARM_UP_STATE = r"""
 import threading, sys
 [t.join() for t in threading.enumerate() if t.name == "genai_magics warm-up"]
 from google.genai import types
-import genai_magics
-magics = genai_magics._LOADED[id(get_ipython())]
+from genai_magics.shell_state import state_of
+magics = state_of(get_ipython()).magics
 print(types.GenerateContentConfig.__pydantic_complete__, len(magics.session._clients))
 """
 

@@ -70,22 +70,17 @@ class Bridge:
 
     # ------------------------------------------------------------------ setup
     @classmethod
-    def attach(cls, shell: Any, timeout: float = DEFAULT_TIMEOUT) -> Bridge:
-        """The bridge of this shell, its comm opened (idempotent per shell).
+    def attach(cls, shell: Any, timeout: float = DEFAULT_TIMEOUT, existing: Bridge | None = None) -> Bridge:
+        """A bridge for this shell, its comm opened; given the shell's ``existing`` one, that one.
 
-        Called again after the comm was closed (notebook closed, page gone, or
+        Given a bridge whose comm was closed (notebook closed, page gone, or
         :meth:`close` by ``%unload_ext``), it opens a new comm on the same
         bridge: the proposals shown before a ``%reload_ext`` hold this object
         as their writer, so their Apply and Undo keep reaching the notebook.
+        Its owner keeps it (``shell_state.ShellState.bridge``); attaching it
+        again while its comm is open opens nothing.
         """
-        bridge = getattr(shell, "_genai_magics_bridge", None) if shell is not None else None
-        if not isinstance(bridge, Bridge):
-            bridge = cls(shell, timeout=timeout)
-            if shell is not None:
-                try:
-                    shell._genai_magics_bridge = bridge
-                except AttributeError:
-                    pass
+        bridge = existing if existing is not None else cls(shell, timeout=timeout)
         if bridge._comm is None:
             bridge._open()
         return bridge

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from .. import messages
+from .notebook_view import ExecutionRecord
 
 # called with an error message, or None on success; the controller's returns whether it committed
 Done = Callable[[str | None], "bool | None"]
@@ -153,9 +154,6 @@ class StagedApply:
     done: Done
 
 
-EDITED_BEFORE_RERUN = messages.EDITED_BEFORE_RERUN.render()  # magics.py takes it from here (for now)
-
-
 class StagedWriter(_Writer):
     """No way to wait for a click: Apply is recorded and written when the cell runs again.
 
@@ -192,3 +190,24 @@ class StagedWriter(_Writer):
             applied_text(self.instruction, source), self.cell_source, written
         )
         return messages.STAGED.render()
+
+
+def write_staged(
+    staged: dict[str, StagedApply], record: ExecutionRecord, set_next_input: Callable[[str], None]
+) -> bool:
+    """The magic cell runs again with an Apply staged for it as it was: write the proposal into
+    it now (True: the turn sends nothing). Committed first: a proposal discarded, reset or made
+    stale since the click is never written."""
+    running = record.running_id or ""
+    found = staged.pop(running, None)
+    if found is None:
+        return False
+    cell = record.by_id.get(running)
+    if cell is None or cell.source != found.cell_source:
+        found.done(messages.EDITED_BEFORE_RERUN.render())  # a new instruction is a new request
+        return False
+    if not found.done(None):
+        return False  # the widget says why (discarded, reset, a newer one applied)
+    set_next_input(found.text)
+    record.set_source(running, found.text)
+    return True

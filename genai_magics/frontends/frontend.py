@@ -13,14 +13,24 @@ from __future__ import annotations
 import enum
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from ..engine.cells import Cell, is_genai_magic
 from . import waiting
-from .cell_writer import CellWriter, KernelStateWriter, PrefilledWriter, RunningCellWriter, StagedWriter
+from .bridge import Bridge
+from .cell_writer import (
+    CellWriter,
+    KernelStateWriter,
+    PrefilledWriter,
+    RunningCellWriter,
+    StagedApply,
+    StagedWriter,
+    strip_applied_marker,
+)
 from .companion import Companion
 from .notebook_edit import NotebookCopyWriter, NotebookWriter
-from .notebook_view import ExecutionRecord, NotebookView
+from .notebook_view import ExecutionRecord, MergedView, NotebookView
 
 VSCODE_CELL = "vscode-notebook-cell:"
 
@@ -45,6 +55,8 @@ class Frontend:
     # (base, proposal) of a --notebook turn -> its writer: cell edits through a bridge, else copy-only
     make_notebook_writer: Callable[[str, str], CellWriter] = lambda _base, _proposal: NotebookCopyWriter()
     waits: waiting.Mechanism | None = None  # a running cell that waits for the click, and how
+    live_view: bool = False  # the view is the live notebook's (a cell it lacks is gone)
+    stale: bool = False  # a live view is there but has not caught up with the running cell
 
     def default_target(self) -> Cell | None:
         """The code cell directly above the magic where the layout is known, else the newest run one."""
@@ -54,6 +66,16 @@ class Frontend:
             if above is not None:
                 return above
         return self.record.latest_document(exclude=running)
+
+    def current_source(self, cell_id: str) -> str | None:
+        """A cell's code now (without the instruction line Apply adds in running-cell frontends)."""
+        for cell in self.view.cells():
+            if cell.id == cell_id:
+                return strip_applied_marker(cell.source)
+        if self.live_view:
+            return None  # the live notebook no longer has it
+        ran = self.record.by_id.get(cell_id)
+        return strip_applied_marker(ran.source) if ran else None
 
     def magic_source(self) -> str:
         """The magic cell's text as it ran (a staged Apply is for that text only)."""
@@ -146,6 +168,7 @@ def choose(
             lambda _i: bridge.writer,
             cell_above=bridge.cell_above if bridge_fresh else None,
             make_notebook_writer=notebook_writer,
+            live_view=bridge_fresh,
         )
     if magic_id and magic_id.startswith(VSCODE_CELL):
         mechanism = waiting.mechanism()
@@ -167,3 +190,47 @@ def choose(
             lambda i: StagedWriter(staged, magic_id, i, record.by_id[magic_id].source),
         )
     return Frontend(Kind.COPY, file_view, record, magic_id, lambda _i: KernelStateWriter(record.set_source))
+
+
+@dataclass(frozen=True)
+class KernelSide:
+    """What the kernel knows when a magic runs (or a button is clicked), to pick the frontend from."""
+
+    terminal: bool  # terminal IPython: no widgets, the next prompt can be pre-filled
+    bridge: Bridge | None  # JupyterLab's live bridge, if this shell has one
+    companion: Companion  # VS Code's companion, connected or not
+    record: ExecutionRecord
+    notebook_path: Path | None  # the .ipynb the frontend named, if any
+    staged: dict[str, StagedApply]
+    set_next_input: Callable[[str], None]
+    apply_wait: float
+
+
+def live_of(side: KernelSide) -> Bridge | Companion | None:
+    """The bridge, if a live frontend is connected; else VS Code's companion, if it is there."""
+    if side.bridge is not None and side.bridge.connected:
+        return side.bridge
+    return side.companion if side.companion.connected else None
+
+
+def is_stale(live: Bridge | Companion | None, record: ExecutionRecord) -> bool:
+    """The live view has not caught up with the cell that is running (a late snapshot)."""
+    cell = record.by_id.get(record.running_id or "")
+    return bool(live and cell and not live.is_fresh_for(cell.id, cell.source))
+
+
+def for_run(side: KernelSide) -> Frontend:
+    """The frontend of this run (or click), decided once from what the kernel knows now."""
+    live = live_of(side)
+    stale = is_stale(live, side.record)
+    frontend = choose(
+        terminal=side.terminal,
+        bridge=live,
+        bridge_fresh=not stale,
+        record=side.record,
+        file_view=MergedView(side.record, side.notebook_path),
+        staged=side.staged,
+        set_next_input=side.set_next_input,
+        apply_wait=side.apply_wait,
+    )
+    return replace(frontend, stale=stale)

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -55,6 +58,20 @@ def runs_async_cells(shell: Any) -> bool:
     except ImportError:
         return False
     return shell.loop_runner is _asyncio_runner
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """The stop button raises KeyboardInterrupt in the blocking request, also in an async
+    (%%gemini_edit) cell, where ipykernel's own SIGINT handler waits for the coroutine to yield."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
 
 
 # -- comm routing on kernel subshells (ipykernel >= 7.4) --------------------------------------------

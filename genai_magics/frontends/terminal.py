@@ -1,6 +1,17 @@
-"""What a cell typed at terminal IPython holds: its code, without the Enter that ran it."""
+"""Terminal IPython: whether the shell is one, and what a cell typed there holds (its code,
+without the Enter that ran it)."""
 
 from __future__ import annotations
+
+import sys
+from typing import Any
+
+
+def is_terminal(shell: Any) -> bool:
+    """Terminal IPython: no widgets, no rich outputs; the next prompt can be pre-filled."""
+    # Not imported, the terminal shell cannot be this one; IPython.embed()'s shell is one (a subclass).
+    terminal = sys.modules.get("IPython.terminal.interactiveshell")
+    return terminal is not None and isinstance(shell, terminal.TerminalInteractiveShell)
 
 
 def typed_source(raw_cell: str) -> str:

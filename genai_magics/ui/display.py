@@ -11,11 +11,14 @@ import json
 import re
 import sys
 import time
+import traceback
 from typing import Any
 
 from .. import messages
 from ..engine.cells import summary
 from ..engine.edits import progress as edits_progress
+from ..engine.errors import UserError
+from ..engine.redaction import redact
 
 
 def _display(obj: Any, **kwargs: Any) -> Any:
@@ -145,7 +148,20 @@ class NotebookDisplay:
 
     @staticmethod
     def error(text: str) -> None:
-        print(f"genai_magics: {text}", file=sys.stderr)
+        print(messages.PREFIX + text, file=sys.stderr)
+
+    def failed(self, exc: Exception, debug: bool) -> None:
+        """A turn that raised: a UserError's own line, anything else (a bug of ours) one
+        'unexpected' line; with debug on, the traceback first (an API failure's own)."""
+        self.clear_progress()
+        if isinstance(exc, UserError):
+            if debug and exc.__cause__ is not None:  # an API failure: its traceback on request
+                print(redact("".join(traceback.format_exception(exc.__cause__))), end="", file=sys.stderr)
+            self.error(str(exc))
+            return
+        if debug:
+            print(redact("".join(traceback.format_exception(exc))), end="", file=sys.stderr)
+        self.error(redact(messages.UNEXPECTED.render(kind=type(exc).__name__, error=exc)))
 
     @staticmethod
     def request(body: dict[str, Any], state: str, cache_plan: str | None = None) -> None:

@@ -43,9 +43,9 @@ class Shell:
         if "genai_magics" in self.ip.extension_manager.loaded:
             self.ip.run_line_magic("unload_ext", "genai_magics")
         self.ip.run_line_magic("load_ext", "genai_magics")
-        import genai_magics
+        from genai_magics.shell_state import state_of
 
-        self.magics = genai_magics._LOADED[id(self.ip)]
+        self.magics = state_of(self.ip).magics
 
     def run(self, source: str, cell_id: str | None = None) -> Shown:
         with capture_output() as out:

@@ -52,6 +52,10 @@ def open_notebook(page: Any, server: CodeServer, folder: Path, artifacts: Path, 
     return nb
 
 
+class KernelStartFailed(Exception):
+    """VS Code said "Failed to start the Kernel" (in the browser console) while a run waited."""
+
+
 class Notebook:
     def __init__(self, page: Any, server: CodeServer, folder: Path, name: str, artifacts: Path):
         self.page = page
@@ -149,7 +153,26 @@ class Notebook:
             time.sleep(0.15)
 
     def run(self, i: int, timeout: float = 60.0, wait: bool = True) -> None:
-        """Run cell ``i`` with its own button (Ctrl+Enter inserts a line in the web build)."""
+        """Run cell ``i`` with its own button (Ctrl+Enter inserts a line in the web build). A kernel
+        VS Code failed to start is started once more: its launcher takes ports from 9000 up after
+        checking they are free, and another process on the machine can bind one in between
+        ("ZMQError: Address already in use", seen with other code-servers on the machine)."""
+        failed = self._failed_starts()
+        before = self._press_run(i)
+        if not wait:
+            return
+        try:
+            self.wait_finished(i, before, timeout, failed_starts=failed)
+        except KernelStartFailed:
+            self.shot("kernel-start-failed")
+            self._press_run(i)
+            self.wait_finished(i, before, timeout)
+
+    def _failed_starts(self) -> int:
+        return sum("Failed to start the Kernel" in line for line in getattr(self.page, "console_log", []))
+
+    def _press_run(self, i: int) -> str:
+        """Press cell ``i``'s run button; its execution order before."""
         before = self.execution_order(i)
         for attempt in range(4):
             row = self.row(i)
@@ -164,8 +187,7 @@ class Notebook:
                 if attempt == 3:
                     raise
                 self.page.mouse.move(5, 5)  # hover off and on again
-        if wait:
-            self.wait_finished(i, before, timeout)
+        return before
 
     def execution_order(self, i: int) -> str:
         try:
@@ -176,13 +198,17 @@ class Notebook:
     def running(self, i: int) -> bool:
         return self.row(i).locator(".codicon-notebook-state-executing, .codicon-modifier-spin").count() > 0
 
-    def wait_finished(self, i: int, before: str | None, timeout: float) -> None:
-        """Until the cell shows an execution order (a new one, unless ``before`` is None) and no longer runs."""
+    def wait_finished(self, i: int, before: str | None, timeout: float, failed_starts: int | None = None) -> None:
+        """Until the cell shows an execution order (a new one, unless ``before`` is None) and no longer runs;
+        with ``failed_starts`` (the console's count before the run), KernelStartFailed when VS Code says
+        it failed to start the kernel since."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             order = self.execution_order(i)
             if order != before and re.search(r"\d", order) and not self.running(i):
                 return
+            if failed_starts is not None and self._failed_starts() > failed_starts:
+                raise KernelStartFailed(f"VS Code failed to start the kernel for cell {i}")
             time.sleep(0.2)
         self.shot(f"not-finished-{i}")
         raise TimeoutError(f"cell {i} did not finish within {timeout} s (order {self.execution_order(i)!r})")

@@ -1,0 +1,139 @@
+"""The flags of the turn magics, the help built from them (IPython's magic_arguments), and the
+turn request the parsed flags make."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from IPython.core.magic_arguments import argument, magic_arguments
+
+from .engine.conversation import STATE_MODES, Mode
+from .session import TurnRequest
+from .sources.explicit import ExplicitContext
+
+
+def turn_arguments(magic: str, form: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The flags shared by %%gemini_ask and %%gemini_edit, and the help of ``form``
+    ("cell": the prompt is the cell body; "line": the words after the flags)."""
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        decorators = [
+            magic_arguments(),
+            argument(
+                "--cell",
+                metavar="REF",
+                help="the document: an execution count (5 or In[5]), a cell id, or -1 for the most recent code cell",
+            ),
+            argument("--notebook", action="store_true", help="the whole notebook is the document"),
+            argument(
+                "-c",
+                "--conversation",
+                default="default",
+                metavar="NAME",
+                help="which conversation to continue (default: 'default')",
+            ),
+            argument("--new", action="store_true", help="start this conversation over"),
+            argument("--model", metavar="MODEL", help="model for this turn (default: %%config GeminiMagics.model)"),
+            argument(
+                "--state",
+                choices=STATE_MODES,
+                metavar="MODE",
+                help="where the conversation lives: contents (kept by the kernel) or interactions (kept by the server)",
+            ),
+            argument(
+                "--no-context", action="store_true", help="send no other cells (and for an ask, no document either)"
+            ),
+            argument(
+                "--dry-run",
+                action="store_true",
+                help="show the exact request; send nothing, change nothing, no key needed",
+            ),
+            argument(
+                "--interpolate",
+                action="store_true",
+                help="expand {name} and $name from the user namespace in the prompt "
+                "(and send a summary of each {name} variable)",
+            ),
+            argument(
+                "--error",
+                action="store_true",
+                help="send the session's last exception (trimmed traceback); "
+                "an empty prompt asks to explain and fix it",
+            ),
+            argument(
+                "--vars",
+                metavar="NAMES",
+                help="send compact summaries of these variables, e.g. df,model (each only when it changed)",
+            ),
+            argument(
+                "--rerun", action="store_true", help="ask Gemini again although this turn is in the notebook's record"
+            ),
+            argument(
+                "--no-outputs",
+                action="store_true",
+                help="leave out what the document cell showed (its printed text, tables and images)",
+            ),
+            argument(
+                "--outputs",
+                metavar="CELLS",
+                help="also send what these cells showed, e.g. 3,In[5] (the same REF as --cell, comma-separated)",
+            ),
+            argument("words", nargs="*", help=argparse.SUPPRESS if form == "cell" else "the prompt"),
+        ]
+        for decorator in reversed(decorators):
+            func = decorator(func)
+        parser = func.parser  # type: ignore[attr-defined]  # set by magic_arguments()
+        parser.allow_abbrev = False  # a mistyped flag is an error, not a guess
+        # argparse's own layout: IPython's formatter writes reST ('::', '<{a,b}>') that
+        # %%gemini_edit? would show raw.
+        parser.formatter_class = argparse.RawDescriptionHelpFormatter
+        parser.description = inspect.cleandoc(parser.description or "")
+        # argparse %-formats the usage: '%%' is one '%'.
+        parser.usage = (
+            f"%%%%{magic} [options]\n       the prompt: the lines below, in the cell body"
+            if form == "cell"
+            else f"%%{magic} [options] prompt words"
+        )
+        func.__doc__ = parser.format_help()
+        return func
+
+    return decorate
+
+
+def turn_request(mode: Mode, args: argparse.Namespace, asked: ExplicitContext) -> TurnRequest:
+    """The request a turn magic's parsed flags and its gathered context make."""
+    return TurnRequest(
+        mode=mode,
+        prompt=asked.prompt,
+        conversation=args.conversation,
+        cell=args.cell,
+        notebook=args.notebook,
+        new=args.new,
+        model=args.model,
+        state=args.state,
+        no_context=args.no_context,
+        dry_run=args.dry_run,
+        extra_pieces=asked.pieces,
+        preferred_target=asked.failing_cell,
+        rerun=args.rerun,
+        outputs=not args.no_outputs,
+        output_cells=tuple(ref.strip() for ref in (args.outputs or "").split(",") if ref.strip()),
+    )
+
+
+def documented(doc: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A docstring made from a table (magic_arguments reads it for the magic's help)."""
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        func.__doc__ = doc
+        return func
+
+    return decorate
+
+
+def takes_value(magic) -> frozenset[str]:
+    """The magic's flags that read a value (``--cell REF``), as its parser declares them."""
+    return frozenset(o for a in magic.parser._actions for o in a.option_strings if a.nargs != 0)

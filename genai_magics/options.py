@@ -1,0 +1,108 @@
+"""The magics' options (``%config GeminiMagics.<name>``) and the turn settings they make.
+
+A base class of ``GeminiMagics``: the traits are looked up on the magics object, so
+``%config GeminiMagics.model = ...`` and an ``ipython_config.py`` work as before.
+"""
+
+from __future__ import annotations
+
+from IPython.core.magic import Magics
+from traitlets import Bool, Dict, Enum, Float, Int, Unicode
+
+from .engine.conversation import STATE_MODES
+from .gemini.models import DEFAULT_MODEL
+from .gemini.transport import ClientSettings
+from .persistence.replay import REPLAY_MODES
+from .session import Settings
+
+
+class GeminiOptions(Magics):
+    """What ``%config GeminiMagics`` lists (registered only as the magics themselves)."""
+
+    model = Unicode(DEFAULT_MODEL, help="Gemini model used when --model is not given").tag(config=True)
+    state = Enum(list(STATE_MODES), default_value="contents", help="default state mode for new conversations").tag(
+        config=True
+    )
+    max_document_bytes = Int(1_000_000, help="largest document (cell or notebook) sent, in bytes").tag(config=True)
+    secondary_context_chars = Int(20_000, help="cap on the other cells sent as context, in characters").tag(config=True)
+    max_chain_versions = Int(
+        8,
+        help="interactions mode: start a new server chain when it holds more full "
+        "versions of the code than this (0: never)",
+    ).tag(config=True)
+    patches = Bool(
+        True,
+        help="send a small change made by hand as a patch against the version the model "
+        "holds, instead of the whole document again (False: always the whole document)",
+    ).tag(config=True)
+    temperature = Float(
+        None, allow_none=True, help="sampling temperature sent with every turn (None: the model's default)"
+    ).tag(config=True)
+    retry_attempts = Int(5, help="attempts for 429 and 5xx answers (the SDK's HttpRetryOptions)").tag(config=True)
+    timeout = Float(120.0, help="seconds to wait for an answer").tag(config=True)
+    debug = Bool(False, help="show full tracebacks for unexpected errors").tag(config=True)
+    max_var_chars = Int(2_000, help="cap on each variable summary sent with --vars, in characters").tag(config=True)
+    persist = Bool(True, help="keep each notebook's conversations in a record that outlives the kernel").tag(
+        config=True
+    )
+    replay = Enum(
+        list(REPLAY_MODES),
+        default_value="auto",
+        help="after a restart, show a recorded turn instead of asking again: auto, off, or only (never ask)",
+    ).tag(config=True)
+    record_location = Unicode(
+        "user",
+        help="where the record lives: 'user' (private, the Jupyter data dir), "
+        "'notebook' (beside the .ipynb, to share or commit) or a file path",
+    ).tag(config=True)
+    apply_wait = Float(
+        300.0, help="seconds a magic cell waits for Apply/Discard where only the running cell can be written (VS Code)"
+    ).tag(config=True)
+    max_prompt_bytes = Int(100_000, help="largest prompt accepted, in bytes (the cell body or the one-line words)").tag(
+        config=True
+    )
+    cache = Enum(
+        ["auto", "off"],
+        default_value="auto",
+        help="contents mode: keep the conversation's stable head (system instruction, document, "
+        "context) in an explicit Gemini context cache when it is over the model's cache minimum and "
+        "pays off; off: never",
+    ).tag(config=True)
+    cache_ttl = Float(600.0, help="seconds an explicit cache lives unless used (each use extends it)").tag(config=True)
+    prices = Dict(
+        help="prices per model overriding or adding to the table (US$ per 1M tokens): "
+        '{"model": {"input": .., "cached_input": .., "output": .., "storage_hour": .., '
+        '"cache_minimum": tokens}}'
+    ).tag(config=True)
+
+    record_images = Bool(
+        False,
+        help="the record keeps the images cells showed, not only their hashes and sizes "
+        "(a contents conversation restored after a restart then need not send them again)",
+    ).tag(config=True)
+    max_output_chars = Int(4_000, help="cap on the text a cell showed, sent per cell, in characters").tag(config=True)
+    max_images = Int(4, help="most images (cell outputs) sent in one turn; the others go with a later turn").tag(
+        config=True
+    )
+    max_image_bytes = Int(
+        1_000_000,
+        help="largest image sent, in bytes: a larger one is downscaled (with Pillow) or, without Pillow, not sent",
+    ).tag(config=True)
+
+    def _settings(self) -> Settings:
+        return Settings(
+            model=self.model,
+            state=self.state,
+            max_document_bytes=self.max_document_bytes,
+            secondary_context_chars=self.secondary_context_chars,
+            max_chain_versions=self.max_chain_versions,
+            patches=self.patches,
+            temperature=self.temperature,
+            client=ClientSettings(retry_attempts=self.retry_attempts, timeout_s=self.timeout),
+            cache=self.cache,
+            cache_ttl_s=self.cache_ttl,
+            prices=dict(self.prices),
+            max_output_chars=self.max_output_chars,
+            max_images=self.max_images,
+            max_image_bytes=self.max_image_bytes,
+        )

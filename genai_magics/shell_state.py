@@ -1,0 +1,43 @@
+"""Everything genai_magics keeps for one IPython shell, in one object stored once on the shell.
+
+``%load_ext`` registers magics that work on it, ``%unload_ext`` takes them away and leaves the
+rest, so the next load (``%reload_ext``) continues the conversations, and the buttons shown
+before keep their staged Applies, the live bridge and the VS Code companion they write through.
+Not in the package's ``__init__``: ``%reload_ext`` reloads that module, and this class must stay
+the one the shell's object is an instance of.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .frontends.bridge import Bridge
+from .frontends.cell_writer import StagedApply
+from .frontends.companion import Companion
+from .session import Session
+from .ui.proposal import ProposalController
+
+if TYPE_CHECKING:
+    from .magics import GeminiMagics
+
+_SLOT = "_genai_magics"
+
+
+@dataclass
+class ShellState:
+    session: Session
+    companion: Companion  # VS Code's companion, if this notebook's window has it
+    staged: dict[str, StagedApply] = field(default_factory=dict)  # magic cell id -> its staged Apply
+    latest: dict[str, ProposalController] = field(default_factory=dict)  # conversation -> newest proposal
+    bridge: Bridge | None = None  # JupyterLab's live bridge, once a kernel's load attached it
+    magics: GeminiMagics | None = None  # the magics registered now; None while unloaded
+
+
+def state_of(shell: Any) -> ShellState:
+    """The shell's state, made on first use."""
+    state = getattr(shell, _SLOT, None)
+    if not isinstance(state, ShellState):
+        state = ShellState(session=Session(), companion=Companion(shell))
+        setattr(shell, _SLOT, state)
+    return state
