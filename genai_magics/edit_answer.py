@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from . import messages
 from .engine.cells import Document
 from .engine.conversation import Usage
 from .engine.edits import EditRefused, Edits, apply_edits, parse_edits
@@ -33,10 +34,7 @@ def parse_edit_answer(text: str) -> EditAnswer:
     try:
         data = json.loads(text)
     except ValueError:
-        raise UserError(
-            "the model's edit answer was not valid JSON, so there is no proposal; "
-            "nothing was recorded - run the cell again"
-        ) from None
+        raise UserError(messages.EDIT_NOT_JSON.render()) from None
     if not isinstance(data, dict):
         data = {}
     given = data.get("explanation")
@@ -46,9 +44,7 @@ def parse_edit_answer(text: str) -> EditAnswer:
         return EditAnswer(explanation, data["proposedSource"])
     if edits is not None:
         return EditAnswer(explanation, None, edits)
-    raise UserError(
-        "the model's edit answer had neither proposedSource nor valid edits; nothing was recorded - run the cell again"
-    )
+    raise UserError(messages.EDIT_EMPTY.render())
 
 
 def built(answer: EditAnswer, document: Document | None) -> EditAnswer | EditRefused:
@@ -70,14 +66,11 @@ def settle(
     if not isinstance(first, EditRefused):
         return result, first
     why = first.describe()
-    note(f"the model's edits did not apply ({why}); asking once more for the whole text")
+    note(messages.EDITS_ASKED_AGAIN.render(why=why))
     again = resend(EditRetry(result.text, retry_payload(why), result.interaction_id))
     second = parse_edit_answer(again.text)
     if second.source is None:
-        raise UserError(
-            f"the model's edits did not apply ({why}), and its second answer was edits again; "
-            "nothing was recorded - run the cell again"
-        )
+        raise UserError(messages.EDITS_AGAIN.render(why=why))
     total = TurnResult(again.text, added(result.usage, again.usage), again.interaction_id)
     return total, second
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from . import messages
 from .engine.conversation import STATE_MODES, Conversation
 from .engine.errors import UserError
 from .gemini.models import models_table
@@ -103,7 +104,7 @@ def _models(call: Call) -> None:
 def _state(call: Call) -> None:
     if call.args.value:
         if call.args.value not in STATE_MODES:
-            NotebookDisplay.error(f"state must be one of {', '.join(STATE_MODES)}")
+            NotebookDisplay.error(messages.STATE_CHOICES.render(choices=", ".join(STATE_MODES)))
             return
         call.magics.state = call.args.value
     print(f"default state mode: {call.magics.state}")
@@ -119,7 +120,7 @@ def _on_proposal(action: str) -> Callable[[Call], None]:
     def run(call: Call) -> None:
         controller = call.magics.latest.get(call.args.conversation or "default")
         if controller is None:
-            NotebookDisplay.error("no proposal to act on in this conversation")
+            NotebookDisplay.error(messages.NO_PROPOSAL.render())
             return
         getattr(controller, action)()
         print(controller.message)

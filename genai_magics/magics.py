@@ -17,6 +17,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from . import messages
 from .engine.conversation import Mode
 from .engine.errors import UserError
 from .engine.redaction import redact, remember_keys
@@ -167,24 +168,23 @@ class GeminiMagics(GeminiOptions):
         """Run one turn; what IPython gets back is None, or an awaitable while a proposal waits for its click."""
         record = self.session.executed
         if write_staged(self.shell_state.staged, record, lambda text: self.shell.set_next_input(text, replace=True)):
-            print("genai_magics: the staged proposal replaces this cell now; no request was sent.")
+            print(messages.PREFIX + messages.STAGED_WRITTEN.render())
             return None
         # a flag's name after the first word of the prompt is prompt text (also on a %% line)
         line, words = split_prompt(line, takes_value(magic))
         try:
             args = parse_argstring(magic, line)
         except UsageError as exc:
-            NotebookDisplay.error(f"{exc} (see {'%%' if cell is not None else '%'}gemini_{mode}?)")
+            NotebookDisplay.error(
+                messages.USAGE.render(error=exc, magic=f"{'%' if cell is not None else ''}gemini_{mode}")
+            )
             return None
         settings = self._settings()
         display = TerminalDisplay(mode) if is_terminal(self.shell) else NotebookDisplay(mode)
         body = "\n".join(part for part in (words, " ".join(args.words), cell or "") if part)
         size = len(body.encode("utf-8", "surrogatepass"))
         if size > self.max_prompt_bytes:
-            display.error(
-                f"the prompt is {size:,} bytes, over the cap of {self.max_prompt_bytes:,}; nothing was sent "
-                "(%config GeminiMagics.max_prompt_bytes; put big text in a cell and use --cell or --vars)"
-            )
+            display.error(messages.PROMPT_OVER_CAP.render(size=size, cap=self.max_prompt_bytes))
             return None
         frontend = self._frontend()  # the one frontend of this turn
         try:
@@ -202,10 +202,7 @@ class GeminiMagics(GeminiOptions):
             return None
         request = turn_request(mode, args, asked)
         if frontend.stale:
-            display.note(
-                "the live notebook view has not caught up with this cell; "
-                "using the kernel's record of executed cells for this turn"
-            )
+            display.note(messages.VIEW_BEHIND.render())
         try:
             self._replay()
             if not args.dry_run:
@@ -270,7 +267,7 @@ class GeminiMagics(GeminiOptions):
         try:
             args = parse_argstring(self.gemini, line)
         except UsageError as exc:
-            NotebookDisplay.error(f"{exc} (see %gemini?)")
+            NotebookDisplay.error(messages.USAGE.render(error=exc, magic="gemini"))
             return
         try:
             replay = self._replay()
@@ -279,6 +276,6 @@ class GeminiMagics(GeminiOptions):
             replay = self.session.replay
         convs = chosen(self.session.conversations, args.conversation)
         if convs is None:
-            NotebookDisplay.error(f"no conversation named {args.conversation!r}")
+            NotebookDisplay.error(messages.NO_CONVERSATION.render(name=args.conversation))
             return
         COMMANDS[args.command].run(Call(self, args, replay, convs))

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, NoReturn, Protocol
 
+from . import messages
 from .edit_answer import EditAnswer, settle
 from .engine.cells import WHOLE_NOTEBOOK, Cell, Document, WholeNotebook, defined_names, is_genai_magic, undecodable_at
 from .engine.context import ContextPiece, secondary_context
@@ -193,7 +194,6 @@ def _no_key() -> bool:
     return not vertex and not (os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY"))
 
 
-STOPPED = "stopped: the answer was interrupted; nothing was recorded and the conversation is as before"
 _FALLBACK_ID = re.compile(r"^(In\[\d+\]|run-\d+)$")  # no frontend cell id: named by execution count
 _COUNT_REF = re.compile(r"^(?:In\s*\[\s*)?(\d+)\s*\]?$")
 CONVERSATION_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -214,7 +214,7 @@ class Session:
     def conversation(self, name: str, state: StateMode, new: bool = False) -> Conversation:
         """The named conversation, or a new one that is kept only once a turn succeeds."""
         if not CONVERSATION_NAME.match(name):
-            raise UserError(f"conversation name {name!r} is not allowed: use 1-64 letters, digits, '_', '-' or '.'")
+            raise UserError(messages.BAD_NAME.render(name=name))
         if new or name not in self.conversations:
             return Conversation(name=name, state_mode=state)
         return self.conversations[name]
@@ -238,7 +238,7 @@ class Session:
         if ref == "-1":
             cell = self.executed.latest_document(exclude=running)
             if cell is None:
-                raise UserError(f"{flag} -1: no code cell has been run yet")
+                raise UserError(messages.NO_CODE_CELL_RUN.render(flag=flag))
             return self._freshest(view, cell)
         cells = list(view.cells())
         m = _COUNT_REF.match(ref)
@@ -250,26 +250,21 @@ class Session:
             )
             if not ref.isdigit():  # written In[n]: nothing else is meant
                 if by_count is None:
-                    raise UserError(f"{flag} {ref}: no cell with execution count {count} in this session")
+                    raise UserError(messages.NO_CELL_WITH_COUNT.render(flag=flag, ref=ref, count=count))
                 return self._freshest(view, by_count)
         exact = [c for c in cells if c.id == ref] or ([self.executed.by_id[ref]] if ref in self.executed.by_id else [])
         by_id = exact or [c for c in cells if c.id.startswith(ref)]
         if by_count is not None and by_id:
-            raise UserError(
-                f"{flag} {ref}: ambiguous, In[{ref}] ran in this session and cell {by_id[0].id[:12]} has "
-                f"an id starting with {ref}; write In[{ref}] for the run, or more of the id"
-            )
+            raise UserError(messages.AMBIGUOUS_COUNT_OR_ID.render(flag=flag, ref=ref, cell=by_id[0].id[:12]))
         if by_count is not None:
             return self._freshest(view, by_count)
         if len(by_id) == 1:
             return self._freshest(view, by_id[0])
         if len(by_id) > 1:
-            raise UserError(f"{flag} {ref}: ambiguous, {len(by_id)} cells have ids starting with it")
+            raise UserError(messages.AMBIGUOUS_ID.render(flag=flag, ref=ref, count=len(by_id)))
         if m:
-            raise UserError(
-                f"{flag} {ref}: no cell with execution count {ref} in this session and no cell id starting with it"
-            )
-        raise UserError(f"{flag} {ref}: no such cell (use an execution count like 5 or In[5], a cell id, or -1)")
+            raise UserError(messages.NO_CELL_WITH_COUNT_OR_ID.render(flag=flag, ref=ref))
+        raise UserError(messages.NO_SUCH_CELL.render(flag=flag, ref=ref))
 
     def _freshest(self, view: NotebookView, cell: Cell) -> Cell:
         """The same cell as the live view sees it now (unsaved edits included)."""
@@ -321,11 +316,7 @@ class Session:
     def _no_document_left(self, view: NotebookView, kept: Cell) -> NoReturn:
         where = "this cell" if kept.id == self.executed.running_id else self._label(view, kept)
         now = "holds a genai magic" if kept.cell_type == "code" else f"is a {kept.cell_type} cell"
-        raise UserError(
-            f"{where} was this conversation's document and now {now}, so no cell has "
-            "the code the model has: paste that code into a code cell and run it, "
-            "or name the document with --cell"
-        )
+        raise UserError(messages.MAGIC_IN_DOCUMENT.render(where=where, now=now))
 
     def kept_target(self, view: NotebookView, conv: Conversation | None) -> Cell | None:
         """The document a conversation already works on, while that cell still exists."""
@@ -357,10 +348,10 @@ class Session:
             try:  # the live view has every cell; otherwise the notebook file must be readable
                 known = getattr(view, "notebook_cells", view.cells)()
             except NotebookFileError as exc:
-                raise UserError(f"--notebook: {exc}") from None
+                raise UserError(messages.NOTEBOOK_FLAG.render(why=exc)) from None
             cells = [c for c in known if not is_genai_magic(c.source) and c.id != self.executed.running_id]
             if not cells:
-                raise UserError("--notebook: the notebook has no cells to work on")
+                raise UserError(messages.NOTEBOOK_FLAG.render(why=messages.NOTEBOOK_EMPTY.render()))
             doc = Document(key=WHOLE_NOTEBOOK, label="the notebook", source=notebook_text(cells))
             target = None
         else:
@@ -372,27 +363,21 @@ class Session:
                 target = self.follow_up_target(frontend, conv)
             if target is None:
                 if req.mode == "edit":
-                    raise UserError("nothing to edit yet: run a code cell first, or name one with --cell")
+                    raise UserError(messages.NOTHING_TO_EDIT.render())
                 return None, None
             named = f"--cell {req.cell}" if req.cell else self._label(view, target)
             if target.cell_type != "code":
-                raise UserError(f"{named}: that is a {target.cell_type} cell; only code cells can be the document")
+                raise UserError(messages.NOT_A_CODE_CELL.render(named=named, cell_type=target.cell_type))
             if is_genai_magic(target.source):
-                raise UserError(f"{named}: that is a genai magic cell, not code to work on")
+                raise UserError(messages.MAGIC_AS_DOCUMENT.render(named=named))
             # A cell Apply wrote in a running-cell frontend starts with the instruction line.
             doc = Document(key=target.id, label=self._label(view, target), source=strip_applied_marker(target.source))
         bad = undecodable_at(doc.source)
         if bad is not None:
-            raise UserError(
-                f"{doc.label} holds binary or undecodable text (at character {bad}); "
-                "nothing was sent - only text can be the document"
-            )
+            raise UserError(messages.DOCUMENT_NOT_TEXT.render(label=doc.label, at=bad))
         size = len(doc.source.encode("utf-8", "surrogatepass"))
         if size > settings.max_document_bytes:
-            raise UserError(
-                f"the document is {size:,} bytes, over the cap of {settings.max_document_bytes:,} "
-                "(%config GeminiMagics.max_document_bytes)"
-            )
+            raise UserError(messages.DOCUMENT_OVER_CAP.render(size=size, cap=settings.max_document_bytes))
         if req.no_context and req.mode == "ask":
             return None, target
         return doc, target
@@ -431,7 +416,7 @@ class Session:
         env = tuple(os.environ.get(name, "") for name in CLIENT_ENV)
         key = hashlib.sha256(repr((settings, env)).encode()).hexdigest()  # no key text kept here
         if _no_key():
-            raise UserError("no API key: set GEMINI_API_KEY (or GOOGLE_API_KEY), or use --dry-run to see the request")
+            raise UserError(messages.NO_API_KEY.render())
         with self._client_lock:
             if key not in self._clients:
                 notices = RetryNotices(settings.retry_attempts, settings.timeout_s)
@@ -528,7 +513,7 @@ class Session:
         # The prompt as the model gets it: no key, even one interpolated from a variable.
         req = replace(req, prompt=redact(req.prompt.strip()))
         if not req.prompt:
-            raise UserError("the prompt is empty: write your request in the cell body below the magic line")
+            raise UserError(messages.PROMPT_EMPTY.render())
         self.replay.restore(self.conversations)
         if not req.dry_run:
             self.replay.position(req.conversation, self._magic_cell())
@@ -570,9 +555,11 @@ class Session:
             pieces = tuple(p for p in pieces if p not in waiting)
             plan = self._plan_turn(resolved, pieces, settings)
             display.note(
-                f"{len(waiting)} image(s) not sent this turn: max_images is {settings.max_images} "
-                "(%config GeminiMagics.max_images); "
-                + ("they go with a later turn" if settings.max_images > 0 else "none is sent while it is 0")
+                messages.IMAGES_WAIT.render(
+                    count=len(waiting),
+                    cap=settings.max_images,
+                    then=(messages.IMAGES_LATER if settings.max_images > 0 else messages.IMAGES_NEVER).render(),
+                )
             )
         going, kept = {p.key for p in plan.pieces}, {p.key for p in pieces}
         for (
@@ -624,11 +611,7 @@ class Session:
         client, notices = self._client(settings.client)
         transport = TRANSPORTS[plan.state_mode](client, model, settings.temperature)
         if plan.new_chain_digest and conv.last_interaction_id:
-            display.note(
-                f"the server chain holds {len(conv.chain_versions)} versions of the code and the model "
-                "reads them all on every turn; starting a new chain with the current code and a "
-                "digest of the earlier turns (%config GeminiMagics.max_chain_versions)"
-            )
+            display.note(messages.CHAIN_TOO_LONG.render(versions=len(conv.chain_versions)))
         notices.start(display.note, transport.honours_retry_after)
         answer = None
         try:
@@ -646,7 +629,7 @@ class Session:
                     try:
                         again = transport.send(sent, conv.history, display.chunk, self.caches.head(conv), retry)
                     except KeyboardInterrupt:
-                        raise UserError(STOPPED) from None
+                        raise UserError(messages.STOPPED.render()) from None
                     except Exception as exc:
                         raise UserError(self._failure(exc, settings)) from exc
                     return _on_wire(again, notices)
@@ -728,15 +711,12 @@ class Session:
                 conv, transport, plan, conv.history, display.chunk, display.note, step, settings.cache_ttl_s
             ), plan
         except KeyboardInterrupt:
-            raise UserError(STOPPED) from None
+            raise UserError(messages.STOPPED.render()) from None
         except Exception as exc:
             if not (plan.previous_interaction_id and status_code(exc) == 404):
                 raise UserError(self._failure(exc, settings)) from exc
         # The server forgot the chain: a new one that carries what the model needs.
-        display.note(
-            "the server no longer holds this conversation; starting a new chain and "
-            "sending the document, the context and a digest of the earlier turns once"
-        )
+        display.note(messages.CHAIN_LOST.render())
         previous = conv.last_interaction_id
         conv.lose_chain()
         fresh = replan()
@@ -744,7 +724,7 @@ class Session:
             return transport.send(fresh, conv.history, display.chunk), fresh
         except KeyboardInterrupt:
             conv.last_interaction_id = previous
-            raise UserError(STOPPED) from None
+            raise UserError(messages.STOPPED.render()) from None
         except Exception as again:
             conv.last_interaction_id = previous
             raise UserError(self._failure(again, settings)) from again
@@ -796,10 +776,7 @@ def unmasked_proposal(doc: Document, proposal: str, display: TurnDisplay) -> str
         untouched = [] if placed else [doc.label]
         proposal = proposal if placed else doc.source
     if untouched:
-        display.note(
-            f"the model saw the API key as *** and changed the line around it in {', '.join(untouched)}; "
-            "left as it is there (edit that line yourself)"
-        )
+        display.note(messages.KEY_LINE_CHANGED.render(cells=", ".join(untouched)))
     return proposal
 
 
@@ -812,8 +789,7 @@ def unsendable(payload: dict[str, Any]) -> None:
             text.encode("utf-8")
         except UnicodeEncodeError as exc:
             raise UserError(
-                f"the turn's {name} holds undecodable text (a lone surrogate, {text[exc.start : exc.start + 1]!a}, "
-                f"at character {exc.start}); nothing was sent"
+                messages.FIELD_NOT_TEXT.render(name=name, char=ascii(text[exc.start : exc.start + 1]), at=exc.start)
             ) from None
 
 

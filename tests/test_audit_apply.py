@@ -13,6 +13,7 @@ from helpers.kernel import FAKE_KEY
 from helpers.vscode import VSCode, set_next_input
 from helpers.wire import api_requests
 
+from genai_magics import messages
 from genai_magics.engine.cells import Cell
 from genai_magics.frontends.notebook_edit import notebook_text
 
@@ -27,7 +28,7 @@ def _staged(kernel, vscode):
     vscode.run(CELL_A, 1)
     vscode.run(LOOP, 2)
     kernel.click("Apply")
-    assert any("Apply staged: run this cell again" in v for v in kernel.html_values())
+    assert any(messages.STAGED.render() in v for v in kernel.html_values())
 
 
 # -- staged Apply (VS Code, a cell that cannot wait) ------------------------------------------------
@@ -43,7 +44,7 @@ def test_discard_after_a_staged_apply_writes_nothing_on_the_next_run(kernel, stu
     assert all(not p["text"].startswith("# gemini_edit:") for p in set_next_input(again)), (
         "a discarded proposal must never replace the cell"
     )
-    assert "staged proposal replaces this cell" not in again.stdout
+    assert messages.STAGED_WRITTEN.render() not in again.stdout
     assert len(api_requests(stub)) == n + 1, "the run is a normal turn again"
 
 
@@ -53,7 +54,7 @@ def test_reset_after_a_staged_apply_writes_nothing_on_the_next_run(kernel, stub)
     kernel.run("%gemini reset", cell_id="reset")
     again = vscode.run(LOOP, 2)
     assert all(not p["text"].startswith("# gemini_edit:") for p in set_next_input(again))
-    assert "staged proposal replaces this cell" not in again.stdout
+    assert messages.STAGED_WRITTEN.render() not in again.stdout
 
 
 def test_a_magic_cell_edited_after_a_staged_apply_runs_as_written(kernel, stub):

@@ -17,6 +17,8 @@ from helpers.kernel import FAKE_KEY, Kernel
 from helpers.lazy import lazy_import
 from helpers.wire import api_requests, current_payload
 
+from genai_magics import messages
+
 nbformat = lazy_import("nbformat")
 
 CELL = "def mean(xs):\n    return sum(xs) / len(xs)\n"
@@ -94,30 +96,29 @@ def rejected(kernel, stub, source: str, cell_id: str = "bad") -> str:
 
 
 @pytest.mark.parametrize(
-    "source, expected",
-    [
-        (
-            "%%gemini_ask\n   \n",
-            "genai_magics: the prompt is empty: write your request in the cell body below the magic line",
-        ),
-        (
-            "%%gemini_edit --cell cell-mean\n\n",
-            "genai_magics: the prompt is empty: write your request in the cell body below the magic line",
-        ),
-        ("%gemini_ask", "genai_magics: the prompt is empty: write your request in the cell body below the magic line"),
-    ],
+    "source",
+    ["%%gemini_ask\n   \n", "%%gemini_edit --cell cell-mean\n\n", "%gemini_ask"],
     ids=["ask-blank", "edit-blank", "line-form-no-words"],
 )
-def test_empty_prompt(kernel, stub, source, expected):
-    assert rejected(kernel, stub, source) == expected
+def test_empty_prompt(kernel, stub, source):
+    assert rejected(kernel, stub, source) == messages.PROMPT_EMPTY.shown()
 
 
 @pytest.mark.parametrize(
     "source, expected",
     [
-        ("%%gemini_ask --bogus\nhi", "genai_magics: unrecognized arguments: --bogus (see %%gemini_ask?)"),
-        ("%%gemini_edit --celll cell-mean\nhi", "genai_magics: unrecognized arguments: --celll (see %%gemini_edit?)"),
-        ("%%gemini_edit --cel cell-mean\nhi", "genai_magics: unrecognized arguments: --cel (see %%gemini_edit?)"),
+        (
+            "%%gemini_ask --bogus\nhi",
+            messages.USAGE.shown(error="unrecognized arguments: --bogus", magic="%gemini_ask"),
+        ),
+        (
+            "%%gemini_edit --celll cell-mean\nhi",
+            messages.USAGE.shown(error="unrecognized arguments: --celll", magic="%gemini_edit"),
+        ),
+        (
+            "%%gemini_edit --cel cell-mean\nhi",
+            messages.USAGE.shown(error="unrecognized arguments: --cel", magic="%gemini_edit"),
+        ),
         ("%%gemini_ask --state nowhere\nhi", "invalid choice: 'nowhere'"),
         ("%gemini frobnicate", "invalid choice: 'frobnicate'"),
     ],
@@ -126,22 +127,15 @@ def test_empty_prompt(kernel, stub, source, expected):
 def test_unknown_flag_or_command(kernel, stub, source, expected):
     line = rejected(kernel, stub, source)
     assert expected in line
-    assert line.startswith("genai_magics: ")
+    assert messages.USAGE.matches(line)
 
 
 @pytest.mark.parametrize(
     "ref, expected",
     [
-        (
-            "nosuch",
-            "genai_magics: --cell nosuch: no such cell (use an execution count like 5 or In[5], a cell id, or -1)",
-        ),
-        (
-            "999",
-            "genai_magics: --cell 999: no cell with execution count 999 in this session "
-            "and no cell id starting with it",
-        ),
-        ("In[999]", "genai_magics: --cell In[999]: no cell with execution count 999 in this session"),
+        ("nosuch", messages.NO_SUCH_CELL.shown(flag="--cell", ref="nosuch")),
+        ("999", messages.NO_CELL_WITH_COUNT_OR_ID.shown(flag="--cell", ref="999")),
+        ("In[999]", messages.NO_CELL_WITH_COUNT.shown(flag="--cell", ref="In[999]", count=999)),
     ],
 )
 def test_cell_naming_no_cell(kernel, stub, ref, expected):
@@ -150,7 +144,7 @@ def test_cell_naming_no_cell(kernel, stub, ref, expected):
 
 def test_markdown_cell_is_not_a_document(kernel, stub):
     line = rejected(kernel, stub, "%%gemini_edit --cell md-notes\nfix the typo")
-    assert line == "genai_magics: --cell md-notes: that is a markdown cell; only code cells can be the document"
+    assert line == messages.NOT_A_CODE_CELL.shown(named="--cell md-notes", cell_type="markdown")
 
 
 def test_never_run_file_cell_is_a_valid_target(kernel, stub):
@@ -173,19 +167,14 @@ def test_document_over_the_default_cap_of_about_one_megabyte(kernel, stub):
         line = rejected(kernel, stub, "%%gemini_ask --cell cell-big\nsummarize")
     finally:
         kernel.run("DATA = ''", cell_id="cell-big")  # not a megabyte of context for the next tests
-    assert line == (
-        f"genai_magics: the document is {size:,} bytes, over the cap of 1,000,000 "
-        "(%config GeminiMagics.max_document_bytes)"
-    )
+    assert line == messages.DOCUMENT_OVER_CAP.shown(size=size, cap=1_000_000)
 
 
 def test_document_over_a_lowered_cap(kernel, stub):
     kernel.run("%config GeminiMagics.max_document_bytes = 20", cell_id="cfg")
     size = len(CELL.encode())
     line = rejected(kernel, stub, "%%gemini_edit --cell cell-mean\nrename")
-    assert line == (
-        f"genai_magics: the document is {size:,} bytes, over the cap of 20 (%config GeminiMagics.max_document_bytes)"
-    )
+    assert line == messages.DOCUMENT_OVER_CAP.shown(size=size, cap=20)
 
 
 def test_binary_cell_is_not_sent(kernel, stub):
@@ -194,14 +183,13 @@ def test_binary_cell_is_not_sent(kernel, stub):
         line = rejected(kernel, stub, "%%gemini_ask --cell cell-nul\nwhat is this?")
     finally:
         kernel.run("blob = 'ab'", cell_id="cell-nul")
-    assert line.startswith("genai_magics: ")
-    assert "holds binary or undecodable text (at character 9); nothing was sent - only text can be the document" in line
+    assert (messages.DOCUMENT_NOT_TEXT.parse(line) or {}).get("at") == "9", line
 
 
 def test_undecodable_text_is_not_sent(kernel, stub, nb_path):
     write_good_notebook(nb_path, surrogate_cell())
     line = rejected(kernel, stub, "%%gemini_edit --cell surrogate-cell\nfix")
-    assert "holds binary or undecodable text (at character 5); nothing was sent" in line
+    assert (messages.DOCUMENT_NOT_TEXT.parse(line) or {}).get("at") == "5", line
 
 
 def test_undecodable_cell_elsewhere_does_not_break_other_turns(kernel, stub, nb_path):
@@ -218,14 +206,16 @@ def test_undecodable_cell_elsewhere_does_not_break_other_turns(kernel, stub, nb_
 def test_notebook_file_missing(kernel, stub, nb_path):
     nb_path.unlink()
     line = rejected(kernel, stub, "%%gemini_ask --notebook\noverview")
-    assert line == f"genai_magics: --notebook: notebook file not found: {nb_path}"
+    assert line == messages.NOTEBOOK_FLAG.shown(why=messages.NOTEBOOK_NOT_FOUND.render(path=nb_path))
 
 
 def test_notebook_file_corrupt(kernel, stub, nb_path):
     nb_path.write_text('{"cells": [ this is not json', encoding="utf-8")
     bump(nb_path)
     line = rejected(kernel, stub, "%%gemini_edit --notebook\ntidy up")
-    assert line.startswith(f"genai_magics: --notebook: cannot read notebook {nb_path.name}: ")
+    assert line.startswith(
+        messages.NOTEBOOK_FLAG.shown(why=messages.NOTEBOOK_UNREADABLE.render(name=nb_path.name, error=""))
+    )
 
 
 def test_notebook_file_not_nbformat_4(kernel, stub, nb_path):
@@ -235,7 +225,7 @@ def test_notebook_file_not_nbformat_4(kernel, stub, nb_path):
     bump(nb_path)
     assert json.loads(nb_path.read_text())["nbformat"] == 3
     line = rejected(kernel, stub, "%%gemini_ask --notebook\noverview")
-    assert line == f"genai_magics: --notebook: {nb_path.name} is nbformat 3, not 4"
+    assert line == messages.NOTEBOOK_FLAG.shown(why=messages.NOTEBOOK_NOT_V4.render(name=nb_path.name, version=3))
 
 
 def test_notebook_file_good_is_accepted(kernel, stub):
@@ -261,17 +251,15 @@ def test_notebook_file_good_is_accepted(kernel, stub):
 )
 def test_conversation_name_with_odd_characters(kernel, stub, arg, name):
     line = rejected(kernel, stub, f"%%gemini_ask -c {arg} --cell cell-mean\nhi")
-    assert line == (
-        f"genai_magics: conversation name {name!r} is not allowed: use 1-64 letters, digits, '_', '-' or '.'"
-    )
+    assert line == messages.BAD_NAME.shown(name=name)
 
 
 def test_gemini_subcommands_on_nothing(kernel, stub):
-    assert rejected(kernel, stub, "%gemini history -c nosuch") == "genai_magics: no conversation named 'nosuch'"
-    assert rejected(kernel, stub, "%gemini apply -c nosuch") == "genai_magics: no conversation named 'nosuch'"
-    assert rejected(kernel, stub, "%gemini undo") == "genai_magics: no proposal to act on in this conversation"
-    assert (
-        rejected(kernel, stub, "%gemini state nowhere") == "genai_magics: state must be one of contents, interactions"
+    assert rejected(kernel, stub, "%gemini history -c nosuch") == messages.NO_CONVERSATION.shown(name="nosuch")
+    assert rejected(kernel, stub, "%gemini apply -c nosuch") == messages.NO_CONVERSATION.shown(name="nosuch")
+    assert rejected(kernel, stub, "%gemini undo") == messages.NO_PROPOSAL.shown()
+    assert rejected(kernel, stub, "%gemini state nowhere") == messages.STATE_CHOICES.shown(
+        choices="contents, interactions"
     )
 
 
@@ -283,15 +271,11 @@ def test_fresh_kernel_notebook_without_file_or_live_view_and_nothing_to_work_on(
     )
     try:
         k.run("%load_ext genai_magics", cell_id="setup")
-        assert rejected(k, stub, "%%gemini_edit\nimprove") == (
-            "genai_magics: nothing to edit yet: run a code cell first, or name one with --cell"
-        )
-        assert rejected(k, stub, "%%gemini_ask --error\nwhy?") == (
-            "genai_magics: --error: no exception has been raised in this session yet"
-        )
+        assert rejected(k, stub, "%%gemini_edit\nimprove") == messages.NOTHING_TO_EDIT.shown()
+        assert rejected(k, stub, "%%gemini_ask --error\nwhy?") == messages.NO_EXCEPTION_YET.shown()
         k.run(CELL, cell_id="cell-mean")
-        assert rejected(k, stub, "%%gemini_ask --notebook\noverview") == (
-            "genai_magics: --notebook: no notebook file is known to this kernel and no live notebook view is connected"
+        assert rejected(k, stub, "%%gemini_ask --notebook\noverview") == messages.NOTEBOOK_FLAG.shown(
+            why=messages.NO_NOTEBOOK_KNOWN.render()
         )
         assert "no conversation yet" in status(k)
     finally:
@@ -335,9 +319,9 @@ def test_old_proposal_buttons_after_reset_do_nothing_and_say_why(kernel, stub):
     assert kernel.run("%gemini reset resetme", cell_id="reset").stdout.strip() == "reset: resetme"
     before = status(kernel)
     click(kernel, old["Apply"], "Apply")
-    assert shown(kernel, "Apply: this proposal belongs to a conversation that was reset; nothing changed.")
+    assert shown(kernel, messages.REFUSED.render(action="Apply", reason=messages.RESET_SINCE.render()))
     click(kernel, old["Discard"], "Discard")
-    assert shown(kernel, "Discard: this proposal belongs to a conversation that was reset; nothing changed.")
+    assert shown(kernel, messages.REFUSED.render(action="Discard", reason=messages.RESET_SINCE.render()))
     assert record_source(kernel, "cell-reset") == CELL
     assert status(kernel) == before and "'resetme'" not in before
 
@@ -349,7 +333,7 @@ def test_old_proposal_buttons_after_new_conversation_do_nothing(kernel, stub):
     assert run.stderr == ""
     before = conv_line(kernel, "restart")
     click(kernel, old["Apply"], "Apply")
-    assert shown(kernel, "Apply: this proposal belongs to a conversation that was reset; nothing changed.")
+    assert shown(kernel, messages.REFUSED.render(action="Apply", reason=messages.RESET_SINCE.render()))
     assert record_source(kernel, "cell-new") == CELL
     assert conv_line(kernel, "restart") == before
 
@@ -363,7 +347,7 @@ def test_old_proposal_apply_after_a_newer_one_was_applied_does_nothing(kernel, s
     assert applied.startswith("# stub edit: second change")
     before = conv_line(kernel, "stale")
     click(kernel, first["Apply"], "Apply")
-    assert shown(kernel, "Apply: a newer proposal (turn 2) was applied; this one is stale.")
+    assert shown(kernel, messages.REFUSED.render(action="Apply", reason=messages.NEWER_APPLIED.render(turn=2)))
     assert record_source(kernel, "cell-stale") == applied
     assert conv_line(kernel, "stale") == before
 
@@ -375,9 +359,7 @@ def test_apply_on_a_cell_changed_since_the_proposal_asks_before_overwriting(kern
     kernel.run(mine, cell_id="cell-changed")
     before = conv_line(kernel, "changed")
     click(kernel, ids["Apply"], "Apply")
-    assert shown(
-        kernel, "Apply not done: the cell changed since this proposal was made. Use 'apply anyway' to overwrite it."
-    )
+    assert shown(kernel, messages.CHANGED_SINCE.render(action="Apply", what="the cell", verb="apply"))
     assert record_source(kernel, "cell-changed") == mine, "the user's change must not be overwritten"
     assert conv_line(kernel, "changed") == before
     assert kernel.buttons("Apply anyway"), "an explicit way to overwrite is offered"
@@ -394,9 +376,7 @@ def test_undo_on_a_cell_changed_since_apply_asks_before_overwriting(kernel, stub
     kernel.run(mine, cell_id="cell-undo")
     before = conv_line(kernel, "undoing")
     kernel.click("Undo")
-    assert shown(
-        kernel, "Undo not done: the cell changed since this proposal was made. Use 'undo anyway' to overwrite it."
-    )
+    assert shown(kernel, messages.CHANGED_SINCE.render(action="Undo", what="the cell", verb="undo"))
     assert record_source(kernel, "cell-undo") == mine
     assert conv_line(kernel, "undoing") == before
     kernel.click("Undo anyway")

@@ -13,6 +13,8 @@ import pytest
 from helpers.bridge import ATTACH, PROBE, kernel_json, make_comm_last_used_from_a_subshell, ordering_runs
 from helpers.fake_frontend import FakeFrontend
 
+from genai_magics import messages
+
 pytestmark = pytest.mark.kernel  # every test here starts a kernel (directly or through nbclient)
 
 
@@ -144,7 +146,7 @@ def test_request_without_reply_times_out():
         ff.execute_code("res = []\nB.writer.write('a', 'x = 2', res.append)")
         ff.pump(1.0)
         errors = kernel_json(ff, "res")
-        assert len(errors) == 1 and errors[0].startswith("no reply from the notebook frontend")
+        assert errors == [messages.FRONTEND_NO_REPLY.render(timeout=0.5, op="set_source")]
         assert time.monotonic() - t0 < 5
         # a late reply is ignored, done is not called twice
         ff.comm_msg(ff.bridge_comm_id, {"type": "reply", "request_id": 1, "ok": True})
@@ -168,7 +170,7 @@ def test_notebook_closed_fails_pending_and_new_requests(ff):
     ff._send_shell("comm_close", {"comm_id": ff.bridge_comm_id, "data": {"reason": "notebook closed"}})
     ff.pump(0.3)
     errors = kernel_json(ff, "res")
-    assert len(errors) == 1 and "notebook was closed" in errors[0]
+    assert errors == [messages.NOTEBOOK_CLOSED.render()]
     assert kernel_json(ff, "B.connected") is False
     ff.execute_code("res2 = []\nB.writer.write('b', 'q', res2.append)")
     assert "no live notebook frontend" in kernel_json(ff, "res2")[0]

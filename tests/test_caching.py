@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from genai_magics import messages
 from genai_magics.engine.cells import Document
 from genai_magics.engine.contents import build_contents, cacheable, shared_prefix
 from genai_magics.engine.context import ContextPiece
@@ -42,10 +43,14 @@ def test_overrides_complete_a_known_model_and_an_unknown_one_needs_every_price()
     assert cheaper.input == 0.5 and cheaper.output == FLASH.output and "overridden" in cheaper.source
     mine = price_for("mine", {"mine": {"input": 1, "cached_input": 0.1, "output": 2, "storage_hour": 1}})
     assert mine == Price(1, 0.1, 2, 1, 4096, "GeminiMagics.prices")
-    with pytest.raises(ValueError, match="needs"):
+    with pytest.raises(ValueError) as missing:
         price_for("mine", {"mine": {"input": 1}})
-    with pytest.raises(ValueError, match="unknown field"):
+    assert str(missing.value) == messages.PRICE_FIELDS_MISSING.render(
+        model="mine", missing=["cached_input", "output", "storage_hour"]
+    )
+    with pytest.raises(ValueError) as unknown:
         price_for("gemini-3.8-flash", {"gemini-3.8-flash": {"inptu": 1}})
+    assert (messages.PRICE_FIELDS_UNKNOWN.parse(str(unknown.value), prefixed=False) or {}).get("unknown") == "['inptu']"
 
 
 def test_turn_cost_bills_cached_fresh_output_and_cache_writes():

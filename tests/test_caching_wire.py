@@ -8,6 +8,7 @@ import re
 from helpers.display import RecordingDisplay
 from helpers.wire import api_requests, current_payload
 
+from genai_magics import messages
 from genai_magics.engine.hashing import sha256_text
 from genai_magics.stub import edits as model_edits
 
@@ -165,7 +166,7 @@ def test_an_expired_cache_is_created_again_once_with_a_note(kernel, stub):
     kernel.run("%%gemini_ask\nq1", cell_id="m1")
     stub.advance(601)  # the 600 s TTL ran out on the server's clock
     again = kernel.run("%%gemini_ask\nq2", cell_id="m2")
-    assert "the context cache expired or was deleted on the server; creating it again once" in again.plain
+    assert messages.CACHE_GONE.render() in again.plain
     assert "Stub answer to: q2" in again.plain and again.stderr == ""
     assert kinds(stub) == ["cache.create", "stream", "stream", "cache.create", "stream"]
     assert [r["status"] for r in stub.requests] == [200, 200, 403, 200, 200]
@@ -233,7 +234,7 @@ def test_a_cache_that_cannot_be_made_leaves_the_turn_going_without_one(kernel, s
     big_conversation(kernel, stub)
     stub.inject("http", status=400, match="cache.create", message="Cached content is too small. (stub)")
     run = kernel.run("%%gemini_ask\nq1", cell_id="m1")
-    assert "could not create a context cache (400); sending without one" in run.plain
+    assert messages.CACHE_NOT_MADE.render(why=400) in run.plain
     assert "Stub answer to: q1" in run.plain and run.stderr == ""
     assert kinds(stub) == ["cache.create", "stream"]
     assert "cachedContent" not in stub.requests[1]["json"] and "systemInstruction" in stub.requests[1]["json"]

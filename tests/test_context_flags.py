@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from helpers.wire import api_requests, current_payload
 
+from genai_magics import messages
+
 
 def test_last_error_goes_once_and_a_new_error_goes_again(kernel, stub):
     kernel.run("def parse(s):\n    return int(s)", cell_id="a")
@@ -34,7 +36,7 @@ def test_edit_with_error_targets_the_failing_cell(kernel, stub):
 
 def test_no_error_yet_is_one_clear_line(kernel, stub):
     run = kernel.run("%%gemini_ask --error\nwhy?", cell_id="m1")
-    assert run.stderr.strip() == "genai_magics: --error: no exception has been raised in this session yet"
+    assert run.stderr.strip() == messages.NO_EXCEPTION_YET.shown()
     assert api_requests(stub) == []
 
 
@@ -62,5 +64,5 @@ def test_interpolate_sends_a_summary_instead_of_the_repr(kernel, stub):
 
 def test_unknown_variable_is_one_clear_line(kernel, stub):
     run = kernel.run("%%gemini_ask --vars nope\nwhat?", cell_id="m1")
-    assert "--vars: no variable named 'nope'" in run.stderr
+    assert run.stderr.strip() == messages.NO_SUCH_VARIABLE.shown(name="nope")
     assert api_requests(stub) == []

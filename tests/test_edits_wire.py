@@ -14,6 +14,7 @@ from helpers.fake_frontend import FakeFrontend
 from helpers.kernel import FAKE_KEY
 from helpers.wire import api_requests, current_payload, transcript
 
+from genai_magics import messages
 from genai_magics.engine.hashing import sha256_text
 from genai_magics.stub.edits import EDITS_MIN_LINES
 from genai_magics.stub.model import edit_source
@@ -103,7 +104,7 @@ def test_edits_that_do_not_apply_are_asked_again_once_as_the_whole_text(lab, stu
         assert [c["role"] for c in retry["json"]["contents"]] == ["user", "model", "user"]
     else:
         assert retry["json"]["previous_interaction_id"] == bad["interaction_id"]
-    assert "the model's edits did not apply (edit 1 of 1: its find text was not found); asking once more" in run.plain
+    assert messages.EDITS_ASKED_AGAIN.render(why="edit 1 of 1: its find text was not found") in run.plain
     assert lab.requests_received == []  # nothing written before Apply
     whole = answer(retry)["proposedSource"]
     click(lab, "Apply", "Applied")

@@ -7,9 +7,11 @@ is ``plan_turn`` (what would be sent) followed by ``record`` (what came back).
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
+from genai_magics import messages
 from genai_magics.engine.cells import Cell, Document
 from genai_magics.engine.contents import build_contents
 from genai_magics.engine.context import SECONDARY_FIELD, ContextPiece, secondary_context
@@ -430,14 +432,14 @@ def _edited(conv=None):
 @pytest.mark.parametrize(
     "setup, action, reason",
     [
-        (["apply"], "apply", "already applied"),
-        (["discard"], "discard", "nothing to discard: the proposal is discarded"),
-        (["apply"], "discard", "nothing to discard: the proposal is applied"),
-        ([], "undo", "nothing to undo: the proposal is proposed"),
-        (["discard"], "apply", "this proposal was discarded"),
-        (["discard"], "undo", "nothing to undo: the proposal is discarded"),
-        (["apply", "undo"], "undo", "nothing to undo: the proposal is undone"),
-        (["apply", "undo"], "discard", "nothing to discard: the proposal is undone"),
+        (["apply"], "apply", messages.ALREADY_APPLIED.render()),
+        (["discard"], "discard", messages.NOTHING_TO_DISCARD.render(outcome="discarded")),
+        (["apply"], "discard", messages.NOTHING_TO_DISCARD.render(outcome="applied")),
+        ([], "undo", messages.NOTHING_TO_UNDO.render(outcome="proposed")),
+        (["discard"], "apply", messages.DISCARDED_SINCE.render()),
+        (["discard"], "undo", messages.NOTHING_TO_UNDO.render(outcome="discarded")),
+        (["apply", "undo"], "undo", messages.NOTHING_TO_UNDO.render(outcome="undone")),
+        (["apply", "undo"], "discard", messages.NOTHING_TO_DISCARD.render(outcome="undone")),
     ],
 )
 def test_refused_transition_changes_nothing(setup, action, reason):
@@ -446,7 +448,7 @@ def test_refused_transition_changes_nothing(setup, action, reason):
         getattr(conv, step)(t)
     before = conv.snapshot()
     assert conv.refusal(action, t) == reason
-    with pytest.raises(TransitionRefused, match=reason):
+    with pytest.raises(TransitionRefused, match=re.escape(reason)):
         getattr(conv, action)(t)
     assert conv.snapshot() == before
 
@@ -462,7 +464,7 @@ def test_transition_on_answer_turn_is_refused():
     _, t = turn(conv, "ask", S0)
     before = conv.snapshot()
     for action in ("apply", "discard", "undo"):
-        with pytest.raises(TransitionRefused, match="no proposal"):
+        with pytest.raises(TransitionRefused, match=re.escape(messages.NO_PROPOSAL_IN_TURN.render())):
             getattr(conv, action)(t)
     assert conv.snapshot() == before
 
@@ -472,7 +474,7 @@ def test_stale_apply_after_newer_applied_proposal_is_refused():
     _, t2 = turn(conv, "edit", S0, proposal=S2)
     conv.apply(t2)
     before = conv.snapshot()
-    with pytest.raises(TransitionRefused, match=r"newer proposal \(turn 2\) was applied; this one is stale"):
+    with pytest.raises(TransitionRefused, match=re.escape(messages.NEWER_APPLIED.render(turn=2))):
         conv.apply(t1)
     assert conv.snapshot() == before
     assert t1.outcome == "proposed"
@@ -484,7 +486,7 @@ def test_undo_of_earlier_while_later_applied_is_refused():
     _, t2 = turn(conv, "edit", S1, proposal=S2)
     conv.apply(t2)
     before = conv.snapshot()
-    with pytest.raises(TransitionRefused, match=r"undo turn 2 first"):
+    with pytest.raises(TransitionRefused, match=re.escape(messages.UNDO_LATER_FIRST.render(turn=2))):
         conv.undo(t1)
     assert conv.snapshot() == before
     conv.undo(t2)
@@ -509,13 +511,13 @@ def test_turn_of_a_reset_conversation_is_refused():
     before = fresh.snapshot()
     assert fresh.owns(t) is False
     for action in ("apply", "discard", "undo"):
-        with pytest.raises(TransitionRefused, match="conversation that was reset"):
+        with pytest.raises(TransitionRefused, match=re.escape(messages.RESET_SINCE.render())):
             getattr(fresh, action)(t)
     assert fresh.snapshot() == before
     assert t.outcome == "proposed"
     old.closed = True  # what Session.reset does to the conversation it drops
     for action in ("apply", "discard", "undo"):
-        assert old.refusal(action, t) == "this proposal belongs to a conversation that was reset; nothing changed"
+        assert old.refusal(action, t) == messages.RESET_SINCE.render()
 
 
 def test_owns_is_identity_not_equality():

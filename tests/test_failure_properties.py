@@ -29,6 +29,7 @@ from helpers.wire import api_requests
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from genai_magics import messages
 from genai_magics.engine.cells import Cell
 from genai_magics.engine.context import SECONDARY_FIELD, secondary_context
 from genai_magics.engine.conversation import TransitionRefused
@@ -43,18 +44,18 @@ TARGET, OTHER = "target", "other"
 MAX_CHAIN_VERSIONS = 3  # small, so that deliberate chain rebases happen inside 12 steps
 TIMEOUT_S = 0.5
 
-# (kind, injection, the failure line's phrase)
+# (kind, injection, the failure's message and fields it must hold)
 FAULTS = {
-    "400": (dict(fault="http", status=400), "(400)"),
-    "401": (dict(fault="http", status=401), "API key rejected (401)"),
-    "403": (dict(fault="http", status=403), "API key rejected (403)"),
-    "404": (dict(fault="http", status=404), "not found (404)"),
-    "429": (dict(fault="http", status=429), "rate limited (429)"),
-    "500": (dict(fault="http", status=500), "server error (500)"),
-    "503": (dict(fault="http", status=503), "server error (503)"),
-    "cut": (dict(fault="cut_stream", after_chunks=1), "cut off"),
-    "json": (dict(fault="invalid_json"), "not valid JSON"),
-    "timeout": (dict(fault="delay", seconds=2 * TIMEOUT_S), "no answer within"),
+    "400": (dict(fault="http", status=400), messages.REQUEST_REJECTED, {}),
+    "401": (dict(fault="http", status=401), messages.KEY_REJECTED, {"code": "401"}),
+    "403": (dict(fault="http", status=403), messages.KEY_REJECTED, {"code": "403"}),
+    "404": (dict(fault="http", status=404), messages.NOT_FOUND, {}),
+    "429": (dict(fault="http", status=429), messages.RATE_LIMITED, {}),
+    "500": (dict(fault="http", status=500), messages.SERVER_ERROR, {"code": "500"}),
+    "503": (dict(fault="http", status=503), messages.SERVER_ERROR, {"code": "503"}),
+    "cut": (dict(fault="cut_stream", after_chunks=1), messages.STREAM_CUT, {}),
+    "json": (dict(fault="invalid_json"), messages.EDIT_NOT_JSON, {}),
+    "timeout": (dict(fault="delay", seconds=2 * TIMEOUT_S), messages.TIMED_OUT, {}),
 }
 
 OPS = st.one_of(
@@ -247,7 +248,7 @@ class Driver:
 
     def fail(self, kind: str, mode: str) -> None:
         ref = self.ref
-        injection, phrase = FAULTS[kind]
+        injection, message, fields = FAULTS[kind]
         injection = dict(injection)
         if kind == "json":
             mode = "edit"  # an ask has no JSON to get wrong
@@ -263,7 +264,8 @@ class Driver:
         self.stub.inject(**injection)
         with pytest.raises(UserError) as failure:
             self.turn(mode)
-        assert phrase in str(failure.value), str(failure.value)
+        parsed = message.parse(str(failure.value), prefixed=False)
+        assert parsed is not None and fields.items() <= parsed.items(), str(failure.value)
         assert "\n" not in str(failure.value)
         assert full_snapshot(self.session) == before, "a failed turn changed the conversation"
 

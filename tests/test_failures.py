@@ -19,41 +19,34 @@ from helpers.kernel import FAKE_KEY, Kernel, point_sdk_at
 from helpers.properties import RETRY_DELAY_S, THOROUGH
 from helpers.wire import api_requests, current_payload
 
+from genai_magics import messages
+
 MODES = ["contents", "interactions"]
 CELL = "def area(r):\n    return 3.14159 * r * r\n"
 EDITED = "def area(r):\n    return math.pi * r ** 2\n"
 OTHER = "import math\nRADIUS = 2\n"
 
-# (case id, injection or special, the phrase the one line must hold, turn 2 mode)
+# (case id, injection or special, the one line's message and the fields it must hold, turn 2 mode)
 CASES = [
     (
         "http400",
         dict(fault="http", status=400),
-        "Gemini rejected the request (400): Request contains an invalid argument.",
+        messages.REQUEST_REJECTED,
+        {"detail": "Request contains an invalid argument."},
         "edit",
     ),
-    ("http401", dict(fault="http", status=401), "API key rejected (401): set GEMINI_API_KEY", "ask"),
-    ("http403", dict(fault="http", status=403), "API key rejected (403): set GEMINI_API_KEY", "edit"),
+    ("http401", dict(fault="http", status=401), messages.KEY_REJECTED, {"code": "401"}, "ask"),
+    ("http403", dict(fault="http", status=403), messages.KEY_REJECTED, {"code": "403"}, "edit"),
     # interactions: a 404 on a chained turn is a lost chain, retried once as a new chain
-    ("http404", dict(fault="http", status=404, times=2), "not found (404): check the model name", "ask"),
-    ("http429", dict(fault="http", status=429), "rate limited (429) after 1 attempt(s); wait a minute", "edit"),
-    ("http500", dict(fault="http", status=500), "Gemini server error (500) after 1 attempt(s)", "ask"),
-    ("http503", dict(fault="http", status=503), "Gemini server error (503) after 1 attempt(s)", "edit"),
-    ("timeout", "timeout", "no answer within 1 s (each of 1 attempt(s)); raise %config GeminiMagics.timeout", "ask"),
-    ("refused", "refused", "cannot reach Gemini", "ask"),
-    (
-        "cut_stream_ask",
-        dict(fault="cut_stream", after_chunks=1),
-        "the answer stream was cut off before it finished",
-        "ask",
-    ),
-    (
-        "cut_stream_edit",
-        dict(fault="cut_stream", after_chunks=1),
-        "the answer stream was cut off before it finished",
-        "edit",
-    ),
-    ("invalid_json", dict(fault="invalid_json"), "the model's edit answer was not valid JSON", "edit"),
+    ("http404", dict(fault="http", status=404, times=2), messages.NOT_FOUND, {}, "ask"),
+    ("http429", dict(fault="http", status=429), messages.RATE_LIMITED, {"attempts": "1"}, "edit"),
+    ("http500", dict(fault="http", status=500), messages.SERVER_ERROR, {"code": "500", "attempts": "1"}, "ask"),
+    ("http503", dict(fault="http", status=503), messages.SERVER_ERROR, {"code": "503", "attempts": "1"}, "edit"),
+    ("timeout", "timeout", messages.TIMED_OUT, {"timeout_s": "1", "attempts": "1"}, "ask"),
+    ("refused", "refused", messages.UNREACHABLE, {}, "ask"),
+    ("cut_stream_ask", dict(fault="cut_stream", after_chunks=1), messages.STREAM_CUT, {}, "ask"),
+    ("cut_stream_edit", dict(fault="cut_stream", after_chunks=1), messages.STREAM_CUT, {}, "edit"),
+    ("invalid_json", dict(fault="invalid_json"), messages.EDIT_NOT_JSON, {}, "edit"),
 ]
 
 
@@ -96,6 +89,10 @@ def observed(kernel, conv: str) -> tuple[str, str, str]:
         kernel.run(f"%gemini tokens -c {conv}", cell_id="tokens").stdout,
         kernel.run(f"%gemini history -c {conv}", cell_id="history").stdout,
     )
+
+
+def retrying(why: str, wait: int, attempt: int, attempts: int) -> str:
+    return messages.RETRYING.render(why=why, wait=wait, attempt=attempt, attempts=attempts)
 
 
 def one_line(run) -> str:
@@ -148,8 +145,8 @@ def third_turn_resends(kernel, stub, mode: str, conv: str, cell_id: str, turn1) 
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("case, fault, phrase, turn_mode", CASES, ids=[c[0] for c in CASES])
-def test_failed_turn_is_one_line_and_changes_nothing(kernel, stub, mode, case, fault, phrase, turn_mode):
+@pytest.mark.parametrize("case, fault, message, fields, turn_mode", CASES, ids=[c[0] for c in CASES])
+def test_failed_turn_is_one_line_and_changes_nothing(kernel, stub, mode, case, fault, message, fields, turn_mode):
     conv, cell_id = f"{case}-{mode}", f"cell-{case}-{mode}"
     turn1 = first_turn(kernel, stub, mode, conv, cell_id)
     before = observed(kernel, conv)
@@ -177,7 +174,8 @@ def test_failed_turn_is_one_line_and_changes_nothing(kernel, stub, mode, case, f
         assert elapsed < 2.9, "the client timeout, not the server's delay, ended the turn"
 
     line = one_line(run)
-    assert phrase in line, line
+    parsed = message.parse(line)
+    assert parsed is not None and fields.items() <= parsed.items(), line
     assert "{'error'" not in line and '{"error"' not in line, f"a raw error body is not a clear line: {line}"
     assert FAKE_KEY not in run.plain
     assert len(kernel.buttons("Apply")) == apply_buttons, "a failed edit shows no proposal"
@@ -199,8 +197,8 @@ def test_retries_429_with_backoff_and_shows_the_wait(kernel, stub, mode):
     elapsed = time.monotonic() - started
     assert run.stderr == "" and run.errors == []
     assert "Stub answer to: retry please" in run.plain
-    assert "rate limited (429); retrying in ~1 s (2/3)" in run.plain
-    assert "rate limited (429); retrying in ~2 s (3/3)" in run.plain
+    for wait, attempt in ((1, 2), (2, 3)):
+        assert retrying(messages.RATE_LIMITED_NOW.render(code=429), wait, attempt, 3) in run.plain
     sent = api_requests(stub)[before:]
     assert [r["status"] for r in sent] == [429, 429, 200]
     assert elapsed >= 1.0, "backoff waited between attempts"
@@ -219,9 +217,9 @@ def test_retries_exhausted_show_attempts_and_change_nothing(kernel, stub):
     stub.inject("http", status=503, times=2)
     n = len(api_requests(stub))
     run = kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nagain", cell_id=f"m2-{conv}")
-    assert "Gemini server error (503); retrying in ~1 s (2/2)" in run.plain
+    assert retrying(messages.SERVER_ERROR_NOW.render(code=503), 1, 2, 2) in run.plain
     line = one_line(run)
-    assert line == "genai_magics: Gemini server error (503) after 2 attempt(s); run the cell again later."
+    assert line == messages.SERVER_ERROR.shown(code=503, attempts=2)
     assert [r["status"] for r in api_requests(stub)[n:]] == [503, 503]
     assert observed(kernel, conv) == before
     third_turn_resends(kernel, stub, "contents", conv, cell_id, turn1)
@@ -255,9 +253,7 @@ def test_interrupt_while_streaming_records_nothing_and_says_so(kernel, stub, mod
     run = kernel.finish(msg_id)
     stub.chunk_delay = 0.0
     line = one_line(run)
-    assert line == (
-        "genai_magics: stopped: the answer was interrupted; nothing was recorded and the conversation is as before"
-    )
+    assert line == messages.STOPPED.shown()
     assert run.reply["content"]["status"] == "ok"
     assert observed(kernel, conv) == before
     third_turn_resends(kernel, stub, mode, conv, cell_id, turn1)
@@ -279,7 +275,7 @@ def test_interrupt_while_waiting_for_the_answer(kernel, stub, mode, magic):
     time.sleep(0.3)
     kernel.km.interrupt_kernel()
     line = one_line(kernel.finish(msg_id))
-    assert line.startswith("genai_magics: stopped: the answer was interrupted")
+    assert line == messages.STOPPED.shown()
     assert observed(kernel, conv) == before
     third_turn_resends(kernel, stub, mode, conv, cell_id, turn1)
 
@@ -332,8 +328,8 @@ def test_lost_chain_recovery_that_fails_keeps_the_old_chain_id(kernel, stub):
     stub.inject("http", status=404, times=2)
     n = len(api_requests(stub))
     run = kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nsecond", cell_id=f"m2-{conv}")
-    assert "starting a new chain" in run.plain  # tried once, and said so
-    assert one_line(run).startswith("genai_magics: not found (404)")
+    assert messages.CHAIN_LOST.render() in run.plain  # tried once, and said so
+    assert messages.NOT_FOUND.matches(one_line(run))
     chained, fresh = api_requests(stub)[n:]
     assert chained["json"].get("previous_interaction_id") == turn1["interaction_id"]
     assert "previous_interaction_id" not in fresh["json"]
@@ -345,7 +341,7 @@ def test_failed_first_turn_creates_no_conversation(kernel, stub):
     kernel.run(CELL, cell_id="cell-first-fail")
     stub.inject("http", status=500)
     run = kernel.run("%%gemini_ask -c firstfail --cell cell-first-fail\nhello", cell_id="m-first-fail")
-    assert one_line(run).startswith("genai_magics: Gemini server error (500)")
+    assert (messages.SERVER_ERROR.parse(one_line(run)) or {}).get("code") == "500"
     assert "'firstfail'" not in kernel.run("%gemini status", cell_id="status").stdout
     again = kernel.run("%%gemini_ask -c firstfail --cell cell-first-fail\nhello", cell_id="m-first-fail")
     assert again.stderr == "" and "turn 1 ·" in again.plain
@@ -361,7 +357,7 @@ def test_debug_off_by_default_no_traceback_debug_on_shows_it_for_api_failures(ke
     stub.inject("http", status=500)
     on = kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nq", cell_id="m-debug")
     assert on.errors == []  # still no error message: the cell does not fail
-    assert "genai_magics: Gemini server error (500)" in on.stderr
+    assert messages.SERVER_ERROR.shown(code=500, attempts=1) in on.stderr
     assert "Traceback (most recent call last)" in on.stderr, (
         "with %gemini debug on, an API failure must show its traceback"
     )
@@ -382,9 +378,7 @@ def test_debug_on_shows_traceback_of_an_unexpected_error(kernel, stub):
     try:
         off = kernel.run("%%gemini_ask --cell cell-bug\nq", cell_id="m-bug")
         line = one_line(off)
-        assert line == (
-            "genai_magics: unexpected ZeroDivisionError: simulated bug (%gemini debug on shows the traceback)"
-        )
+        assert line == messages.UNEXPECTED.shown(kind="ZeroDivisionError", error="simulated bug")
         kernel.run("%gemini debug on", cell_id="dbg")
         on = kernel.run("%%gemini_ask --cell cell-bug\nq", cell_id="m-bug")
         assert on.errors == []
@@ -396,8 +390,6 @@ def test_debug_on_shows_traceback_of_an_unexpected_error(kernel, stub):
 @pytest.mark.parametrize("mode", MODES)
 def test_the_wait_shown_is_the_wait_taken_with_a_retry_after_header(stub, monkeypatch, mode):
     """'retrying in ~N s' must match the pause before the next attempt (in-process: timing only)."""
-    import re
-
     from genai_magics.gemini.transport import ClientSettings
     from genai_magics.magics import GeminiMagics
     from genai_magics.session import Session, Settings, TurnRequest
@@ -418,7 +410,7 @@ def test_the_wait_shown_is_the_wait_taken_with_a_retry_after_header(stub, monkey
     first, second = api_requests(stub)
     gap = second["time"] - first["time"]
     (note,) = display.notes
-    shown = float(re.search(r"retrying in ~([\d.]+) s", note).group(1))
+    shown = float((messages.RETRYING.parse(note) or {})["wait"])
     # generate_content adds up to RETRY_DELAY_S of jitter to the wait it names
     slack = max(RETRY_DELAY_S, 0.3)
     assert abs(gap - shown) <= slack, f"the cell said {note!r} but the next attempt came after {gap:.1f} s"
@@ -447,12 +439,14 @@ def test_refused_connection_is_not_silent(stub, monkeypatch, mode):
     )
     with pytest.raises(Exception) as failure:
         session.run(TurnRequest(mode="ask", prompt="q", cell="c"), settings, display)
-    assert "cannot reach Gemini" in str(failure.value)
+    assert messages.UNREACHABLE.matches(messages.PREFIX + str(failure.value)), failure.value
     if mode == "interactions":
         assert display.notes == [] and time.monotonic() - started < 5
         return
     assert len(display.notes) == settings.client.retry_attempts - 1, display.notes
-    assert all("cannot reach Gemini" in note and "retrying in ~" in note for note in display.notes), display.notes
+    assert all(
+        messages.CANNOT_REACH.matches((messages.RETRYING.parse(note) or {}).get("why", "")) for note in display.notes
+    ), display.notes
     # each notice comes as its wait starts, not all after the last attempt: the first wait lies between them
     assert display.note_times[0] - started < 5, f"first notice after {display.note_times[0] - started:.1f} s"
     between = display.note_times[1] - display.note_times[0]

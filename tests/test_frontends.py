@@ -14,6 +14,7 @@ from helpers.lazy import lazy_import
 from helpers.vscode import VARIABLE_VIEWER, VSCode, cell_text_after, set_next_input
 from helpers.wire import api_requests, current_payload
 
+from genai_magics import messages
 from genai_magics.engine.hashing import sha256_text
 
 nbformat = lazy_import("nbformat")
@@ -84,10 +85,10 @@ def test_run_cell_magic_in_a_loop_stages_apply_and_never_writes_another_cell(ker
     first = vscode.run(magic, 2)
     assert first.errors == [] and "never awaited" not in first.plain and "coroutine" not in first.plain
     assert set_next_input(first) == []
-    assert any("Apply is staged" in v for v in statuses(kernel))
+    assert any(messages.STAGED_APPLY.render() in v for v in statuses(kernel))
     assert not any("waits up to" in v for v in statuses(kernel))
     kernel.click("Apply")
-    assert any("Apply staged: run this cell again" in v for v in statuses(kernel))
+    assert any(messages.STAGED.render() in v for v in statuses(kernel))
     other = vscode.run("y = 2", 3)
     assert set_next_input(other) == [], "Apply's text must never land on the next cell that runs"
     again = vscode.run(magic, 2)
@@ -103,7 +104,7 @@ def test_autoawait_off_stages_apply_instead_of_a_syntax_error(kernel, vscode, st
     vscode.run("%autoawait off", 2)
     run = vscode.run(f"%%gemini_edit --cell {vscode.uri(1)}\nAdd input validation.", 3)
     assert run.errors == [], run.plain
-    assert any("Apply is staged" in v for v in statuses(kernel))
+    assert any(messages.STAGED_APPLY.render() in v for v in statuses(kernel))
     kernel.click("Apply")
     assert set_next_input(vscode.run("z = 3", 4)) == []
 
@@ -113,7 +114,7 @@ def test_run_cell_magic_followed_by_other_statements_runs_them(kernel, vscode, s
     run = vscode.run("get_ipython().run_cell_magic('gemini_edit', '', 'Add input validation.')\nprint('after')", 2)
     assert run.errors == [], run.plain
     assert "after" in run.stdout
-    assert any("Apply is staged" in v for v in statuses(kernel))
+    assert any(messages.STAGED_APPLY.render() in v for v in statuses(kernel))
 
 
 # -- case 6: one cell whether known from the file or from running it ------------------------------
@@ -225,7 +226,7 @@ def test_saved_execution_counts_are_not_this_sessions(kernel, stub, tmp_path):
     n = len(api_requests(stub))
     run = vs.run("%%gemini_ask --cell 6\nWhat is it?", 3)
     assert len(api_requests(stub)) == n, "--cell 6 must not pick a file cell never run in this session"
-    assert "no cell with execution count 6 in this session" in run.stderr
+    assert run.stderr.strip() == messages.NO_CELL_WITH_COUNT_OR_ID.shown(flag="--cell", ref="6"), run.stderr
     vs.run("%%gemini_ask\nAnd the others?", 4)
     labels = {label: cid for label, cid in blocks(sent(stub)) if label}
     assert labels == {"In[2]": vs.uri(1)}, labels  # In[3] is the document; file cells carry no In[n]
@@ -285,7 +286,7 @@ def test_a_prompt_over_the_cap_is_refused_in_one_line(kernel, stub):
     run = kernel.run("%%gemini_ask\n" + "why? " * 40_000, cell_id="m1")
     assert len(api_requests(stub)) == n
     (line,) = run.stderr.strip().splitlines()
-    assert re.match(r"genai_magics: the prompt is 200,00\d bytes, over the cap of 100,000; nothing was sent", line)
+    assert (messages.PROMPT_OVER_CAP.parse(line) or {}).get("cap") == "100,000", line
 
 
 def test_a_huge_answer_is_bounded_in_the_cell(kernel, stub):
@@ -298,7 +299,7 @@ def test_a_huge_answer_is_bounded_in_the_cell(kernel, stub):
         if m["msg_type"] in ("display_data", "update_display_data")
     ]
     assert max(len(s) for s in shown) < 210_000
-    assert any("cut here" in s for s in shown)
+    assert any(messages.ANSWER_CUT.within(s) for s in shown)
 
 
 def test_a_digit_prefix_of_a_cell_id_is_that_cell_unless_a_run_has_that_number(kernel, stub):
@@ -310,7 +311,8 @@ def test_a_digit_prefix_of_a_cell_id_is_that_cell_unless_a_run_has_that_number(k
     n = len(api_requests(stub))
     run = kernel.run("%%gemini_ask --cell 3872 -c two\nWhat is it?", cell_id="m2")
     assert len(api_requests(stub)) == n
-    assert "ambiguous, In[3872] ran in this session and cell 3872f0c1-5a9 has an id starting with 3872" in run.stderr
+    fields = messages.AMBIGUOUS_COUNT_OR_ID.parse(run.stderr.strip()) or {}
+    assert (fields.get("ref"), fields.get("cell")) == ("3872", "3872f0c1-5a9"), run.stderr
 
 
 # -- issue 11, items 3 and 4 ------------------------------------------------------------------------

@@ -14,6 +14,8 @@ import re
 import pytest
 from helpers.wire import api_requests, current_payload
 
+from genai_magics import messages
+
 CODE = "def parse(s):\n    return int(s)\n"
 
 
@@ -39,7 +41,7 @@ def test_flags_reach_the_request(magic_shell, stub):
     assert stub.requests == []  # a dry run sends nothing
     (bundle,) = [b for b in shown.bundles if "dry run" in b.get("text/plain", "")]
     title, body = bundle["text/plain"].split("\n", 1)
-    assert title.startswith("dry run (interactions)")
+    assert title.startswith(messages.DRY_RUN.render(state="interactions"))
     assert json.loads(json.loads(body)["input"])["prompt"] == "why?"
     assert "other" not in magic_shell.magics.session.conversations  # and changes nothing
 
@@ -98,7 +100,7 @@ def test_a_proposal_shows_the_diff_as_text_where_widgets_do_not_render(magic_she
     assert not bundle["text/plain"].startswith("VBox(")
     assert re.match(r"--- In\[\d+\] \(current\)\n\+\+\+ In\[\d+\] \(proposed\)\n", bundle["text/plain"])
     assert "+# stub edit: Add validation" in bundle["text/plain"]
-    assert bundle["text/plain"].endswith("paste it into the cell yourself (Copy).")  # what Apply will do here
+    assert bundle["text/plain"].endswith(messages.KERNEL_STATE_APPLY.render())  # what Apply will do here
     assert "<pre" in bundle["text/html"] and "+# stub edit: Add validation" in bundle["text/html"]
 
 
@@ -175,6 +177,6 @@ def test_a_failed_write_changes_nothing_and_says_so(magic_shell, stub):
     held = copy.deepcopy(magic_shell.magics.session.conversations["default"].sync)
     buttons(widget)["Apply"].click()
     assert controller.turn.outcome == "proposed"
-    assert controller.message == "Apply failed: the notebook is read-only. Nothing changed."
+    assert controller.message == messages.WRITE_FAILED.render(action="Apply", error="the notebook is read-only")
     assert magic_shell.magics.session.conversations["default"].sync == held
     assert not buttons(widget)["Apply"].disabled  # still possible once the cause is fixed

@@ -8,13 +8,14 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "genai_magics"
 # A layer may import itself and the layers listed for it, nothing above.
+# messages.py (the sentences a user reads) is below every layer: each may use it.
 ALLOWED = {
-    "engine": {"engine"},
-    "sources": {"sources", "engine"},
-    "gemini": {"gemini", "engine"},
-    "frontends": {"frontends", "engine"},
-    "ui": {"ui", "frontends", "engine"},
-    "persistence": {"persistence", "engine"},
+    "engine": {"engine", "messages"},
+    "sources": {"sources", "engine", "messages"},
+    "gemini": {"gemini", "engine", "messages"},
+    "frontends": {"frontends", "engine", "messages"},
+    "ui": {"ui", "frontends", "engine", "messages"},
+    "persistence": {"persistence", "engine", "messages"},
 }
 FORBIDDEN_IN_ENGINE = ("IPython", "ipywidgets", "ipykernel", "google", "httpx", "traitlets")
 
@@ -49,7 +50,9 @@ def test_engine_imports_nothing_outside_itself():
         for level, module in _imports(path):
             assert module.split(".")[0] not in FORBIDDEN_IN_ENGINE, f"{path.name} imports {module}"
             layer = _layer_of(path, level, module)
-            assert level == 0 and layer is None or layer == "engine", f"{path.name} imports {module} (level {level})"
+            assert level == 0 and layer is None or layer in ("engine", "messages"), (
+                f"{path.name} imports {module} (level {level})"
+            )
 
 
 def test_layers_import_downwards_only():
@@ -73,11 +76,17 @@ def test_stand_in_is_standard_library_only():
                 assert reached in ("stub", "engine") or module == "gemini.models", f"stub/{path.name} imports {module}"
 
 
+def test_messages_are_standard_library_only():
+    # Every layer imports the catalogue, so it imports nothing of the package and no third party.
+    for level, module in _imports(PACKAGE / "messages.py"):
+        assert level == 0 and module.split(".")[0] in sys.stdlib_module_names, f"messages.py imports {module}"
+
+
 # On top of the layers: the IPython face (the magics, their options and flags, the %gemini table,
 # load/unload), the modules that import no IPython (a turn, the per-shell state, an edit answer,
 # the one-line syntax) and the demo (a kernel's client, from outside).
 IPYTHON_FACE = {"__init__.py", "magics.py", "options.py", "magic_flags.py", "line_commands.py"}
-NO_IPYTHON = {"session.py", "shell_state.py", "edit_answer.py", "line_syntax.py"}
+NO_IPYTHON = {"session.py", "shell_state.py", "edit_answer.py", "line_syntax.py", "messages.py"}
 CLIENT = {"demo.py"}
 UI_TOOLKITS = ("IPython", "ipywidgets", "ipykernel", "traitlets")
 

@@ -11,6 +11,8 @@ from helpers.fake_frontend import FakeFrontend
 from helpers.kernel import FAKE_KEY
 from helpers.wire import api_requests, current_payload
 
+from genai_magics import messages
+
 pytestmark = pytest.mark.kernel  # every test here starts a kernel (directly or through nbclient)
 
 CELL_A = "def parse(s):\n    return int(s)"
@@ -55,7 +57,7 @@ def test_default_target_is_the_cell_above_not_the_last_run(lab, stub):
 def test_apply_then_undo_edit_the_cell_in_the_frontend(lab, stub):
     lab.execute("b")
     lab.execute("m")
-    assert any("Apply writes the proposal into the cell" in v for v in status_texts(lab))
+    assert any(messages.LIVE_APPLY.render() in v for v in status_texts(lab))
     click(lab, "Apply", "Applied")
     proposal = lab.source("b")
     assert proposal.startswith("# stub edit: Add input validation.") and proposal.endswith(CELL_B)

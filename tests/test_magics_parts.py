@@ -12,10 +12,11 @@ from __future__ import annotations
 import pytest
 from helpers.display import RecordingDisplay
 
+from genai_magics import messages
 from genai_magics.engine.conversation import Conversation, Turn
 from genai_magics.engine.errors import UserError
 from genai_magics.frontends.bridge import Bridge
-from genai_magics.frontends.cell_writer import EDITED_BEFORE_RERUN, KernelStateWriter, StagedApply, write_staged
+from genai_magics.frontends.cell_writer import KernelStateWriter, StagedApply, write_staged
 from genai_magics.frontends.companion import Companion
 from genai_magics.frontends.frontend import Frontend, KernelSide, Kind, for_run
 from genai_magics.frontends.notebook_edit import NotebookWriter
@@ -131,7 +132,7 @@ def test_a_staged_apply_for_an_edited_cell_is_not_written_and_says_why():
     executed.add("m1", "%%gemini_edit\nsomething else", 10)
     prefilled: list[str] = []
     assert write_staged(staged, executed, prefilled.append) is False
-    assert done == [EDITED_BEFORE_RERUN] and prefilled == [] and staged == {}
+    assert done == [messages.EDITED_BEFORE_RERUN.render()] and prefilled == [] and staged == {}
 
 
 def test_a_staged_apply_the_controller_refuses_is_not_written():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from genai_magics import messages
 from genai_magics.gemini.models import DEFAULT_MODEL
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,5 +60,5 @@ def test_models_failure_is_one_line(kernel, stub):
     stub.clear()
     stub.inject("http", status=403, match="any")
     run = kernel.run("%gemini models")
-    assert "API key rejected (403)" in run.plain
+    assert messages.KEY_REJECTED.shown(code=403, detail="") in run.plain
     assert "Traceback" not in run.plain

@@ -18,6 +18,7 @@ from helpers.lazy import lazy_import
 from helpers.vscode import VSCode, set_next_input
 from helpers.wire import api_requests, current_payload
 
+from genai_magics import messages
 from genai_magics.engine.cells import Cell
 from genai_magics.frontends.notebook_edit import notebook_text
 
@@ -144,10 +145,11 @@ def test_notebook_proposal_in_vscode_is_copy_only_and_never_written_into_the_mag
     run = vs.run("%%gemini_edit --notebook\nAdd a title comment.", 3)
     assert not run.errors and "genai_magics:" not in run.stderr, run.stderr
     said = " ".join(kernel.html_values())
-    assert "this frontend cannot edit other cells, so nothing is written into any cell" in said
+    assert messages.NOTEBOOK_RECORD_ONLY_APPLY.render() in said
     kernel.click("Apply")
     assert set_next_input(run) == []
-    assert any("paste the proposal into the notebook yourself" in v for v in kernel.html_values())
+    done = messages.KERNEL_STATE_DONE.render(verb="Applied", what="the proposal", label="the notebook")
+    assert any(done in v for v in kernel.html_values())
 
 
 KEY_CELL = f'import os\nos.environ["GEMINI_API_KEY"] = "{FAKE_KEY}"\n'
@@ -188,7 +190,7 @@ def test_a_changed_key_line_leaves_the_cell_untouched_and_says_so(stub, tmp_path
         masked = 'os.environ["GEMINI_API_KEY"] = "***"\n'
         stub.script_edit(notebook_text([Cell("k", masked + "import os\n"), Cell("a", "x = 2\n")]))
         run = ff.execute("m")
-        assert "the model saw the API key as *** and changed the line around it in cell k" in run.plain
+        assert messages.KEY_LINE_CHANGED.render(cells="cell k") in run.plain
         assert any("1 changed, 0 new, 0 removed" in v for v in ff.statuses())
         ff.click_until("Apply", "Applied")
         assert ff.source("k") == KEY_CELL and ff.source("a") == "x = 2\n"

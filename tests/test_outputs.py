@@ -18,6 +18,7 @@ import pytest
 from helpers.kernel import FAKE_KEY
 from helpers.wire import api_requests, current_payload
 
+from genai_magics import messages
 from genai_magics.persistence.store import record_path
 
 MODES = ("contents", "interactions")
@@ -201,7 +202,7 @@ def test_more_images_than_max_images_wait_for_the_next_turn_and_say_so(kernel, s
     )
     first = kernel.run("%%gemini_ask\nwhat are these?", cell_id="m1")
     assert current_images(api_requests(stub)[-1]) == images[:2]
-    assert "1 image(s) not sent this turn: max_images is 2" in first.plain
+    assert messages.IMAGES_WAIT.render(count=1, cap=2, then=messages.IMAGES_LATER.render()) in first.plain
     kernel.run("%%gemini_ask\nand the last one?", cell_id="m2")
     assert current_images(api_requests(stub)[-1]) == images[2:]
 
@@ -272,7 +273,10 @@ def test_a_dataframe_goes_as_its_table_and_widgets_scripts_and_html_are_named_no
     kernel.run("%%gemini_ask\nwhich city is warmer?", cell_id="m1")
     [text] = current_payload(api_requests(stub)[-1])["outputs"]
     lines = text["text"].splitlines()
-    assert lines[:3] == ["[a text/html output, not sent]", "[a application/javascript output, not sent]", lines[2]]
-    assert lines[2].startswith("[a widget, not sent: IntSlider(value=3")
+    assert lines[:2] == [
+        messages.OUTPUT_NOT_SENT.render(kind="text/html"),
+        messages.OUTPUT_NOT_SENT.render(kind="application/javascript"),
+    ]
+    assert messages.WIDGET_NOT_SENT.matches(lines[2], prefixed=False) and "IntSlider(value=3" in lines[2]
     assert lines[3:] == [" | city | temp", "0 | Oslo | 4", "1 | Rome | 18"]  # the DataFrame's HTML table, as rows
     assert "bold words" not in text["text"] and "alert" not in text["text"]

@@ -9,6 +9,7 @@ import sys
 import pytest
 from test_outputs import png, sha
 
+from genai_magics import messages
 from genai_magics.engine.cells import Document
 from genai_magics.engine.contents import build_contents
 from genai_magics.engine.conversation import Conversation
@@ -57,7 +58,7 @@ def test_text_tables_and_what_is_only_named():
 
 def test_text_is_capped_and_says_so():
     [text] = cell_output_pieces("c", "In[1]", [Output("stream", {"text/plain": "x" * 10_000}, "stdout")], 500)
-    assert len(text.text) < 600 and text.text.endswith("[cut at 500 characters: max_output_chars]")
+    assert len(text.text) < 600 and text.text.endswith(messages.OUTPUT_CUT.render(cap=500))
 
 
 def test_each_image_has_its_own_sha_and_the_text_does_not_change_with_it():
@@ -83,8 +84,7 @@ def test_too_big_image_without_pillow_is_refused_in_one_line(monkeypatch):
     fitted = fit_images(pieces, 100_000)
     assert [type(p) for p in fitted.pieces] == [OutputPiece]
     [note] = fitted.notes.values()
-    assert "\n" not in note and note.startswith(f"In[3]'s image 1 is {len(big):,} bytes, over max_image_bytes")
-    assert "Pillow is not installed" in note and "not sent" in note
+    assert note == messages.IMAGE_NEEDS_PILLOW.render(label="In[3]", position=1, size=len(big), cap=100_000)
 
 
 def test_too_big_image_with_pillow_is_downscaled():

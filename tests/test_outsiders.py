@@ -13,6 +13,7 @@ from helpers.wire import api_requests, current_payload, transcript
 from test_caching_wire import BIG, MODEL
 from test_replay import CELL_A, restart, start, the_record
 
+from genai_magics import messages
 from genai_magics.engine.hashing import sha256_text
 from genai_magics.ui.diff import MAX_DIFF_TEXT
 
@@ -157,8 +158,7 @@ def test_4_a_prompt_that_is_not_utf8_text_is_refused_before_anything_is_sent(ker
     kernel.run(NAMES, cell_id="names")
     run = kernel.run("%%gemini_ask --interpolate\nWhat is in $bad_name?", cell_id="m1")
     assert run.errors == [] and api_requests(stub) == []
-    assert "the turn's prompt holds undecodable text" in run.stderr and "nothing was sent" in run.stderr
-    assert len(run.stderr.strip().splitlines()) == 1
+    assert (messages.FIELD_NOT_TEXT.parse(run.stderr.strip()) or {}).get("name") == "prompt", run.stderr
 
 
 # -- 5. an explicit cache after a restart: SIGKILL, or polite (Kernel > Restart: atexit runs) ------------------
@@ -257,7 +257,8 @@ def test_7_a_record_of_the_wrong_shape_is_set_aside_and_forget_all_works(k, note
     k.run(CELL_A, cell_id="cell-a")
     ask = k.run("%%gemini_ask\nWhat does this do?", cell_id="m1")
     no_traceback(ask)
-    assert "of the wrong shape" in ask.stderr and "set aside" in ask.stderr and "turn 1 ·" in ask.plain
+    why = (messages.RECORD_SET_ASIDE.parse(ask.stderr.strip()) or {}).get("why", "")
+    assert messages.RECORD_WRONG_SHAPE.matches(why, prefixed=False) and "turn 1 ·" in ask.plain, ask.stderr
     forget = k.run("%gemini forget --all", cell_id="f")
     no_traceback(forget)
     assert "forgotten: default" in forget.stdout and not path.exists()
@@ -273,7 +274,8 @@ def test_8_a_record_with_a_bad_field_is_set_aside_at_load_never_a_traceback_in_r
     k.run(CELL_A, cell_id="cell-a")
     again = k.run("%%gemini_ask\nWhat does this do?", cell_id="m1")
     no_traceback(again)
-    assert "turns[0].at: str 'yesterday', not a number" in again.stderr and "set aside" in again.stderr
+    why = (messages.RECORD_SET_ASIDE.parse(again.stderr.strip()) or {}).get("why", "")
+    assert "turns[0].at: str 'yesterday', not a number" in why, again.stderr
     assert "turn 1 ·" in again.plain  # asked live: the record did not hold a usable turn
 
 
@@ -290,7 +292,7 @@ def test_9_a_newer_or_foreign_record_is_left_untouched_and_the_session_keeps_wor
     k.run(CELL_A, cell_id="cell-a")
     ask = k.run("%%gemini_ask\nWhat does this do?", cell_id="m1")
     no_traceback(ask)
-    assert "left untouched" in ask.stderr and len(ask.stderr.strip().splitlines()) == 1
+    assert messages.RECORD_LEFT_UNTOUCHED.matches(ask.stderr.strip()), ask.stderr
     assert "turn 1 ·" in ask.plain
     follow = k.run("%%gemini_ask\nAnd then?", cell_id="m2")
     forget = k.run("%gemini forget --all", cell_id="f")
@@ -328,7 +330,7 @@ def test_11_a_two_megabyte_proposal_keeps_the_cells_text_fallback_capped(kernel,
     no_traceback(run)
     bundles = [m["content"]["data"] for m in run.messages if m["msg_type"] == "display_data"]
     widget = next(b for b in bundles if "application/vnd.jupyter.widget-view+json" in b)
-    assert len(widget["text/plain"]) < MAX_DIFF_TEXT + 1_000 and "too large to show here" in widget["text/plain"]
+    assert len(widget["text/plain"]) < MAX_DIFF_TEXT + 1_000 and messages.DIFF_TOO_LARGE.within(widget["text/plain"])
     assert sum(len(json.dumps(m["content"])) for m in run.messages) < 1_000_000
 
 

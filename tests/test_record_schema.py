@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_record import session
 
+from genai_magics import messages
 from genai_magics.engine.outputs import OUTPUTS_FIELD, ImagePiece, OutputPiece
 from genai_magics.engine.record import (
     NotebookRecord,
@@ -118,10 +119,10 @@ def check(tmp_path, text: str, private: bool) -> None:
         assert note is None and others == ["record.json"]
         return
     assert note is not None and "\n" not in note and "Traceback" not in note
-    if "left untouched" in note:
+    if messages.RECORD_LEFT_UNTOUCHED.matches(note, prefixed=False):
         assert others == ["record.json"] and path.read_text(errors="surrogatepass") == text
     else:
-        assert "set aside as" in note, note
+        assert messages.RECORD_SET_ASIDE.matches(note, prefixed=False), note
         assert private or text.encode("utf-8", "surrogatepass").startswith(OURS) or not text.strip(), (
             "another writer's file was renamed"
         )

@@ -17,6 +17,7 @@ from helpers.kernel import FAKE_KEY, Kernel
 from helpers.lazy import lazy_import
 from helpers.wire import api_requests, current_payload, transcript
 
+from genai_magics import messages
 from genai_magics.persistence.store import record_path
 
 nbformat = lazy_import("nbformat")
@@ -262,10 +263,8 @@ def test_replay_only_without_a_key_fails_a_cell_with_no_record_in_one_line(stub,
     assert len(api_requests(stub)) == 2
     assert "replayed turn 2" in json.dumps(outs[1])
     errors = [o["text"] for o in outs[2] if o.get("name") == "stderr"]
-    assert errors == [
-        "genai_magics: replay is 'only': no recorded turn matches this cell (turn 3 of 'default'); "
-        "nothing was sent (%config GeminiMagics.replay = 'auto' to ask Gemini)\n"
-    ]
+    why = messages.REPLAY_ONLY_NO_MATCH.render(position=3, name="default")
+    assert errors == [messages.REPLAY_ONLY.shown(why=why) + "\n"]
     assert not any(o.get("output_type") == "error" for o in outs[2])
 
 
@@ -314,8 +313,9 @@ def test_a_damaged_record_is_set_aside_with_one_line_and_the_session_starts_fres
     nb = run_all(notebook, stub)
     out = magic_outputs(nb)[0]
     lines = [o["text"] for o in out if o.get("name") == "stderr"]
-    assert len(lines) == 1 and lines[0].startswith(f"genai_magics: the conversation record {path} is "), lines
-    assert "set aside as" in lines[0] and "starting fresh" in lines[0]
+    assert len(lines) == 1 and (messages.RECORD_SET_ASIDE.parse(lines[0].rstrip("\n")) or {}).get("path") == str(
+        path
+    ), lines
     aside = [p for p in path.parent.iterdir() if p.name.startswith(path.name + ".") and p.name.endswith(".set-aside")]
     assert len(aside) == 1 and aside[0].read_text() == bad
     assert len(api_requests(stub)) == 2, "the turn went live"
@@ -547,7 +547,7 @@ def test_vscode_run_all_does_not_stop_at_a_replayed_proposal_and_never_writes_an
         replayed = vs.run(edit, 3, timeout=30)
         assert "replayed turn 1" in replayed.plain and len(api_requests(stub)) == before
         assert set_next_input(replayed) == []
-        assert any("Apply is staged" in v for v in k.html_values())
+        assert any(messages.STAGED_APPLY.render() in v for v in k.html_values())
         k.click("Apply")
         assert set_next_input(vs.run("y = 2", 4)) == [], "Apply's text must never land on another cell"
         (payload,) = set_next_input(vs.run(edit, 3))

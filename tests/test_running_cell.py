@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from helpers.wire import api_requests, current_payload
 
+from genai_magics import messages
+
 CELL_A = "def parse(s):\n    return int(s)\n"
 NB = "vscode-notebook-cell:/home/u/work/nb.ipynb#"
 
@@ -25,7 +27,7 @@ def test_apply_while_the_magic_cell_waits_replaces_it_in_the_execute_reply(kerne
     assert payload["replace"] is True
     assert payload["text"].startswith("# gemini_edit: Add input validation.\n# stub edit")
     assert payload["text"].endswith(CELL_A)
-    assert any("Applied: this cell is replaced by the proposal" in v for v in kernel.html_values())
+    assert any(messages.RUNNING_CELL_APPLIED.render() in v for v in kernel.html_values())
     # the applied cell is now the conversation's code: the follow-up is synchronized
     kernel.run("%%gemini_ask\nWhy?", cell_id=NB + "W3sZmlsZQ==")
     ask = current_payload(api_requests(stub)[-1])
@@ -54,13 +56,13 @@ def test_no_choice_in_time_stages_apply_for_the_next_run(kernel, stub):
     assert next_input(first) == []
     assert any("Apply is now staged" in v for v in kernel.html_values())
     kernel.click("Apply")
-    assert any("Apply staged: run this cell again" in v for v in kernel.html_values())
+    assert any(messages.STAGED.render() in v for v in kernel.html_values())
     sent_before = len(api_requests(stub))
     again = kernel.run("%%gemini_edit\nAdd input validation.", cell_id=NB + "B")
     (payload,) = next_input(again)
     assert payload["replace"] is True and payload["text"].endswith(CELL_A)
     assert len(api_requests(stub)) == sent_before, "a staged Apply sends no new request"
-    assert any("Applied: this cell is replaced by the proposal" in v for v in kernel.html_values())
+    assert any(messages.RUNNING_CELL_APPLIED.render() in v for v in kernel.html_values())
 
 
 def test_the_wait_mechanism_matches_the_kernel(kernel):

@@ -18,6 +18,8 @@ from helpers.kernel import FAKE_KEY, Kernel, point_sdk_at
 from helpers.lazy import lazy_import
 from helpers.wire import api_requests
 
+from genai_magics import messages
+
 nbformat = lazy_import("nbformat")
 nbclient = lazy_import("nbclient")
 
@@ -89,11 +91,11 @@ def test_the_key_appears_nowhere_in_a_whole_session(secret_env, stub, tmp_path):
     # the session really ran: answers, a proposal, the dry run, the failures, retries, a traceback, logs
     assert "Stub answer to: What does total do?" in text
     assert "dry run (contents)" in text
-    assert "API key rejected (401)" in text
+    assert messages.KEY_REJECTED.shown(code=401, detail="") in text
     assert "retrying in ~1 s (2/2)" in text
-    assert "Gemini rejected the request (400): bad request for key ***" in text
-    assert "API key rejected (403)" in text and "key *** denied" in text
-    assert "not found (404)" in text and "no model for ***" in text
+    assert messages.REQUEST_REJECTED.shown(detail="bad request for key ***") in text
+    assert messages.KEY_REJECTED.shown(code=403, detail="") in text and "key *** denied" in text
+    assert messages.NOT_FOUND.shown(detail="") in text and "no model for ***" in text
     assert "Traceback (most recent call last)" in text  # debug on
     assert "HTTP Request: POST" in text  # the httpx log went into the outputs
     assert "failing with" in text

@@ -14,6 +14,8 @@ import pytest
 from helpers.kernel import FAKE_KEY
 from helpers.wire import api_requests, current_payload
 
+from genai_magics import messages
+
 IPYTHON = str(Path(sys.executable).with_name("ipython"))
 
 
@@ -93,7 +95,7 @@ def test_the_proposal_prefills_the_next_prompt_and_running_it_syncs(term, stub):
     edit, ask = api_requests(stub)
     assert current_payload(ask).get("sourceSynchronized") is True
     term.type("%gemini apply")  # recording it: the words say what happened here
-    screen = term.wait_for("Applied for the conversation: the model holds the proposal (pre-filled at the prompt).")
+    screen = term.wait_for(messages.PREFILLED_APPLIED.render())
     assert "paste" not in screen
 
 

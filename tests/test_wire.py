@@ -7,6 +7,7 @@ import json
 import pytest
 from helpers.wire import api_requests, current_payload, transcript
 
+from genai_magics import messages
 from genai_magics.engine.hashing import sha256_text
 
 CELL_A = "def parse(s):\n    return int(s)\n"
@@ -125,7 +126,7 @@ def test_dry_run_sends_nothing_changes_nothing_and_needs_no_key(stub, tmp_path):
         dry = k.run("%%gemini_edit --dry-run\nAdd validation", cell_id="m1")
         document, title, body = dry.plain.split("\n", 2)
         assert document == "document: In[2] · parse()"  # named at the top of the dry run too
-        assert title.startswith("dry run (contents)")
+        assert title.startswith(messages.DRY_RUN.render(state="contents"))
         request = json.loads(body)
         assert json.loads(request["contents"][-1]["parts"][0]["text"])["currentSource"] == CELL_A
         assert api_requests(stub) == []
@@ -144,7 +145,8 @@ def test_a_second_click_does_nothing_and_says_why(kernel, stub):
     kernel.click("Apply")
     status = kernel.run("%gemini status", cell_id="s1").stdout
     kernel.click("Apply")
-    assert any("Apply: already applied." in v for v in kernel.html_values())
+    refused = messages.REFUSED.render(action="Apply", reason=messages.ALREADY_APPLIED.render())
+    assert any(refused in v for v in kernel.html_values())
     assert kernel.run("%gemini status", cell_id="s2").stdout == status
     apply_id = kernel.buttons("Apply")[-1]
     discard_id = kernel.buttons("Discard")[-1]

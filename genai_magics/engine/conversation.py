@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from .. import messages
 from .cells import Document, DocumentKey
 from .context import ContextPiece
 from .diff import source_patch
@@ -368,25 +369,25 @@ class Conversation:
     def refusal(self, action: str, turn: Turn) -> str | None:
         """Why ``action`` on ``turn`` must do nothing, or None when it may proceed."""
         if self.closed or not self.owns(turn):
-            return "this proposal belongs to a conversation that was reset; nothing changed"
+            return messages.RESET_SINCE.render()
         if turn.proposal_source is None:
-            return "this turn has no proposal"
+            return messages.NO_PROPOSAL_IN_TURN.render()
         later_applied = next((t for t in self.history if t.index > turn.index and t.outcome == "applied"), None)
         if action == "apply":
             if turn.outcome == "applied":
-                return "already applied"
+                return messages.ALREADY_APPLIED.render()
             if turn.outcome == "discarded":
-                return "this proposal was discarded"
+                return messages.DISCARDED_SINCE.render()
             if later_applied is not None:
-                return f"a newer proposal (turn {later_applied.index}) was applied; this one is stale"
+                return messages.NEWER_APPLIED.render(turn=later_applied.index)
         elif action == "discard":
             if turn.outcome != "proposed":
-                return f"nothing to discard: the proposal is {turn.outcome}"
+                return messages.NOTHING_TO_DISCARD.render(outcome=turn.outcome)
         elif action == "undo":
             if turn.outcome != "applied":
-                return f"nothing to undo: the proposal is {turn.outcome}"
+                return messages.NOTHING_TO_UNDO.render(outcome=turn.outcome)
             if later_applied is not None:
-                return f"undo turn {later_applied.index} first: it was applied after this one"
+                return messages.UNDO_LATER_FIRST.render(turn=later_applied.index)
         else:
             raise ValueError(action)
         return None

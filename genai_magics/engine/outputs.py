@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Any, Literal
 
+from .. import messages
 from .context import ContextPiece
 from .text import clip, estimate_tokens
 
@@ -200,14 +201,14 @@ def _render(outputs: Iterable[Output]) -> tuple[str, list[_Image]]:
             images.append(_Image(mime, blob, len(images) + 1))
             parts.append(f"[image {len(images)}]\n")
         elif WIDGET_TYPE in data:
-            parts.append(f"[a widget, not sent: {clip(str(data.get('text/plain', '')), 80)}]\n")
+            parts.append(messages.WIDGET_NOT_SENT.render(text=clip(str(data.get("text/plain", "")), 80)) + "\n")
         elif "text/html" in data and (table := html_table_text(str(data["text/html"]))) is not None:
             parts.append(table + "\n")
         elif "text/markdown" in data:
             parts.append(str(data["text/markdown"]) + "\n")
         elif any(m in data for m in _NOT_SENT):
             kind = next(m for m in _NOT_SENT if m in data)
-            parts.append(f"[a {kind} output, not sent]\n")
+            parts.append(messages.OUTPUT_NOT_SENT.render(kind=kind) + "\n")
         elif "text/plain" in data:
             parts.append(str(data["text/plain"]) + "\n")
     return "".join(parts), images
@@ -223,7 +224,7 @@ def cell_output_pieces(key: str, label: str, outputs: Sequence[Output], max_char
     pieces: list[OutputPiece] = []
     if text.strip():
         if len(text) > max_chars:
-            text = clip(text, max_chars) + f"\n[cut at {max_chars:,} characters: max_output_chars]"
+            text = clip(text, max_chars) + "\n" + messages.OUTPUT_CUT.render(cap=max_chars)
         pieces.append(OutputPiece(OUTPUTS_FIELD, text, name=key, label=label))
     for image in images:
         width, height = image_size(image.data)

@@ -31,6 +31,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from .. import messages
 from ..engine.cells import CELL_TYPES, Cell, is_genai_magic
 from . import kernel_compat
 from .cell_writer import Done, live_done
@@ -39,11 +40,6 @@ TARGET_NAME = "genai_magics.bridge"
 OnOk = Callable[[dict], None]  # gets a successful reply's data
 PROTOCOL_VERSION = 1
 DEFAULT_TIMEOUT = 10.0
-
-_NOT_CONNECTED = (
-    "no live notebook frontend is connected (the genai-magics-bridge JupyterLab "
-    "extension has not answered in this kernel)"
-)
 
 
 def _new_cell_id() -> str:
@@ -140,7 +136,7 @@ class Bridge:
         with self._lock:
             comm, self._comm = self._comm, None
             self._reset_view()
-        self._fail_pending("the bridge was closed")
+        self._fail_pending(messages.BRIDGE_CLOSED.render())
         if comm is not None:
             try:
                 comm.close()
@@ -267,7 +263,7 @@ class Bridge:
                 on_ok(data)
             done(None)
         else:
-            done(str(data.get("error") or "the notebook frontend refused the edit"))
+            done(str(data.get("error") or messages.FRONTEND_REFUSED.render()))
 
     def _after_ok(self, request: dict, data: dict) -> None:
         """Keep the view in step with an edit the frontend confirmed."""
@@ -297,7 +293,7 @@ class Bridge:
         with self._lock:
             self._comm = None
             self._reset_view()
-        self._fail_pending("the notebook was closed (the frontend closed the bridge)")
+        self._fail_pending(messages.NOTEBOOK_CLOSED.render())
 
     # ------------------------------------------------------------- requests
     def _send(self, data: dict) -> bool:
@@ -314,7 +310,7 @@ class Bridge:
     def _request(self, op: str, fields: dict, done: Done, on_ok: OnOk | None = None) -> None:
         with self._lock:
             if self._comm is None or not self.connected:
-                error: str | None = _NOT_CONNECTED
+                error: str | None = messages.BRIDGE_NOT_CONNECTED.render()
             else:
                 error = None
                 self._next_request += 1
@@ -334,7 +330,7 @@ class Bridge:
                 self._reply_routes.pop(request_id, None)
             if entry is not None:
                 timer.cancel()
-                done("could not send the request to the notebook frontend (comm closed)")
+                done(messages.BRIDGE_SEND_FAILED.render())
 
     def _on_timeout(self, request_id: int) -> None:
         with self._lock:
@@ -343,10 +339,7 @@ class Bridge:
         if entry is None:
             return
         request, done, _, _ = entry
-        message = (
-            f"no reply from the notebook frontend within {self.timeout:g} s ({request['op']}); "
-            "is the notebook still open in JupyterLab?"
-        )
+        message = messages.FRONTEND_NO_REPLY.render(timeout=self.timeout, op=request["op"])
         self._call_soon(done, message)
 
     def _call_soon(self, func: Callable, *args: Any) -> None:
@@ -403,7 +396,7 @@ class LiveWriter:
         return cell_id
 
     def describe_apply(self) -> str:
-        return "Apply writes the proposal into the cell in the notebook (one Ctrl+Z step undoes it there)."
+        return messages.LIVE_APPLY.render()
 
     def write(self, cell_id: str, source: str, done: Done) -> str | None:
         """Send set_source; ``done`` is called when the frontend's reply arrives (never blocks)."""

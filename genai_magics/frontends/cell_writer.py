@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from .. import messages
 from .notebook_view import ExecutedCells
 
 # called with an error message, or None on success; the controller's returns whether it committed
@@ -45,7 +46,7 @@ class _Writer:
 
 def live_done(verb: str, what: str, label: str) -> str:
     """After a write into the live notebook."""
-    return f"{verb}: {what} is now in {label} (Ctrl+Z in the cell reverts it too)."
+    return messages.LIVE_DONE.render(verb=verb, what=what, label=label)
 
 
 class KernelStateWriter(_Writer):
@@ -55,13 +56,10 @@ class KernelStateWriter(_Writer):
         self._set_source = set_source
 
     def describe_apply(self) -> str:
-        return (
-            "Apply records the proposal as this cell's code for the conversation; "
-            "this frontend cannot edit cells, so paste it into the cell yourself (Copy)."
-        )
+        return messages.KERNEL_STATE_APPLY.render()
 
     def describe_done(self, verb: str, what: str, label: str) -> str:
-        return f"{verb} for the conversation: paste {what} into {label} yourself (this frontend cannot edit cells)."
+        return messages.KERNEL_STATE_DONE.render(verb=verb, what=what, label=label)
 
     def write(self, cell_id: str, source: str, done: Done) -> str | None:
         self._set_source(cell_id, source)
@@ -73,15 +71,12 @@ class PrefilledWriter(KernelStateWriter):
     """Terminal IPython: the proposal is already at the next prompt; Apply only records it."""
 
     def describe_apply(self) -> str:
-        return (
-            "The proposal is pre-filled at the next prompt: run it there. "
-            "%gemini apply / discard / undo record what you did with it."
-        )
+        return messages.PREFILLED_APPLY.render()
 
     def describe_done(self, verb: str, what: str, label: str) -> str:
         if verb == "Applied":
-            return "Applied for the conversation: the model holds the proposal (pre-filled at the prompt)."
-        return f"{verb} for the conversation: the model holds {what} again; run that code to get it back."
+            return messages.PREFILLED_APPLIED.render()
+        return messages.PREFILLED_UNDONE.render(verb=verb, what=what)
 
 
 def applied_text(instruction: str, source: str) -> str:
@@ -102,8 +97,8 @@ def strip_applied_marker(source: str) -> str:
 
 def _running_cell_done(verb: str, what: str, label: str) -> str:
     if verb == "Applied":
-        return "Applied: this cell is replaced by the proposal (your instruction kept as its first line)."
-    return f"{verb} for the conversation: {label} still holds the code from before; this cell keeps the applied code."
+        return messages.RUNNING_CELL_APPLIED.render()
+    return messages.RUNNING_CELL_UNDONE.render(verb=verb, label=label)
 
 
 class RunningCellWriter(_Writer):
@@ -134,11 +129,7 @@ class RunningCellWriter(_Writer):
     describe_done = staticmethod(_running_cell_done)
 
     def describe_apply(self) -> str:
-        return (
-            f"Apply replaces this magic cell with the proposal (your instruction kept as its first comment "
-            f"line); that cell then is the conversation's code. This cell waits up to {self.timeout_s:g} s "
-            "for Apply or Discard."
-        )
+        return messages.RUNNING_CELL_APPLY.render(timeout_s=self.timeout_s)
 
     def write(self, cell_id: str, source: str, done: Done) -> str | None:
         if not self.running:
@@ -163,12 +154,6 @@ class StagedApply:
     done: Done
 
 
-EDITED_BEFORE_RERUN = (
-    "the magic cell was edited before it ran again, so it ran as written; "
-    "click Apply again to stage the proposal for its next run"
-)
-
-
 class StagedWriter(_Writer):
     """No way to wait for a click: Apply is recorded and written when the cell runs again.
 
@@ -184,7 +169,7 @@ class StagedWriter(_Writer):
         self.wrote = False
 
     def describe_apply(self) -> str:
-        return "Apply is staged: run this cell again and it is replaced by the proposal (no new request is sent)."
+        return messages.STAGED_APPLY.render()
 
     def holder(self, cell_id: str) -> str:
         return self.magic_cell_id
@@ -204,7 +189,7 @@ class StagedWriter(_Writer):
         self._staged[self.magic_cell_id] = StagedApply(
             applied_text(self.instruction, source), self.cell_source, written
         )
-        return "Apply staged: run this cell again (Shift+Enter) to write the proposal into it."
+        return messages.STAGED.render()
 
 
 def write_staged(
@@ -219,7 +204,7 @@ def write_staged(
         return False
     cell = executed.by_id.get(running)
     if cell is None or cell.source != found.cell_source:
-        found.done(EDITED_BEFORE_RERUN)  # a new instruction is a new request
+        found.done(messages.EDITED_BEFORE_RERUN.render())  # a new instruction is a new request
         return False
     if not found.done(None):
         return False  # the widget says why (discarded, reset, a newer one applied)

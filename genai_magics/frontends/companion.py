@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import messages
 from ..engine.cells import CELL_TYPES, Cell, is_genai_magic
 from ..engine.hashing import sha256_text
 from . import kernel_compat
@@ -151,7 +152,7 @@ class Companion:
     def _request(self, op: str, fields: dict[str, Any]) -> dict[str, Any]:
         presence = self._presence()
         if presence is None:
-            raise CompanionError("the VS Code companion is not connected (is the notebook still open?)")
+            raise CompanionError(messages.COMPANION_NOT_CONNECTED.render())
         out = self.dir / f"out-{os.getpid()}"
         out.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._next += 1
@@ -170,7 +171,7 @@ class Companion:
             tmp.write_text(json.dumps(envelope), encoding="utf-8")
             tmp.replace(request)  # the companion reads only whole files
         except OSError as exc:
-            raise CompanionError(f"could not write to the VS Code companion ({exc.strerror})") from None
+            raise CompanionError(messages.COMPANION_UNWRITABLE.render(error=exc.strerror)) from None
         deadline = time.monotonic() + self.timeout
         pause = 0.002
         while time.monotonic() < deadline:
@@ -182,12 +183,12 @@ class Companion:
                 continue
             reply_to.unlink(missing_ok=True)
             if not isinstance(data, dict) or data.get("request_id") != self._next:
-                raise CompanionError("the VS Code companion answered something else")
+                raise CompanionError(messages.COMPANION_CONFUSED.render())
             if not data.get("ok"):
-                raise CompanionError(str(data.get("error") or "the VS Code companion refused the edit"))
+                raise CompanionError(str(data.get("error") or messages.COMPANION_REFUSED.render()))
             return data
         request.unlink(missing_ok=True)  # never taken: it must not be done later
-        raise CompanionError(f"no reply from the VS Code companion within {self.timeout:g} s ({op})")
+        raise CompanionError(messages.COMPANION_NO_REPLY.render(timeout=self.timeout, op=op))
 
     def _call(self, func: Callable[[str | None], Any], error: str | None) -> None:
         # after the caller's own bookkeeping, like a reply arriving on the bridge's comm
@@ -301,7 +302,4 @@ class CompanionWriter(LiveWriter):
     """Apply writes into the cell the conversation is about, through the companion."""
 
     def describe_apply(self) -> str:
-        return (
-            "Apply writes the proposal into the cell it is about, in VS Code (genai-magics companion; "
-            "Ctrl+Z in that cell undoes it there)."
-        )
+        return messages.COMPANION_APPLY.render()

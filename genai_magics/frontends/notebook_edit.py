@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from .. import messages
 from ..engine.cells import Cell, CellType
 from ..engine.diff import unified_diff
 from ..engine.redaction import MASK, redact, unmask
@@ -221,7 +222,7 @@ class NotebookWriter:
         return next((text for text, after in self.written.items() if after == now), now)
 
     def describe_apply(self) -> str:
-        return f"Apply makes these cell edits in the notebook: {self.preview}. Undo reverts all of them."
+        return messages.NOTEBOOK_EDITS_APPLY.render(preview=self.preview)
 
     def write(self, cell_id: str, source: str, done: Done) -> str | None:
         managed = self.base_ids | self.inserted
@@ -287,13 +288,10 @@ class NotebookCopyWriter:
     target_must_exist = False
 
     def describe_apply(self) -> str:
-        return (
-            "Apply only records the proposal for the conversation: this frontend cannot edit other cells, "
-            "so nothing is written into any cell; copy each changed cell from the diff (or Copy) yourself."
-        )
+        return messages.NOTEBOOK_RECORD_ONLY_APPLY.render()
 
     def describe_done(self, verb: str, what: str, label: str) -> str:
-        return f"{verb} for the conversation: paste {what} into {label} yourself (this frontend cannot edit cells)."
+        return messages.KERNEL_STATE_DONE.render(verb=verb, what=what, label=label)
 
     def holder(self, cell_id: str) -> str:
         return cell_id

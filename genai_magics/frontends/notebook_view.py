@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from .. import messages
 from ..engine.cells import CELL_TYPES, Cell, is_genai_magic
 
 
@@ -83,7 +84,7 @@ class ExecutedCells:
         return None  # execution order says nothing about layout
 
     def notebook_cells(self) -> Sequence[Cell]:
-        raise NotebookFileError("no notebook file is known to this kernel and no live notebook view is connected")
+        raise NotebookFileError(messages.NO_NOTEBOOK_KNOWN.render())
 
     def by_execution_count(self, count: int) -> Cell | None:
         return next((c for c in self.by_id.values() if c.execution_count == count), None)
@@ -117,7 +118,7 @@ def read_notebook_cells(path: Path) -> tuple[Cell, ...]:
     try:
         stat = path.stat()
     except OSError:
-        raise NotebookFileError(f"notebook file not found: {path}") from None
+        raise NotebookFileError(messages.NOTEBOOK_NOT_FOUND.render(path=path)) from None
     return _read_cells(str(path), stat.st_mtime_ns, stat.st_size)
 
 
@@ -130,12 +131,14 @@ def _read_cells(path_text: str, mtime_ns: int, size: int) -> tuple[Cell, ...]:
         with open(path, encoding="utf-8") as file:
             nb = json.load(file)
     except FileNotFoundError:
-        raise NotebookFileError(f"notebook file not found: {path}") from None
+        raise NotebookFileError(messages.NOTEBOOK_NOT_FOUND.render(path=path)) from None
     except (OSError, ValueError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-        raise NotebookFileError(f"cannot read notebook {path.name}: {type(exc).__name__}: {exc}") from None
+        raise NotebookFileError(
+            messages.NOTEBOOK_UNREADABLE.render(name=path.name, error=f"{type(exc).__name__}: {exc}")
+        ) from None
     if not isinstance(nb, dict) or nb.get("nbformat") != 4 or not isinstance(nb.get("cells"), list):
         version = nb.get("nbformat") if isinstance(nb, dict) else None
-        raise NotebookFileError(f"{path.name} is nbformat {version}, not 4")
+        raise NotebookFileError(messages.NOTEBOOK_NOT_V4.render(name=path.name, version=version))
     # Execution counts in a saved file belong to whichever session saved it: never this session's In[n].
     return tuple(
         Cell(

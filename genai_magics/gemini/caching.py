@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from .. import messages
 from ..engine.conversation import Conversation, Turn, TurnPlan
 from ..engine.outputs import part_tokens
 from ..engine.payloads import SYSTEM_INSTRUCTION
@@ -254,7 +255,7 @@ class ContextCaches:
         except Exception as exc:
             if cached is None or not cache_is_gone(exc):
                 raise
-            note("the context cache expired or was deleted on the server; creating it again once")
+            note(messages.CACHE_GONE.render())
             self._forget(conv)
             again = replace(step, decision=Decision("create", False, "the server lost the cache"), entry=None)
             cached, written = self._prepare(conv, transport, again, note, ttl_s)
@@ -268,7 +269,7 @@ class ContextCaches:
         action, entry = step.decision.action, step.entry
         if action == "use" and entry is not None:
             if step.decision.refresh and not self._refresh(entry, ttl_s):
-                note("the context cache expired or was deleted on the server; creating it again once")
+                note(messages.CACHE_GONE.render())
                 self._forget(conv)
                 return self._prepare(
                     conv, transport, replace(step, decision=Decision("create", False, ""), entry=None), note, ttl_s
@@ -289,7 +290,7 @@ class ContextCaches:
                 },
             )
         except Exception as exc:  # the turn goes on without a cache; the reason is shown
-            note(f"could not create a context cache ({status_code(exc) or type(exc).__name__}); sending without one")
+            note(messages.CACHE_NOT_MADE.render(why=status_code(exc) or type(exc).__name__))
             return None, 0
         now = self.clock()
         tokens = getattr(getattr(made, "usage_metadata", None), "total_token_count", None) or step.head_tokens

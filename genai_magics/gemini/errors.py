@@ -7,6 +7,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from .. import messages
 from ..engine.redaction import redact
 from ..engine.text import one_line
 from .sdk_compat import interactions_status_error
@@ -118,30 +119,23 @@ def _describe(exc: BaseException, *, attempts: int, timeout_s: float) -> str:
     code = status_code(exc)
     detail = one_line(redact(_server_message(exc)), 200)  # before clipping: no half key
     if code in (401, 403):
-        return f"API key rejected ({code}): set GEMINI_API_KEY (or GOOGLE_API_KEY) to a valid key. {detail}"
+        return messages.KEY_REJECTED.render(code=code, detail=detail)
     if code == 400:
-        return (
-            f"Gemini rejected the request (400): {detail} - check the prompt and --model; --dry-run shows the request"
-        )
+        return messages.REQUEST_REJECTED.render(detail=detail)
     if code == 404:
-        return f"not found (404): check the model name (%config GeminiMagics.model). {detail}"
+        return messages.NOT_FOUND.render(detail=detail)
     if code == 429:
-        return f"rate limited (429) after {attempts} attempt(s); wait a minute and run the cell again."
+        return messages.RATE_LIMITED.render(attempts=attempts)
     if code is not None and code >= 500:
-        return f"Gemini server error ({code}) after {attempts} attempt(s); run the cell again later."
+        return messages.SERVER_ERROR.render(code=code, attempts=attempts)
     transport = _transport(exc, failure_kinds())
     if transport is not None:
         kind, error = transport
         if kind == "timeout":
-            return (
-                f"no answer within {timeout_s:g} s (each of {attempts} attempt(s)); "
-                "raise %config GeminiMagics.timeout or try again."
-            )
+            return messages.TIMED_OUT.render(timeout_s=timeout_s, attempts=attempts)
         if kind == "cut":
-            return "the answer stream was cut off before it finished; run the cell again."
-        return (
-            f"cannot reach Gemini ({one_line(redact(str(error)), 200)}); check the network or GOOGLE_GEMINI_BASE_URL."
-        )
+            return messages.STREAM_CUT.render()
+        return messages.UNREACHABLE.render(error=one_line(redact(str(error)), 200))
     if code is not None:
-        return f"Gemini answered {code}: {detail}"
-    return f"{type(exc).__name__}: {detail}"
+        return messages.OTHER_STATUS.render(code=code, detail=detail)
+    return messages.OTHER_FAILURE.render(kind=type(exc).__name__, detail=detail)

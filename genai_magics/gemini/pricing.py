@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from .. import messages
+
 PRICES_AS_OF = "2026-11-30"
 
 
@@ -100,12 +102,12 @@ def price_for(model: str, overrides: Mapping[str, Mapping[str, Any]] | None = No
     unknown = set(given) - known
     if unknown:
         raise ValueError(
-            f"GeminiMagics.prices[{name!r}]: unknown field(s) {sorted(unknown)}; use {sorted(known - {'source'})}"
+            messages.PRICE_FIELDS_UNKNOWN.render(model=name, unknown=sorted(unknown), known=sorted(known - {"source"}))
         )
     if base is None:
         missing = {"input", "cached_input", "output", "storage_hour"} - set(given)
         if missing:
-            raise ValueError(f"GeminiMagics.prices[{name!r}]: a model not in the table needs {sorted(missing)} too")
+            raise ValueError(messages.PRICE_FIELDS_MISSING.render(model=name, missing=sorted(missing)))
         given.setdefault("cache_minimum", 4096)
         given.setdefault("source", "GeminiMagics.prices")
         return Price(**given)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .. import messages
 from ..engine.contents import Contents, Rendered, render
 from ..engine.conversation import Turn, TurnPlan, Usage
 from ..engine.outputs import interaction_inputs
@@ -139,8 +140,12 @@ class RetryNotices:
         self.failures += 1
         if self.say is None or self.failures >= self.attempts:
             return
-        what = f"no answer within {self.timeout_s:g} s" if timed_out else f"cannot reach Gemini ({error})"
-        self.say(f"{what}; retrying in ~{_seconds(wait)} s ({self.failures + 1}/{self.attempts})")
+        why = (
+            messages.NO_ANSWER_WITHIN.render(timeout_s=self.timeout_s)
+            if timed_out
+            else messages.CANNOT_REACH.render(error=error)
+        )
+        self._retrying(why, wait)
 
     def __call__(self, response) -> None:
         if response.status_code not in RETRY_STATUS or self.say is None:
@@ -155,10 +160,16 @@ class RetryNotices:
             wait = None
         if wait is None:
             wait = min(MAX_DELAY_S, self.retry_delay_s * EXP_BASE ** (self.failures - 1))
-        what = "rate limited" if response.status_code == 429 else "Gemini server error"
-        self.say(
-            f"{what} ({response.status_code}); retrying in ~{_seconds(wait)} s ({self.failures + 1}/{self.attempts})"
-        )
+        what = messages.RATE_LIMITED_NOW if response.status_code == 429 else messages.SERVER_ERROR_NOW
+        self._retrying(what.render(code=response.status_code), wait)
+
+    def _retrying(self, why: str, wait: float) -> None:
+        if self.say is not None:
+            self.say(
+                messages.RETRYING.render(
+                    why=why, wait=_seconds(wait), attempt=self.failures + 1, attempts=self.attempts
+                )
+            )
 
 
 def _seconds(wait: float) -> str:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from .. import messages
 from ..engine.conversation import Conversation, Turn
 from ..engine.errors import UserError
 from ..engine.record import (
@@ -72,11 +73,11 @@ class Replay:
         if self.mode == "only":
             position = (rec.cursor if rec else 0) + 1
             why = (
-                "--rerun asks Gemini" if rerun else f"no recorded turn matches this cell (turn {position} of {name!r})"
+                messages.REPLAY_ONLY_RERUN.render()
+                if rerun
+                else messages.REPLAY_ONLY_NO_MATCH.render(position=position, name=name)
             )
-            raise UserError(
-                f"replay is 'only': {why}; nothing was sent (%config GeminiMagics.replay = 'auto' to ask Gemini)"
-            )
+            raise UserError(messages.REPLAY_ONLY.render(why=why))
         if rec is None or rec.cursor >= rec.replayable:
             return None  # nothing recorded by an earlier kernel is left to replay
         if self.mode == "off":
@@ -137,7 +138,7 @@ class Replay:
             self.record.images = self.images
             return self.store.save(self.record)
         except OSError as exc:
-            return f"cannot write the conversation record {self.store.path}: {exc}"
+            return messages.RECORD_NOT_WRITTEN.render(path=self.store.path, error=exc)
 
     def outcome_changed(self, conv: Conversation) -> str | None:
         """Apply, Discard or Undo changed a recorded conversation: write it."""

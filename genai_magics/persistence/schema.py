@@ -23,6 +23,7 @@ import typing
 from collections.abc import Callable
 from typing import Any, Literal, TypedDict, Union
 
+from .. import messages
 from ..engine.conversation import STATE_MODES, Turn, Usage
 from ..engine.record import SCHEMA_VERSION, NotebookRecord, from_data
 
@@ -294,7 +295,11 @@ def _object(fields: dict[str, tuple[Any, bool]], closed: bool = False) -> Check:
 
 def _fail(where: str) -> typing.NoReturn:
     """``where``: a check's answer, ``.a.b[0]: why`` (or ``: why`` about the whole file)."""
-    raise Damaged(f"of the wrong shape ({'the top level' + where if where.startswith(':') else where.lstrip('.')})")
+    raise Damaged(
+        messages.RECORD_WRONG_SHAPE.render(
+            where="the top level" + where if where.startswith(":") else where.lstrip(".")
+        )
+    )
 
 
 def _references(data: dict[str, Any]) -> None:

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import messages
 from ..engine.record import NotebookRecord, dumps, generation_of
 from .schema import OURS, Damaged, NotOurs, loads
 
@@ -168,17 +169,14 @@ class RecordStore:
 
     def _leave(self, why: str) -> str:
         self.read_only = True
-        return (
-            f"the conversation record {self.path} is {why}; left untouched: this kernel keeps its "
-            "conversations in memory only (%config GeminiMagics.record_location names another file)"
-        )
+        return messages.RECORD_LEFT_UNTOUCHED.render(path=self.path, why=why)
 
     def _set_aside(self, why: str) -> str:
         aside = self.path.with_name(f"{self.path.name}.{time.strftime('%Y%m%d-%H%M%S')}.set-aside")
         with _locked(self.path):
             os.replace(self.path, aside)
         self.generation, self.written = 0, None
-        return f"the conversation record {self.path} is {why}; set aside as {aside.name}, starting fresh"
+        return messages.RECORD_SET_ASIDE.render(path=self.path, why=why, aside=aside.name)
 
     def save(self, record: NotebookRecord) -> str | None:
         """Write the record; one line when this kernel lost the record to another kernel."""
@@ -202,10 +200,7 @@ class RecordStore:
                 on_disk = None
             if on_disk != self.generation:
                 self.lost = True
-                return (
-                    f"another kernel wrote this notebook's conversation record ({self.path}) since this kernel "
-                    "read it; this kernel no longer saves its turns (restart it to continue from that record)"
-                )
+                return messages.RECORD_LOST.render(path=self.path)
             record.generation = self.generation + 1
             fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
             # a lone surrogate (an undecodable file name) is written as its JSON escape \udcff

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .. import messages
 from ..engine.context import ContextPiece
 from ..engine.errors import UserError
 from .last_error import DEFAULT_ERROR_PROMPT, CellForFilename, capture_last_error, error_piece
@@ -35,7 +36,7 @@ def explicit_context(
     if error:
         err = capture_last_error(shell, cell_for_filename)
         if err is None:
-            raise UserError("--error: no exception has been raised in this session yet")
+            raise UserError(messages.NO_EXCEPTION_YET.render())
         pieces.append(error_piece(err))
         failing_cell = err.cell_id
         if not prompt.strip():

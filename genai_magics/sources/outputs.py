@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .. import messages
 from ..engine.context import ContextPiece
 from ..engine.outputs import ImagePiece, Output, OutputKind, OutputPiece, cell_output_pieces, image_size
 
@@ -217,8 +218,15 @@ def _downscale(piece: ImagePiece, max_bytes: int) -> tuple[bytes, str] | None:
     width, height = image_size(data)
     fitted = (
         data,
-        f"{piece.label}'s image {piece.position} is {piece.nbytes:,} bytes, over max_image_bytes "
-        f"({max_bytes:,}): downscaled to {width}x{height} ({len(data):,} bytes) to send it",
+        messages.IMAGE_DOWNSCALED.render(
+            label=piece.label,
+            position=piece.position,
+            size=piece.nbytes,
+            cap=max_bytes,
+            width=width,
+            height=height,
+            new_size=len(data),
+        ),
     )
     _fitted[key] = fitted
     while len(_fitted) > 64:
@@ -236,10 +244,8 @@ def fit_images(pieces: Sequence[OutputPiece], max_bytes: int) -> OutputPieces:
             continue
         fitted = _downscale(piece, max_bytes)
         if fitted is None:
-            notes[piece.key] = (
-                f"{piece.label}'s image {piece.position} is {piece.nbytes:,} bytes, over max_image_bytes "
-                f"({max_bytes:,}), and Pillow is not installed to downscale it: not sent "
-                "(pip install pillow, or raise %config GeminiMagics.max_image_bytes)"
+            notes[piece.key] = messages.IMAGE_NEEDS_PILLOW.render(
+                label=piece.label, position=piece.position, size=piece.nbytes, cap=max_bytes
             )
             continue
         data, note = fitted

@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from .. import messages
 from ..engine.context import ContextPiece
 from ..engine.errors import UserError
 from ..engine.text import ELLIPSIS, clip, one_line, sendable
@@ -295,7 +296,7 @@ def variable_pieces(names: Sequence[str], namespace: Mapping[str, object], max_c
         try:
             value = namespace[name]
         except KeyError:
-            raise UserError(f"--vars: no variable named {name!r} in the notebook") from None
+            raise UserError(messages.NO_SUCH_VARIABLE.render(name=name)) from None
         pieces.append(ContextPiece(VARIABLES_FIELD, summarize(value, name, max_chars), name=name))
     return pieces
 
@@ -311,12 +312,12 @@ def parse_var_list(text: str) -> list[str]:
         if not item:
             continue
         if not _is_variable_name(item):
-            hint = " (attributes such as obj.attr are not supported: name the object)" if "." in item else ""
-            raise UserError(f"--vars: {item!r} is not a variable name{hint}")
+            hint = messages.NO_ATTRIBUTES.render() if "." in item else ""
+            raise UserError(messages.NOT_A_VARIABLE_NAME.render(item=item, hint=hint))
         if item not in names:
             names.append(item)
     if not names:
-        raise UserError("--vars: no variable names given (e.g. --vars df,model)")
+        raise UserError(messages.NO_VARIABLE_NAMES.render())
     return names
 
 

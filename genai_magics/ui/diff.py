@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 
+from .. import messages
 from ..engine.diff import lines_of
 
 MAX_DIFF_HTML = 200_000  # bytes of HTML shown; a bigger diff is summarized (the Copy button has the text)
@@ -15,10 +16,7 @@ def _summary(diff: str, cap: int) -> str:
     lines = lines_of(diff)
     added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++"))
     removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("---"))
-    return (
-        f"(the diff is too large to show here: {added:,} lines added, {removed:,} removed, "
-        f"{len(diff):,} characters, over the {cap:,}-byte display cap; Copy shows the proposal as text)"
-    )
+    return messages.DIFF_TOO_LARGE.render(added=added, removed=removed, chars=len(diff), cap=cap)
 
 
 def diff_html(diff: str, cap: int = MAX_DIFF_HTML) -> str:

@@ -14,6 +14,7 @@ import time
 import traceback
 from typing import Any
 
+from .. import messages
 from ..engine.cells import summary
 from ..engine.edits import progress as edits_progress
 from ..engine.errors import UserError
@@ -128,8 +129,7 @@ class NotebookDisplay:
         if len(text) <= self.max_stream_chars:
             return text
         return (
-            text[: self.max_stream_chars] + f"\n\n… (cut here: {len(text) - self.max_stream_chars:,} more "
-            "characters not shown; the whole answer is kept in the conversation)"
+            text[: self.max_stream_chars] + "\n\n" + messages.ANSWER_CUT.render(more=len(text) - self.max_stream_chars)
         )
 
     def finish(self, markdown: str) -> None:
@@ -148,7 +148,7 @@ class NotebookDisplay:
 
     @staticmethod
     def error(text: str) -> None:
-        print(f"genai_magics: {text}", file=sys.stderr)
+        print(messages.PREFIX + text, file=sys.stderr)
 
     def failed(self, exc: Exception, debug: bool) -> None:
         """A turn that raised: a UserError's own line, anything else (a bug of ours) one
@@ -161,14 +161,14 @@ class NotebookDisplay:
             return
         if debug:
             print(redact("".join(traceback.format_exception(exc))), end="", file=sys.stderr)
-        self.error(redact(f"unexpected {type(exc).__name__}: {exc} (%gemini debug on shows the traceback)"))
+        self.error(redact(messages.UNEXPECTED.render(kind=type(exc).__name__, error=exc)))
 
     @staticmethod
     def request(body: dict[str, Any], state: str, cache_plan: str | None = None) -> None:
         from IPython.display import display
 
         text = json.dumps(_short_images(body), indent=2, ensure_ascii=False, default=str)
-        title = f"dry run ({state}): this request would be sent; nothing was sent and no state changed"
+        title = messages.DRY_RUN.render(state=state)
         if cache_plan:
             title += f" · {cache_plan}"
         display(_Rich(f"<b>{html.escape(title)}</b><pre>{html.escape(text)}</pre>", f"{title}\n{text}"))
@@ -201,7 +201,7 @@ class TerminalDisplay(NotebookDisplay):
         if self.mode == "ask" and shown < self.max_stream_chars:
             sys.stdout.write(text[: self.max_stream_chars - shown])
             if self._size > self.max_stream_chars:
-                sys.stdout.write("\n… (cut here: the rest is not shown; the whole answer is kept in the conversation)")
+                sys.stdout.write("\n" + messages.ANSWER_CUT_TERMINAL.render())
             sys.stdout.flush()
 
     def finish(self, markdown: str) -> None:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from .. import messages
 from ..engine.cells import WholeNotebook
 from ..engine.conversation import Conversation, TransitionRefused, Turn
 from ..engine.diff import unified_diff
@@ -21,7 +22,6 @@ from ..frontends.notebook_edit import notebook_diff
 
 Listener = Callable[["ProposalController"], None]
 ButtonAction = Literal["apply", "discard", "undo"]
-NO_CHANGE = "No change: the proposal is the same as the current code; there is nothing to apply."
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class ProposalController:
     overwritten: str | None = None
 
     def __post_init__(self) -> None:
-        self.status = Status(NO_CHANGE if self.no_change else self.writer.describe_apply())
+        self.status = Status(messages.NO_CHANGE.render() if self.no_change else self.writer.describe_apply())
 
     @property
     def message(self) -> str:
@@ -99,26 +99,20 @@ class ProposalController:
             return
         reason = self.conversation.refusal(action, self.turn)
         if reason:
-            self._say(Status(f"{action.capitalize()}: {reason}."))
+            self._say(Status(messages.REFUSED.render(action=action.capitalize(), reason=reason)))
             return
         if action == "apply" and self.no_change:
-            self._say(Status(NO_CHANGE))
+            self._say(Status(messages.NO_CHANGE.render()))
             return
         current = self.current_source(self.cell_id)
         if source is not None and current is None and self.writer.target_must_exist:
-            self._say(
-                Status(
-                    f"{action.capitalize()} not done: the cell this proposal is for is no longer "
-                    "in the notebook (deleted?). Nothing changed."
-                )
-            )
+            self._say(Status(messages.CELL_GONE.render(action=action.capitalize())))
             return
         if expect is not None and current is not None and current != expect and not force:
             what = "a cell of the notebook" if isinstance(self.turn.document_key, WholeNotebook) else "the cell"
             self._say(
                 Status(
-                    f"{action.capitalize()} not done: {what} changed since this proposal was made. "
-                    f"Use '{action} anyway' to overwrite it.",
+                    messages.CHANGED_SINCE.render(action=action.capitalize(), what=what, verb=action),
                     needs_force=action,
                 )
             )
@@ -136,12 +130,12 @@ class ProposalController:
             calls.append(error)
             self.writing = False
             if error:
-                self._say(Status(f"{action.capitalize()} failed: {error}. Nothing changed."))
+                self._say(Status(messages.WRITE_FAILED.render(action=action.capitalize(), error=error)))
                 return False
             try:
                 commit(self.turn)
             except TransitionRefused as exc:  # a concurrent click got there first, or a discard/reset since
-                self._say(Status(f"{action.capitalize()}: {exc}."))
+                self._say(Status(messages.REFUSED.render(action=action.capitalize(), reason=exc)))
                 return False
             if action == "apply":
                 self.overwritten = replaced
@@ -177,7 +171,7 @@ class ProposalController:
             "discard",
             None,
             self.conversation.discard,
-            lambda: "Discarded: the cell keeps its code; the model is told it was discarded.",
+            messages.DISCARDED.render,
             None,
             False,
         )

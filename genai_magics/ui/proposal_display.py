@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from .. import messages
 from ..engine.cells import WHOLE_NOTEBOOK, Cell
 from ..engine.conversation import Conversation, Turn
 from ..frontends.cell_writer import StagedApply
@@ -75,7 +76,7 @@ def show_proposal(
         footer()
         print(controller.diff or "(no change)")
         place.prefill(proposed.turn.proposal_source or "")
-        print(f"genai_magics: {controller.message}")
+        print(messages.PREFIX + controller.message)
         return None
     from IPython.display import display
 

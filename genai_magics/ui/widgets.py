@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from .. import messages
 from ..engine.redaction import redact
 from .diff import diff_html, diff_text
 from .proposal import ProposalController
@@ -24,8 +25,7 @@ RESTART_NOTE = (
     ".genai-magics-stale .genai-magics-restart-note{display:none}"
     ".genai-magics-proposal.jupyter-widgets-disconnected button{pointer-events:none;opacity:.5}</style>"
     '<div class="genai-magics-restart-note" style="font-size:12px;margin-top:4px;font-weight:600;color:#b45309">'
-    "The kernel restarted: these buttons no longer work. Run the magic cell again (with the notebook's "
-    "record, its recorded turn comes back without a new request).</div>"
+    f"{html.escape(messages.KERNEL_GONE.render(what='restarted'), quote=False)}</div>"
 )
 
 
