@@ -1,8 +1,8 @@
 """The kernel's view of the notebook, from whichever source of truth is there.
 
 Three sources, freshest first: the live bridge (a frontend extension pushing
-the notebook model, unsaved edits included), the kernel's own record of the
-cells it executed (``cellId`` from the execute request), and the notebook file
+the notebook model, unsaved edits included), the cells the kernel
+executed (``ExecutedCells``, by ``cellId`` from the execute request), and the notebook file
 on disk (nbformat) for cells never run. The engine never knows which.
 """
 
@@ -45,7 +45,7 @@ class ExecutedCells:
     by_id: dict[str, Cell] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)  # ids by last execution, oldest first
     running_id: str | None = None
-    description: str = "executed cells (kernel record)"
+    description: str = "executed cells"
     # every text a cell held in this session (by SHA-256): a saved file's copy of it is the same cell
     sources: dict[str, set[str]] = field(default_factory=dict)
     changes: int = 0  # bumped by every change below: a view merged from it stays valid until the next one
@@ -158,33 +158,33 @@ def _text(source: object) -> str:
 
 @dataclass
 class MergedView:
-    """File order and never-run cells from disk, sources from the kernel record when fresher.
+    """File order and never-run cells from disk, sources from the executed cells when fresher.
 
     One per turn (the turn's frontend holds it): the merge is reused while neither the file's
-    version nor the record changed (a turn asks the view several times, and the merge is
+    version nor the executed cells changed (a turn asks the view several times, and the merge is
     ~0.4 ms on a 200-cell notebook)."""
 
-    record: ExecutedCells
+    executed: ExecutedCells
     path: Path | None
-    # (the file's cells as parsed, record.changes) -> the merge: its last one
+    # (the file's cells as parsed, executed.changes) -> the merge: its last one
     _merge: tuple[tuple[Cell, ...], int, tuple[Cell, ...]] | None = field(default=None, repr=False, compare=False)
 
     @property
     def description(self) -> str:
-        return f"executed cells + file {self.path.name}" if self.path else self.record.description
+        return f"executed cells + file {self.path.name}" if self.path else self.executed.description
 
     def cells(self) -> Sequence[Cell]:
         if self.path is None:
-            return self.record.cells()
+            return self.executed.cells()
         try:
             file_cells = read_notebook_cells(self.path)
         except NotebookFileError:
-            return self.record.cells()
+            return self.executed.cells()
         last = self._merge
-        if last is not None and last[1] == self.record.changes and last[0] == file_cells:
+        if last is not None and last[1] == self.executed.changes and last[0] == file_cells:
             return last[2]
-        merged = tuple(merge_file_and_executed(file_cells, self.record))
-        self._merge = (file_cells, self.record.changes, merged)
+        merged = tuple(merge_file_and_executed(file_cells, self.executed))
+        self._merge = (file_cells, self.executed.changes, merged)
         return merged
 
     def cell_above(self, cell_id: str) -> Cell | None:
@@ -193,17 +193,17 @@ class MergedView:
     def notebook_cells(self) -> Sequence[Cell]:
         """The whole notebook (for --notebook): the file must be readable."""
         if self.path is None:
-            return self.record.notebook_cells()
+            return self.executed.notebook_cells()
         read_notebook_cells(self.path)  # a clear error for a missing, corrupt or old file
         return self.cells()
 
 
-def merge_file_and_executed(file_cells: Sequence[Cell], record: ExecutedCells) -> list[Cell]:
+def merge_file_and_executed(file_cells: Sequence[Cell], executed: ExecutedCells) -> list[Cell]:
     """File order, each cell once: a file cell and an executed cell are the same cell when they
     share an id (JupyterLab) or when the file holds a text the executed cell had in this session
     (VS Code's ids are URIs the file never holds; files without ids get positional ones). The
     executed cell's source wins: it is at least as fresh as the last save."""
-    unmatched = {cid: record.sources.get(cid, set()) for cid in record.order}
+    unmatched = {cid: executed.sources.get(cid, set()) for cid in executed.order}
     merged: list[Cell] = []
     for c in file_cells:
         match = c.id if c.id in unmatched else next((cid for cid, seen in unmatched.items() if c.sha256 in seen), None)
@@ -211,7 +211,7 @@ def merge_file_and_executed(file_cells: Sequence[Cell], record: ExecutedCells) -
             merged.append(c)
             continue
         del unmatched[match]
-        executed = record.by_id[match]
-        merged.append(Cell(executed.id, executed.source, c.cell_type, executed.execution_count))
-    merged.extend(record.by_id[cid] for cid in unmatched)  # run but not in the saved file (yet)
+        ran = executed.by_id[match]
+        merged.append(Cell(ran.id, ran.source, c.cell_type, ran.execution_count))
+    merged.extend(executed.by_id[cid] for cid in unmatched)  # run but not in the saved file (yet)
     return merged
