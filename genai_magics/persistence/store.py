@@ -157,9 +157,7 @@ class RecordStore:
         try:
             loads(self.path.read_bytes().decode("utf-8"), True)
             whole = True
-        except FileNotFoundError:
-            whole = False
-        except (OSError, UnicodeDecodeError, NotOurs, Damaged):
+        except (OSError, UnicodeDecodeError, NotOurs, Damaged):  # a missing record included
             whole = False
         with _locked(self.path):
             if whole:

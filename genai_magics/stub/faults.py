@@ -48,7 +48,7 @@ def applies(inj: dict[str, Any], info: RequestRecord) -> bool:
     if match == "caches":
         return kind.startswith("cache.")
     if match == "edit":
-        return bool(info.edit)
+        return info.edit
     if match == "ask":
         return kind in ("generate", "stream", "interaction.create") and not info.edit
     return kind == match

@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import copy
 import re
 import time
 from dataclasses import asdict, dataclass, field
@@ -58,7 +57,7 @@ class RequestRecord:
     time: float = field(default_factory=time.time)
 
     def as_json(self) -> dict[str, Any]:
-        return copy.deepcopy(asdict(self))
+        return asdict(self)  # a deep copy
 
 
 def classify(record: RequestRecord) -> bool:

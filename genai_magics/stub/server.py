@@ -403,7 +403,7 @@ class StubServer:
             events.append(sse.event(chunk))
         return Reply(200, events=events, paced=[tokens(p) for p in pieces])
 
-    def _handle_count(self, body: dict[str, Any], fault: dict[str, Any] | None, info: RequestRecord) -> Reply:
+    def _handle_count(self, body: dict[str, Any], info: RequestRecord) -> Reply:
         inner = body.get("generateContentRequest")
         request: dict[str, Any] = inner if isinstance(inner, dict) else body
         total = sum(tokens(t) for c in request.get("contents") or [] for t in texts(c))
@@ -487,7 +487,7 @@ class StubServer:
         if kind in ("generate", "stream"):
             return self._handle_generate(data, fault, record)
         if kind == "count":
-            return self._handle_count(data, fault, record)
+            return self._handle_count(data, record)
         if kind == "interaction.create":
             return self._handle_create(data, fault, record)
         if kind == "interaction.get":

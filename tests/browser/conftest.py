@@ -14,12 +14,18 @@ import secrets
 import shutil
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
-from helpers.pages import artifact_dir, free_port, pytest_runtest_makereport, recorded_page, skip_under  # noqa: F401 (a hook)
+from helpers.pages import (  # noqa: F401 (a hook)
+    artifact_dir,
+    free_port,
+    pytest_runtest_makereport,
+    recorded_page,
+    skip_under,
+    wait_serving,
+)
 
 CHROMIUM = shutil.which("chromium")  # Debian's /usr/bin/chromium
 CHROMIUM_ARGS = [
@@ -104,20 +110,9 @@ class JupyterServer:
         self.proc = subprocess.Popen(cmd, env=full_env, cwd=str(root), stdout=self._log, stderr=subprocess.STDOUT)
         self._wait_ready()
 
-    def _wait_ready(self, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"jupyter {self.app} exited: {self.log_path.read_text()[-3000:]}")
-            try:
-                req = urllib.request.Request(f"{self.url}/api/status", headers={"Authorization": f"token {self.token}"})
-                with urllib.request.urlopen(req, timeout=2) as resp:
-                    if resp.status == 200:
-                        return
-            except OSError:
-                pass
-            time.sleep(0.2)
-        raise TimeoutError(f"jupyter {self.app} did not start: {self.log_path.read_text()[-3000:]}")
+    def _wait_ready(self) -> None:
+        req = urllib.request.Request(f"{self.url}/api/status", headers={"Authorization": f"token {self.token}"})
+        wait_serving(self.proc, req, self.log_path, f"jupyter {self.app}", poll=0.2)
 
     def notebook_url(self, name: str) -> str:
         path = "lab/tree" if self.app == "lab" else "notebooks"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import shutil
 import socket
+import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,23 @@ def failed(node) -> bool:
     return any(
         getattr(node, f"rep_{w}", None) is not None and getattr(node, f"rep_{w}").failed for w in ("setup", "call")
     )
+
+
+def wait_serving(proc: Any, request: Any, log_path: Path, name: str, poll: float, timeout: float = 60) -> None:
+    """Until ``request`` (a URL or urllib Request) answers 200; the server's log tail if ``proc``
+    exits or it does not within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{name} exited: {log_path.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(request, timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(poll)
+    raise TimeoutError(f"{name} did not start: {log_path.read_text()[-3000:]}")
 
 
 def free_port() -> int:

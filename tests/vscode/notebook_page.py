@@ -169,7 +169,7 @@ class Notebook:
             self.wait_finished(i, before, timeout)
 
     def _failed_starts(self) -> int:
-        return sum("Failed to start the Kernel" in line for line in getattr(self.page, "console_log", []))
+        return sum("Failed to start the Kernel" in line for line in self.page.console_log)
 
     def _press_run(self, i: int) -> str:
         """Press cell ``i``'s run button; its execution order before."""

@@ -7,11 +7,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
-from helpers.pages import free_port
+from helpers.pages import free_port, wait_serving
 
 VSCODE_DIR = Path(
     os.environ.get("GENAI_MAGICS_VSCODE_DIR")
@@ -90,19 +88,8 @@ class CodeServer:
         )
         self._wait_ready()
 
-    def _wait_ready(self, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"code-server exited: {self.log_path.read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/healthz", timeout=2) as resp:
-                    if resp.status == 200:
-                        return
-            except OSError:
-                pass
-            time.sleep(0.3)
-        raise TimeoutError(f"code-server did not start: {self.log_path.read_text()[-3000:]}")
+    def _wait_ready(self) -> None:
+        wait_serving(self.proc, f"{self.url}/healthz", self.log_path, "code-server", poll=0.3)
 
     def jupyter_logs(self) -> str:
         logs = sorted(self.user_data.glob("logs/*/exthost*/output_logging_*/*Jupyter*.log"))
