@@ -119,3 +119,27 @@ def test_a_whole_record_beside_a_stale_prev_is_kept(tmp_path):
     record, note = RecordStore(path).load()
     assert note is None and record is not None and len(record.conversations["k"].conversation.history) == 2
     assert not store.prev.exists()
+
+
+def test_writes_in_a_row_do_not_wait_for_the_flush_before_them_and_prev_stays_a_flushed_record(tmp_path):
+    from genai_magics.persistence.store import _FLUSHER
+
+    path = tmp_path / "r.json"
+    store = RecordStore(path, private=True)
+    store.save(a_record("k", 1))  # the first write is flushed before its rename: nothing to fall back to
+    release = threading.Event()
+    _FLUSHER.submit(lambda: release.wait(10))  # a slow disk: no flush ends until released
+    try:
+        started = time.monotonic()
+        for turns in (2, 3, 4):
+            assert store.save(a_record("k", turns)) is None
+        assert time.monotonic() - started < 5, "a write waited for the flush before it"
+        assert len(loads(path.read_text()).conversations["k"].conversation.history) == 4
+        kept = loads(store.prev.read_text())
+        assert len(kept.conversations["k"].conversation.history) == 1, "the last record known on the disk"
+    finally:
+        release.set()
+    store.wait()
+    assert not store.prev.exists(), "every write flushed: .prev let go"
+    record, note = RecordStore(path, private=True).load()
+    assert note is None and len(record.conversations["k"].conversation.history) == 4

@@ -43,18 +43,17 @@ def _block(cell: Cell) -> str:
     return f"# %%{kind}{count} id={cell.id} sha256={short(cell.sha256)}\n{cell.source}"
 
 
+@functools.lru_cache(maxsize=4096)
+def _usable(cell: Cell) -> bool:
+    """Not a genai magic cell, not empty, and sendable (a cell with a NUL or a lone surrogate is left out
+    rather than break every turn); cached like ``_block``."""
+    return bool(cell.source.strip()) and not is_genai_magic(cell.source) and undecodable_at(cell.source) is None
+
+
 def context_cells(cells: Sequence[Cell], exclude_ids: Iterable[str]) -> list[Cell]:
-    """The other cells: not the document, not genai magic cells, not empty, and sendable
-    (a cell with a NUL or a lone surrogate is left out rather than break every turn)."""
+    """The other cells: not the document and usable (above)."""
     excluded = set(exclude_ids)
-    return [
-        c
-        for c in cells
-        if c.id not in excluded
-        and c.source.strip()
-        and not is_genai_magic(c.source)
-        and undecodable_at(c.source) is None
-    ]
+    return [c for c in cells if c.id not in excluded and _usable(c)]
 
 
 def _nearest_first(cells: Sequence[Cell], anchor: str | None) -> list[int]:
@@ -71,17 +70,26 @@ def secondary_context(
     cells: Sequence[Cell], exclude_ids: Iterable[str], max_chars: int, anchor: str | None = None
 ) -> ContextPiece | None:
     """One piece holding the other cells, capped at ``max_chars``: the cells nearest the
-    ``anchor`` (the document, or the magic cell) are kept, in notebook order."""
+    ``anchor`` (the document, or the magic cell) are kept, in notebook order. Distances count
+    the cells that could go (magic cells do not), so a new magic cell leaves the piece as it was."""
     excluded = set(exclude_ids)
-    positions = [i for i, c in enumerate(cells) if c.id == anchor or c.id not in excluded]
-    ordered = [cells[i] for i in positions]  # the anchor stays only to measure distances from
-    chosen = set(context_cells(ordered, excluded))
+    # the anchor stays only to measure distances from
+    ordered = tuple(c for c in cells if c.id == anchor or (c.id not in excluded and _usable(c)))
+    return _secondary(ordered, frozenset(excluded), max_chars, anchor)
+
+
+@functools.lru_cache(maxsize=8)
+def _secondary(
+    ordered: tuple[Cell, ...], excluded: frozenset[str], max_chars: int, anchor: str | None
+) -> ContextPiece | None:
+    """The piece for these cells: most turns ask for the one of the turn before (~0.5 ms on 200 cells)."""
+    chosen = {i for i, c in enumerate(ordered) if c.id not in excluded and (c.id != anchor or _usable(c))}
     if not chosen:
         return None
     kept: set[int] = set()
     size = -2
     for i in _nearest_first(ordered, anchor):
-        if ordered[i] not in chosen:
+        if i not in chosen:
             continue
         block = _block(ordered[i])
         if kept and size + 2 + len(block) > max_chars:

@@ -203,15 +203,26 @@ def merge_file_and_executed(file_cells: Sequence[Cell], executed: ExecutedCells)
     share an id (JupyterLab) or when the file holds a text the executed cell had in this session
     (VS Code's ids are URIs the file never holds; files without ids get positional ones). The
     executed cell's source wins: it is at least as fresh as the last save."""
-    unmatched = {cid: executed.sources.get(cid, set()) for cid in executed.order}
+    unmatched = dict.fromkeys(executed.order)  # in execution order: the first run that held a text wins
+    by_text: dict[str, list[str]] | None = None  # sha -> executed ids that held it, built on the first need
     merged: list[Cell] = []
     for c in file_cells:
-        match = c.id if c.id in unmatched else next((cid for cid, seen in unmatched.items() if c.sha256 in seen), None)
+        match: str | None = c.id if c.id in unmatched else None
+        if match is None:
+            if by_text is None:
+                by_text = {}
+                for cid in executed.order:
+                    for sha in executed.sources.get(cid, ()):
+                        by_text.setdefault(sha, []).append(cid)
+            match = next((cid for cid in by_text.get(c.sha256, ()) if cid in unmatched), None)
         if match is None:
             merged.append(c)
             continue
         del unmatched[match]
         ran = executed.by_id[match]
-        merged.append(Cell(ran.id, ran.source, c.cell_type, ran.execution_count))
+        # the executed cell itself where it is the same kind: its hash is computed once, not on every merge
+        merged.append(
+            ran if ran.cell_type == c.cell_type else Cell(ran.id, ran.source, c.cell_type, ran.execution_count)
+        )
     merged.extend(executed.by_id[cid] for cid in unmatched)  # run but not in the saved file (yet)
     return merged

@@ -173,8 +173,8 @@ class ContextCaches:
     clock: Callable[[], float] = time.time
     entries: dict[int, CacheEntry] = field(default_factory=dict)
     ended: list[tuple[str, float]] = field(default_factory=list)  # (model, token-seconds) of deleted caches
-    # the latest head measured: (its conversation, (model, its texts), tokens, sha)
-    _measured: tuple[Conversation, Any, int, str] | None = None
+    # the latest head measured: ((model, its texts), tokens, sha)
+    _measured: tuple[Any, int, str] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- deciding ---------------------------------------------------------------
@@ -195,7 +195,7 @@ class ContextCaches:
             )
         contents, length = transport.head(plan, history)
         head = tuple(contents[:length])
-        tokens, sha = self._measure(conv, transport.model, head) if length else (0, None)
+        tokens, sha = self._measure(transport.model, head) if length else (0, None)
         decision = decide(
             mode=mode,
             price=price,
@@ -211,15 +211,16 @@ class ContextCaches:
             decision = replace(decision, action="drop")
         return CacheStep(decision, head, tokens, sha, entry)
 
-    def _measure(self, conv: Conversation, model: str, head: tuple[dict[str, Any], ...]) -> tuple[int, str]:
-        """The head's estimated tokens and sha; an unchanged head (compared, not serialized) is not hashed again."""
+    def _measure(self, model: str, head: tuple[dict[str, Any], ...]) -> tuple[int, str]:
+        """The head's estimated tokens and sha; an unchanged head (compared, not serialized) is not hashed again:
+        both depend on the model and the head's parts alone, whichever conversation holds them."""
         key = (model, [(c["role"], c["parts"]) for c in head])  # text and image parts, compared as they are
         known = self._measured
-        if known is not None and known[0] is conv and known[1] == key:
-            return known[2], known[3]
+        if known is not None and known[0] == key:
+            return known[1], known[2]
         tokens = estimate_tokens(SYSTEM_INSTRUCTION) + sum(part_tokens(p, model) for c in head for p in c["parts"])
         sha = _head_sha(model, head)
-        self._measured = (conv, key, tokens, sha)
+        self._measured = (key, tokens, sha)
         return tokens, sha
 
     def adopt(self, conv: Conversation, recorded: dict[str, Any] | None, client: Any) -> None:
