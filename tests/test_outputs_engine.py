@@ -218,3 +218,22 @@ def test_record_images_keeps_the_bytes_and_the_model_keeps_holding_them():
     assert plan.pieces == () and len(plan.omitted) == 2
     parts = build_contents(restored.history, plan)[0]["parts"]
     assert base64.b64decode(parts[1]["inlineData"]["data"]) == image  # the transcript still shows it
+
+
+def test_a_display_update_reaches_every_cell_showing_it_and_none_that_ran_again():
+    shell = _Shell()
+    capture = OutputCapture()
+    capture.install(shell)
+    for cell in ("a", "b"):
+        capture.start(cell)
+        shell.display_pub.publish({"text/plain": f"progress in {cell}"}, transient={"display_id": "bar"})
+    capture.start("c")
+    shell.display_pub.publish({"text/plain": "100%"}, transient={"display_id": "bar"}, update=True)
+    assert [o.data["text/plain"] for o in capture.outputs("a") + capture.outputs("b")] == ["100%", "100%"]
+    capture.start("a")  # ran again: its old outputs are gone, and so is their display
+    shell.display_pub.publish({"text/plain": "done"}, transient={"display_id": "bar"}, update=True)
+    assert capture.outputs("a") == [] and [o.data["text/plain"] for o in capture.outputs("b")] == ["done"]
+    capture.start("b")
+    shell.display_pub.clear_output()
+    assert capture._displays == {}, "no display id is remembered for outputs that are gone"
+    capture.uninstall()

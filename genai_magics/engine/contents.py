@@ -17,6 +17,7 @@ after it, so the cache can hold the material while the prompt stays outside.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,7 @@ from .context import ContextPiece
 from .conversation import Turn, TurnPlan, version_chain
 from .outputs import inline_parts, sendable
 from .payloads import model_payload, to_text, user_payload
+from .redaction import redaction_keys
 
 Contents = list[dict[str, Any]]
 
@@ -40,21 +42,67 @@ def _latest_full_pieces(history: Sequence[Turn], plan: TurnPlan) -> dict[str, tu
     return latest
 
 
-def _content(role: str, payload: dict[str, Any], pieces: Sequence[ContextPiece] = ()) -> dict[str, Any]:
+def _content(role: str, text: str, pieces: Sequence[ContextPiece] = ()) -> dict[str, Any]:
     """One content: the JSON text part, then the images among ``pieces`` as inlineData parts."""
-    return {"role": role, "parts": [{"text": to_text(payload)}, *inline_parts(pieces)]}
+    return {"role": role, "parts": [{"text": text}, *inline_parts(pieces)]}
 
 
-def _user(payload: dict[str, Any], full: Sequence[ContextPiece]) -> tuple[dict[str, Any], Contents | None]:
-    """A user turn's content, and its two as an explicit cache splits them when it holds material
-    (the document or context in full; None when it holds none)."""
-    whole = _content("user", payload, full)
+# A user turn's JSON text whole, and as an explicit cache splits it when it holds material (the
+# document or context in full): the held part and the rest; None when it holds none.
+UserTexts = tuple[str, tuple[str, str] | None]
+
+
+def _user_texts(payload: dict[str, Any], full: Sequence[ContextPiece]) -> UserTexts:
+    whole = to_text(payload)
     material = {"currentSource"} | {p.field for p in full}
     if not material & set(payload):
         return whole, None
     held = {k: v for k, v in payload.items() if k in material or k == "document"}
     rest = {k: v for k, v in payload.items() if k not in held}
-    return whole, [_content("user", held, full), _content("user", rest)]
+    return whole, (to_text(held), to_text(rest))
+
+
+def _user(texts: UserTexts, full: Sequence[ContextPiece]) -> tuple[dict[str, Any], Contents | None]:
+    """A user turn's content, and its two as an explicit cache splits them (None when it holds no material)."""
+    whole, split = texts
+    if split is None:
+        return _content("user", whole, full), None
+    return _content("user", whole, full), [_content("user", split[0], full), _content("user", split[1])]
+
+
+# History turns render as they were sent, turn after turn: each text is made once (JSON and
+# redaction were most of a turn's rendering), keyed on everything it is made of and the keys redacted.
+@functools.lru_cache(maxsize=1024)
+def _history_user(args: tuple[Any, ...], label: str | None, keys: tuple[str, ...]) -> UserTexts:
+    mode, prompt, current, patch, synchronized, superseded_sha, full, superseded = args
+    user = user_payload(
+        mode,
+        prompt,
+        current_source=current,
+        source_patch=patch,
+        synchronized=synchronized,
+        superseded_source_sha256=superseded_sha,
+        pieces=list(full),
+        superseded_pieces=list(superseded),
+    )
+    if "currentSource" in user or "sourcePatch" in user:  # as sent; a compacted turn loses the label
+        user["document"] = label
+    return _user_texts(user, full)
+
+
+@functools.lru_cache(maxsize=1024)
+def _history_model(args: tuple[Any, ...], keys: tuple[str, ...]) -> str:
+    kind, response, proposed, edits, superseded_sha, outcome = args
+    return to_text(
+        model_payload(
+            kind,
+            response,
+            proposed_source=proposed,
+            edits=edits,
+            superseded_proposal_sha256=superseded_sha,
+            outcome=outcome,
+        )
+    )
 
 
 @dataclass(frozen=True)
@@ -71,58 +119,58 @@ def render(history: Sequence[Turn], plan: TurnPlan) -> Rendered:
     whole: Contents = []
     split: Contents = []
     head = 0  # split contents up to the last one holding material in full
-    for role, payload, full, holds in (*_turns(history, plan), ("user", plan.payload, plan.pieces, False)):
+    current = ("user", _user_texts(plan.payload, plan.pieces), plan.pieces, False)
+    for role, texts, full, holds in (*_turns(history, plan), current):
         if role == "model":
-            content = _content("model", payload)
+            content = _content("model", texts)
             whole.append(content)
             split.append(content)
             head = len(split) if holds else head
             continue
-        one, two = _user(payload, full)
+        one, two = _user(texts, full)
         whole.append(one)
         head = len(split) + 1 if two is not None else head
         split.extend(two or [one])
     return Rendered(whole, split, head)
 
 
-Rendering = tuple[str, dict[str, Any], Sequence[ContextPiece], bool]
+Rendering = tuple[str, Any, Sequence[ContextPiece], bool]  # role, its texts (UserTexts or a model's str), ...
 
 
 def _turns(history: Sequence[Turn], plan: TurnPlan) -> Iterator[Rendering]:
-    """(role, payload, context sent in full, whether a model turn holds the code in full) per history turn."""
+    """(role, its texts, context sent in full, whether a model turn holds the code in full) per history turn."""
     # the turns that render the version the current turn builds on stay as sent; other versions become markers
     builds_on = plan.document.sha256 if plan.synchronized and plan.document else plan.patch_base_sha256
     chain = set(version_chain(history, builds_on) or ())
     keep = _latest_full_pieces(history, plan)
+    keys = redaction_keys()
     for i, turn in enumerate(history):
         full: list[ContextPiece] = []
         superseded: list[ContextPiece] = []
         for piece in turn.pieces:
             (full if keep.get(piece.key) == (i, piece.sha256) else superseded).append(piece)
-        user = user_payload(
+        user = (
             turn.mode,
             turn.prompt,
-            current_source=turn.base_source if (i, "user") in chain and turn.sent_source else None,
-            source_patch=turn.source_patch if (i, "user") in chain else None,
-            synchronized=turn.synchronized,
-            superseded_source_sha256=turn.base_sha256 if turn.sent_source or turn.source_patch else None,
-            pieces=full,
-            superseded_pieces=superseded,
+            turn.base_source if (i, "user") in chain and turn.sent_source else None,
+            turn.source_patch if (i, "user") in chain else None,
+            turn.synchronized,
+            turn.base_sha256 if turn.sent_source or turn.source_patch else None,
+            tuple(full),
+            tuple(superseded),
         )
-        if "currentSource" in user or "sourcePatch" in user:  # as sent; a compacted turn loses the label
-            user["document"] = turn.document_label
-        yield "user", user, full, False
+        yield "user", _history_user(user, turn.document_label, keys), full, False
         proposed = turn.proposal_source if (i, "model") in chain else None
-        model = model_payload(
+        model = (
             "code_proposal" if turn.proposal_source is not None else "answer",
             turn.response,
-            proposed_source=proposed,
-            edits=turn.proposal_edits if proposed is not None else None,
-            superseded_proposal_sha256=turn.proposal_sha256,
-            outcome=turn.outcome if turn.outcome in ("applied", "discarded", "undone") else None,
+            proposed,
+            turn.proposal_edits if proposed is not None else None,
+            turn.proposal_sha256,
+            turn.outcome if turn.outcome in ("applied", "discarded", "undone") else None,
         )
         # edits, like a patch, leave the head as it was
-        yield "model", model, (), proposed is not None and turn.proposal_edits is None
+        yield "model", _history_model(model, keys), (), proposed is not None and turn.proposal_edits is None
 
 
 def build_contents(history: Sequence[Turn], plan: TurnPlan) -> Contents:

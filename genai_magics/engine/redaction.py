@@ -12,19 +12,27 @@ MASK = "***"
 _seen: set[str] = set()
 
 
+_ordered: tuple[str, ...] = ()  # _seen, a key inside a longer one after the longer
+
+
 def remember_keys() -> None:
     """Note the keys the environment holds now (at load, before every cell, at every redaction)."""
-    _seen.update(k for k in (os.environ.get(var) for var in KEY_VARIABLES) if k and len(k) >= 4)
+    global _ordered
+    new = {k for k in (os.environ.get(var) for var in KEY_VARIABLES) if k and len(k) >= 4} - _seen
+    if new:
+        _seen.update(new)
+        _ordered = tuple(sorted(_seen, key=len, reverse=True))
 
 
-def _keys() -> list[str]:
+def redaction_keys() -> tuple[str, ...]:
+    """Every key redacted now: what a text redacted earlier depends on (a memo of one keys on it)."""
     remember_keys()
-    return sorted(_seen, key=len, reverse=True)  # a key inside a longer one: the longer first
+    return _ordered
 
 
 def redact(text: str) -> str:
     """The text with every API key this session has seen replaced by ***."""
-    for key in _keys():
+    for key in redaction_keys():
         text = text.replace(key, MASK)
     return text
 
@@ -75,7 +83,7 @@ def unmask(base: str, proposal: str) -> tuple[str, bool]:
     (False: a key line was changed around its mask, so the cell must be left
     as it is).
     """
-    keys = [k for k in _keys() if k in base]
+    keys = [k for k in redaction_keys() if k in base]
     if not keys or MASK not in proposal:
         return proposal, True
     base_lines = base.split("\n")

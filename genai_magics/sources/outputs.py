@@ -50,6 +50,8 @@ class OutputCapture:
     _restore: list[Callable[[], None]] = field(default_factory=list)
     _streams: dict[str, Callable[[], None]] = field(default_factory=dict)  # the taps on stdout/stderr now
     _publishing: int = 0  # inside a display door: what it prints (terminal IPython) is that output, not a stream
+    # display id -> the cells that showed it: an update finds its outputs without a walk over every cell
+    _displays: dict[str, set[str]] = field(default_factory=dict)
 
     # -- the cell that runs ---------------------------------------------------
     def start(self, cell_id: str | None) -> None:
@@ -58,10 +60,18 @@ class OutputCapture:
             self._tap_streams()
         self.current = cell_id
         if cell_id is not None:
-            self.cells.pop(cell_id, None)
+            self._forget(cell_id, self.cells.pop(cell_id, []))
             self.cells[cell_id] = []
             while len(self.cells) > MAX_CELLS:
-                self.cells.popitem(last=False)
+                self._forget(*self.cells.popitem(last=False))
+
+    def _forget(self, cell_id: str, entries: list[_Entry]) -> None:
+        for e in entries:
+            cells = self._displays.get(e.display_id) if e.display_id is not None else None
+            if cells is not None:
+                cells.discard(cell_id)
+                if not cells:
+                    del self._displays[e.display_id]  # type: ignore[arg-type]  # not None: found above
 
     def outputs(self, cell_id: str) -> list[Output]:
         return [Output(e.kind, dict(e.data), e.name) for e in self.cells.get(cell_id, [])]
@@ -86,18 +96,21 @@ class OutputCapture:
             return
         display_id = transient.get("display_id") if isinstance(transient, dict) else None
         if update and display_id is not None:  # update_display: the output changes where it was shown
-            for shown in self.cells.values():
-                for e in shown:
+            for cell_id in self._displays.get(display_id, ()):
+                for e in self.cells.get(cell_id, ()):
                     if e.display_id == display_id:
                         e.data = dict(data)
             return
         entries = self._entries()
         if entries is not None and len(entries) < MAX_CELL_OUTPUTS:
             entries.append(_Entry(kind, dict(data), display_id=display_id))
+            if display_id is not None and self.current is not None:
+                self._displays.setdefault(display_id, set()).add(self.current)
 
     def clear(self) -> None:
         entries = self._entries()
-        if entries is not None:
+        if entries is not None and self.current is not None:
+            self._forget(self.current, entries)
             entries.clear()
 
     # -- installing the taps --------------------------------------------------
