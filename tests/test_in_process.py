@@ -21,8 +21,7 @@ CODE = "def parse(s):\n    return int(s)\n"
 
 def buttons(widget) -> dict[str, object]:
     """The proposal widget's visible buttons by description."""
-    row = widget.children[1]
-    return {b.description: b for b in row.children if b.layout.display != "none"}
+    return {b.description: b for b in widget.children[1:] if hasattr(b, "description") and b.layout.display != "none"}
 
 
 def edit(magic_shell, instruction: str = "Add validation", cell_id: str = "m1"):

@@ -71,7 +71,7 @@ def test_apply_then_undo_edit_the_cell_in_the_frontend(lab, stub):
     assert [r["op"] for r in lab.requests_received] == ["set_source", "set_source"]
 
 
-def test_a_later_proposal_opens_only_its_own_six_widgets_with_their_state_and_still_applies(lab, stub):
+def test_a_later_proposal_opens_only_its_own_five_widgets_with_their_state_and_still_applies(lab, stub):
     lab.execute("b")
     lab.execute("m")
     click(lab, "Discard", "Discarded")
@@ -80,9 +80,9 @@ def test_a_later_proposal_opens_only_its_own_six_widgets_with_their_state_and_st
     sent = [m for m in lab.comm_messages[before:] if m["content"].get("comm_id") in lab.widget_models]
     opened = [m["content"]["data"]["state"] for m in sent if m["msg_type"] == "comm_open"]
     # the layout and the styles are the first proposal's (shared); no update follows the opening
-    assert sorted(s["_model_name"] for s in opened) == ["ButtonModel"] * 3 + ["HBoxModel", "HTMLModel", "VBoxModel"]
+    assert sorted(s["_model_name"] for s in opened) == ["BoxModel"] + ["ButtonModel"] * 3 + ["HTMLModel"]
     assert [m for m in sent if m["msg_type"] == "comm_msg"] == []
-    box = next(s for s in opened if s["_model_name"] == "VBoxModel")
+    box = next(s for s in opened if s["_model_name"] == "BoxModel")
     assert box["_dom_classes"] == ["genai-magics-proposal"]  # what the labextension marks stale
     html = next(s for s in opened if s["_model_name"] == "HTMLModel")
     assert "Apply writes the proposal into the cell" in html["value"]

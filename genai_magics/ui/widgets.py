@@ -1,13 +1,15 @@
 """The proposal's buttons: rendering only; ProposalController does the work.
 
 Every widget is a comm to the frontend, so the view starts with the few it
-needs (the diff with its status line, Apply, Discard, Copy) and adds Undo, the
+needs (one box holding the diff with its status line, Apply, Discard, Copy: the
+diff takes the box's first row, the buttons wrap to the next) and adds Undo, the
 '… anyway' button and the copy box only when they apply.
 """
 
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 from typing import Any
 
 from .. import messages
@@ -29,18 +31,34 @@ RESTART_NOTE = (
 )
 
 
-_SHARED: list[Any] = []  # (Layout, ButtonStyle, HTMLStyle), made by the first proposal of this kernel
+@dataclass(frozen=True)
+class _Shared:
+    button: Any  # a button's Layout (the default one)
+    button_style: Any
+    html_style: Any
+    row: Any  # the diff's Layout: a row of its own
+    box: Any  # the proposal's Layout: rows that wrap
 
 
-def _shared_styles(w: Any) -> tuple[Any, Any, Any]:
-    """One layout, button style and HTML style for every view that never changes its own: each default
-    one is a widget of its own (a comm_open with its state), most of what a proposal takes to show. Shared
-    across proposals, as ipywidgets allows; nothing here ever changes or closes them."""
+_SHARED: list[_Shared] = []  # made by the first proposal of this kernel
+
+
+def _shared_styles(w: Any) -> _Shared:
+    """The layouts and styles of every view that never changes its own: each default one is a widget of
+    its own (a comm_open with its state), most of what a proposal takes to show. Shared across proposals,
+    as ipywidgets allows; nothing here ever changes or closes them."""
     if not _SHARED:
         html_style = w.HTML.class_traits()["style"].klass  # HTMLStyle, which ipywidgets does not export
-        _SHARED.extend((w.Layout(), w.ButtonStyle(), html_style()))
-    layout, button, html_style = _SHARED
-    return layout, button, html_style
+        _SHARED.append(
+            _Shared(
+                w.Layout(),
+                w.ButtonStyle(),
+                html_style(),
+                w.Layout(width="100%"),
+                w.Layout(display="flex", flex_flow="row wrap", align_items="center"),
+            )
+        )
+    return _SHARED[0]
 
 
 class ProposalWidget:
@@ -52,10 +70,11 @@ class ProposalWidget:
         diff = controller.diff
         self._diff_text = diff_text(diff)  # the text form (see _repr_mimebundle_), capped like the HTML
         self._diff = diff_html(diff)
-        self._layout, self._style, html_style = _shared_styles(w)
+        styles = _shared_styles(w)
+        self._layout, self._style = styles.button, styles.button_style
         shared = {"layout": self._layout, "style": self._style}
         # Each widget opens with its first state (a later change would be one more comm message each).
-        self.view = w.HTML(value=self._view_html(), layout=self._layout, style=html_style)
+        self.view = w.HTML(value=self._view_html(), layout=styles.row, style=styles.html_style)
         self.apply_button = w.Button(
             description="Apply",
             button_style="success",
@@ -80,26 +99,27 @@ class ProposalWidget:
         self.apply_button.on_click(lambda _: self.controller.apply())
         self.discard_button.on_click(lambda _: self.controller.discard())
         self.copy_button.on_click(self._copy)
-        # The classes are what the labextension looks for to mark the buttons stale after a kernel restart
+        self.buttons: list[Any] = [self.apply_button, self.discard_button, self.copy_button]
+        self._area: Any = None  # the copy box, below the buttons once Copy was clicked
+        # The class is what the labextension looks for to mark the buttons stale after a kernel restart
         # (our own, never ipywidgets' internal ones: labextension/src/stale.ts).
-        self.buttons = w.HBox(
-            [self.apply_button, self.discard_button, self.copy_button],
-            layout=self._layout,
-            _dom_classes=("genai-magics-buttons",),
-        )
-        self.box = w.VBox([self.view, self.buttons], layout=self._layout, _dom_classes=("genai-magics-proposal",))
+        self.box = w.Box([self.view, *self.buttons], layout=styles.box, _dom_classes=("genai-magics-proposal",))
         controller.listeners.append(lambda c: self.refresh())
         self.refresh()
 
+    def _lay_out(self) -> None:
+        self.box.children = (self.view, *self.buttons, *([self._area] if self._area is not None else []))
+
     def _add_button(self, button) -> None:
-        self.buttons.children = (*self.buttons.children, button)
+        self.buttons.append(button)
+        self._lay_out()
 
     def _copy(self, _button) -> None:
         self.copy_button.disabled = True
-        area = self._w.Textarea(
+        self._area = self._w.Textarea(
             value=redact(self.controller.turn.proposal_source or ""), layout=self._w.Layout(width="100%", height="12em")
         )
-        self.box.children = (*self.box.children, area)
+        self._lay_out()
 
     def _force(self, _button) -> None:
         action, self._pending_force = self._pending_force, None

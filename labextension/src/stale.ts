@@ -8,7 +8,6 @@
  */
 
 export const PROPOSAL_CLASS = 'genai-magics-proposal';
-export const BUTTONS_CLASS = 'genai-magics-buttons';
 export const STALE_CLASS = 'genai-magics-stale';
 export const STALE_LINE_CLASS = 'genai-magics-stale-line';
 export const STALE_ADVICE =
@@ -20,15 +19,17 @@ export function markStale(roots: Iterable<Element>, what: string): void {
   for (const root of roots) {
     root.querySelectorAll(`.${PROPOSAL_CLASS}:not(.${STALE_CLASS})`).forEach(box => {
       box.classList.add(STALE_CLASS);
-      box.querySelectorAll(`.${BUTTONS_CLASS} button`).forEach(button => {
+      const buttons = box.querySelectorAll(':scope > button');
+      buttons.forEach(button => {
         (button as HTMLButtonElement).disabled = true;
       });
       const line = document.createElement('div');
       line.className = STALE_LINE_CLASS;
       line.textContent = `${what}: ${STALE_ADVICE}`;
+      // a row of its own in the proposal's wrapping box, between the diff and the buttons
       line.style.cssText =
-        'font-size:12px;margin:4px 0;color:var(--jp-warn-color0,#b45309);font-weight:600';
-      box.insertBefore(line, box.querySelector(`:scope > .${BUTTONS_CLASS}`));
+        'width:100%;font-size:12px;margin:4px 0;color:var(--jp-warn-color0,#b45309);font-weight:600';
+      box.insertBefore(line, buttons.length ? buttons[0] : null);
     });
   }
 }
