@@ -15,6 +15,7 @@ one is pending, ``.prev`` stays the last record known to be on the disk.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import queue
@@ -44,7 +45,17 @@ def record_path(location: str, notebook: Path | None) -> Path | None:
         return Path(location).expanduser()  # an explicit file: also without a known notebook (CI, terminal)
     if notebook is None:
         return None
-    notebook = notebook.resolve()
+    return _record_path(location, str(notebook), tuple(os.environ.get(v) for v in _DATA_DIR_ENV))
+
+
+# What jupyter_core's jupyter_data_dir() reads: a change of any of them is another record folder.
+_DATA_DIR_ENV = ("JUPYTER_DATA_DIR", "JUPYTER_PLATFORM_DIRS", "XDG_DATA_HOME", "HOME", "APPDATA")
+
+
+@functools.lru_cache(maxsize=16)
+def _record_path(location: str, notebook_text: str, _env: tuple[str | None, ...]) -> Path:
+    """Resolved once per notebook and environment, not on every turn (~0.1 ms of path lookups)."""
+    notebook = Path(notebook_text).resolve()
     if location == NOTEBOOK:
         return notebook.with_name(f"{notebook.stem}.genai_magics.json")
     from jupyter_core.paths import jupyter_data_dir
