@@ -8,6 +8,7 @@ reached only through sdk_compat.py.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Sequence
@@ -205,10 +206,12 @@ def make_client(settings: ClientSettings, notices: RetryNotices):
     return client
 
 
+@functools.lru_cache(maxsize=32)
 def request_settings(state_mode: str, mode: str, temperature: float | None) -> str:
     """The sha256 of the settings a transport sends with a turn besides its inputs and model
     (``settings()`` below, the same dict the request is built from): a recorded turn asked
-    under other settings is not the same turn (persistence replays only the same)."""
+    under other settings is not the same turn (persistence replays only the same). Made of
+    constants and these arguments: computed once for each."""
     text = json.dumps(TRANSPORTS[state_mode](None, "", temperature).settings(mode), sort_keys=True)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
