@@ -576,12 +576,7 @@ def request_latency(kernels: int, turns: int, warm_up: bool, run_all: bool) -> t
     first: list[float] = []
     later: list[float] = []
     with StubServer() as stub:
-        env = {
-            **os.environ,
-            "GOOGLE_GEMINI_BASE_URL": stub.url,
-            "GEMINI_API_KEY": "stand-in-key",
-            "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-        }
+        env = {**installed_like_env(), "GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": "stand-in-key"}
         for _ in range(kernels):
             km, kc = start_new_kernel(kernel_name="python3", env=env, cwd=str(ROOT), stderr=subprocess.DEVNULL)
             try:

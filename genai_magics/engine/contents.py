@@ -42,9 +42,9 @@ def _latest_full_pieces(history: Sequence[Turn], plan: TurnPlan) -> dict[str, tu
     return latest
 
 
-def _content(role: str, text: str, pieces: Sequence[ContextPiece] = ()) -> dict[str, Any]:
-    """One content: the JSON text part, then the images among ``pieces`` as inlineData parts."""
-    return {"role": role, "parts": [{"text": text}, *inline_parts(pieces)]}
+def _content(role: str, text: str, images: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """One content: the JSON text part, then the images as inlineData parts."""
+    return {"role": role, "parts": [{"text": text}, *images]}
 
 
 # A user turn's JSON text whole, and as an explicit cache splits it when it holds material (the
@@ -65,9 +65,10 @@ def _user_texts(payload: dict[str, Any], full: Sequence[ContextPiece]) -> UserTe
 def _user(texts: UserTexts, full: Sequence[ContextPiece]) -> tuple[dict[str, Any], Contents | None]:
     """A user turn's content, and its two as an explicit cache splits them (None when it holds no material)."""
     whole, split = texts
+    images = inline_parts(full)  # the base64 of each image: once for both forms
     if split is None:
-        return _content("user", whole, full), None
-    return _content("user", whole, full), [_content("user", split[0], full), _content("user", split[1])]
+        return _content("user", whole, images), None
+    return _content("user", whole, images), [_content("user", split[0], images), _content("user", split[1])]
 
 
 # History turns render as they were sent, turn after turn: each text is made once (JSON and

@@ -75,7 +75,8 @@ def secondary_context(
     excluded = set(exclude_ids)
     # the anchor stays only to measure distances from
     ordered = tuple(c for c in cells if c.id == anchor or (c.id not in excluded and _usable(c)))
-    return _secondary(ordered, frozenset(excluded), max_chars, anchor)
+    # the memo's key holds only the exclusions among these cells: each turn's new magic cell is not one of them
+    return _secondary(ordered, frozenset(c.id for c in ordered if c.id in excluded), max_chars, anchor)
 
 
 @functools.lru_cache(maxsize=8)

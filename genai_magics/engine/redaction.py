@@ -8,26 +8,23 @@ import os
 KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY")  # where the SDK reads a key (its _api_client)
 MASK = "***"
 # Every key this process has seen in those variables: after a key rotation a cell or the
-# record may still hold the old one, and it is as secret as the new one.
-_seen: set[str] = set()
-
-
-_ordered: tuple[str, ...] = ()  # _seen, a key inside a longer one after the longer
+# record may still hold the old one, and it is as secret as the new one. A key inside a
+# longer one comes after the longer.
+_seen: tuple[str, ...] = ()
 
 
 def remember_keys() -> None:
     """Note the keys the environment holds now (at load, before every cell, at every redaction)."""
-    global _ordered
-    new = {k for k in (os.environ.get(var) for var in KEY_VARIABLES) if k and len(k) >= 4} - _seen
+    global _seen
+    new = {k for k in (os.environ.get(var) for var in KEY_VARIABLES) if k and len(k) >= 4}.difference(_seen)
     if new:
-        _seen.update(new)
-        _ordered = tuple(sorted(_seen, key=len, reverse=True))
+        _seen = tuple(sorted((*_seen, *new), key=len, reverse=True))
 
 
 def redaction_keys() -> tuple[str, ...]:
     """Every key redacted now: what a text redacted earlier depends on (a memo of one keys on it)."""
     remember_keys()
-    return _ordered
+    return _seen
 
 
 def redact(text: str) -> str:
