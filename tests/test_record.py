@@ -77,6 +77,34 @@ def test_a_conversation_read_back_plans_the_same_next_turn(state):
     assert back.conversation.snapshot() == rec.conversation.snapshot()
 
 
+def test_a_record_written_again_holds_every_change_since_the_last_write(monkeypatch):
+    """Each turn's text is made once and reused (engine/record.py): an outcome, a usage, a meta or a new
+    API key since the last write must still reach the next one, and a turn unchanged reads back as it was."""
+    rec, _, _ = session("contents")
+    record = NotebookRecord("/nb.ipynb", 1.0, conversations={"default": rec})
+
+    def back():
+        return loads(dumps(record)).conversations["default"]
+
+    first = back()
+    assert first.conversation.snapshot() == rec.conversation.snapshot()
+    history = rec.conversation.history
+    rec.conversation.undo(history[1])  # turn 2 was applied: the same Turn object, its outcome changed
+    history[0].usage = Usage(99, 7, 1234)
+    rec.meta[3] = TurnMeta(rec.meta[3].key, 2.5, rec.meta[3].after)
+    again = back()
+    assert [t.outcome for t in again.conversation.history] == [t.outcome for t in history]
+    assert again.conversation.history[1].outcome == "undone" and first.conversation.history[1].outcome == "applied"
+    assert again.conversation.history[0].usage == Usage(99, 7, 1234)
+    assert again.meta[3].at == 2.5 and again.meta[5].at == first.meta[5].at
+    assert again.conversation.history[4] == first.conversation.history[4]
+    # a key seen after the first write is masked in the next, also inside a turn's text made before
+    history[2].prompt = "prompt 3 AIzaSyRecordKey0123456789abcdefghijklmnop"
+    assert "AIzaSyRecordKey" in dumps(record)
+    monkeypatch.setenv("GOOGLE_API_KEY", "AIzaSyRecordKey0123456789abcdefghijklmnop")
+    assert "AIzaSyRecordKey" not in dumps(record) and "***" in back().conversation.history[2].prompt
+
+
 @pytest.mark.parametrize("state", ["contents", "interactions"])
 def test_branching_at_turn_k_gives_the_state_of_turn_k(state):
     for k in range(0, 6):

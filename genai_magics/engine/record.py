@@ -194,28 +194,60 @@ def _turn(d: dict[str, Any], sources: dict[str, str]) -> Turn:
     )
 
 
-def _conversation_dict(rec: RecordedConversation, images: bool) -> dict[str, Any]:
+def _conversation_text(rec: RecordedConversation, images: bool) -> str:
+    """One conversation's JSON: its turns' texts are made once each (``_turn_text``), so a write costs
+    the new turn, not the whole conversation again."""
     conv = rec.conversation
     sources: dict[str, str] = {}
-    turns = [
-        _turn_dict(t, sources, images)
-        | (
-            {"key": rec.meta[t.index].key.to_dict(), "at": rec.meta[t.index].at, "after": rec.meta[t.index].after}
-            if t.index in rec.meta
-            else {}
-        )
-        for t in conv.history
-    ]
-    return {
+    turns: list[str] = []
+    for t in conv.history:
+        text, named = _turn_text(t, rec.meta.get(t.index), images)
+        turns.append(text)
+        for sha, source in named:
+            sources.setdefault(sha, source)
+    head = {
         "name": conv.name,
         "created": rec.created,
         "model": rec.meta[conv.history[-1].index].key.model
         if conv.history and conv.history[-1].index in rec.meta
         else None,
         **_state(conv),
-        "sources": sources,
-        "turns": turns,
     } | ({"cache": rec.cache} if rec.cache else {})
+    listed = ",".join(f"{_json(sha)}:{text}" for sha, text in sources.items())
+    return f'{_json(head)[:-1]},"sources":{{{listed}}},"turns":[{",".join(turns)}]}}'
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+# (turn id, its values, images, meta) -> (the turn and its meta's state, its text, the versions it names
+# as JSON); the objects are kept so that their ids stay theirs while the entry lives
+_TURN_TEXTS: dict[tuple[Any, ...], tuple[Any, str, tuple[tuple[str, str], ...]]] = {}
+_TURN_TEXTS_MAX = 2048
+
+
+def _turn_text(t: Turn, meta: TurnMeta | None, images: bool) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """A turn's JSON text and the versions of the code it names (sha, text as JSON), made again only when
+    the turn changed (an outcome, a usage) or its meta did."""
+    key = (
+        id(t),
+        tuple(t.__dict__.values()),
+        images,
+        None if meta is None else (meta.key, meta.at, id(meta.after)),
+    )
+    hit = _TURN_TEXTS.get(key)
+    if hit is not None:
+        return hit[1], hit[2]
+    sources: dict[str, str] = {}
+    d = _turn_dict(t, sources, images)
+    if meta is not None:
+        d |= {"key": meta.key.to_dict(), "at": meta.at, "after": meta.after}
+    made = ((t, meta and meta.after), _json(d), tuple((sha, _json(text)) for sha, text in sources.items()))
+    if len(_TURN_TEXTS) >= _TURN_TEXTS_MAX:
+        _TURN_TEXTS.clear()
+    _TURN_TEXTS[key] = made
+    return made[1], made[2]
 
 
 def _conversation(d: dict[str, Any]) -> RecordedConversation:
@@ -246,19 +278,19 @@ class NotebookRecord:
 
 
 def dumps(record: NotebookRecord) -> str:
-    data = {
+    head = {
         "schema": SCHEMA_VERSION,
         "notebook": record.notebook,
         "created": record.created,
         "generation": record.generation,
-        "conversations": {
-            name: _conversation_dict(r, record.images)
-            for name, r in record.conversations.items()
-            if r.conversation.history
-        },
     }
+    convs = ",".join(
+        f"{_json(name)}:{_conversation_text(r, record.images)}"
+        for name, r in record.conversations.items()
+        if r.conversation.history
+    )
     # The API key never lands on disk, even where a cell or a variable held it.
-    return redact(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+    return redact(f'{_json(head)[:-1]},"conversations":{{{convs}}}}}')
 
 
 def from_data(data: dict[str, Any]) -> NotebookRecord:
