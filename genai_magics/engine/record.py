@@ -221,21 +221,17 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-# (turn id, its values, images, meta) -> (the turn and its meta's state, its text, the versions it names
-# as JSON); the objects are kept so that their ids stay theirs while the entry lives
+# (a turn's values, images, its meta) -> (its meta's state, the turn's text, the versions it names as
+# JSON); the state is kept so that its id, in the key, stays its own while the entry lives
 _TURN_TEXTS: dict[tuple[Any, ...], tuple[Any, str, tuple[tuple[str, str], ...]]] = {}
 _TURN_TEXTS_MAX = 2048
 
 
 def _turn_text(t: Turn, meta: TurnMeta | None, images: bool) -> tuple[str, tuple[tuple[str, str], ...]]:
     """A turn's JSON text and the versions of the code it names (sha, text as JSON), made again only when
-    the turn changed (an outcome, a usage) or its meta did."""
-    key = (
-        id(t),
-        tuple(t.__dict__.values()),
-        images,
-        None if meta is None else (meta.key, meta.at, id(meta.after)),
-    )
+    the turn changed (an outcome, a usage) or its meta did. Keyed on the turn's values, not the object:
+    a conversation's copy (a snapshot, a branch) holds the same texts."""
+    key = (tuple(t.__dict__.values()), images, None if meta is None else (meta.key, meta.at, id(meta.after)))
     hit = _TURN_TEXTS.get(key)
     if hit is not None:
         return hit[1], hit[2]
@@ -243,7 +239,7 @@ def _turn_text(t: Turn, meta: TurnMeta | None, images: bool) -> tuple[str, tuple
     d = _turn_dict(t, sources, images)
     if meta is not None:
         d |= {"key": meta.key.to_dict(), "at": meta.at, "after": meta.after}
-    made = ((t, meta and meta.after), _json(d), tuple((sha, _json(text)) for sha, text in sources.items()))
+    made = (meta and meta.after, _json(d), tuple((sha, _json(text)) for sha, text in sources.items()))
     if len(_TURN_TEXTS) >= _TURN_TEXTS_MAX:
         _TURN_TEXTS.clear()
     _TURN_TEXTS[key] = made
