@@ -249,3 +249,36 @@ def test_a_turns_merged_view_merges_once_per_file_version_and_record_change(tmp_
     save("a = 1", "b = 2", "c = 4")
     os.utime(path, ns=(1, 1))  # a new file version even within the clock's resolution
     assert [c.source for c in view.cells()] == ["a = 1", "b = 3", "c = 4"]
+
+
+def test_a_file_cell_is_the_executed_cell_of_its_id_or_else_of_a_text_it_held():
+    from genai_magics.engine.cells import Cell
+    from genai_magics.frontends.notebook_view import merge_file_and_executed
+
+    executed = ExecutedCells()
+    executed.add("f0", "x = 1", 1)  # JupyterLab: the file's id
+    executed.add("vscode-a", "y = 2", 2)  # VS Code: a URI the file never holds; it held "y = 2" ...
+    executed.add("vscode-a", "y = 20", 3)  # ... and now holds "y = 20"
+    executed.add("vscode-b", "z = 3", 4)
+    executed.add("vscode-c", "z = 3", 5)  # the same text in two cells: the first run in the order wins
+    executed.add("f0b", "x = 1", 6)  # holds f0's text too, but f0 is matched by its id first
+    executed.add("run-only", "w = 9", 7)
+    file_cells = (
+        Cell("f0", "x = 1", "code"),
+        Cell("old-1", "y = 2", "code"),  # an older text of vscode-a
+        Cell("old-2", "z = 3", "code"),
+        Cell("old-3", "z = 3", "code"),
+        Cell("f0-copy", "x = 1", "code"),  # f0 is taken: f0b, which held the text
+        Cell("never-run", "v = 0", "markdown"),
+    )
+    merged = merge_file_and_executed(file_cells, executed)
+    assert [(c.id, c.source) for c in merged] == [
+        ("f0", "x = 1"),
+        ("vscode-a", "y = 20"),
+        ("vscode-b", "z = 3"),
+        ("vscode-c", "z = 3"),
+        ("f0b", "x = 1"),
+        ("never-run", "v = 0"),
+        ("run-only", "w = 9"),  # run but not in the file (yet): after the file's cells
+    ]
+    assert merged[0] is executed.by_id["f0"]  # the executed cell itself: its hash is not computed again

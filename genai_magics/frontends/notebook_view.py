@@ -204,14 +204,14 @@ def merge_file_and_executed(file_cells: Sequence[Cell], executed: ExecutedCells)
     (VS Code's ids are URIs the file never holds; files without ids get positional ones). The
     executed cell's source wins: it is at least as fresh as the last save."""
     unmatched = dict.fromkeys(executed.order)  # in execution order: the first run that held a text wins
-    by_text: dict[str, list[str]] | None = None  # sha -> executed ids that held it, built on the first need
+    by_text: dict[str, list[str]] | None = None  # sha -> unmatched executed ids that held it, on the first need
     merged: list[Cell] = []
     for c in file_cells:
         match: str | None = c.id if c.id in unmatched else None
         if match is None:
-            if by_text is None:
+            if by_text is None:  # from the cells not matched yet: only they can match from here on
                 by_text = {}
-                for cid in executed.order:
+                for cid in unmatched:
                     for sha in executed.sources.get(cid, ()):
                         by_text.setdefault(sha, []).append(cid)
             match = next((cid for cid in by_text.get(c.sha256, ()) if cid in unmatched), None)
