@@ -11,7 +11,7 @@ import pytest
 
 from genai_magics.engine.cells import Document
 from genai_magics.engine.conversation import Conversation
-from genai_magics.engine.record import NotebookRecord, RecordedConversation, TurnKey, TurnMeta, state_after
+from genai_magics.engine.record import NotebookRecord, RecordedConversation, TurnKey, TurnMeta, dumps, state_after
 from genai_magics.persistence.schema import loads
 from genai_magics.persistence.store import RecordStore, record_path
 
@@ -100,7 +100,7 @@ def test_a_record_torn_by_a_power_cut_before_its_flush_ended_gives_way_to_the_on
     store = RecordStore(path, private=True)
     store.save(a_record("k", 1))
     store.wait()
-    os.link(path, store.prev)  # the state a write leaves until its flush ends: the record before it linked
+    os.link(path, store.prev)  # the state a write leaves until its flush ends: the record before it as .prev
     path.unlink()
     path.write_bytes(torn)  # ... and the power went before the new one reached the disk
     again = RecordStore(path, private=True)
@@ -143,3 +143,34 @@ def test_writes_in_a_row_do_not_wait_for_the_flush_before_them_and_prev_stays_a_
     assert not store.prev.exists(), "every write flushed: .prev let go"
     record, note = RecordStore(path, private=True).load()
     assert note is None and len(record.conversations["k"].conversation.history) == 4
+
+
+def test_a_load_between_a_writes_two_renames_waits_for_the_new_record_and_a_kill_there_leaves_the_old(tmp_path):
+    """A write renames the record to .prev, then the new one to the record's name: a kernel loading in that
+    moment (another kernel on the same notebook) waits for the writer's lock and reads the new record; a
+    writer killed in that moment leaves only .prev, which the next load puts back."""
+    from genai_magics.persistence.store import _locked
+
+    path = tmp_path / "r.json"
+    store = RecordStore(path, private=True)
+    store.save(a_record("k", 1))
+    store.save(a_record("k", 2))
+    store.wait()
+    new = tmp_path / "new.tmp"
+    new.write_text(dumps(a_record("k", 3)))
+    got: list = []
+    with _locked(path):  # the writer, between its renames
+        os.replace(path, store.prev)
+        reader = threading.Thread(target=lambda: got.append(RecordStore(path, private=True).load()))
+        reader.start()
+        reader.join(0.5)
+        assert reader.is_alive() and not got, "the load did not wait for the writer"
+        os.replace(new, path)
+    reader.join(10)
+    record, note = got[0]
+    assert note is None and len(record.conversations["k"].conversation.history) == 3
+
+    os.replace(path, store.prev)  # killed between the renames: no record, only .prev
+    record, note = RecordStore(path, private=True).load()
+    assert note is None and len(record.conversations["k"].conversation.history) == 3
+    assert path.exists() and not store.prev.exists()
