@@ -171,3 +171,20 @@ def test_the_record_format_is_refused_when_damaged_or_newer():
     stored = json.loads(text)["conversations"]["default"]
     versions = {t[f] for t in stored["turns"] for f in ("base_sha256", "proposal_sha256") if t.get(f)}
     assert set(stored["sources"]) == versions and all("base_source" not in t for t in stored["turns"])
+
+
+def test_the_record_texts_kept_are_bounded_and_a_write_after_emptying_is_the_same():
+    from genai_magics.engine import record
+
+    rec, _, _ = session("contents")
+    record_file = NotebookRecord("/nb.ipynb", 1.0, conversations={"default": rec})
+    before = dumps(record_file)
+    memo = record._TURN_TEXTS
+    assert 0 < memo.chars <= memo.max_chars and memo.entries
+    small = record._TurnTexts(max_chars=len(before) // 3)  # room for about two of the six turns
+    saved, record._TURN_TEXTS = record._TURN_TEXTS, small
+    try:
+        assert dumps(record_file) == before and dumps(record_file) == before
+        assert small.chars <= small.max_chars and len(small.entries) < 6
+    finally:
+        record._TURN_TEXTS = saved

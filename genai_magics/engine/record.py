@@ -221,29 +221,50 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-# (a turn's values, images, its meta) -> (its meta's state, the turn's text, the versions it names as
-# JSON); the state is kept so that its id, in the key, stays its own while the entry lives
-_TURN_TEXTS: dict[tuple[Any, ...], tuple[Any, str, tuple[tuple[str, str], ...]]] = {}
-_TURN_TEXTS_MAX = 2048
+TurnText = tuple[str, tuple[tuple[str, str], ...]]  # a turn's JSON text, and (sha, JSON text) of its versions
 
 
-def _turn_text(t: Turn, meta: TurnMeta | None, images: bool) -> tuple[str, tuple[tuple[str, str], ...]]:
-    """A turn's JSON text and the versions of the code it names (sha, text as JSON), made again only when
-    the turn changed (an outcome, a usage) or its meta did. Keyed on the turn's values, not the object:
-    a conversation's copy (a snapshot, a branch) holds the same texts."""
+@dataclass
+class _TurnTexts:
+    """(a turn's values, images, its meta) -> (its meta's state, its TurnText): the state is kept so that its
+    id, in the key, stays its own while the entry lives. Bounded by the characters kept (a long session on a
+    large cell keeps ~200 KB a turn): emptied when over."""
+
+    max_chars: int = 32_000_000
+    entries: dict[tuple[Any, ...], tuple[Any, TurnText]] = field(default_factory=dict)
+    chars: int = 0
+
+    def get(self, key: tuple[Any, ...]) -> TurnText | None:
+        hit = self.entries.get(key)
+        return hit[1] if hit is not None else None
+
+    def put(self, key: tuple[Any, ...], keep: Any, made: TurnText) -> None:
+        size = len(made[0]) + sum(len(text) for _, text in made[1])
+        if self.chars + size > self.max_chars:
+            self.entries.clear()
+            self.chars = 0
+        self.entries[key] = (keep, made)
+        self.chars += size
+
+
+_TURN_TEXTS = _TurnTexts()
+
+
+def _turn_text(t: Turn, meta: TurnMeta | None, images: bool) -> TurnText:
+    """A turn's JSON text and the versions of the code it names, made again only when the turn changed (an
+    outcome, a usage) or its meta did. Keyed on the turn's values, not the object: a conversation's copy (a
+    snapshot, a branch) holds the same texts."""
     key = (tuple(t.__dict__.values()), images, None if meta is None else (meta.key, meta.at, id(meta.after)))
     hit = _TURN_TEXTS.get(key)
     if hit is not None:
-        return hit[1], hit[2]
+        return hit
     sources: dict[str, str] = {}
     d = _turn_dict(t, sources, images)
     if meta is not None:
         d |= {"key": meta.key.to_dict(), "at": meta.at, "after": meta.after}
-    made = (meta and meta.after, _json(d), tuple((sha, _json(text)) for sha, text in sources.items()))
-    if len(_TURN_TEXTS) >= _TURN_TEXTS_MAX:
-        _TURN_TEXTS.clear()
-    _TURN_TEXTS[key] = made
-    return made[1], made[2]
+    made = (_json(d), tuple((sha, _json(text)) for sha, text in sources.items()))
+    _TURN_TEXTS.put(key, meta and meta.after, made)
+    return made
 
 
 def _conversation(d: dict[str, Any]) -> RecordedConversation:
