@@ -142,7 +142,12 @@ def model_payload(
     return payload
 
 
+def compact_json(value: Any) -> str:
+    """JSON without spaces, non-ASCII kept as it is: what a turn uploads and the record stores."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def to_text(payload: Mapping[str, Any]) -> str:
     """The one JSON text part a turn carries (compact: every byte is uploaded)."""
     # The API key never travels in a turn (a variable or a cell may hold it): the dry run shows this too.
-    return redact(json.dumps(payload, ensure_ascii=False, separators=(",", ":")))
+    return redact(compact_json(payload))

@@ -20,6 +20,7 @@ from .context import SECONDARY_FIELD, ContextPiece
 from .conversation import Conversation, SyncState, Turn, Usage
 from .edits import parse_edits
 from .outputs import held_after_restore, recorded_output, restored_output
+from .payloads import compact_json
 from .redaction import redact
 
 SCHEMA_VERSION = 1
@@ -213,12 +214,8 @@ def _conversation_text(rec: RecordedConversation, images: bool) -> str:
         else None,
         **_state(conv),
     } | ({"cache": rec.cache} if rec.cache else {})
-    listed = ",".join(f"{_json(sha)}:{text}" for sha, text in sources.items())
-    return f'{_json(head)[:-1]},"sources":{{{listed}}},"turns":[{",".join(turns)}]}}'
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    listed = ",".join(f"{compact_json(sha)}:{text}" for sha, text in sources.items())
+    return f'{compact_json(head)[:-1]},"sources":{{{listed}}},"turns":[{",".join(turns)}]}}'
 
 
 TurnText = tuple[str, tuple[tuple[str, str], ...]]  # a turn's JSON text, and (sha, JSON text) of its versions
@@ -262,7 +259,7 @@ def _turn_text(t: Turn, meta: TurnMeta | None, images: bool) -> TurnText:
     d = _turn_dict(t, sources, images)
     if meta is not None:
         d |= {"key": meta.key.to_dict(), "at": meta.at, "after": meta.after}
-    made = (_json(d), tuple((sha, _json(text)) for sha, text in sources.items()))
+    made = (compact_json(d), tuple((sha, compact_json(text)) for sha, text in sources.items()))
     _TURN_TEXTS.put(key, meta and meta.after, made)
     return made
 
@@ -302,12 +299,12 @@ def dumps(record: NotebookRecord) -> str:
         "generation": record.generation,
     }
     convs = ",".join(
-        f"{_json(name)}:{_conversation_text(r, record.images)}"
+        f"{compact_json(name)}:{_conversation_text(r, record.images)}"
         for name, r in record.conversations.items()
         if r.conversation.history
     )
     # The API key never lands on disk, even where a cell or a variable held it.
-    return redact(f'{_json(head)[:-1]},"conversations":{{{convs}}}}}')
+    return redact(f'{compact_json(head)[:-1]},"conversations":{{{convs}}}}}')
 
 
 def from_data(data: dict[str, Any]) -> NotebookRecord:
