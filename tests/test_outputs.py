@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from helpers.kernel import FAKE_KEY
+from helpers.record import text_on_disk
 from helpers.wire import api_requests, current_payload
 
 from genai_magics import messages
@@ -229,8 +230,8 @@ def test_after_a_restart_the_same_plot_replays_and_a_changed_plot_goes_live(stub
         k.run("%%gemini_ask\nwhat does the plot show?", cell_id="m1")
         k.run("%%gemini_ask\nand the colour?", cell_id="m2")
         record = record_path("user", notebook)
-        assert base64.b64encode(png(16, 16, seed=1)).decode()[:40] not in record.read_text()  # hashes, not bytes
-        assert sha(png(16, 16, seed=1)) in record.read_text()
+        assert base64.b64encode(png(16, 16, seed=1)).decode()[:40] not in text_on_disk(record)  # hashes, not bytes
+        assert sha(png(16, 16, seed=1)) in text_on_disk(record)
         before = len(api_requests(stub))
 
         restart(k)

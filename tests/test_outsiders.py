@@ -9,6 +9,7 @@ import signal
 
 import pytest
 from helpers.kernel import FAKE_KEY, Kernel
+from helpers.record import data_on_disk, text_on_disk
 from helpers.wire import api_requests, current_payload, transcript
 from test_caching_wire import BIG, MODEL
 from test_replay import CELL_A, restart, start, the_record
@@ -37,7 +38,7 @@ def k(stub, notebook):
 
 
 def record_of(nb) -> dict:
-    return json.loads(the_record(nb).read_text())
+    return data_on_disk(the_record(nb))
 
 
 def no_traceback(*runs) -> None:
@@ -244,7 +245,7 @@ def test_6_the_old_key_stays_out_of_the_record_and_the_wire_after_a_key_rotation
     k.run(f"import os\nos.environ['GOOGLE_API_KEY'] = {'AIzaGOOGLE-other-1234567'!r}", cell_id="other-var")
     run = k.run("%%gemini_ask\nAnd with a key?", cell_id="m2")
     no_traceback(run)
-    text = the_record(notebook).read_text()
+    text = text_on_disk(the_record(notebook))
     assert FAKE_KEY not in text and new_key not in text and "API_KEY = '***'" in text
     assert all(FAKE_KEY not in json.dumps(r["json"]) for r in api_requests(stub))
 

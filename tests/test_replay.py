@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from helpers.kernel import FAKE_KEY, Kernel
 from helpers.lazy import lazy_import
+from helpers.record import data_on_disk, text_on_disk
 from helpers.wire import api_requests, current_payload, transcript
 
 from genai_magics import messages
@@ -100,7 +101,7 @@ def test_restart_replays_then_continues_without_resending_the_document(stub, not
         payload = current_payload(sent[0])
         assert "currentSource" not in payload and payload["sourceSynchronized"] is True
         if mode == "interactions":
-            recorded = json.loads(the_record(notebook).read_text())["conversations"]["default"]["turns"][1]
+            recorded = data_on_disk(the_record(notebook))["conversations"]["default"]["turns"][1]
             assert (
                 recorded["interaction_id"] and sent[0]["json"]["previous_interaction_id"] == recorded["interaction_id"]
             )
@@ -339,9 +340,10 @@ def test_two_kernels_on_one_notebook_never_interleave_the_record(stub, notebook)
         again = two.run("%%gemini_ask\nfrom kernel two again", cell_id="m2")
         assert "another kernel" not in again.plain, "the line is said once"
         assert one.run("%%gemini_ask\nkernel one again", cell_id="m2").stderr == ""
-        record = json.loads(the_record(notebook).read_text())
+        record = data_on_disk(the_record(notebook))
         prompts = [t["prompt"] for t in record["conversations"]["default"]["turns"]]
-        assert prompts == ["from kernel one", "kernel one again"] and record["generation"] == 2
+        # one whole write, then a journal line: kernel two wrote neither
+        assert prompts == ["from kernel one", "kernel one again"] and record["generation"] == 1
     finally:
         one.close()
         two.close()
@@ -356,9 +358,9 @@ def test_the_key_never_reaches_the_record(stub, notebook):
         k.run(f"%%gemini_ask --vars SECRET\nIs {FAKE_KEY} safe here?", cell_id="m1")
         k.run("%%gemini_edit\nRead the token from the environment.", cell_id="m2")
         k.click("Apply")
-        text = the_record(notebook).read_text()
+        text = text_on_disk(the_record(notebook))
         assert FAKE_KEY not in text and "***" in text
-        assert json.loads(text)["conversations"]["default"]["turns"][1]["outcome"] == "applied"
+        assert data_on_disk(the_record(notebook))["conversations"]["default"]["turns"][1]["outcome"] == "applied"
         proposal = k.run(GET_PROPOSAL, cell_id="peek").stdout
         assert FAKE_KEY in proposal, "the in-kernel proposal keeps the user's key in place"
         # after a restart the replayed proposal's Undo writes the key back, never *** over it
@@ -375,7 +377,7 @@ def test_the_key_never_reaches_the_record(stub, notebook):
             cell_id="check",
         ).stdout
         assert holds == "True False False\n"
-        assert FAKE_KEY not in the_record(notebook).read_text()
+        assert FAKE_KEY not in text_on_disk(the_record(notebook))
     finally:
         k.close()
 
@@ -388,9 +390,9 @@ def test_forget_and_persist_off(stub, notebook):
         k.run("%%gemini_ask -c other\nfirst", cell_id="m1")
         k.run("%%gemini_ask\nsecond", cell_id="m2")
         record = the_record(notebook)
-        assert set(json.loads(record.read_text())["conversations"]) == {"other", "default"}
+        assert set(data_on_disk(record)["conversations"]) == {"other", "default"}
         assert k.run("%gemini forget other", cell_id="f").stdout == "forgotten: other\n"
-        assert set(json.loads(record.read_text())["conversations"]) == {"default"}
+        assert set(data_on_disk(record)["conversations"]) == {"default"}
         assert k.run("%gemini forget --all", cell_id="f2").stdout == "forgotten: default\n"
         assert not record.exists()
         k.run("%config GeminiMagics.persist = False", cell_id="cfg")
@@ -416,10 +418,7 @@ def test_without_a_notebook_path_nothing_is_persisted_unless_a_path_is_set(stub,
         assert "the notebook's path is unknown" in k.run("%gemini status", cell_id="st").stdout
         k.run(f"%config GeminiMagics.record_location = '{tmp_path / 'ci.json'}'", cell_id="cfg")
         k.run("%%gemini_ask\nsecond", cell_id="m2")
-        assert (
-            json.loads((tmp_path / "ci.json").read_text())["conversations"]["default"]["turns"][-1]["prompt"]
-            == "second"
-        )
+        assert data_on_disk(tmp_path / "ci.json")["conversations"]["default"]["turns"][-1]["prompt"] == "second"
     finally:
         k.close()
 
@@ -453,7 +452,7 @@ def test_after_a_restart_a_chain_the_server_lost_falls_back_to_the_existing_reco
         k.run(OTHER, cell_id="other")
         k.run(CELL_A, cell_id="cell-a")
         k.run("%%gemini_ask --state interactions\nWhat does this do?", cell_id="m1")
-        recorded = json.loads(the_record(notebook).read_text())["conversations"]["default"]["last_interaction_id"]
+        recorded = data_on_disk(the_record(notebook))["conversations"]["default"]["last_interaction_id"]
         assert stub.forget_interaction(recorded)
         restart(k)
         k.run(OTHER, cell_id="other")
@@ -466,7 +465,7 @@ def test_after_a_restart_a_chain_the_server_lost_falls_back_to_the_existing_reco
         payload = current_payload(fresh)
         assert "previous_interaction_id" not in fresh["json"] and payload["currentSource"] == CELL_A
         assert [t["prompt"] for t in payload["earlierTurns"]] == ["What does this do?"]
-        after = json.loads(the_record(notebook).read_text())["conversations"]["default"]
+        after = data_on_disk(the_record(notebook))["conversations"]["default"]
         assert after["last_interaction_id"] not in (None, recorded)
         assert after["turns"][-1]["interaction_id"] == after["last_interaction_id"]
     finally:

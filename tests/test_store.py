@@ -8,6 +8,7 @@ import threading
 import time
 
 import pytest
+from helpers.record import on_disk
 
 from genai_magics.engine.cells import Document
 from genai_magics.engine.conversation import Conversation
@@ -53,10 +54,10 @@ def test_two_writers_at_the_same_moment_one_wins_the_file_is_always_whole(tmp_pa
         lost = [i for i in range(2) if notes[i] is not None]
         assert len(lost) == 1 and "another kernel wrote" in notes[lost[0]], (round_, notes)
         winner = 1 - lost[0]
-        on_disk = loads(path.read_text())
-        assert list(on_disk.conversations) == [f"k{winner}"] and on_disk.generation == 1
+        held = on_disk(path)
+        assert list(held.conversations) == [f"k{winner}"] and held.generation == 1
         assert stores[lost[0]].save(records[lost[0]]) is None, "the loser says it once and writes nothing"
-        assert list(loads(path.read_text()).conversations) == [f"k{winner}"]
+        assert list(on_disk(path).conversations) == [f"k{winner}"]
     assert [p.name for p in tmp_path.iterdir() if p.suffix == ".tmp"] == []
 
 
@@ -68,8 +69,11 @@ def test_the_record_is_private_by_default(tmp_path, monkeypatch):
     assert record_path("user", None) is None and record_path("notebook", None) is None
     assert record_path("notebook", nb) == tmp_path / "work.genai_magics.json"
     assert record_path(str(tmp_path / "ci.json"), None) == tmp_path / "ci.json"
-    RecordStore(path).save(a_record("k", 1))
+    store = RecordStore(path)
+    store.save(a_record("k", 1))
+    store.save(a_record("k", 2))  # a journal line
     assert path.stat().st_mode & 0o077 == 0 and path.parent.stat().st_mode & 0o077 == 0
+    assert store.journal.stat().st_mode & 0o077 == 0
     assert json.loads(path.read_text())["schema"] == 1
 
 
@@ -80,7 +84,7 @@ def test_a_write_by_another_kernel_after_this_ones_own_write_is_still_seen(tmp_p
     assert mine.save(a_record("mine", 3)) is None  # its own file, unchanged since: written without a re-read
     assert theirs.load()[0] is not None and theirs.save(a_record("theirs", 2)) is None
     assert "another kernel wrote" in (mine.save(a_record("mine", 4)) or "")
-    assert list(loads(path.read_text()).conversations) == ["theirs"]
+    assert list(on_disk(path).conversations) == ["theirs"]
 
 
 def test_a_write_is_the_record_at_once_and_its_flush_to_the_disk_keeps_the_one_before_until_it_ends(tmp_path):
@@ -88,7 +92,7 @@ def test_a_write_is_the_record_at_once_and_its_flush_to_the_disk_keeps_the_one_b
     store = RecordStore(path)
     assert store.save(a_record("k", 1)) is None and not store.prev.exists(), "nothing to fall back to yet"
     assert store.save(a_record("k", 2)) is None
-    assert len(loads(path.read_text()).conversations["k"].conversation.history) == 2  # renamed over already
+    assert len(on_disk(path).conversations["k"].conversation.history) == 2  # renamed over already
     store.wait()
     assert not store.prev.exists(), "flushed: the record before it is let go"
     assert [p.name for p in tmp_path.iterdir() if p.suffix in (".tmp", ".prev")] == []
@@ -131,26 +135,26 @@ def test_writes_in_a_row_do_not_wait_for_the_flush_before_them_and_prev_stays_a_
     _FLUSHER.submit(lambda: release.wait(10))  # a slow disk: no flush ends until released
     try:
         started = time.monotonic()
-        for turns in (2, 3, 4):
-            assert store.save(a_record("k", turns)) is None
+        for turns in (2, 3, 4):  # each without the conversation before: written whole
+            assert store.save(a_record(f"k{turns}", turns)) is None
+            assert store.save(a_record(f"k{turns}", turns + 1)) is None  # and a journal line
         assert time.monotonic() - started < 5, "a write waited for the flush before it"
-        assert len(loads(path.read_text()).conversations["k"].conversation.history) == 4
+        assert len(on_disk(path).conversations["k4"].conversation.history) == 5
         kept = loads(store.prev.read_text())
-        assert len(kept.conversations["k"].conversation.history) == 1, "the last record known on the disk"
+        assert list(kept.conversations) == ["k"], "the last record known on the disk"
+        assert not store.prev_journal.exists(), "and its journal: none"
     finally:
         release.set()
     store.wait()
     assert not store.prev.exists(), "every write flushed: .prev let go"
     record, note = RecordStore(path, private=True).load()
-    assert note is None and len(record.conversations["k"].conversation.history) == 4
+    assert note is None and len(record.conversations["k4"].conversation.history) == 5
 
 
 def test_a_load_between_a_writes_two_renames_waits_for_the_new_record_and_a_kill_there_leaves_the_old(tmp_path):
     """A write renames the record to .prev, then the new one to the record's name: a kernel loading in that
     moment (another kernel on the same notebook) waits for the writer's lock and reads the new record; a
     writer killed in that moment leaves only .prev, which the next load puts back."""
-    from genai_magics.persistence.store import _locked
-
     path = tmp_path / "r.json"
     store = RecordStore(path, private=True)
     store.save(a_record("k", 1))
@@ -159,7 +163,7 @@ def test_a_load_between_a_writes_two_renames_waits_for_the_new_record_and_a_kill
     new = tmp_path / "new.tmp"
     new.write_text(dumps(a_record("k", 3)))
     got: list = []
-    with _locked(path):  # the writer, between its renames
+    with RecordStore(path)._lock.held():  # the writer, between its renames
         os.replace(path, store.prev)
         reader = threading.Thread(target=lambda: got.append(RecordStore(path, private=True).load()))
         reader.start()

@@ -195,7 +195,27 @@ def _turn(d: dict[str, Any], sources: dict[str, str]) -> Turn:
     )
 
 
-def _conversation_text(rec: RecordedConversation, images: bool) -> str:
+@dataclass(frozen=True)
+class ConversationText:
+    """One conversation's JSON in its parts: what a journal line compares with what the file holds."""
+
+    head: str  # its own fields: a JSON object's text without the closing brace
+    sources: dict[str, str]  # sha -> the JSON text of that version of the code, in the order turns name them
+    turns: tuple[str, ...]  # each turn's JSON text
+
+    def text(self) -> str:
+        return self._object(self.sources, self.turns)
+
+    def from_turn(self, start: int, sources: dict[str, str]) -> str:
+        """Its fields and its turns from ``start`` on, with the versions of the code given: a journal line's."""
+        return self._object(sources, self.turns[start:], f',"from":{start}')
+
+    def _object(self, sources: dict[str, str], turns: tuple[str, ...], extra: str = "") -> str:
+        listed = ",".join(f"{compact_json(sha)}:{text}" for sha, text in sources.items())
+        return f'{self.head}{extra},"sources":{{{listed}}},"turns":[{",".join(turns)}]}}'
+
+
+def _conversation_text(rec: RecordedConversation, images: bool) -> ConversationText:
     """One conversation's JSON: its turns' texts are made once each (``_turn_text``), so a write costs
     the new turn, not the whole conversation again."""
     conv = rec.conversation
@@ -214,8 +234,7 @@ def _conversation_text(rec: RecordedConversation, images: bool) -> str:
         else None,
         **_state(conv),
     } | ({"cache": rec.cache} if rec.cache else {})
-    listed = ",".join(f"{compact_json(sha)}:{text}" for sha, text in sources.items())
-    return f'{compact_json(head)[:-1]},"sources":{{{listed}}},"turns":[{",".join(turns)}]}}'
+    return ConversationText(compact_json(head)[:-1], sources, tuple(turns))
 
 
 TurnText = tuple[str, tuple[tuple[str, str], ...]]  # a turn's JSON text, and (sha, JSON text) of its versions
@@ -291,20 +310,55 @@ class NotebookRecord:
     )
 
 
-def dumps(record: NotebookRecord) -> str:
+def conversation_texts(record: NotebookRecord) -> dict[str, ConversationText]:
+    """The JSON of every conversation the file holds (one with no turn is left out)."""
+    return {
+        name: _conversation_text(r, record.images) for name, r in record.conversations.items() if r.conversation.history
+    }
+
+
+def dumps(record: NotebookRecord, texts: dict[str, ConversationText] | None = None) -> str:
+    """The whole record; ``texts``: its conversations' JSON when already made (``conversation_texts``)."""
     head = {
         "schema": SCHEMA_VERSION,
         "notebook": record.notebook,
         "created": record.created,
         "generation": record.generation,
     }
-    convs = ",".join(
-        f"{compact_json(name)}:{_conversation_text(r, record.images)}"
-        for name, r in record.conversations.items()
-        if r.conversation.history
-    )
+    texts = conversation_texts(record) if texts is None else texts
+    convs = ",".join(f"{compact_json(name)}:{t.text()}" for name, t in texts.items())
     # The API key never lands on disk, even where a cell or a variable held it.
     return redact(f'{compact_json(head)[:-1]},"conversations":{{{convs}}}}}')
+
+
+def journal_line(
+    record: NotebookRecord, base: int, texts: dict[str, ConversationText], before: dict[str, ConversationText]
+) -> str | None:
+    """What changed since the file held ``before``, as one line for the record's journal: each conversation
+    that changed, its fields and its turns from the first that changed on (with the versions of the code those
+    name that ``before`` did not), to splice onto the record of generation ``base`` (``persistence/schema.py``
+    reads it). None where a conversation the file holds is gone: only a whole record says that."""
+    if not before.keys() <= texts.keys():
+        return None
+    changed: list[str] = []
+    for name, now in texts.items():
+        was = before.get(name)
+        if was is None:
+            start, sources = 0, now.sources
+        else:
+            same = min(len(now.turns), len(was.turns))
+            start = next(
+                (i for i in range(same) if now.turns[i] is not was.turns[i] and now.turns[i] != was.turns[i]), same
+            )
+            if start == len(now.turns) == len(was.turns) and now.head == was.head:
+                continue
+            # from the first turn on the conversation is new: every version it names goes along
+            sources = (
+                now.sources if start == 0 else {sha: t for sha, t in now.sources.items() if sha not in was.sources}
+            )
+        changed.append(f"{compact_json(name)}:{now.from_turn(start, sources)}")
+    head = compact_json({"base": base, "notebook": record.notebook})[:-1]
+    return redact(f'{head},"conversations":{{{",".join(changed)}}}}}') + "\n"
 
 
 def from_data(data: dict[str, Any]) -> NotebookRecord:

@@ -316,9 +316,57 @@ def _references(data: dict[str, Any]) -> None:
             indexes.add(turn["index"])
 
 
-def loads(text: str, private: bool = False) -> NotebookRecord:
-    """The record in ``text``, or Damaged / NotOurs saying why not. ``private``: the file is in
-    this package's own folder, where nobody else writes (any damage there is to a record of ours)."""
+def journaled(data: Any, journal: bytes) -> Any:
+    """The record's data with the journal's lines spliced on (``engine/record.py``, ``journal_line``), in
+    order, up to the first that is not whole: a line torn by a power cut or a kill during its write, one
+    written for another generation of the record (left from before the record was written whole), or not of
+    a line's shape. What a line brings is checked with the rest of the record afterwards."""
+    if not isinstance(data, dict) or not isinstance(data.get("conversations"), dict):
+        return data  # not a record: the checks say why
+    convs = data["conversations"]
+    for raw in journal.split(b"\n")[:-1]:  # what follows the last newline is a write that did not end
+        try:
+            line = json.loads(raw.decode("utf-8"))
+        except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+            break
+        spliced = _spliced(line, data.get("generation"), convs)
+        if spliced is None:
+            break
+        convs.update(spliced)
+        data["notebook"] = line["notebook"]
+    return data
+
+
+def _spliced(line: Any, generation: Any, convs: dict[str, Any]) -> dict[str, Any] | None:
+    """The conversations a journal line changes, as they are after it; None: the line does not apply."""
+    if not (isinstance(line, dict) and line.get("base") == generation and type(generation) is int):
+        return None
+    changed, notebook = line.get("conversations"), line.get("notebook")
+    if not (isinstance(changed, dict) and isinstance(notebook, str)):
+        return None
+    out: dict[str, Any] = {}
+    for name, conv in changed.items():
+        if not isinstance(conv, dict):
+            return None
+        old = convs.get(name)
+        old_turns = old.get("turns") if isinstance(old, dict) else None
+        old_turns = old_turns if isinstance(old_turns, list) else []
+        start, sources, turns = conv.pop("from", None), conv.get("sources"), conv.get("turns")
+        if type(start) is not int or not 0 <= start <= len(old_turns):
+            return None
+        if not (isinstance(sources, dict) and isinstance(turns, list)):
+            return None
+        kept = old.get("sources") if start and isinstance(old, dict) else None
+        conv["sources"] = {**kept, **sources} if isinstance(kept, dict) else sources
+        conv["turns"] = old_turns[:start] + turns
+        out[name] = conv
+    return out
+
+
+def loads(text: str, private: bool = False, journal: bytes = b"") -> NotebookRecord:
+    """The record in ``text`` (with its ``journal``'s lines), or Damaged / NotOurs saying why not.
+    ``private``: the file is in this package's own folder, where nobody else writes (any damage there is
+    to a record of ours)."""
     ours = private or text.encode("utf-8", "surrogatepass").startswith(OURS) or not text.strip()
     try:
         data = json.loads(text)
@@ -333,6 +381,7 @@ def loads(text: str, private: bool = False) -> NotebookRecord:
         _fail(": no schema version")
     if data["schema"] > SCHEMA_VERSION:
         raise NotOurs(f"written by a newer genai_magics (schema {data['schema']}, this one reads {SCHEMA_VERSION})")
+    data = journaled(data, journal)
     problem = compiled(Record)(data)
     if problem is not None:
         _fail(problem)

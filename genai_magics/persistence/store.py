@@ -2,16 +2,20 @@
 
 Private by default (the user's Jupyter data dir, one file per notebook named by
 a hash of its absolute path); next to the notebook, or any path, on request.
-Every write goes to a temporary file in the same folder and is renamed over the
-record, under a lock, and only if nobody else wrote since this kernel read it.
-The rename is done before the turn's cell finishes (so a killed kernel loses
-nothing); the flush to the disk (fsync), which can take tens of ms on a busy
-disk, runs on a thread, while the record before it, renamed to ``.prev`` just
-before, stays there: a power cut before that flush ends leaves the new record
-or, if it is torn, ``.prev``, which the next load puts back (the last write
-lost, as when the power goes during a write). A write never waits for the flush
-before it: while one is pending, ``.prev`` stays the last record known to be on
-the disk.
+Every write is done under a lock, and only if nobody else wrote since this kernel
+read it, before the turn's cell finishes (so a killed kernel loses nothing). A
+kernel's first write, and one after a change a line cannot say, goes to a
+temporary file in the same folder that is renamed over the record; the writes
+after it append one line to the record's journal (``.journal``: what changed,
+``engine/record.py``'s ``journal_line``), until the journal has grown to the
+record's size and the record is written whole again. The flush to the disk
+(fsync), which can take tens of ms on a busy disk, runs on a thread, while the
+record before a whole write, renamed to ``.prev`` just before with its journal
+(``.prev.journal``), stays there: a power cut before that flush ends leaves the
+new record or, if it is torn, ``.prev`` and its journal, which the next load puts
+back (the last write lost, as when the power goes during a write); a journal line
+torn by one is not read. A write never waits for the flush before it: while one
+is pending, ``.prev`` stays the last record known to be on the disk.
 """
 
 from __future__ import annotations
@@ -28,11 +32,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import messages
-from ..engine.record import NotebookRecord, dumps, generation_of
+from ..engine.record import ConversationText, NotebookRecord, conversation_texts, dumps, generation_of, journal_line
+from ..engine.redaction import redaction_keys
 from .schema import OURS, Damaged, NotOurs, loads
 
 USER = "user"
 NOTEBOOK = "notebook"
+JOURNAL_FLOOR = 1 << 20  # a journal is let grow to the record's size, and at least this far (1 MiB)
+_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
 def private_location(location: str) -> bool:
@@ -65,20 +72,30 @@ def _record_path(location: str, notebook_text: str, _env: tuple[str | None, ...]
     return Path(jupyter_data_dir()) / "genai_magics" / "records" / f"{name}.json"
 
 
-@contextmanager
-def _locked(path: Path):
-    """An exclusive advisory lock beside the record (POSIX; elsewhere the generation check alone)."""
-    try:
-        import fcntl
-    except ImportError:
-        yield
-        return
-    with open(path.with_name(path.name + ".lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+class _Lock:
+    """An exclusive advisory lock beside the record (POSIX; elsewhere the generation check alone), its file
+    kept open between writes (an open and a close a write saved)."""
+
+    def __init__(self, record: Path) -> None:
+        self.path = record.with_name(record.name + ".lock")
+        self._fd: int | None = None
+
+    @contextmanager
+    def held(self):
+        try:
+            import fcntl
+        except ImportError:
+            yield
+            return
+        if self._fd is None or os.fstat(self._fd).st_nlink == 0:  # deleted: lock the file there now
+            if self._fd is not None:
+                os.close(self._fd)
+            self._fd = os.open(self.path, _APPEND, 0o666)
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
         try:
             yield
         finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
 
 
 class _Flusher:
@@ -116,6 +133,20 @@ def _identity(path: Path) -> tuple[int, int, int]:
     return st.st_mtime_ns, st.st_size, st.st_ino
 
 
+def _identity_if_there(path: Path) -> tuple[int, int, int] | None:
+    try:
+        return _identity(path)
+    except FileNotFoundError:
+        return None
+
+
+def _fsync(fd: int) -> None:
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # not known to be on the disk: a torn line is not read
+
+
 @dataclass
 class RecordStore:
     path: Path
@@ -132,11 +163,31 @@ class RecordStore:
     # write is still waiting for its own flush (that write falls back to the same .prev).
     _writes: int = field(default=0, repr=False)
     _prev_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    # The journal's (mtime_ns, size, inode) as this kernel last read or wrote it (None: there was none), what
+    # the files hold as this kernel wrote them (None: the next write is whole) and the keys redacted then.
+    _journal_at: tuple[int, int, int] | None = field(default=None, repr=False)
+    _texts: dict[str, ConversationText] | None = field(default=None, repr=False)
+    _keys: tuple[str, ...] = field(default=(), repr=False)
+    _journal_fd: int | None = field(default=None, repr=False)  # open for appends until the next whole write
+    _lock: _Lock = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._lock = _Lock(self.path)
 
     @property
     def prev(self) -> Path:
-        """The record before the last write, kept until that write is flushed to the disk."""
+        """The record before the last whole write, kept until that write is flushed to the disk."""
         return self.path.with_name(self.path.name + ".prev")
+
+    @property
+    def journal(self) -> Path:
+        """The lines written since the record was written whole."""
+        return self.path.with_name(self.path.name + ".journal")
+
+    @property
+    def prev_journal(self) -> Path:
+        """``.prev``'s journal, kept with it."""
+        return self.path.with_name(self.path.name + ".prev.journal")
 
     def wait(self) -> None:
         """The last write flushed to the disk."""
@@ -146,14 +197,19 @@ class RecordStore:
 
     def load(self) -> tuple[NotebookRecord | None, str | None]:
         """The record and None, or None and one line saying why there is none to use."""
+        self._texts = None  # what this kernel writes first is a whole record
         try:
             raw = self._read()
         except FileNotFoundError:
+            self._journal_at = _identity_if_there(self.journal)
             return None, None
         except OSError as exc:
             return None, self._leave(f"unreadable ({type(exc).__name__}: {exc.strerror})")
         try:
-            record = loads(raw.decode("utf-8"), self.private)
+            journal = self._read_journal()
+            record = loads(raw.decode("utf-8"), self.private, journal)
+        except OSError as exc:
+            return None, self._leave(f"unreadable ({type(exc).__name__}: {exc.strerror})")
         except UnicodeDecodeError:
             if not (self.private or raw.startswith(OURS)):
                 return None, self._leave("not a genai_magics record (not UTF-8 text)")
@@ -175,15 +231,33 @@ class RecordStore:
             except FileNotFoundError:
                 if not self.prev.exists():
                     raise
-        with _locked(self.path):
+        with self._lock.held():
             try:
                 raw = self.path.read_bytes()
                 loads(raw.decode("utf-8"), True)
             except (OSError, UnicodeDecodeError, NotOurs, Damaged):  # a missing record included
                 os.replace(self.prev, self.path)
+                # its journal: .prev.journal once the write that was cut had moved it there, else still the
+                # journal (a newer record's lines there are not read: they name another generation)
+                if self.prev_journal.exists():
+                    os.replace(self.prev_journal, self.journal)
                 return self.path.read_bytes()
+            self.prev_journal.unlink(missing_ok=True)
             self.prev.unlink(missing_ok=True)
             return raw
+
+    def _read_journal(self) -> bytes:
+        """The journal's bytes (none: b""), and what it was as read: one appended to after the read is another
+        writer's, and this kernel's next write finds it changed."""
+        try:
+            with open(self.journal, "rb") as f:
+                data = f.read()
+                st = os.fstat(f.fileno())
+        except FileNotFoundError:
+            self._journal_at = None
+            return b""
+        self._journal_at = (st.st_mtime_ns, len(data), st.st_ino)
+        return data
 
     def _leave(self, why: str) -> str:
         self.read_only = True
@@ -191,20 +265,22 @@ class RecordStore:
 
     def _set_aside(self, why: str) -> str:
         aside = self.path.with_name(f"{self.path.name}.{time.strftime('%Y%m%d-%H%M%S')}.set-aside")
-        with _locked(self.path):
+        with self._lock.held():
             os.replace(self.path, aside)
-        self.generation, self.written = 0, None
+            if self.journal.exists():  # its lines belong to the record set aside
+                os.replace(self.journal, aside.with_name(aside.name + ".journal"))
+        self.generation, self.written, self._journal_at = 0, None, None
         return messages.RECORD_SET_ASIDE.render(path=self.path, why=why, aside=aside.name)
 
     def save(self, record: NotebookRecord) -> str | None:
         """Write the record; one line when this kernel lost the record to another kernel."""
         if self.lost or self.read_only:
             return None  # said once already
-        import tempfile  # only when writing: %load_ext stays cheap
-
         self.saved = False
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with _locked(self.path):
+        texts, keys = conversation_texts(record), redaction_keys()
+        if self._texts is None:  # a first write may make the folder (later ones find the record in it)
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with self._lock.held():
             try:
                 on_disk = (
                     self.generation
@@ -215,46 +291,107 @@ class RecordStore:
                 on_disk = 0
             except (OSError, UnicodeDecodeError):
                 on_disk = None
-            if on_disk != self.generation:
+            if on_disk != self.generation or _identity_if_there(self.journal) != self._journal_at:
                 self.lost = True
                 return messages.RECORD_LOST.render(path=self.path)
-            record.generation = self.generation + 1
-            fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
-            # a lone surrogate (an undecodable file name) is written as its JSON escape \udcff
-            f = os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace")
-            try:
-                f.write(dumps(record))
-                f.flush()
-                with self._prev_lock:
-                    self._writes += 1
-                    write = self._writes
-                    later = bool(on_disk)  # a record to fall back to until this one is flushed
-                    if not later:
-                        os.fsync(f.fileno())
-                    self._put(tmp, later)
-            except BaseException:
-                f.close()
-                Path(tmp).unlink(missing_ok=True)
-                raise
-            if later:
-                self._syncing = _FLUSHER.submit(lambda: self._sync(f, write))
+            line = self._line(record, texts, keys) if on_disk else None
+            self._texts = None  # until this write went through
+            if line is not None:
+                self._append(line)
             else:
-                f.close()
-            self.generation = record.generation
-            self.written = _identity(self.path)
+                self._write_whole(record, texts, bool(on_disk))
+            self._texts, self._keys = texts, keys
             self.saved = True
         return None
 
+    def _line(self, record: NotebookRecord, texts: dict[str, ConversationText], keys: tuple[str, ...]) -> str | None:
+        """The journal line of this write, or None: the record is written whole (this kernel's first write, a
+        key seen since the last one, a conversation gone, a journal grown to the record's size)."""
+        if self._texts is None or keys != self._keys or self.written is None:
+            return None
+        line = journal_line(record, self.generation, texts, self._texts)
+        grown = (self._journal_at[1] if self._journal_at else 0) + (len(line) if line else 0)
+        return line if line is not None and grown <= max(self.written[1], JOURNAL_FLOOR) else None
+
+    def _append(self, line: str) -> None:
+        """The line at the journal's end; its flush to the disk on the flusher thread."""
+        if self._journal_fd is None:
+            self._journal_fd = os.open(self.journal, _APPEND, 0o600)
+        fd = self._journal_fd
+        # a lone surrogate (an undecodable file name) is written as its JSON escape \udcff
+        data = memoryview(line.encode("utf-8", "backslashreplace"))
+        try:
+            while data:
+                data = data[os.write(fd, data) :]
+        finally:  # also after a failed write: what the journal holds now is this kernel's
+            st = os.fstat(fd)
+            self._journal_at = (st.st_mtime_ns, st.st_size, st.st_ino)
+        self._syncing = _FLUSHER.submit(lambda: _fsync(fd))
+
+    def _write_whole(self, record: NotebookRecord, texts: dict[str, ConversationText], later: bool) -> None:
+        """The record written whole, renamed over the old one; ``later``: there is a record to fall back to
+        until this one is flushed (else it is flushed here)."""
+        import tempfile  # only when writing: %load_ext stays cheap
+
+        record.generation = self.generation + 1
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+        # a lone surrogate (an undecodable file name) is written as its JSON escape \udcff
+        f = os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace")
+        try:
+            f.write(dumps(record, texts))
+            f.flush()
+            with self._prev_lock:
+                self._writes += 1
+                write = self._writes
+                if not later:
+                    os.fsync(f.fileno())
+                self._put(tmp, later)
+        except BaseException:
+            f.close()
+            Path(tmp).unlink(missing_ok=True)
+            record.generation = self.generation
+            raise
+        if later:
+            self._syncing = _FLUSHER.submit(lambda: self._sync(f, write))
+        else:
+            f.close()
+        self.generation = record.generation
+        self.written = _identity(self.path)
+
     def _put(self, tmp: str, fall_back: bool) -> None:
         """The new record in place of the old one (under ``_prev_lock``). Where it falls back to a record on
-        the disk, that one becomes ``.prev`` first: renamed there while no earlier flush is pending (a rename
-        onto a name that exists makes ext4 start writing the new file out at once, ~0.25 ms here; onto a free
-        one it does not), kept while one is (the .prev that write kept is the last record on the disk)."""
-        if fall_back and not (self._syncing is not None and not self._syncing.is_set() and self.prev.exists()):
+        the disk, that one becomes ``.prev`` first and its journal ``.prev.journal``: renamed there while no
+        earlier flush is pending (a rename onto a name that exists makes ext4 start writing the new file out
+        at once, ~0.25 ms here; onto a free one it does not), kept while one is (the .prev that write kept is
+        the last record on the disk). The journal's lines are in the new record; a kill between two steps
+        leaves them where the next load reads them with the record they belong to (``_read``), or unread
+        beside a newer record (a line names the record's generation it was written for)."""
+        pending = self._syncing is not None and not self._syncing.is_set() and self.prev.exists()
+        journal = self._journal_at is not None
+        if not fall_back:
+            if journal:
+                self.journal.unlink()  # lines without their record (it was deleted by hand)
+            os.replace(tmp, self.path)
+        elif not pending:
+            self.prev_journal.unlink(missing_ok=True)  # left by a crash: it would be taken for .prev's
             self.prev.unlink(missing_ok=True)
-            # until the next rename there is no record, only .prev: a reader waits for the lock (load)
+            # until the last rename there is no record, only .prev: a reader waits for the lock (load)
             os.replace(self.path, self.prev)
-        os.replace(tmp, self.path)
+            if journal:
+                os.replace(self.journal, self.prev_journal)
+            os.replace(tmp, self.path)
+        else:
+            os.replace(tmp, self.path)
+            if journal:
+                self.journal.unlink()
+        self._close_journal()
+
+    def _close_journal(self) -> None:
+        """The journal is closed once its flushes before ended (the flusher runs its jobs in order)."""
+        self._journal_at = None
+        fd, self._journal_fd = self._journal_fd, None
+        if fd is not None:
+            self._syncing = _FLUSHER.submit(lambda: os.close(fd))
 
     def _sync(self, f, write: int) -> None:
         try:
@@ -265,13 +402,15 @@ class RecordStore:
             f.close()
         with self._prev_lock:
             if write == self._writes:  # a later write, not yet flushed, still falls back to .prev
+                self.prev_journal.unlink(missing_ok=True)
                 self.prev.unlink(missing_ok=True)
 
     def delete(self) -> None:
         if self.read_only:
             return  # not ours to delete
+        self._close_journal()
         self.wait()
-        with _locked(self.path):
-            self.path.unlink(missing_ok=True)
-            self.prev.unlink(missing_ok=True)
-        self.generation, self.written, self.saved = 0, None, False
+        with self._lock.held():
+            for path in (self.path, self.prev, self.journal, self.prev_journal):
+                path.unlink(missing_ok=True)
+        self.generation, self.written, self.saved, self._texts = 0, None, False, None
