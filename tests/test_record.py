@@ -180,11 +180,14 @@ def test_the_record_texts_kept_are_bounded_and_a_write_after_emptying_is_the_sam
     record_file = NotebookRecord("/nb.ipynb", 1.0, conversations={"default": rec})
     before = dumps(record_file)
     memo = record._TURN_TEXTS
-    assert 0 < memo.chars <= memo.max_chars and memo.entries
-    small = record._TurnTexts(max_chars=len(before) // 3)  # room for about two of the six turns
-    saved, record._TURN_TEXTS = record._TURN_TEXTS, small
+    assert 0 < memo.chars <= memo.max_chars and memo.entries and record._SOURCE_TEXTS.entries
+    small = record._Texts(max_chars=len(before) // 3)  # room for about two of the six turns
+    versions = record._Texts(max_chars=len(CODE) + 40)  # for one version of the code at a time
+    saved = record._TURN_TEXTS, record._SOURCE_TEXTS
+    record._TURN_TEXTS, record._SOURCE_TEXTS = small, versions
     try:
         assert dumps(record_file) == before and dumps(record_file) == before
         assert small.chars <= small.max_chars and len(small.entries) < 6
+        assert versions.chars <= versions.max_chars and len(versions.entries) == 1
     finally:
-        record._TURN_TEXTS = saved
+        record._TURN_TEXTS, record._SOURCE_TEXTS = saved

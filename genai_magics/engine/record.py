@@ -225,7 +225,8 @@ def _conversation_text(rec: RecordedConversation, images: bool) -> ConversationT
         text, named = _turn_text(t, rec.meta.get(t.index), images)
         turns.append(text)
         for sha, source in named:
-            sources.setdefault(sha, source)
+            if sha not in sources:
+                sources[sha] = _source_text(sha, source)
     head = {
         "name": conv.name,
         "created": rec.created,
@@ -237,25 +238,23 @@ def _conversation_text(rec: RecordedConversation, images: bool) -> ConversationT
     return ConversationText(compact_json(head)[:-1], sources, tuple(turns))
 
 
-TurnText = tuple[str, tuple[tuple[str, str], ...]]  # a turn's JSON text, and (sha, JSON text) of its versions
+TurnText = tuple[str, tuple[tuple[str, str], ...]]  # a turn's JSON text, and (sha, text) of the versions it names
 
 
 @dataclass
-class _TurnTexts:
-    """(a turn's values, images, its meta) -> (its meta's state, its TurnText): the state is kept so that its
-    id, in the key, stays its own while the entry lives. Bounded by the characters kept (a long session on a
-    large cell keeps ~200 KB a turn): emptied when over."""
+class _Texts:
+    """JSON texts kept from one write to the next, bounded by the characters they hold: emptied when over."""
 
     max_chars: int = 32_000_000
-    entries: dict[tuple[Any, ...], tuple[Any, TurnText]] = field(default_factory=dict)
+    entries: dict[Any, tuple[Any, Any]] = field(default_factory=dict)
     chars: int = 0
 
-    def get(self, key: tuple[Any, ...]) -> TurnText | None:
+    def get(self, key: Any) -> Any:
         hit = self.entries.get(key)
         return hit[1] if hit is not None else None
 
-    def put(self, key: tuple[Any, ...], keep: Any, made: TurnText) -> None:
-        size = len(made[0]) + sum(len(text) for _, text in made[1])
+    def put(self, key: Any, keep: Any, made: Any, size: int) -> None:
+        """``keep``: an object whose id is in ``key``, kept alive while the entry is."""
         if self.chars + size > self.max_chars:
             self.entries.clear()
             self.chars = 0
@@ -263,7 +262,11 @@ class _TurnTexts:
         self.chars += size
 
 
-_TURN_TEXTS = _TurnTexts()
+# (a turn's values, images, its meta) -> its TurnText, keeping the meta's state (its id is in the key); and a
+# version of the code's sha -> its JSON text, once for every turn that names it (a long session on a large cell
+# names ~200 KB of code a turn)
+_TURN_TEXTS = _Texts()
+_SOURCE_TEXTS = _Texts()
 
 
 def _turn_text(t: Turn, meta: TurnMeta | None, images: bool) -> TurnText:
@@ -278,9 +281,18 @@ def _turn_text(t: Turn, meta: TurnMeta | None, images: bool) -> TurnText:
     d = _turn_dict(t, sources, images)
     if meta is not None:
         d |= {"key": meta.key.to_dict(), "at": meta.at, "after": meta.after}
-    made = (compact_json(d), tuple((sha, compact_json(text)) for sha, text in sources.items()))
-    _TURN_TEXTS.put(key, meta and meta.after, made)
+    made = (compact_json(d), tuple(sources.items()))
+    _TURN_TEXTS.put(key, meta and meta.after, made, len(made[0]))
     return made
+
+
+def _source_text(sha: str, source: str) -> str:
+    """A version of the code as JSON text, made once."""
+    hit = _SOURCE_TEXTS.get(sha)
+    if hit is None:
+        hit = compact_json(source)
+        _SOURCE_TEXTS.put(sha, None, hit, len(hit))
+    return hit
 
 
 def _conversation(d: dict[str, Any]) -> RecordedConversation:
