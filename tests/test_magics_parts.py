@@ -282,3 +282,19 @@ def test_a_file_cell_is_the_executed_cell_of_its_id_or_else_of_a_text_it_held():
         ("run-only", "w = 9"),  # run but not in the file (yet): after the file's cells
     ]
     assert merged[0] is executed.by_id["f0"]  # the executed cell itself: its hash is not computed again
+
+
+def test_a_magic_line_parsed_again_is_the_same_flags_in_an_object_of_its_own():
+    from IPython.core.error import UsageError
+
+    from genai_magics.magics import _parsed
+
+    line = "--cell c1 -c review --vars df,model Why"
+    first, again = _parsed(GeminiMagics.gemini_edit, line), _parsed(GeminiMagics.gemini_edit, line)
+    assert vars(first) == vars(again) and first is not again
+    assert (first.cell, first.conversation, first.vars) == ("c1", "review", "df,model")
+    first.cell = "changed"
+    assert _parsed(GeminiMagics.gemini_edit, line).cell == "c1", "what a turn does to its flags stays there"
+    for _ in range(2):  # a line that does not parse says so every time
+        with pytest.raises(UsageError):
+            _parsed(GeminiMagics.gemini_edit, "--state nonsense")
