@@ -72,8 +72,10 @@ def test_restart_replays_then_continues_without_resending_the_document(stub, not
         proposal = k.run(GET_PROPOSAL, cell_id="peek").stdout
         assert "# stub edit" in proposal
         before = len(api_requests(stub))
+        journal = the_record(notebook).with_name(the_record(notebook).name + ".journal")
+        assert journal.read_bytes().count(b"\n") == 2, "the edit and its Apply: each a line of the journal"
 
-        restart(k)
+        restart(k)  # killed (now=True): the lines are what the next kernel reads
         # Run All: the code cells as the notebook holds them now (the applied proposal pasted in)
         k.run(OTHER, cell_id="other")
         k.run(proposal, cell_id="cell-a")

@@ -315,7 +315,9 @@ class NotebookRecord:
 
     notebook: str  # the notebook's path, for %gemini status
     created: float
-    generation: int = 0  # bumped on every write: a second kernel's write is detected
+    generation: int = (
+        0  # bumped on every whole write (a journal line names the one it follows): a second kernel is detected
+    )
     conversations: dict[str, RecordedConversation] = field(default_factory=dict)
     images: bool = (
         False  # keep the bytes of the images cells showed (GeminiMagics.record_images), not only their hashes
