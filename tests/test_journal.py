@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers.properties import examples
-from helpers.record import data_on_disk, text_on_disk
+from helpers.record import data_on_disk, on_disk, text_on_disk
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -84,7 +84,7 @@ OPS = st.lists(
 def test_after_any_sequence_of_writes_the_files_hold_what_a_whole_write_would(ops):
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "r.json"
-        store, record = RecordStore(path), a_record(("a",))
+        store, record = RecordStore(path, private=True), a_record(("a",))
         assert store.load() == (None, None) and store.save(record) is None
         for i, (op, name, k) in enumerate(ops):
             rec = record.conversations.get(name)
@@ -117,14 +117,14 @@ def test_after_any_sequence_of_writes_the_files_hold_what_a_whole_write_would(op
                 del record.conversations[name]
             elif op == "reload":  # a kernel restart: the next kernel reads the files and writes on
                 store.wait()
-                store = RecordStore(path)
+                store = RecordStore(path, private=True)
                 loaded, note = store.load()
                 assert note is None and loaded is not None and histories(loaded) == histories(record)
                 record = loaded
             assert store.save(record) is None
             holds(path, record)
         store.wait()
-        loaded, note = RecordStore(path).load()
+        loaded, note = RecordStore(path, private=True).load()
         assert note is None and loaded is not None and histories(loaded) == histories(record)
 
 
@@ -133,7 +133,7 @@ def test_a_write_after_the_first_is_one_line_and_the_record_is_written_whole_onc
 ):
     monkeypatch.setattr(store_module, "JOURNAL_FLOOR", 0)  # the journal may grow to the record's size
     path = tmp_path / "r.json"
-    store, record = RecordStore(path), a_record(turns=4)
+    store, record = RecordStore(path, private=True), a_record(turns=4)
     store.save(record)
     generations, whole_writes = [], 0
     for i in range(40):
@@ -149,7 +149,7 @@ def test_a_write_after_the_first_is_one_line_and_the_record_is_written_whole_onc
     assert 2 <= whole_writes <= 20, generations  # the record (4 turns, then more) is rewritten now and then
     # the next kernel's first write is whole: the journal it read is in the record then
     store.wait()
-    again = RecordStore(path)
+    again = RecordStore(path, private=True)
     loaded, _ = again.load()
     assert loaded is not None and again.save(loaded) is None and again.generation == store.generation + 1
     again.wait()
@@ -245,11 +245,11 @@ def test_lines_left_beside_a_newer_record_are_not_read(tmp_path):
 
 def test_a_line_another_kernel_appended_after_this_ones_load_is_seen(tmp_path):
     path = tmp_path / "r.json"
-    mine, record = RecordStore(path), a_record(turns=2)
+    mine, record = RecordStore(path, private=True), a_record(turns=2)
     mine.save(record)
     add_turn(record.conversations["k"], "ask", 2)
     mine.save(record)
-    theirs = RecordStore(path)
+    theirs = RecordStore(path, private=True)
     their_record, _ = theirs.load()
     assert their_record is not None
     add_turn(record.conversations["k"], "ask", 3)
@@ -259,7 +259,7 @@ def test_a_line_another_kernel_appended_after_this_ones_load_is_seen(tmp_path):
     assert "another kernel wrote" in (theirs.save(their_record) or "")
     assert text_on_disk(path) == written, "the kernel that lost the record writes nothing"
     # and the other way round: a whole write by another kernel stops this kernel's lines
-    other = RecordStore(path)
+    other = RecordStore(path, private=True)
     other_record, _ = other.load()
     assert other_record is not None and other.save(other_record) is None and other.generation == 2
     add_turn(record.conversations["k"], "ask", 4)
@@ -308,3 +308,14 @@ def test_a_key_seen_after_a_line_held_it_is_masked_everywhere_by_the_next_write(
     assert store.save(record) is None and store.generation == 2, "written whole"
     store.wait()
     assert key not in text_on_disk(path) and "is *** safe?" in text_on_disk(path)
+
+
+def test_a_record_beside_the_notebook_or_at_a_named_path_is_one_file_written_whole(tmp_path):
+    path = tmp_path / "work.genai_magics.json"
+    store, record = RecordStore(path), a_record(turns=2)  # not the private folder: the file is moved, shared
+    for i in range(3):
+        add_turn(record.conversations["k"], "ask", 10 + i)
+        assert store.save(record) is None and store.generation == i + 1
+    store.wait()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["work.genai_magics.json", "work.genai_magics.json.lock"]
+    assert len(on_disk(path).conversations["k"].conversation.history) == 5

@@ -69,7 +69,7 @@ def test_the_record_is_private_by_default(tmp_path, monkeypatch):
     assert record_path("user", None) is None and record_path("notebook", None) is None
     assert record_path("notebook", nb) == tmp_path / "work.genai_magics.json"
     assert record_path(str(tmp_path / "ci.json"), None) == tmp_path / "ci.json"
-    store = RecordStore(path)
+    store = RecordStore(path, private=True)  # as the magics make it for this location
     store.save(a_record("k", 1))
     store.save(a_record("k", 2))  # a journal line
     assert path.stat().st_mode & 0o077 == 0 and path.parent.stat().st_mode & 0o077 == 0

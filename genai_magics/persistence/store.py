@@ -5,10 +5,12 @@ a hash of its absolute path); next to the notebook, or any path, on request.
 Every write is done under a lock, and only if nobody else wrote since this kernel
 read it, before the turn's cell finishes (so a killed kernel loses nothing). A
 kernel's first write, and one after a change a line cannot say, goes to a
-temporary file in the same folder that is renamed over the record; the writes
-after it append one line to the record's journal (``.journal``: what changed,
-``engine/record.py``'s ``journal_line``), until the journal has grown to the
-record's size and the record is written whole again. The flush to the disk
+temporary file in the same folder that is renamed over the record; in the
+private records folder the writes after it append one line to the record's
+journal (``.journal``: what changed, ``engine/record.py``'s ``journal_line``),
+until the journal has grown to the record's size and the record is written whole
+again (a record beside the notebook or at a path named is always one file,
+written whole). The flush to the disk
 (fsync), which can take tens of ms on a busy disk, runs on a thread, while the
 record before a whole write, renamed to ``.prev`` just before with its journal
 (``.prev.journal``), stays there: a power cut before that flush ends leaves the
@@ -306,8 +308,9 @@ class RecordStore:
 
     def _line(self, record: NotebookRecord, texts: dict[str, ConversationText], keys: tuple[str, ...]) -> str | None:
         """The journal line of this write, or None: the record is written whole (this kernel's first write, a
-        key seen since the last one, a conversation gone, a journal grown to the record's size)."""
-        if self._texts is None or keys != self._keys or self.written is None:
+        key seen since the last one, a conversation gone, a journal grown to the record's size; and always for a
+        record beside the notebook or at a path named: one file, to move, share or commit)."""
+        if not self.private or self._texts is None or keys != self._keys or self.written is None:
             return None
         line = journal_line(record, self.generation, texts, self._texts)
         grown = (self._journal_at[1] if self._journal_at else 0) + (len(line) if line else 0)
