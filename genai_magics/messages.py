@@ -3,7 +3,7 @@
 A ``Message`` is a name, a ``str.format`` template with named fields, and where it shows
 (``ERROR``: the one stderr line after ``genai_magics: ``; ``NOTE``: a line in the cell while
 the turn goes on; ``STATUS``: a proposal widget's status line; ``PART``: a clause that
-fills another message's field). Tests compare against
+fills another message's field; ``TOOLTIP``: hover text). Tests compare against
 ``render``/``shown`` or ``matches`` instead of copying a sentence, and
 ``tests/test_messages.py`` checks that docs/failures.md quotes only these. Standard library
 only: every layer may import it.
@@ -24,6 +24,7 @@ class Shown(enum.Enum):
     NOTE = "note"
     STATUS = "status"
     PART = "part"  # a clause another message carries in a field
+    TOOLTIP = "tooltip"  # shown on hover
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,18 @@ def _m(name: str, template: str, shown_as: Shown, *, documented: bool = False) -
 
 
 E, N, S, P = Shown.ERROR, Shown.NOTE, Shown.STATUS, Shown.PART
+
+# The footer's legend (ui/display.py, on hover; the README's legend says the same).
+FOOTER_LEGEND = _m(
+    "FOOTER_LEGEND",
+    "contents / interactions: the state mode (contents: the kernel sends the conversation's transcript "
+    "each turn; interactions: the server keeps it). in: input tokens (cached: served from a cache, "
+    "billed at the cached price); out: output tokens; ~$: the estimate at the model's table prices. "
+    "request: the request's bytes. not re-sent / synchronized: the model already holds it, so this turn "
+    "did not add it again (in contents mode the transcript that holds it is still in the request, so "
+    "'in' stays large; the cache makes it cheap). ~N tokens saved: what adding it again would have cost.",
+    Shown.TOOLTIP,
+)
 
 # API failures (gemini/errors.py): what happened and what to do.
 KEY_REJECTED = _m(

@@ -8,6 +8,7 @@ these run in well under a second each, so a maintainer can run them on every cha
 from __future__ import annotations
 
 import copy
+import html
 import json
 import re
 
@@ -119,6 +120,32 @@ def test_apply_undo_discard_states(magic_shell, stub):
     # the next ask holds the code from before the proposal again
     magic_shell.run("%%gemini_ask\nand now?", cell_id="m2")
     assert current_payload(api_requests(stub)[-1]).get("sourceSynchronized") is True
+
+
+def test_the_diff_header_says_what_each_text_is_after_apply_and_undo(magic_shell, stub):
+    shown, widget = edit(magic_shell)
+    controller = magic_shell.magics.latest["default"]
+    label = controller.turn.document_label
+
+    def headers() -> list[str]:
+        """The diff's header lines as the widget shows them."""
+        return [html.unescape(h) for h in re.findall(r">((?:---|\+\+\+) [^<]*)</span>", widget.children[0].value)]
+
+    assert headers() == [f"--- {label} (current)", f"+++ {label} (proposed)"]
+    buttons(widget)["Apply"].click()
+    # the cell holds the proposal now: the old text is no longer "current"
+    assert headers() == [f"--- {label} (before Apply)", f"+++ {label} (applied)"]
+    buttons(widget)["Undo"].click()
+    assert headers() == [f"--- {label} (current)", f"+++ {label} (proposed)"]
+
+
+def test_the_footer_explains_itself_on_hover(magic_shell, stub):
+    magic_shell.run(CODE, cell_id="code")
+    shown = magic_shell.run("%%gemini_ask -c legend\nwhy?", cell_id="m")
+    (footer,) = [b for b in shown.bundles if re.match(r"turn \d+ · ask", b.get("text/plain", ""))]
+    legend = html.escape(messages.FOOTER_LEGEND.render())
+    assert f'title="{legend}"' in footer["text/html"]
+    assert "synchronized" in messages.FOOTER_LEGEND.render() and "cached" in messages.FOOTER_LEGEND.render()
 
 
 def test_a_cell_whose_id_is_notebook_is_a_cell_not_the_whole_notebook(magic_shell, stub):

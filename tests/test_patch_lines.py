@@ -117,3 +117,19 @@ def test_the_shown_diff_breaks_lines_where_the_patch_does():
     assert diff.count("\n") == 5  # two headers, the hunk header, the removed and the added line
     body = diff_html(diff)
     assert body.count("<span") == 5
+
+
+@pytest.mark.parametrize(
+    "base, proposal, marked",
+    [
+        ("a = 1", "a = 2", False),  # a cell never ends in a newline: no mark on every diff
+        ("", "a = 1", False),  # a new cell
+        ("a = 1\nb = 2\n", "a = 1\nb = 3\n", False),
+        ("a = 1\n", "a = 1", True),  # only the final newline changed: the mark is the change
+        ("a = 1", "a = 2\n", True),
+    ],
+)
+def test_the_shown_diff_marks_a_missing_final_newline_only_where_the_two_texts_differ_in_it(base, proposal, marked):
+    diff = unified_diff(base, proposal, "In[1]")
+    assert ("No newline at end of file" in diff) is marked
+    assert diff.endswith("\n") and all(not line.startswith("\\") or marked for line in diff.splitlines())

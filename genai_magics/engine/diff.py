@@ -6,6 +6,9 @@ import difflib
 from collections.abc import Iterable
 
 NO_NEWLINE = "\\ No newline at end of file\n"
+# the diff header's words for the two texts: before Apply, and once the cell holds the proposal
+PROPOSED = ("current", "proposed")
+APPLIED = ("before Apply", "applied")
 PATCH_CONTEXT_LINES = 2  # enough for a model to place a hunk, few enough to keep the patch small
 
 
@@ -23,16 +26,18 @@ def _marked(lines: Iterable[str]) -> str:
     return "".join(line if line.endswith("\n") else line + "\n" + NO_NEWLINE for line in lines)
 
 
-def unified_diff(base: str, proposal: str, label: str) -> str:
-    """As ``diff -u``, headed with the document's label."""
-    return _marked(
-        difflib.unified_diff(
-            lines_of(base),
-            lines_of(proposal),
-            fromfile=f"{label} (current)",
-            tofile=f"{label} (proposed)",
-        )
+def unified_diff(base: str, proposal: str, label: str, sides: tuple[str, str] = PROPOSED) -> str:
+    """As ``diff -u``, headed with the document's label and ``sides`` (what each text is now).
+
+    A cell never ends in a newline, so where both texts end alike their last lines are not marked
+    (``diff -u`` would end every cell's diff in ``\\ No newline at end of file``); where only one
+    of them ends in a newline the mark shows that change."""
+    lines = difflib.unified_diff(
+        lines_of(base), lines_of(proposal), fromfile=f"{label} ({sides[0]})", tofile=f"{label} ({sides[1]})"
     )
+    if base.endswith("\n") != proposal.endswith("\n"):
+        return _marked(lines)
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
 def source_patch(base: str, source: str) -> str:

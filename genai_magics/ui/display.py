@@ -144,7 +144,9 @@ class NotebookDisplay:
 
     @staticmethod
     def footer(text: str) -> None:
-        _display(_Rich(f'<div style="color:#777;font-size:11px;margin-top:4px">{html.escape(text)}</div>', text))
+        legend = html.escape(messages.FOOTER_LEGEND.render())  # on hover: what each part of the line means
+        style = "color:#777;font-size:11px;margin-top:4px;cursor:help"
+        _display(_Rich(f'<div style="{style}" title="{legend}">{html.escape(text)}</div>', text))
 
     @staticmethod
     def error(text: str) -> None:

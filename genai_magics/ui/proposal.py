@@ -15,7 +15,7 @@ from typing import Literal
 from .. import messages
 from ..engine.cells import WholeNotebook
 from ..engine.conversation import Conversation, TransitionRefused, Turn
-from ..engine.diff import unified_diff
+from ..engine.diff import APPLIED, PROPOSED, unified_diff
 from ..engine.redaction import redact
 from ..frontends.cell_writer import CellWriter
 from ..frontends.notebook_edit import notebook_diff
@@ -59,12 +59,17 @@ class ProposalController:
         return self.turn.proposal_source == (self.turn.base_source or "")
 
     @property
+    def diff_sides(self) -> tuple[str, str]:
+        """What the diff's header calls its two texts: once applied, the old one is no longer current."""
+        return APPLIED if self.turn.outcome == "applied" else PROPOSED
+
+    @property
     def diff(self) -> str:
         base, proposal = self.turn.base_source or "", self.turn.proposal_source or ""
         if isinstance(self.turn.document_key, WholeNotebook):
             diff = notebook_diff(base, proposal)
         else:
-            diff = unified_diff(base, proposal, self.turn.document_label or "cell")
+            diff = unified_diff(base, proposal, self.turn.document_label or "cell", self.diff_sides)
         return redact(diff)  # a cell that holds the key shows it masked, never in the output
 
     @property

@@ -67,9 +67,8 @@ class ProposalWidget:
 
         self._w = w
         self.controller = controller
-        diff = controller.diff
-        self._diff_text = diff_text(diff)  # the text form (see _repr_mimebundle_), capped like the HTML
-        self._diff = diff_html(diff)
+        self._sides = controller.diff_sides
+        self._show_diff(controller.diff)
         styles = _shared_styles(w)
         self._layout, self._style = styles.button, styles.button_style
         shared = {"layout": self._layout, "style": self._style}
@@ -106,6 +105,10 @@ class ProposalWidget:
         self.box = w.Box([self.view, *self.buttons], layout=styles.box, _dom_classes=("genai-magics-proposal",))
         controller.listeners.append(lambda c: self.refresh())
         self.refresh()
+
+    def _show_diff(self, diff: str) -> None:
+        self._diff_text = diff_text(diff)  # the text form (see _repr_mimebundle_), capped like the HTML
+        self._diff = diff_html(diff)
 
     def _lay_out(self) -> None:
         self.box.children = (self.view, *self.buttons, *([self._area] if self._area is not None else []))
@@ -154,6 +157,9 @@ class ProposalWidget:
         if self.force_button is not None:
             self.force_button.description = f"{(self._pending_force or 'apply').capitalize()} anyway"
             self.force_button.layout.display = None if changed else "none"
+        if c.diff_sides != self._sides:  # Apply or its Undo: the header says what each text is now
+            self._sides = c.diff_sides
+            self._show_diff(c.diff)
         self.view.value = self._view_html()
 
     def _view_html(self) -> str:
