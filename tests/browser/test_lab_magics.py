@@ -12,7 +12,10 @@ import re
 import urllib.request
 
 import pytest
+from helpers import screenshots
 from test_lab_bridge import NotebookPage, write_notebook
+
+from genai_magics import messages
 
 
 @pytest.fixture
@@ -65,3 +68,54 @@ def test_gemini_edit_apply_and_undo_in_the_page(jupyter_server, page, artifacts,
         records = [r for r in json.load(response) if r["kind"] == "stream"]
     last = json.loads(records[-1]["json"]["contents"][-1]["parts"][0]["text"])
     assert last["currentSource"] == "total = 7"
+
+
+def test_a_proposal_reads_as_its_diff_and_apply_says_what_it_did(jupyter_server, page, artifacts, stub_url):
+    """The README's example with a scripted proposal: the diff without noise, the buttons, the footer's
+    legend on hover; after Apply the header no longer calls the old text current. Its picture is the
+    README's (tests/helpers/screenshots.py)."""
+    from playwright.sync_api import expect
+
+    write_notebook(
+        jupyter_server.root / "parse.ipynb",
+        [
+            ("setup", "%load_ext genai_magics"),
+            ("code", screenshots.CODE),
+            ("magic", f"%%gemini_edit\n{screenshots.INSTRUCTION}"),
+        ],
+    )
+    request = urllib.request.Request(
+        f"{stub_url}/_stub/script_edit",
+        method="POST",
+        data=json.dumps({"proposedSource": screenshots.PROPOSAL}).encode(),
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert json.load(response)["ok"] is True
+    page.set_viewport_size({"width": 1000, "height": 650})  # the README shows it at about this size
+    nb = NotebookPage(page, artifacts)
+    nb.open(jupyter_server.notebook_url("parse.ipynb"), 3)
+    page.keyboard.press("Control+b")  # the file browser closed: the notebook takes the width
+    nb.run(0)
+    nb.run(1)
+    nb.run(2)
+    magic = nb.cell(2)
+    apply = magic.locator("button", has_text=re.compile(r"^\s*Apply\s*$"))
+    expect(apply).to_be_visible(timeout=30_000)
+    expect(magic.locator("button", has_text=re.compile(r"^\s*Discard\s*$"))).to_be_visible()
+    diff = magic.locator(".genai-magics-proposal pre")
+    expect(diff).to_contain_text("(current)")
+    expect(diff).to_contain_text('+        raise ValueError(f"not an integer: {s!r}") from None')
+    expect(diff).not_to_contain_text("No newline at end of file")
+    footer = magic.locator("div[title]", has_text=re.compile(r"^turn 1 · edit"))
+    expect(footer).to_have_attribute("title", messages.FOOTER_LEGEND.render())
+    page.mouse.move(0, 0)
+    magic.scroll_into_view_if_needed()
+    nb.shot("proposal")
+    screenshots.save(page, "jupyterlab-proposal")
+
+    apply.click()
+    expect(nb.editor(1).locator(".cm-line").first).to_have_text("def parse(s):", timeout=10_000)
+    expect(nb.editor(1)).to_contain_text("not an integer")
+    expect(diff).to_contain_text("(before Apply)")
+    expect(diff).not_to_contain_text("(current)")
+    nb.shot("applied")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import screenshots
 from notebook_page import open_notebook as _open
 from notebook_page import stub_turns
 
@@ -49,6 +50,29 @@ def test_apply_writes_the_code_cell_after_the_cell_finished_and_undo_writes_it_b
     nb.run(3)
     nb.wait_output("Stub answer to: Anything else")
     assert "currentSource" not in stub_turns(stub)[-1]
+
+
+def test_a_proposal_reads_as_its_diff_and_apply_writes_the_code_cell(page, code_server, workspace, artifacts, stub):
+    """The README's example with a scripted proposal, its picture the README's (tests/helpers/screenshots.py):
+    the diff without noise and the buttons; after Apply the header no longer calls the old text current."""
+    page.set_viewport_size({"width": 1100, "height": 820})  # the README shows it at about this size
+    stub.script_edit(screenshots.PROPOSAL)
+    magic = f"%%gemini_edit\n{screenshots.INSTRUCTION}"
+    nb = _open(page, code_server, workspace, artifacts, ["%load_ext genai_magics", screenshots.CODE, magic])
+    for i in range(3):
+        nb.run(i)
+    text = nb.wait_output("Apply writes the proposal into the cell it is about")
+    assert "(current)" in text and 'raise ValueError(f"not an integer: {s!r}") from None' in text
+    assert "No newline at end of file" not in text
+    nb.on_screen("Apply")
+    page.mouse.move(0, 0)
+    nb.shot("proposal")
+    screenshots.save(page, "vscode-proposal")
+
+    nb.click("Apply")
+    text = nb.wait_output("Applied: the proposal is now in")
+    assert nb.sources()[1:3] == [screenshots.PROPOSAL, magic]
+    assert "(before Apply)" in text and "(current)" not in text
 
 
 def test_apply_is_one_step_of_vscode_undo_in_the_cell(page, code_server, workspace, artifacts, stub):
