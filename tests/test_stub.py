@@ -708,3 +708,38 @@ def test_every_request_records_the_prefix_it_shares_with_the_previous_one(stub, 
     first, second, third = (r["prefix_tokens"] for r in stub.requests)
     assert (first, second, third) == (0, tokens(doc) + tokens("answer") + tokens("q1"), 0)
     assert all(r["cached_tokens"] == 0 for r in stub.requests)  # implicit caching off: nothing billed as cached
+
+
+def test_the_command_form_runs_a_command_on_the_stand_in_with_its_exit_status():
+    """`genai-magics-stub jupyter lab` in small: the command's SDK reaches the stand-in with a placeholder
+    key, no other key or Vertex AI setting reaches it, and the command's exit status is the stand-in's."""
+    script = (
+        "import os\n"
+        "from google import genai\n"
+        "client = genai.Client()\n"
+        f"print(client.models.generate_content(model={MODEL!r}, contents='hello').text)\n"
+        "others = [n for n in os.environ if n.startswith('GOOGLE_') and n != 'GOOGLE_GEMINI_BASE_URL']\n"
+        "print(os.environ['GEMINI_API_KEY'], others)\n"
+        "raise SystemExit(3)\n"
+    )
+    env = {**os.environ, "GOOGLE_API_KEY": KEY, "GOOGLE_GENAI_USE_VERTEXAI": "true", "GEMINI_API_KEY": KEY}
+    run = subprocess.run(
+        [sys.executable, "-m", "genai_magics.stub", "--", sys.executable, "-c", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 3, run.stderr
+    url, answer, *_, keys = run.stdout.strip().splitlines()
+    assert url.startswith("GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:")
+    assert answer == "Stub answer to: hello"
+    assert keys == "stand-in []" and KEY not in run.stdout + run.stderr
+
+
+def test_the_command_form_says_in_one_line_when_the_command_is_not_there():
+    run = subprocess.run(
+        [sys.executable, "-m", "genai_magics.stub", "no-such-command-here"], capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 127
+    assert run.stderr == "genai_magics.stub: no-such-command-here: No such file or directory\n"
