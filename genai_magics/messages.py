@@ -98,16 +98,28 @@ def _m(name: str, template: str, shown_as: Shown, *, documented: bool = False) -
 
 E, N, S, P = Shown.ERROR, Shown.NOTE, Shown.STATUS, Shown.PART
 
-# The footer's legend (ui/display.py, on hover; the README's legend says the same).
-FOOTER_LEGEND = _m(
-    "FOOTER_LEGEND",
+# The footer's legend, a line each (ui/display.py, on hover; the README's legend says the same).
+FOOTER_LEGEND_MODE = _m(
+    "FOOTER_LEGEND_MODE",
     "contents / interactions: the state mode (contents: the kernel sends the conversation's transcript "
-    "each turn; interactions: the server keeps it). in: input tokens (cached: served from a cache, "
-    "billed at the cached price); out: output tokens; ~$: the estimate at the model's table prices. "
-    "request: the request's bytes. not re-sent / synchronized: the model already holds it, so this turn "
-    "did not add it again (in contents mode the transcript that holds it is still in the request, so "
-    "'in' stays large; the cache makes it cheap). ~N tokens saved: what adding it again would have cost.",
+    "every turn; interactions: the server keeps it)",
     Shown.TOOLTIP,
+)
+FOOTER_LEGEND_TOKENS = _m(
+    "FOOTER_LEGEND_TOKENS",
+    "in: input tokens (cached: served from a cache, at the cached price); out: output tokens; "
+    "~$: the estimate at the model's table prices; request: the request's bytes",
+    Shown.TOOLTIP,
+)
+FOOTER_LEGEND_SENT = _m(
+    "FOOTER_LEGEND_SENT",
+    "not re-sent / synchronized: the model holds it already, so this turn did not add it again "
+    "(in contents mode the transcript that holds it is still in the request: 'in' stays large, "
+    "the cache makes it cheap)",
+    Shown.TOOLTIP,
+)
+FOOTER_LEGEND_SAVED = _m(
+    "FOOTER_LEGEND_SAVED", "~N tokens saved: what adding those pieces again would have cost", Shown.TOOLTIP
 )
 
 # API failures (gemini/errors.py): what happened and what to do.

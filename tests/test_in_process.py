@@ -16,6 +16,7 @@ import pytest
 from helpers.wire import api_requests, current_payload
 
 from genai_magics import messages
+from genai_magics.ui.display import footer_legend
 
 CODE = "def parse(s):\n    return int(s)\n"
 
@@ -143,9 +144,9 @@ def test_the_footer_explains_itself_on_hover(magic_shell, stub):
     magic_shell.run(CODE, cell_id="code")
     shown = magic_shell.run("%%gemini_ask -c legend\nwhy?", cell_id="m")
     (footer,) = [b for b in shown.bundles if re.match(r"turn \d+ · ask", b.get("text/plain", ""))]
-    legend = html.escape(messages.FOOTER_LEGEND.render())
+    legend = html.escape(footer_legend())
     assert f'title="{legend}"' in footer["text/html"]
-    assert "synchronized" in messages.FOOTER_LEGEND.render() and "cached" in messages.FOOTER_LEGEND.render()
+    assert "synchronized" in legend and "cached" in legend
 
 
 def test_a_cell_whose_id_is_notebook_is_a_cell_not_the_whole_notebook(magic_shell, stub):

@@ -64,6 +64,17 @@ class _Markdown:
         return {"text/markdown": safe_markdown(self.text), "text/plain": self.text}
 
 
+def footer_legend() -> str:
+    """The footer's hover text: what each part of the line means, a line each."""
+    legend = (
+        messages.FOOTER_LEGEND_MODE,
+        messages.FOOTER_LEGEND_TOKENS,
+        messages.FOOTER_LEGEND_SENT,
+        messages.FOOTER_LEGEND_SAVED,
+    )
+    return "\n".join(line.render() for line in legend)
+
+
 def document_line(label: str | None, source: str) -> str:
     """Which document a turn is about, named at its top: ``document: In[4] · parse()``."""
     if label is None:
@@ -144,7 +155,7 @@ class NotebookDisplay:
 
     @staticmethod
     def footer(text: str) -> None:
-        legend = html.escape(messages.FOOTER_LEGEND.render())  # on hover: what each part of the line means
+        legend = html.escape(footer_legend())
         style = "color:#777;font-size:11px;margin-top:4px;cursor:help"
         _display(_Rich(f'<div style="{style}" title="{legend}">{html.escape(text)}</div>', text))
 

@@ -15,7 +15,7 @@ import pytest
 from helpers import screenshots
 from test_lab_bridge import NotebookPage, write_notebook
 
-from genai_magics import messages
+from genai_magics.ui.display import footer_legend
 
 
 @pytest.fixture
@@ -107,7 +107,7 @@ def test_a_proposal_reads_as_its_diff_and_apply_says_what_it_did(jupyter_server,
     expect(diff).to_contain_text('+        raise ValueError(f"not an integer: {s!r}") from None')
     expect(diff).not_to_contain_text("No newline at end of file")
     footer = magic.locator("div[title]", has_text=re.compile(r"^turn 1 · edit"))
-    expect(footer).to_have_attribute("title", messages.FOOTER_LEGEND.render())
+    expect(footer).to_have_attribute("title", footer_legend())
     page.mouse.move(0, 0)
     magic.scroll_into_view_if_needed()
     nb.shot("proposal")
