@@ -342,7 +342,14 @@ STAGED_APPLY = _m(
     S,
 )
 STAGED = _m("STAGED", "Apply staged: run this cell again (Shift+Enter) to write the proposal into it.", S)
-LIVE_DONE = _m("LIVE_DONE", "{verb}: {what} is now in {label} (Ctrl+Z in the cell reverts it too).", S)
+LIVE_DONE = _m(
+    "LIVE_DONE",
+    "{verb}: {what} is now in {label} (Ctrl+Z in the cell reverts it too). "
+    "Run it: the kernel still has the code it ran last.",
+    S,
+)
+# a line command whose write the frontend answers after the command's cell: shown until the outcome replaces it
+WRITING = _m("WRITING", "{action}: writing into {label}…", S)
 RUNNING_CELL_APPLIED = _m(
     "RUNNING_CELL_APPLIED",
     "Applied: this cell is replaced by the proposal (your instruction kept as its first line).",

@@ -6,6 +6,9 @@ bridge's cell edits the way the labextension does (tests/helpers/fake_frontend.p
 
 from __future__ import annotations
 
+import html
+import re
+
 import pytest
 from helpers.fake_frontend import FakeFrontend
 from helpers.kernel import FAKE_KEY
@@ -184,3 +187,32 @@ def test_an_old_apply_after_reload_ext_writes_the_cell_through_the_reopened_comm
     click(lab, "Undo", "Undone")
     assert lab.source(target) == before
     assert [r["cell_id"] for r in lab.requests_received] == [target, target]
+
+
+def shown_by(ff, run) -> str:
+    """What a cell run shows now: its printed text and the text of the widgets it displayed, as they are
+    after every comm message since (a widget's later state included)."""
+    texts = [run.stdout]
+    for model_id in run.widget_model_ids:
+        state = ff.widget_models.get(model_id, {})
+        texts.append(html.unescape(re.sub(r"<[^>]+>", "", state.get("value", ""))))
+    return "\n".join(texts)
+
+
+def test_a_line_command_shows_its_own_outcome_once_the_live_write_is_done(lab, stub):
+    """%gemini undo after a button Apply: the write is answered by the frontend after the cell finished,
+    so the line must end as the Undo's outcome, never the status of the click before (issue 28)."""
+    lab.execute("b")
+    lab.execute("m")
+    click(lab, "Apply", "Applied")
+    assert any(messages.LIVE_DONE.within(v) for v in status_texts(lab))  # and says to run the cell
+    lab.add_cell("apply", "%gemini apply")
+    lab.add_cell("undo", "%gemini undo")
+    again = lab.execute("apply")
+    assert again.stdout.strip() == messages.REFUSED.render(action="Apply", reason=messages.ALREADY_APPLIED.render())
+    run = lab.execute("undo")
+    assert lab.pump_until(lambda: lab.source("b") == CELL_B, timeout=15)
+    assert lab.pump_until(lambda: "Undone" in shown_by(lab, run), timeout=15), shown_by(lab, run)
+    shown = shown_by(lab, run)
+    assert "already applied" not in shown
+    assert messages.LIVE_DONE.within(shown) and "the code from before the proposal is now in" in shown

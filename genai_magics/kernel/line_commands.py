@@ -19,6 +19,7 @@ from ..gemini.pricing import price_for, storage_cost
 from ..persistence.replay import Replay
 from ..ui import report
 from ..ui.display import NotebookDisplay
+from ..ui.widgets import OutcomeLine
 from .options import GeminiOptions
 from .shell_state import ShellState
 
@@ -124,6 +125,11 @@ def _on_proposal(action: str) -> Callable[[Call], None]:
             NotebookDisplay.error(messages.NO_PROPOSAL.render())
             return
         getattr(controller, action)()
+        if controller.writing:  # a live write: the frontend answers once this cell is done
+            from IPython.display import display
+
+            display(OutcomeLine(controller, action))
+            return
         print(controller.message)
 
     return run

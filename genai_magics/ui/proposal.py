@@ -88,7 +88,7 @@ class ProposalController:
 
     def _say(self, status: Status) -> None:
         self.status = status
-        for listener in self.listeners:
+        for listener in list(self.listeners):  # a listener may remove itself (a line command's outcome)
             listener(self)
 
     def _run(

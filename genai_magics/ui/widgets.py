@@ -181,3 +181,37 @@ class ProposalWidget:
                 "model_id": self.box.model_id,
             },
         }
+
+
+class OutcomeLine:
+    """A ``%gemini apply / discard / undo`` line whose write completes after its cell (a live write,
+    answered by the frontend once the kernel is free): one HTML widget that says what is being done,
+    then the outcome, as the proposal's status line says it."""
+
+    def __init__(self, controller: ProposalController, action: str):
+        import ipywidgets as w
+
+        label = controller.turn.document_label or "the cell"
+        self._text = messages.WRITING.render(action=action.capitalize(), label=label)
+        self.view = w.HTML(value=self._html(), style=_shared_styles(w).html_style)
+        self._controller = controller
+        controller.listeners.append(self._said)
+
+    def _html(self) -> str:
+        return f'<div style="font-size:12px">{html.escape(self._text)}</div>'
+
+    def _said(self, controller: ProposalController) -> None:
+        """The write's outcome (the first status after it): shown, and no later ones."""
+        controller.listeners.remove(self._said)
+        self._text = controller.message
+        self.view.value = self._html()
+
+    def _repr_mimebundle_(self, **kwargs):
+        return {
+            "text/plain": self._text,
+            "application/vnd.jupyter.widget-view+json": {
+                "version_major": 2,
+                "version_minor": 0,
+                "model_id": self.view.model_id,
+            },
+        }
