@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from genai_magics.engine.cells import Cell
+from genai_magics.engine.diff import APPLIED
 from genai_magics.engine.notebook_text import (
     Block,
     blocks_text,
@@ -245,3 +246,14 @@ def test_diff_headers_name_vscode_cells_by_their_place_not_their_uri():
         "--- new code cell after cell #2 (current)",
         "--- cell #3 (removed) (current)",
     ]
+    # once applied, no cell's old text is current any more
+    applied = notebook_diff(text, proposal, APPLIED)
+    assert [line for line in applied.splitlines() if line.startswith(("--- ", "+++ "))] == [
+        "--- cell #2 (before Apply)",
+        "+++ cell #2 (applied)",
+        "--- new code cell after cell #2 (before Apply)",
+        "+++ new code cell after cell #2 (applied)",
+        "--- cell #3 (removed) (before Apply)",
+        "+++ cell #3 (removed) (applied)",
+    ]
+    assert "No newline at end of file" not in diff + applied  # cells never end in a newline: no noise

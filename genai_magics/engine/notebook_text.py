@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from .cells import Cell, CellType
-from .diff import unified_diff
+from .diff import PROPOSED, unified_diff
 from .redaction import MASK, redact, unmask
 
 _HEADER = re.compile(r"^# %%(?: \[(markdown|raw)\])?(?: id=(\S+))?[ \t\r]*$")
@@ -150,8 +150,9 @@ def proposal_ops(base_text: str, proposal_text: str) -> list[Op]:
     return plan_ops(parse_blocks(proposal_text), base, {c.id for c in base})
 
 
-def notebook_diff(base_text: str, proposal_text: str) -> str:
-    """The proposal per cell: a unified diff for each changed, new or removed cell."""
+def notebook_diff(base_text: str, proposal_text: str, sides: tuple[str, str] = PROPOSED) -> str:
+    """The proposal per cell: a unified diff for each changed, new or removed cell (``sides``: what
+    the header calls the two texts, as in ``unified_diff``)."""
     ops = proposal_ops(base_text, proposal_text)
     positions = {b.id: i + 1 for i, b in enumerate(parse_blocks(base_text)) if b.id}
 
@@ -164,14 +165,14 @@ def notebook_diff(base_text: str, proposal_text: str) -> str:
     parts = []
     for op in ops:
         if op.kind == "set":
-            parts.append(unified_diff(op.old_source, op.source, label(op.cell_id)))
+            parts.append(unified_diff(op.old_source, op.source, label(op.cell_id), sides))
         elif op.kind == "insert":
             where = (
                 "at the top"
                 if op.after is None
                 else (f"after {label(op.after)}" if isinstance(op.after, str) else "after the new cell above")
             )
-            parts.append(unified_diff("", op.source, f"new {op.cell_type} cell {where}"))
+            parts.append(unified_diff("", op.source, f"new {op.cell_type} cell {where}", sides))
         else:
-            parts.append(unified_diff(op.old_source, "", f"{label(op.cell_id)} (removed)"))
+            parts.append(unified_diff(op.old_source, "", f"{label(op.cell_id)} (removed)", sides))
     return "".join(parts)

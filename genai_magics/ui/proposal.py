@@ -67,7 +67,7 @@ class ProposalController:
     def diff(self) -> str:
         base, proposal = self.turn.base_source or "", self.turn.proposal_source or ""
         if isinstance(self.turn.document_key, WholeNotebook):
-            diff = notebook_diff(base, proposal)
+            diff = notebook_diff(base, proposal, self.diff_sides)
         else:
             diff = unified_diff(base, proposal, self.turn.document_label or "cell", self.diff_sides)
         return redact(diff)  # a cell that holds the key shows it masked, never in the output
