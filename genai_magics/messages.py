@@ -352,7 +352,8 @@ LIVE_DONE = _m(
 WRITING = _m("WRITING", "{action}: writing into {label}…", S)
 RUNNING_CELL_APPLIED = _m(
     "RUNNING_CELL_APPLIED",
-    "Applied: this cell is replaced by the proposal (your instruction kept as its first line).",
+    "Applied: this cell is replaced by the proposal (your instruction kept as its first line). "
+    "Run it: the kernel still has the code it ran last.",
     S,
 )
 RUNNING_CELL_UNDONE = _m(
