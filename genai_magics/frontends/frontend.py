@@ -29,6 +29,7 @@ from .cell_writer import (
     StagedWriter,
 )
 from .companion import Companion
+from .live_notebook import LiveNotebook
 from .notebook_edit import NotebookCopyWriter, NotebookWriter
 from .notebook_view import ExecutedCells, MergedView, NotebookView
 
@@ -140,7 +141,7 @@ class Frontend:
 def choose(
     *,
     terminal: bool,
-    bridge: Any,
+    bridge: LiveNotebook | None,
     bridge_fresh: bool,
     executed: ExecutedCells,
     file_view: NotebookView,
@@ -206,14 +207,14 @@ class KernelSide:
     apply_wait: float
 
 
-def live_of(side: KernelSide) -> Bridge | Companion | None:
+def live_of(side: KernelSide) -> LiveNotebook | None:
     """The bridge, if a live frontend is connected; else VS Code's companion, if it is there."""
     if side.bridge is not None and side.bridge.connected:
         return side.bridge
     return side.companion if side.companion.connected else None
 
 
-def is_stale(live: Bridge | Companion | None, executed: ExecutedCells) -> bool:
+def is_stale(live: LiveNotebook | None, executed: ExecutedCells) -> bool:
     """The live view has not caught up with the cell that is running (a late snapshot)."""
     cell = executed.by_id.get(executed.running_id or "")
     return bool(live and cell and not live.is_fresh_for(cell.id, cell.source))
