@@ -1,38 +1,11 @@
-// The kernel <-> companion protocol (version 1), as pure functions: no VS Code API here,
-// so node's test runner covers it (test/protocol.test.ts). docs/protocol.md describes it.
+// The kernel <-> companion file channel (protocol version 1), as pure functions: no VS Code API here,
+// so node's test runner covers it (test/channel.test.ts). The messages' types are generated from
+// genai_magics/frontends/companion_protocol.schema.json (protocol.ts); docs/protocol.md describes them.
 import { createHash } from "node:crypto";
 import * as path from "node:path";
+import type { ICellType, IPresence, IRefusal, IRequest, IStoredCell } from "./protocol";
 
 export const PROTOCOL_VERSION = 1;
-
-export type CellType = "code" | "markdown";
-
-/** What a removed cell was, so Undo puts it back exactly (outputs' bytes as base64). */
-export interface StoredCell {
-  cell_type: CellType;
-  source: string;
-  language: string;
-  metadata: Record<string, unknown>;
-  outputs: { items: { mime: string; data: string }[]; metadata?: Record<string, unknown> }[];
-  execution_order?: number;
-  success?: boolean;
-}
-
-export type Request =
-  | { op: "snapshot" }
-  | { op: "set_source"; cell_id: string; source: string; expect_sha256?: string }
-  | { op: "insert_cell"; after_id: string | null; source: string; cell_type: CellType; cell?: StoredCell }
-  | { op: "delete_cell"; cell_id: string };
-
-export interface Envelope {
-  request_id: number;
-  notebook: string; // the notebook's key: its cells' URI without the fragment
-  reply_to: string; // the file the reply goes to (renamed into place, never half-written)
-  request: Request;
-}
-
-export type Reply =
-  { request_id: number; ok: true; [field: string]: unknown } | { request_id: number; ok: false; error: string };
 
 export function sha256(text: string): string {
   return createHash("sha256").update(text, "utf8").digest("hex");
@@ -49,7 +22,7 @@ function isString(value: unknown): value is string {
 }
 
 /** A request file's JSON, checked field by field; a string is the reason it is refused. */
-export function parseEnvelope(text: string): Envelope | string {
+export function parseRequest(text: string): IRequest | string {
   let raw: unknown;
   try {
     raw = JSON.parse(text);
@@ -63,42 +36,49 @@ export function parseEnvelope(text: string): Envelope | string {
   if (typeof request_id !== "number" || !isString(notebook) || !isString(reply_to)) {
     return "request_id, notebook and reply_to are required";
   }
-  const envelope = (request: Request): Envelope => ({ request_id, notebook, reply_to, request });
-  const cellType = data.cell_type === "markdown" ? "markdown" : "code";
+  const head = { version: PROTOCOL_VERSION, request_id, notebook, reply_to } as const;
+  const cellType: ICellType = data.cell_type === "markdown" ? "markdown" : "code";
   switch (op) {
     case "snapshot":
-      return envelope({ op });
+      return { ...head, op };
     case "set_source":
       if (!isString(data.cell_id) || !isString(data.source)) return "set_source needs cell_id and source";
-      return envelope({
+      return {
+        ...head,
         op,
         cell_id: data.cell_id,
         source: data.source,
         expect_sha256: isString(data.expect_sha256) ? data.expect_sha256 : undefined,
-      });
+      };
     case "insert_cell":
       if (!isString(data.source) || !(data.after_id === null || isString(data.after_id))) {
         return "insert_cell needs source and after_id";
       }
-      return envelope({
+      return {
+        ...head,
         op,
         after_id: data.after_id,
         source: data.source,
         cell_type: cellType,
         cell: isStoredCell(data.cell) ? data.cell : undefined,
-      });
+      };
     case "delete_cell":
       if (!isString(data.cell_id)) return "delete_cell needs cell_id";
-      return envelope({ op, cell_id: data.cell_id });
+      return { ...head, op, cell_id: data.cell_id };
     default:
       return `unknown op ${String(op)}`;
   }
 }
 
-function isStoredCell(value: unknown): value is StoredCell {
+function isStoredCell(value: unknown): value is IStoredCell {
   if (typeof value !== "object" || value === null) return false;
   const cell = value as Record<string, unknown>;
   return isString(cell.source) && isString(cell.language) && Array.isArray(cell.outputs);
+}
+
+/** The reply to a request that was not done. */
+export function refusal(requestId: number, error: string): IRefusal {
+  return { request_id: requestId, ok: false, error };
 }
 
 /** Why a set_source must not write (null: it may): the cell is gone, or holds other text than the kernel saw. */
@@ -118,7 +98,7 @@ export function insertIndex(order: readonly string[], afterId: string | null): n
 }
 
 /** The presence file: which notebooks this VS Code window has open, and where requests go. */
-export function presence(pid: number, notebooks: readonly string[], inbox: string, version: string) {
+export function presence(pid: number, notebooks: readonly string[], inbox: string, version: string): IPresence {
   return { version: PROTOCOL_VERSION, companion: version, pid, inbox, notebooks: [...new Set(notebooks)].sort() };
 }
 
