@@ -11,14 +11,14 @@ from __future__ import annotations
 import time
 
 import pytest
-from helpers.companion import CELLS, NB, FakeCompanion
+from helpers.companion import CELLS, NB, FakeCompanion, choose_live
 
 from genai_magics import messages
 from genai_magics.engine.cells import is_genai_magic
 from genai_magics.engine.hashing import sha256_text
 from genai_magics.engine.notebook_text import Block, blocks_text, notebook_text
 from genai_magics.frontends.companion import Companion, notebook_key, presences
-from genai_magics.frontends.frontend import Kind, choose
+from genai_magics.frontends.frontend import Frontend, Kind
 from genai_magics.frontends.notebook_edit import NotebookWriter
 from genai_magics.frontends.notebook_view import ExecutedCells
 
@@ -103,22 +103,11 @@ def test_no_reply_in_time_fails_and_the_request_is_never_done_later(channel):
     assert channel.cells[CELLS[1]] == "x = 1"
 
 
-def _choose(companion) -> Kind:
+def _choose(companion: Companion) -> Frontend:
     executed = ExecutedCells()
     executed.add(CELLS[1], "x = 1", 1)
     executed.add(CELLS[2], "%%gemini_edit\nfix", 2)
-    live = companion if companion.connected else None
-    frontend = choose(
-        terminal=False,
-        bridge=live,
-        bridge_fresh=True,
-        executed=executed,
-        file_view=executed,
-        staged={},
-        set_next_input=lambda _text: None,
-        apply_wait=5,
-    )
-    return frontend
+    return choose_live(companion if companion.connected else None, executed)
 
 
 def test_with_the_companion_apply_targets_the_code_cell_and_says_so_before_the_click(channel):

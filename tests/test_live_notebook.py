@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers.companion import CELLS, NB, FakeCompanion
+from helpers.companion import CELLS, NB, FakeCompanion, choose_live
 
 from genai_magics.frontends.bridge import Bridge
 from genai_magics.frontends.companion import Companion
-from genai_magics.frontends.frontend import choose
 from genai_magics.frontends.notebook_view import ExecutedCells, read_notebook_cells
 
 WIRE = [
@@ -99,15 +98,6 @@ def test_a_cell_of_an_unknown_type_above_the_magic_is_never_the_document(fronten
     live = bridge_with(wire) if frontend == "bridge" else companion_with(wire)
     executed = ExecutedCells()
     executed.add(magic, "%%gemini_edit\nfix", 1)
-    chosen = choose(
-        terminal=False,
-        bridge=live,
-        bridge_fresh=True,
-        executed=executed,
-        file_view=executed,
-        staged={},
-        set_next_input=lambda _text: None,
-        apply_wait=5,
-    )
+    chosen = choose_live(live, executed)
     target = chosen.default_target()
     assert target is not None and target.id == "c"

@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from genai_magics.engine.hashing import sha256_text
+from genai_magics.frontends.frontend import Frontend, choose
+from genai_magics.frontends.live_notebook import LiveNotebook
+from genai_magics.frontends.notebook_view import ExecutedCells
 from helpers import protocol
 
 NB = "vscode-notebook-cell:/home/u/nb.ipynb"
@@ -111,3 +114,17 @@ class FakeCompanion:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
+
+
+def choose_live(live: LiveNotebook | None, executed: ExecutedCells) -> Frontend:
+    """The frontend a magic run in a notebook (not a terminal) gets with ``live`` connected (None: none)."""
+    return choose(
+        terminal=False,
+        bridge=live,
+        bridge_fresh=True,
+        executed=executed,
+        file_view=executed,
+        staged={},
+        set_next_input=lambda _text: None,
+        apply_wait=5,
+    )
