@@ -10,7 +10,6 @@ from .hashing import sha256_text
 from .text import clip
 
 CellType = Literal["code", "markdown", "raw"]
-CELL_TYPES: tuple[str, ...] = get_args(CellType)
 _BY_NAME: dict[str, CellType] = {name: name for name in get_args(CellType)}
 
 MAGIC_PREFIXES = ("%%gemini_ask", "%%gemini_edit")

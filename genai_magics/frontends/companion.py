@@ -14,8 +14,9 @@ mode 0700), which works at any time, from a running cell or a click:
 * the kernel writes a request into that inbox and waits for the reply file
   it named (``out-<kernel pid>/rep-<n>.json``), up to :data:`DEFAULT_TIMEOUT`.
 
-The messages (protocol version 1) are in docs/protocol.md, "The VS Code
-companion's protocol"; ``vscode-extension/src/protocol.ts`` is the other side.
+The messages (protocol version 1) are ``companion_protocol.schema.json`` (prose: docs/protocol.md,
+"The VS Code companion's protocol"); ``vscode-extension/src/extension.ts`` is the other side, its
+types generated from that schema, and tests/helpers/companion.py holds the kernel's side to it.
 The kernel and the extension host must share the machine (local kernels,
 Remote-SSH, WSL, containers); elsewhere no presence file is seen and the
 running-cell behaviour stays.

@@ -208,7 +208,9 @@ class KernelSide:
 
 
 def live_of(side: KernelSide) -> LiveNotebook | None:
-    """The bridge, if a live frontend is connected; else VS Code's companion, if it is there."""
+    """The bridge, if a live frontend is connected; else VS Code's companion, if it is there.
+
+    Typed ``LiveNotebook``: mypy checks here that both implement it."""
     if side.bridge is not None and side.bridge.connected:
         return side.bridge
     return side.companion if side.companion.connected else None
