@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from .. import messages
 from ..engine.applied import strip_applied_marker
 from ..engine.cells import Cell, is_genai_magic
 from . import waiting
@@ -29,6 +30,7 @@ from .cell_writer import (
     StagedWriter,
 )
 from .companion import Companion
+from .live_notebook import LiveNotebook
 from .notebook_edit import NotebookCopyWriter, NotebookWriter
 from .notebook_view import ExecutedCells, MergedView, NotebookView
 
@@ -36,12 +38,26 @@ VSCODE_CELL = "vscode-notebook-cell:"
 
 
 class Kind(enum.Enum):
-    LIVE = "live notebook (bridge)"
-    COMPANION = "VS Code with the genai-magics companion: Apply writes the cell the conversation is about"
-    RUNNING_CELL = "VS Code: Apply replaces the running magic cell"
-    STAGED = "VS Code: Apply is staged for the next run of the magic cell"
-    COPY = "copy only: Apply is recorded for the conversation"
-    TERMINAL = "terminal: the proposal is pre-filled at the next prompt"
+    LIVE = "live"
+    COMPANION = "companion"
+    RUNNING_CELL = "running_cell"
+    STAGED = "staged"
+    COPY = "copy"
+    TERMINAL = "terminal"
+
+    def describe(self) -> str:
+        """What Apply does in this kind of frontend, as %gemini status says it."""
+        return _KIND_TEXT[self].render()
+
+
+_KIND_TEXT = {
+    Kind.LIVE: messages.FRONTEND_LIVE,
+    Kind.COMPANION: messages.FRONTEND_COMPANION,
+    Kind.RUNNING_CELL: messages.FRONTEND_RUNNING_CELL,
+    Kind.STAGED: messages.FRONTEND_STAGED,
+    Kind.COPY: messages.FRONTEND_COPY,
+    Kind.TERMINAL: messages.FRONTEND_TERMINAL,
+}
 
 
 @dataclass
@@ -112,8 +128,7 @@ class Frontend:
             if not decided:
                 controller.replace_writer(
                     StagedWriter(staged, writer.magic_cell_id, instruction, self.magic_source()),
-                    f"No choice within {writer.timeout_s:g} s; the cell is released. "
-                    "Apply is now staged: click it, then run this cell again.",
+                    messages.NO_CHOICE_STAGED.render(timeout_s=writer.timeout_s),
                 )
 
         if self.waits == "poll":
@@ -140,7 +155,7 @@ class Frontend:
 def choose(
     *,
     terminal: bool,
-    bridge: Any,
+    bridge: LiveNotebook | None,
     bridge_fresh: bool,
     executed: ExecutedCells,
     file_view: NotebookView,
@@ -206,14 +221,16 @@ class KernelSide:
     apply_wait: float
 
 
-def live_of(side: KernelSide) -> Bridge | Companion | None:
-    """The bridge, if a live frontend is connected; else VS Code's companion, if it is there."""
+def live_of(side: KernelSide) -> LiveNotebook | None:
+    """The bridge, if a live frontend is connected; else VS Code's companion, if it is there.
+
+    Typed ``LiveNotebook``: mypy checks here that both implement it."""
     if side.bridge is not None and side.bridge.connected:
         return side.bridge
     return side.companion if side.companion.connected else None
 
 
-def is_stale(live: Bridge | Companion | None, executed: ExecutedCells) -> bool:
+def is_stale(live: LiveNotebook | None, executed: ExecutedCells) -> bool:
     """The live view has not caught up with the cell that is running (a late snapshot)."""
     cell = executed.by_id.get(executed.running_id or "")
     return bool(live and cell and not live.is_fresh_for(cell.id, cell.source))
