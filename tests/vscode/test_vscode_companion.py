@@ -65,7 +65,8 @@ def test_a_proposal_reads_as_its_diff_and_apply_writes_the_code_cell(page, code_
     assert "(current)" in text and 'raise ValueError(f"not an integer: {s!r}") from None' in text
     assert "No newline at end of file" not in text
     nb.on_screen("Apply")
-    page.mouse.move(0, 0)
+    page.mouse.move(160, 500)  # over the empty explorer: no hover tooltip over the notebook
+    page.wait_for_selector(".monaco-hover, .workbench-hover", state="hidden", timeout=10_000)
     nb.shot("proposal")
     screenshots.save(page, "vscode-proposal")
 
