@@ -1,0 +1,105 @@
+"""Prices keep their dates: a price holds for a period, a turn is priced on its own day; the table, its
+overrides (with periods of their own), gemini-4-argon's thinking level over the wire, and %gemini prices."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from genai_magics import messages
+from genai_magics.gemini.models import DEFAULT_MODEL, traits
+from genai_magics.gemini.pricing import PRICES, Period, check_overrides, overlap, periods, price_for
+
+LAST_INTRO = dt.date(2026, 12, 31)
+AFTER = dt.date(2027, 1, 2)
+ARGON = "gemini-4-argon"
+MINE = {"input": 1, "cached_input": 0.1, "output": 2, "storage_hour": 1}
+
+
+def test_the_default_models_price_doubles_on_2027_01_01_and_argons_on_2026_12_01():
+    intro, full = price_for(DEFAULT_MODEL, day=LAST_INTRO), price_for(DEFAULT_MODEL, day=dt.date(2027, 1, 1))
+    assert (intro.input, intro.output, full.input, full.output) == (0.75, 3.75, 1.50, 7.50)
+    assert price_for(DEFAULT_MODEL, day=AFTER) == full
+    argon = [price_for(ARGON, day=dt.date(2026, 11, d)) for d in (30,)] + [price_for(ARGON, day=dt.date(2026, 12, 1))]
+    assert [(p.input, p.cached_input, p.output) for p in argon] == [(2.0, 0.1, 10.0), (4.0, 0.2, 20.0)]
+    assert all("ai.google.dev" in p.source for p in argon)  # the sources used are in the table
+    # no day of the table has two prices, and every model has a price today
+    assert all(overlap(ps) is None for ps in PRICES.values())
+    assert all(price_for(m) is not None for m in PRICES)
+
+
+def test_overlap_finds_two_periods_sharing_a_day_and_open_ends_reach_everywhere():
+    p = PRICES[DEFAULT_MODEL][0].price
+    day = dt.date
+    assert overlap([Period(p, end=day(2027, 1, 1)), Period(p, start=day(2027, 1, 2))]) is None
+    assert overlap([Period(p, end=day(2027, 1, 2)), Period(p, start=day(2027, 1, 2))]) is not None  # one day
+    assert overlap([Period(p), Period(p, start=day(3000, 1, 1))]) is not None
+    assert overlap([Period(p, start=day(2027, 5, 1)), Period(p, end=day(2027, 1, 1))]) is None  # any order
+
+
+def test_an_override_without_dates_holds_every_day_and_keeps_the_tables_other_fields():
+    cheaper = {DEFAULT_MODEL: {"input": 0.5}}
+    assert [(p.describe(), p.price.input, p.price.output) for p in periods(DEFAULT_MODEL, cheaper)] == [
+        ("through 2026-12-31", 0.5, 3.75),
+        ("since 2027-01-01", 0.5, 7.50),
+    ]
+    # a period of the user's own covers the table's on its days only
+    spring = {DEFAULT_MODEL: [{"input": 0.5, "from": "2027-03-01", "until": "2027-03-31"}]}
+    assert [(p.describe(), p.price.input) for p in periods(DEFAULT_MODEL, spring)] == [
+        ("through 2026-12-31", 0.75),
+        ("2027-01-01 to 2027-02-28", 1.50),
+        ("2027-03-01 to 2027-03-31", 0.5),
+        ("since 2027-04-01", 1.50),
+    ]
+    # a model the table does not know, priced for a period only: tokens only outside it
+    mine = {"mine": {**MINE, "until": "2027-03-31"}}
+    assert price_for("mine", mine, dt.date(2027, 3, 31)).input == 1
+    assert price_for("mine", mine, dt.date(2027, 4, 1)) is None
+
+
+@pytest.mark.parametrize(
+    ("given", "message", "fields"),
+    [
+        (
+            {"mine": [{**MINE, "until": "2027-03-31"}, {**MINE, "from": "2027-03-01"}]},
+            messages.PRICE_PERIODS_OVERLAP,
+            dict(model="mine", first="through 2027-03-31", second="since 2027-03-01"),
+        ),
+        (
+            {"mine": {"input": 1}},
+            messages.PRICE_FIELDS_MISSING,
+            dict(model="mine", missing=["cached_input", "output", "storage_hour"]),
+        ),
+        # a day the table has no price for: 2026-12-31 is before the user's period, after the table's end
+        (
+            {"mine": [{**MINE, "from": "2027-01-01"}, {"input": 2, "until": "2026-12-31"}]},
+            messages.PRICE_FIELDS_MISSING,
+            dict(model="mine", missing=["cached_input", "output", "storage_hour"]),
+        ),
+        ({DEFAULT_MODEL: {"input": "cheap"}}, messages.PRICE_VALUE_BAD, dict(model=DEFAULT_MODEL, fields=["input"])),
+        ({DEFAULT_MODEL: {"input": -1}}, messages.PRICE_VALUE_BAD, dict(model=DEFAULT_MODEL, fields=["input"])),
+        (
+            {DEFAULT_MODEL: {"from": "2027-13-01"}},
+            messages.PRICE_DATE_BAD,
+            dict(model=DEFAULT_MODEL, key="from", value="2027-13-01"),
+        ),
+        (
+            {DEFAULT_MODEL: {"from": "2027-02-01", "until": "2027-01-01"}},
+            messages.PRICE_PERIOD_EMPTY,
+            dict(model=DEFAULT_MODEL, start="2027-02-01", end="2027-01-01"),
+        ),
+        ({DEFAULT_MODEL: [3]}, messages.PRICE_ENTRY_BAD, dict(model=DEFAULT_MODEL, kind="int")),
+    ],
+)
+def test_overrides_that_cannot_price_a_day_are_one_line(given, message, fields):
+    with pytest.raises(ValueError) as refused:
+        check_overrides(given)
+    assert str(refused.value) == message.render(**fields)
+
+
+def test_only_gemini_4_argon_takes_a_thinking_level_and_it_has_no_explicit_caches():
+    assert traits(ARGON).thinking_level == "medium" and not traits(ARGON).explicit_cache
+    assert traits(f"models/{ARGON}") == traits(ARGON)
+    assert traits(DEFAULT_MODEL).thinking_level is None and traits(DEFAULT_MODEL).explicit_cache
+    assert traits("a-model-nobody-knows").thinking_level is None
