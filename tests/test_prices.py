@@ -4,8 +4,10 @@ overrides (with periods of their own), gemini-4-argon's thinking level over the 
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import pytest
+from helpers.wire import api_requests
 
 from genai_magics import messages
 from genai_magics.gemini.models import DEFAULT_MODEL, traits
@@ -103,3 +105,48 @@ def test_only_gemini_4_argon_takes_a_thinking_level_and_it_has_no_explicit_cache
     assert traits(f"models/{ARGON}") == traits(ARGON)
     assert traits(DEFAULT_MODEL).thinking_level is None and traits(DEFAULT_MODEL).explicit_cache
     assert traits("a-model-nobody-knows").thinking_level is None
+
+
+# -- over the wire: the real SDK against the stand-in, in an in-process shell -------------------
+
+CODE = "def parse(s):\n    return int(s)\n"
+
+
+@pytest.mark.parametrize("state", ["contents", "interactions"])
+def test_gemini_4_argon_is_sent_its_thinking_level_and_never_a_budget(magic_shell, stub, state):
+    magic_shell.run(CODE, cell_id="code")
+    argon = magic_shell.run(f"%%gemini_ask --model {ARGON} --state {state}\nwhy int?", cell_id="m1")
+    flash = magic_shell.run(f"%%gemini_ask -c other --state {state}\nwhy int?", cell_id="m2")
+    assert "Stub answer to: why int?" in argon.plain and "Stub answer to: why int?" in flash.plain, argon.stderr
+    (to_argon, to_flash) = api_requests(stub)
+    if state == "contents":  # the SDK's own JSON: generationConfig.thinkingConfig, its field as the SDK names it
+        sent = to_argon["json"]["generationConfig"]["thinkingConfig"]
+        assert sent == {"thinking_level": "MEDIUM"}
+        assert "thinkingConfig" not in (to_flash["json"].get("generationConfig") or {})  # as before
+    else:
+        sent = to_argon["json"]["generation_config"]
+        assert sent == {"thinking_level": "medium"} and "thinking_budget" not in sent
+        assert "generation_config" not in to_flash["json"]
+    assert "budget" not in json.dumps(to_argon["json"]).lower()
+
+
+def test_the_stand_in_refuses_a_thinking_budget_for_argon_so_the_test_above_can_fail(stub):
+    from google import genai
+    from google.genai import errors, types
+
+    client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=stub.url))
+    budget = types.GenerateContentConfig(thinking_config=types.ThinkingConfig(thinking_budget=128))
+    with pytest.raises(errors.ClientError) as refused:
+        client.models.generate_content(model=ARGON, contents="hi", config=budget)
+    assert refused.value.code == 400
+    level = types.GenerateContentConfig(thinking_config=types.ThinkingConfig(thinking_level="MEDIUM"))
+    assert client.models.generate_content(model=ARGON, contents="hi", config=level).text
+
+
+def test_a_model_not_in_the_table_still_works_and_shows_tokens_only(magic_shell, stub):
+    magic_shell.run(CODE, cell_id="code")
+    shown = magic_shell.run("%%gemini_ask --model gemini-9-unknown -c unpriced --new\nwhy int?", cell_id="m1")
+    footer = next(line for line in shown.plain.splitlines() if line.startswith("turn 1"))
+    assert "gemini-9-unknown" in footer and "in " in footer and "~$" not in footer
+    (request,) = api_requests(stub)
+    assert "thinkingConfig" not in (request["json"].get("generationConfig") or {})

@@ -351,7 +351,7 @@ class StubServer:
     def _handle_generate(self, body: dict[str, Any], fault: dict[str, Any] | None, info: RequestRecord) -> Reply:
         model = info.model or ""
         thinking = (body.get("generationConfig") or {}).get("thinkingConfig") or {}
-        if model == LEVEL_ONLY and "thinkingBudget" in thinking:
+        if model == LEVEL_ONLY and {"thinkingBudget", "thinking_budget"} & set(thinking):  # JSON takes either
             return error(400, f"thinking_budget is not supported by {model}; use thinking_level. (stub)")
         try:
             turns, info.images = images.contents_with_images(body.get("contents"), texts)
