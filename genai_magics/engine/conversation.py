@@ -47,6 +47,15 @@ class Usage:
     resend_cost_usd: float | None = None  # the same input and output with nothing cached
 
 
+@dataclass(frozen=True)
+class Spent:
+    """One turn's bill: its conversation, its model, the usage its footer showed."""
+
+    conversation: str
+    model: str
+    usage: Usage
+
+
 @dataclass
 class Turn:
     index: int  # 1-based, stable: the footer and %gemini history name turns by it

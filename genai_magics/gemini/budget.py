@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import messages
-from ..engine.conversation import Turn
+from ..engine.conversation import Spent, Turn
 from ..engine.outputs import part_tokens
 from ..engine.text import estimate_tokens
 from .pricing import Price, turn_cost
@@ -32,6 +32,11 @@ class Caps:
 
     turn: float | None = None
     session: float | None = None
+
+
+def total(spent: Sequence[Spent]) -> float:
+    """US$ of the priced turns (a turn of a model without a price adds nothing: tokens only)."""
+    return sum(s.usage.cost_usd or 0.0 for s in spent)
 
 
 def check_cap(name: str, value: Any) -> float | None:

@@ -257,6 +257,26 @@ def price_for(model: str, overrides: Overrides | None = None, day: dt.date | Non
     return next((p.price for p in periods(model, overrides) if p.covers(when)), None)
 
 
+def table_text(table: Sequence[tuple[str, Sequence[Period]]], today: dt.date) -> str:
+    """What ``%gemini prices`` prints: each model's periods, the one in force today marked, then the sources."""
+    if not table:
+        return "no prices known"
+    width = max(len(name) for name, _ in table)
+    head = f"{'period':<24}  {'in':>6}  {'cached':>6}  {'out':>6}  {'storage/h':>9}  {'cache min':>9}"
+    rows = [f"  {'model':<{width}}  {head}"]
+    sources = []
+    for name, held in table:
+        for p in held:
+            x = p.price
+            rows.append(
+                f"{'*' if p.covers(today) else ' '} {name:<{width}}  {p.describe():<24}  {x.input:>6g}  "
+                f"{x.cached_input:>6g}  {x.output:>6g}  {x.storage_hour:>9g}  {x.cache_minimum:>9,}"
+            )
+            sources.append(f"  {name}, {p.describe()}: {x.source}")
+    rows.append(f"* in force today ({today}); US$ per 1M tokens (storage: per 1M tokens an hour), standard tier")
+    return "\n".join([*rows, "sources:", *sources])
+
+
 def turn_cost(
     price: Price, input_tokens: int, cached_tokens: int, output_tokens: int, written_tokens: int = 0
 ) -> float:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .. import messages
-from ..engine.conversation import Conversation, Turn
+from ..engine.conversation import Conversation, Spent, Turn
 from ..engine.errors import UserError
 from ..engine.record import (
     NotebookRecord,
@@ -41,6 +41,7 @@ class Replay:
     notes: list[str] = field(default_factory=list)  # lines to show once (set aside, lost the record)
     notebook: str = ""
     images: bool = False  # the record keeps the bytes of images cells showed (GeminiMagics.record_images)
+    spent_before: list[Spent] = field(default_factory=list)  # the record's turns as loaded: what earlier kernels spent
 
     def configure(self, mode: ReplayMode, persist: bool, location: str, notebook: Path | None) -> None:
         self.mode, self.persist, self.notebook = mode, persist, str(notebook or "")
@@ -59,6 +60,9 @@ class Replay:
             self.notes.append(note)
         self.record = record or NotebookRecord(notebook="", created=time.time())
         for name, rec in self.record.conversations.items():
+            for turn in rec.conversation.history[: rec.loaded]:
+                meta = rec.meta.get(turn.index)
+                self.spent_before.append(Spent(name, meta.key.model if meta else "?", turn.usage))
             if name not in conversations:  # this kernel's own conversation wins
                 conversations[name] = rec.conversation
                 self.restored.append(name)

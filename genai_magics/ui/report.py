@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from ..engine.conversation import Conversation, Turn, TurnPlan, Usage
+from ..engine.conversation import Conversation, Spent, Turn, TurnPlan, Usage
 from ..engine.hashing import short
 from ..engine.outputs import ImagePiece, piece_name, piece_tokens
 
@@ -142,6 +142,34 @@ def session_totals(convs: Sequence[Conversation], storage: Sequence[tuple[str, f
             + (f", {_usd(dollars)}" if dollars is not None else " (no price known)")
         )
     return "\n".join(lines)
+
+
+def cost_report(spent: Sequence[Spent], before: Sequence[Spent]) -> str:
+    """What ``%gemini cost`` prints: this session's turns, then the record's from before the last restart,
+    each per conversation and model (the session's total is its footers' sum)."""
+    lines = [_spent_line("this session", spent), *_spent_rows(spent)]
+    lines += [_spent_line("before the last restart (the notebook's record)", before), *_spent_rows(before)]
+    return "\n".join(lines)
+
+
+def _spent_line(label: str, spent: Sequence[Spent]) -> str:
+    priced = [s for s in spent if s.usage.cost_usd is not None]
+    cost = f"${sum(s.usage.cost_usd or 0.0 for s in priced):.6f}" if priced else "$0"
+    unpriced = len(spent) - len(priced)
+    return f"{label}: {cost} over {len(spent)} turn(s)" + (f", {unpriced} of them tokens only" if unpriced else "")
+
+
+def _spent_rows(spent: Sequence[Spent]) -> list[str]:
+    groups: dict[tuple[str, str], list[Spent]] = {}
+    for s in spent:
+        groups.setdefault((s.conversation, s.model), []).append(s)
+    rows = []
+    for (conv, model), items in groups.items():
+        priced = [s.usage.cost_usd for s in items if s.usage.cost_usd is not None]
+        cost = f"${sum(priced):.6f}" if priced else "tokens only (no price known)"
+        tokens = sum((s.usage.input_tokens or 0) + (s.usage.output_tokens or 0) for s in items)
+        rows.append(f"  conversation {conv!r} · {model}: {len(items)} turn(s), {tokens:,} tokens, {cost}")
+    return rows
 
 
 def status(convs: Sequence[Conversation], model: str, state: str, view: str) -> str:
