@@ -4,6 +4,8 @@ max_turn_cost or max_session_cost (nothing sent, nothing changed); %gemini cost.
 from __future__ import annotations
 
 import datetime as dt
+import json
+from dataclasses import replace
 
 import pytest
 
@@ -19,6 +21,7 @@ from genai_magics.gemini.budget import (
     expected_output,
     refusal,
     request_tokens,
+    total,
 )
 from genai_magics.gemini.models import DEFAULT_MODEL
 from genai_magics.gemini.pricing import price_for
@@ -74,3 +77,126 @@ def test_a_cap_is_none_or_a_number_at_least_zero(bad):
 def test_dollars_have_two_significant_digits_and_caps_are_shown_as_written():
     assert [dollars(v) for v in (0.0036, 0.00361, 0.011, 1.23, 0)] == ["0.0036", "0.0036", "0.011", "1.2", "0"]
     assert [exact(v) for v in (0.00001, 2.0, 0.5)] == ["0.00001", "2", "0.5"]
+
+
+# -- over the wire: the real SDK against the stand-in, in an in-process shell -------------------
+
+CODE = "def parse(s):\n    return int(s)\n"
+
+
+def dry_request(shell, source: str) -> dict:
+    """The exact request a turn would send, from its dry run (nothing sent)."""
+    shown = shell.run(source.replace("\n", " --dry-run\n", 1), cell_id="dry")
+    (bundle,) = [b for b in shown.bundles if "dry run" in b.get("text/plain", "")]
+    return json.loads(bundle["text/plain"].split("\n", 1)[1])
+
+
+def kernel_estimate(shell, source: str, conversation: str) -> float:
+    """The estimate the kernel makes for the turn's first request (gemini/budget.py on its dry run)."""
+    conv = shell.magics.session.conversations.get(conversation)
+    return estimate(FLASH, dry_request(shell, source), conv.history if conv else [], DEFAULT_MODEL)
+
+
+@pytest.fixture
+def shell(magic_shell):
+    """The in-process shell on 2026-12-31 (FLASH's day), no cap; the caps set by a test are taken off after it."""
+    magic_shell.magics.session.today = lambda: dt.date(2026, 12, 31)
+    yield magic_shell
+    magic_shell.magics.max_turn_cost = magic_shell.magics.max_session_cost = None
+
+
+@pytest.mark.parametrize("state", ["contents", "interactions"])
+def test_a_turn_over_max_turn_cost_is_sent_nothing_and_changes_nothing(shell, stub, state):
+    shell.run(CODE, cell_id="code")
+    shell.run(f"%%gemini_ask -c capped --new --state {state}\nwhy int?", cell_id="m1")
+    conv = shell.magics.session.conversations["capped"]
+    before = (len(conv.history), conv.last_interaction_id, dict(conv.sync.context_hashes), len(stub.requests))
+    spent = list(shell.magics.session.spent)
+    source = "%%gemini_ask -c capped\nand float?"
+    expected = kernel_estimate(shell, source, "capped")
+    shell.magics.max_turn_cost = 0.00001
+    refused = shell.run(source, cell_id="m2")
+    assert refused.stderr.strip() == messages.BUDGET_REFUSED.shown(
+        estimate=dollars(expected), name="max_turn_cost", cap="0.00001"
+    )
+    assert (len(conv.history), conv.last_interaction_id, dict(conv.sync.context_hashes), len(stub.requests)) == before
+    assert shell.magics.session.spent == spent and "Traceback" not in refused.plain
+    # at a cap the estimate stays under, the same turn goes
+    shell.magics.max_turn_cost = expected * 1.01
+    assert "Stub answer to: and float?" in shell.run(source, cell_id="m2").plain
+    assert len(conv.history) == 2
+
+
+def test_max_session_cost_counts_what_this_session_spent(shell, stub):
+    shell.run(CODE, cell_id="code")
+    shell.run("%%gemini_ask -c s1 --new\nwhy int?", cell_id="m1")
+    spent = total(shell.magics.session.spent)
+    assert spent > 0 and shell.magics.session.spent[-1].conversation == "s1"
+    source = "%%gemini_ask -c s2 --new\nwhy not float?"
+    expected = estimate(FLASH, dry_request(shell, source), [], DEFAULT_MODEL)
+    assert expected < spent + expected * 0.99  # the second turn alone is under the cap ...
+    requests = len(stub.requests)
+    shell.magics.max_session_cost = spent + expected * 0.99  # ... with what the session spent, over it
+    refused = shell.run(source, cell_id="m2")
+    total_shown = dollars(spent + expected)
+    cap = exact(shell.magics.max_session_cost)
+    assert refused.stderr.strip() == messages.BUDGET_REFUSED.shown(
+        estimate=total_shown, name="max_session_cost", cap=cap
+    )
+    assert len(stub.requests) == requests and "s2" not in shell.magics.session.conversations
+    shell.magics.max_session_cost = None  # off again: it goes
+    assert "Stub answer to: why not float?" in shell.run(source, cell_id="m2").plain
+
+
+@pytest.mark.parametrize("state", ["contents", "interactions"])
+def test_an_edit_retry_is_checked_before_it_is_sent(shell, stub, state):
+    shell.run(CODE, cell_id="code")
+    shell.run(f"%%gemini_ask -c e --new --state {state}\nwhy int?", cell_id="m1")  # sets the expected output
+    conv = shell.magics.session.conversations["e"]
+    source = "%%gemini_edit -c e\nAdd logging."
+    first = kernel_estimate(shell, source, "e")
+    requests = len(stub.requests)
+    # the first request is under the cap; with the retry's estimate the turn would pass it
+    shell.magics.max_turn_cost = first * 1.5
+    stub.inject("bad_edits", match="edit")
+    stopped = shell.run(source, cell_id="m2")
+    line = stopped.stderr.strip().splitlines()[-1]
+    fields = messages.BUDGET_STOPPED.parse(line)
+    assert fields is not None and fields["name"] == "max_turn_cost", stopped.stderr
+    assert float(fields["estimate"]) > first * 1.5
+    assert len(stub.requests) == requests + 1  # the first went; the retry was never sent
+    assert len(conv.history) == 1  # the turn is not recorded
+    # without the cap the same retry goes and the turn is recorded
+    shell.magics.max_turn_cost = None
+    stub.inject("bad_edits", match="edit")
+    shell.run(source, cell_id="m3")
+    assert len(stub.requests) == requests + 3 and len(conv.history) == 2
+
+
+def test_a_new_chain_after_a_lost_one_is_checked_before_it_is_sent(shell, stub):
+    """The new chain is admitted like the first request: here it alone is held to a cap of $0 (by the
+    real check, Session.admit, on the real request), and its refusal leaves the conversation as it was."""
+    shell.run(CODE, cell_id="code")
+    shell.run("%%gemini_ask -c lost --new --state interactions\nwhy int?", cell_id="m1")
+    session, conv = shell.magics.session, shell.magics.session.conversations["lost"]
+    chained = conv.last_interaction_id
+    assert stub.forget_interaction(chained)
+    admitted, real = [], session.admit
+
+    def admit(planned, settings, body, history, spent):
+        admitted.append(body)
+        fresh = "previous_interaction_id" not in body
+        real(planned, replace(settings, caps=Caps(turn=0.0)) if fresh else settings, body, history, spent)
+
+    session.admit = admit
+    try:
+        requests = len(stub.requests)
+        refused = shell.run("%%gemini_ask -c lost\nand float?", cell_id="m2")
+    finally:
+        del session.admit
+    assert messages.CHAIN_LOST.render() in refused.plain
+    assert messages.BUDGET_REFUSED.parse(refused.stderr.strip().splitlines()[-1]) is not None, refused.stderr
+    assert [b.get("previous_interaction_id") for b in admitted] == [chained, None]
+    assert "earlierTurns" in admitted[1]["input"]  # the new chain's request, with its digest
+    assert len(stub.requests) == requests + 1  # the chained request (404); the new chain was not sent
+    assert conv.last_interaction_id == chained and len(conv.history) == 1  # as it was

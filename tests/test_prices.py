@@ -150,3 +150,49 @@ def test_a_model_not_in_the_table_still_works_and_shows_tokens_only(magic_shell,
     assert "gemini-9-unknown" in footer and "in " in footer and "~$" not in footer
     (request,) = api_requests(stub)
     assert "thinkingConfig" not in (request["json"].get("generationConfig") or {})
+
+
+def footer_of(shown) -> str:
+    return next(line for line in shown.plain.splitlines() if line.startswith("turn "))
+
+
+def test_the_same_turn_costs_twice_as_much_on_2027_01_02_as_on_2026_12_31(magic_shell, stub):
+    """The closing note's two footers: the same turn (same request, same answer) on either side of the
+    end of gemini-3.8-flash's introductory price, the turn's day set on the session's clock."""
+    magic_shell.run(CODE, cell_id="code")
+    footers = []
+    for day in (LAST_INTRO, AFTER):
+        magic_shell.magics.session.today = lambda day=day: day
+        footers.append(footer_of(magic_shell.run(f"%%gemini_ask -c on{day:%m%d} --new\nwhy int?", cell_id="m")))
+    print("\n".join(footers))  # what the closing note quotes (pytest -s)
+    before, after = (magic_shell.magics.session.conversations[f"on{d:%m%d}"].history[-1] for d in (LAST_INTRO, AFTER))
+    assert (before.usage.input_tokens, before.usage.output_tokens) == (
+        after.usage.input_tokens,
+        after.usage.output_tokens,
+    )
+    assert (before.usage.priced_on, after.usage.priced_on) == ("2026-12-31", "2027-01-02")
+    assert after.usage.cost_usd == pytest.approx(2 * before.usage.cost_usd)
+    assert footers[0].replace(f"~${before.usage.cost_usd:.2g}", f"~${after.usage.cost_usd:.2g}") == footers[1]
+    # a listed turn keeps its own day's price: %gemini tokens on 2027-01-02 shows both as they were
+    table = magic_shell.run("%gemini tokens").stdout
+    rows = [line.split() for line in table.splitlines() if line.split()[:1] == ["1"]]
+    assert [row[-2] for row in rows] == [f"{before.usage.cost_usd:.4f}", f"{after.usage.cost_usd:.4f}"]
+
+
+def test_gemini_prices_shows_the_periods_and_sources(magic_shell, stub):
+    magic_shell.magics.session.today = lambda: LAST_INTRO
+    shown = magic_shell.run("%gemini prices")
+    lines = shown.stdout.splitlines()
+    flash = [line for line in lines if line[2:].startswith(DEFAULT_MODEL + " ")]
+    assert flash[0].startswith("*") and "through 2026-12-31" in flash[0] and "0.75" in flash[0]
+    assert flash[1].startswith(" ") and "since 2027-01-01" in flash[1] and "1.5" in flash[1]
+    assert any(line.startswith(f"  {ARGON}, since 2026-12-01: ai.google.dev") for line in lines)
+    # an override shows as the table applied, for its own period
+    magic_shell.run(
+        "%config GeminiMagics.prices = {'mine': {**dict.fromkeys(['input', 'cached_input', 'output', 'storage_hour'], 1), 'from': '2027-01-01'}}"
+    )
+    mine = magic_shell.run("%gemini prices mine").stdout
+    assert "mine" in mine and "since 2027-01-01" in mine and "GeminiMagics.prices" in mine
+    unknown = magic_shell.run("%gemini prices gemini-9")
+    assert unknown.stderr.strip() == messages.NO_PRICE_KNOWN.shown(model="gemini-9")
+    assert unknown.stdout == ""

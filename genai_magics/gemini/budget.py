@@ -50,10 +50,7 @@ def check_cap(name: str, value: Any) -> float | None:
 
 def request_tokens(body: Mapping[str, Any], model: str) -> int:
     """The input tokens of a request body (either state mode's) as the kernel counts them."""
-    config = body.get("config") or {}
-    system = config.get("system_instruction") or body.get("system_instruction") or ""
-    schema = config.get("response_schema") or (body.get("response_format") or {}).get("schema")
-    tokens = estimate_tokens(str(system)) + (estimate_tokens(json.dumps(schema)) if schema else 0)
+    tokens = _instruction_tokens(body)
     for content in body.get("contents") or ():
         tokens += sum(part_tokens(p, model) for p in content.get("parts") or ())
     given = body.get("input")
@@ -64,6 +61,14 @@ def request_tokens(body: Mapping[str, Any], model: str) -> int:
             image = {"inlineData": {"data": item.get("data")}} if item.get("type") == "image" else item
             tokens += part_tokens(image, model)
     return tokens
+
+
+def _instruction_tokens(body: Mapping[str, Any]) -> int:
+    """The system instruction and response schema every request carries again."""
+    config = body.get("config") or {}
+    system = config.get("system_instruction") or body.get("system_instruction") or ""
+    schema = config.get("response_schema") or (body.get("response_format") or {}).get("schema")
+    return estimate_tokens(str(system)) + (estimate_tokens(json.dumps(schema)) if schema else 0)
 
 
 def expected_output(history: Sequence[Turn]) -> int:
@@ -77,11 +82,12 @@ def expected_output(history: Sequence[Turn]) -> int:
 
 
 def chain_tokens(body: Mapping[str, Any], history: Sequence[Turn]) -> int:
-    """Interactions: what the server chain adds to the input (the last turn's input and answer, read again)."""
+    """Interactions: what the server chain adds to the input: the last turn's input and answer, read again
+    (but its system instruction, which this request carries again and ``request_tokens`` counts)."""
     if not body.get("previous_interaction_id") or not history:
         return 0
     last = history[-1].usage
-    return (last.input_tokens or 0) + (last.output_tokens or 0)
+    return max(0, (last.input_tokens or 0) + (last.output_tokens or 0) - _instruction_tokens(body))
 
 
 def estimate(price: Price, body: Mapping[str, Any], history: Sequence[Turn], model: str) -> float:
