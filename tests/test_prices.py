@@ -166,17 +166,16 @@ def test_the_same_turn_costs_twice_as_much_on_2027_01_02_as_on_2026_12_31(magic_
         footers.append(footer_of(magic_shell.run(f"%%gemini_ask -c on{day:%m%d} --new\nwhy int?", cell_id="m")))
     print("\n".join(footers))  # what the closing note quotes (pytest -s)
     before, after = (magic_shell.magics.session.conversations[f"on{d:%m%d}"].history[-1] for d in (LAST_INTRO, AFTER))
-    assert (before.usage.input_tokens, before.usage.output_tokens) == (
-        after.usage.input_tokens,
-        after.usage.output_tokens,
-    )
+    tokens = [(t.usage.input_tokens, t.usage.output_tokens) for t in (before, after)]
+    assert tokens[0] == tokens[1]
     assert (before.usage.priced_on, after.usage.priced_on) == ("2026-12-31", "2027-01-02")
     assert after.usage.cost_usd == pytest.approx(2 * before.usage.cost_usd)
     assert footers[0].replace(f"~${before.usage.cost_usd:.2g}", f"~${after.usage.cost_usd:.2g}") == footers[1]
     # a listed turn keeps its own day's price: %gemini tokens on 2027-01-02 shows both as they were
-    table = magic_shell.run("%gemini tokens").stdout
-    rows = [line.split() for line in table.splitlines() if line.split()[:1] == ["1"]]
-    assert [row[-2] for row in rows] == [f"{before.usage.cost_usd:.4f}", f"{after.usage.cost_usd:.4f}"]
+    for name, turn in (("on1231", before), ("on0102", after)):
+        table = magic_shell.run(f"%gemini tokens -c {name}").stdout
+        (row,) = [line.split() for line in table.splitlines() if line.split()[:1] == ["1"]]
+        assert row[-2] == f"{turn.usage.cost_usd:.4f}"
 
 
 def test_gemini_prices_shows_the_periods_and_sources(magic_shell, stub):
@@ -188,9 +187,7 @@ def test_gemini_prices_shows_the_periods_and_sources(magic_shell, stub):
     assert flash[1].startswith(" ") and "since 2027-01-01" in flash[1] and "1.5" in flash[1]
     assert any(line.startswith(f"  {ARGON}, since 2026-12-01: ai.google.dev") for line in lines)
     # an override shows as the table applied, for its own period
-    magic_shell.run(
-        "%config GeminiMagics.prices = {'mine': {**dict.fromkeys(['input', 'cached_input', 'output', 'storage_hour'], 1), 'from': '2027-01-01'}}"
-    )
+    magic_shell.magics.prices = {"mine": {**MINE, "from": "2027-01-01"}}
     mine = magic_shell.run("%gemini prices mine").stdout
     assert "mine" in mine and "since 2027-01-01" in mine and "GeminiMagics.prices" in mine
     unknown = magic_shell.run("%gemini prices gemini-9")
