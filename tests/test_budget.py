@@ -8,6 +8,7 @@ import json
 from dataclasses import replace
 
 import pytest
+from helpers.kernel import FAKE_KEY, Kernel
 
 from genai_magics import messages
 from genai_magics.engine.conversation import Turn, Usage
@@ -25,6 +26,7 @@ from genai_magics.gemini.budget import (
 )
 from genai_magics.gemini.models import DEFAULT_MODEL
 from genai_magics.gemini.pricing import price_for
+from genai_magics.persistence.store import record_path
 
 FLASH = price_for(DEFAULT_MODEL, day=dt.date(2026, 12, 31))
 
@@ -200,3 +202,111 @@ def test_a_new_chain_after_a_lost_one_is_checked_before_it_is_sent(shell, stub):
     assert "earlierTurns" in admitted[1]["input"]  # the new chain's request, with its digest
     assert len(stub.requests) == requests + 1  # the chained request (404); the new chain was not sent
     assert conv.last_interaction_id == chained and len(conv.history) == 1  # as it was
+
+
+# -- in a real kernel: %config, %gemini cost, the record -------------------------------------------
+
+
+def start(stub, nb) -> Kernel:
+    k = Kernel(
+        env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY, "JPY_SESSION_NAME": str(nb)},
+        cwd=str(nb.parent),
+    )
+    k.run("%load_ext genai_magics", cell_id="setup")
+    return k
+
+
+def restart(k: Kernel) -> None:
+    k.km.restart_kernel(now=True)
+    k.kc.wait_for_ready(timeout=60)
+    k.models.clear()
+    k.run("%load_ext genai_magics", cell_id="setup")
+
+
+def record_files(nb) -> dict[str, bytes]:
+    """The record and whatever beside it belongs to it (its journal), as bytes."""
+    record = record_path("user", nb)
+    return {p.name: p.read_bytes() for p in record.parent.glob(record.name + "*")}
+
+
+COSTS = (
+    "from genai_magics.kernel.shell_state import state_of\n"
+    "print([(s.conversation, s.model, s.usage.cost_usd) for s in state_of(get_ipython()).session.spent])"
+)
+
+
+@pytest.mark.kernel
+def test_a_bad_cap_is_one_line_and_keeps_the_old_one(stub, tmp_path):
+    k = start(stub, tmp_path / "caps.ipynb")
+    try:
+        assert k.run("%config GeminiMagics.max_turn_cost = 0.5").stderr == ""
+        for bad in ("'abc'", "-1", "[1]"):
+            refused = k.run(f"%config GeminiMagics.max_turn_cost = {bad}")
+            (line,) = refused.stderr.splitlines()
+            assert line == "ERROR:root:" + messages.CAP_BAD.shown(name="max_turn_cost", value=eval(bad)), line
+            assert "Traceback" not in refused.plain
+        held = "print(get_ipython().magics_manager.registry['GeminiMagics'].max_turn_cost, end='')"
+        assert k.run(held).stdout == "0.5"  # the cap stays as it was
+        shown = k.run("%config GeminiMagics.max_session_cost = -0.01")
+        assert shown.stderr.strip() == "ERROR:root:" + messages.CAP_BAD.shown(name="max_session_cost", value=-0.01)
+    finally:
+        k.close()
+
+
+@pytest.mark.kernel
+def test_gemini_cost_is_the_footers_sum_and_the_record_before_the_restart(stub, tmp_path):
+    stub.reset()
+    nb = tmp_path / "work.ipynb"
+    k = start(stub, nb)
+    try:
+        k.run("def parse(s):\n    return int(s)\n", cell_id="code")
+        footers = [
+            k.run(source, cell_id=cell).plain
+            for cell, source in (
+                ("m1", "%%gemini_ask\nwhy int?"),
+                ("m2", "%%gemini_ask\nand float?"),
+                ("m3", "%%gemini_ask -c g4 --model gemini-4-argon\nwhy int?"),
+                ("m4", "%%gemini_ask -c odd --model gemini-9-unpriced\nwhy int?"),
+            )
+        ]
+        spent = eval(k.run(COSTS).stdout)
+        assert [(c, m) for c, m, _ in spent] == [
+            ("default", DEFAULT_MODEL),
+            ("default", DEFAULT_MODEL),
+            ("g4", "gemini-4-argon"),
+            ("odd", "gemini-9-unpriced"),
+        ]
+        # each footer shows its turn's cost; the unpriced one shows tokens only
+        for shown, (_, _, cost) in zip(footers, spent, strict=True):
+            footer = next(line for line in shown.splitlines() if line.startswith("turn "))
+            assert (f"~${cost:.2g}" in footer) if cost is not None else ("~$" not in footer), footer
+        total = sum(c for _, _, c in spent if c is not None)
+        report = k.run("%gemini cost").stdout.splitlines()
+        assert report[0] == f"this session: ${total:.6f} over 4 turn(s), 1 of them tokens only"
+        assert report[1].startswith(f"  conversation 'default' · {DEFAULT_MODEL}: 2 turn(s), ")
+        assert report[1].endswith(f"${spent[0][2] + spent[1][2]:.6f}")
+        assert report[2].endswith(f"${spent[2][2]:.6f}") and report[3].endswith("tokens only (no price known)")
+        assert report[4] == "before the last restart (the notebook's record): $0 over 0 turn(s)"
+        # a refused turn leaves no record entry and adds nothing to what was spent
+        files = record_files(nb)
+        k.run("%config GeminiMagics.max_turn_cost = 0.00001")
+        refused = k.run("%%gemini_ask\nand bool?", cell_id="m5")
+        assert messages.BUDGET_REFUSED.parse(refused.stderr.strip()) is not None, refused.stderr
+        assert record_files(nb) == files and eval(k.run(COSTS).stdout) == spent
+        restart(k)
+        after = k.run("%gemini cost").stdout.splitlines()
+        assert after[0] == "this session: $0 over 0 turn(s)"
+        assert after[1] == report[0].replace("this session", "before the last restart (the notebook's record)")
+        assert after[2:] == report[1:4]
+        # a replayed turn costs nothing in this session, and keeps the price of its own day
+        k.run("def parse(s):\n    return int(s)\n", cell_id="code")
+        assert "replayed turn 1" in k.run("%%gemini_ask\nwhy int?", cell_id="m1").plain
+        assert k.run("%gemini cost").stdout.splitlines()[0] == "this session: $0 over 0 turn(s)"
+        kept = k.run(
+            "from genai_magics.kernel.shell_state import state_of\n"
+            "u = state_of(get_ipython()).session.conversations['default'].history[0].usage\n"
+            "print(u.priced_on, u.cost_usd, end='')"
+        ).stdout
+        assert kept == f"{dt.date.today().isoformat()} {spent[0][2]}"
+    finally:
+        k.close()

@@ -193,3 +193,26 @@ def test_gemini_prices_shows_the_periods_and_sources(magic_shell, stub):
     unknown = magic_shell.run("%gemini prices gemini-9")
     assert unknown.stderr.strip() == messages.NO_PRICE_KNOWN.shown(model="gemini-9")
     assert unknown.stdout == ""
+
+
+@pytest.mark.kernel
+def test_bad_price_overrides_are_one_line_and_keep_the_old_prices(kernel):
+    good = "{'gemini-3.8-flash': {'input': 0.5}}"
+    assert kernel.run(f"%config GeminiMagics.prices = {good}").stderr == ""
+    cases = [
+        ("{'gemini-3.8-flash': {'inptu': 1}}", messages.PRICE_FIELDS_UNKNOWN),
+        ("{'mine': {'input': 1}}", messages.PRICE_FIELDS_MISSING),
+        (
+            "{'mine': [{'input': 1, 'cached_input': 0.1, 'output': 2, 'storage_hour': 1, 'until': '2027-03-31'},"
+            " {'input': 1, 'cached_input': 0.1, 'output': 2, 'storage_hour': 1, 'from': '2027-03-01'}]}",
+            messages.PRICE_PERIODS_OVERLAP,
+        ),
+        ("{'gemini-3.8-flash': {'from': 'soon'}}", messages.PRICE_DATE_BAD),
+    ]
+    for given, message in cases:
+        refused = kernel.run(f"%config GeminiMagics.prices = {given}")
+        (line,) = refused.stderr.splitlines()
+        assert line.startswith("ERROR:root:") and message.parse(line.removeprefix("ERROR:root:")) is not None, line
+    held = kernel.run("print(get_ipython().magics_manager.registry['GeminiMagics'].prices, end='')").stdout
+    assert held == str(eval(good))  # the prices stay as they were
+    assert "0.5" in kernel.run("%gemini prices gemini-3.8-flash").stdout
