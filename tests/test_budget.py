@@ -8,7 +8,7 @@ import json
 from dataclasses import replace
 
 import pytest
-from helpers.kernel import FAKE_KEY, Kernel
+from helpers.kernel import notebook_kernel, restart
 
 from genai_magics import messages
 from genai_magics.engine.conversation import Turn, Usage
@@ -207,22 +207,6 @@ def test_a_new_chain_after_a_lost_one_is_checked_before_it_is_sent(shell, stub):
 # -- in a real kernel: %config, %gemini cost, the record -------------------------------------------
 
 
-def start(stub, nb) -> Kernel:
-    k = Kernel(
-        env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY, "JPY_SESSION_NAME": str(nb)},
-        cwd=str(nb.parent),
-    )
-    k.run("%load_ext genai_magics", cell_id="setup")
-    return k
-
-
-def restart(k: Kernel) -> None:
-    k.km.restart_kernel(now=True)
-    k.kc.wait_for_ready(timeout=60)
-    k.models.clear()
-    k.run("%load_ext genai_magics", cell_id="setup")
-
-
 def record_files(nb) -> dict[str, bytes]:
     """The record and whatever beside it belongs to it (its journal), as bytes."""
     record = record_path("user", nb)
@@ -237,7 +221,7 @@ COSTS = (
 
 @pytest.mark.kernel
 def test_a_bad_cap_is_one_line_and_keeps_the_old_one(stub, tmp_path):
-    k = start(stub, tmp_path / "caps.ipynb")
+    k = notebook_kernel(stub, tmp_path / "caps.ipynb")
     try:
         assert k.run("%config GeminiMagics.max_turn_cost = 0.5").stderr == ""
         for bad in ("'abc'", "-1", "[1]"):
@@ -257,7 +241,7 @@ def test_a_bad_cap_is_one_line_and_keeps_the_old_one(stub, tmp_path):
 def test_gemini_cost_is_the_footers_sum_and_the_record_before_the_restart(stub, tmp_path):
     stub.reset()
     nb = tmp_path / "work.ipynb"
-    k = start(stub, nb)
+    k = notebook_kernel(stub, nb)
     try:
         k.run("def parse(s):\n    return int(s)\n", cell_id="code")
         footers = [
