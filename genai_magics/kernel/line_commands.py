@@ -79,9 +79,8 @@ def _storage_costs(call: Call) -> list[tuple[str, float, float | None]]:
 
 
 def _cost(call: Call) -> None:
-    session = call.state.session
-    call.replay.restore(session.conversations)  # what the record holds, read as a turn would
-    print(report.cost_report(session.spent, call.replay.spent_before))
+    # the record is open (every %gemini command opens it): what earlier kernels spent is known
+    print(report.cost_report(call.state.session.spent, call.replay.spent_before))
 
 
 def _prices(call: Call) -> None:

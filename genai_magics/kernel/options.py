@@ -6,6 +6,7 @@ A base class of ``GeminiMagics``: the traits are looked up on the magics object,
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from IPython.core.magic import Magics
@@ -13,11 +14,12 @@ from traitlets import Bool, Dict, Enum, Float, Int, TraitError, TraitType, Unico
 
 from .. import messages
 from ..engine.conversation import STATE_MODES
+from ..frontends.notebook_view import notebook_path_from
 from ..gemini.budget import Caps, check_cap
 from ..gemini.models import DEFAULT_MODEL
 from ..gemini.pricing import check_overrides
 from ..gemini.transport import ClientSettings
-from ..persistence.replay import REPLAY_MODES
+from ..persistence.replay import REPLAY_MODES, RecordSettings
 from ..turn.requests import Settings
 
 
@@ -147,5 +149,12 @@ class GeminiOptions(Magics):
             max_output_chars=self.max_output_chars,
             max_images=self.max_images,
             max_image_bytes=self.max_image_bytes,
+            record=RecordSettings(
+                self.replay,
+                self.persist,
+                self.record_location,
+                notebook_path_from(os.environ, self.shell.user_ns if self.shell is not None else {}),
+                self.record_images,
+            ),
             caps=Caps(self.max_turn_cost, self.max_session_cost),
         )

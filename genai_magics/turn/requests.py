@@ -15,6 +15,7 @@ from ..frontends.notebook_view import ExecutedCells, NotebookView
 from ..gemini.budget import Caps
 from ..gemini.pricing import Price
 from ..gemini.transport import ClientSettings, TurnResult
+from ..persistence.replay import RecordSettings
 from ..sources.outputs import OutputPieces
 from .edit_answer import EditAnswer
 
@@ -35,6 +36,7 @@ class Settings:
     max_output_chars: int = 4_000  # text a cell showed, per cell
     max_images: int = 4  # images sent per turn
     max_image_bytes: int = 1_000_000  # a larger image is downscaled (Pillow) or not sent
+    record: RecordSettings = RecordSettings()  # where the record lives (none: no notebook path, no file named)
     caps: Caps = Caps()  # US$ a turn and the session may cost (max_turn_cost, max_session_cost)
 
 
@@ -92,6 +94,7 @@ class ExecutedOnly:
 class TurnDisplay(Protocol):
     def chunk(self, text: str) -> None: ...
     def note(self, text: str) -> None: ...
+    def error(self, text: str) -> None: ...
     def document(self, label: str | None, source: str) -> None: ...
 
 
