@@ -89,6 +89,8 @@ def test_at_exit_a_cache_is_kept_while_its_storage_until_expiry_costs_less_than_
         ({"head_tokens": 4095}, "none", "under gemini-3.8-flash's cache minimum of 4,096"),
         ({"head_tokens": 4095, "existing_sha": "h0"}, "drop", "under"),
         ({"ttl_s": 3600.0}, "none", "would not pay off"),
+        # a model with implicit caching only is never sent a cache (the stand-in refuses one, as the API does)
+        ({"model": "gemini-4-argon"}, "none", "gemini-4-argon has no explicit context caches"),
     ],
 )
 def test_decide(change, action, words):
