@@ -216,3 +216,15 @@ def test_bad_price_overrides_are_one_line_and_keep_the_old_prices(kernel):
     held = kernel.run("print(get_ipython().magics_manager.registry['GeminiMagics'].prices, end='')").stdout
     assert held == str(eval(good))  # the prices stay as they were
     assert "0.5" in kernel.run("%gemini prices gemini-3.8-flash").stdout
+
+
+def test_argon_is_never_sent_an_explicit_cache_where_flash_gets_one(magic_shell, stub):
+    big = "".join(f"def f{i}(x):\n    return x + {i}  # a long enough document\n" for i in range(400))
+    magic_shell.run(big, cell_id="big")
+    for conv, model in (("c-argon", ARGON), ("c-flash", DEFAULT_MODEL)):
+        stub.clear()
+        shown = magic_shell.run(f"%%gemini_ask -c {conv} --new --cell big --model {model}\nwhat is f3?", cell_id="m")
+        assert "Stub answer to: what is f3?" in shown.plain, shown.stderr
+        made = [r for r in stub.requests if r["kind"] == "cache.create"]
+        assert len(made) == (0 if model == ARGON else 1), (model, made)
+    magic_shell.run("%gemini reset --all")  # no cache stays behind
