@@ -157,6 +157,7 @@ PRICE_FIELDS_MISSING = _m(
 PRICE_ENTRY_BAD = _m(
     "PRICE_ENTRY_BAD", "GeminiMagics.prices[{model!r}]: a price is a dict of fields (or a list of them), not {kind}", E
 )
+PRICE_MODEL_BAD = _m("PRICE_MODEL_BAD", "GeminiMagics.prices: a key is a model's name, not {key!r}", E)
 PRICE_VALUE_BAD = _m("PRICE_VALUE_BAD", "GeminiMagics.prices[{model!r}]: {fields} must be numbers >= 0", E)
 PRICE_DATE_BAD = _m(
     "PRICE_DATE_BAD", "GeminiMagics.prices[{model!r}]: {key!r} must be a day as YYYY-MM-DD, not {value!r}", E

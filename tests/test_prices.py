@@ -92,6 +92,7 @@ def test_an_override_without_dates_holds_every_day_and_keeps_the_tables_other_fi
             dict(model=DEFAULT_MODEL, start="2027-02-01", end="2027-01-01"),
         ),
         ({DEFAULT_MODEL: [3]}, messages.PRICE_ENTRY_BAD, dict(model=DEFAULT_MODEL, kind="int")),
+        ({3: {"input": 1}}, messages.PRICE_MODEL_BAD, dict(key=3)),
     ],
 )
 def test_overrides_that_cannot_price_a_day_are_one_line(given, message, fields):

@@ -203,6 +203,8 @@ def _own_periods(model: str, given: Any) -> list[tuple[Period, dict[str, Any]]]:
 def check_overrides(overrides: Overrides) -> None:
     """A ValueError with its one line when ``GeminiMagics.prices`` cannot price every day it names."""
     for model in overrides:
+        if not isinstance(model, str):
+            raise ValueError(messages.PRICE_MODEL_BAD.render(key=model))
         periods(model, overrides)
 
 
