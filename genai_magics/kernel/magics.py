@@ -230,7 +230,8 @@ class GeminiMagics(GeminiOptions):
             return None
         turn = outcome.turn
         assert turn is not None  # only a dry run has no turn
-        display.finish(turn.response or ("_(proposal below)_" if mode == "edit" else "_(empty answer)_"))
+        empty = messages.PROPOSAL_BELOW if mode == "edit" else messages.EMPTY_ANSWER
+        display.finish(turn.response or empty.render())
         if outcome.replayed is not None:
             footer = report.replay_footer(turn, outcome.replayed.at)
         else:
@@ -283,7 +284,7 @@ class GeminiMagics(GeminiOptions):
         try:
             self._open_record()
         except Exception as exc:  # an unusable record location must not break the other commands
-            NotebookDisplay.error(redact(f"conversation record: {type(exc).__name__}: {exc}"))
+            NotebookDisplay.error(messages.RECORD_UNUSABLE.render(error=redact(f"{type(exc).__name__}: {exc}")))
         replay = self.session.replay
         convs = chosen(self.session.conversations, args.conversation)
         if convs is None:

@@ -1,7 +1,7 @@
 """The magics' options (``%config GeminiMagics.<name>``) and the turn settings they make.
 
 A base class of ``GeminiMagics``: the traits are looked up on the magics object, so
-``%config GeminiMagics.model = ...`` and an ``ipython_config.py`` work as before.
+``%config GeminiMagics.model = ...`` and an ``ipython_config.py`` set them.
 """
 
 from __future__ import annotations

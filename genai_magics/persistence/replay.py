@@ -184,24 +184,21 @@ class Replay:
 
     def status(self) -> str:
         if self.store is None:
-            return (
-                "record: off (GeminiMagics.persist is off)"
-                if not self.settings.persist
-                else "record: none (the notebook's path is unknown: %config GeminiMagics.record_location = "
-                "'/path/record.json' keeps one anyway)"
-            )
-        line = f"record: {self.store.path} · replay {self.mode}"
-        if self.store.read_only:
-            line += " · left untouched (not a record this kernel may write): conversations in memory only"
+            return (messages.RECORD_NONE if self.settings.persist else messages.RECORD_OFF).render()
+        more = messages.RECORD_READ_ONLY.render() if self.store.read_only else ""
         if self.record is None:
-            return line + " · not read yet"
+            more += messages.RECORD_NOT_READ.render()
+        lines = [messages.RECORD_AT.render(path=self.store.path, mode=self.mode, more=more)]
+        recorded = self.record.conversations if self.record is not None else {}
         for name in self.restored:
-            rec = self.record.conversations.get(name)
+            rec = recorded.get(name)
             if rec is not None:
-                live = f", live from turn {rec.cursor + 1}" if rec.replayable == rec.cursor < rec.loaded else ""
-                live = f", live after turn {rec.loaded} (every recorded turn kept)" if rec.continued else live
-                line += (
-                    f"\nconversation {name!r} restored from the record: {rec.loaded} recorded turn(s), "
-                    f"{rec.cursor} replayed{live}"
+                live = ""
+                if rec.continued:
+                    live = messages.RECORD_LIVE_AFTER.render(turn=rec.loaded)
+                elif rec.replayable == rec.cursor < rec.loaded:
+                    live = messages.RECORD_LIVE_FROM.render(turn=rec.cursor + 1)
+                lines.append(
+                    messages.RECORD_RESTORED.render(name=name, loaded=rec.loaded, replayed=rec.cursor, live=live)
                 )
-        return line
+        return "\n".join(lines)

@@ -345,7 +345,7 @@ class Session:
         try:  # the answer is in: nothing may lose it now (it was shown; it stays in this kernel)
             note = self.replay.committed(sent.conv, key, self.caches.recorded(sent.conv))
         except Exception as exc:  # noqa: BLE001 - any failure of the record is one line
-            note = redact(f"the answer is kept in this kernel but not in the record ({type(exc).__name__}: {exc})")
+            note = messages.NOT_RECORDED.render(error=redact(f"{type(exc).__name__}: {exc}"))
         if note:
             display.note(note)
 
