@@ -475,6 +475,21 @@ NO_CHOICE_STAGED = _m(
     "No choice within {timeout_s:g} s; the cell is released. Apply is now staged: click it, then run this cell again.",
     S,
 )
+# %gemini cost (ui/report.py) and %gemini prices (gemini/pricing.py).
+COST_THIS_SESSION = _m("COST_THIS_SESSION", "this session: {cost} over {turns} turn(s){unpriced}", OUT)
+COST_BEFORE = _m(
+    "COST_BEFORE", "before the last restart (the notebook's record): {cost} over {turns} turn(s){unpriced}", OUT
+)
+COST_UNPRICED = _m("COST_UNPRICED", ", {count} of them tokens only", P)
+COST_ROW = _m("COST_ROW", "  conversation {name!r} · {model}: {turns} turn(s), {tokens:,} tokens, {cost}", OUT)
+COST_TOKENS_ONLY = _m("COST_TOKENS_ONLY", "tokens only (no price known)", P)
+NO_PRICES = _m("NO_PRICES", "no prices known", OUT)
+PRICES_LEGEND = _m(
+    "PRICES_LEGEND",
+    "* in force today ({today}); US$ per 1M tokens (storage: per 1M tokens an hour), standard tier",
+    OUT,
+)
+PRICES_SOURCES = _m("PRICES_SOURCES", "sources:", OUT)
 # The record's lines in %gemini status (persistence/replay.py).
 RECORD_OFF = _m("RECORD_OFF", "record: off (GeminiMagics.persist is off)", OUT)
 RECORD_NONE = _m(

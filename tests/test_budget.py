@@ -266,11 +266,16 @@ def test_gemini_cost_is_the_footers_sum_and_the_record_before_the_restart(stub, 
             assert (f"~${cost:.2g}" in footer) if cost is not None else ("~$" not in footer), footer
         total = sum(c for _, _, c in spent if c is not None)
         report = k.run("%gemini cost").stdout.splitlines()
-        assert report[0] == f"this session: ${total:.6f} over 4 turn(s), 1 of them tokens only"
-        assert report[1].startswith(f"  conversation 'default' · {DEFAULT_MODEL}: 2 turn(s), ")
-        assert report[1].endswith(f"${spent[0][2] + spent[1][2]:.6f}")
-        assert report[2].endswith(f"${spent[2][2]:.6f}") and report[3].endswith("tokens only (no price known)")
-        assert report[4] == "before the last restart (the notebook's record): $0 over 0 turn(s)"
+        unpriced = messages.COST_UNPRICED.render(count=1)
+        assert report[0] == messages.COST_THIS_SESSION.render(cost=f"${total:.6f}", turns=4, unpriced=unpriced)
+        rows = [messages.COST_ROW.parse(line) for line in report[1:4]]
+        assert [(r["name"], r["model"], r["turns"], r["cost"]) for r in rows] == [
+            ("'default'", DEFAULT_MODEL, "2", f"${spent[0][2] + spent[1][2]:.6f}"),
+            ("'g4'", "gemini-4-argon", "1", f"${spent[2][2]:.6f}"),
+            ("'odd'", "gemini-9-unpriced", "1", messages.COST_TOKENS_ONLY.render()),
+        ]
+        nothing = messages.COST_BEFORE.render(cost="$0", turns=0, unpriced="")
+        assert report[4] == nothing
         # a refused turn leaves no record entry and adds nothing to what was spent
         files = record_files(nb)
         k.run("%config GeminiMagics.max_turn_cost = 0.00001")
@@ -279,13 +284,13 @@ def test_gemini_cost_is_the_footers_sum_and_the_record_before_the_restart(stub, 
         assert record_files(nb) == files and eval(k.run(COSTS).stdout) == spent
         restart(k)
         after = k.run("%gemini cost").stdout.splitlines()
-        assert after[0] == "this session: $0 over 0 turn(s)"
-        assert after[1] == report[0].replace("this session", "before the last restart (the notebook's record)")
+        assert after[0] == messages.COST_THIS_SESSION.render(cost="$0", turns=0, unpriced="")
+        assert after[1] == messages.COST_BEFORE.render(cost=f"${total:.6f}", turns=4, unpriced=unpriced)
         assert after[2:] == report[1:4]
         # a replayed turn costs nothing in this session, and keeps the price of its own day
         k.run("def parse(s):\n    return int(s)\n", cell_id="code")
         assert "replayed turn 1" in k.run("%%gemini_ask\nwhy int?", cell_id="m1").plain
-        assert k.run("%gemini cost").stdout.splitlines()[0] == "this session: $0 over 0 turn(s)"
+        assert k.run("%gemini cost").stdout.splitlines()[0] == after[0]
         kept = k.run(
             "from genai_magics.kernel.shell_state import state_of\n"
             "u = state_of(get_ipython()).session.conversations['default'].history[0].usage\n"

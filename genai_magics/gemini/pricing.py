@@ -262,7 +262,7 @@ def price_for(model: str, overrides: Overrides | None = None, day: dt.date | Non
 def table_text(table: Sequence[tuple[str, Sequence[Period]]], today: dt.date) -> str:
     """What ``%gemini prices`` prints: each model's periods, the one in force today marked, then the sources."""
     if not table:
-        return "no prices known"
+        return messages.NO_PRICES.render()
     width = max(len(name) for name, _ in table)
     head = f"{'period':<24}  {'in':>6}  {'cached':>6}  {'out':>6}  {'storage/h':>9}  {'cache min':>9}"
     rows = [f"  {'model':<{width}}  {head}"]
@@ -275,8 +275,8 @@ def table_text(table: Sequence[tuple[str, Sequence[Period]]], today: dt.date) ->
                 f"{x.cached_input:>6g}  {x.output:>6g}  {x.storage_hour:>9g}  {x.cache_minimum:>9,}"
             )
             sources.append(f"  {name}, {p.describe()}: {x.source}")
-    rows.append(f"* in force today ({today}); US$ per 1M tokens (storage: per 1M tokens an hour), standard tier")
-    return "\n".join([*rows, "sources:", *sources])
+    rows.append(messages.PRICES_LEGEND.render(today=today))
+    return "\n".join([*rows, messages.PRICES_SOURCES.render(), *sources])
 
 
 def turn_cost(
