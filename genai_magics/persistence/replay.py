@@ -47,7 +47,7 @@ class Replay:
         path = record_path(location, notebook) if persist else None
         if path is None:
             self.store = self.record = None
-        elif self.store is None or self.store.path != path:
+        elif self.store is None or self.store.named != path:
             self.store, self.record = RecordStore(path, private=private_location(location)), None
 
     def restore(self, conversations: dict[str, Conversation]) -> None:

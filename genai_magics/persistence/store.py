@@ -172,8 +172,14 @@ class RecordStore:
     _keys: tuple[str, ...] = field(default=(), repr=False)
     _journal_fd: int | None = field(default=None, repr=False)  # open for appends until the next whole write
     _lock: _Lock = field(init=False, repr=False, compare=False)
+    named: Path = field(init=False, repr=False, compare=False)  # the path as named (``path``: where the file is)
 
     def __post_init__(self) -> None:
+        # A symbolic link is written through: the record, its temporary file, .prev, journal and lock all live
+        # beside the link's target, so a rename lands there and the link (a shared record) stays a link.
+        self.named = self.path
+        if self.path.is_symlink():
+            self.path = Path(os.path.realpath(self.path))
         self._lock = _Lock(self.path)
 
     @property
