@@ -8,7 +8,12 @@ stand-in, the record on disk at a named path. What a kernel adds (IPython's ``!`
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
+import pytest
 from helpers.kernel import FAKE_KEY
 from helpers.properties import examples
 from helpers.record import text_on_disk
@@ -16,7 +21,7 @@ from helpers.wire import api_requests, current_payload
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from genai_magics import messages
+from genai_magics.engine.outputs import Output, cell_output_pieces, payload_entry, shown_text
 
 # Characters the key does not hold: any 8 characters of the key found anywhere came from the key.
 FILLER = "bcdfghjlmnopqruvwxBCDGHJ =/?&:,.;"
@@ -67,3 +72,88 @@ def test_no_piece_of_the_key_is_sent_or_recorded_whatever_the_cut(
     assert {"outputs", "variables", "lastError", "secondaryContext"} <= payload.keys()  # every cap was there
     assert leaked(json.dumps(stub.requests)) == []
     assert leaked(text_on_disk(record)) == []
+
+
+# -- the line ends and the key over what the corpus notebooks printed -----------------------------
+CORPUS = Path(__file__).parent / "corpus"
+
+
+def _text(value: Any) -> str:
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+def corpus_outputs() -> list[list[Output]]:
+    """Every corpus cell's outputs that hold text, as the kernel's capture notes them (an error's traceback
+    is not a cell's output there)."""
+    cells = []
+    for path in sorted(CORPUS.glob("*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            outs = []
+            for out in cell.get("outputs", []):
+                if out["output_type"] == "stream":
+                    outs.append(Output("stream", {"text/plain": _text(out["text"])}, out["name"]))
+                elif out["output_type"] in ("execute_result", "display_data"):
+                    outs.append(Output(out["output_type"], {k: _text(v) for k, v in out["data"].items()}))
+            if any("text/plain" in o.data for o in outs):
+                cells.append(outs)
+    return cells
+
+
+CORPUS_OUTPUTS = corpus_outputs()
+
+
+def with_text(outputs: list[Output], change: Callable[[str], str]) -> list[Output]:
+    """The outputs with ``change`` made to every text (streams, text/plain, markdown)."""
+    texts = ("text/plain", "text/markdown")
+    return [replace(o, data={k: change(v) if k in texts else v for k, v in o.data.items()}) for o in outputs]
+
+
+def test_the_corpus_prints_text_to_test_on():
+    assert len(CORPUS_OUTPUTS) >= 20 and any(o.kind == "stream" for c in CORPUS_OUTPUTS for o in c)
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(cell=st.sampled_from(CORPUS_OUTPUTS), cap=st.integers(1, 5_000))
+@example(cell=[Output("stream", {"text/plain": "a,b\n1,2\n3,4\n"}, "stdout")], cap=4_000)  # the CRLF CSV
+def test_crlf_line_ends_show_what_lf_ones_show_over_the_corpus(cell, cap):
+    """Every text a corpus notebook printed, its lines ended with \\r\\n (IPython's ``!``, a Windows file),
+    is sent as with \\n: nothing erased."""
+    lf = cell_output_pieces("c", "In[1]", cell, cap)
+    crlf = cell_output_pieces("c", "In[1]", with_text(cell, lambda t: t.replace("\r\n", "\n").replace("\n", "\r\n")), cap)
+    assert [p.text for p in crlf] == [p.text.replace("\r\n", "\n") for p in lf]
+
+
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cell=st.sampled_from(CORPUS_OUTPUTS), at=st.floats(0, 1), cap=st.integers(1, 5_000), odd=st.booleans())
+@example(cell=[Output("stream", {"text/plain": "x" * 100 + "\n"}, "stdout")], at=0.5, cap=60, odd=False)
+def test_the_key_is_masked_before_any_cut_and_undecodable_text_escaped_over_the_corpus(
+    monkeypatch, cell, at, cap, odd
+):
+    """The key put anywhere in what a corpus cell printed, any cap: no 8 characters of it in the pieces, what
+    the payload carries or the record keeps; a lone surrogate there (an undecodable file name) goes escaped."""
+    monkeypatch.setenv("GEMINI_API_KEY", FAKE_KEY)
+
+    def insert(text: str) -> str:
+        i = int(len(text) * at)
+        return text[:i] + FAKE_KEY + ("\udce9" if odd else "") + text[i:]
+
+    pieces = cell_output_pieces("c", "In[1]", with_text(cell, insert), cap)
+    texts = [p.text for p in pieces]
+    assert leaked(json.dumps([payload_entry(p) for p in pieces] + texts)) == []
+    assert all(t.encode("utf-8") for t in texts)  # no lone surrogate: each is text the API takes
+
+
+@pytest.mark.parametrize(
+    "text, shown",
+    [
+        ("a\r\nb\r\n", "a\nb\n"),  # Windows line ends, IPython's ! output
+        ("10%\r50%\r100%\n", "100%\n"),  # a progress bar
+        ("Downloading 50%\rDone\n", "Doneloading 50%\n"),  # a shorter rewrite leaves the rest, as on screen
+        ("last\r", "last"),  # a lone \r with nothing after it erases nothing
+        ("x\r\r\ny", "x\ny"),  # \r\r\n (Python on Windows writing \r\n in text mode) is one line end
+    ],
+)
+def test_a_line_end_is_crlf_or_lf_and_only_a_lone_cr_writes_over_the_line(text, shown):
+    assert shown_text(text) == shown
+    [piece] = cell_output_pieces("c", "In[1]", [Output("stream", {"text/plain": text}, "stdout")], 4_000)
+    assert piece.text == shown
