@@ -7,6 +7,7 @@ stand-in, the record on disk at a named path. What a kernel adds (IPython's ``!`
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable
 from dataclasses import replace
@@ -21,7 +22,11 @@ from helpers.wire import api_requests, current_payload
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from genai_magics.engine.outputs import Output, cell_output_pieces, payload_entry, shown_text
+from test_outputs import png
+
+from genai_magics import messages
+from genai_magics.engine.outputs import ImagePiece, Output, cell_output_pieces, payload_entry, shown_text
+from genai_magics.sources.outputs import fit_images
 
 # Characters the key does not hold: any 8 characters of the key found anywhere came from the key.
 FILLER = "bcdfghjlmnopqruvwxBCDGHJ =/?&:,.;"
@@ -157,3 +162,40 @@ def test_a_line_end_is_crlf_or_lf_and_only_a_lone_cr_writes_over_the_line(text, 
     assert shown_text(text) == shown
     [piece] = cell_output_pieces("c", "In[1]", [Output("stream", {"text/plain": text}, "stdout")], 4_000)
     assert piece.text == shown
+
+
+def test_image_bytes_that_are_not_what_their_mime_type_says_are_left_out_in_one_line_each():
+    """Issue 26, case 5, without a kernel: base64 of an HTML page labelled image/png, a PNG labelled image/jpeg,
+    text that is not base64 (it was decoded by skipping characters, into garbage); a real PNG in base64 with
+    nbformat's line breaks goes as its bytes exactly."""
+    real = png(16, 8, seed=3)
+    bundles = [
+        {"image/png": base64.b64encode(b"<html><body>502 Bad Gateway</body></html>").decode()},
+        {"image/jpeg": base64.b64encode(real).decode()},
+        {"image/png": "<html><body>502</body></html>"},
+        {"image/png": base64.encodebytes(real).decode()},
+    ]
+    outputs = [Output("display_data", {**b, "text/plain": "<chart>"}) for b in bundles]
+    found = fit_images(cell_output_pieces("c", "In[3]", outputs, 4_000), 1_000_000)
+    [image] = [p for p in found.pieces if isinstance(p, ImagePiece)]
+    assert image.data == real and image.position == 4 and (image.width, image.height) == (16, 8)
+    assert sorted(found.notes.values()) == sorted(
+        messages.IMAGE_NOT_WHAT_IT_SAYS.render(label="In[3]", position=k, mime_type=m)
+        for k, m in ((1, "image/png"), (2, "image/jpeg"), (3, "image/png"))
+    )
+
+
+def test_a_record_at_a_symbolic_link_stays_a_link_over_asks(magic_shell, stub, tmp_path):
+    """Issue 26, case 4, through the magics: the named path is a link to a shared record."""
+    shared = tmp_path / "shared" / "team.json"
+    shared.parent.mkdir()
+    link = tmp_path / "team.json"
+    link.symlink_to(shared)
+    magic_shell.run(f"%config GeminiMagics.record_location = {str(link)!r}")
+    magic_shell.run("x = 1", cell_id="doc")
+    for prompt in ("first?", "second?"):
+        shown = magic_shell.run(f"%%gemini_ask --cell doc\n{prompt}", cell_id=f"m-{prompt}")
+        assert shown.stderr == "", shown.stderr
+        magic_shell.magics.session.replay.store.wait()
+        assert link.is_symlink() and prompt in shared.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shared", "team.json"]
