@@ -1,7 +1,9 @@
 """The record file: where it lives, atomic writes, one writer at a time.
 
 Private by default (the user's Jupyter data dir, one file per notebook named by
-a hash of its absolute path); next to the notebook, or any path, on request.
+a hash of its absolute path); next to the notebook, or any path, on request. A
+path that is a symbolic link is written through: every file of the record lives
+beside the link's target, so the link stays a link (a shared record updates).
 Every write is done under a lock, and only if nobody else wrote since this kernel
 read it, before the turn's cell finishes (so a killed kernel loses nothing). A
 kernel's first write, and one after a change a line cannot say, goes to a
