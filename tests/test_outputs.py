@@ -326,7 +326,11 @@ def test_an_html_page_labelled_png_is_left_out_in_one_line_and_the_turn_goes_on(
     asked = kernel.run("%%gemini_ask\nwhat does the chart show?", cell_id="m1")
     notes = [line for line in asked.plain.splitlines() if messages.IMAGE_NOT_WHAT_IT_SAYS.matches(line)]
     assert len(notes) == 1 and "genai_magics:" not in asked.stderr, asked.plain + asked.stderr
-    assert messages.IMAGE_NOT_WHAT_IT_SAYS.parse(notes[0]) == {"label": "In[3]", "position": "1", "mime_type": "image/png"}
+    assert messages.IMAGE_NOT_WHAT_IT_SAYS.parse(notes[0]) == {
+        "label": "In[3]",
+        "position": "1",
+        "mime_type": "image/png",
+    }
     request = api_requests(stub)[-1]
     assert current_images(request) == [real]  # the cell's bytes exactly (base64 with line breaks, as nbformat's)
     assert "1 ask on In[" in kernel.run("%gemini history", cell_id="h").stdout

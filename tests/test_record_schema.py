@@ -178,7 +178,9 @@ def test_every_field_of_a_wrong_type_is_set_aside_at_load_or_works():
         try:
             exercise(record)
         except Exception as exc:  # noqa: BLE001 - the test's report: which field, which value
-            raise AssertionError(f"{path} = {value!r} passed the schema check, then {type(exc).__name__}: {exc}")
+            raise AssertionError(
+                f"{path} = {value!r} passed the schema check, then {type(exc).__name__}: {exc}"
+            ) from exc
 
 
 def test_a_turns_document_key_that_is_an_object_is_set_aside_in_one_line_naming_it(tmp_path):

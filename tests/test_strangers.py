@@ -21,7 +21,6 @@ from helpers.record import text_on_disk
 from helpers.wire import api_requests, current_payload
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-
 from test_outputs import png
 
 from genai_magics import messages
@@ -124,16 +123,16 @@ def test_crlf_line_ends_show_what_lf_ones_show_over_the_corpus(cell, cap):
     """Every text a corpus notebook printed, its lines ended with \\r\\n (IPython's ``!``, a Windows file),
     is sent as with \\n: nothing erased."""
     lf = cell_output_pieces("c", "In[1]", cell, cap)
-    crlf = cell_output_pieces("c", "In[1]", with_text(cell, lambda t: t.replace("\r\n", "\n").replace("\n", "\r\n")), cap)
+    crlf = cell_output_pieces(
+        "c", "In[1]", with_text(cell, lambda t: t.replace("\r\n", "\n").replace("\n", "\r\n")), cap
+    )
     assert [p.text for p in crlf] == [p.text.replace("\r\n", "\n") for p in lf]
 
 
 @settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(cell=st.sampled_from(CORPUS_OUTPUTS), at=st.floats(0, 1), cap=st.integers(1, 5_000), odd=st.booleans())
 @example(cell=[Output("stream", {"text/plain": "x" * 100 + "\n"}, "stdout")], at=0.5, cap=60, odd=False)
-def test_the_key_is_masked_before_any_cut_and_undecodable_text_escaped_over_the_corpus(
-    monkeypatch, cell, at, cap, odd
-):
+def test_the_key_is_masked_before_any_cut_and_undecodable_text_escaped_over_the_corpus(monkeypatch, cell, at, cap, odd):
     """The key put anywhere in what a corpus cell printed, any cap: no 8 characters of it in the pieces, what
     the payload carries or the record keeps; a lone surrogate there (an undecodable file name) goes escaped."""
     monkeypatch.setenv("GEMINI_API_KEY", FAKE_KEY)
