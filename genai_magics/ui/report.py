@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from ..engine.conversation import Conversation, Turn, TurnPlan, Usage
 from ..engine.hashing import short
 from ..engine.outputs import ImagePiece, piece_name, piece_tokens
+from ..engine.text import cut
 
 
 def _n(value: int | None) -> str:
@@ -161,8 +162,8 @@ def status(convs: Sequence[Conversation], model: str, state: str, view: str) -> 
 def history(conv: Conversation, width: int = 100) -> str:
     lines = [f"conversation {conv.name!r}"]
     for t in conv.history:
-        prompt = " ".join(t.prompt.split())[:width]
-        reply = " ".join(t.response.split())[:width]
+        prompt = cut(" ".join(t.prompt.split()), width)
+        reply = cut(" ".join(t.response.split()), width)
         outcome = f" [{t.outcome}]" if t.outcome != "none" else ""
         target = f" on {t.document_label}" if t.document_label else ""
         lines.append(f"{t.index:>3} {t.mode}{target}{outcome}: {prompt}")
