@@ -25,6 +25,7 @@ from test_outputs import png
 
 from genai_magics import messages
 from genai_magics.engine.outputs import ImagePiece, Output, cell_output_pieces, payload_entry, shown_text
+from genai_magics.engine.text import clip, cut, one_line
 from genai_magics.sources.outputs import fit_images
 
 # Characters the key does not hold: any 8 characters of the key found anywhere came from the key.
@@ -198,3 +199,15 @@ def test_a_record_at_a_symbolic_link_stays_a_link_over_asks(magic_shell, stub, t
         magic_shell.magics.session.replay.store.wait()
         assert link.is_symlink() and prompt in shared.read_text()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["shared", "team.json"]
+
+
+@settings(max_examples=examples(800), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(before=st.integers(0, 200), after=st.integers(0, 50), limit=st.integers(-1, 300), how=st.sampled_from("cjo"))
+@example(before=100, after=10, limit=115, how="c")  # a cut inside the key
+@example(before=100, after=10, limit=115, how="j")
+def test_every_cut_of_engine_text_masks_the_key_first(monkeypatch, before, after, limit, how):
+    """engine/text.py's cuts, which every cap uses: no 8 characters of the key in what any of them leaves."""
+    monkeypatch.setenv("GEMINI_API_KEY", FAKE_KEY)
+    text = "b" * before + FAKE_KEY + "c" * after
+    do = {"c": clip, "j": cut, "o": one_line}[how]
+    assert leaked(do(text, limit)) == []

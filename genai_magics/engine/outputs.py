@@ -192,14 +192,20 @@ def shown_text(text: str) -> str:
     """Text as the notebook shows it (JupyterLab's fixCarriageReturn): ``\\r\\n`` ends a line (Windows
     files, IPython's ``!`` output); a lone ``\\r`` goes back to the line's start and what follows writes
     over it, the rest of the line staying (a progress bar)."""
+    text = text.replace("\r\n", "\n")
     if "\r" not in text:
         return text
-    lines = _LINE_END.sub("\n", text).split("\n")
+    if "\r\n" in text:  # \r\r\n (text mode on Windows writing \r\n) is a line end too
+        text = _LINE_END.sub("\n", text)
+    lines = text.split("\n")
     for i, line in enumerate(lines):
         if "\r" in line:
-            shown = ""
-            for part in line.split("\r"):
-                shown = part + shown[len(part) :]
+            parts = line.split("\r")
+            shown = parts[-1]  # each character is that of the last write reaching it
+            if len(shown) < max(map(len, parts)):
+                for part in reversed(parts[:-1]):
+                    if len(part) > len(shown):
+                        shown += part[len(shown) :]
             lines[i] = shown
     return "\n".join(lines)
 

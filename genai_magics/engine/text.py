@@ -12,16 +12,19 @@ ELLIPSIS = "…"
 
 
 def cut(text: str, limit: int) -> str:
-    """``text`` with every API key masked, then its first ``limit`` characters (no marker)."""
-    return redact(text)[: max(limit, 0)]
+    """``text``'s first ``limit`` characters (no marker), every API key masked first when it is cut (a text
+    that fits is not cut, and is masked where it goes, as a whole)."""
+    return text if len(text) <= limit else redact(text)[: max(limit, 0)]
 
 
 def clip(text: str, limit: int) -> str:
-    """``text`` with every API key masked, then cut to at most ``limit`` characters, the cut marked with
-    an ellipsis."""
-    text = redact(text)
+    """``text`` cut to at most ``limit`` characters, the cut marked with an ellipsis; every API key masked
+    first when it is cut."""
     if limit <= 0:
         return ""
+    if len(text) <= limit:
+        return text
+    text = redact(text)
     return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
 
 

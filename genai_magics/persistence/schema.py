@@ -26,6 +26,7 @@ from typing import Any, Literal, TypedDict, Union
 from .. import messages
 from ..engine.conversation import STATE_MODES, Turn, Usage
 from ..engine.record import SCHEMA_VERSION, NotebookRecord, from_data
+from ..engine.redaction import redact
 from ..engine.text import clip
 
 OURS = b'{"schema":'  # how every record this package writes begins (compact JSON, schema first)
@@ -179,7 +180,7 @@ def _step(key: str) -> str:
 
 
 def _clip(value: Any) -> str:
-    return clip(repr(value), 40)  # masked first: a hand-edited record may hold the key
+    return clip(redact(repr(value)), 40)  # masked, cut or not: a hand-edited record may hold the key
 
 
 @functools.cache
