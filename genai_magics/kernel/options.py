@@ -1,18 +1,21 @@
 """The magics' options (``%config GeminiMagics.<name>``) and the turn settings they make.
 
 A base class of ``GeminiMagics``: the traits are looked up on the magics object, so
-``%config GeminiMagics.model = ...`` and an ``ipython_config.py`` work as before.
+``%config GeminiMagics.model = ...`` and an ``ipython_config.py`` set them.
 """
 
 from __future__ import annotations
+
+import os
 
 from IPython.core.magic import Magics
 from traitlets import Bool, Dict, Enum, Float, Int, Unicode
 
 from ..engine.conversation import STATE_MODES
+from ..frontends.notebook_view import notebook_path_from
 from ..gemini.models import DEFAULT_MODEL
 from ..gemini.transport import ClientSettings
-from ..persistence.replay import REPLAY_MODES
+from ..persistence.replay import REPLAY_MODES, RecordSettings
 from ..turn.requests import Settings
 
 
@@ -105,4 +108,11 @@ class GeminiOptions(Magics):
             max_output_chars=self.max_output_chars,
             max_images=self.max_images,
             max_image_bytes=self.max_image_bytes,
+            record=RecordSettings(
+                self.replay,
+                self.persist,
+                self.record_location,
+                notebook_path_from(os.environ, self.shell.user_ns if self.shell is not None else {}),
+                self.record_images,
+            ),
         )

@@ -13,6 +13,7 @@ from ..engine.record import TurnKey, TurnMeta
 from ..frontends.notebook_view import ExecutedCells, NotebookView
 from ..gemini.pricing import Price
 from ..gemini.transport import ClientSettings, TurnResult
+from ..persistence.replay import RecordSettings
 from ..sources.outputs import OutputPieces
 from .edit_answer import EditAnswer
 
@@ -33,6 +34,7 @@ class Settings:
     max_output_chars: int = 4_000  # text a cell showed, per cell
     max_images: int = 4  # images sent per turn
     max_image_bytes: int = 1_000_000  # a larger image is downscaled (Pillow) or not sent
+    record: RecordSettings = RecordSettings()  # where the record lives (none: no notebook path, no file named)
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,7 @@ class ExecutedOnly:
 class TurnDisplay(Protocol):
     def chunk(self, text: str) -> None: ...
     def note(self, text: str) -> None: ...
+    def error(self, text: str) -> None: ...
     def document(self, label: str | None, source: str) -> None: ...
 
 
