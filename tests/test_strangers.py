@@ -28,6 +28,7 @@ from genai_magics.engine.outputs import ImagePiece, Output, cell_output_pieces, 
 from genai_magics.engine.redaction import redact
 from genai_magics.engine.text import clip, cut, one_line
 from genai_magics.sources.outputs import fit_images
+from genai_magics.sources.variables import summarize
 
 # Characters the key does not hold: any 8 characters of the key found anywhere came from the key.
 FILLER = "bcdfghjlmnopqruvwxBCDGHJ =/?&:,.;"
@@ -213,3 +214,21 @@ def test_every_cut_of_engine_text_masks_the_key_first(monkeypatch, before, after
     text = "b" * before + FAKE_KEY + "c" * after
     do = {"c": clip, "j": cut, "o": one_line}[how]
     assert leaked(redact(do(text, limit))) == []
+
+
+@pytest.mark.parametrize("kind", ["dataframe", "series", "deque"])
+def test_a_summary_cut_by_pandas_or_reprlib_holds_no_piece_of_the_key(monkeypatch, kind):
+    """--vars summaries that a library cuts itself (pandas at its column width, reprlib in a string's middle):
+    each string is masked before that cut."""
+    import collections
+
+    pd = __import__("pandas")
+    monkeypatch.setenv("GEMINI_API_KEY", FAKE_KEY)
+    url = "https://example.org/api?key=" + FAKE_KEY + "&q=1"  # 28 characters before the key: cut inside it
+    value = {
+        "dataframe": lambda: pd.DataFrame({"url": [url] * 3}),
+        "series": lambda: pd.Series([url * 3] * 2),
+        "deque": lambda: collections.deque([url * 40]),
+    }[kind]()
+    summary = summarize(value, "v", 2_000)
+    assert "***" in summary and leaked(summary) == []
