@@ -259,6 +259,13 @@ IMAGE_NEEDS_PILLOW = _m(
     N,
     documented=True,
 )
+IMAGE_NOT_WHAT_IT_SAYS = _m(
+    "IMAGE_NOT_WHAT_IT_SAYS",
+    "{label}'s image {position} is labelled {mime_type}, but its bytes are not such an image (an HTML page "
+    "saved as a chart, say): not sent",
+    N,
+    documented=True,
+)
 
 # --notebook's file (frontends/notebook_view.py); the turn says "--notebook: " before it.
 NOTEBOOK_FLAG = _m("NOTEBOOK_FLAG", "--notebook: {why}", E, documented=True)

@@ -20,6 +20,7 @@ from ..engine.contents import Contents, Rendered, render
 from ..engine.conversation import Turn, TurnPlan, Usage
 from ..engine.outputs import interaction_inputs
 from ..engine.payloads import EDIT_RESPONSE_SCHEMA, SYSTEM_INSTRUCTION, WHOLE_RESPONSE_SCHEMA, to_text
+from ..engine.text import cut
 from .errors import failure_kinds
 from .models import traits
 from .sdk_compat import on_retry_wait
@@ -134,7 +135,7 @@ class RetryNotices:
         kinds = failure_kinds()
         if isinstance(error, kinds.status):
             return
-        detail = " ".join(str(error).split())[:120].rstrip(".") or type(error).__name__
+        detail = cut(" ".join(str(error).split()), 120).rstrip(".") or type(error).__name__
         self.transport_failure(isinstance(error, kinds.timeout), detail, wait)
 
     def transport_failure(self, timed_out: bool, error: str, wait: float) -> None:

@@ -71,7 +71,7 @@ class Replay:
         path = record_path(settings.location, settings.notebook) if settings.persist else None
         if path is None:
             self.store = self.record = None
-        elif self.store is None or self.store.path != path:
+        elif self.store is None or self.store.named != path:
             self.store, self.record = RecordStore(path, private=private_location(settings.location)), None
         if self.store is None or self.record is not None:
             return Restored()

@@ -9,6 +9,7 @@ from .. import messages
 from ..engine.conversation import Conversation, Spent, Turn, TurnPlan, Usage
 from ..engine.hashing import short
 from ..engine.outputs import ImagePiece, piece_name, piece_tokens
+from ..engine.text import cut
 from ..messages import Message
 
 
@@ -200,8 +201,8 @@ def status(convs: Sequence[Conversation], model: str, state: str, view: str) -> 
 def history(conv: Conversation, width: int = 100) -> str:
     lines = [f"conversation {conv.name!r}"]
     for t in conv.history:
-        prompt = " ".join(t.prompt.split())[:width]
-        reply = " ".join(t.response.split())[:width]
+        prompt = cut(" ".join(t.prompt.split()), width)
+        reply = cut(" ".join(t.response.split()), width)
         outcome = f" [{t.outcome}]" if t.outcome != "none" else ""
         target = f" on {t.document_label}" if t.document_label else ""
         lines.append(f"{t.index:>3} {t.mode}{target}{outcome}: {prompt}")
