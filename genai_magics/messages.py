@@ -168,12 +168,54 @@ UNREACHABLE = _m(
 OTHER_STATUS = _m("OTHER_STATUS", "Gemini answered {code}: {detail}", E)
 OTHER_FAILURE = _m("OTHER_FAILURE", "{kind}: {detail}", E)
 
-# GeminiMagics.prices (gemini/pricing.py), checked at the turn that uses it.
+# GeminiMagics.prices (gemini/pricing.py): checked when set (%config shows the line) and at the turn.
 PRICE_FIELDS_UNKNOWN = _m(
-    "PRICE_FIELDS_UNKNOWN", "GeminiMagics.prices[{model!r}]: unknown field(s) {unknown}; use {known}", E
+    "PRICE_FIELDS_UNKNOWN",
+    "GeminiMagics.prices[{model!r}]: unknown field(s) {unknown}; use {known}",
+    E,
+    documented=True,
 )
 PRICE_FIELDS_MISSING = _m(
-    "PRICE_FIELDS_MISSING", "GeminiMagics.prices[{model!r}]: a model not in the table needs {missing} too", E
+    "PRICE_FIELDS_MISSING",
+    "GeminiMagics.prices[{model!r}]: a model (or a day) the table has no price for needs {missing} too",
+    E,
+    documented=True,
+)
+PRICE_ENTRY_BAD = _m(
+    "PRICE_ENTRY_BAD", "GeminiMagics.prices[{model!r}]: a price is a dict of fields (or a list of them), not {kind}", E
+)
+PRICE_MODEL_BAD = _m("PRICE_MODEL_BAD", "GeminiMagics.prices: a key is a model's name, not {key!r}", E)
+PRICE_VALUE_BAD = _m("PRICE_VALUE_BAD", "GeminiMagics.prices[{model!r}]: {fields} must be numbers >= 0", E)
+PRICE_DATE_BAD = _m(
+    "PRICE_DATE_BAD", "GeminiMagics.prices[{model!r}]: {key!r} must be a day as YYYY-MM-DD, not {value!r}", E
+)
+PRICE_PERIOD_EMPTY = _m(
+    "PRICE_PERIOD_EMPTY", "GeminiMagics.prices[{model!r}]: the period from {start} until {end} has no day", E
+)
+PRICE_PERIODS_OVERLAP = _m(
+    "PRICE_PERIODS_OVERLAP",
+    "GeminiMagics.prices[{model!r}]: the period {first} overlaps the period {second}; a day has one price",
+    E,
+    documented=True,
+)
+NO_PRICE_KNOWN = _m(
+    "NO_PRICE_KNOWN",
+    "no price known for {model!r} (its turns show tokens only); %config GeminiMagics.prices adds one",
+    E,
+    documented=True,
+)
+
+# The budget (gemini/budget.py): a request whose estimate would pass a cap is not sent.
+CAP_BAD = _m(
+    "CAP_BAD", "GeminiMagics.{name} is US$ (a number >= 0) or None for no cap, not {value!r}", E, documented=True
+)
+BUDGET_REFUSED = _m("BUDGET_REFUSED", "~${estimate} estimated > {name} ${cap}; nothing was sent", E, documented=True)
+BUDGET_STOPPED = _m(
+    "BUDGET_STOPPED",
+    "~${estimate} estimated with this turn's earlier requests > {name} ${cap}; the turn stopped "
+    "before its next request (the earlier ones were sent and billed)",
+    E,
+    documented=True,
 )
 
 # Retries the SDK makes (gemini/transport.py), announced while it waits.
@@ -240,6 +282,13 @@ IMAGE_NEEDS_PILLOW = _m(
     "IMAGE_NEEDS_PILLOW",
     "{label}'s image {position} is {size:,} bytes, over max_image_bytes ({cap:,}), and Pillow is not installed "
     "to downscale it: not sent (pip install pillow, or raise %config GeminiMagics.max_image_bytes)",
+    N,
+    documented=True,
+)
+IMAGE_NOT_WHAT_IT_SAYS = _m(
+    "IMAGE_NOT_WHAT_IT_SAYS",
+    "{label}'s image {position} is labelled {mime_type}, but its bytes are not such an image (an HTML page "
+    "saved as a chart, say): not sent",
     N,
     documented=True,
 )
@@ -467,6 +516,21 @@ NO_CHOICE_STAGED = _m(
     "No choice within {timeout_s:g} s; the cell is released. Apply is now staged: click it, then run this cell again.",
     S,
 )
+# %gemini cost (ui/report.py) and %gemini prices (gemini/pricing.py).
+COST_THIS_SESSION = _m("COST_THIS_SESSION", "this session: {cost} over {turns} turn(s){unpriced}", OUT)
+COST_BEFORE = _m(
+    "COST_BEFORE", "before the last restart (the notebook's record): {cost} over {turns} turn(s){unpriced}", OUT
+)
+COST_UNPRICED = _m("COST_UNPRICED", ", {count} of them tokens only", P)
+COST_ROW = _m("COST_ROW", "  conversation {name!r} · {model}: {turns} turn(s), {tokens:,} tokens, {cost}", OUT)
+COST_TOKENS_ONLY = _m("COST_TOKENS_ONLY", "tokens only (no price known)", P)
+NO_PRICES = _m("NO_PRICES", "no prices known", OUT)
+PRICES_LEGEND = _m(
+    "PRICES_LEGEND",
+    "* in force today ({today}); US$ per 1M tokens (storage: per 1M tokens an hour), standard tier",
+    OUT,
+)
+PRICES_SOURCES = _m("PRICES_SOURCES", "sources:", OUT)
 # The record's lines in %gemini status (persistence/replay.py).
 RECORD_OFF = _m("RECORD_OFF", "record: off (GeminiMagics.persist is off)", OUT)
 RECORD_NONE = _m(

@@ -243,8 +243,8 @@ def test_reload_ext_keeps_conversations_and_old_buttons_work(kernel, stub):
     status = kernel.run("%gemini status", cell_id="status")
     assert "default" in status.stdout
     kernel.click("Apply")
-    applied = [messages.KERNEL_STATE_DONE.pattern(prefixed=False).search(html.unescape(v)) for v in statuses(kernel)]
-    assert any(found and found["verb"] == "Applied" for found in applied)
+    lines = [line for v in statuses(kernel) for line in html.unescape(re.sub("<[^>]+>", "\n", v)).splitlines()]
+    assert any((messages.KERNEL_STATE_DONE.parse(line) or {}).get("verb") == "Applied" for line in lines), lines
     kernel.run("%%gemini_ask\nWhy?", cell_id="m2")
     follow = sent(stub)
     assert follow.get("sourceSynchronized") is True and "currentSource" not in follow
