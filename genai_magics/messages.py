@@ -160,12 +160,47 @@ UNREACHABLE = error(
 OTHER_STATUS = error("OTHER_STATUS", "Gemini answered {code}: {detail}")
 OTHER_FAILURE = error("OTHER_FAILURE", "{kind}: {detail}")
 
-# GeminiMagics.prices (gemini/pricing.py), checked at the turn that uses it.
+# GeminiMagics.prices (gemini/pricing.py): checked when set (%config shows the line) and at the turn.
 PRICE_FIELDS_UNKNOWN = error(
-    "PRICE_FIELDS_UNKNOWN", "GeminiMagics.prices[{model!r}]: unknown field(s) {unknown}; use {known}"
+    "PRICE_FIELDS_UNKNOWN", "GeminiMagics.prices[{model!r}]: unknown field(s) {unknown}; use {known}", documented=True
 )
 PRICE_FIELDS_MISSING = error(
-    "PRICE_FIELDS_MISSING", "GeminiMagics.prices[{model!r}]: a model not in the table needs {missing} too"
+    "PRICE_FIELDS_MISSING",
+    "GeminiMagics.prices[{model!r}]: a model (or a day) the table has no price for needs {missing} too",
+    documented=True,
+)
+PRICE_ENTRY_BAD = error(
+    "PRICE_ENTRY_BAD", "GeminiMagics.prices[{model!r}]: a price is a dict of fields (or a list of them), not {kind}"
+)
+PRICE_MODEL_BAD = error("PRICE_MODEL_BAD", "GeminiMagics.prices: a key is a model's name, not {key!r}")
+PRICE_VALUE_BAD = error("PRICE_VALUE_BAD", "GeminiMagics.prices[{model!r}]: {fields} must be numbers >= 0")
+PRICE_DATE_BAD = error(
+    "PRICE_DATE_BAD", "GeminiMagics.prices[{model!r}]: {key!r} must be a day as YYYY-MM-DD, not {value!r}"
+)
+PRICE_PERIOD_EMPTY = error(
+    "PRICE_PERIOD_EMPTY", "GeminiMagics.prices[{model!r}]: the period from {start} until {end} has no day"
+)
+PRICE_PERIODS_OVERLAP = error(
+    "PRICE_PERIODS_OVERLAP",
+    "GeminiMagics.prices[{model!r}]: the period {first} overlaps the period {second}; a day has one price",
+    documented=True,
+)
+NO_PRICE_KNOWN = error(
+    "NO_PRICE_KNOWN",
+    "no price known for {model!r} (its turns show tokens only); %config GeminiMagics.prices adds one",
+    documented=True,
+)
+
+# The budget (gemini/budget.py): a request whose estimate would pass a cap is not sent.
+CAP_BAD = error(
+    "CAP_BAD", "GeminiMagics.{name} is US$ (a number >= 0) or None for no cap, not {value!r}", documented=True
+)
+BUDGET_REFUSED = error("BUDGET_REFUSED", "~${estimate} estimated > {name} ${cap}; nothing was sent", documented=True)
+BUDGET_STOPPED = error(
+    "BUDGET_STOPPED",
+    "~${estimate} estimated with this turn's earlier requests > {name} ${cap}; the turn stopped "
+    "before its next request (the earlier ones were sent and billed)",
+    documented=True,
 )
 
 # Retries the SDK makes (gemini/transport.py), announced while it waits.
@@ -411,6 +446,19 @@ NO_CHOICE_STAGED = status(
     "NO_CHOICE_STAGED",
     "No choice within {timeout_s:g} s; the cell is released. Apply is now staged: click it, then run this cell again.",
 )
+# %gemini cost (ui/report.py) and %gemini prices (gemini/pricing.py).
+COST_THIS_SESSION = output("COST_THIS_SESSION", "this session: {cost} over {turns} turn(s){unpriced}")
+COST_BEFORE = output(
+    "COST_BEFORE", "before the last restart (the notebook's record): {cost} over {turns} turn(s){unpriced}"
+)
+COST_UNPRICED = part("COST_UNPRICED", ", {count} of them tokens only")
+COST_ROW = output("COST_ROW", "  conversation {name!r} · {model}: {turns} turn(s), {tokens:,} tokens, {cost}")
+COST_TOKENS_ONLY = part("COST_TOKENS_ONLY", "tokens only (no price known)")
+NO_PRICES = output("NO_PRICES", "no prices known")
+PRICES_LEGEND = output(
+    "PRICES_LEGEND", "* in force today ({today}); US$ per 1M tokens (storage: per 1M tokens an hour), standard tier"
+)
+PRICES_SOURCES = output("PRICES_SOURCES", "sources:")
 # The record's lines in %gemini status (persistence/replay.py).
 RECORD_OFF = output("RECORD_OFF", "record: off (GeminiMagics.persist is off)")
 RECORD_NONE = output(

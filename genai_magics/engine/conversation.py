@@ -42,8 +42,18 @@ class Usage:
     cached_tokens: int | None = None  # input served from a cache, explicit or implicit
     thinking_tokens: int | None = None
     cache_write_tokens: int = 0  # tokens written into an explicit cache for this turn (billed as input)
-    cost_usd: float | None = None  # None: the model has no price
+    cost_usd: float | None = None  # None: the model has no price (on that day)
+    priced_on: str | None = None  # the day (YYYY-MM-DD) whose price cost_usd is at: the turn's own
     resend_cost_usd: float | None = None  # the same input and output with nothing cached
+
+
+@dataclass(frozen=True)
+class Spent:
+    """One turn's bill: its conversation, its model, the usage its footer showed."""
+
+    conversation: str
+    model: str
+    usage: Usage
 
 
 @dataclass

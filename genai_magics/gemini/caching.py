@@ -38,6 +38,7 @@ from ..engine.outputs import part_tokens
 from ..engine.payloads import SYSTEM_INSTRUCTION
 from ..engine.text import estimate_tokens
 from .errors import status_code
+from .models import traits
 from .pricing import Price
 from .transport import CachedHead, OnChunk, TurnResult
 
@@ -91,6 +92,8 @@ def decide(
 
     if mode == "off":
         return without("caching is off (GeminiMagics.cache)")
+    if not traits(model).explicit_cache:
+        return without(f"{model} has no explicit context caches (implicit caching only): not cached")
     if price is None:
         return without(f"no price known for {model}, so no cache minimum either: not cached")
     if head_sha is None or head_tokens < price.cache_minimum:

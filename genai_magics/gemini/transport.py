@@ -21,6 +21,7 @@ from ..engine.conversation import Turn, TurnPlan, Usage
 from ..engine.outputs import interaction_inputs
 from ..engine.payloads import EDIT_RESPONSE_SCHEMA, SYSTEM_INSTRUCTION, WHOLE_RESPONSE_SCHEMA, to_text
 from .errors import failure_kinds
+from .models import traits
 from .sdk_compat import on_retry_wait
 
 OnChunk = Callable[[str], None]
@@ -207,12 +208,12 @@ def make_client(settings: ClientSettings, notices: RetryNotices):
 
 
 @functools.lru_cache(maxsize=32)
-def request_settings(state_mode: str, mode: str, temperature: float | None) -> str:
+def request_settings(state_mode: str, mode: str, temperature: float | None, model: str = "") -> str:
     """The sha256 of the settings a transport sends with a turn besides its inputs and model
     (``settings()`` below, the same dict the request is built from): a recorded turn asked
     under other settings is not the same turn (persistence replays only the same). Made of
     constants and these arguments: computed once for each."""
-    text = json.dumps(TRANSPORTS[state_mode](None, "", temperature).settings(mode), sort_keys=True)
+    text = json.dumps(TRANSPORTS[state_mode](None, model, temperature).settings(mode), sort_keys=True)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -249,6 +250,9 @@ class ContentsTransport(_Transport):
         config: dict[str, Any] = {"system_instruction": SYSTEM_INSTRUCTION}
         if self.temperature is not None:
             config["temperature"] = self.temperature
+        level = traits(self.model).thinking_level
+        if level is not None:
+            config["thinking_config"] = {"thinking_level": level}
         if mode == "edit":
             config["response_mime_type"] = "application/json"
             config["response_schema"] = edit_schema(retry)
@@ -334,8 +338,14 @@ class InteractionsTransport(_Transport):
     def settings(self, mode: str, retry: EditRetry | None = None) -> dict[str, Any]:
         """What the body carries besides the input and the chain: what shapes the answer."""
         settings: dict[str, Any] = {"system_instruction": SYSTEM_INSTRUCTION, "store": True}
+        generation: dict[str, Any] = {}
         if self.temperature is not None:
-            settings["generation_config"] = {"temperature": self.temperature}
+            generation["temperature"] = self.temperature
+        level = traits(self.model).thinking_level
+        if level is not None:
+            generation["thinking_level"] = level
+        if generation:
+            settings["generation_config"] = generation
         if mode == "edit":
             settings["response_format"] = {
                 "type": "text",

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .. import messages
-from ..engine.conversation import Conversation, Turn
+from ..engine.conversation import Conversation, Spent, Turn
 from ..engine.errors import UserError
 from ..engine.record import (
     NotebookRecord,
@@ -58,6 +58,7 @@ class Replay:
     store: RecordStore | None = None
     record: NotebookRecord | None = None
     restored: list[str] = field(default_factory=list)  # conversations restored from the record
+    spent_before: list[Spent] = field(default_factory=list)  # the record's turns as loaded: what earlier kernels spent
 
     @property
     def mode(self) -> ReplayMode:
@@ -76,6 +77,10 @@ class Replay:
             return Restored()
         record, note = self.store.load()
         self.record = record or NotebookRecord(notebook="", created=time.time())
+        for name, rec in self.record.conversations.items():
+            for turn in rec.conversation.history[: rec.loaded]:
+                meta = rec.meta.get(turn.index)
+                self.spent_before.append(Spent(name, meta.key.model if meta else "?", turn.usage))
         added = {name: rec.conversation for name, rec in self.record.conversations.items() if name not in existing}
         self.restored += list(added)
         return Restored(added, note)

@@ -6,16 +6,17 @@ A magic's request becomes a resolved, planned, sent, committed and recorded turn
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import messages
 from ..engine.cells import Document, WholeNotebook
 from ..engine.context import ContextPiece
-from ..engine.conversation import Conversation, StateMode, Turn, TurnPlan, Usage
+from ..engine.conversation import Conversation, Spent, StateMode, Turn, TurnPlan, Usage
 from ..engine.errors import UserError
 from ..engine.notebook_text import unmask_cells
 from ..engine.outputs import images_estimate, piece_tokens
@@ -23,6 +24,7 @@ from ..engine.record import TurnKey
 from ..engine.redaction import MASK, redact, unmask
 from ..engine.text import estimate_tokens
 from ..frontends.notebook_view import ExecutedCells
+from ..gemini import budget
 from ..gemini.caching import CacheEntry, CacheStep, ContextCaches, worth_keeping
 from ..gemini.errors import describe, status_code
 from ..gemini.models import ModelInfo, available_models
@@ -66,6 +68,8 @@ class Session:
     outputs: OutputCapture = field(default_factory=OutputCapture)  # what each cell showed in this kernel
     clients: Clients = field(default_factory=Clients)
     documents: DocumentChooser = field(init=False)
+    today: Callable[[], dt.date] = dt.date.today  # a turn's day, its price's (tests set the clock)
+    spent: list[Spent] = field(default_factory=list)  # this kernel's turns' bills, as their footers showed
 
     def __post_init__(self) -> None:
         self.documents = DocumentChooser(self.executed, self.outputs)
@@ -127,7 +131,7 @@ class Session:
             return (
                 recorded is not None
                 and recorded["name"] == entry.name
-                and worth_keeping(price_for(entry.model, settings.prices), entry.expires - now)
+                and worth_keeping(price_for(entry.model, settings.prices, self.today()), entry.expires - now)
             )
 
         return self.caches.release_all(keep=keep)
@@ -188,7 +192,7 @@ class Session:
         key = None
         if not req.dry_run:
             key = self._turn_key(
-                req, model, state, doc, pieces, request_settings(state, req.mode, settings.temperature)
+                req, model, state, doc, pieces, request_settings(state, req.mode, settings.temperature, model)
             )
         return Resolved(req, model, state, conv, doc, target, shown, tuple(pieces), key)
 
@@ -226,11 +230,24 @@ class Session:
             if piece_key in going or piece_key not in kept:
                 display.note(line)
         unsendable(plan.payload)
-        try:
-            price = price_for(resolved.model, settings.prices)
-        except ValueError as exc:
-            raise UserError(str(exc)) from None
-        return Planned(resolved, plan, pieces, price)
+        day = self.today()
+        price = price_for(resolved.model, settings.prices, day)  # a UserError when the overrides cannot price it
+        return Planned(resolved, plan, pieces, price, day)
+
+    def admit(
+        self, planned: Planned, settings: Settings, body: dict[str, Any], history: Sequence[Turn], spent: float | None
+    ) -> None:
+        """Called before every request of a turn (its first, an edit's retry, a new chain after a lost
+        one, a tool loop's next): a UserError, and the request not sent, when its estimated cost would
+        take the turn past ``max_turn_cost`` or this session past ``max_session_cost``. ``spent``: what
+        the turn's earlier requests cost; None: none was billed yet (nothing was sent)."""
+        caps = settings.caps
+        if planned.price is None or (caps.turn is None and caps.session is None):
+            return  # no cap, or no price to estimate with: tokens only
+        expected = budget.estimate(planned.price, body, history, planned.resolved.model)
+        refused = budget.refusal(expected, caps, spent or 0.0, budget.total(self.spent), first=spent is None)
+        if refused is not None:
+            raise refused
 
     def _plan_turn(self, resolved: Resolved, pieces: tuple[ContextPiece, ...], settings: Settings) -> TurnPlan:
         req = resolved.req
@@ -272,17 +289,23 @@ class Session:
         notices.start(display.note, transport.honours_retry_after)
         answer = None
         try:
+            self.admit(planned, settings, transport.request(plan, conv.history), conv.history, None)
             step = self._cache_step(planned, transport, settings)
 
             def replan() -> TurnPlan:
                 return self._plan_turn(planned.resolved, planned.pieces, settings)
 
-            result, plan = self._send(transport, conv, plan, display, settings, replan, step)
+            def admit(body: dict[str, Any], spent: float | None) -> None:
+                self.admit(planned, settings, body, conv.history, spent)
+
+            result, plan = self._send(transport, conv, plan, display, settings, replan, step, admit)
             result = _on_wire(result, notices)
             if plan.mode == "edit":
-                sent = plan
+                sent, first = plan, result
 
                 def resend(retry: EditRetry) -> TurnResult:
+                    spent = _priced(first.usage, planned.price, planned.day).cost_usd or 0.0
+                    admit(transport.request(sent, conv.history, None, retry), spent)
                     try:
                         again = transport.send(sent, conv.history, display.chunk, self.caches.head(conv), retry)
                     except KeyboardInterrupt:
@@ -298,7 +321,7 @@ class Session:
             raise
         finally:
             notices.start(None)
-        return Sent(planned, plan, replace(result, usage=_priced(result.usage, planned.price)), answer)
+        return Sent(planned, plan, replace(result, usage=_priced(result.usage, planned.price, planned.day)), answer)
 
     def commit(self, sent: Sent, display: TurnDisplay) -> Turn:
         """The answer recorded as the conversation's turn; the conversation exists from now on."""
@@ -309,6 +332,7 @@ class Session:
             replaced.closed = True
             self.caches.release(replaced)
         self.conversations[conv.name] = conv  # a conversation exists once a turn succeeded
+        self.spent.append(Spent(conv.name, sent.planned.resolved.model, turn.usage))
         return turn
 
     def persist(self, sent: Sent, display: TurnDisplay) -> None:
@@ -353,8 +377,10 @@ class Session:
         settings: Settings,
         replan: Callable[[], TurnPlan],
         step: CacheStep,
+        admit: Callable[[dict[str, Any], float | None], None],
     ) -> tuple[TurnResult, TurnPlan]:
-        """Send once; if the server lost the interaction chain, start a new chain once.
+        """Send once; if the server lost the interaction chain, start a new chain once (admitted by the
+        budget like the first: the lost chain's request was refused, so nothing was billed).
 
         Any failure leaves the conversation exactly as it was.
         """
@@ -373,6 +399,7 @@ class Session:
         conv.lose_chain()
         fresh = replan()
         try:
+            admit(transport.request(fresh, conv.history), None)
             return transport.send(fresh, conv.history, display.chunk), fresh
         except KeyboardInterrupt:
             conv.last_interaction_id = previous
@@ -454,8 +481,9 @@ def _planned_head(step: CacheStep) -> CachedHead | None:
     return None
 
 
-def _priced(usage: Usage, price: Price | None) -> Usage:
-    """The turn's cost at the price table's rates, and what the same turn costs with nothing cached."""
+def _priced(usage: Usage, price: Price | None, day: dt.date) -> Usage:
+    """The turn's cost at the rates of its day, and what the same turn costs with nothing cached."""
+    usage = replace(usage, priced_on=day.isoformat())
     if price is None or usage.input_tokens is None or usage.output_tokens is None:
         return usage
     output = usage.output_tokens + (usage.thinking_tokens or 0)
