@@ -261,11 +261,10 @@ IMAGE_NEEDS_PILLOW = note(
     "to downscale it: not sent (pip install pillow, or raise %config GeminiMagics.max_image_bytes)",
     documented=True,
 )
-IMAGE_NOT_WHAT_IT_SAYS = _m(
+IMAGE_NOT_WHAT_IT_SAYS = note(
     "IMAGE_NOT_WHAT_IT_SAYS",
     "{label}'s image {position} is labelled {mime_type}, but its bytes are not such an image (an HTML page "
     "saved as a chart, say): not sent",
-    N,
     documented=True,
 )
 
