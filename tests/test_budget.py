@@ -12,6 +12,7 @@ from helpers.kernel import notebook_kernel, restart
 
 from genai_magics import messages
 from genai_magics.engine.conversation import Turn, Usage
+from genai_magics.engine.errors import UserError
 from genai_magics.gemini.budget import (
     FIRST_TURN_OUTPUT,
     Caps,
@@ -56,14 +57,14 @@ def test_the_estimate_counts_the_request_as_the_kernel_does_and_the_chain_it_rea
 
 def test_a_request_passing_either_cap_is_refused_naming_the_setting():
     assert refusal(0.0036, Caps(), 0, 0, first=True) is None  # off by default
-    assert refusal(0.0036, Caps(turn=0.00001), 0, 0, first=True) == messages.BUDGET_REFUSED.render(
-        estimate="0.0036", name="max_turn_cost", cap="0.00001"
-    )
+    refused = refusal(0.0036, Caps(turn=0.00001), 0, 0, first=True)
+    assert refused is not None and refused.message is messages.BUDGET_REFUSED
+    assert refused.fields == {"estimate": "0.0036", "name": "max_turn_cost", "cap": "0.00001"}
     assert refusal(0.003, Caps(turn=0.003), 0, 0, first=True) is None  # at the cap is within it
     # the session cap counts what this session spent, and the turn's earlier requests
-    assert refusal(0.002, Caps(session=0.01), 0.002, 0.007, first=False) == messages.BUDGET_STOPPED.render(
-        estimate="0.011", name="max_session_cost", cap="0.01"
-    )
+    stopped = refusal(0.002, Caps(session=0.01), 0.002, 0.007, first=False)
+    assert stopped is not None and stopped.message is messages.BUDGET_STOPPED
+    assert stopped.fields == {"estimate": "0.011", "name": "max_session_cost", "cap": "0.01"}
     assert refusal(0.002, Caps(session=0.01), 0, 0.007, first=True) is None
 
 
@@ -71,9 +72,9 @@ def test_a_request_passing_either_cap_is_refused_naming_the_setting():
 def test_a_cap_is_none_or_a_number_at_least_zero(bad):
     assert check_cap("max_turn_cost", None) is None and check_cap("max_turn_cost", 0) == 0.0
     assert check_cap("max_session_cost", 2) == 2.0
-    with pytest.raises(ValueError) as refused:
+    with pytest.raises(UserError) as refused:
         check_cap("max_turn_cost", bad)
-    assert str(refused.value) == messages.CAP_BAD.render(name="max_turn_cost", value=bad)
+    assert refused.value.message is messages.CAP_BAD and refused.value.fields == {"name": "max_turn_cost", "value": bad}
 
 
 def test_dollars_have_two_significant_digits_and_caps_are_shown_as_written():

@@ -10,6 +10,7 @@ import pytest
 from helpers.wire import api_requests
 
 from genai_magics import messages
+from genai_magics.engine.errors import UserError
 from genai_magics.gemini.models import DEFAULT_MODEL, traits
 from genai_magics.gemini.pricing import PRICES, Period, check_overrides, overlap, periods, price_for
 
@@ -96,9 +97,9 @@ def test_an_override_without_dates_holds_every_day_and_keeps_the_tables_other_fi
     ],
 )
 def test_overrides_that_cannot_price_a_day_are_one_line(given, message, fields):
-    with pytest.raises(ValueError) as refused:
+    with pytest.raises(UserError) as refused:
         check_overrides(given)
-    assert str(refused.value) == message.render(**fields)
+    assert (refused.value.message, refused.value.fields) == (message, fields)
 
 
 def test_only_gemini_4_argon_takes_a_thinking_level_and_it_has_no_explicit_caches():

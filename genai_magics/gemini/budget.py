@@ -18,6 +18,7 @@ from typing import Any
 
 from .. import messages
 from ..engine.conversation import Spent, Turn
+from ..engine.errors import UserError
 from ..engine.outputs import part_tokens
 from ..engine.text import estimate_tokens
 from .pricing import Price, turn_cost
@@ -40,11 +41,11 @@ def total(spent: Sequence[Spent]) -> float:
 
 
 def check_cap(name: str, value: Any) -> float | None:
-    """The cap as set (None: off), or a ValueError with its one line: a number >= 0 or None."""
+    """The cap as set (None: off), or a UserError with its one line: a number >= 0 or None."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise ValueError(messages.CAP_BAD.render(name=name, value=value))
+        raise UserError(messages.CAP_BAD, name=name, value=value)
     return float(value)
 
 
@@ -96,8 +97,8 @@ def estimate(price: Price, body: Mapping[str, Any], history: Sequence[Turn], mod
     return turn_cost(price, tokens, 0, expected_output(history))
 
 
-def refusal(expected: float, caps: Caps, turn_spent: float, session_spent: float, first: bool) -> str | None:
-    """The line that stops the request, or None: it may go. ``turn_spent``: the turn's earlier requests;
+def refusal(expected: float, caps: Caps, turn_spent: float, session_spent: float, first: bool) -> UserError | None:
+    """The failure that stops the request, or None: it may go. ``turn_spent``: the turn's earlier requests;
     ``session_spent``: this kernel's turns so far; ``first``: no request of the turn went yet."""
     for name, cap, spent in (
         ("max_turn_cost", caps.turn, turn_spent),
@@ -105,7 +106,7 @@ def refusal(expected: float, caps: Caps, turn_spent: float, session_spent: float
     ):
         if cap is not None and spent + expected > cap:
             what = messages.BUDGET_REFUSED if first else messages.BUDGET_STOPPED
-            return what.render(estimate=dollars(spent + expected), name=name, cap=exact(cap))
+            return UserError(what, estimate=dollars(spent + expected), name=name, cap=exact(cap))
     return None
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from .. import messages
+from ..engine.errors import UserError
 
 PRICES_AS_OF = "2026-12-02"
 
@@ -161,7 +162,7 @@ def _day(model: str, key: str, value: Any) -> dt.date:
             return dt.date.fromisoformat(value)
         except ValueError:
             pass
-    raise ValueError(messages.PRICE_DATE_BAD.render(model=model, key=key, value=value))
+    raise UserError(messages.PRICE_DATE_BAD, model=model, key=key, value=value)
 
 
 def _amount(value: Any) -> bool:
@@ -175,36 +176,34 @@ def _own_periods(model: str, given: Any) -> list[tuple[Period, dict[str, Any]]]:
     out = []
     for entry in entries:
         if not isinstance(entry, Mapping):
-            raise ValueError(messages.PRICE_ENTRY_BAD.render(model=model, kind=type(entry).__name__))
+            raise UserError(messages.PRICE_ENTRY_BAD, model=model, kind=type(entry).__name__)
         unknown = set(entry) - known - set(_DATES)
         if unknown:
-            raise ValueError(
-                messages.PRICE_FIELDS_UNKNOWN.render(
-                    model=model, unknown=sorted(unknown), known=sorted(known) + list(_DATES)
-                )
+            raise UserError(
+                messages.PRICE_FIELDS_UNKNOWN, model=model, unknown=sorted(unknown), known=sorted(known) + list(_DATES)
             )
         bad = sorted(k for k in known & set(entry) if not _amount(entry[k]))
         if bad:
-            raise ValueError(messages.PRICE_VALUE_BAD.render(model=model, fields=bad))
+            raise UserError(messages.PRICE_VALUE_BAD, model=model, fields=bad)
         start = _day(model, "from", entry["from"]) if "from" in entry else None
         end = _day(model, "until", entry["until"]) if "until" in entry else None
         if start and end and end < start:
-            raise ValueError(messages.PRICE_PERIOD_EMPTY.render(model=model, start=start, end=end))
+            raise UserError(messages.PRICE_PERIOD_EMPTY, model=model, start=start, end=end)
         values = {k: v for k, v in entry.items() if k in known}
         out.append((Period(Price(0, 0, 0, 0, 0), start, end), values))
     clash = overlap([p for p, _ in out])
     if clash:
-        raise ValueError(
-            messages.PRICE_PERIODS_OVERLAP.render(model=model, first=clash[0].describe(), second=clash[1].describe())
+        raise UserError(
+            messages.PRICE_PERIODS_OVERLAP, model=model, first=clash[0].describe(), second=clash[1].describe()
         )
     return out
 
 
 def check_overrides(overrides: Overrides) -> None:
-    """A ValueError with its one line when ``GeminiMagics.prices`` cannot price every day it names."""
+    """A UserError with its one line when ``GeminiMagics.prices`` cannot price every day it names."""
     for model in overrides:
         if not isinstance(model, str):
-            raise ValueError(messages.PRICE_MODEL_BAD.render(key=model))
+            raise UserError(messages.PRICE_MODEL_BAD, key=model)
         periods(model, overrides)
 
 
@@ -234,7 +233,7 @@ def periods(model: str, overrides: Overrides | None = None) -> list[Period]:
         if base is None:
             missing = set(_PRICES) - set(own)
             if missing:
-                raise ValueError(messages.PRICE_FIELDS_MISSING.render(model=name, missing=sorted(missing)))
+                raise UserError(messages.PRICE_FIELDS_MISSING, model=name, missing=sorted(missing))
             price = Price(**{"cache_minimum": 4096, **own, "source": "GeminiMagics.prices"})
         else:
             price = replace(base.price, **own, source=f"{base.price.source}; overridden by GeminiMagics.prices")

@@ -73,7 +73,7 @@ def _storage_costs(call: Call) -> list[tuple[str, float, float | None]]:
     for model, hours in call.state.session.caches.storage_token_hours().items():
         try:
             price = price_for(model.removeprefix("models/"), call.options.prices, call.state.session.today())
-        except ValueError:
+        except UserError:
             price = None
         out.append((model.removeprefix("models/"), hours, storage_cost(price, hours) if price else None))
     return out

@@ -14,6 +14,7 @@ from traitlets import Bool, Dict, Enum, Float, Int, TraitError, TraitType, Unico
 
 from .. import messages
 from ..engine.conversation import STATE_MODES
+from ..engine.errors import UserError
 from ..frontends.notebook_view import notebook_path_from
 from ..gemini.budget import Caps, check_cap
 from ..gemini.models import DEFAULT_MODEL
@@ -34,11 +35,11 @@ class Dollars(TraitType[float | None, Any]):
     def validate(self, obj: Any, value: Any) -> float | None:
         try:
             return check_cap(self.name or "", value)
-        except ValueError as exc:
+        except UserError as exc:
             raise TraitError(_line(exc)) from None
 
 
-def _line(exc: ValueError) -> str:
+def _line(exc: UserError) -> str:
     """A refused setting as the one line the user reads (``%config`` prints it after ``ERROR:root:``)."""
     return messages.PREFIX + str(exc)
 
@@ -115,7 +116,7 @@ class GeminiOptions(Magics):
     def _valid_prices(self, proposal: Any) -> Any:
         try:
             check_overrides(proposal["value"])
-        except ValueError as exc:
+        except UserError as exc:
             raise TraitError(_line(exc)) from None
         return proposal["value"]
 

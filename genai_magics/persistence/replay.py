@@ -99,7 +99,7 @@ class Replay:
                 if rerun
                 else messages.REPLAY_ONLY_NO_MATCH.render(position=position, name=name)
             )
-            raise UserError(messages.REPLAY_ONLY.render(why=why))
+            raise UserError(messages.REPLAY_ONLY, why=why)
         if rec is None or rec.cursor >= rec.replayable:
             return None  # nothing recorded by an earlier kernel is left to replay
         if self.mode == "off":

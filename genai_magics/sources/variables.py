@@ -311,7 +311,7 @@ def variable_pieces(names: Sequence[str], namespace: Mapping[str, object], max_c
         try:
             value = namespace[name]
         except KeyError:
-            raise UserError(messages.NO_SUCH_VARIABLE.render(name=name)) from None
+            raise UserError(messages.NO_SUCH_VARIABLE, name=name) from None
         pieces.append(ContextPiece(VARIABLES_FIELD, summarize(value, name, max_chars), name=name))
     return pieces
 
@@ -328,11 +328,11 @@ def parse_var_list(text: str) -> list[str]:
             continue
         if not _is_variable_name(item):
             hint = messages.NO_ATTRIBUTES.render() if "." in item else ""
-            raise UserError(messages.NOT_A_VARIABLE_NAME.render(item=item, hint=hint))
+            raise UserError(messages.NOT_A_VARIABLE_NAME, item=item, hint=hint)
         if item not in names:
             names.append(item)
     if not names:
-        raise UserError(messages.NO_VARIABLE_NAMES.render())
+        raise UserError(messages.NO_VARIABLE_NAMES)
     return names
 
 

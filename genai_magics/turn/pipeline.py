@@ -78,7 +78,7 @@ class Session:
     def conversation(self, name: str, state: StateMode, new: bool = False) -> Conversation:
         """The named conversation, or a new one that is kept only once a turn succeeds."""
         if not CONVERSATION_NAME.match(name):
-            raise UserError(messages.BAD_NAME.render(name=name))
+            raise UserError(messages.BAD_NAME, name=name)
         if new or name not in self.conversations:
             return Conversation(name=name, state_mode=state)
         return self.conversations[name]
@@ -142,7 +142,7 @@ class Session:
         try:
             return available_models(client)
         except Exception as exc:
-            raise UserError(describe(exc, attempts=settings.retry_attempts, timeout_s=settings.timeout_s)) from exc
+            raise describe(exc, attempts=settings.retry_attempts, timeout_s=settings.timeout_s) from exc
 
     # -- a turn --------------------------------------------------------------
     def run(
@@ -172,7 +172,7 @@ class Session:
         # The prompt as the model gets it: no key, even one interpolated from a variable.
         req = replace(req, prompt=redact(req.prompt.strip()))
         if not req.prompt:
-            raise UserError(messages.PROMPT_EMPTY.render())
+            raise UserError(messages.PROMPT_EMPTY)
         note = self.open_record(settings)
         if note:
             display.error(note)
@@ -231,10 +231,7 @@ class Session:
                 display.note(line)
         unsendable(plan.payload)
         day = self.today()
-        try:
-            price = price_for(resolved.model, settings.prices, day)
-        except ValueError as exc:
-            raise UserError(str(exc)) from None
+        price = price_for(resolved.model, settings.prices, day)  # a UserError when the overrides cannot price it
         return Planned(resolved, plan, pieces, price, day)
 
     def admit(
@@ -250,7 +247,7 @@ class Session:
         expected = budget.estimate(planned.price, body, history, planned.resolved.model)
         refused = budget.refusal(expected, caps, spent or 0.0, budget.total(self.spent), first=spent is None)
         if refused is not None:
-            raise UserError(refused)
+            raise refused
 
     def _plan_turn(self, resolved: Resolved, pieces: tuple[ContextPiece, ...], settings: Settings) -> TurnPlan:
         req = resolved.req
@@ -312,9 +309,9 @@ class Session:
                     try:
                         again = transport.send(sent, conv.history, display.chunk, self.caches.head(conv), retry)
                     except KeyboardInterrupt:
-                        raise UserError(messages.STOPPED.render()) from None
+                        raise UserError(messages.STOPPED) from None
                     except Exception as exc:
-                        raise UserError(self._failure(exc, settings)) from exc
+                        raise self._failure(exc, settings) from exc
                     return _on_wire(again, notices)
 
                 result, answer = settle(result, plan.document, resend, display.note)
@@ -392,10 +389,10 @@ class Session:
                 conv, transport, plan, conv.history, display.chunk, display.note, step, settings.cache_ttl_s
             ), plan
         except KeyboardInterrupt:
-            raise UserError(messages.STOPPED.render()) from None
+            raise UserError(messages.STOPPED) from None
         except Exception as exc:
             if not (plan.previous_interaction_id and status_code(exc) == 404):
-                raise UserError(self._failure(exc, settings)) from exc
+                raise self._failure(exc, settings) from exc
         # The server forgot the chain: a new one that carries what the model needs.
         display.note(messages.CHAIN_LOST.render())
         previous = conv.last_interaction_id
@@ -406,15 +403,15 @@ class Session:
             return transport.send(fresh, conv.history, display.chunk), fresh
         except KeyboardInterrupt:
             conv.last_interaction_id = previous
-            raise UserError(messages.STOPPED.render()) from None
+            raise UserError(messages.STOPPED) from None
         except Exception as again:
             conv.last_interaction_id = previous
-            raise UserError(self._failure(again, settings)) from again
+            raise self._failure(again, settings) from again
 
     @staticmethod
-    def _failure(exc: BaseException, settings: Settings) -> str:
+    def _failure(exc: BaseException, settings: Settings) -> UserError:
         if isinstance(exc, UserError):
-            return str(exc)
+            return exc
         return describe(exc, attempts=settings.client.retry_attempts, timeout_s=settings.client.timeout_s)
 
     @staticmethod
@@ -471,7 +468,7 @@ def unsendable(payload: dict[str, Any]) -> None:
             text.encode("utf-8")
         except UnicodeEncodeError as exc:
             raise UserError(
-                messages.FIELD_NOT_TEXT.render(name=name, char=ascii(text[exc.start : exc.start + 1]), at=exc.start)
+                messages.FIELD_NOT_TEXT, name=name, char=ascii(text[exc.start : exc.start + 1]), at=exc.start
             ) from None
 
 
