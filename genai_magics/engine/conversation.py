@@ -20,6 +20,7 @@ from .edits import Edits, edits_chars
 from .hashing import sha256_text
 from .payloads import user_payload
 from .text import clip
+from .tools import ToolRound, tool_pieces
 
 Mode = Literal["ask", "edit"]
 StateMode = Literal["contents", "interactions"]
@@ -42,6 +43,7 @@ class Usage:
     cached_tokens: int | None = None  # input served from a cache, explicit or implicit
     thinking_tokens: int | None = None
     cache_write_tokens: int = 0  # tokens written into an explicit cache for this turn (billed as input)
+    requests: int = 1  # the requests the turn sent (a function call answered is one more); the rest sums them
     cost_usd: float | None = None  # None: the model has no price
     resend_cost_usd: float | None = None  # the same input and output with nothing cached
 
@@ -69,6 +71,7 @@ class Turn:
     interaction_id: str | None = None
     usage: Usage = field(default_factory=Usage)
     saved_tokens: int = 0
+    tool_rounds: tuple[ToolRound, ...] = ()  # the functions the model called, each request's calls and results
 
     @property
     def holds_valid_proposal(self) -> bool:
@@ -299,6 +302,7 @@ class Conversation:
         interaction_id: str | None = None,
         usage: Usage = Usage(),
         saved_tokens: int = 0,
+        tool_rounds: tuple[ToolRound, ...] = (),
     ) -> Turn:
         doc = plan.document
         turn = Turn(
@@ -323,6 +327,7 @@ class Conversation:
             interaction_id=interaction_id,
             usage=usage,
             saved_tokens=saved_tokens,
+            tool_rounds=tool_rounds,
         )
         if plan.state_mode == "interactions":
             if plan.previous_interaction_id is None:  # a new chain holds only what this turn sends
@@ -355,7 +360,7 @@ class Conversation:
             self.sync.active_document_sha256 = turn.proposal_sha256
         elif doc is not None:
             self.sync.active_document_sha256 = doc.sha256
-        for piece in plan.pieces:
+        for piece in (*plan.pieces, *tool_pieces(tool_rounds)):  # a result the model received, it holds
             self.sync.context_hashes[piece.key] = piece.sha256
         if doc is not None:
             self.document_key = doc.key
