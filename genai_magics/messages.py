@@ -546,3 +546,12 @@ KEY_LINE_CHANGED = _m(
     N,
     documented=True,
 )
+
+# -- the functions the model calls (sources/tools.py): one line in the cell per call ------------
+TOOL_CALLED = _m("TOOL_CALLED", "→ {call}: {chars:,} chars", N)
+TOOL_UNCHANGED = _m("TOOL_UNCHANGED", "→ {call}: unchanged, {chars:,} chars (the model holds it)", N)
+TOOL_FAILED = _m("TOOL_FAILED", "→ {call}: error result: {error}", N, documented=True)
+TOOL_LIMIT = _m("TOOL_LIMIT", "{count} tool calls: the limit (max_tool_calls)", N, documented=True)
+TOOL_NO_VARIABLE = _m("TOOL_NO_VARIABLE", "inspect_variable: no variable named {name!r} in the notebook", P)
+TOOL_NO_EXCEPTION = _m("TOOL_NO_EXCEPTION", "last_error: no exception has been raised in this session yet", P)
+UNKNOWN_TOOLS = _m("UNKNOWN_TOOLS", "tools: {names} is not one of the functions ({known})", E, documented=True)

@@ -64,7 +64,10 @@ class TurnTools:
     before_request: Callable[[], None] = _no_request_check
 
     def run(self, call: ToolCall, offered: Sequence[str]) -> ToolResult:
-        why = bad_call(call, offered) if self.answer is None else None
+        """A call to a function not offered, or with garbage arguments, is an error result; else ``answer``."""
+        why = bad_call(call, offered)
+        if why is None and self.answer is None:
+            why = bad_call(call, ())
         return error_result(call, why) if why is not None or self.answer is None else self.answer(call)
 
 
