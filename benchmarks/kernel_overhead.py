@@ -7,7 +7,7 @@ Part 1, per call (network excluded), in one IPython ``InteractiveShell``:
   * a realistic transcript first: 10 turns (asks and applied edits, plus one
     interactions-mode conversation of 6 turns) sent for real through the SDK to
     the stand-in (``genai_magics.stub.StubServer``);
-  * then the network is cut out: ``genai_magics.session.TRANSPORTS`` is patched
+  * then the network is cut out: ``genai_magics.turn.pipeline.TRANSPORTS`` is patched
     (in this process only) with transports that build the exact request body
     with the package's own ``request()`` (and measure its size as the real
     transport does) but answer with a canned reply instead of calling the SDK,
@@ -157,10 +157,10 @@ class Null(io.TextIOBase):
 
 def install_fake_transports() -> None:
     """Build the real request body, answer without the SDK or the network."""
-    from genai_magics import session as session_mod
     from genai_magics.engine.conversation import Usage
     from genai_magics.gemini.transport import TRANSPORTS, TurnResult, body_bytes
     from genai_magics.stub.model import ask_reply, edit_reply
+    from genai_magics.turn import pipeline as session_mod
 
     class OfflineCaches:
         """The explicit-cache calls are network too: answered at once, so the rows time our bookkeeping only
@@ -209,8 +209,9 @@ def part1(calls: int) -> tuple[list[tuple[str, list[float], str]], list[str]]:
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
 
-    from genai_magics.session import Session, TurnRequest
     from genai_magics.stub import StubServer
+    from genai_magics.turn.pipeline import Session
+    from genai_magics.turn.requests import TurnRequest
 
     notes: list[str] = []
     tmp = Path(tempfile.mkdtemp(prefix="genai-overhead-"))
@@ -331,21 +332,21 @@ def breakdown(magics, settings, calls: int, label: str = "") -> list[str]:
     """Median ms of each engine step of one ask turn (same inputs as the dry run)."""
     from genai_magics.engine.context import secondary_context
     from genai_magics.gemini.transport import TRANSPORTS, body_bytes
-    from genai_magics.session import TurnRequest
+    from genai_magics.turn.requests import TurnRequest
 
     req = TurnRequest(mode="ask", prompt="Why is the summary tuple built this way?", cell=TARGET)
     session, frontend = magics.session, magics._frontend()
     conv = session.conversations["default"]
-    doc, _ = session.resolve_document(frontend, req, settings)
+    doc, _ = session.documents.resolve_document(frontend, req, settings)
     cells = list(frontend.view.cells())
-    pieces = session.context_pieces(frontend.view, req, doc, settings)
+    pieces = session.documents.context_pieces(frontend.view, req, doc, settings)
     plan = conv.plan_turn("ask", req.prompt, doc, pieces, "contents")
     transport = TRANSPORTS["contents"](lambda: None, settings.model)
     body = transport.request(plan, conv.history)
     steps = {
         "view().cells()": lambda: list(frontend.view.cells()),
-        "resolve_document": lambda: session.resolve_document(frontend, req, settings),
-        "context_pieces": lambda: session.context_pieces(frontend.view, req, doc, settings),
+        "resolve_document": lambda: session.documents.resolve_document(frontend, req, settings),
+        "context_pieces": lambda: session.documents.context_pieces(frontend.view, req, doc, settings),
         "  of which secondary_context()": lambda: secondary_context(cells, {TARGET}, settings.secondary_context_chars),
         "plan_turn": lambda: conv.plan_turn("ask", req.prompt, doc, pieces, "contents"),
         "request body (build_contents)": lambda: transport.request(plan, conv.history),
@@ -361,7 +362,8 @@ def breakdown(magics, settings, calls: int, label: str = "") -> list[str]:
 def sdk_loopback(calls: int) -> str:
     """Info only: real SDK calls over loopback to a stand-in in another process."""
     import genai_magics.gemini.transport as transport_mod
-    from genai_magics.session import Session, Settings, TurnRequest
+    from genai_magics.turn.pipeline import Session
+    from genai_magics.turn.requests import Settings, TurnRequest
 
     proc = subprocess.Popen(
         [sys.executable, "-m", "genai_magics.stub", "--port", "0"], stdout=subprocess.PIPE, text=True, cwd=str(ROOT)
@@ -375,11 +377,11 @@ def sdk_loopback(calls: int) -> str:
         for i in range(N_CELLS):
             s.executed.add(f"c{i:03d}", cell_source(i), i + 1)
         s.executed.add("magic", "%%gemini_ask\nq", N_CELLS + 1)
-        from genai_magics.magics import GeminiMagics
+        from genai_magics.kernel.magics import GeminiMagics
 
         settings = Settings(model=GeminiMagics.class_traits()["model"].default_value, state="contents")
         real = {"contents": transport_mod.ContentsTransport, "interactions": transport_mod.InteractionsTransport}
-        import genai_magics.session as session_mod
+        import genai_magics.turn.pipeline as session_mod
 
         patched = dict(session_mod.TRANSPORTS)
         session_mod.TRANSPORTS.update(real)
@@ -420,12 +422,12 @@ before = set(sys.modules)
 import_ms = None
 warm_ups = []
 if sys.argv[1:] == ["import-first"]:
-    import genai_magics.magics
+    import genai_magics.kernel.magics
     import_ms = (time.perf_counter() - t1) * 1000
     # This run checks what load_ext itself imports on the main thread: the background
     # warm-up (which imports google.genai on purpose) is only recorded, not started.
-    import genai_magics.session
-    genai_magics.session.Session.warm_up = lambda self, settings: warm_ups.append(settings.model)
+    import genai_magics.turn.clients
+    genai_magics.turn.clients.Clients.warm_up = lambda self, settings: warm_ups.append(settings.model)
     t1 = time.perf_counter()
 ip.run_line_magic("load_ext", "genai_magics")
 t2 = time.perf_counter()
@@ -551,7 +553,7 @@ import time
 _cell_starts = []
 get_ipython().events.register("pre_run_cell", lambda info: _cell_starts.append(time.time()))
 """
-NO_WARM_UP = "import genai_magics.session as _s; _s.Session.warm_up = lambda self, settings: None"
+NO_WARM_UP = "import genai_magics.turn.clients as _c; _c.Clients.warm_up = lambda self, settings: None"
 
 
 WAIT_FOR_WARM_UP = r"""
@@ -689,7 +691,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{'<= ' + format(GOAL_LOAD_MS, 'g'):>8}  {'PASS' if lm <= GOAL_LOAD_MS else 'FAIL'}"
     )
     print(
-        f"{'  split: import genai_magics.magics':<42} {statistics.median(load['import']):>10.1f} "
+        f"{'  split: import genai_magics.kernel.magics':<42} {statistics.median(load['import']):>10.1f} "
         f"{pct(load['import'], 0.9):>8.1f} {min(load['import']):>8.1f} {'-':>8}"
     )
     print(
@@ -734,7 +736,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"({args.latency_kernels} fresh ipykernels per first-turn row, {LATER_TURNS} turns each; measured from "
             "the magic cell's pre_run_cell to the stand-in's arrival time. 'no warm-up' is the package with "
-            "Session.warm_up disabled in the kernel, as before; 'after the warm-up' asks once it is over, as a "
+            "Clients.warm_up disabled in the kernel, as before; 'after the warm-up' asks once it is over, as a "
             "user typing the first question does; 'Run All' asks at once, so the turn waits for the warm-up)"
         )
     print()

@@ -112,10 +112,11 @@ from genai_magics.engine.payloads import SYSTEM_INSTRUCTION, WHOLE_RESPONSE_SCHE
 from genai_magics.frontends.cell_writer import KernelStateWriter  # noqa: E402
 from genai_magics.gemini import transport as _transport  # noqa: E402
 from genai_magics.gemini.pricing import PRICES, Price  # noqa: E402
-from genai_magics.session import Session, Settings, TurnRequest  # noqa: E402
 from genai_magics.stub import StubServer  # noqa: E402
 from genai_magics.stub import sse as _sse  # noqa: E402
 from genai_magics.stub.model import edit_source  # noqa: E402
+from genai_magics.turn.pipeline import Session
+from genai_magics.turn.requests import Settings, TurnRequest  # noqa: E402
 from genai_magics.ui.proposal import ProposalController  # noqa: E402
 
 _original_chunks = _sse.chunks
@@ -155,7 +156,7 @@ MINUTE = 60.0  # simulated time per turn
 
 
 def default_model() -> str:
-    from genai_magics.magics import GeminiMagics
+    from genai_magics.kernel.magics import GeminiMagics
 
     return GeminiMagics.class_traits()["model"].default_value
 
@@ -709,7 +710,7 @@ def time_to_apply(stub: StubServer, model: str) -> list[str]:
         session = Session()
         session.executed.add(CELL, cell, 1)
         settings = Settings(model=model, state="contents")
-        session.warm_up(settings).join()  # as %load_ext does: the SDK imported and the client made beforehand
+        session.clients.warm_up(settings).join()  # as %load_ext does: the SDK imported and the client made beforehand
         t0 = time.perf_counter()
         outcome = session.run(TurnRequest(mode="edit", prompt="Add logging.", cell=CELL), settings, RecordingDisplay())
         ProposalController(

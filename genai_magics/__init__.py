@@ -9,8 +9,8 @@ __version__ = "0.1.0"
 
 
 def load_ipython_extension(ipython) -> None:
-    from .magics import GeminiMagics
-    from .shell_state import state_of
+    from .kernel.magics import GeminiMagics
+    from .kernel.shell_state import state_of
 
     state = state_of(ipython)  # kept on the shell: a %reload_ext continues its conversations
     if state.magics is not None:
@@ -32,9 +32,9 @@ def load_ipython_extension(ipython) -> None:
     # for less than a new one costs (Session.at_exit; bounded: never blocks long).
     atexit.register(magics.at_exit)
     # The SDK's import and first-use costs (~0.5-2 s): paid now, off the main thread, not by the first turn.
-    magics.session.warm_up(magics._settings())
+    magics.session.clients.warm_up(magics._settings())
     from .frontends import waiting
-    from .line_syntax import one_line_questions
+    from .kernel.line_syntax import one_line_questions
 
     magics.transformers.append((ipython.input_transformers_cleanup, one_line_questions))
     if getattr(ipython, "kernel", None) is not None and waiting.mechanism() == "async":
@@ -44,7 +44,7 @@ def load_ipython_extension(ipython) -> None:
 
 
 def unload_ipython_extension(ipython) -> None:
-    from .shell_state import state_of
+    from .kernel.shell_state import state_of
 
     state = state_of(ipython)
     magics, state.magics = state.magics, None  # the rest of the state waits for the next load
@@ -52,7 +52,7 @@ def unload_ipython_extension(ipython) -> None:
         return
     ipython.events.unregister("pre_run_cell", magics.pre_run_cell)
     ipython.events.unregister("post_run_cell", magics.post_run_cell)
-    magics.session.outputs.uninstall()
+    state.session.outputs.uninstall()
     for transformers, transform in magics.transformers:  # exactly what this load added
         if transform in transformers:
             transformers.remove(transform)
@@ -65,6 +65,6 @@ def unload_ipython_extension(ipython) -> None:
     import atexit
 
     atexit.unregister(magics.at_exit)
-    magics.session.caches.release_all()  # unload deletes them all
+    state.session.caches.release_all()  # unload deletes them all
     if magics in ipython.configurables:
         ipython.configurables.remove(magics)

@@ -15,7 +15,7 @@ from helpers.wire import api_requests
 
 from genai_magics import messages
 from genai_magics.engine.cells import Cell
-from genai_magics.frontends.notebook_edit import notebook_text
+from genai_magics.engine.notebook_text import notebook_text
 
 pytestmark = pytest.mark.kernel  # every test here starts a kernel (fixture or fake frontend)
 

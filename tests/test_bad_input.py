@@ -157,7 +157,7 @@ def test_never_run_file_cell_is_a_valid_target(kernel, stub):
 
 
 def test_document_over_the_default_cap_of_about_one_megabyte(kernel, stub):
-    from genai_magics.magics import GeminiMagics
+    from genai_magics.kernel.magics import GeminiMagics
 
     assert 900_000 <= GeminiMagics.class_traits()["max_document_bytes"].default_value <= 1_100_000
     big = "DATA = '" + "x" * 1_100_000 + "'\n"

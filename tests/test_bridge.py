@@ -262,7 +262,7 @@ def _load_code() -> str:
 
     if "Bridge" in inspect.getsource(genai_magics):
         return (
-            "%load_ext genai_magics\nfrom genai_magics.shell_state import state_of\n"
+            "%load_ext genai_magics\nfrom genai_magics.kernel.shell_state import state_of\n"
             "B = state_of(get_ipython()).bridge\n"
         )
     return ATTACH

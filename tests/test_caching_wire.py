@@ -243,7 +243,8 @@ def test_a_cache_that_cannot_be_made_leaves_the_turn_going_without_one(kernel, s
 def test_switching_to_interactions_mode_deletes_the_contents_cache(stub, monkeypatch):
     from helpers.kernel import point_sdk_at
 
-    from genai_magics.session import Session, Settings, TurnRequest
+    from genai_magics.turn.pipeline import Session
+    from genai_magics.turn.requests import Settings, TurnRequest
 
     stub.reset()
     point_sdk_at(monkeypatch, stub.url)

@@ -24,7 +24,7 @@ from helpers.wire import api_requests, current_payload
 
 from genai_magics.engine.cells import Cell, is_genai_magic
 from genai_magics.engine.hashing import sha256_text
-from genai_magics.frontends.notebook_edit import Block, describe_ops, notebook_text, parse_blocks, proposal_ops
+from genai_magics.engine.notebook_text import Block, describe_ops, notebook_text, parse_blocks, proposal_ops
 
 nbformat = lazy_import("nbformat")
 

@@ -36,8 +36,9 @@ from genai_magics.engine.conversation import TransitionRefused
 from genai_magics.engine.errors import UserError
 from genai_magics.engine.hashing import sha256_text
 from genai_magics.gemini.transport import ClientSettings
-from genai_magics.magics import GeminiMagics
-from genai_magics.session import Session, Settings, TurnRequest
+from genai_magics.kernel.magics import GeminiMagics
+from genai_magics.turn.pipeline import Session
+from genai_magics.turn.requests import Settings, TurnRequest
 
 MODEL = GeminiMagics.class_traits()["model"].default_value
 TARGET, OTHER = "target", "other"

@@ -226,7 +226,7 @@ def test_retries_exhausted_show_attempts_and_change_nothing(kernel, stub):
 
 
 def test_retry_attempts_and_timeout_are_traitlets():
-    from genai_magics.magics import GeminiMagics
+    from genai_magics.kernel.magics import GeminiMagics
 
     traits = GeminiMagics.class_traits(config=True)
     assert {"retry_attempts", "timeout"} <= set(traits)
@@ -391,8 +391,9 @@ def test_debug_on_shows_traceback_of_an_unexpected_error(kernel, stub):
 def test_the_wait_shown_is_the_wait_taken_with_a_retry_after_header(stub, monkeypatch, mode):
     """'retrying in ~N s' must match the pause before the next attempt (in-process: timing only)."""
     from genai_magics.gemini.transport import ClientSettings
-    from genai_magics.magics import GeminiMagics
-    from genai_magics.session import Session, Settings, TurnRequest
+    from genai_magics.kernel.magics import GeminiMagics
+    from genai_magics.turn.pipeline import Session
+    from genai_magics.turn.requests import Settings, TurnRequest
 
     point_sdk_at(monkeypatch, stub.url)
     stub.reset()
@@ -422,8 +423,9 @@ def test_refused_connection_is_not_silent(stub, monkeypatch, mode):
     connection and each retry is announced (like a 429's) as it starts; the interactions client
     does not retry it, so the line comes at once."""
     from genai_magics.gemini.transport import ClientSettings
-    from genai_magics.magics import GeminiMagics
-    from genai_magics.session import Session, Settings, TurnRequest
+    from genai_magics.kernel.magics import GeminiMagics
+    from genai_magics.turn.pipeline import Session
+    from genai_magics.turn.requests import Settings, TurnRequest
 
     traits = GeminiMagics.class_traits()
     point_sdk_at(monkeypatch, f"http://127.0.0.1:{closed_port()}")

@@ -80,7 +80,7 @@ def test_help_is_plain_text_for_each_form(magic_shell, magic):
 
 
 def test_gemini_help_lists_every_subcommand_of_the_table(magic_shell):
-    from genai_magics.line_commands import COMMANDS
+    from genai_magics.kernel.line_commands import COMMANDS
 
     shown = magic_shell.run("%gemini help", cell_id="m")
     for name, command in COMMANDS.items():

@@ -16,6 +16,10 @@ ALLOWED = {
     "frontends": {"frontends", "engine", "messages"},
     "ui": {"ui", "frontends", "engine", "messages"},
     "persistence": {"persistence", "engine", "messages"},
+    # a turn from request to record: every layer of the protocol, none of what the user sees
+    "turn": {"turn", "engine", "sources", "gemini", "frontends", "persistence", "messages"},
+    # the IPython face: the magics, their flags and options, the shell's state, the %gemini commands
+    "kernel": {"kernel", "turn", "engine", "sources", "gemini", "frontends", "persistence", "ui", "messages"},
 }
 FORBIDDEN_IN_ENGINE = ("IPython", "ipywidgets", "ipykernel", "google", "httpx", "traitlets")
 
@@ -82,19 +86,57 @@ def test_messages_are_standard_library_only():
         assert level == 0 and module.split(".")[0] in sys.stdlib_module_names, f"messages.py imports {module}"
 
 
-# On top of the layers: the IPython face (the magics, their options and flags, the %gemini table,
-# load/unload), the modules that import no IPython (a turn, the per-shell state, an edit answer,
-# the one-line syntax) and the demo (a kernel's client, from outside).
-IPYTHON_FACE = {"__init__.py", "magics.py", "options.py", "magic_flags.py", "line_commands.py"}
-NO_IPYTHON = {"session.py", "shell_state.py", "edit_answer.py", "line_syntax.py", "messages.py"}
-CLIENT = {"demo.py"}
+# The root holds only the extension's entry (load/unload), the catalogue of sentences and the demo
+# (a kernel's client, from outside); the layers below the IPython face import no UI toolkit.
+ROOT = {"__init__.py", "messages.py", "demo.py"}
 UI_TOOLKITS = ("IPython", "ipywidgets", "ipykernel", "traitlets")
 
 
-def test_every_module_on_top_is_either_the_ipython_face_or_free_of_it():
-    on_top = {path.name for path in PACKAGE.glob("*.py")}
-    named = IPYTHON_FACE | NO_IPYTHON | CLIENT
-    assert on_top == named, f"say which a new module is: {on_top ^ named}"
-    for name in NO_IPYTHON:
-        for level, module in _imports(PACKAGE / name):
-            assert level or module.split(".")[0] not in UI_TOOLKITS, f"{name} imports {module}"
+def test_the_root_holds_the_entry_the_catalogue_and_the_demo():
+    assert {path.name for path in PACKAGE.glob("*.py")} == ROOT, "a module belongs in a layer's folder"
+    folders = {path.name for path in PACKAGE.iterdir() if path.is_dir() and (path / "__init__.py").exists()}
+    assert folders == set(ALLOWED) | {"stub"}, f"say where a new folder sits among the layers: {folders ^ set(ALLOWED)}"
+
+
+def test_a_turn_imports_no_ui_toolkit():
+    for path in (PACKAGE / "turn").glob("*.py"):
+        for level, module in _imports(path):
+            assert level or module.split(".")[0] not in UI_TOOLKITS, f"turn/{path.name} imports {module}"
+
+
+def _module_of(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _target(path: Path, level: int, module: str) -> str:
+    if level == 0:
+        return module
+    base = _module_of(path).split(".")
+    if path.name != "__init__.py":
+        base = base[:-1]
+    return ".".join(base[: len(base) - (level - 1)] + module.split("."))
+
+
+def test_no_import_cycle():
+    # every import counts, lazy and TYPE_CHECKING ones too: a cycle through them is still two modules
+    # that know each other
+    modules = {_module_of(path): path for path in PACKAGE.rglob("*.py")}
+    graph = {
+        name: {t for level, m in _imports(path) if (t := _target(path, level, m)) in modules and t != name}
+        for name, path in modules.items()
+    }
+    graph = {name: {t for t in targets if not name.startswith(t + ".")} for name, targets in graph.items()}
+    done: set[str] = set()
+
+    def visit(name: str, stack: list[str]) -> None:
+        if name in stack:
+            raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(name) :] + [name]))
+        if name in done:
+            return
+        for target in sorted(graph[name]):
+            visit(target, stack + [name])
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name, [])

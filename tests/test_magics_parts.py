@@ -21,11 +21,12 @@ from genai_magics.frontends.companion import Companion
 from genai_magics.frontends.frontend import Frontend, KernelSide, Kind, for_run
 from genai_magics.frontends.notebook_edit import NotebookWriter
 from genai_magics.frontends.notebook_view import ExecutedCells, MergedView
-from genai_magics.line_commands import chosen
-from genai_magics.magic_flags import turn_request
-from genai_magics.magics import GeminiMagics
-from genai_magics.session import Session, Settings, TurnRequest
+from genai_magics.kernel.line_commands import chosen
+from genai_magics.kernel.magic_flags import turn_request
+from genai_magics.kernel.magics import GeminiMagics
 from genai_magics.sources.explicit import ExplicitContext
+from genai_magics.turn.pipeline import Session
+from genai_magics.turn.requests import Settings, TurnRequest
 from genai_magics.ui.display import NotebookDisplay
 from genai_magics.ui.proposal_display import Place, Proposed, controller_for, show_proposal
 
@@ -287,7 +288,7 @@ def test_a_file_cell_is_the_executed_cell_of_its_id_or_else_of_a_text_it_held():
 def test_a_magic_line_parsed_again_is_the_same_flags_in_an_object_of_its_own():
     from IPython.core.error import UsageError
 
-    from genai_magics.magics import _parsed
+    from genai_magics.kernel.magics import _parsed
 
     line = "--cell c1 -c review --vars df,model Why"
     first, again = _parsed(GeminiMagics.gemini_edit, line), _parsed(GeminiMagics.gemini_edit, line)

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_default_model_is_named_in_one_place():
-    from genai_magics.magics import GeminiMagics
+    from genai_magics.kernel.magics import GeminiMagics
 
     assert GeminiMagics.class_traits()["model"].default_value == DEFAULT_MODEL
     # gemini/pricing.py lists prices by model name (the default among them): a table, not a default

@@ -20,7 +20,7 @@ from helpers.wire import api_requests, current_payload
 
 from genai_magics import messages
 from genai_magics.engine.cells import Cell
-from genai_magics.frontends.notebook_edit import notebook_text
+from genai_magics.engine.notebook_text import notebook_text
 
 nbformat = lazy_import("nbformat")
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from genai_magics.engine.cells import Cell
-from genai_magics.frontends.notebook_edit import (
+from genai_magics.engine.notebook_text import (
     Block,
     blocks_text,
     describe_ops,
@@ -204,7 +204,8 @@ def test_apply_makes_the_proposal_and_undo_restores_every_cell_exactly(case):
     """Cases 3 and 4: Apply of any --notebook proposal leaves the document cells reading as the
     proposal (magic cells untouched, the preview's counts are the edits made); Undo restores every
     cell exactly: id, type, text, metadata, outputs and position among the magic cells."""
-    from genai_magics.frontends.notebook_edit import NotebookWriter, blocks_text
+    from genai_magics.engine.notebook_text import blocks_text
+    from genai_magics.frontends.notebook_edit import NotebookWriter
 
     cells, proposal = case
     bridge = ListBridge(cells)

@@ -9,7 +9,8 @@ import pytest
 from helpers.display import RecordingDisplay
 
 from genai_magics.engine.errors import UserError
-from genai_magics.session import Session, Settings, TurnRequest
+from genai_magics.turn.pipeline import Session
+from genai_magics.turn.requests import Settings, TurnRequest
 
 CELL = "def area(r):\n    return 3.14159 * r * r\n"
 SETTINGS = Settings(model="gemini-test-model", state="contents")
@@ -33,7 +34,7 @@ def test_plan_stage_alone_decides_the_payload_and_sends_nothing():
     planned = session.plan(resolved, SETTINGS, display)
     assert planned.plan.send_source and planned.plan.payload["currentSource"] == CELL
     assert planned.plan.payload["prompt"] == "why pi?"
-    assert not session._clients  # no client was made: nothing could be sent
+    assert not session.clients._clients  # no client was made: nothing could be sent
     assert "default" not in session.conversations  # a planned turn starts no conversation
 
 
@@ -46,7 +47,7 @@ def test_dry_run_stages_have_no_identity_and_are_never_replayed():
     assert outcome.turn is None and outcome.request is not None
     sent = json.loads(outcome.request["contents"][-1]["parts"][0]["text"])  # the user turn as it would go
     assert sent["currentSource"] == CELL and sent["mode"] == "edit"
-    assert not session._clients
+    assert not session.clients._clients
 
 
 def test_resolve_stage_refuses_an_empty_prompt():

@@ -5,7 +5,7 @@ In an in-process IPython shell (the fast layer)."""
 
 from __future__ import annotations
 
-from genai_magics.shell_state import ShellState, state_of
+from genai_magics.kernel.shell_state import ShellState, state_of
 
 
 def test_load_unload_and_reload_share_one_state_on_the_shell(magic_shell):

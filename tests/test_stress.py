@@ -21,8 +21,9 @@ from helpers.wire import TRANSCRIPT_USER_KEYS, api_requests
 from genai_magics.engine.conversation import Conversation
 from genai_magics.engine.hashing import sha256_text
 from genai_magics.gemini.transport import ClientSettings
-from genai_magics.magics import GeminiMagics
-from genai_magics.session import Session, Settings, TurnRequest
+from genai_magics.kernel.magics import GeminiMagics
+from genai_magics.turn.pipeline import Session
+from genai_magics.turn.requests import Settings, TurnRequest
 
 MODEL = GeminiMagics.class_traits()["model"].default_value
 TURNS = effort(50, 26)  # each conversation: its 6-turn pattern twice or four times, then an ask

@@ -47,9 +47,9 @@ WARM_UP_STATE = r"""
 import threading, sys
 [t.join() for t in threading.enumerate() if t.name == "genai_magics warm-up"]
 from google.genai import types
-from genai_magics.shell_state import state_of
+from genai_magics.kernel.shell_state import state_of
 magics = state_of(get_ipython()).magics
-print(types.GenerateContentConfig.__pydantic_complete__, len(magics.session._clients))
+print(types.GenerateContentConfig.__pydantic_complete__, len(magics.session.clients._clients))
 """
 
 

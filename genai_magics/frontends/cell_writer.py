@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from .. import messages
+from ..engine.applied import applied_text
 from .notebook_view import ExecutedCells
 
 # called with an error message, or None on success; the controller's returns whether it committed
@@ -77,22 +78,6 @@ class PrefilledWriter(KernelStateWriter):
         if verb == "Applied":
             return messages.PREFILLED_APPLIED.render()
         return messages.PREFILLED_UNDONE.render(verb=verb, what=what)
-
-
-def applied_text(instruction: str, source: str) -> str:
-    """The running cell after Apply: the instruction kept as a first comment line."""
-    first = " ".join(instruction.strip().splitlines()[0].split()) if instruction.strip() else "edit"
-    return f"{APPLIED_MARKER}{first}\n{source}"
-
-
-APPLIED_MARKER = "# gemini_edit: "
-
-
-def strip_applied_marker(source: str) -> str:
-    """The code of a cell that Apply wrote, without the instruction line (for hashing)."""
-    if source.startswith(APPLIED_MARKER):
-        return source.split("\n", 1)[1] if "\n" in source else ""
-    return source
 
 
 def _running_cell_done(verb: str, what: str, label: str) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..engine.applied import strip_applied_marker
 from ..engine.cells import Cell, is_genai_magic
 from . import waiting
 from .bridge import Bridge
@@ -26,7 +27,6 @@ from .cell_writer import (
     RunningCellWriter,
     StagedApply,
     StagedWriter,
-    strip_applied_marker,
 )
 from .companion import Companion
 from .notebook_edit import NotebookCopyWriter, NotebookWriter

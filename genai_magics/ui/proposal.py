@@ -16,9 +16,9 @@ from .. import messages
 from ..engine.cells import WholeNotebook
 from ..engine.conversation import Conversation, TransitionRefused, Turn
 from ..engine.diff import unified_diff
+from ..engine.notebook_text import notebook_diff
 from ..engine.redaction import redact
 from ..frontends.cell_writer import CellWriter
-from ..frontends.notebook_edit import notebook_diff
 
 Listener = Callable[["ProposalController"], None]
 ButtonAction = Literal["apply", "discard", "undo"]

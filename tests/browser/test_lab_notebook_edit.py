@@ -18,7 +18,7 @@ from helpers.lazy import lazy_import
 from test_lab_bridge import NotebookPage
 
 from genai_magics.engine.cells import Cell
-from genai_magics.frontends.notebook_edit import notebook_text
+from genai_magics.engine.notebook_text import notebook_text
 
 nbformat = lazy_import("nbformat")
 

@@ -43,7 +43,7 @@ class Shell:
         if "genai_magics" in self.ip.extension_manager.loaded:
             self.ip.run_line_magic("unload_ext", "genai_magics")
         self.ip.run_line_magic("load_ext", "genai_magics")
-        from genai_magics.shell_state import state_of
+        from genai_magics.kernel.shell_state import state_of
 
         self.magics = state_of(self.ip).magics
 

@@ -12,14 +12,14 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from . import messages
-from .engine.cells import Document
-from .engine.conversation import Usage
-from .engine.edits import EditRefused, Edits, apply_edits, parse_edits
-from .engine.errors import UserError
-from .engine.payloads import retry_payload
-from .engine.redaction import redact
-from .gemini.transport import EditRetry, TurnResult
+from .. import messages
+from ..engine.cells import Document
+from ..engine.conversation import Usage
+from ..engine.edits import EditRefused, Edits, apply_edits, parse_edits
+from ..engine.errors import UserError
+from ..engine.payloads import retry_payload
+from ..engine.redaction import redact
+from ..gemini.transport import EditRetry, TurnResult
 
 
 @dataclass(frozen=True)

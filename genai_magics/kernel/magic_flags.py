@@ -10,9 +10,9 @@ from typing import Any
 
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from .engine.conversation import STATE_MODES, Mode
-from .session import TurnRequest
-from .sources.explicit import ExplicitContext
+from ..engine.conversation import STATE_MODES, Mode
+from ..sources.explicit import ExplicitContext
+from ..turn.requests import TurnRequest
 
 
 def turn_arguments(magic: str, form: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -20,27 +20,28 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from . import messages
-from .engine.conversation import Mode
-from .engine.errors import UserError
-from .engine.redaction import redact, remember_keys
-from .frontends import frontend as frontends
-from .frontends import kernel_compat
-from .frontends.bridge import Bridge
-from .frontends.cell_writer import write_staged
-from .frontends.notebook_view import notebook_path_from
-from .frontends.terminal import is_terminal, typed_source
+from .. import messages
+from ..engine.conversation import Mode
+from ..engine.errors import UserError
+from ..engine.redaction import redact, remember_keys
+from ..frontends import frontend as frontends
+from ..frontends import kernel_compat
+from ..frontends.bridge import Bridge
+from ..frontends.cell_writer import write_staged
+from ..frontends.notebook_view import notebook_path_from
+from ..frontends.terminal import is_terminal, typed_source
+from ..sources.explicit import explicit_context
+from ..turn.pipeline import Session
+from ..turn.requests import TurnOutcome
+from ..ui import report
+from ..ui.display import NotebookDisplay, TerminalDisplay
+from ..ui.proposal import ProposalController
+from ..ui.proposal_display import Place, Proposed, show_proposal
 from .line_commands import COMMANDS, HELP, Call, chosen
 from .line_syntax import split_prompt
 from .magic_flags import documented, takes_value, turn_arguments, turn_request
 from .options import GeminiOptions
-from .session import Session, TurnOutcome
 from .shell_state import ShellState, state_of
-from .sources.explicit import explicit_context
-from .ui import report
-from .ui.display import NotebookDisplay, TerminalDisplay
-from .ui.proposal import ProposalController
-from .ui.proposal_display import Place, Proposed, show_proposal
 
 
 @functools.lru_cache(maxsize=64)
@@ -257,7 +258,7 @@ class GeminiMagics(GeminiOptions):
 
     def _cell_for_filename(self, filename: str):
         """A traceback frame's file -> the cell it was compiled from (id, label)."""
-        from .sources.last_error import execution_count_of
+        from ..sources.last_error import execution_count_of
 
         number = execution_count_of(self.shell, filename)
         cell = self.session.executed.by_execution_count(number) if number is not None else None
@@ -293,4 +294,6 @@ class GeminiMagics(GeminiOptions):
         if convs is None:
             NotebookDisplay.error(messages.NO_CONVERSATION.render(name=args.conversation))
             return
-        COMMANDS[args.command].run(Call(self, args, replay, convs))
+        COMMANDS[args.command].run(
+            Call(self, self.shell_state, args, replay, convs, self._frontend, self.gemini.__doc__ or "")
+        )

@@ -9,11 +9,11 @@ from __future__ import annotations
 from IPython.core.magic import Magics
 from traitlets import Bool, Dict, Enum, Float, Int, Unicode
 
-from .engine.conversation import STATE_MODES
-from .gemini.models import DEFAULT_MODEL
-from .gemini.transport import ClientSettings
-from .persistence.replay import REPLAY_MODES
-from .session import Settings
+from ..engine.conversation import STATE_MODES
+from ..gemini.models import DEFAULT_MODEL
+from ..gemini.transport import ClientSettings
+from ..persistence.replay import REPLAY_MODES
+from ..turn.requests import Settings
 
 
 class GeminiOptions(Magics):

@@ -9,28 +9,32 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from . import messages
-from .engine.conversation import STATE_MODES, Conversation
-from .engine.errors import UserError
-from .gemini.models import models_table
-from .persistence.replay import Replay
-from .ui import report
-from .ui.display import NotebookDisplay
-
-if TYPE_CHECKING:
-    from .magics import GeminiMagics
+from .. import messages
+from ..engine.conversation import STATE_MODES, Conversation
+from ..engine.errors import UserError
+from ..frontends.frontend import Frontend
+from ..gemini.models import models_table
+from ..gemini.pricing import price_for, storage_cost
+from ..persistence.replay import Replay
+from ..ui import report
+from ..ui.display import NotebookDisplay
+from .options import GeminiOptions
+from .shell_state import ShellState
 
 
 @dataclass(frozen=True)
 class Call:
-    """What a handler works on: the magics, the parsed line, the record, the chosen conversations."""
+    """What a handler works on: the options it shows or sets, the shell's state, the parsed line,
+    the record, the chosen conversations, and the frontend as the kernel knows it now."""
 
-    magics: GeminiMagics
+    options: GeminiOptions
+    state: ShellState
     args: argparse.Namespace
     replay: Replay
     chosen: list[Conversation]  # -c NAME: that one; else every conversation
+    frontend: Callable[[], Frontend]
+    help: str  # %gemini's help: the table below and every flag's help (magic_arguments)
 
 
 @dataclass(frozen=True)
@@ -41,13 +45,13 @@ class Command:
 
 
 def _status(call: Call) -> None:
-    m = call.magics
-    frontend = m._frontend()
-    print(report.status(list(m.session.conversations.values()), m.model, m.state, frontend.view.description))
+    frontend, state = call.frontend(), call.state
+    conversations = list(state.session.conversations.values())
+    print(report.status(conversations, call.options.model, call.options.state, frontend.view.description))
     print(f"frontend: {frontend.kind.value}")
-    if m.bridge is not None:
-        print(m.bridge.status())
-    print(m.shell_state.companion.status())
+    if state.bridge is not None:
+        print(state.bridge.status())
+    print(state.companion.status())
     print(call.replay.status())
 
 
@@ -57,19 +61,17 @@ def _history(call: Call) -> None:
 
 def _tokens(call: Call) -> None:
     print("\n\n".join(report.token_table(c) for c in call.chosen) or "no conversation yet")
-    convs = call.magics.session.conversations
+    convs = call.state.session.conversations
     if convs:
-        print(report.session_totals(list(convs.values()), _storage_costs(call.magics)))
+        print(report.session_totals(list(convs.values()), _storage_costs(call)))
 
 
-def _storage_costs(m: GeminiMagics) -> list[tuple[str, float, float | None]]:
+def _storage_costs(call: Call) -> list[tuple[str, float, float | None]]:
     """(model, token-hours, dollars or None) of explicit cache storage so far."""
-    from .gemini.pricing import price_for, storage_cost
-
     out = []
-    for model, hours in m.session.caches.storage_token_hours().items():
+    for model, hours in call.state.session.caches.storage_token_hours().items():
         try:
-            price = price_for(model.removeprefix("models/"), m.prices)
+            price = price_for(model.removeprefix("models/"), call.options.prices)
         except ValueError:
             price = None
         out.append((model.removeprefix("models/"), hours, storage_cost(price, hours) if price else None))
@@ -77,26 +79,25 @@ def _storage_costs(m: GeminiMagics) -> list[tuple[str, float, float | None]]:
 
 
 def _reset(call: Call) -> None:
-    names = call.magics.session.reset(None if call.args.all else (call.args.value or "default"))
+    names = call.state.session.reset(None if call.args.all else (call.args.value or "default"))
     print(f"reset: {', '.join(names)}" if names else "nothing to reset")
 
 
 def _forget(call: Call) -> None:
     names = None if call.args.all else [call.args.value or "default"]
-    gone = set(call.replay.forget(names)) | set(call.magics.session.reset(None if names is None else names[0]))
+    gone = set(call.replay.forget(names)) | set(call.state.session.reset(None if names is None else names[0]))
     print(f"forgotten: {', '.join(sorted(gone))}" if gone else "nothing to forget")
 
 
 def _model(call: Call) -> None:
     if call.args.value:
-        call.magics.model = call.args.value
-    print(f"model: {call.magics.model}")
+        call.options.model = call.args.value
+    print(f"model: {call.options.model}")
 
 
 def _models(call: Call) -> None:
-    m = call.magics
     try:
-        print(models_table(m.session.models(m._settings().client), m.model))
+        print(models_table(call.state.session.models(call.options._settings().client), call.options.model))
     except UserError as exc:
         NotebookDisplay.error(str(exc))
 
@@ -106,19 +107,19 @@ def _state(call: Call) -> None:
         if call.args.value not in STATE_MODES:
             NotebookDisplay.error(messages.STATE_CHOICES.render(choices=", ".join(STATE_MODES)))
             return
-        call.magics.state = call.args.value
-    print(f"default state mode: {call.magics.state}")
+        call.options.state = call.args.value
+    print(f"default state mode: {call.options.state}")
 
 
 def _debug(call: Call) -> None:
     if call.args.value in ("on", "off"):
-        call.magics.debug = call.args.value == "on"
-    print(f"debug: {'on' if call.magics.debug else 'off'}")
+        call.options.debug = call.args.value == "on"
+    print(f"debug: {'on' if call.options.debug else 'off'}")
 
 
 def _on_proposal(action: str) -> Callable[[Call], None]:
     def run(call: Call) -> None:
-        controller = call.magics.latest.get(call.args.conversation or "default")
+        controller = call.state.latest.get(call.args.conversation or "default")
         if controller is None:
             NotebookDisplay.error(messages.NO_PROPOSAL.render())
             return
@@ -129,7 +130,7 @@ def _on_proposal(action: str) -> Callable[[Call], None]:
 
 
 def _help(call: Call) -> None:
-    print(call.magics.gemini.__doc__)  # the table below and every flag's help (magic_arguments)
+    print(call.help)
 
 
 def chosen(conversations: dict[str, Conversation], name: str | None) -> list[Conversation] | None:

@@ -9,17 +9,26 @@ the one the shell's object is an instance of.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from .frontends.bridge import Bridge
-from .frontends.cell_writer import StagedApply
-from .frontends.companion import Companion
-from .session import Session
-from .ui.proposal import ProposalController
+from ..frontends.bridge import Bridge
+from ..frontends.cell_writer import StagedApply
+from ..frontends.companion import Companion
+from ..turn.pipeline import Session
+from ..ui.proposal import ProposalController
 
-if TYPE_CHECKING:
-    from .magics import GeminiMagics
+
+class LoadedMagics(Protocol):
+    """What %load_ext and %unload_ext need of the magics registered now (``GeminiMagics``)."""
+
+    transformers: list[tuple[list, Callable]]  # (shell list, transformer) the load added
+
+    def pre_run_cell(self, info: Any) -> None: ...
+    def post_run_cell(self, result: Any) -> None: ...
+    def at_exit(self) -> None: ...
+
 
 _SLOT = "_genai_magics"
 
@@ -31,7 +40,7 @@ class ShellState:
     staged: dict[str, StagedApply] = field(default_factory=dict)  # magic cell id -> its staged Apply
     latest: dict[str, ProposalController] = field(default_factory=dict)  # conversation -> newest proposal
     bridge: Bridge | None = None  # JupyterLab's live bridge, once a kernel's load attached it
-    magics: GeminiMagics | None = None  # the magics registered now; None while unloaded
+    magics: LoadedMagics | None = None  # the magics registered now; None while unloaded
 
 
 def state_of(shell: Any) -> ShellState:

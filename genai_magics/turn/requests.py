@@ -1,0 +1,144 @@
+"""The values a turn is made of: its settings, its request, what it asks of the frontend and the
+display, its outcome, and the frozen hand-offs between its stages (resolve, plan, send)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..engine.cells import Cell, Document
+from ..engine.context import ContextPiece
+from ..engine.conversation import Conversation, Mode, StateMode, Turn, TurnPlan
+from ..engine.record import TurnKey, TurnMeta
+from ..frontends.notebook_view import ExecutedCells, NotebookView
+from ..gemini.pricing import Price
+from ..gemini.transport import ClientSettings, TurnResult
+from ..sources.outputs import OutputPieces
+from .edit_answer import EditAnswer
+
+
+@dataclass(frozen=True)
+class Settings:
+    model: str
+    state: StateMode
+    max_document_bytes: int = 1_000_000
+    secondary_context_chars: int = 20_000
+    max_chain_versions: int = 8
+    patches: bool = True  # a small hand edit goes as a patch
+    temperature: float | None = None
+    client: ClientSettings = ClientSettings()
+    cache: str = "auto"  # explicit context caching: "auto" or "off"
+    cache_ttl_s: float = 600.0
+    prices: dict[str, dict[str, Any]] = field(default_factory=dict)  # overrides of gemini/pricing.py
+    max_output_chars: int = 4_000  # text a cell showed, per cell
+    max_images: int = 4  # images sent per turn
+    max_image_bytes: int = 1_000_000  # a larger image is downscaled (Pillow) or not sent
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    mode: Mode
+    prompt: str
+    conversation: str = "default"
+    cell: str | None = None
+    notebook: bool = False
+    new: bool = False
+    model: str | None = None
+    state: StateMode | None = None
+    no_context: bool = False
+    dry_run: bool = False
+    extra_pieces: tuple[ContextPiece, ...] = ()  # asked for explicitly: the last error, variables
+    preferred_target: str | None = None  # a cell id to use when no --cell is given (the failing cell)
+    rerun: bool = False  # ask again although a recorded turn matches
+    outputs: bool = True  # what the document cell showed goes along (--no-outputs: not)
+    output_cells: tuple[str, ...] = ()  # --outputs: other cells whose outputs go along
+
+    def flags(self) -> tuple[str, ...]:
+        """The flags that make a turn a different turn (for replay)."""
+        named = (
+            ("--notebook", self.notebook),
+            ("--no-context", self.no_context),
+            ("--new", self.new),
+            ("--no-outputs", not self.outputs),
+        )
+        return (
+            tuple(f for f, on in named if on)
+            + ((f"--cell {self.cell}",) if self.cell else ())
+            + ((f"--outputs {','.join(self.output_cells)}",) if self.output_cells else ())
+        )
+
+
+class TurnFrontend(Protocol):
+    """What a turn asks of its frontend (``frontends.frontend.Frontend``), built once per turn."""
+
+    @property
+    def view(self) -> NotebookView: ...
+    def default_target(self) -> Cell | None: ...
+
+
+@dataclass(frozen=True)
+class ExecutedOnly:
+    """No frontend: the cells this kernel executed are the view (a Session used alone)."""
+
+    view: ExecutedCells
+
+    def default_target(self) -> Cell | None:
+        return self.view.latest_document(exclude=self.view.running_id)
+
+
+class TurnDisplay(Protocol):
+    def chunk(self, text: str) -> None: ...
+    def note(self, text: str) -> None: ...
+    def document(self, label: str | None, source: str) -> None: ...
+
+
+@dataclass
+class TurnOutcome:
+    conversation: Conversation
+    plan: TurnPlan | None  # None for a replayed turn
+    model: str
+    turn: Turn | None = None  # None for a dry run
+    request: dict[str, Any] | None = None  # the dry run's exact request
+    target: Cell | None = None  # the cell an edit proposal is for
+    cache_plan: str | None = None  # the dry run's explicit-cache plan
+    replayed: TurnMeta | None = None  # set when the turn was shown from the record, not asked
+
+
+# -- the hand-offs between a turn's stages (Session.run) ---------------------
+@dataclass(frozen=True)
+class Resolved:
+    """A request resolved: its conversation, document, context and identity (None: a dry run)."""
+
+    req: TurnRequest  # the prompt redacted and stripped
+    model: str
+    state: StateMode
+    conv: Conversation
+    doc: Document | None
+    target: Cell | None
+    shown: OutputPieces
+    pieces: tuple[ContextPiece, ...]
+    key: TurnKey | None
+
+
+@dataclass(frozen=True)
+class Planned:
+    """What the turn sends, before anything is sent."""
+
+    resolved: Resolved
+    plan: TurnPlan
+    pieces: tuple[ContextPiece, ...]  # the context this turn (images over the cap wait)
+    price: Price | None
+
+
+@dataclass(frozen=True)
+class Sent:
+    """The answer, priced, with the plan it answers (a new one when the chain was lost)."""
+
+    planned: Planned
+    plan: TurnPlan
+    result: TurnResult
+    answer: EditAnswer | None  # an edit answer, settled
+
+    @property
+    def conv(self) -> Conversation:
+        return self.planned.resolved.conv
