@@ -48,6 +48,23 @@ class Usage:
     resend_cost_usd: float | None = None  # the same input and output with nothing cached
 
 
+def added(a: Usage, b: Usage) -> Usage:
+    """Two requests' usage as one turn's (the bill pays for both; priced afterwards)."""
+
+    def plus(x: int | None, y: int | None) -> int | None:
+        return None if x is None and y is None else (x or 0) + (y or 0)
+
+    return Usage(
+        input_tokens=plus(a.input_tokens, b.input_tokens),
+        output_tokens=plus(a.output_tokens, b.output_tokens),
+        request_bytes=a.request_bytes + b.request_bytes,
+        cached_tokens=plus(a.cached_tokens, b.cached_tokens),
+        thinking_tokens=plus(a.thinking_tokens, b.thinking_tokens),
+        cache_write_tokens=a.cache_write_tokens + b.cache_write_tokens,
+        requests=a.requests + b.requests,
+    )
+
+
 @dataclass
 class Turn:
     index: int  # 1-based, stable: the footer and %gemini history name turns by it

@@ -12,12 +12,12 @@ import functools
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .. import messages
 from ..engine.contents import Contents, Rendered, render
-from ..engine.conversation import Turn, TurnPlan, Usage
+from ..engine.conversation import Turn, TurnPlan, Usage, added
 from ..engine.outputs import interaction_inputs
 from ..engine.payloads import EDIT_RESPONSE_SCHEMA, SYSTEM_INSTRUCTION, WHOLE_RESPONSE_SCHEMA, to_text
 from ..engine.tools import (
@@ -65,10 +65,8 @@ class TurnTools:
 
     def run(self, call: ToolCall, offered: Sequence[str]) -> ToolResult:
         """A call to a function not offered, or with garbage arguments, is an error result; else ``answer``."""
-        why = bad_call(call, offered)
-        if why is None and self.answer is None:
-            why = bad_call(call, ())
-        return error_result(call, why) if why is not None or self.answer is None else self.answer(call)
+        why = bad_call(call, offered if self.answer is not None else ())
+        return self.answer(call) if why is None and self.answer is not None else error_result(call, why or "")
 
 
 NO_TOOLS = TurnTools()
@@ -88,22 +86,7 @@ def _calls_answered(tools: TurnTools, calls: Sequence[ToolCall], offered: Sequen
 
 
 def _added(total: Usage | None, usage: Usage) -> Usage:
-    """Two requests' usage as one turn's: every count summed (None stays None only when both are)."""
-    if total is None:
-        return usage
-
-    def plus(a: int | None, b: int | None) -> int | None:
-        return None if a is None and b is None else (a or 0) + (b or 0)
-
-    return replace(
-        total,
-        input_tokens=plus(total.input_tokens, usage.input_tokens),
-        output_tokens=plus(total.output_tokens, usage.output_tokens),
-        request_bytes=total.request_bytes + usage.request_bytes,
-        cached_tokens=plus(total.cached_tokens, usage.cached_tokens),
-        thinking_tokens=plus(total.thinking_tokens, usage.thinking_tokens),
-        requests=total.requests + usage.requests,
-    )
+    return usage if total is None else added(total, usage)
 
 
 @dataclass(frozen=True)
@@ -141,6 +124,7 @@ class Transport(Protocol):
     honours_retry_after: bool  # the client waits as a 429's Retry-After says (what the notice tells)
     client: Any
     model: str
+    tools: tuple[str, ...]  # the functions offered
 
     def settings(self, mode: str, retry: EditRetry | None = None) -> dict[str, Any]:
         """The settings sent with a turn of ``mode`` besides its inputs, model and chain."""
@@ -195,18 +179,31 @@ class RetryNotices:
         self.honours_retry_after = False  # whether the running turn's client waits as Retry-After says
         self.retry_delay_s = ClientSettings.retry_delay_s  # the client's first wait: make_client sets it
         self.failures = 0
-        self.request_bytes = 0  # the body of the latest request, as it went on the wire
+        self.request_bytes = 0  # the body of the turn's latest request (its last attempt), as it went on the wire
+        self.earlier_bytes = 0  # the bodies of the turn's requests before it
+
+    @property
+    def turn_bytes(self) -> int:
+        return self.earlier_bytes + self.request_bytes
 
     def on_request(self, request) -> None:
-        """httpx request hook: what really goes over the wire (the SDK's own JSON)."""
-        self.request_bytes = len(request.content)
+        """httpx request hook: what really goes over the wire (the SDK's own JSON) to the model; a retry
+        of a request replaces it, a cache's creation is not a request to the model."""
+        path = request.url.path
+        if path.endswith((":generateContent", ":streamGenerateContent")) or path.rstrip("/").endswith("/interactions"):
+            self.request_bytes = len(request.content)
+
+    def next_request(self) -> None:
+        """The turn sends another request (an answer to function calls, an edit's retry)."""
+        self.earlier_bytes += self.request_bytes
+        self.request_bytes = 0
 
     def start(self, say: Callable[[str], None] | None, honours_retry_after: bool = False) -> None:
         """Announce retries to ``say`` while a turn runs; None stops announcing."""
         self.say = say
         self.honours_retry_after = honours_retry_after
         if say is not None:  # a new turn; when it is over, keep what it measured
-            self.failures = self.request_bytes = 0
+            self.failures = self.request_bytes = self.earlier_bytes = 0
 
     def retry_wait(self, error: BaseException, wait: float) -> None:
         """The SDK's retrying waits after ``error``: a failure without an HTTP answer is announced here
@@ -606,7 +603,7 @@ def _input(plan: TurnPlan) -> str | list[dict[str, Any]]:
     return [{"type": "text", "text": text}, *images] if images else text
 
 
-TRANSPORTS: dict[str, Callable[[Any, str, float | None], Transport]] = {
+TRANSPORTS: dict[str, Callable[[Any, str, float | None, tuple[str, ...]], Transport]] = {
     "contents": ContentsTransport,
     "interactions": InteractionsTransport,
 }

@@ -20,7 +20,7 @@ from ..engine.context import ContextPiece
 from ..engine.errors import UserError
 from ..engine.outputs import OUTPUTS_FIELD, ImagePiece, OutputPiece
 from ..engine.text import clip, one_line
-from ..engine.tools import Holdings, ToolCall, ToolResult, bad_call, error_result
+from ..engine.tools import Holdings, ToolCall, ToolResult, ToolRound, bad_call, error_result
 from .last_error import CellForFilename, capture_last_error, error_piece
 from .outputs import OutputCapture, cell_pieces
 from .variables import variable_list, variable_pieces
@@ -29,6 +29,14 @@ CELL_FIELD = "cells"  # read_cell: a cell's source, keyed by its id
 SEARCH_FIELD = "search"  # search_cells: keyed by the pattern
 _SEARCH_CELLS = 20
 _SEARCH_LINES = 5  # matching lines shown per cell
+
+
+@dataclass(frozen=True)
+class ShellReader:
+    """The kernel's side the functions read: its shell (namespace, last exception) and traceback files."""
+
+    shell: Any
+    cell_for_filename: CellForFilename
 
 
 @dataclass(frozen=True)
@@ -50,18 +58,35 @@ class NotebookTools:
 
     def answer(self, call: ToolCall, holdings: Holdings) -> ToolResult:
         """The call run and answered (whole, unchanged, or an error the model reads)."""
+        found = self._found(call)
+        return error_result(call, found) if isinstance(found, str) else holdings.answer(call, found)
+
+    def same_as_recorded(self, rounds: Sequence[ToolRound]) -> bool:
+        """Whether every recorded call would find the same now (a replay needs its results unchanged)."""
+        for result in (r for round_ in rounds for r in round_.results):
+            found = self._found(result.call)
+            now = (
+                error_result(result.call, found).identity
+                if isinstance(found, str)
+                else tuple((p.key, p.sha256) for p in found)
+            )
+            if now != result.identity:
+                return False
+        return True
+
+    def _found(self, call: ToolCall) -> list[ContextPiece] | str:
+        """What the call finds, or why it cannot (a bad call, a bad argument, any failure: never a traceback)."""
         why = bad_call(call, self.offered)
         if why is not None:
-            return error_result(call, why)
+            return why
         try:
-            found = self._run(call.name, call.args)
+            return self._run(call.name, call.args)
         except UserError as exc:
-            return error_result(call, str(exc))
+            return str(exc)
         except (KeyboardInterrupt, SystemExit):
             raise
-        except Exception as exc:  # noqa: BLE001 - a failure is a result the model reads, never a traceback
-            return error_result(call, f"{call.name} failed: {type(exc).__name__}: {one_line(str(exc), 200)}")
-        return holdings.answer(call, found)
+        except Exception as exc:  # noqa: BLE001 - a failure is a result the model reads
+            return f"{call.name} failed: {type(exc).__name__}: {one_line(str(exc), 200)}"
 
     def _run(self, name: str, args: dict[str, Any]) -> list[ContextPiece]:
         if name == "list_variables":

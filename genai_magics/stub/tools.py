@@ -123,7 +123,7 @@ def contents_results(contents: list[Any]) -> list[dict[str, Any]]:
 
 
 def interaction_declared(body: dict[str, Any]) -> list[str]:
-    return [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict) and t.get("type") == "function"]
+    return [str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, dict) and t.get("type") == "function"]
 
 
 def interaction_calling_off(body: dict[str, Any]) -> bool:
