@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from .. import messages
 from .context import ContextPiece
+from .redaction import redact
 from .text import clip, estimate_tokens
 
 OUTPUTS_FIELD = "outputs"
@@ -221,6 +222,7 @@ def cell_output_pieces(key: str, label: str, outputs: Sequence[Output], max_char
     count), so a re-run that shows the same thing sends nothing new.
     """
     text, images = _render(outputs)
+    text = redact(text)  # masked, then capped: a cut never leaves part of a key
     pieces: list[OutputPiece] = []
     if text.strip():
         if len(text) > max_chars:

@@ -19,6 +19,7 @@ from ..engine.cells import Cell, is_genai_magic
 from ..engine.context import ContextPiece
 from ..engine.errors import UserError
 from ..engine.outputs import OUTPUTS_FIELD, ImagePiece, OutputPiece
+from ..engine.redaction import redact
 from ..engine.text import clip, one_line
 from ..engine.tools import Holdings, ToolCall, ToolResult, ToolRound, bad_call, error_result
 from .last_error import CellForFilename, capture_last_error, error_piece
@@ -100,7 +101,7 @@ class NotebookTools:
             cell = self.find(args["ref"], name)
             return [
                 ContextPiece(
-                    CELL_FIELD, clip(f"{self.label(cell)} id={cell.id}\n{cell.source}", self.max_chars), cell.id
+                    CELL_FIELD, clip(redact(f"{self.label(cell)} id={cell.id}\n{cell.source}"), self.max_chars), cell.id
                 )
             ]
         if name == "cell_outputs":

@@ -24,6 +24,7 @@ from typing import Any
 from .. import messages
 from ..engine.context import ContextPiece
 from ..engine.errors import UserError
+from ..engine.redaction import redact
 from ..engine.text import ELLIPSIS, clip, one_line, sendable
 
 VARIABLES_FIELD = "variables"
@@ -284,7 +285,7 @@ def summarize(value: object, name: str, max_chars: int) -> str:
     the ``variables`` field), so the text itself does not repeat it.
     """
     text = _guard(lambda: _body(value), f"summary of {name}")
-    return clip(sendable(text), max_chars)
+    return clip(redact(sendable(text)), max_chars)  # masked, then capped: a cut never leaves part of a key
 
 
 def variable_pieces(names: Sequence[str], namespace: Mapping[str, object], max_chars: int) -> list[ContextPiece]:

@@ -2,7 +2,8 @@
 
 A small validator of the discovery format (``$ref``, ``type``, ``properties``, ``items``,
 ``additionalProperties``, ``enum``, ``format``): every property of a body must be one the schema
-declares, of the type it declares, so a body the SDK sends (and the stand-in reads) in a shape
+declares (camelCase, as the REST wire has them; proto3's JSON parser takes the snake_case name too),
+of the type it declares, so a body the SDK sends (and the stand-in reads) in a shape
 Google's API does not have fails the test that reads it.
 """
 
@@ -46,8 +47,9 @@ def _check(value: Any, spec: dict[str, Any], path: str, found: list[str]) -> Non
         props = spec.get("properties", {})
         extra = spec.get("additionalProperties")
         for key, item in value.items():
-            if key in props:
-                _check(item, props[key], f"{path}.{key}", found)
+            name = _camel(key)  # proto3's JSON parser takes a field's own snake_case name too
+            if name in props:
+                _check(item, props[name], f"{path}.{key}", found)
             elif extra is not None:
                 _check(item, extra, f"{path}.{key}", found)
             else:
@@ -79,6 +81,11 @@ def _check(value: Any, spec: dict[str, Any], path: str, found: list[str]) -> Non
         if type(value) is not bool:
             found.append(f"{path}: {type(value).__name__}, not a boolean")
     # type "any" (a function's args and response, a JSON schema): anything goes
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
 def _base64(value: str) -> bool:
