@@ -372,6 +372,7 @@ class StubServer:
         info.current_images = images.current_images(body.get("contents"), info.images)
         system = "".join(texts(body.get("systemInstruction") or body.get("system_instruction")))
         explicit = 0
+        cache_tools: list[str] = []
         name = body.get("cachedContent")
         if name is not None:
             info.cached_content = name
@@ -381,12 +382,13 @@ class StubServer:
             if isinstance(cache, Reply):
                 return cache
             turns = list(cache["contents"]) + turns
-            system, explicit = cache["system"], cache["tokens"]
+            system, explicit, cache_tools = cache["system"], cache["tokens"], cache.get("tools", [])
         contents = [c for c in body.get("contents") or [] if isinstance(c, dict)]
         problem = stub_tools.contents_problem(contents)
         if problem:
             return error(400, problem)
-        info.tools_declared = stub_tools.contents_declared(body)
+        # a cache holds the declarations (the API refuses tools beside cachedContent)
+        info.tools_declared = stub_tools.contents_declared(body) or list(cache_tools)
         info.tool_results = stub_tools.contents_results(contents)
         calls = self._tool_round(not info.tool_results, info.tools_declared, stub_tools.contents_calling_off(body))
         user_texts = [t for r, t in turns if r == "user"]
