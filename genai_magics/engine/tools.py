@@ -149,7 +149,9 @@ class ToolResult:
         return images_of(self.pieces)
 
 
-@dataclass(frozen=True)
+# compared and hashed by identity: it holds JSON (dicts) as the model sent it, never changed after; the
+# record's memo keys a turn on its values
+@dataclass(frozen=True, eq=False)
 class ToolRound:
     """One request's calls and their results; ``model_content`` is the model's content exactly as
     received (contents mode: its parts, thought signatures included), None in interactions mode."""
