@@ -267,3 +267,39 @@ def test_every_body_the_stand_in_receives_is_of_googles_schema(notebook, stub):
     assert checked >= 5 and "cache.create" in kinds, kinds
     cache = next(r["json"] for r in stub.requests if r["kind"] == "cache.create")
     assert [d["name"] for d in cache["tools"][0]["functionDeclarations"]] == list(TOOL_NAMES)
+
+
+@pytest.mark.parametrize("lost", ["signature", "id"])
+def test_the_stand_in_refuses_a_round_sent_back_without_its_signature_or_with_another_id(stub, lost):
+    """As Gemini 3 refuses it: what keeps the transport honest about sending the model's content as received."""
+    import urllib.error
+    import urllib.request
+
+    from genai_magics.stub.tools import signature
+
+    part = {
+        "functionCall": {"id": "call_1", "name": "list_variables", "args": {}},
+        "thoughtSignature": signature("call_1"),
+    }
+    answer = {"functionResponse": {"id": "call_1", "name": "list_variables", "response": {"text": "x"}}}
+    if lost == "signature":
+        del part["thoughtSignature"]
+    else:
+        answer["functionResponse"]["id"] = "call_2"
+    body = {
+        "contents": [
+            {"role": "user", "parts": [{"text": "hi"}]},
+            {"role": "model", "parts": [part]},
+            {"role": "user", "parts": [answer]},
+        ]
+    }
+    request = urllib.request.Request(
+        f"{stub.url}/v1beta/models/m:generateContent",
+        data=json.dumps(body).encode(),
+        headers={"x-goog-api-key": FAKE_KEY, "content-type": "application/json"},
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 400
+    message = json.loads(refused.value.read())["error"]["message"]
+    assert (message == MISSING_SIGNATURE) == (lost == "signature")
