@@ -275,7 +275,7 @@ def test_the_stand_in_refuses_a_round_sent_back_without_its_signature_or_with_an
     import urllib.error
     import urllib.request
 
-    from genai_magics.stub.tools import signature
+    from genai_magics.stub.tools import MISSING_SIGNATURE, signature
 
     part = {
         "functionCall": {"id": "call_1", "name": "list_variables", "args": {}},
