@@ -554,4 +554,9 @@ TOOL_FAILED = _m("TOOL_FAILED", "→ {call}: error result: {error}", N, document
 TOOL_LIMIT = _m("TOOL_LIMIT", "{count} tool calls: the limit (max_tool_calls)", N, documented=True)
 TOOL_NO_VARIABLE = _m("TOOL_NO_VARIABLE", "inspect_variable: no variable named {name!r} in the notebook", P)
 TOOL_NO_EXCEPTION = _m("TOOL_NO_EXCEPTION", "last_error: no exception has been raised in this session yet", P)
-UNKNOWN_TOOLS = _m("UNKNOWN_TOOLS", "tools: {names} is not one of the functions ({known})", E, documented=True)
+UNKNOWN_TOOLS = _m(
+    "UNKNOWN_TOOLS",
+    "tools: {names} is not one of the functions the model may call ({known}); the setting stays as it was",
+    N,
+    documented=True,
+)

@@ -303,3 +303,14 @@ def test_the_stand_in_refuses_a_round_sent_back_without_its_signature_or_with_an
     assert refused.value.code == 400
     message = json.loads(refused.value.read())["error"]["message"]
     assert (message == MISSING_SIGNATURE) == (lost == "signature")
+
+
+def test_an_interrupt_in_a_call_records_nothing_of_the_turn(notebook, stub):
+    notebook.run(
+        "class Stuck:\n    def __repr__(self):\n        raise KeyboardInterrupt\n\nstuck = Stuck()", cell_id="s"
+    )
+    stub.script_tools([[call("list_variables")], [call("inspect_variable", name="stuck")]])
+    shown = ask(notebook, "contents")
+    assert messages.STOPPED.shown() in shown.stderr
+    assert "default" not in notebook.magics.session.conversations  # the first turn never happened
+    assert len(api_requests(stub)) == 2  # the call's answer was never sent
