@@ -112,6 +112,7 @@ from genai_magics.engine.payloads import SYSTEM_INSTRUCTION, WHOLE_RESPONSE_SCHE
 from genai_magics.frontends.cell_writer import KernelStateWriter  # noqa: E402
 from genai_magics.gemini import transport as _transport  # noqa: E402
 from genai_magics.gemini.pricing import PRICES, Price  # noqa: E402
+from genai_magics.persistence.replay import RecordSettings  # noqa: E402
 from genai_magics.stub import StubServer  # noqa: E402
 from genai_magics.stub import sse as _sse  # noqa: E402
 from genai_magics.stub.model import edit_source  # noqa: E402
@@ -539,15 +540,14 @@ def _record_run(
 ) -> tuple[TurnStat, TurnStat, TurnStat]:
     """(first session, Run All after the restart, the new turns) for one genai_magics configuration."""
     first_steps, new_steps = steps[:RESTART_TURNS], steps[RESTART_TURNS:]
-    settings = Settings(model=model, state=state, cache=cache)  # type: ignore[arg-type]
+    record_settings = RecordSettings(location=str(record)) if record is not None else RecordSettings(persist=False)
+    settings = Settings(model=model, state=state, cache=cache, record=record_settings)  # type: ignore[arg-type]
     display = RecordingDisplay(on_note=lambda text: notes.append(f"{state}: {text}"))
 
     def kernel(document: str) -> Session:
         """A fresh kernel that ran the other cells and the code cell (as it is now)."""
         session = Session()
         session.caches.clock = stub.now  # the cache manager lives on the simulated clock too
-        if record is not None:
-            session.replay.configure("auto", True, str(record), None)
         for cid, src in SECONDARY_CELLS:
             session.executed.add(cid, src, None)
         session.executed.add(CELL, document, None)
@@ -556,8 +556,6 @@ def _record_run(
     def turn(session: Session, s: Step, apply: bool) -> None:
         rec = session.executed
         rec.add(f"magic-{s.turn}", f"%%gemini_{s.mode} --cell {CELL}\n{s.prompt}", None)
-        session.replay.restore(session.conversations)  # as the magics do before each turn:
-        session.adopt_recorded_caches(settings.client)  # a cache the last kernel left is this one's
         outcome = session.run(
             TurnRequest(mode=s.mode, prompt=s.prompt, cell=CELL, state=state),  # type: ignore[arg-type]
             settings,

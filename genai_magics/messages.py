@@ -2,8 +2,8 @@
 
 A ``Message`` is a name, a ``str.format`` template with named fields, and where it shows
 (``ERROR``: the one stderr line after ``genai_magics: ``; ``NOTE``: a line in the cell while
-the turn goes on; ``STATUS``: a proposal widget's status line; ``PART``: a clause that
-fills another message's field). Tests compare against
+the turn goes on; ``STATUS``: a proposal widget's status line; ``OUTPUT``: what a ``%gemini``
+command prints; ``PART``: a clause that fills another message's field). Tests compare against
 ``render``/``shown`` or ``matches`` instead of copying a sentence, and
 ``tests/test_messages.py`` checks that docs/failures.md quotes only these. Standard library
 only: every layer may import it.
@@ -23,6 +23,7 @@ class Shown(enum.Enum):
     ERROR = "error"
     NOTE = "note"
     STATUS = "status"
+    OUTPUT = "output"  # what a %gemini command prints, or a cell's answer in place of an empty one
     PART = "part"  # a clause another message carries in a field
 
 
@@ -95,7 +96,7 @@ def _m(name: str, template: str, shown_as: Shown, *, documented: bool = False) -
     return message
 
 
-E, N, S, P = Shown.ERROR, Shown.NOTE, Shown.STATUS, Shown.PART
+E, N, S, OUT, P = Shown.ERROR, Shown.NOTE, Shown.STATUS, Shown.OUTPUT, Shown.PART
 
 # API failures (gemini/errors.py): what happened and what to do.
 KEY_REJECTED = _m(
@@ -408,7 +409,50 @@ EDITS_AGAIN = _m(
     documented=True,
 )
 
-# %gemini subcommands (line_commands.py).
+# %gemini subcommands (kernel/line_commands.py) and what they print.
+NO_CONVERSATION_YET = _m("NO_CONVERSATION_YET", "no conversation yet", OUT)
+RESET_DONE = _m("RESET_DONE", "reset: {names}", OUT)
+NOTHING_TO_RESET = _m("NOTHING_TO_RESET", "nothing to reset", OUT)
+FORGOTTEN = _m("FORGOTTEN", "forgotten: {names}", OUT)
+NOTHING_TO_FORGET = _m("NOTHING_TO_FORGET", "nothing to forget", OUT)
+MODEL_IS = _m("MODEL_IS", "model: {model}", OUT)
+STATE_IS = _m("STATE_IS", "default state mode: {state}", OUT)
+DEBUG_IS = _m("DEBUG_IS", "debug: {on}", OUT)
+FRONTEND_IS = _m("FRONTEND_IS", "frontend: {kind}", OUT)
+# The frontend kinds (frontends/frontend.py's Kind), as %gemini status names them.
+FRONTEND_LIVE = _m("FRONTEND_LIVE", "live notebook (bridge)", P)
+FRONTEND_COMPANION = _m(
+    "FRONTEND_COMPANION", "VS Code with the genai-magics companion: Apply writes the cell the conversation is about", P
+)
+FRONTEND_RUNNING_CELL = _m("FRONTEND_RUNNING_CELL", "VS Code: Apply replaces the running magic cell", P)
+FRONTEND_STAGED = _m("FRONTEND_STAGED", "VS Code: Apply is staged for the next run of the magic cell", P)
+FRONTEND_COPY = _m("FRONTEND_COPY", "copy only: Apply is recorded for the conversation", P)
+FRONTEND_TERMINAL = _m("FRONTEND_TERMINAL", "terminal: the proposal is pre-filled at the next prompt", P)
+NO_CHOICE_STAGED = _m(
+    "NO_CHOICE_STAGED",
+    "No choice within {timeout_s:g} s; the cell is released. Apply is now staged: click it, then run this cell again.",
+    S,
+)
+# The record's lines in %gemini status (persistence/replay.py).
+RECORD_OFF = _m("RECORD_OFF", "record: off (GeminiMagics.persist is off)", OUT)
+RECORD_NONE = _m(
+    "RECORD_NONE",
+    "record: none (the notebook's path is unknown: %config GeminiMagics.record_location = "
+    "'/path/record.json' keeps one anyway)",
+    OUT,
+)
+RECORD_AT = _m("RECORD_AT", "record: {path} · replay {mode}{more}", OUT)
+RECORD_READ_ONLY = _m(
+    "RECORD_READ_ONLY", " · left untouched (not a record this kernel may write): conversations in memory only", P
+)
+RECORD_NOT_READ = _m("RECORD_NOT_READ", " · not read yet", P)
+RECORD_RESTORED = _m(
+    "RECORD_RESTORED",
+    "conversation {name!r} restored from the record: {loaded} recorded turn(s), {replayed} replayed{live}",
+    OUT,
+)
+RECORD_LIVE_FROM = _m("RECORD_LIVE_FROM", ", live from turn {turn}", P)
+RECORD_LIVE_AFTER = _m("RECORD_LIVE_AFTER", ", live after turn {turn} (every recorded turn kept)", P)
 NO_PROPOSAL = _m("NO_PROPOSAL", "no proposal to act on in this conversation", E, documented=True)
 STATE_CHOICES = _m("STATE_CHOICES", "state must be one of {choices}", E, documented=True)
 
@@ -417,7 +461,11 @@ OUTPUT_CUT = _m("OUTPUT_CUT", "[cut at {cap:,} characters: max_output_chars]", P
 WIDGET_NOT_SENT = _m("WIDGET_NOT_SENT", "[a widget, not sent: {text}]", P, documented=True)
 OUTPUT_NOT_SENT = _m("OUTPUT_NOT_SENT", "[a {kind} output, not sent]", P)
 
-# A turn (session.py, magics.py): refused before anything is sent, or failed with nothing recorded.
+# A turn (turn/pipeline.py, kernel/magics.py): refused before anything is sent, or failed with nothing recorded.
+PROPOSAL_BELOW = _m("PROPOSAL_BELOW", "_(proposal below)_", OUT)
+EMPTY_ANSWER = _m("EMPTY_ANSWER", "_(empty answer)_", OUT)
+NOT_RECORDED = _m("NOT_RECORDED", "the answer is kept in this kernel but not in the record ({error})", N)
+RECORD_UNUSABLE = _m("RECORD_UNUSABLE", "conversation record: {error}", E)
 USAGE = _m("USAGE", "{error} (see %{magic}?)", E, documented=True)  # magic: "%gemini_ask", "gemini"
 PROMPT_OVER_CAP = _m(
     "PROMPT_OVER_CAP",

@@ -6,6 +6,7 @@ make Apply write the wrong thing or Undo clobber a hand edit, found by trying it
 from __future__ import annotations
 
 import contextlib
+import html
 
 import pytest
 from helpers.fake_frontend import FakeCell, FakeFrontend
@@ -67,7 +68,7 @@ def test_a_magic_cell_edited_after_a_staged_apply_runs_as_written(kernel, stub):
     again = vscode.run(edited, 2)
     assert set_next_input(again) == [], "the edited cell must not be overwritten by the old proposal"
     assert len(api_requests(stub)) == n + 1
-    assert any("the magic cell was edited before it ran again" in v for v in kernel.html_values())
+    assert any(messages.EDITED_BEFORE_RERUN.within(html.unescape(v)) for v in kernel.html_values())
 
 
 def test_undo_after_a_staged_apply_was_written_is_not_staged_again(kernel, stub):
@@ -80,7 +81,7 @@ def test_undo_after_a_staged_apply_was_written_is_not_staged_again(kernel, stub)
     (payload,) = set_next_input(written)
     kernel.click("Undo")
     said = kernel.html_values()
-    assert any("Undone for the conversation" in v and "still holds the code from before" in v for v in said), said
+    assert any(messages.RUNNING_CELL_UNDONE.within(html.unescape(v)) for v in said), said
     assert not any("Apply staged" in v for v in said[-1:])
     again = vscode.run(payload["text"], 2)  # the cell as VS Code now holds it, run again
     assert set_next_input(again) == []

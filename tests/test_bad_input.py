@@ -277,7 +277,7 @@ def test_fresh_kernel_notebook_without_file_or_live_view_and_nothing_to_work_on(
         assert rejected(k, stub, "%%gemini_ask --notebook\noverview") == messages.NOTEBOOK_FLAG.shown(
             why=messages.NO_NOTEBOOK_KNOWN.render()
         )
-        assert "no conversation yet" in status(k)
+        assert messages.NO_CONVERSATION_YET.render() in status(k).splitlines()
     finally:
         k.close()
 

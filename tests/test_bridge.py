@@ -49,7 +49,7 @@ def test_first_snapshot_is_full_and_gives_layout(ff):
     assert kernel_json(ff, "B.connected") is True
     assert view(ff) == notebook(ff)
     assert kernel_json(ff, "B.path()") == "fake.ipynb"
-    assert kernel_json(ff, "B.description") == "live notebook (bridge)"
+    assert kernel_json(ff, "B.description") == messages.FRONTEND_LIVE.render()
     # the code cell above, skipping markdown and other magic cells
     assert kernel_json(ff, "B.cell_above('m1').id") == "b"
     assert kernel_json(ff, "B.cell_above('m2').id") == "b"
@@ -173,7 +173,7 @@ def test_notebook_closed_fails_pending_and_new_requests(ff):
     assert errors == [messages.NOTEBOOK_CLOSED.render()]
     assert kernel_json(ff, "B.connected") is False
     ff.execute_code("res2 = []\nB.writer.write('b', 'q', res2.append)")
-    assert "no live notebook frontend" in kernel_json(ff, "res2")[0]
+    assert messages.BRIDGE_NOT_CONNECTED.within(kernel_json(ff, "res2")[0])
 
 
 def test_delta_gap_asks_for_a_full_snapshot(ff):

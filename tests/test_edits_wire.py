@@ -122,7 +122,7 @@ def test_a_second_answer_that_does_not_apply_either_fails_in_one_line_and_record
     assert len(api_requests(stub)) == 2  # asked once more, not again
     assert "Apply" not in lab.buttons()
     out = run.plain + run.stderr
-    assert "its second answer was edits again; nothing was recorded" in out, out
+    assert messages.EDITS_AGAIN.within(out), out
     assert "Traceback" not in out
     assert lab.source("big") == BIG and lab.requests_received == []
     lab.execute("q")  # nothing was recorded: the model is sent the cell again

@@ -207,7 +207,7 @@ class Driver:
         if lost:
             assert [r["status"] for r in sent] == [404, 200]
             assert sent[0]["json"]["previous_interaction_id"] == ref.last_id
-            assert any("no longer holds this conversation" in n for n in display.notes)
+            assert messages.CHAIN_LOST.render() in display.notes
         else:
             assert [r["status"] for r in sent] == [200]
         request = sent[-1]

@@ -312,7 +312,7 @@ def test_lost_chain_starts_a_new_chain_once_and_resends_what_the_model_needs(ker
     # turn 4 chains normally from the new chain, sends nothing again
     n = len(api_requests(stub))
     run = kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nfourth", cell_id=f"m4-{conv}")
-    assert run.stderr == "" and "no longer holds" not in run.plain
+    assert run.stderr == "" and not messages.CHAIN_LOST.within(run.plain)
     (turn4,) = api_requests(stub)[n:]
     assert turn4["json"]["previous_interaction_id"] == fresh["interaction_id"]
     p4 = current_payload(turn4)
@@ -353,7 +353,7 @@ def test_debug_off_by_default_no_traceback_debug_on_shows_it_for_api_failures(ke
     stub.inject("http", status=500)
     off = kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nq", cell_id="m-debug")
     assert "Traceback" not in off.plain
-    assert kernel.run("%gemini debug on", cell_id="dbg").stdout.strip() == "debug: on"
+    assert kernel.run("%gemini debug on", cell_id="dbg").stdout.strip() == messages.DEBUG_IS.render(on="on")
     stub.inject("http", status=500)
     on = kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nq", cell_id="m-debug")
     assert on.errors == []  # still no error message: the cell does not fail

@@ -86,7 +86,9 @@ def test_gemini_help_lists_every_subcommand_of_the_table(magic_shell):
     for name, command in COMMANDS.items():
         assert f"%gemini {name}" in shown.stdout and command.help in shown.stdout
     assert "--conversation NAME" in shown.stdout  # and every flag's help (magic_arguments)
-    assert magic_shell.run("%gemini debug on", cell_id="m2").stdout == "debug: on\n"  # a handler, looked up by name
+    assert (
+        magic_shell.run("%gemini debug on", cell_id="m2").stdout == messages.DEBUG_IS.render(on="on") + "\n"
+    )  # a handler, looked up by name
     assert magic_shell.magics.debug
 
 
@@ -109,7 +111,7 @@ def test_apply_undo_discard_states(magic_shell, stub):
     assert set(buttons(widget)) == {"Apply", "Discard", "Copy"}
     buttons(widget)["Apply"].click()
     assert controller.turn.outcome == "applied"
-    assert controller.message.startswith("Applied for the conversation")
+    assert messages.PREFILLED_APPLIED.matches(controller.message)
     state = buttons(widget)
     assert state["Apply"].disabled and state["Discard"].disabled and not state["Undo"].disabled
     assert controller.message in widget.children[0].value

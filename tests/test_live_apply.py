@@ -85,7 +85,7 @@ def test_a_later_proposal_opens_only_its_own_five_widgets_with_their_state_and_s
     box = next(s for s in opened if s["_model_name"] == "BoxModel")
     assert box["_dom_classes"] == ["genai-magics-proposal"]  # what the labextension marks stale
     html = next(s for s in opened if s["_model_name"] == "HTMLModel")
-    assert "Apply writes the proposal into the cell" in html["value"]
+    assert messages.LIVE_APPLY.within(html["value"])
     assert all(s["layout"].removeprefix("IPY_MODEL_") in lab.widget_models for s in opened)
     click(lab, "Apply", "Applied")
     assert lab.source("b").startswith("# stub edit: Add input validation.")

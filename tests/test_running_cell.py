@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 from helpers.wire import api_requests, current_payload
 
 from genai_magics import messages
@@ -54,7 +56,7 @@ def test_no_choice_in_time_stages_apply_for_the_next_run(kernel, stub):
     kernel.run(CELL_A, cell_id=NB + "A")
     first = kernel.run("%%gemini_edit\nAdd input validation.", cell_id=NB + "B")
     assert next_input(first) == []
-    assert any("Apply is now staged" in v for v in kernel.html_values())
+    assert any(messages.NO_CHOICE_STAGED.within(html.unescape(v)) for v in kernel.html_values())
     kernel.click("Apply")
     assert any(messages.STAGED.render() in v for v in kernel.html_values())
     sent_before = len(api_requests(stub))

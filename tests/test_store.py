@@ -10,6 +10,7 @@ import time
 import pytest
 from helpers.record import on_disk
 
+from genai_magics import messages
 from genai_magics.engine.cells import Document
 from genai_magics.engine.conversation import Conversation
 from genai_magics.engine.record import NotebookRecord, RecordedConversation, TurnKey, TurnMeta, dumps, state_after
@@ -52,7 +53,7 @@ def test_two_writers_at_the_same_moment_one_wins_the_file_is_always_whole(tmp_pa
         for t in threads:
             t.join()
         lost = [i for i in range(2) if notes[i] is not None]
-        assert len(lost) == 1 and "another kernel wrote" in notes[lost[0]], (round_, notes)
+        assert len(lost) == 1 and messages.RECORD_LOST.matches(notes[lost[0]], prefixed=False), (round_, notes)
         winner = 1 - lost[0]
         held = on_disk(path)
         assert list(held.conversations) == [f"k{winner}"] and held.generation == 1
@@ -83,7 +84,7 @@ def test_a_write_by_another_kernel_after_this_ones_own_write_is_still_seen(tmp_p
     assert mine.save(a_record("mine", 2)) is None
     assert mine.save(a_record("mine", 3)) is None  # its own file, unchanged since: written without a re-read
     assert theirs.load()[0] is not None and theirs.save(a_record("theirs", 2)) is None
-    assert "another kernel wrote" in (mine.save(a_record("mine", 4)) or "")
+    assert messages.RECORD_LOST.matches(mine.save(a_record("mine", 4)) or "", prefixed=False)
     assert list(on_disk(path).conversations) == ["theirs"]
 
 

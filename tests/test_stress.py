@@ -18,6 +18,7 @@ from helpers.kernel import point_sdk_at
 from helpers.properties import effort
 from helpers.wire import TRANSCRIPT_USER_KEYS, api_requests
 
+from genai_magics import messages
 from genai_magics.engine.conversation import Conversation
 from genai_magics.engine.hashing import sha256_text
 from genai_magics.gemini.transport import ClientSettings
@@ -154,7 +155,7 @@ def test_fifty_turns_two_conversations_interleaved(env, stub, state):
             previous = body.get("previous_interaction_id")
             if previous is None and own_ids[name]:
                 # a deliberate new chain (the old one holds too many versions of the code): said, and complete
-                assert any("starting a new chain" in note for note in display.notes), display.notes
+                assert any(messages.CHAIN_TOO_LONG.matches(note) for note in display.notes), display.notes
                 assert payload["earlierTurns"] and payload["currentSource"] in versions[name]
                 assert payload["earlierTurns"][-1]["prompt"] == f"{name}: turn {i - 1}"
                 rebases[name] += 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 
 import pytest
@@ -131,9 +132,9 @@ def test_dry_run_sends_nothing_changes_nothing_and_needs_no_key(stub, tmp_path):
         assert json.loads(request["contents"][-1]["parts"][0]["text"])["currentSource"] == CELL_A
         assert api_requests(stub) == []
         status = k.run("%gemini status", cell_id="s").stdout
-        assert status.splitlines()[1] == "no conversation yet"
+        assert status.splitlines()[1] == messages.NO_CONVERSATION_YET.render()
         missing = k.run("%%gemini_ask\nhello", cell_id="m2")
-        assert "no API key" in missing.stderr and "Traceback" not in missing.plain
+        assert messages.NO_API_KEY.shown() in missing.stderr and "Traceback" not in missing.plain
         assert missing.errors == []
     finally:
         k.close()
@@ -158,7 +159,7 @@ def test_a_second_click_does_nothing_and_says_why(kernel, stub):
 def test_without_a_live_frontend_apply_says_to_paste_and_copy_shows_the_text(kernel, stub):
     kernel.run(CELL_A, cell_id="cell-a")
     kernel.run("%%gemini_edit\nAdd input validation.", cell_id="m1")
-    assert any("this frontend cannot edit cells, so paste it" in v for v in kernel.html_values())
+    assert any(messages.KERNEL_STATE_APPLY.within(html.unescape(v)) for v in kernel.html_values())
     kernel.click("Copy")
     areas = [s["value"] for s in kernel.models.values() if s.get("_model_name") == "TextareaModel"]
     assert len(areas) == 1 and areas[0].startswith("# stub edit: Add input validation.") and areas[0].endswith(CELL_A)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from .. import messages
 from ..engine.applied import strip_applied_marker
 from ..engine.cells import Cell, is_genai_magic
 from . import waiting
@@ -36,12 +37,26 @@ VSCODE_CELL = "vscode-notebook-cell:"
 
 
 class Kind(enum.Enum):
-    LIVE = "live notebook (bridge)"
-    COMPANION = "VS Code with the genai-magics companion: Apply writes the cell the conversation is about"
-    RUNNING_CELL = "VS Code: Apply replaces the running magic cell"
-    STAGED = "VS Code: Apply is staged for the next run of the magic cell"
-    COPY = "copy only: Apply is recorded for the conversation"
-    TERMINAL = "terminal: the proposal is pre-filled at the next prompt"
+    LIVE = "live"
+    COMPANION = "companion"
+    RUNNING_CELL = "running_cell"
+    STAGED = "staged"
+    COPY = "copy"
+    TERMINAL = "terminal"
+
+    def describe(self) -> str:
+        """What Apply does in this kind of frontend, as %gemini status says it."""
+        return _KIND_TEXT[self].render()
+
+
+_KIND_TEXT = {
+    Kind.LIVE: messages.FRONTEND_LIVE,
+    Kind.COMPANION: messages.FRONTEND_COMPANION,
+    Kind.RUNNING_CELL: messages.FRONTEND_RUNNING_CELL,
+    Kind.STAGED: messages.FRONTEND_STAGED,
+    Kind.COPY: messages.FRONTEND_COPY,
+    Kind.TERMINAL: messages.FRONTEND_TERMINAL,
+}
 
 
 @dataclass
@@ -112,8 +127,7 @@ class Frontend:
             if not decided:
                 controller.replace_writer(
                     StagedWriter(staged, writer.magic_cell_id, instruction, self.magic_source()),
-                    f"No choice within {writer.timeout_s:g} s; the cell is released. "
-                    "Apply is now staged: click it, then run this cell again.",
+                    messages.NO_CHOICE_STAGED.render(timeout_s=writer.timeout_s),
                 )
 
         if self.waits == "poll":

@@ -48,7 +48,7 @@ def _status(call: Call) -> None:
     frontend, state = call.frontend(), call.state
     conversations = list(state.session.conversations.values())
     print(report.status(conversations, call.options.model, call.options.state, frontend.view.description))
-    print(f"frontend: {frontend.kind.value}")
+    print(messages.FRONTEND_IS.render(kind=frontend.kind.describe()))
     if state.bridge is not None:
         print(state.bridge.status())
     print(state.companion.status())
@@ -56,11 +56,11 @@ def _status(call: Call) -> None:
 
 
 def _history(call: Call) -> None:
-    print("\n\n".join(report.history(c) for c in call.chosen) or "no conversation yet")
+    print("\n\n".join(report.history(c) for c in call.chosen) or messages.NO_CONVERSATION_YET.render())
 
 
 def _tokens(call: Call) -> None:
-    print("\n\n".join(report.token_table(c) for c in call.chosen) or "no conversation yet")
+    print("\n\n".join(report.token_table(c) for c in call.chosen) or messages.NO_CONVERSATION_YET.render())
     convs = call.state.session.conversations
     if convs:
         print(report.session_totals(list(convs.values()), _storage_costs(call)))
@@ -80,19 +80,19 @@ def _storage_costs(call: Call) -> list[tuple[str, float, float | None]]:
 
 def _reset(call: Call) -> None:
     names = call.state.session.reset(None if call.args.all else (call.args.value or "default"))
-    print(f"reset: {', '.join(names)}" if names else "nothing to reset")
+    print(messages.RESET_DONE.render(names=", ".join(names)) if names else messages.NOTHING_TO_RESET.render())
 
 
 def _forget(call: Call) -> None:
     names = None if call.args.all else [call.args.value or "default"]
     gone = set(call.replay.forget(names)) | set(call.state.session.reset(None if names is None else names[0]))
-    print(f"forgotten: {', '.join(sorted(gone))}" if gone else "nothing to forget")
+    print(messages.FORGOTTEN.render(names=", ".join(sorted(gone))) if gone else messages.NOTHING_TO_FORGET.render())
 
 
 def _model(call: Call) -> None:
     if call.args.value:
         call.options.model = call.args.value
-    print(f"model: {call.options.model}")
+    print(messages.MODEL_IS.render(model=call.options.model))
 
 
 def _models(call: Call) -> None:
@@ -108,13 +108,13 @@ def _state(call: Call) -> None:
             NotebookDisplay.error(messages.STATE_CHOICES.render(choices=", ".join(STATE_MODES)))
             return
         call.options.state = call.args.value
-    print(f"default state mode: {call.options.state}")
+    print(messages.STATE_IS.render(state=call.options.state))
 
 
 def _debug(call: Call) -> None:
     if call.args.value in ("on", "off"):
         call.options.debug = call.args.value == "on"
-    print(f"debug: {'on' if call.options.debug else 'off'}")
+    print(messages.DEBUG_IS.render(on="on" if call.options.debug else "off"))
 
 
 def _on_proposal(action: str) -> Callable[[Call], None]:

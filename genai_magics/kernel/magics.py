@@ -119,17 +119,11 @@ class GeminiMagics(GeminiOptions):
         if running and result.execution_count is not None:
             self.session.executed.set_count(running, result.execution_count)
 
-    def _replay(self):
-        """The session's record, pointed at this notebook with the current settings; its pending lines shown."""
-        ns = self.shell.user_ns if self.shell is not None else {}
-        replay = self.session.replay
-        replay.configure(self.replay, self.persist, self.record_location, notebook_path_from(os.environ, ns))
-        replay.images = self.record_images
-        replay.restore(self.session.conversations)
-        self.session.adopt_recorded_caches(self._settings().client)
-        while replay.notes:
-            NotebookDisplay.error(replay.notes.pop(0))
-        return replay
+    def _open_record(self) -> None:
+        """The session's record opened at the place the options name now; a line it has shown once."""
+        note = self.session.open_record(self._settings())
+        if note:
+            NotebookDisplay.error(note)
 
     def at_exit(self) -> None:
         self.session.at_exit(self._settings())
@@ -221,7 +215,6 @@ class GeminiMagics(GeminiOptions):
         if frontend.stale:
             display.note(messages.VIEW_BEHIND.render())
         try:
-            self._replay()
             if not args.dry_run:
                 display.start(f"asking {request.model or settings.model}")
             with kernel_compat.interruptible():
@@ -239,7 +232,8 @@ class GeminiMagics(GeminiOptions):
             return None
         turn = outcome.turn
         assert turn is not None  # only a dry run has no turn
-        display.finish(turn.response or ("_(proposal below)_" if mode == "edit" else "_(empty answer)_"))
+        empty = messages.PROPOSAL_BELOW if mode == "edit" else messages.EMPTY_ANSWER
+        display.finish(turn.response or empty.render())
         if outcome.replayed is not None:
             footer = report.replay_footer(turn, outcome.replayed.at)
         else:
@@ -288,10 +282,10 @@ class GeminiMagics(GeminiOptions):
             NotebookDisplay.error(messages.USAGE.render(error=exc, magic="gemini"))
             return
         try:
-            replay = self._replay()
+            self._open_record()
         except Exception as exc:  # an unusable record location must not break the other commands
-            NotebookDisplay.error(redact(f"conversation record: {type(exc).__name__}: {exc}"))
-            replay = self.session.replay
+            NotebookDisplay.error(messages.RECORD_UNUSABLE.render(error=redact(f"{type(exc).__name__}: {exc}")))
+        replay = self.session.replay
         convs = chosen(self.session.conversations, args.conversation)
         if convs is None:
             NotebookDisplay.error(messages.NO_CONVERSATION.render(name=args.conversation))

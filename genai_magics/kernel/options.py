@@ -1,10 +1,12 @@
 """The magics' options (``%config GeminiMagics.<name>``) and the turn settings they make.
 
 A base class of ``GeminiMagics``: the traits are looked up on the magics object, so
-``%config GeminiMagics.model = ...`` and an ``ipython_config.py`` work as before.
+``%config GeminiMagics.model = ...`` and an ``ipython_config.py`` set them.
 """
 
 from __future__ import annotations
+
+import os
 
 from IPython.core.magic import Magics
 from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, validate
@@ -12,9 +14,10 @@ from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, v
 from .. import messages
 from ..engine.conversation import STATE_MODES
 from ..engine.tools import MAX_TOOL_CALLS, TOOL_NAMES, unknown_tools
+from ..frontends.notebook_view import notebook_path_from
 from ..gemini.models import DEFAULT_MODEL
 from ..gemini.transport import ClientSettings
-from ..persistence.replay import REPLAY_MODES
+from ..persistence.replay import REPLAY_MODES, RecordSettings
 from ..turn.requests import Settings
 
 
@@ -128,4 +131,11 @@ class GeminiOptions(Magics):
             tools=tuple(n for n in TOOL_NAMES if n in self.tools) if self.max_tool_calls > 0 else (),
             max_tool_calls=self.max_tool_calls,
             max_var_chars=self.max_var_chars,
+            record=RecordSettings(
+                self.replay,
+                self.persist,
+                self.record_location,
+                notebook_path_from(os.environ, self.shell.user_ns if self.shell is not None else {}),
+                self.record_images,
+            ),
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -30,39 +30,55 @@ ReplayMode = Literal["auto", "off", "only"]
 REPLAY_MODES: tuple[ReplayMode, ...] = ("auto", "off", "only")
 
 
-@dataclass
-class Replay:
-    """Owned by the session; the magics set ``mode``, ``persist`` and the record's location."""
+@dataclass(frozen=True)
+class RecordSettings:
+    """Where the record lives and how it is used, as the options say (``%config GeminiMagics``)."""
 
     mode: ReplayMode = "auto"
     persist: bool = True
+    location: str = "user"  # GeminiMagics.record_location
+    notebook: Path | None = None  # the notebook's path, where the kernel knows it
+    images: bool = False  # the record keeps the bytes of images cells showed (GeminiMagics.record_images)
+
+
+@dataclass(frozen=True)
+class Restored:
+    """What opening the record added: the conversations an earlier kernel left (this kernel's own
+    of the same name win), and a line to show once (set aside, lost the record)."""
+
+    conversations: dict[str, Conversation] = field(default_factory=dict)
+    note: str | None = None
+
+
+@dataclass
+class Replay:
+    """Owned by the session, opened before each turn and command with the settings of the moment."""
+
+    settings: RecordSettings = RecordSettings()
     store: RecordStore | None = None
     record: NotebookRecord | None = None
     restored: list[str] = field(default_factory=list)  # conversations restored from the record
-    notes: list[str] = field(default_factory=list)  # lines to show once (set aside, lost the record)
-    notebook: str = ""
-    images: bool = False  # the record keeps the bytes of images cells showed (GeminiMagics.record_images)
 
-    def configure(self, mode: ReplayMode, persist: bool, location: str, notebook: Path | None) -> None:
-        self.mode, self.persist, self.notebook = mode, persist, str(notebook or "")
-        path = record_path(location, notebook) if persist else None
+    @property
+    def mode(self) -> ReplayMode:
+        return self.settings.mode
+
+    def open(self, settings: RecordSettings, existing: Collection[str]) -> Restored:
+        """The record at the place the settings name, loaded once per kernel and place: the
+        conversations it adds to ``existing`` (nothing once loaded)."""
+        self.settings = settings
+        path = record_path(settings.location, settings.notebook) if settings.persist else None
         if path is None:
             self.store = self.record = None
         elif self.store is None or self.store.path != path:
-            self.store, self.record = RecordStore(path, private=private_location(location)), None
-
-    def restore(self, conversations: dict[str, Conversation]) -> None:
-        """Load the record once per kernel and hand its conversations to the session."""
+            self.store, self.record = RecordStore(path, private=private_location(settings.location)), None
         if self.store is None or self.record is not None:
-            return
+            return Restored()
         record, note = self.store.load()
-        if note:
-            self.notes.append(note)
         self.record = record or NotebookRecord(notebook="", created=time.time())
-        for name, rec in self.record.conversations.items():
-            if name not in conversations:  # this kernel's own conversation wins
-                conversations[name] = rec.conversation
-                self.restored.append(name)
+        added = {name: rec.conversation for name, rec in self.record.conversations.items() if name not in existing}
+        self.restored += list(added)
+        return Restored(added, note)
 
     def replay(
         self, name: str, key: TurnKey, rerun: bool, same_results: Callable[[Turn], bool] = lambda turn: True
@@ -122,7 +138,7 @@ class Replay:
         turn = conv.history[-1]
         rec.cache = cache
         rec.meta[turn.index] = TurnMeta(key, time.time(), state_after(conv, rec.told))
-        self.record.notebook = self.notebook
+        self.record.notebook = str(self.settings.notebook or "")
         return self.save()
 
     def durable(self) -> bool:
@@ -141,7 +157,7 @@ class Replay:
         if self.store is None or self.record is None:
             return None
         try:
-            self.record.images = self.images
+            self.record.images = self.settings.images
             return self.store.save(self.record)
         except OSError as exc:
             return messages.RECORD_NOT_WRITTEN.render(path=self.store.path, error=exc)
@@ -168,24 +184,21 @@ class Replay:
 
     def status(self) -> str:
         if self.store is None:
-            return (
-                "record: off (GeminiMagics.persist is off)"
-                if not self.persist
-                else "record: none (the notebook's path is unknown: %config GeminiMagics.record_location = "
-                "'/path/record.json' keeps one anyway)"
-            )
-        line = f"record: {self.store.path} · replay {self.mode}"
-        if self.store.read_only:
-            line += " · left untouched (not a record this kernel may write): conversations in memory only"
+            return (messages.RECORD_NONE if self.settings.persist else messages.RECORD_OFF).render()
+        more = messages.RECORD_READ_ONLY.render() if self.store.read_only else ""
         if self.record is None:
-            return line + " · not read yet"
+            more += messages.RECORD_NOT_READ.render()
+        lines = [messages.RECORD_AT.render(path=self.store.path, mode=self.mode, more=more)]
+        recorded = self.record.conversations if self.record is not None else {}
         for name in self.restored:
-            rec = self.record.conversations.get(name)
+            rec = recorded.get(name)
             if rec is not None:
-                live = f", live from turn {rec.cursor + 1}" if rec.replayable == rec.cursor < rec.loaded else ""
-                live = f", live after turn {rec.loaded} (every recorded turn kept)" if rec.continued else live
-                line += (
-                    f"\nconversation {name!r} restored from the record: {rec.loaded} recorded turn(s), "
-                    f"{rec.cursor} replayed{live}"
+                live = ""
+                if rec.continued:
+                    live = messages.RECORD_LIVE_AFTER.render(turn=rec.loaded)
+                elif rec.replayable == rec.cursor < rec.loaded:
+                    live = messages.RECORD_LIVE_FROM.render(turn=rec.cursor + 1)
+                lines.append(
+                    messages.RECORD_RESTORED.render(name=name, loaded=rec.loaded, replayed=rec.cursor, live=live)
                 )
-        return line
+        return "\n".join(lines)

@@ -1,23 +1,11 @@
 """The record file: where it lives, atomic writes, one writer at a time.
 
-Private by default (the user's Jupyter data dir, one file per notebook named by
-a hash of its absolute path); next to the notebook, or any path, on request.
-Every write is done under a lock, and only if nobody else wrote since this kernel
-read it, before the turn's cell finishes (so a killed kernel loses nothing). A
-kernel's first write, and one after a change a line cannot say, goes to a
-temporary file in the same folder that is renamed over the record; in the
-private records folder the writes after it append one line to the record's
-journal (``.journal``: what changed, ``engine/record.py``'s ``journal_line``),
-until the journal has grown to the record's size and the record is written whole
-again (a record beside the notebook or at a path named is always one file,
-written whole). The flush to the disk
-(fsync), which can take tens of ms on a busy disk, runs on a thread, while the
-record before a whole write, renamed to ``.prev`` just before with its journal
-(``.prev.journal``), stays there: a power cut before that flush ends leaves the
-new record or, if it is torn, ``.prev`` and its journal, which the next load puts
-back (the last write lost, as when the power goes during a write); a journal line
-torn by one is not read. A write never waits for the flush before it: while one
-is pending, ``.prev`` stays the last record known to be on the disk.
+Private by default (the user's Jupyter data dir, one file per notebook named by a hash of
+its path); beside the notebook, or any path, on request. Each write happens under a lock,
+only if nobody else wrote since this kernel read it, before the turn's cell finishes: whole
+(a temporary file renamed over it, the one before kept as ``.prev`` until the flush is done)
+or, in the private folder, as one journal line. How a kill or a power cut leaves it:
+docs/after-a-restart.md.
 """
 
 from __future__ import annotations

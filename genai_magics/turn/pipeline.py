@@ -95,6 +95,15 @@ class Session:
         return reset
 
     # -- the kernel's clients and caches ---------------------------------------
+    def open_record(self, settings: Settings) -> str | None:
+        """The record at the place the settings name, opened: the conversations an earlier kernel
+        left join this kernel's (its own of the same name win), and the explicit caches they name
+        become this kernel's. Returns a line to show once (a record set aside, say)."""
+        restored = self.replay.open(settings.record, self.conversations)
+        self.conversations.update(restored.conversations)
+        self.adopt_recorded_caches(settings.client)
+        return restored.note
+
     def adopt_recorded_caches(self, settings: ClientSettings) -> None:
         """The explicit caches a killed kernel left to the restored conversations become this
         kernel's: used, replaced, or deleted on reset and at exit like its own, never doubled."""
@@ -174,7 +183,9 @@ class Session:
         req = replace(req, prompt=redact(req.prompt.strip()))
         if not req.prompt:
             raise UserError(messages.PROMPT_EMPTY.render())
-        self.replay.restore(self.conversations)
+        note = self.open_record(settings)
+        if note:
+            display.error(note)
         if not req.dry_run:
             self.replay.position(req.conversation, self.documents.magic_cell())
         state = req.state or (
@@ -350,7 +361,7 @@ class Session:
         try:  # the answer is in: nothing may lose it now (it was shown; it stays in this kernel)
             note = self.replay.committed(sent.conv, key, self.caches.recorded(sent.conv))
         except Exception as exc:  # noqa: BLE001 - any failure of the record is one line
-            note = redact(f"the answer is kept in this kernel but not in the record ({type(exc).__name__}: {exc})")
+            note = messages.NOT_RECORDED.render(error=redact(f"{type(exc).__name__}: {exc}"))
         if note:
             display.note(note)
 

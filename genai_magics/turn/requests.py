@@ -14,6 +14,7 @@ from ..engine.tools import MAX_TOOL_CALLS, TOOL_NAMES
 from ..frontends.notebook_view import ExecutedCells, NotebookView
 from ..gemini.pricing import Price
 from ..gemini.transport import ClientSettings, TurnResult
+from ..persistence.replay import RecordSettings
 from ..sources.outputs import OutputPieces
 from ..sources.tools import NotebookTools
 from .edit_answer import EditAnswer
@@ -38,6 +39,7 @@ class Settings:
     tools: tuple[str, ...] = TOOL_NAMES  # the functions the model may call (engine/tools.py)
     max_tool_calls: int = MAX_TOOL_CALLS  # per turn; then it is asked to answer without
     max_var_chars: int = 2_000  # inspect_variable's summary, as --vars
+    record: RecordSettings = RecordSettings()  # where the record lives (none: no notebook path, no file named)
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,7 @@ class ExecutedOnly:
 class TurnDisplay(Protocol):
     def chunk(self, text: str) -> None: ...
     def note(self, text: str) -> None: ...
+    def error(self, text: str) -> None: ...
     def document(self, label: str | None, source: str) -> None: ...
 
 

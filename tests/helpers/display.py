@@ -1,4 +1,4 @@
-"""A turn display (``session.TurnDisplay``) that keeps what it was shown."""
+"""A turn display (``turn.requests.TurnDisplay``) that keeps what it was shown."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ class RecordingDisplay:
         self.chunks: list[str] = []
         self.documents: list[tuple[str | None, str]] = []  # (label, source) named at the top of a turn
         self.notes: list[str] = []
+        self.errors: list[str] = []  # lines shown as errors (a record set aside, say)
         self.note_times: list[float] = []  # time.monotonic() of each note
         self._on_note = on_note  # also called with each note (a benchmark's shared log)
 
@@ -24,3 +25,6 @@ class RecordingDisplay:
         self.note_times.append(time.monotonic())
         if self._on_note is not None:
             self._on_note(text)
+
+    def error(self, text: str) -> None:
+        self.errors.append(text)
