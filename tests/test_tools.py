@@ -216,13 +216,15 @@ def test_the_key_never_reaches_a_result_nor_a_part_of_it(notebook, stub, state):
     # the key right at the summary's cap: masked first, then capped, so no part of it is left
     notebook.run(f"secret = 'x' * 40 + {FAKE_KEY!r}", cell_id="k")
     notebook.magics.max_var_chars = 70
-    stub.script_tools([[call("inspect_variable", name="secret"), call("read_cell", ref="k")]])
+    stub.script_tools([[call("inspect_variable", name="secret"), call("read_cell", ref="k"), call("last_error")]])
+    notebook.run("raise ValueError('y' * 980 + secret[40:])", cell_id="raise")  # the key across the message's cap
     ask(notebook, state)
     for request in api_requests(stub):
         text = json.dumps(request["json"])
         assert FAKE_KEY not in text and FAKE_KEY[:12] not in text
-    variable, cell = (r["response"]["text"] for r in results(stub))
+    variable, cell, error = (r["response"]["text"] for r in results(stub))
     assert MASK in cell and MASK in variable  # masked before the cap cut the summary
+    assert "ValueError: yyy" in error and FAKE_KEY[:6] not in error
 
 
 def test_the_model_content_goes_back_with_its_thought_signature(notebook, stub):

@@ -74,7 +74,7 @@ def test_a_turn_with_calls_replays_with_zero_requests_until_a_result_would_diffe
         k.run("data = {'a': 1, 'b': 2}", cell_id="c1")
         stub.script_tools([[{"name": "inspect_variable", "args": {"name": "data"}}]])
         live = k.run("%%gemini_ask\nwhat is in data?", cell_id="m1")
-        assert "→ inspect_variable(data): " in live.plain
+        assert messages.TOOL_CALLED.within(live.plain)
         sent = len(api_requests(stub))
         assert sent == 2
         # Restart & Run All: the same cells, the same result: shown from the record, no request
