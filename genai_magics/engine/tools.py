@@ -14,6 +14,7 @@ so the one rule covers both: a piece the model holds unchanged is answered with 
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -81,9 +82,10 @@ TOOLS_INSTRUCTION = (
 
 
 def declarations(enabled: Iterable[str]) -> list[dict[str, Any]]:
-    """The function declarations of the enabled names, always in ``TOOL_NAMES`` order."""
+    """The function declarations of the enabled names, always in ``TOOL_NAMES`` order: new dicts each time
+    (the SDK rewrites the schemas it is given in place; the settings' hash, a replay's identity, must not move)."""
     chosen = set(enabled)
-    return [{"name": name, **_DECLARATIONS[name]} for name in TOOL_NAMES if name in chosen]
+    return [{"name": name, **copy.deepcopy(_DECLARATIONS[name])} for name in TOOL_NAMES if name in chosen]
 
 
 def unknown_tools(names: Iterable[str]) -> list[str]:

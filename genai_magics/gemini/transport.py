@@ -8,6 +8,7 @@ reached only through sdk_compat.py.
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import json
@@ -108,7 +109,9 @@ class EditRetry:
 
 
 def edit_schema(retry: EditRetry | None) -> dict[str, Any]:
-    return EDIT_RESPONSE_SCHEMA if retry is None else WHOLE_RESPONSE_SCHEMA
+    """A new copy each time: the SDK rewrites a schema in place (it adds ``property_ordering``), and the
+    settings' hash, a recorded turn's identity, must not depend on whether a request went out before."""
+    return copy.deepcopy(EDIT_RESPONSE_SCHEMA if retry is None else WHOLE_RESPONSE_SCHEMA)
 
 
 @dataclass(frozen=True)
