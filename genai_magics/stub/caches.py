@@ -107,8 +107,9 @@ class CacheStore:
         except images.BadImage as exc:
             return error(400, str(exc))
         system = "".join(texts(body.get("systemInstruction")))
-        declared = body.get("tools") or []  # function declarations the cache holds: read (and billed) with it
-        total = sum(tokens(t) for _, t in contents) + tokens(system) + (tokens(json.dumps(declared)) if declared else 0)
+        # the function declarations the cache holds: read (and billed) with it, as a request reads them
+        declared = json.dumps(body["tools"], sort_keys=True) if body.get("tools") else ""
+        total = sum(tokens(t) for _, t in contents) + tokens(system) + tokens(declared)
         minimum = self._minimum(model[len("models/") :])
         if total < minimum:
             return error(
@@ -128,6 +129,7 @@ class CacheStore:
                 "contents": contents,
                 "system": system,
                 "tools": contents_declared(body),
+                "tools_text": declared,
                 "tokens": total,
                 "created": now,
                 "updated": now,

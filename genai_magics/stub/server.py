@@ -373,6 +373,8 @@ class StubServer:
         system = "".join(texts(body.get("systemInstruction") or body.get("system_instruction")))
         explicit = 0
         cache_tools: list[str] = []
+        # the function declarations are read (and billed) as part of the prompt, after the system instruction
+        declared = json.dumps(body["tools"], sort_keys=True) if body.get("tools") else ""
         name = body.get("cachedContent")
         if name is not None:
             info.cached_content = name
@@ -383,6 +385,7 @@ class StubServer:
                 return cache
             turns = list(cache["contents"]) + turns
             system, explicit, cache_tools = cache["system"], cache["tokens"], cache.get("tools", [])
+            declared = cache.get("tools_text", "")
         contents = [c for c in body.get("contents") or [] if isinstance(c, dict)]
         problem = stub_tools.contents_problem(contents)
         if problem:
@@ -401,7 +404,9 @@ class StubServer:
             None if calls else self._take_script(info),
             calls,
         )
-        cached = max(explicit, self._read(model, [("system", system)] + turns, info))
+        prompt_tokens += tokens(declared)
+        info.input_tokens = prompt_tokens
+        cached = max(explicit, self._read(model, [("system", system), ("tools", declared)] + turns, info))
         info.cached_tokens = cached
         usage = {
             "promptTokenCount": prompt_tokens,
@@ -497,7 +502,10 @@ class StubServer:
             None if calls else self._take_script(info),
             calls,
         )
-        cached = self._read(model, [("system", system)] + turns, info)
+        declared = json.dumps(body["tools"], sort_keys=True) if body.get("tools") else ""
+        in_tokens += tokens(declared)  # the declarations are read with the prompt
+        info.input_tokens = in_tokens
+        cached = self._read(model, [("system", system), ("tools", declared)] + turns, info)
         info.cached_tokens = cached
         usage = {
             "total_input_tokens": in_tokens,
