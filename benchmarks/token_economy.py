@@ -111,7 +111,7 @@ from genai_magics.engine.hashing import sha256_text  # noqa: E402
 from genai_magics.engine.payloads import SYSTEM_INSTRUCTION, WHOLE_RESPONSE_SCHEMA, to_text  # noqa: E402
 from genai_magics.frontends.cell_writer import KernelStateWriter  # noqa: E402
 from genai_magics.gemini import transport as _transport  # noqa: E402
-from genai_magics.gemini.pricing import PRICES, Price  # noqa: E402
+from genai_magics.gemini.pricing import Price, price_for  # noqa: E402
 from genai_magics.persistence.replay import RecordSettings  # noqa: E402
 from genai_magics.stub import StubServer  # noqa: E402
 from genai_magics.stub import sse as _sse  # noqa: E402
@@ -771,7 +771,7 @@ def measure(steps: list[Step], stub: StubServer, model: str, implicit: bool = Fa
     for key in STRATEGIES:
         stub.reset()
         stub.configure_caching(
-            implicit=implicit, implicit_ttl_s=1e12, implicit_minimum={model: PRICES[model].cache_minimum}
+            implicit=implicit, implicit_ttl_s=1e12, implicit_minimum={model: table_price(model).cache_minimum}
         )
         t0 = time.perf_counter()
         run.stats[key] = runners[key]()
@@ -967,9 +967,17 @@ def dollars(run: Run, key: str, price: Price) -> float:
     return sum(t.dollars(price) for t in run.stats[key]) + 1e-6 * run.storage_hours[key] * price.storage_hour
 
 
+def table_price(model: str) -> Price:
+    """The table's price of the model today (the benchmark runs a model the table prices)."""
+    price = price_for(model)
+    if price is None:
+        raise SystemExit(f"no price known for {model}")
+    return price
+
+
 def cost_report(label: str, steps: list[Step], runs: dict[str, Run], model: str) -> tuple[list[str], list[tuple]]:
     """The billed-cost table under both assumptions, and the targets' results."""
-    price = PRICES[model]
+    price = table_price(model)
     lines = [
         f"-- billed cost, session {label}, at {model}'s table rates (${price.input} in, ${price.cached_input} "
         f"cached, ${price.output} out per 1M tokens; ${price.storage_hour} per 1M token-hours of cache) --"

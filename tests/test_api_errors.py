@@ -13,7 +13,7 @@ from genai_magics.gemini.errors import describe, status_code
 
 
 def told(exc: BaseException) -> str:
-    return describe(exc, attempts=3, timeout_s=7)
+    return str(describe(exc, attempts=3, timeout_s=7))
 
 
 @pytest.mark.parametrize("http", [httpx, httpx2])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import pytest
@@ -14,7 +15,8 @@ from genai_magics.engine.conversation import Conversation
 from genai_magics.gemini.caching import decide, pays_off, worth_keeping
 from genai_magics.gemini.pricing import PRICES, PRICES_AS_OF, Price, price_for, storage_cost, turn_cost
 
-FLASH = PRICES["gemini-3.8-flash"]
+FLASH = PRICES["gemini-3.8-flash"][0].price  # the introductory price, through 2026-12-31
+BEFORE = dt.date(2026, 12, 31)
 KW = dict(
     mode="auto",
     price=FLASH,
@@ -29,17 +31,18 @@ KW = dict(
 
 
 def test_the_table_has_the_default_model_its_successor_a_date_and_sources():
-    assert PRICES_AS_OF == "2026-11-30"
+    assert PRICES_AS_OF == "2026-12-02"
     for name in ("gemini-3.7-flash", "gemini-3.8-flash"):
-        p = PRICES[name]
+        p = price_for(name, day=BEFORE)
         assert (p.input, p.cached_input, p.output, p.cache_minimum) == (0.75, 0.075, 3.75, 4096)
-    assert all(p.source and p.cached_input < p.input < p.output for p in PRICES.values())
+    prices = [period.price for periods in PRICES.values() for period in periods]
+    assert all(p.source and p.cached_input < p.input < p.output for p in prices)
 
 
 def test_overrides_complete_a_known_model_and_an_unknown_one_needs_every_price():
     assert price_for("no-such-model") is None  # no guessed price
-    assert price_for("models/gemini-3.8-flash") == FLASH
-    cheaper = price_for("gemini-3.8-flash", {"gemini-3.8-flash": {"input": 0.5}})
+    assert price_for("models/gemini-3.8-flash", day=BEFORE) == FLASH
+    cheaper = price_for("gemini-3.8-flash", {"gemini-3.8-flash": {"input": 0.5}}, BEFORE)
     assert cheaper.input == 0.5 and cheaper.output == FLASH.output and "overridden" in cheaper.source
     mine = price_for("mine", {"mine": {"input": 1, "cached_input": 0.1, "output": 2, "storage_hour": 1}})
     assert mine == Price(1, 0.1, 2, 1, 4096, "GeminiMagics.prices")
@@ -86,6 +89,8 @@ def test_at_exit_a_cache_is_kept_while_its_storage_until_expiry_costs_less_than_
         ({"head_tokens": 4095}, "none", "under gemini-3.8-flash's cache minimum of 4,096"),
         ({"head_tokens": 4095, "existing_sha": "h0"}, "drop", "under"),
         ({"ttl_s": 3600.0}, "none", "would not pay off"),
+        # a model with implicit caching only is never sent a cache (the stand-in refuses one, as the API does)
+        ({"model": "gemini-4-argon"}, "none", "gemini-4-argon has no explicit context caches"),
     ],
 )
 def test_decide(change, action, words):

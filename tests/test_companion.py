@@ -1,79 +1,26 @@
 """The kernel side of the VS Code companion over its real file channel, with a companion stand-in in a thread.
 
-The stand-in writes the presence file and answers requests the way
-vscode-extension/src/extension.ts does (its pure rules are unit-tested there
-with node's test runner); the real extension in a real VS Code is
-tests/vscode/test_vscode_companion.py.
+The stand-in (tests/helpers/companion.py) writes the presence file and answers requests the way
+vscode-extension/src/extension.ts does (its pure rules are unit-tested there with node's test
+runner), and checks every file against the protocol's schema; the real extension in a real VS Code
+is tests/vscode/test_vscode_companion.py.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import threading
 import time
-from pathlib import Path
 
 import pytest
+from helpers.companion import CELLS, NB, FakeCompanion, choose_live
 
 from genai_magics import messages
+from genai_magics.engine.cells import is_genai_magic
 from genai_magics.engine.hashing import sha256_text
+from genai_magics.engine.notebook_text import Block, blocks_text, notebook_text
 from genai_magics.frontends.companion import Companion, notebook_key, presences
-from genai_magics.frontends.frontend import Kind, choose
+from genai_magics.frontends.frontend import Frontend, Kind
+from genai_magics.frontends.notebook_edit import NotebookWriter
 from genai_magics.frontends.notebook_view import ExecutedCells
-
-NB = "vscode-notebook-cell:/home/u/nb.ipynb"
-CELLS = [f"{NB}#W0sZmlsZQ%3D%3D", f"{NB}#W1sZmlsZQ%3D%3D", f"{NB}#W2sZmlsZQ%3D%3D"]
-
-
-class FakeCompanion:
-    """Answers the kernel's requests from an in-memory notebook; ``closed`` makes it say the notebook is not open."""
-
-    def __init__(self, directory: Path, pid: int | None = None):
-        self.dir = directory
-        self.inbox = directory / "in-fake"
-        self.inbox.mkdir(parents=True)
-        self.cells = {CELLS[0]: "import os", CELLS[1]: "x = 1", CELLS[2]: "%%gemini_edit\nfix"}
-        self.requests: list[dict] = []
-        self.closed = False
-        self.answering = True
-        self.presence = directory / "companion-fake.json"
-        self.presence.write_text(
-            json.dumps(
-                {"version": 1, "pid": pid or os.getpid(), "inbox": str(self.inbox), "notebooks": [NB], "companion": "t"}
-            )
-        )
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            for path in sorted(self.inbox.glob("*.json")) if self.answering else []:
-                request = json.loads(path.read_text())
-                path.unlink()
-                self.requests.append(request)
-                Path(request["reply_to"]).write_text(
-                    json.dumps({"request_id": request["request_id"], **self._answer(request)})
-                )
-            time.sleep(0.002)
-
-    def _answer(self, request: dict) -> dict:
-        if self.closed or request["notebook"] != NB:
-            return {"ok": False, "error": "the notebook is not open in VS Code"}
-        if request["op"] == "snapshot":
-            cells = [{"id": i, "cell_type": "code", "source": s} for i, s in self.cells.items()]
-            return {"ok": True, "cells": cells, "path": "/home/u/nb.ipynb"}
-        if request["op"] == "set_source":
-            if sha256_text(self.cells.get(request["cell_id"], "")) != request.get("expect_sha256"):
-                return {"ok": False, "error": "the cell changed in VS Code since the kernel last saw it"}
-            self.cells[request["cell_id"]] = request["source"]
-            return {"ok": True, "cell_id": request["cell_id"]}
-        return {"ok": False, "error": "not in this stand-in"}
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 @pytest.fixture
@@ -81,6 +28,7 @@ def channel(tmp_path):
     fake = FakeCompanion(tmp_path)
     yield fake
     fake.stop()
+    assert fake.bad == []  # every request the kernel wrote, and every reply, is a message of the schema
 
 
 def _companion(channel, timeout: float = 2.0) -> Companion:
@@ -155,22 +103,11 @@ def test_no_reply_in_time_fails_and_the_request_is_never_done_later(channel):
     assert channel.cells[CELLS[1]] == "x = 1"
 
 
-def _choose(companion) -> Kind:
+def _choose(companion: Companion) -> Frontend:
     executed = ExecutedCells()
     executed.add(CELLS[1], "x = 1", 1)
     executed.add(CELLS[2], "%%gemini_edit\nfix", 2)
-    live = companion if companion.connected else None
-    frontend = choose(
-        terminal=False,
-        bridge=live,
-        bridge_fresh=True,
-        executed=executed,
-        file_view=executed,
-        staged={},
-        set_next_input=lambda _text: None,
-        apply_wait=5,
-    )
-    return frontend
+    return choose_live(companion if companion.connected else None, executed)
 
 
 def test_with_the_companion_apply_targets_the_code_cell_and_says_so_before_the_click(channel):
@@ -184,3 +121,36 @@ def test_without_the_companion_the_running_cell_behaviour_stays(tmp_path):
     companion = Companion(directory=tmp_path)
     companion.follow(CELLS[2])
     assert _choose(companion).kind in (Kind.RUNNING_CELL, Kind.STAGED)
+
+
+def test_a_notebook_proposal_applied_and_undone_through_the_companion_puts_every_cell_back(channel):
+    """Insert, delete and a removed cell put back (VS Code names it anew; the kernel keeps its name),
+    every file of it a message of the schema (the fixture checks)."""
+    companion = _companion(channel)
+    live = lambda: [c for c in companion.cells() if not is_genai_magic(c.source)]  # noqa: E731
+    before = dict(channel.cells)
+    base = notebook_text(live())
+    proposal = blocks_text([Block(None, "markdown", "# Setup"), Block(CELLS[1], "code", "x = 2")])
+    writer = NotebookWriter(companion, base, proposal, live)
+    results: list[str | None] = []
+    writer.write("notebook", proposal, results.append)
+    assert results == [None]
+    assert list(channel.cells.values()) == ["# Setup", "x = 2", "%%gemini_edit\nfix"]
+    assert sorted(channel.types.values()) == ["markdown"]
+    companion.refresh()
+    writer.write("notebook", base, results.append)
+    assert results == [None, None]
+    assert list(channel.cells.values()) == list(before.values()) and channel.types == {}
+    assert CELLS[0] not in channel.cells  # put back under a new URI ...
+    assert [c.id for c in companion.cells()] == CELLS  # ... which the kernel calls by its old one
+    put_back = next(r for r in channel.requests if r["op"] == "insert_cell" and "cell" in r)
+    assert put_back["cell"]["id"] == CELLS[0] and put_back["after_id"] is None
+    assert {r["op"] for r in channel.requests} == {"snapshot", "set_source", "insert_cell", "delete_cell"}
+
+
+def test_a_request_outside_the_schema_fails_the_stand_in(channel):
+    companion = _companion(channel)
+    companion.cells()
+    companion._request("set_source", {"cell_id": CELLS[1], "source": "y", "why": "not in the protocol"})
+    assert channel.bad and "not a Request" in channel.bad[0] and "why" in channel.bad[0]
+    channel.bad.clear()  # caught: the fixture would fail the test on it

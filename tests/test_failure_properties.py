@@ -265,8 +265,8 @@ class Driver:
         self.stub.inject(**injection)
         with pytest.raises(UserError) as failure:
             self.turn(mode)
-        parsed = message.parse(str(failure.value), prefixed=False)
-        assert parsed is not None and fields.items() <= parsed.items(), str(failure.value)
+        assert failure.value.message is message, str(failure.value)
+        assert fields.items() <= {k: str(v) for k, v in failure.value.fields.items()}.items(), str(failure.value)
         assert "\n" not in str(failure.value)
         assert full_snapshot(self.session) == before, "a failed turn changed the conversation"
 

@@ -111,7 +111,7 @@ def test_apply_undo_discard_states(magic_shell, stub):
     assert set(buttons(widget)) == {"Apply", "Discard", "Copy"}
     buttons(widget)["Apply"].click()
     assert controller.turn.outcome == "applied"
-    assert messages.PREFILLED_APPLIED.matches(controller.message)
+    assert (messages.KERNEL_STATE_DONE.parse(controller.message) or {}).get("verb") == "Applied"
     state = buttons(widget)
     assert state["Apply"].disabled and state["Discard"].disabled and not state["Undo"].disabled
     assert controller.message in widget.children[0].value

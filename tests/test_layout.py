@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -140,3 +141,26 @@ def test_no_import_cycle():
 
     for name in sorted(graph):
         visit(name, [])
+
+
+def _layout_section() -> str:
+    text = (PACKAGE.parent / "docs" / "development.md").read_text(encoding="utf-8")
+    start = text.index("\n## Layout")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else None]
+
+
+def test_development_md_layout_names_every_module_and_no_module_that_is_gone():
+    section = _layout_section()
+    named = set(re.findall(r"`([\w/]+\.py)`", section))
+    modules = [p.relative_to(PACKAGE) for p in PACKAGE.rglob("*.py") if p.name not in ("__init__.py", "__main__.py")]
+    unnamed = [
+        str(m) for m in modules if m.name not in named and str(m) not in named and f"genai_magics/{m}" not in named
+    ]
+    assert unnamed == [], f"docs/development.md's Layout does not name {unnamed}"
+    repo = PACKAGE.parent
+    known = {p.name for p in modules} | {str(m) for m in modules}
+    gone = [n for n in named if "/" not in n and n not in known and n != "__init__.py" and not (repo / n).exists()]
+    gone += [n for n in named if "/" in n and not (repo / n).exists() and not (PACKAGE / n).exists()]
+    gone = [n for n in gone if not any((repo / top / n).exists() for top in ("labextension", "vscode-extension"))]
+    assert gone == [], f"docs/development.md's Layout names modules that are not in the tree: {gone}"

@@ -109,8 +109,9 @@ def test_the_turn_reads_the_notebook_through_the_frontend_it_is_given(tmp_path):
     resolved = session.resolve(req, SETTINGS, RecordingDisplay(), frontend)
     assert resolved.target is not None and resolved.target.id == "c1" and resolved.doc.source == CODE
     # no frontend: the executed cells alone, where no code cell has run
-    with pytest.raises(UserError, match="^nothing to edit yet"):
+    with pytest.raises(UserError) as failure:
         session.resolve(req, SETTINGS, RecordingDisplay())
+    assert failure.value.message is messages.NOTHING_TO_EDIT
 
 
 # -- a staged Apply ------------------------------------------------------------------------------
@@ -210,8 +211,8 @@ def test_dash_c_names_one_conversation_or_none_and_no_dash_c_every_one():
 
 def test_a_failed_turn_is_one_line_and_its_traceback_only_with_debug(capsys):
     display = NotebookDisplay("ask")
-    display.failed(UserError("no API key: set GEMINI_API_KEY"), debug=False)
-    assert capsys.readouterr().err == "genai_magics: no API key: set GEMINI_API_KEY\n"
+    display.failed(UserError(messages.NO_API_KEY), debug=False)
+    assert capsys.readouterr().err == messages.NO_API_KEY.shown() + "\n"
     try:
         raise KeyError("k")
     except KeyError as exc:
@@ -223,11 +224,13 @@ def test_a_failed_turn_is_one_line_and_its_traceback_only_with_debug(capsys):
     display.failed(bug, debug=True)
     err = capsys.readouterr().err
     assert err.startswith("Traceback (most recent call last):") and err.endswith("shows the traceback)\n")
-    api = UserError("the API said no")
+    api = UserError(messages.OTHER_STATUS, code=400, detail="the API said no")
     api.__cause__ = bug
     display.failed(api, debug=True)
     err = capsys.readouterr().err
-    assert "KeyError: 'k'" in err and err.endswith("genai_magics: the API said no\n")
+    assert "KeyError: 'k'" in err and err.endswith(
+        messages.OTHER_STATUS.shown(code=400, detail="the API said no") + "\n"
+    )
 
 
 def test_a_turns_merged_view_merges_once_per_file_version_and_record_change(tmp_path):

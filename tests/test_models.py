@@ -49,6 +49,7 @@ def test_models_lists_what_the_key_can_use_marked_by_state_mode(kernel, stub):
     assert lines[DEFAULT_MODEL].startswith("*") and "contents, interactions" in lines[DEFAULT_MODEL]
     assert "contents, interactions" in lines["gemini-3.1-pro-preview"]
     assert "not for conversations" in lines["gemini-embedding-001"]
+    assert "contents, interactions" in lines["gemini-4-argon"]  # the first Gemini 4 model
     # client.models.list() went over HTTP with the key, page by page (the stand-in serves 2 a page).
     listed = [r for r in stub.requests if r["kind"] == "models.list"]
     assert [r["method"] for r in listed] == ["GET", "GET"]

@@ -281,3 +281,56 @@ def test_a_dataframe_goes_as_its_table_and_widgets_scripts_and_html_are_named_no
     assert messages.WIDGET_NOT_SENT.matches(lines[2], prefixed=False) and "IntSlider(value=3" in lines[2]
     assert lines[3:] == [" | city | temp", "0 | Oslo | 4", "1 | Rome | 18"]  # the DataFrame's HTML table, as rows
     assert "bold words" not in text["text"] and "alert" not in text["text"]
+
+
+def test_bang_output_and_a_crlf_csv_reach_the_model_whole(kernel, stub, tmp_path):
+    """Issue 26, case 2: IPython's ``!`` output ends its lines with \\r\\n; a CSV with Windows line ends too."""
+    html = "".join(f"<p>row {i}: {'x' * 40}</p>\n" for i in range(34)) + "</html>\n"
+    (tmp_path / "chart.html").write_text(html)
+    (tmp_path / "data.csv").write_bytes(b"a,b\r\n1,2\r\n3,4\r\n")
+    shown = kernel.run("!cat chart.html", cell_id="bang")
+    assert "\r\n" in shown.stdout  # the kernel really sent CRLF lines (what the bug erased)
+    kernel.run("%%gemini_ask --outputs bang\nwhat is in it?", cell_id="m1")
+    [text] = current_payload(api_requests(stub)[-1])["outputs"]
+    assert text["text"] == html
+    kernel.run("print(open('data.csv', newline='').read(), end='')", cell_id="csv")
+    kernel.run("%%gemini_ask --outputs csv\nand this?", cell_id="m2")
+    [text] = current_payload(api_requests(stub)[-1])["outputs"]
+    assert text["text"] == "a,b\n1,2\n3,4\n"
+
+
+def test_an_undecodable_file_name_in_a_listing_is_sent_escaped_and_the_turn_goes_on(kernel, stub, tmp_path):
+    """Issue 26, case 3: os.listdir() gives a Latin-1 byte as a lone surrogate; printed, it is one output."""
+    (tmp_path / b"caf\xe9.csv".decode("utf-8", "surrogateescape")).write_text("x")
+    kernel.run("import os, sys\nfor name in sorted(os.listdir('.')):\n    sys.stdout.write(name + '\\n')", cell_id="ls")
+    asked = kernel.run("%%gemini_ask\nwhich files are there?", cell_id="m1")
+    assert "genai_magics:" not in asked.stderr, asked.stderr
+    [text] = current_payload(api_requests(stub)[-1])["outputs"]
+    assert "caf\\udce9.csv" in text["text"]
+    assert "1 ask on In[" in kernel.run("%gemini history", cell_id="h").stdout  # recorded
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_html_page_labelled_png_is_left_out_in_one_line_and_the_turn_goes_on(kernel, stub, tmp_path, mode):
+    """Issue 26, case 5: valid base64 of an HTML error page, labelled image/png; a real PNG beside it goes as its
+    bytes exactly."""
+    kernel.run(f"%config GeminiMagics.state = {mode!r}", cell_id="cfg")
+    page = base64.b64encode(b"<html><body>502 Bad Gateway</body></html>").decode()
+    real = png(16, 8, seed=3)
+    kernel.run(
+        "from IPython.display import display\n"
+        f"display({{'image/png': {page!r}, 'text/plain': '<chart>'}}, raw=True)\n"
+        f"display({{'image/png': {base64.encodebytes(real).decode()!r}, 'text/plain': '<chart>'}}, raw=True)\n",
+        cell_id="plot",
+    )
+    asked = kernel.run("%%gemini_ask\nwhat does the chart show?", cell_id="m1")
+    notes = [line for line in asked.plain.splitlines() if messages.IMAGE_NOT_WHAT_IT_SAYS.matches(line)]
+    assert len(notes) == 1 and "genai_magics:" not in asked.stderr, asked.plain + asked.stderr
+    assert messages.IMAGE_NOT_WHAT_IT_SAYS.parse(notes[0]) == {
+        "label": "In[3]",
+        "position": "1",
+        "mime_type": "image/png",
+    }
+    request = api_requests(stub)[-1]
+    assert current_images(request) == [real]  # the cell's bytes exactly (base64 with line breaks, as nbformat's)
+    assert "1 ask on In[" in kernel.run("%gemini history", cell_id="h").stdout

@@ -23,7 +23,7 @@ from genai_magics.engine.record import (
     replayed,
     seek,
 )
-from genai_magics.persistence.schema import OURS
+from genai_magics.persistence.schema import OURS, Damaged, loads
 from genai_magics.persistence.store import RecordStore
 from genai_magics.ui import report
 
@@ -60,6 +60,30 @@ def paths(value, prefix=()):
 
 
 ALL_PATHS = list(paths(json.loads(VALID)))[1:]
+
+
+def retyped(path: tuple, value) -> str:
+    """VALID with the value at ``path`` replaced by ``value``."""
+    data = json.loads(VALID)
+    parent = data
+    for step in path[:-1]:
+        parent = parent[step]
+    parent[path[-1]] = value
+    return json.dumps(data, separators=(",", ":"))
+
+
+def value_at(path: tuple):
+    value = json.loads(VALID)
+    for step in path:
+        value = value[step]
+    return value
+
+
+# One value of each JSON type: every field of the record given each type it does not have (issue 26, case 6).
+WRONG_TYPES = (None, True, 7, 0.5, "s", [], {})
+RETYPED = [(p, w) for p in ALL_PATHS for w in WRONG_TYPES if type(value_at(p)) is not type(w)]
+# a turn's document_key an object: it passed the check and every write failed in the encoder
+DOCUMENT_KEY_AN_OBJECT = ("conversations", "default", "turns", 0, "document_key")
 
 
 @st.composite
@@ -136,8 +160,33 @@ def check(tmp_path, text: str, private: bool) -> None:
 @example(text=VALID.replace('"at":1.0', '"at":1e308', 1), private=True)
 @example(text=VALID.replace('"at":1.0', '"at":NaN', 1), private=False)
 @example(text=VALID.replace('"schema":1', '"schema":7', 1), private=True)
+@example(text=retyped(DOCUMENT_KEY_AN_OBJECT, {}), private=True)
+@example(text=retyped(DOCUMENT_KEY_AN_OBJECT, {}), private=False)
 def test_a_damaged_record_is_one_line_never_a_traceback(tmp_path, text, private):
     check(tmp_path, text, private)
+
+
+def test_every_field_of_a_wrong_type_is_set_aside_at_load_or_works():
+    """Every field of a real record, given a value of each other JSON type: the schema check sets the record
+    aside, or it loads and an ask, Run All, %gemini and the next write work with it (never a TypeError later)."""
+    assert len(RETYPED) > 2_000
+    for path, value in RETYPED:
+        try:
+            record = loads(retyped(path, value), private=True)
+        except Damaged:
+            continue
+        try:
+            exercise(record)
+        except Exception as exc:  # noqa: BLE001 - the test's report: which field, which value
+            raise AssertionError(
+                f"{path} = {value!r} passed the schema check, then {type(exc).__name__}: {exc}"
+            ) from exc
+
+
+def test_a_turns_document_key_that_is_an_object_is_set_aside_in_one_line_naming_it(tmp_path):
+    record, note, others, _ = load(tmp_path, retyped(DOCUMENT_KEY_AN_OBJECT, {}), private=False)
+    assert record is None and messages.RECORD_SET_ASIDE.matches(note, prefixed=False)
+    assert "turns[0].document_key" in note and len(others) == 1 and others[0].endswith(".set-aside")
 
 
 @settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

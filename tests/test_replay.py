@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers.kernel import FAKE_KEY, Kernel
+from helpers.kernel import FAKE_KEY, Kernel, notebook_kernel, restart
 from helpers.lazy import lazy_import
 from helpers.record import data_on_disk, text_on_disk
 from helpers.wire import api_requests, current_payload, transcript
@@ -45,18 +45,7 @@ def notebook(tmp_path) -> Path:
 
 
 def start(stub, nb: Path, key: str | None = FAKE_KEY, **extra) -> Kernel:
-    env = {"GOOGLE_GEMINI_BASE_URL": stub.url, "JPY_SESSION_NAME": str(nb), **extra}
-    env["GEMINI_API_KEY"] = key or ""
-    k = Kernel(env=env, cwd=str(nb.parent))
-    k.run("%load_ext genai_magics", cell_id="setup")
-    return k
-
-
-def restart(k: Kernel) -> None:
-    k.km.restart_kernel(now=True)
-    k.kc.wait_for_ready(timeout=60)
-    k.models.clear()
-    k.run("%load_ext genai_magics", cell_id="setup")
+    return notebook_kernel(stub, nb, key, **extra)
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -8,6 +8,7 @@ import json
 import pytest
 from helpers.display import RecordingDisplay
 
+from genai_magics import messages
 from genai_magics.engine.errors import UserError
 from genai_magics.turn.pipeline import Session
 from genai_magics.turn.requests import Settings, TurnRequest
@@ -51,5 +52,6 @@ def test_dry_run_stages_have_no_identity_and_are_never_replayed():
 
 
 def test_resolve_stage_refuses_an_empty_prompt():
-    with pytest.raises(UserError, match="the prompt is empty"):
+    with pytest.raises(UserError) as failure:
         session_with_cell().resolve(TurnRequest(mode="ask", prompt="   "), SETTINGS, RecordingDisplay())
+    assert failure.value.message is messages.PROMPT_EMPTY

@@ -179,3 +179,30 @@ def test_a_load_between_a_writes_two_renames_waits_for_the_new_record_and_a_kill
     record, note = RecordStore(path, private=True).load()
     assert note is None and len(record.conversations["k"].conversation.history) == 3
     assert path.exists() and not store.prev.exists()
+
+
+@pytest.mark.parametrize("dangling", [False, True], ids=["target-there", "target-not-yet"])
+def test_a_record_at_a_symbolic_link_is_written_through_to_its_target(tmp_path, dangling):
+    """Issue 26, case 4: the shared target updates at every write and the link stays a link; the temporary
+    file, .prev and the lock live beside the target (a rename there), nothing beside the link."""
+    shared, mine = tmp_path / "shared", tmp_path / "mine"
+    shared.mkdir()
+    mine.mkdir()
+    target, link = shared / "team.json", mine / "team.json"
+    link.symlink_to(os.path.relpath(target, mine))  # relative, as `ln -s ../shared/team.json` makes it
+    if not dangling:
+        first = RecordStore(target)
+        assert first.load() == (None, None) and first.save(a_record("theirs", 1)) is None
+    store = RecordStore(link)
+    record, note = store.load()
+    assert note is None
+    for turns in (2, 3):
+        assert store.save(a_record("mine", turns)) is None
+        store.wait()
+        assert link.is_symlink() and os.readlink(link) == os.path.relpath(target, mine)
+        held = on_disk(target)
+        assert len(held.conversations["mine"].conversation.history) == turns
+    assert sorted(p.name for p in mine.iterdir()) == ["team.json"]
+    assert not any(p.name.endswith(".tmp") for p in shared.iterdir())
+    other = RecordStore(target)  # the other user of the shared record reads this kernel's writes
+    assert other.load()[0].generation == store.generation

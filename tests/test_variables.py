@@ -257,7 +257,7 @@ def test_variable_pieces_shape_and_unknown_name() -> None:
     assert pieces[0] == ContextPiece("variables", "int\n3", name="x")
     with pytest.raises(UserError) as info:
         variable_pieces(["x", "nope"], ns, CAP)
-    assert str(info.value) == messages.NO_SUCH_VARIABLE.render(name="nope")
+    assert info.value.message is messages.NO_SUCH_VARIABLE and info.value.fields == {"name": "nope"}
 
 
 def test_follow_up_sends_only_changed_summaries() -> None:
@@ -281,16 +281,16 @@ def test_follow_up_sends_only_changed_summaries() -> None:
 def test_parse_var_list() -> None:
     assert parse_var_list("df, model,x") == ["df", "model", "x"]
     assert parse_var_list(" df  model,df, ") == ["df", "model"]
-    for bad, says in [
-        ("obj.attr", messages.NOT_A_VARIABLE_NAME.render(item="obj.attr", hint=messages.NO_ATTRIBUTES.render())),
-        ("df,1x", messages.NOT_A_VARIABLE_NAME.render(item="1x", hint="")),
-        ("class", messages.NOT_A_VARIABLE_NAME.render(item="class", hint="")),
-        ("df[0]", messages.NOT_A_VARIABLE_NAME.render(item="df[0]", hint="")),
-        (" , ", messages.NO_VARIABLE_NAMES.render()),
+    for bad, message, fields in [
+        ("obj.attr", messages.NOT_A_VARIABLE_NAME, {"item": "obj.attr", "hint": messages.NO_ATTRIBUTES.render()}),
+        ("df,1x", messages.NOT_A_VARIABLE_NAME, {"item": "1x", "hint": ""}),
+        ("class", messages.NOT_A_VARIABLE_NAME, {"item": "class", "hint": ""}),
+        ("df[0]", messages.NOT_A_VARIABLE_NAME, {"item": "df[0]", "hint": ""}),
+        (" , ", messages.NO_VARIABLE_NAMES, {}),
     ]:
         with pytest.raises(UserError) as info:
             parse_var_list(bad)
-        assert str(info.value) == says
+        assert (info.value.message, info.value.fields) == (message, fields)
 
 
 def test_interpolated_names() -> None:

@@ -10,11 +10,18 @@ from .hashing import sha256_text
 from .text import clip
 
 CellType = Literal["code", "markdown", "raw"]
-CELL_TYPES: tuple[str, ...] = get_args(CellType)
+_BY_NAME: dict[str, CellType] = {name: name for name in get_args(CellType)}
 
 MAGIC_PREFIXES = ("%%gemini_ask", "%%gemini_edit")
 # Lines that only steer the assistant; a cell made of nothing else is not code to work on.
 _STEERING_LINES = ("%gemini", "%load_ext genai_magics", "%reload_ext genai_magics", "%config GeminiMagics")
+
+
+def cell_type_of(value: object) -> CellType:
+    """A cell's type as a file or a frontend gives it: nbformat's three as they are; anything else
+    (missing included) is raw, as nbformat's "unrecognized cell from a future minor-revision" and
+    JupyterLab, which opens one as a raw cell: never taken for code to edit, run or send as context."""
+    return _BY_NAME.get(value, "raw") if isinstance(value, str) else "raw"
 
 
 def undecodable_at(text: str) -> int | None:

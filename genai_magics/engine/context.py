@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from .cells import Cell, is_genai_magic, undecodable_at
 from .hashing import sha256_text, short
+from .redaction import redact, redaction_keys
 
 SECONDARY_FIELD = "secondaryContext"
 
@@ -76,12 +77,14 @@ def secondary_context(
     # the anchor stays only to measure distances from
     ordered = tuple(c for c in cells if c.id == anchor or (c.id not in excluded and _usable(c)))
     # the memo's key holds only the exclusions among these cells: each turn's new magic cell is not one of them
-    return _secondary(ordered, frozenset(c.id for c in ordered if c.id in excluded), max_chars, anchor)
+    # and the keys masked now: a key seen since makes another piece
+    excluded_here = frozenset(c.id for c in ordered if c.id in excluded)
+    return _secondary(ordered, excluded_here, max_chars, anchor, redaction_keys())
 
 
 @functools.lru_cache(maxsize=8)
 def _secondary(
-    ordered: tuple[Cell, ...], excluded: frozenset[str], max_chars: int, anchor: str | None
+    ordered: tuple[Cell, ...], excluded: frozenset[str], max_chars: int, anchor: str | None, _keys: tuple[str, ...]
 ) -> ContextPiece | None:
     """The piece for these cells: most turns ask for the one of the turn before (~0.5 ms on 200 cells)."""
     chosen = {i for i, c in enumerate(ordered) if c.id not in excluded and (c.id != anchor or _usable(c))}
@@ -97,7 +100,7 @@ def _secondary(
             break
         size += 2 + len(block)
         kept.add(i)
-    text = "\n\n".join(_block(ordered[i]) for i in sorted(kept))
+    text = redact("\n\n".join(_block(ordered[i]) for i in sorted(kept)))  # masked before the cut below
     if len(text) > max_chars:  # one cell alone is over the cap
         text = text[:max_chars] + "\n# … (cut at the context cap)"
     dropped = len(chosen) - len(kept)

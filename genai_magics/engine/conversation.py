@@ -44,7 +44,8 @@ class Usage:
     thinking_tokens: int | None = None
     cache_write_tokens: int = 0  # tokens written into an explicit cache for this turn (billed as input)
     requests: int = 1  # the requests the turn sent (a function call answered is one more); the rest sums them
-    cost_usd: float | None = None  # None: the model has no price
+    cost_usd: float | None = None  # None: the model has no price (on that day)
+    priced_on: str | None = None  # the day (YYYY-MM-DD) whose price cost_usd is at: the turn's own
     resend_cost_usd: float | None = None  # the same input and output with nothing cached
 
 
@@ -63,6 +64,15 @@ def added(a: Usage, b: Usage) -> Usage:
         cache_write_tokens=a.cache_write_tokens + b.cache_write_tokens,
         requests=a.requests + b.requests,
     )
+
+
+@dataclass(frozen=True)
+class Spent:
+    """One turn's bill: its conversation, its model, the usage its footer showed."""
+
+    conversation: str
+    model: str
+    usage: Usage
 
 
 @dataclass

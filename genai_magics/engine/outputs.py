@@ -27,6 +27,7 @@ from .. import messages
 from .context import ContextPiece
 from .redaction import redact
 from .text import clip, estimate_tokens
+from .text import sendable as sendable_text
 
 OUTPUTS_FIELD = "outputs"
 IMAGE_TYPES = ("image/png", "image/jpeg")
@@ -129,11 +130,20 @@ def decoded_image(value: Any) -> bytes | None:
     if isinstance(value, (bytes, bytearray)):
         return bytes(value)
     if isinstance(value, str):
-        try:
-            return base64.b64decode(value, validate=False)
+        try:  # strictly: a character outside base64 would be skipped, and the bytes would not be the cell's
+            return base64.b64decode("".join(value.split()), validate=True)
         except (binascii.Error, ValueError):
             return None
     return None
+
+
+_MAGIC = {"image/png": b"\x89PNG\r\n\x1a\n", "image/jpeg": b"\xff\xd8\xff"}
+
+
+def is_image_of(data: bytes | None, mime_type: str) -> bool:
+    """The bytes are the image their mime type says (its magic number, a header giving its size): the API
+    refuses the whole request (a 400) for an image part that is not."""
+    return data is not None and data.startswith(_MAGIC.get(mime_type, b"\0")) and image_size(data) != (0, 0)
 
 
 class _Table(HTMLParser):
@@ -175,9 +185,29 @@ def html_table_text(html: str) -> str | None:
     return "\n".join(rows) if parser.tables and rows else None
 
 
-def _stream_text(text: str) -> str:
-    """A stream as a terminal would leave it: a carriage return rewrites its line (progress bars)."""
-    return "\n".join(line.rsplit("\r", 1)[-1] for line in text.split("\n"))
+_LINE_END = re.compile(r"\r+\n")
+
+
+def shown_text(text: str) -> str:
+    """Text as the notebook shows it (JupyterLab's fixCarriageReturn): ``\\r\\n`` ends a line (Windows
+    files, IPython's ``!`` output); a lone ``\\r`` goes back to the line's start and what follows writes
+    over it, the rest of the line staying (a progress bar)."""
+    text = text.replace("\r\n", "\n")
+    if "\r" not in text:
+        return text
+    if "\r\n" in text:  # \r\r\n (text mode on Windows writing \r\n) is a line end too
+        text = _LINE_END.sub("\n", text)
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if "\r" in line:
+            parts = line.split("\r")
+            shown = parts[-1]  # each character is that of the last write reaching it
+            if len(shown) < max(map(len, parts)):
+                for part in reversed(parts[:-1]):
+                    if len(part) > len(shown):
+                        shown += part[len(shown) :]
+            lines[i] = shown
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True)
@@ -193,25 +223,24 @@ def _render(outputs: Iterable[Output]) -> tuple[str, list[_Image]]:
     for out in outputs:
         data = out.data
         if out.kind == "stream":
-            text = _stream_text(str(data.get("text/plain", "")))
+            text = shown_text(str(data.get("text/plain", "")))
             parts.append(f"[{out.name}] {text}" if out.name == "stderr" else text)
             continue
         mime = next((m for m in IMAGE_TYPES if m in data), None)
-        blob = decoded_image(data[mime]) if mime else None
-        if mime and blob:
-            images.append(_Image(mime, blob, len(images) + 1))
+        if mime:  # bytes that are not base64 are an image too: one that is not what it says (left out, one line)
+            images.append(_Image(mime, decoded_image(data[mime]) or b"", len(images) + 1))
             parts.append(f"[image {len(images)}]\n")
         elif WIDGET_TYPE in data:
             parts.append(messages.WIDGET_NOT_SENT.render(text=clip(str(data.get("text/plain", "")), 80)) + "\n")
         elif "text/html" in data and (table := html_table_text(str(data["text/html"]))) is not None:
             parts.append(table + "\n")
         elif "text/markdown" in data:
-            parts.append(str(data["text/markdown"]) + "\n")
+            parts.append(shown_text(str(data["text/markdown"])) + "\n")
         elif any(m in data for m in _NOT_SENT):
             kind = next(m for m in _NOT_SENT if m in data)
             parts.append(messages.OUTPUT_NOT_SENT.render(kind=kind) + "\n")
         elif "text/plain" in data:
-            parts.append(str(data["text/plain"]) + "\n")
+            parts.append(shown_text(str(data["text/plain"])) + "\n")
     return "".join(parts), images
 
 
@@ -222,7 +251,9 @@ def cell_output_pieces(key: str, label: str, outputs: Sequence[Output], max_char
     count), so a re-run that shows the same thing sends nothing new.
     """
     text, images = _render(outputs)
-    text = redact(text)  # masked, then capped: a cut never leaves part of a key
+    # masked before the cut (a cut inside the key would leave its head unmasked), and each undecodable
+    # character (a Latin-1 file name in a listing) as its escape \udcff, as --vars and --error send it
+    text = sendable_text(redact(text))
     pieces: list[OutputPiece] = []
     if text.strip():
         if len(text) > max_chars:

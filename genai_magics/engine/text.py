@@ -1,15 +1,37 @@
-"""Text cut and measured the same way everywhere: one truncation, one token estimate."""
+"""Text cut and measured the same way everywhere: one truncation, one token estimate.
+
+Every cut masks the API key first: a cut inside a key leaves a head that is no longer the
+key, so masking after the cut would let that head out.
+"""
 
 from __future__ import annotations
+
+from .redaction import redact, redaction_keys
 
 ELLIPSIS = "…"
 
 
+def cut(text: str, limit: int) -> str:
+    """``text``'s first ``limit`` characters (no marker), every API key masked first when it is cut (a text
+    that fits is not cut, and is masked where it goes, as a whole)."""
+    return text if len(text) <= limit else redact(text)[: max(limit, 0)]
+
+
 def clip(text: str, limit: int) -> str:
-    """``text`` cut to at most ``limit`` characters, the cut marked with an ellipsis."""
+    """``text`` cut to at most ``limit`` characters, the cut marked with an ellipsis; every API key masked
+    first when it is cut."""
     if limit <= 0:
         return ""
+    if len(text) <= limit:
+        return text
+    text = redact(text)
     return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
+
+
+def key_room() -> int:
+    """How far past a cut a key that starts before it can reach: a slice taken before masking (a huge
+    string's head, say) keeps this much more, so the key is whole when it is masked."""
+    return max(map(len, redaction_keys()), default=0)
 
 
 def sendable(text: str) -> str:

@@ -32,9 +32,10 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import messages
-from ..engine.cells import CELL_TYPES, Cell, is_genai_magic
+from ..engine.cells import Cell, cell_type_of, is_genai_magic
 from . import kernel_compat
-from .cell_writer import Done, live_done
+from .cell_writer import Done
+from .live_notebook import LiveWriter, OnRemoved, cell_from_wire
 
 TARGET_NAME = "genai_magics.bridge"
 OnOk = Callable[[dict], None]  # gets a successful reply's data
@@ -48,7 +49,7 @@ def _new_cell_id() -> str:
 
 
 class Bridge:
-    """What the live notebook holds, pushed by the frontend; edits on request."""
+    """What the live notebook holds, pushed by the frontend; edits on request (a ``LiveNotebook``)."""
 
     description = "live notebook (bridge)"
 
@@ -226,7 +227,7 @@ class Bridge:
                     self._cells = {}
                     self._order = []
                 for raw in data.get("cells") or ():
-                    cell = _cell_from(raw)
+                    cell = cell_from_wire(raw)
                     if cell is not None:
                         self._cells[cell.id] = cell
                 for removed in data.get("removed") or ():
@@ -276,9 +277,8 @@ class Bridge:
             elif op == "insert_cell":
                 new_id = data.get("cell_id") or request.get("cell_id")
                 if isinstance(new_id, str) and new_id not in self._cells:
-                    ctype = request.get("cell_type", "code")
                     self._cells[new_id] = Cell(
-                        new_id, request.get("source", ""), ctype if ctype in CELL_TYPES else "code"
+                        new_id, request.get("source", ""), cell_type_of(request.get("cell_type"))
                     )
                     after = request.get("after_id")
                     index = self._order.index(after) + 1 if after in self._order else 0
@@ -372,7 +372,7 @@ class Bridge:
         self._request("insert_cell", {**fields, "cell_id": new_id}, done)
         return new_id
 
-    def delete_cell(self, cell_id: str, done: Done, on_removed: Callable[[dict], None] | None = None) -> None:
+    def delete_cell(self, cell_id: str, done: Done, on_removed: OnRemoved | None = None) -> None:
         """Delete a cell; ``on_removed`` gets its nbformat JSON (from the frontend's reply) before ``done``."""
 
         def keep(data: dict) -> None:
@@ -380,35 +380,3 @@ class Bridge:
                 on_removed(data["cell"])
 
         self._request("delete_cell", {"cell_id": cell_id}, done, keep)
-
-
-class LiveWriter:
-    """Apply writes into the cell in the live notebook, through the bridge."""
-
-    target_must_exist = True
-
-    def __init__(self, bridge: Any):  # a Bridge, or anything with its set_source (the VS Code companion)
-        self.bridge = bridge
-
-    describe_done = staticmethod(live_done)
-
-    def holder(self, cell_id: str) -> str:
-        return cell_id
-
-    def describe_apply(self) -> str:
-        return messages.LIVE_APPLY.render()
-
-    def write(self, cell_id: str, source: str, done: Done) -> str | None:
-        """Send set_source; ``done`` is called when the frontend's reply arrives (never blocks)."""
-        self.bridge.set_source(cell_id, source, done)
-        return None
-
-
-def _cell_from(raw: Any) -> Cell | None:
-    if not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
-        return None
-    source = raw.get("source", "")
-    if isinstance(source, list):
-        source = "".join(source)
-    ctype = raw.get("cell_type", "code")
-    return Cell(raw["id"], source if isinstance(source, str) else "", ctype if ctype in CELL_TYPES else "raw")

@@ -14,8 +14,9 @@ mode 0700), which works at any time, from a running cell or a click:
 * the kernel writes a request into that inbox and waits for the reply file
   it named (``out-<kernel pid>/rep-<n>.json``), up to :data:`DEFAULT_TIMEOUT`.
 
-The messages (protocol version 1) are in docs/protocol.md, "The VS Code
-companion's protocol"; ``vscode-extension/src/protocol.ts`` is the other side.
+The messages (protocol version 1) are ``companion_protocol.schema.json`` (prose: docs/protocol.md,
+"The VS Code companion's protocol"); ``vscode-extension/src/extension.ts`` is the other side, its
+types generated from that schema, and tests/helpers/companion.py holds the kernel's side to it.
 The kernel and the extension host must share the machine (local kernels,
 Remote-SSH, WSL, containers); elsewhere no presence file is seen and the
 running-cell behaviour stays.
@@ -32,11 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import messages
-from ..engine.cells import CELL_TYPES, Cell, is_genai_magic
+from ..engine.cells import Cell, cell_type_of, is_genai_magic
 from ..engine.hashing import sha256_text
 from . import kernel_compat
-from .bridge import LiveWriter
 from .cell_writer import Done
+from .live_notebook import LiveWriter, OnRemoved, cell_from_wire
 
 PROTOCOL_VERSION = 1
 DEFAULT_TIMEOUT = 5.0
@@ -91,15 +92,9 @@ def presences(directory: Path) -> list[Presence]:
     return found
 
 
-def _cell_from(raw: Any) -> Cell | None:
-    if not isinstance(raw, dict) or not isinstance(raw.get("id"), str) or not isinstance(raw.get("source"), str):
-        return None
-    ctype = raw.get("cell_type")
-    return Cell(raw["id"], raw["source"], ctype if ctype in CELL_TYPES else "code")
-
-
 class Companion:
-    """The notebook as VS Code holds it (unsaved edits included), and cell edits, through the companion."""
+    """The notebook as VS Code holds it (unsaved edits included), and cell edits, through the companion
+    (a ``LiveNotebook``)."""
 
     description = "live notebook (VS Code companion)"
     SNAPSHOT_AGE = 0.3  # s: one magic run asks for the cells several times; one snapshot serves them
@@ -203,7 +198,7 @@ class Companion:
             self._cells, self._order, self._taken = {}, [], -1.0
             return False
         known = {uri: old for old, uri in self._real.items()}
-        cells = [c for c in (_cell_from(raw) for raw in data.get("cells") or ()) if c is not None]
+        cells = [c for c in (cell_from_wire(raw) for raw in data.get("cells") or ()) if c is not None]
         cells = [Cell(known[c.id], c.source, c.cell_type) if c.id in known else c for c in cells]
         self._cells = {c.id: c for c in cells}
         self._order = [c.id for c in cells]
@@ -278,13 +273,13 @@ class Companion:
         if isinstance(old_id, str) and old_id != new_id:
             self._real[old_id] = new_id
             new_id = old_id
-        self._cells[new_id] = Cell(new_id, source, cell_type if cell_type in CELL_TYPES else "code")  # type: ignore[arg-type]
+        self._cells[new_id] = Cell(new_id, source, cell_type_of(cell_type))
         index = self._order.index(after_id) + 1 if after_id in self._order else 0
         self._order.insert(index, new_id)
         self._call(done, None)
         return new_id
 
-    def delete_cell(self, cell_id: str, done: Done, on_removed: Callable[[dict], None] | None = None) -> None:
+    def delete_cell(self, cell_id: str, done: Done, on_removed: OnRemoved | None = None) -> None:
         try:
             data = self._request("delete_cell", {"cell_id": self._real.get(cell_id, cell_id)})
         except CompanionError as exc:

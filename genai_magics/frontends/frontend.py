@@ -30,6 +30,7 @@ from .cell_writer import (
     StagedWriter,
 )
 from .companion import Companion
+from .live_notebook import LiveNotebook
 from .notebook_edit import NotebookCopyWriter, NotebookWriter
 from .notebook_view import ExecutedCells, MergedView, NotebookView
 
@@ -154,7 +155,7 @@ class Frontend:
 def choose(
     *,
     terminal: bool,
-    bridge: Any,
+    bridge: LiveNotebook | None,
     bridge_fresh: bool,
     executed: ExecutedCells,
     file_view: NotebookView,
@@ -220,14 +221,16 @@ class KernelSide:
     apply_wait: float
 
 
-def live_of(side: KernelSide) -> Bridge | Companion | None:
-    """The bridge, if a live frontend is connected; else VS Code's companion, if it is there."""
+def live_of(side: KernelSide) -> LiveNotebook | None:
+    """The bridge, if a live frontend is connected; else VS Code's companion, if it is there.
+
+    Typed ``LiveNotebook``: mypy checks here that both implement it."""
     if side.bridge is not None and side.bridge.connected:
         return side.bridge
     return side.companion if side.companion.connected else None
 
 
-def is_stale(live: Bridge | Companion | None, executed: ExecutedCells) -> bool:
+def is_stale(live: LiveNotebook | None, executed: ExecutedCells) -> bool:
     """The live view has not caught up with the cell that is running (a late snapshot)."""
     cell = executed.by_id.get(executed.running_id or "")
     return bool(live and cell and not live.is_fresh_for(cell.id, cell.source))

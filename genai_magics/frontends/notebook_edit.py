@@ -1,6 +1,6 @@
 """Apply and Undo of a notebook proposal (the ``--notebook`` percent format): several cell edits
-through the live bridge. The text rules (blocks, the edits a proposal means) are
-``engine/notebook_text.py``."""
+through the live notebook (the bridge or the companion). The text rules (blocks, the edits a
+proposal means) are ``engine/notebook_text.py``."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from .. import messages
 from ..engine.cells import Cell
 from ..engine.notebook_text import describe_ops, notebook_text, parse_blocks, plan_ops, proposal_ops
 from .cell_writer import Done, live_done
+from .live_notebook import LiveNotebook
 
 
 @dataclass(frozen=True)
@@ -22,13 +23,13 @@ class _Removed:
 
 @dataclass
 class NotebookWriter:
-    """Apply/Undo for a notebook proposal: several cell edits through the live bridge.
+    """Apply/Undo for a notebook proposal: several cell edits through the live notebook.
 
     A cell that Apply removed comes back on Undo as it was (id, type, text,
     metadata, outputs), right below the cell that was above it.
     """
 
-    bridge: Any
+    live: LiveNotebook
     base_text: str
     proposal_text: str
     live_cells: Callable[[], Sequence[Cell]]  # the cells a proposal may touch, in notebook order
@@ -62,7 +63,7 @@ class NotebookWriter:
     def write(self, cell_id: str, source: str, done: Done) -> str | None:
         managed = self.base_ids | self.inserted
         ops = plan_ops(parse_blocks(source), list(self.live_cells()), managed)
-        order = [c.id for c in self.bridge.cells()]
+        order = [c.id for c in self.live.cells()]
         above = {cid: (order[i - 1] if i else None) for i, cid in enumerate(order)}
         first = next((cid for cid in order if cid in managed), None)
         top = above.get(first) if first else None  # a new first cell goes right above the document's first cell
@@ -82,26 +83,27 @@ class NotebookWriter:
             after = top if op.after is None else after
             then = lambda e: step(i + 1, e)  # noqa: E731
             if op.kind == "set":
-                self.bridge.set_source(op.cell_id, op.source, then)
+                assert op.cell_id is not None  # plan_ops names the cell of every set
+                self.live.set_source(op.cell_id, op.source, then)
             elif op.kind == "delete":
                 deleted = op.cell_id
                 assert deleted is not None  # plan_ops names the cell of every delete
                 self.inserted.discard(deleted)
                 present.discard(deleted)
-                self.bridge.delete_cell(deleted, then, on_removed=lambda cell: self._keep(deleted, cell, above))
+                self.live.delete_cell(deleted, then, on_removed=lambda cell: self._keep(deleted, cell, above))
             elif op.cell_id in self.removed and op.cell_id not in present:
                 gone = self.removed.pop(op.cell_id)
                 cell = dict(gone.cell)
                 if str(cell.get("source", "")).rstrip("\n") != op.source.rstrip("\n"):
                     cell["source"] = op.source
                 where = gone.above if gone.above is None or gone.above in present else after
-                self.bridge.insert_cell(
+                self.live.insert_cell(
                     where, cell.get("source", op.source), cell.get("cell_type", op.cell_type), then, cell=cell
                 )
                 new_ids[i] = op.cell_id
                 present.add(op.cell_id)
             else:
-                new_id = self.bridge.insert_cell(after, op.source, op.cell_type, then)
+                new_id = self.live.insert_cell(after, op.source, op.cell_type, then)
                 new_ids[i] = new_id
                 present.add(new_id)
                 self.inserted.add(new_id)

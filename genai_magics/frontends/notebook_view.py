@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 from .. import messages
-from ..engine.cells import CELL_TYPES, Cell, is_genai_magic
+from ..engine.cells import Cell, cell_type_of, is_genai_magic
 
 
 class NotebookView(Protocol):
@@ -144,7 +144,7 @@ def _read_cells(path_text: str, mtime_ns: int, size: int) -> tuple[Cell, ...]:
         Cell(
             id=c.get("id") or f"file-{i}",
             source=_text(c.get("source", "")),
-            cell_type=c["cell_type"] if c.get("cell_type") in CELL_TYPES else "raw",
+            cell_type=cell_type_of(c.get("cell_type")),
         )
         for i, c in enumerate(nb["cells"])
         if isinstance(c, dict)

@@ -39,6 +39,7 @@ from ..engine.payloads import SYSTEM_INSTRUCTION
 from ..engine.text import estimate_tokens
 from ..engine.tools import declarations
 from .errors import status_code
+from .models import traits
 from .pricing import Price
 from .transport import NO_TOOLS, CachedHead, OnChunk, TurnResult, TurnTools
 
@@ -92,6 +93,8 @@ def decide(
 
     if mode == "off":
         return without("caching is off (GeminiMagics.cache)")
+    if not traits(model).explicit_cache:
+        return without(f"{model} has no explicit context caches (implicit caching only): not cached")
     if price is None:
         return without(f"no price known for {model}, so no cache minimum either: not cached")
     if head_sha is None or head_tokens < price.cache_minimum:

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .. import messages
+from ..engine.errors import UserError
 from ..engine.redaction import redact
 from ..engine.text import one_line
 from .sdk_compat import interactions_status_error
@@ -87,9 +88,12 @@ def status_code(exc: BaseException) -> int | None:
     return None
 
 
-def describe(exc: BaseException, *, attempts: int, timeout_s: float) -> str:
-    """One line: what happened and what to do about it."""
-    return redact(_describe(exc, attempts=attempts, timeout_s=timeout_s))
+def describe(exc: BaseException, *, attempts: int, timeout_s: float) -> UserError:
+    """The failure as one line of the catalogue: what happened and what to do about it (its
+    fields redacted: no key in them)."""
+    found = _describe(exc, attempts=attempts, timeout_s=timeout_s)
+    fields = {k: redact(v) if isinstance(v, str) else v for k, v in found.fields.items()}
+    return UserError(found.message, **fields)
 
 
 def _server_message(exc: BaseException) -> str:
@@ -115,27 +119,27 @@ def _transport(exc: BaseException, kinds: _Kinds) -> tuple[str, BaseException] |
     return None
 
 
-def _describe(exc: BaseException, *, attempts: int, timeout_s: float) -> str:
+def _describe(exc: BaseException, *, attempts: int, timeout_s: float) -> UserError:
     code = status_code(exc)
     detail = one_line(redact(_server_message(exc)), 200)  # before clipping: no half key
     if code in (401, 403):
-        return messages.KEY_REJECTED.render(code=code, detail=detail)
+        return UserError(messages.KEY_REJECTED, code=code, detail=detail)
     if code == 400:
-        return messages.REQUEST_REJECTED.render(detail=detail)
+        return UserError(messages.REQUEST_REJECTED, detail=detail)
     if code == 404:
-        return messages.NOT_FOUND.render(detail=detail)
+        return UserError(messages.NOT_FOUND, detail=detail)
     if code == 429:
-        return messages.RATE_LIMITED.render(attempts=attempts)
+        return UserError(messages.RATE_LIMITED, attempts=attempts)
     if code is not None and code >= 500:
-        return messages.SERVER_ERROR.render(code=code, attempts=attempts)
+        return UserError(messages.SERVER_ERROR, code=code, attempts=attempts)
     transport = _transport(exc, failure_kinds())
     if transport is not None:
         kind, error = transport
         if kind == "timeout":
-            return messages.TIMED_OUT.render(timeout_s=timeout_s, attempts=attempts)
+            return UserError(messages.TIMED_OUT, timeout_s=timeout_s, attempts=attempts)
         if kind == "cut":
-            return messages.STREAM_CUT.render()
-        return messages.UNREACHABLE.render(error=one_line(redact(str(error)), 200))
+            return UserError(messages.STREAM_CUT)
+        return UserError(messages.UNREACHABLE, error=one_line(redact(str(error)), 200))
     if code is not None:
-        return messages.OTHER_STATUS.render(code=code, detail=detail)
-    return messages.OTHER_FAILURE.render(kind=type(exc).__name__, detail=detail)
+        return UserError(messages.OTHER_STATUS, code=code, detail=detail)
+    return UserError(messages.OTHER_FAILURE, kind=type(exc).__name__, detail=detail)

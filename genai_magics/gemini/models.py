@@ -17,6 +17,29 @@ GENERATE = "generateContent"
 
 
 @dataclass(frozen=True)
+class Traits:
+    """What a model takes beyond the request every model takes: a request carries nothing a model refuses."""
+
+    # sent as thinking_level, the model's documented default (pinned, so a turn asked again is asked
+    # alike when the server's default moves); such a model refuses a thinking budget, never sent
+    thinking_level: str | None = None
+    explicit_cache: bool = True  # cachedContents can be made for it (else: implicit caching only)
+
+
+TRAITS: dict[str, Traits] = {
+    # ai.google.dev/gemini-api/docs/generate-content/latest-model: thinking levels low/medium/high,
+    # default medium; no thinkingBudget (docs.apiyi.com/models/gemini-4-argon, LiteLLM discussion
+    # 46238); implicit caching only (github.com/iyulab/TokenMeter v0.13.1, dev.to/aihubmix)
+    "gemini-4-argon": Traits(thinking_level="medium", explicit_cache=False),
+}
+
+
+def traits(model: str) -> Traits:
+    """The model's traits; a model not in the table gets none: only what every model takes."""
+    return TRAITS.get(model.removeprefix("models/"), Traits())
+
+
+@dataclass(frozen=True)
 class ModelInfo:
     name: str  # without the "models/" prefix: what --model takes
     display_name: str

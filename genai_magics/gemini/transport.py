@@ -21,6 +21,7 @@ from ..engine.contents import Contents, Rendered, render
 from ..engine.conversation import Turn, TurnPlan, Usage, added
 from ..engine.outputs import interaction_inputs
 from ..engine.payloads import EDIT_RESPONSE_SCHEMA, SYSTEM_INSTRUCTION, WHOLE_RESPONSE_SCHEMA, to_text
+from ..engine.text import cut
 from ..engine.tools import (
     MAX_TOOL_CALLS,
     TOOLS_INSTRUCTION,
@@ -34,6 +35,7 @@ from ..engine.tools import (
     interaction_result,
 )
 from .errors import failure_kinds
+from .models import traits
 from .sdk_compat import on_retry_wait
 
 OnChunk = Callable[[str], None]
@@ -47,8 +49,8 @@ class TurnResult:
     rounds: tuple[ToolRound, ...] = ()  # the function calls answered on the way, one round a request
 
 
-def _no_request_check() -> None:
-    """Every request of a turn passes its turn's check first; by default there is none."""
+def _no_request_check(body: dict[str, Any], earlier: Usage | None) -> None:
+    """Every request of a turn passes its turn's check first (with what the earlier ones used); by default none."""
 
 
 @dataclass(frozen=True)
@@ -56,13 +58,14 @@ class TurnTools:
     """How a turn answers the model's function calls, and the check every request of it passes first.
 
     ``answer`` runs one call (read-only) and shows its line; ``before_request`` runs before each
-    request the turn sends (the first, each answer to calls, an edit's retry): one place to stop a turn.
+    request a send makes (its body, and the usage of the send's earlier requests, None for the first):
+    one place to stop a turn between requests (the budget).
     """
 
     answer: Callable[[ToolCall], ToolResult] | None = None  # None: no function is offered
     max_calls: int = MAX_TOOL_CALLS
     on_limit: Callable[[int], None] = field(default=lambda calls: None)
-    before_request: Callable[[], None] = _no_request_check
+    before_request: Callable[[dict[str, Any], Usage | None], None] = _no_request_check
 
     def run(self, call: ToolCall, offered: Sequence[str]) -> ToolResult:
         """A call to a function not offered, or with garbage arguments, is an error result; else ``answer``."""
@@ -214,7 +217,7 @@ class RetryNotices:
         kinds = failure_kinds()
         if isinstance(error, kinds.status):
             return
-        detail = " ".join(str(error).split())[:120].rstrip(".") or type(error).__name__
+        detail = cut(" ".join(str(error).split()), 120).rstrip(".") or type(error).__name__
         self.transport_failure(isinstance(error, kinds.timeout), detail, wait)
 
     def transport_failure(self, timed_out: bool, error: str, wait: float) -> None:
@@ -288,12 +291,14 @@ def make_client(settings: ClientSettings, notices: RetryNotices):
 
 
 @functools.lru_cache(maxsize=32)
-def request_settings(state_mode: str, mode: str, temperature: float | None, tools: tuple[str, ...] = ()) -> str:
+def request_settings(
+    state_mode: str, mode: str, temperature: float | None, model: str = "", tools: tuple[str, ...] = ()
+) -> str:
     """The sha256 of the settings a transport sends with a turn besides its inputs and model
     (``settings()`` below, the same dict the request is built from): a recorded turn asked
     under other settings is not the same turn (persistence replays only the same). Made of
     constants and these arguments: computed once for each."""
-    text = json.dumps(TRANSPORTS[state_mode](None, "", temperature, tools).settings(mode), sort_keys=True)
+    text = json.dumps(TRANSPORTS[state_mode](None, model, temperature, tools).settings(mode), sort_keys=True)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -340,6 +345,9 @@ class ContentsTransport(_Transport):
             config["automatic_function_calling"] = {"disable": True}  # the kernel runs the calls, not the SDK
         if self.temperature is not None:
             config["temperature"] = self.temperature
+        level = traits(self.model).thinking_level
+        if level is not None:
+            config["thinking_config"] = {"thinking_level": level}
         if mode == "edit":
             config["response_mime_type"] = "application/json"
             config["response_schema"] = edit_schema(retry)
@@ -401,7 +409,7 @@ class ContentsTransport(_Transport):
         rounds: list[ToolRound] = []
         made = 0
         while True:
-            tools.before_request()
+            tools.before_request(body, total)
             text, parts, usage = self._streamed(body, on_chunk)
             total = _added(total, usage)
             calls = [_call_of(p["functionCall"]) for p in parts if isinstance(p.get("functionCall"), dict)]
@@ -477,8 +485,14 @@ class InteractionsTransport(_Transport):
         settings: dict[str, Any] = {"system_instruction": self.instruction(), "store": True}
         if self.tools:  # the same declarations in the same order on every interaction
             settings["tools"] = [{"type": "function", **d} for d in self.declared()]
+        generation: dict[str, Any] = {}
         if self.temperature is not None:
-            settings["generation_config"] = {"temperature": self.temperature}
+            generation["temperature"] = self.temperature
+        level = traits(self.model).thinking_level
+        if level is not None:
+            generation["thinking_level"] = level
+        if generation:
+            settings["generation_config"] = generation
         if mode == "edit":
             settings["response_format"] = {
                 "type": "text",
@@ -501,7 +515,7 @@ class InteractionsTransport(_Transport):
         rounds: list[ToolRound] = []
         made = 0
         while True:
-            tools.before_request()
+            tools.before_request(body, total)
             text, calls, interaction_id, usage = self._streamed(body, on_chunk)
             total = _added(total, usage)
             if not calls or made >= tools.max_calls:

@@ -15,7 +15,7 @@ from ..engine.conversation import STATE_MODES, Conversation
 from ..engine.errors import UserError
 from ..frontends.frontend import Frontend
 from ..gemini.models import models_table
-from ..gemini.pricing import price_for, storage_cost
+from ..gemini.pricing import PRICES, periods, price_for, storage_cost, table_text
 from ..persistence.replay import Replay
 from ..ui import report
 from ..ui.display import NotebookDisplay
@@ -71,11 +71,27 @@ def _storage_costs(call: Call) -> list[tuple[str, float, float | None]]:
     out = []
     for model, hours in call.state.session.caches.storage_token_hours().items():
         try:
-            price = price_for(model.removeprefix("models/"), call.options.prices)
-        except ValueError:
+            price = price_for(model.removeprefix("models/"), call.options.prices, call.state.session.today())
+        except UserError:
             price = None
         out.append((model.removeprefix("models/"), hours, storage_cost(price, hours) if price else None))
     return out
+
+
+def _cost(call: Call) -> None:
+    # the record is open (every %gemini command opens it): what earlier kernels spent is known
+    print(report.cost_report(call.state.session.spent, call.replay.spent_before))
+
+
+def _prices(call: Call) -> None:
+    overrides = call.options.prices  # checked when set
+    names = [call.args.value] if call.args.value else list(dict.fromkeys([*PRICES, *overrides]))
+    table = [(name, periods(name, overrides)) for name in names]
+    unknown = [name for name, held in table if not held]
+    if call.args.value and unknown:
+        NotebookDisplay.error(messages.NO_PRICE_KNOWN.render(model=call.args.value))
+        return
+    print(table_text([(name, held) for name, held in table if held], call.state.session.today()))
 
 
 def _reset(call: Call) -> None:
@@ -147,6 +163,8 @@ COMMANDS: dict[str, Command] = {
     "reset": Command("[NAME|--all]", "forget a conversation (default: 'default') and delete its context cache", _reset),
     "forget": Command("[NAME|--all]", "reset it and delete it from the notebook's record", _forget),
     "tokens": Command("[-c N]", "per-turn tokens (cached ones too), request bytes and cost; session totals", _tokens),
+    "cost": Command("", "what this session spent per conversation and model, and the record's before it", _cost),
+    "prices": Command("[MODEL]", "the price table: each price's period and source, today's marked", _prices),
     "model": Command("[NAME]", "show or set the default model", _model),
     "models": Command("", "the models your key can use, and the state modes each works in", _models),
     "state": Command("[MODE]", "show or set the default state mode", _state),

@@ -268,7 +268,9 @@ class GeminiMagics(GeminiOptions):
         choices=list(COMMANDS),
         help="what to do (default: status)",
     )
-    @argument("value", nargs="?", help="model name, state mode, conversation to reset, or on/off for debug")
+    @argument(
+        "value", nargs="?", help="model name (model, prices), state mode, conversation to reset, or on/off for debug"
+    )
     @argument(
         "-c", "--conversation", default=None, metavar="NAME", help="conversation for history/tokens (default: all)"
     )

@@ -7,18 +7,42 @@ A base class of ``GeminiMagics``: the traits are looked up on the magics object,
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from IPython.core.magic import Magics
-from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, validate
+from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, TraitType, Unicode, validate
 
 from .. import messages
 from ..engine.conversation import STATE_MODES
+from ..engine.errors import UserError
 from ..engine.tools import MAX_TOOL_CALLS, TOOL_NAMES, unknown_tools
 from ..frontends.notebook_view import notebook_path_from
+from ..gemini.budget import Caps, check_cap
 from ..gemini.models import DEFAULT_MODEL
+from ..gemini.pricing import check_overrides
 from ..gemini.transport import ClientSettings
 from ..persistence.replay import REPLAY_MODES, RecordSettings
 from ..turn.requests import Settings
+
+
+class Dollars(TraitType[float | None, Any]):
+    """A US$ cap: None (off, the default) or a number >= 0; anything else is refused in the catalogue's
+    one line (``%config`` prints it) and the cap stays as it was."""
+
+    default_value = None
+    allow_none = True
+    info_text = "US$ (a number >= 0) or None"
+
+    def validate(self, obj: Any, value: Any) -> float | None:
+        try:
+            return check_cap(self.name or "", value)
+        except UserError as exc:
+            raise TraitError(_line(exc)) from None
+
+
+def _line(exc: UserError) -> str:
+    """A refused setting as the one line the user reads (``%config`` prints it after ``ERROR:root:``)."""
+    return messages.PREFIX + str(exc)
 
 
 class GeminiOptions(Magics):
@@ -77,8 +101,25 @@ class GeminiOptions(Magics):
     prices = Dict(
         help="prices per model overriding or adding to the table (US$ per 1M tokens): "
         '{"model": {"input": .., "cached_input": .., "output": .., "storage_hour": .., '
-        '"cache_minimum": tokens}}'
+        '"cache_minimum": tokens}}, each optionally for a period ("from"/"until": YYYY-MM-DD, both days '
+        "included), or a list of such periods"
     ).tag(config=True)
+    max_turn_cost = Dollars(
+        help="US$ a turn may cost (None: no cap): a request whose estimated cost would take the turn past it "
+        "is not sent"
+    ).tag(config=True)
+    max_session_cost = Dollars(
+        help="US$ this kernel's turns may cost together (None: no cap): a request whose estimated cost would "
+        "take the session past it is not sent"
+    ).tag(config=True)
+
+    @validate("prices")
+    def _valid_prices(self, proposal: Any) -> Any:
+        try:
+            check_overrides(proposal["value"])
+        except UserError as exc:
+            raise TraitError(_line(exc)) from None
+        return proposal["value"]
 
     record_images = Bool(
         False,
@@ -138,4 +179,5 @@ class GeminiOptions(Magics):
                 notebook_path_from(os.environ, self.shell.user_ns if self.shell is not None else {}),
                 self.record_images,
             ),
+            caps=Caps(self.max_turn_cost, self.max_session_cost),
         )

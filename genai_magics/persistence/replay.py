@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .. import messages
-from ..engine.conversation import Conversation, Turn
+from ..engine.conversation import Conversation, Spent, Turn
 from ..engine.errors import UserError
 from ..engine.record import (
     NotebookRecord,
@@ -58,6 +58,7 @@ class Replay:
     store: RecordStore | None = None
     record: NotebookRecord | None = None
     restored: list[str] = field(default_factory=list)  # conversations restored from the record
+    spent_before: list[Spent] = field(default_factory=list)  # the record's turns as loaded: what earlier kernels spent
 
     @property
     def mode(self) -> ReplayMode:
@@ -70,12 +71,16 @@ class Replay:
         path = record_path(settings.location, settings.notebook) if settings.persist else None
         if path is None:
             self.store = self.record = None
-        elif self.store is None or self.store.path != path:
+        elif self.store is None or self.store.named != path:
             self.store, self.record = RecordStore(path, private=private_location(settings.location)), None
         if self.store is None or self.record is not None:
             return Restored()
         record, note = self.store.load()
         self.record = record or NotebookRecord(notebook="", created=time.time())
+        for name, rec in self.record.conversations.items():
+            for turn in rec.conversation.history[: rec.loaded]:
+                meta = rec.meta.get(turn.index)
+                self.spent_before.append(Spent(name, meta.key.model if meta else "?", turn.usage))
         added = {name: rec.conversation for name, rec in self.record.conversations.items() if name not in existing}
         self.restored += list(added)
         return Restored(added, note)
@@ -99,7 +104,7 @@ class Replay:
                 if rerun
                 else messages.REPLAY_ONLY_NO_MATCH.render(position=position, name=name)
             )
-            raise UserError(messages.REPLAY_ONLY.render(why=why))
+            raise UserError(messages.REPLAY_ONLY, why=why)
         if rec is None or rec.cursor >= rec.replayable:
             return None  # nothing recorded by an earlier kernel is left to replay
         if self.mode == "off":

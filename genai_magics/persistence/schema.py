@@ -26,6 +26,8 @@ from typing import Any, Literal, TypedDict, Union
 from .. import messages
 from ..engine.conversation import STATE_MODES, Turn, Usage
 from ..engine.record import SCHEMA_VERSION, NotebookRecord, from_data
+from ..engine.redaction import redact
+from ..engine.text import clip
 
 OURS = b'{"schema":'  # how every record this package writes begins (compact JSON, schema first)
 _BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
@@ -168,8 +170,9 @@ _TURN_HINTS = typing.get_type_hints(Turn)
 TURN: dict[str, tuple[Any, bool]] = {
     f.name: (_TURN_HINTS[f.name], f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
     for f in dataclasses.fields(Turn)
-    if f.name not in (*_SHARED, "pieces", "usage", "proposal_edits", "tool_rounds")
+    if f.name not in (*_SHARED, "pieces", "usage", "proposal_edits", "document_key", "tool_rounds")
 } | {
+    "document_key": (str | None, False),  # as stored (engine/cells.py's stored_key): the notebook's is a string
     "pieces": (list[Piece], True),
     "tool_rounds": (list[ToolRoundShape], False),
     "proposal_edits": (list[EditShape], False),
@@ -193,7 +196,7 @@ def _step(key: str) -> str:
 
 
 def _clip(value: Any) -> str:
-    return repr(value)[:40]
+    return clip(redact(repr(value)), 40)  # masked, cut or not: a hand-edited record may hold the key
 
 
 @functools.cache
@@ -264,6 +267,8 @@ def compiled(shape: Any) -> Check:
     if shape is TurnRecord:
         return _object(TURN)
     if dataclasses.is_dataclass(shape):  # every field has a default: present ones are checked, no others
+        if not dataclasses.fields(shape):  # stored as something else (a marker as its string): say how, above
+            raise TypeError(f"no check for {shape!r}: a dataclass without fields is not stored as an object")
         hints = typing.get_type_hints(shape)
         return _object({f.name: (hints[f.name], False) for f in dataclasses.fields(shape)}, closed=True)
     if typing.is_typeddict(shape):

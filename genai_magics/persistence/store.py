@@ -4,8 +4,9 @@ Private by default (the user's Jupyter data dir, one file per notebook named by 
 its path); beside the notebook, or any path, on request. Each write happens under a lock,
 only if nobody else wrote since this kernel read it, before the turn's cell finishes: whole
 (a temporary file renamed over it, the one before kept as ``.prev`` until the flush is done)
-or, in the private folder, as one journal line. How a kill or a power cut leaves it:
-docs/after-a-restart.md.
+or, in the private folder, as one journal line. A path that is a symbolic link is written
+through: every file of the record lives beside the link's target, so the link stays a link
+(a shared record updates). How a kill or a power cut leaves it: docs/after-a-restart.md.
 """
 
 from __future__ import annotations
@@ -160,8 +161,14 @@ class RecordStore:
     _keys: tuple[str, ...] = field(default=(), repr=False)
     _journal_fd: int | None = field(default=None, repr=False)  # open for appends until the next whole write
     _lock: _Lock = field(init=False, repr=False, compare=False)
+    named: Path = field(init=False, repr=False, compare=False)  # the path as named (``path``: where the file is)
 
     def __post_init__(self) -> None:
+        # A symbolic link is written through: the record, its temporary file, .prev, journal and lock all live
+        # beside the link's target, so a rename lands there and the link (a shared record) stays a link.
+        self.named = self.path
+        if self.path.is_symlink():
+            self.path = Path(os.path.realpath(self.path))
         self._lock = _Lock(self.path)
 
     @property

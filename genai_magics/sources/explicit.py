@@ -36,7 +36,7 @@ def explicit_context(
     if error:
         err = capture_last_error(shell, cell_for_filename)
         if err is None:
-            raise UserError(messages.NO_EXCEPTION_YET.render())
+            raise UserError(messages.NO_EXCEPTION_YET)
         pieces.append(error_piece(err))
         failing_cell = err.cell_id
         if not prompt.strip():

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..engine.context import ContextPiece
-from ..engine.redaction import redact
 from ..engine.text import ELLIPSIS, clip, sendable
 
 LAST_ERROR_FIELD = "lastError"
@@ -118,9 +117,9 @@ def _type_name(t: type) -> str:
 
 def _message(exc: BaseException) -> str:
     if isinstance(exc, SyntaxError) and exc.msg:
-        return clip(redact(str(exc.msg)), _MESSAGE_CHARS)
-    try:  # masked, then capped: a cut never leaves part of a key (here and below)
-        return clip(redact(str(exc)), _MESSAGE_CHARS)
+        return clip(str(exc.msg), _MESSAGE_CHARS)
+    try:
+        return clip(str(exc), _MESSAGE_CHARS)
     except Exception as inner:  # noqa: BLE001
         return f"<str() failed: {type(inner).__name__}>"
 
@@ -135,7 +134,7 @@ def _exception_only(exc: BaseException, resolve: CellForFilename) -> str:
         label = resolve(filename)[1]
         if label:
             text = text.replace(f'File "{filename}"', label, 1)
-    return clip(redact(text), _EXC_CHARS)
+    return clip(text, _EXC_CHARS)
 
 
 def _chained(exc: BaseException) -> str | None:
@@ -165,7 +164,7 @@ def _is_shell_internal(path: str) -> bool:
 def _frame_text(label: str, frame: traceback.FrameSummary) -> str:
     where = f"  {label}, line {frame.lineno}, in {frame.name}"
     line = (frame.line or "").strip()
-    return f"{where}\n    {clip(redact(line), _LINE_CHARS)}" if line else where
+    return f"{where}\n    {clip(line, _LINE_CHARS)}" if line else where
 
 
 def _collapse(frames: list[tuple[str, traceback.FrameSummary]]) -> list[str]:

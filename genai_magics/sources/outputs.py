@@ -26,7 +26,16 @@ from typing import Any
 
 from .. import messages
 from ..engine.context import ContextPiece
-from ..engine.outputs import ImagePiece, Output, OutputKind, OutputPiece, cell_output_pieces, image_size
+from ..engine.outputs import (
+    ImagePiece,
+    Output,
+    OutputKind,
+    OutputPiece,
+    cell_output_pieces,
+    image_size,
+    is_image_of,
+)
+from ..engine.text import cut
 
 MAX_CELLS = 500  # cells whose outputs are kept (the oldest go first)
 MAX_CELL_CHARS = 1_000_000  # stream text kept per cell; far above any max_output_chars
@@ -87,9 +96,10 @@ class OutputCapture:
         if entries and entries[-1].kind == "stream" and entries[-1].name == name:
             kept = entries[-1].data["text/plain"]
             if len(kept) < MAX_CELL_CHARS:
-                entries[-1].data["text/plain"] = kept + text[: MAX_CELL_CHARS - len(kept)]
+                whole = kept + text
+                entries[-1].data["text/plain"] = whole if len(whole) <= MAX_CELL_CHARS else cut(whole, MAX_CELL_CHARS)
         elif len(entries) < MAX_CELL_OUTPUTS:
-            entries.append(_Entry("stream", {"text/plain": text[:MAX_CELL_CHARS]}, name))
+            entries.append(_Entry("stream", {"text/plain": cut(text, MAX_CELL_CHARS)}, name))
 
     def display(self, kind: OutputKind, data: Any, transient: Any = None, update: bool = False) -> None:
         if not isinstance(data, dict):
@@ -248,10 +258,16 @@ def _downscale(piece: ImagePiece, max_bytes: int) -> tuple[bytes, str] | None:
 
 
 def fit_images(pieces: Sequence[OutputPiece], max_bytes: int) -> OutputPieces:
-    """Images over ``max_bytes`` downscaled (with Pillow) or left out with one line; never silently dropped."""
+    """Images over ``max_bytes`` downscaled (with Pillow) or left out with one line, and so are images whose
+    bytes are not what their mime type says (an HTML page labelled image/png): never silently dropped."""
     out: list[ContextPiece] = []
     notes: dict[str, str] = {}
     for piece in pieces:
+        if isinstance(piece, ImagePiece) and piece.data is not None and not is_image_of(piece.data, piece.mime_type):
+            notes[piece.key] = messages.IMAGE_NOT_WHAT_IT_SAYS.render(
+                label=piece.label, position=piece.position, mime_type=piece.mime_type
+            )
+            continue
         if not isinstance(piece, ImagePiece) or piece.nbytes <= max_bytes:
             out.append(piece)
             continue

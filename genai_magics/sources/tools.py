@@ -95,7 +95,7 @@ class NotebookTools:
             return [variable_list(self.shell.user_ns, hidden, self.max_chars)]
         if name == "inspect_variable":
             if args["name"] not in self.shell.user_ns:
-                raise UserError(messages.TOOL_NO_VARIABLE.render(name=args["name"]))
+                raise UserError(messages.TOOL_NO_VARIABLE, name=args["name"])
             return variable_pieces([args["name"]], self.shell.user_ns, self.max_var_chars)
         if name == "read_cell":
             cell = self.find(args["ref"], name)
@@ -109,7 +109,7 @@ class NotebookTools:
         if name == "last_error":
             err = capture_last_error(self.shell, self.cell_for_filename)
             if err is None:
-                raise UserError(messages.TOOL_NO_EXCEPTION.render())
+                raise UserError(messages.TOOL_NO_EXCEPTION)
             return [error_piece(err)]
         return [self._search(args["pattern"])]
 

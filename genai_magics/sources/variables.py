@@ -25,7 +25,7 @@ from .. import messages
 from ..engine.context import ContextPiece
 from ..engine.errors import UserError
 from ..engine.redaction import redact
-from ..engine.text import ELLIPSIS, clip, one_line, sendable
+from ..engine.text import ELLIPSIS, clip, key_room, one_line, sendable
 
 VARIABLES_FIELD = "variables"
 VARIABLE_LIST_FIELD = "variableList"
@@ -60,11 +60,12 @@ def _safe_repr(value: object, limit: int) -> str:
     """A truncated repr that never raises and never recurses without bound."""
     try:
         if isinstance(value, (str, bytes, bytearray)):
-            text = repr(value[: limit + 1])  # never the repr of a huge string
+            # never the repr of a huge string; room past the cut for a key there to be masked whole
+            text = repr(value[: limit + 1 + key_room()])
         elif type(value) is int and value.bit_length() > 4 * limit:
             text = f"<int of {value.bit_length()} bits>"  # decimal digits cost time and tokens
         elif type(value).__name__ in ("deque", "array"):
-            r = reprlib.Repr()  # reprlib knows these: level- and item-capped
+            r = _MaskedRepr()  # reprlib knows these: level- and item-capped
             r.maxlevel, r.maxdeque, r.maxarray = _DEPTH, _ITEMS, _ITEMS
             r.maxother = r.maxstring = r.maxlong = max(limit, 12)
             text = r.repr(value)
@@ -79,6 +80,18 @@ def _safe_repr(value: object, limit: int) -> str:
     # Memory addresses differ between two equal objects (and between runs):
     # they carry nothing for the model and would change the hash needlessly.
     return clip(_ADDRESS.sub("", text), limit)
+
+
+class _MaskedRepr(reprlib.Repr):
+    """reprlib's repr with each string masked before reprlib cuts it in the middle."""
+
+    def repr_str(self, x: str, level: int) -> str:
+        return super().repr_str(redact(x), level)
+
+
+def _masked(value: object) -> object:
+    """A table cell masked before pandas cuts it at its column width."""
+    return redact(value) if isinstance(value, str) else value
 
 
 def _exc_text(exc: BaseException) -> str:
@@ -198,6 +211,7 @@ def _pandas_frame(df: Any) -> str:
         lines.append(f"index: {type(index).__name__} name={index.name!r} dtype={index.dtype}")
     if rows and cols:
         head = df.iloc[:_HEAD_ROWS, :_HEAD_COLUMNS]
+        head = head.map(_masked) if hasattr(head, "map") else head.applymap(_masked)  # pandas < 2.1: applymap
         lines.append(
             f"head({min(rows, _HEAD_ROWS)}):\n"
             + _guard(lambda: head.to_string(max_colwidth=_CELL_WIDTH, show_dimensions=False), "head")
@@ -208,7 +222,7 @@ def _pandas_frame(df: Any) -> str:
 def _pandas_series(s: Any) -> str:
     lines = [f"{_type_name(s)} name={s.name!r} length={len(s)} dtype={s.dtype}"]
     if len(s):
-        head = s.iloc[:_HEAD_ROWS]
+        head = s.iloc[:_HEAD_ROWS].map(_masked)
         lines.append(f"head({len(head)}):\n" + _guard(lambda: head.to_string(max_rows=_HEAD_ROWS), "head"))
     return "\n".join(lines)
 
@@ -285,7 +299,7 @@ def summarize(value: object, name: str, max_chars: int) -> str:
     the ``variables`` field), so the text itself does not repeat it.
     """
     text = _guard(lambda: _body(value), f"summary of {name}")
-    return clip(redact(sendable(text)), max_chars)  # masked, then capped: a cut never leaves part of a key
+    return clip(sendable(text), max_chars)
 
 
 def variable_pieces(names: Sequence[str], namespace: Mapping[str, object], max_chars: int) -> list[ContextPiece]:
@@ -299,7 +313,7 @@ def variable_pieces(names: Sequence[str], namespace: Mapping[str, object], max_c
         try:
             value = namespace[name]
         except KeyError:
-            raise UserError(messages.NO_SUCH_VARIABLE.render(name=name)) from None
+            raise UserError(messages.NO_SUCH_VARIABLE, name=name) from None
         pieces.append(ContextPiece(VARIABLES_FIELD, summarize(value, name, max_chars), name=name))
     return pieces
 
@@ -357,11 +371,11 @@ def parse_var_list(text: str) -> list[str]:
             continue
         if not _is_variable_name(item):
             hint = messages.NO_ATTRIBUTES.render() if "." in item else ""
-            raise UserError(messages.NOT_A_VARIABLE_NAME.render(item=item, hint=hint))
+            raise UserError(messages.NOT_A_VARIABLE_NAME, item=item, hint=hint)
         if item not in names:
             names.append(item)
     if not names:
-        raise UserError(messages.NO_VARIABLE_NAMES.render())
+        raise UserError(messages.NO_VARIABLE_NAMES)
     return names
 
 

@@ -11,7 +11,7 @@ Served routes (what the SDK calls):
 * ``POST /v1/models/{model}:countTokens``
 * ``POST /v1/interactions`` (``"stream": true`` answers server-sent events)
 * ``GET  /v1/interactions/{id}``
-* ``GET  /v1/models`` (``client.models.list()``: the package's default model and two others)
+* ``GET  /v1/models`` (``client.models.list()``: the package's default model and three others)
 * image parts (``inlineData``; interactions ``{"type": "image"}``) are decoded, recorded by sha256
   and counted as input tokens (``stub/images.py``)
 * ``POST /v1/cachedContents``; ``GET``, ``PATCH`` (ttl / expireTime), ``DELETE``
@@ -71,6 +71,9 @@ from .request_record import CACHE_RE, INTERACTION_RE, NEEDS_BODY, RequestRecord,
 __all__ = ["StubServer"]
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
+# Refuses what the real one does (its developer guide): a thinking budget (it takes thinking_level
+# only) and an explicit cache (implicit caching only).
+LEVEL_ONLY = "gemini-4-argon"
 
 
 def _catalogue() -> list[dict[str, Any]]:
@@ -98,6 +101,7 @@ def _catalogue() -> list[dict[str, Any]]:
     return [
         entry(DEFAULT_MODEL, chat),
         entry("gemini-3.1-pro-preview", chat),
+        entry(LEVEL_ONLY, [m for m in chat if m != "createCachedContent"]),
         entry("gemini-embedding-001", ["embedContent", "countTextTokens"]),
     ]
 
@@ -365,6 +369,9 @@ class StubServer:
     # Each handler returns the reply and fills in its request's record.
     def _handle_generate(self, body: dict[str, Any], fault: dict[str, Any] | None, info: RequestRecord) -> Reply:
         model = info.model or ""
+        thinking = (body.get("generationConfig") or {}).get("thinkingConfig") or {}
+        if model == LEVEL_ONLY and {"thinkingBudget", "thinking_budget"} & set(thinking):  # JSON takes either
+            return error(400, f"thinking_budget is not supported by {model}; use thinking_level. (stub)")
         try:
             turns, info.images = images.contents_with_images(body.get("contents"), texts)
         except images.BadImage as exc:
@@ -571,6 +578,8 @@ class StubServer:
         if kind == "models.list":
             return self._handle_models(record.query)
         if kind == "cache.create":
+            if data.get("model") == f"models/{LEVEL_ONLY}":
+                return error(400, f"Explicit context caching is not supported for models/{LEVEL_ONLY}. (stub)")
             return self._caches.create(data, record)
         return self._caches.handle(record.method, name_in(CACHE_RE, record.path), record.json, record)
 

@@ -46,14 +46,14 @@ class Clients:
         env = tuple(os.environ.get(name, "") for name in CLIENT_ENV)
         key = hashlib.sha256(repr((settings, env)).encode()).hexdigest()  # no key text kept here
         if _no_key():
-            raise UserError(messages.NO_API_KEY.render())
+            raise UserError(messages.NO_API_KEY)
         with self._client_lock:
             if key not in self._clients:
                 notices = RetryNotices(settings.retry_attempts, settings.timeout_s)
                 try:
                     self._clients[key] = (make_client(settings, notices), notices)
                 except ValueError as exc:  # the SDK's settings checks (Vertex AI project, options)
-                    raise UserError(describe(exc, attempts=0, timeout_s=settings.timeout_s)) from None
+                    raise describe(exc, attempts=0, timeout_s=settings.timeout_s) from None
             return self._clients[key]
 
     def warm_up(self, settings: Settings) -> threading.Thread:

@@ -36,7 +36,7 @@ class DocumentChooser:
         if ref == "-1":
             cell = self.executed.latest_document(exclude=running)
             if cell is None:
-                raise UserError(messages.NO_CODE_CELL_RUN.render(flag=flag))
+                raise UserError(messages.NO_CODE_CELL_RUN, flag=flag)
             return self._freshest(view, cell)
         cells = list(view.cells())
         m = _COUNT_REF.match(ref)
@@ -48,21 +48,21 @@ class DocumentChooser:
             )
             if not ref.isdigit():  # written In[n]: nothing else is meant
                 if by_count is None:
-                    raise UserError(messages.NO_CELL_WITH_COUNT.render(flag=flag, ref=ref, count=count))
+                    raise UserError(messages.NO_CELL_WITH_COUNT, flag=flag, ref=ref, count=count)
                 return self._freshest(view, by_count)
         exact = [c for c in cells if c.id == ref] or ([self.executed.by_id[ref]] if ref in self.executed.by_id else [])
         by_id = exact or [c for c in cells if c.id.startswith(ref)]
         if by_count is not None and by_id:
-            raise UserError(messages.AMBIGUOUS_COUNT_OR_ID.render(flag=flag, ref=ref, cell=by_id[0].id[:12]))
+            raise UserError(messages.AMBIGUOUS_COUNT_OR_ID, flag=flag, ref=ref, cell=by_id[0].id[:12])
         if by_count is not None:
             return self._freshest(view, by_count)
         if len(by_id) == 1:
             return self._freshest(view, by_id[0])
         if len(by_id) > 1:
-            raise UserError(messages.AMBIGUOUS_ID.render(flag=flag, ref=ref, count=len(by_id)))
+            raise UserError(messages.AMBIGUOUS_ID, flag=flag, ref=ref, count=len(by_id))
         if m:
-            raise UserError(messages.NO_CELL_WITH_COUNT_OR_ID.render(flag=flag, ref=ref))
-        raise UserError(messages.NO_SUCH_CELL.render(flag=flag, ref=ref))
+            raise UserError(messages.NO_CELL_WITH_COUNT_OR_ID, flag=flag, ref=ref)
+        raise UserError(messages.NO_SUCH_CELL, flag=flag, ref=ref)
 
     def _freshest(self, view: NotebookView, cell: Cell) -> Cell:
         """The same cell as the live view sees it now (unsaved edits included)."""
@@ -114,7 +114,7 @@ class DocumentChooser:
     def _no_document_left(self, view: NotebookView, kept: Cell) -> NoReturn:
         where = "this cell" if kept.id == self.executed.running_id else self.label(view, kept)
         now = "holds a genai magic" if kept.cell_type == "code" else f"is a {kept.cell_type} cell"
-        raise UserError(messages.MAGIC_IN_DOCUMENT.render(where=where, now=now))
+        raise UserError(messages.MAGIC_IN_DOCUMENT, where=where, now=now)
 
     def kept_target(self, view: NotebookView, conv: Conversation | None) -> Cell | None:
         """The document a conversation already works on, while that cell still exists."""
@@ -146,10 +146,10 @@ class DocumentChooser:
             try:  # the live view has every cell; otherwise the notebook file must be readable
                 known = getattr(view, "notebook_cells", view.cells)()
             except NotebookFileError as exc:
-                raise UserError(messages.NOTEBOOK_FLAG.render(why=exc)) from None
+                raise UserError(messages.NOTEBOOK_FLAG, why=exc) from None
             cells = [c for c in known if not is_genai_magic(c.source) and c.id != self.executed.running_id]
             if not cells:
-                raise UserError(messages.NOTEBOOK_FLAG.render(why=messages.NOTEBOOK_EMPTY.render()))
+                raise UserError(messages.NOTEBOOK_FLAG, why=messages.NOTEBOOK_EMPTY.render())
             doc = Document(key=WHOLE_NOTEBOOK, label="the notebook", source=notebook_text(cells))
             target = None
         else:
@@ -161,21 +161,21 @@ class DocumentChooser:
                 target = self.follow_up_target(frontend, conv)
             if target is None:
                 if req.mode == "edit":
-                    raise UserError(messages.NOTHING_TO_EDIT.render())
+                    raise UserError(messages.NOTHING_TO_EDIT)
                 return None, None
             named = f"--cell {req.cell}" if req.cell else self.label(view, target)
             if target.cell_type != "code":
-                raise UserError(messages.NOT_A_CODE_CELL.render(named=named, cell_type=target.cell_type))
+                raise UserError(messages.NOT_A_CODE_CELL, named=named, cell_type=target.cell_type)
             if is_genai_magic(target.source):
-                raise UserError(messages.MAGIC_AS_DOCUMENT.render(named=named))
+                raise UserError(messages.MAGIC_AS_DOCUMENT, named=named)
             # A cell Apply wrote in a running-cell frontend starts with the instruction line.
             doc = Document(key=target.id, label=self.label(view, target), source=strip_applied_marker(target.source))
         bad = undecodable_at(doc.source)
         if bad is not None:
-            raise UserError(messages.DOCUMENT_NOT_TEXT.render(label=doc.label, at=bad))
+            raise UserError(messages.DOCUMENT_NOT_TEXT, label=doc.label, at=bad)
         size = len(doc.source.encode("utf-8", "surrogatepass"))
         if size > settings.max_document_bytes:
-            raise UserError(messages.DOCUMENT_OVER_CAP.render(size=size, cap=settings.max_document_bytes))
+            raise UserError(messages.DOCUMENT_OVER_CAP, size=size, cap=settings.max_document_bytes)
         if req.no_context and req.mode == "ask":
             return None, target
         return doc, target

@@ -34,7 +34,7 @@ def parse_edit_answer(text: str) -> EditAnswer:
     try:
         data = json.loads(text)
     except ValueError:
-        raise UserError(messages.EDIT_NOT_JSON.render()) from None
+        raise UserError(messages.EDIT_NOT_JSON) from None
     if not isinstance(data, dict):
         data = {}
     given = data.get("explanation")
@@ -44,7 +44,7 @@ def parse_edit_answer(text: str) -> EditAnswer:
         return EditAnswer(explanation, data["proposedSource"])
     if edits is not None:
         return EditAnswer(explanation, None, edits)
-    raise UserError(messages.EDIT_EMPTY.render())
+    raise UserError(messages.EDIT_EMPTY)
 
 
 def built(answer: EditAnswer, document: Document | None) -> EditAnswer | EditRefused:
@@ -70,6 +70,6 @@ def settle(
     again = resend(EditRetry(result.text, retry_payload(why), result.interaction_id, result.rounds))
     second = parse_edit_answer(again.text)
     if second.source is None:
-        raise UserError(messages.EDITS_AGAIN.render(why=why))
+        raise UserError(messages.EDITS_AGAIN, why=why)
     total = TurnResult(again.text, added(result.usage, again.usage), again.interaction_id, result.rounds + again.rounds)
     return total, second

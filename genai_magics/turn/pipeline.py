@@ -6,16 +6,17 @@ A magic's request becomes a resolved, planned, sent, committed and recorded turn
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import messages
 from ..engine.cells import Document, WholeNotebook
 from ..engine.context import ContextPiece
-from ..engine.conversation import Conversation, StateMode, Turn, TurnPlan, Usage
+from ..engine.conversation import Conversation, Spent, StateMode, Turn, TurnPlan, Usage
 from ..engine.errors import UserError
 from ..engine.notebook_text import unmask_cells
 from ..engine.outputs import images_estimate, piece_tokens
@@ -24,6 +25,7 @@ from ..engine.redaction import MASK, redact, unmask
 from ..engine.text import estimate_tokens
 from ..engine.tools import ToolCall, ToolResult, holdings, sent_turns
 from ..frontends.notebook_view import ExecutedCells, NotebookView
+from ..gemini import budget
 from ..gemini.caching import CacheEntry, CacheStep, ContextCaches, worth_keeping
 from ..gemini.errors import describe, status_code
 from ..gemini.models import ModelInfo, available_models
@@ -69,6 +71,8 @@ class Session:
     outputs: OutputCapture = field(default_factory=OutputCapture)  # what each cell showed in this kernel
     clients: Clients = field(default_factory=Clients)
     documents: DocumentChooser = field(init=False)
+    today: Callable[[], dt.date] = dt.date.today  # a turn's day, its price's (tests set the clock)
+    spent: list[Spent] = field(default_factory=list)  # this kernel's turns' bills, as their footers showed
 
     def __post_init__(self) -> None:
         self.documents = DocumentChooser(self.executed, self.outputs)
@@ -77,7 +81,7 @@ class Session:
     def conversation(self, name: str, state: StateMode, new: bool = False) -> Conversation:
         """The named conversation, or a new one that is kept only once a turn succeeds."""
         if not CONVERSATION_NAME.match(name):
-            raise UserError(messages.BAD_NAME.render(name=name))
+            raise UserError(messages.BAD_NAME, name=name)
         if new or name not in self.conversations:
             return Conversation(name=name, state_mode=state)
         return self.conversations[name]
@@ -130,7 +134,7 @@ class Session:
             return (
                 recorded is not None
                 and recorded["name"] == entry.name
-                and worth_keeping(price_for(entry.model, settings.prices), entry.expires - now)
+                and worth_keeping(price_for(entry.model, settings.prices, self.today()), entry.expires - now)
             )
 
         return self.caches.release_all(keep=keep)
@@ -141,7 +145,7 @@ class Session:
         try:
             return available_models(client)
         except Exception as exc:
-            raise UserError(describe(exc, attempts=settings.retry_attempts, timeout_s=settings.timeout_s)) from exc
+            raise describe(exc, attempts=settings.retry_attempts, timeout_s=settings.timeout_s) from exc
 
     # -- a turn --------------------------------------------------------------
     def run(
@@ -182,7 +186,7 @@ class Session:
         # The prompt as the model gets it: no key, even one interpolated from a variable.
         req = replace(req, prompt=redact(req.prompt.strip()))
         if not req.prompt:
-            raise UserError(messages.PROMPT_EMPTY.render())
+            raise UserError(messages.PROMPT_EMPTY)
         note = self.open_record(settings)
         if note:
             display.error(note)
@@ -204,7 +208,7 @@ class Session:
         key = None
         if not req.dry_run:
             key = self._turn_key(
-                req, model, state, doc, pieces, request_settings(state, req.mode, settings.temperature, offered)
+                req, model, state, doc, pieces, request_settings(state, req.mode, settings.temperature, model, offered)
             )
         return Resolved(req, model, state, conv, doc, target, shown, tuple(pieces), key, tools)
 
@@ -268,11 +272,24 @@ class Session:
             if piece_key in going or piece_key not in kept:
                 display.note(line)
         unsendable(plan.payload)
-        try:
-            price = price_for(resolved.model, settings.prices)
-        except ValueError as exc:
-            raise UserError(str(exc)) from None
-        return Planned(resolved, plan, pieces, price)
+        day = self.today()
+        price = price_for(resolved.model, settings.prices, day)  # a UserError when the overrides cannot price it
+        return Planned(resolved, plan, pieces, price, day)
+
+    def admit(
+        self, planned: Planned, settings: Settings, body: dict[str, Any], history: Sequence[Turn], spent: float | None
+    ) -> None:
+        """Called before every request of a turn (its first, an edit's retry, a new chain after a lost
+        one, a tool loop's next): a UserError, and the request not sent, when its estimated cost would
+        take the turn past ``max_turn_cost`` or this session past ``max_session_cost``. ``spent``: what
+        the turn's earlier requests cost; None: none was billed yet (nothing was sent)."""
+        caps = settings.caps
+        if planned.price is None or (caps.turn is None and caps.session is None):
+            return  # no cap, or no price to estimate with: tokens only
+        expected = budget.estimate(planned.price, body, history, planned.resolved.model)
+        refused = budget.refusal(expected, caps, spent or 0.0, budget.total(self.spent), first=spent is None)
+        if refused is not None:
+            raise refused
 
     def _plan_turn(self, resolved: Resolved, pieces: tuple[ContextPiece, ...], settings: Settings) -> TurnPlan:
         req = resolved.req
@@ -314,23 +331,29 @@ class Session:
         notices.start(display.note, transport.honours_retry_after)
         answer = None
         try:
+            self.admit(planned, settings, transport.request(plan, conv.history), conv.history, None)
             step = self._cache_step(planned, transport, settings)
 
             def replan() -> TurnPlan:
                 return self._plan_turn(planned.resolved, planned.pieces, settings)
 
-            result, plan = self._send(transport, conv, plan, display, settings, replan, step, planned, notices)
+            def admit(body: dict[str, Any], spent: float | None) -> None:
+                self.admit(planned, settings, body, conv.history, spent)
+
+            result, plan = self._send(transport, conv, plan, display, settings, replan, step, admit, planned, notices)
             if plan.mode == "edit":
-                sent = plan
-                tools = self._turn_tools(planned, sent, settings, display, notices)
+                sent, first = plan, result
+                tools = self._turn_tools(planned, sent, settings, display, notices, admit)
 
                 def resend(retry: EditRetry) -> TurnResult:
+                    spent = _priced(first.usage, planned.price, planned.day).cost_usd or 0.0
+                    admit(transport.request(sent, conv.history, None, retry), spent)
                     try:
                         again = transport.send(sent, conv.history, display.chunk, self.caches.head(conv), retry, tools)
                     except KeyboardInterrupt:
-                        raise UserError(messages.STOPPED.render()) from None
+                        raise UserError(messages.STOPPED) from None
                     except Exception as exc:
-                        raise UserError(self._failure(exc, settings)) from exc
+                        raise self._failure(exc, settings) from exc
                     return again
 
                 result, answer = settle(result, plan.document, resend, display.note)
@@ -341,7 +364,7 @@ class Session:
             raise
         finally:
             notices.start(None)
-        return Sent(planned, plan, replace(result, usage=_priced(result.usage, planned.price)), answer)
+        return Sent(planned, plan, replace(result, usage=_priced(result.usage, planned.price, planned.day)), answer)
 
     def commit(self, sent: Sent, display: TurnDisplay) -> Turn:
         """The answer recorded as the conversation's turn; the conversation exists from now on."""
@@ -352,6 +375,7 @@ class Session:
             replaced.closed = True
             self.caches.release(replaced)
         self.conversations[conv.name] = conv  # a conversation exists once a turn succeeded
+        self.spent.append(Spent(conv.name, sent.planned.resolved.model, turn.usage))
         return turn
 
     def persist(self, sent: Sent, display: TurnDisplay) -> None:
@@ -388,10 +412,17 @@ class Session:
         )
 
     def _turn_tools(
-        self, planned: Planned, plan: TurnPlan, settings: Settings, display: TurnDisplay, notices: RetryNotices
+        self,
+        planned: Planned,
+        plan: TurnPlan,
+        settings: Settings,
+        display: TurnDisplay,
+        notices: RetryNotices,
+        admit: Callable[[dict[str, Any], float | None], None],
     ) -> TurnTools:
-        """How this turn answers function calls: each call run (read-only), its line shown, and the
-        sent-once rule over what the model holds (nothing, on a new server chain)."""
+        """How this turn answers function calls: each call run (read-only), its line shown, the
+        sent-once rule over what the model holds (nothing, on a new server chain), and every request
+        after the first admitted by the budget with what the earlier ones cost."""
         conv, tools = planned.resolved.conv, planned.resolved.tools
         new_chain = plan.state_mode == "interactions" and plan.previous_interaction_id is None
         index = conv.history[-1].index + 1 if conv.history else 1
@@ -403,9 +434,10 @@ class Session:
             display.note(_call_line(result))
             return result
 
-        def before_request() -> None:
+        def before_request(body: dict[str, Any], earlier: Usage | None) -> None:
             notices.next_request()
-            self.before_request(planned, settings)
+            if earlier is not None:  # the first request of a send was admitted before it (send, resend)
+                admit(body, _priced(earlier, planned.price, planned.day).cost_usd or 0.0)
 
         return TurnTools(
             answer=answer if tools is not None else None,
@@ -413,10 +445,6 @@ class Session:
             on_limit=lambda count: display.note(messages.TOOL_LIMIT.render(count=count)),
             before_request=before_request,
         )
-
-    def before_request(self, planned: Planned, settings: Settings) -> None:
-        """The check every request of a turn passes before it is sent (the first, each answer to the
-        model's function calls, an edit's retry): the one place a turn can be stopped between requests."""
 
     def _send(
         self,
@@ -427,43 +455,45 @@ class Session:
         settings: Settings,
         replan: Callable[[], TurnPlan],
         step: CacheStep,
+        admit: Callable[[dict[str, Any], float | None], None],
         planned: Planned,
         notices: RetryNotices,
     ) -> tuple[TurnResult, TurnPlan]:
-        """Send once; if the server lost the interaction chain, start a new chain once.
+        """Send once; if the server lost the interaction chain, start a new chain once (admitted by the
+        budget like the first: the lost chain's request was refused, so nothing was billed).
 
         Any failure leaves the conversation exactly as it was.
         """
         try:
-            tools = self._turn_tools(planned, plan, settings, display, notices)
+            tools = self._turn_tools(planned, plan, settings, display, notices, admit)
             return self.caches.send(
                 conv, transport, plan, conv.history, display.chunk, display.note, step, settings.cache_ttl_s, tools
             ), plan
         except KeyboardInterrupt:
-            raise UserError(messages.STOPPED.render()) from None
+            raise UserError(messages.STOPPED) from None
         except Exception as exc:
             if not (plan.previous_interaction_id and status_code(exc) == 404):
-                raise UserError(self._failure(exc, settings)) from exc
+                raise self._failure(exc, settings) from exc
         # The server forgot the chain: a new one that carries what the model needs.
         display.note(messages.CHAIN_LOST.render())
         previous = conv.last_interaction_id
         conv.lose_chain()
         fresh = replan()
         try:
-            return transport.send(
-                fresh, conv.history, display.chunk, tools=self._turn_tools(planned, fresh, settings, display, notices)
-            ), fresh
+            admit(transport.request(fresh, conv.history), None)
+            tools = self._turn_tools(planned, fresh, settings, display, notices, admit)
+            return transport.send(fresh, conv.history, display.chunk, tools=tools), fresh
         except KeyboardInterrupt:
             conv.last_interaction_id = previous
-            raise UserError(messages.STOPPED.render()) from None
+            raise UserError(messages.STOPPED) from None
         except Exception as again:
             conv.last_interaction_id = previous
-            raise UserError(self._failure(again, settings)) from again
+            raise self._failure(again, settings) from again
 
     @staticmethod
-    def _failure(exc: BaseException, settings: Settings) -> str:
+    def _failure(exc: BaseException, settings: Settings) -> UserError:
         if isinstance(exc, UserError):
-            return str(exc)
+            return exc
         return describe(exc, attempts=settings.client.retry_attempts, timeout_s=settings.client.timeout_s)
 
     @staticmethod
@@ -526,7 +556,7 @@ def unsendable(payload: dict[str, Any]) -> None:
             text.encode("utf-8")
         except UnicodeEncodeError as exc:
             raise UserError(
-                messages.FIELD_NOT_TEXT.render(name=name, char=ascii(text[exc.start : exc.start + 1]), at=exc.start)
+                messages.FIELD_NOT_TEXT, name=name, char=ascii(text[exc.start : exc.start + 1]), at=exc.start
             ) from None
 
 
@@ -539,8 +569,9 @@ def _planned_head(step: CacheStep) -> CachedHead | None:
     return None
 
 
-def _priced(usage: Usage, price: Price | None) -> Usage:
-    """The turn's cost at the price table's rates, and what the same turn costs with nothing cached."""
+def _priced(usage: Usage, price: Price | None, day: dt.date) -> Usage:
+    """The turn's cost at the rates of its day, and what the same turn costs with nothing cached."""
+    usage = replace(usage, priced_on=day.isoformat())
     if price is None or usage.input_tokens is None or usage.output_tokens is None:
         return usage
     output = usage.output_tokens + (usage.thinking_tokens or 0)

@@ -3,6 +3,7 @@ display, its outcome, and the frozen hand-offs between its stages (resolve, plan
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -12,6 +13,7 @@ from ..engine.conversation import Conversation, Mode, StateMode, Turn, TurnPlan
 from ..engine.record import TurnKey, TurnMeta
 from ..engine.tools import MAX_TOOL_CALLS, TOOL_NAMES
 from ..frontends.notebook_view import ExecutedCells, NotebookView
+from ..gemini.budget import Caps
 from ..gemini.pricing import Price
 from ..gemini.transport import ClientSettings, TurnResult
 from ..persistence.replay import RecordSettings
@@ -40,6 +42,7 @@ class Settings:
     max_tool_calls: int = MAX_TOOL_CALLS  # per turn; then it is asked to answer without
     max_var_chars: int = 2_000  # inspect_variable's summary, as --vars
     record: RecordSettings = RecordSettings()  # where the record lives (none: no notebook path, no file named)
+    caps: Caps = Caps()  # US$ a turn and the session may cost (max_turn_cost, max_session_cost)
 
 
 @dataclass(frozen=True)
@@ -142,7 +145,8 @@ class Planned:
     resolved: Resolved
     plan: TurnPlan
     pieces: tuple[ContextPiece, ...]  # the context this turn (images over the cap wait)
-    price: Price | None
+    price: Price | None  # the model's on the turn's day
+    day: dt.date  # the turn's day: its price's
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,12 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from ..engine.conversation import Conversation, Turn, TurnPlan, Usage
+from .. import messages
+from ..engine.conversation import Conversation, Spent, Turn, TurnPlan, Usage
 from ..engine.hashing import short
 from ..engine.outputs import ImagePiece, piece_name, piece_tokens
+from ..engine.text import cut
+from ..messages import Message
 
 
 def _n(value: int | None) -> str:
@@ -149,6 +152,43 @@ def session_totals(convs: Sequence[Conversation], storage: Sequence[tuple[str, f
     return "\n".join(lines)
 
 
+def cost_report(spent: Sequence[Spent], before: Sequence[Spent]) -> str:
+    """What ``%gemini cost`` prints: this session's turns, then the record's from before the last restart,
+    each per conversation and model (the session's total is its footers' sum)."""
+    lines = [_spent_line(messages.COST_THIS_SESSION, spent), *_spent_rows(spent)]
+    lines += [_spent_line(messages.COST_BEFORE, before), *_spent_rows(before)]
+    return "\n".join(lines)
+
+
+def _spent_line(line: Message, spent: Sequence[Spent]) -> str:
+    priced = [s.usage.cost_usd for s in spent if s.usage.cost_usd is not None]
+    unpriced = len(spent) - len(priced)
+    return line.render(
+        cost=f"${sum(priced):.6f}" if priced else "$0",
+        turns=len(spent),
+        unpriced=messages.COST_UNPRICED.render(count=unpriced) if unpriced else "",
+    )
+
+
+def _spent_rows(spent: Sequence[Spent]) -> list[str]:
+    groups: dict[tuple[str, str], list[Spent]] = {}
+    for s in spent:
+        groups.setdefault((s.conversation, s.model), []).append(s)
+    rows = []
+    for (name, model), items in groups.items():
+        priced = [s.usage.cost_usd for s in items if s.usage.cost_usd is not None]
+        rows.append(
+            messages.COST_ROW.render(
+                name=name,
+                model=model,
+                turns=len(items),
+                tokens=sum((s.usage.input_tokens or 0) + (s.usage.output_tokens or 0) for s in items),
+                cost=f"${sum(priced):.6f}" if priced else messages.COST_TOKENS_ONLY.render(),
+            )
+        )
+    return rows
+
+
 def status(convs: Sequence[Conversation], model: str, state: str, view: str) -> str:
     lines = [f"model {model} · default state mode {state} · notebook view: {view}"]
     if not convs:
@@ -166,8 +206,8 @@ def status(convs: Sequence[Conversation], model: str, state: str, view: str) -> 
 def history(conv: Conversation, width: int = 100) -> str:
     lines = [f"conversation {conv.name!r}"]
     for t in conv.history:
-        prompt = " ".join(t.prompt.split())[:width]
-        reply = " ".join(t.response.split())[:width]
+        prompt = cut(" ".join(t.prompt.split()), width)
+        reply = cut(" ".join(t.response.split()), width)
         outcome = f" [{t.outcome}]" if t.outcome != "none" else ""
         target = f" on {t.document_label}" if t.document_label else ""
         lines.append(f"{t.index:>3} {t.mode}{target}{outcome}: {prompt}")

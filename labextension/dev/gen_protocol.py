@@ -1,11 +1,15 @@
-"""Writes labextension/src/protocol.ts, the bridge's message types, from the one schema file.
+"""Writes a protocol's TypeScript types from its one schema file: the bridge's (the default) and the
+VS Code companion's.
 
-    python labextension/dev/gen_protocol.py          # rewrite src/protocol.ts
+    python labextension/dev/gen_protocol.py          # rewrite labextension/src/protocol.ts
     python labextension/dev/gen_protocol.py --check  # exit 1 if it is not what the schema gives
+    python labextension/dev/gen_protocol.py [--check] \
+        genai_magics/frontends/companion_protocol.schema.json vscode-extension/src/protocol.ts
 
-tests/test_comm_schema.py fails when protocol.ts and the schema differ. Handles what the schema
-uses: const, enum, $ref, arrays, type lists, required, additionalProperties; if/then is left to
-the run-time validation.
+tests/test_comm_schema.py and tests/test_companion_schema.py fail when a protocol.ts and its schema
+differ. Handles what the schemas use: const, enum, $ref, oneOf, arrays, type lists, objects without
+properties, required, additionalProperties; if/then is left to the run-time validation. Strings are
+quoted as the target's .prettierrc.json says, so the file passes its package's prettier.
 """
 
 from __future__ import annotations
@@ -20,47 +24,66 @@ TARGET = ROOT / "labextension/src/protocol.ts"
 PRIMITIVE = {"string": "string", "integer": "number", "number": "number", "boolean": "boolean", "null": "null"}
 
 
-def ts_type(node: dict) -> str:
+def literal(value: object, quote: str) -> str:
+    return json.dumps(value).replace('"', quote)
+
+
+def ts_type(node: dict, quote: str) -> str:
     if "$ref" in node:
         return "I" + node["$ref"].rsplit("/", 1)[1]
     if "const" in node:
-        return json.dumps(node["const"]).replace('"', "'")
+        return literal(node["const"], quote)
     if "enum" in node:
-        return " | ".join(json.dumps(v).replace('"', "'") for v in node["enum"])
+        return " | ".join(literal(v, quote) for v in node["enum"])
     if "oneOf" in node:
-        return " | ".join(ts_type(n) for n in node["oneOf"])
+        return " | ".join(ts_type(n, quote) for n in node["oneOf"])
     kind = node.get("type")
     if isinstance(kind, list):
         return " | ".join(PRIMITIVE[k] for k in kind)
     if kind == "array":
-        return f"{ts_type(node['items'])}[]"
+        return f"{ts_type(node['items'], quote)}[]"
+    if kind == "object":  # one without properties: any JSON object
+        return "Record<string, unknown>"
     return PRIMITIVE[kind]
 
 
-def declaration(name: str, node: dict) -> str:
+def declaration(name: str, node: dict, quote: str) -> str:
     doc = f"/** {node['description']} */\n" if "description" in node else ""
     if node.get("type") != "object":
-        return f"{doc}export type I{name} = {ts_type(node)};\n"
+        return f"{doc}export type I{name} = {ts_type(node, quote)};\n"
     required = set(node.get("required", []))
-    lines = [f"  {key}{'' if key in required else '?'}: {ts_type(prop)};" for key, prop in node["properties"].items()]
+    lines = [
+        f"  {key}{'' if key in required else '?'}: {ts_type(prop, quote)};" for key, prop in node["properties"].items()
+    ]
     if node.get("additionalProperties", True) is not False:
         lines.append("  [key: string]: unknown;")
     return f"{doc}export interface I{name} {{\n" + "\n".join(lines) + "\n}\n"
 
 
-def generate(schema: dict) -> str:
+def quote_for(target: Path) -> str:
+    """The string quote of the prettier config that covers ``target`` (prettier's own default: double)."""
+    for folder in target.parents:
+        config = folder / ".prettierrc.json"
+        if config.is_file():
+            return "'" if json.loads(config.read_text()).get("singleQuote") else '"'
+    return '"'
+
+
+def generate(schema: dict, source: str, quote: str) -> str:
     head = (
-        "// Generated from genai_magics/frontends/bridge_protocol.schema.json by labextension/dev/gen_protocol.py:\n"
+        f"// Generated from {source} by labextension/dev/gen_protocol.py:\n"
         "// do not edit; change the schema and run the script.\n"
     )
-    return head + "".join("\n" + declaration(name, node) for name, node in schema["$defs"].items())
+    return head + "".join("\n" + declaration(name, node, quote) for name, node in schema["$defs"].items())
 
 
 def main(argv: list[str]) -> int:
-    text = generate(json.loads(SCHEMA.read_text()))
+    paths = [Path(a).resolve() for a in argv if a != "--check"]
+    schema, target = paths if paths else (SCHEMA, TARGET)
+    text = generate(json.loads(schema.read_text()), schema.relative_to(ROOT).as_posix(), quote_for(target))
     if "--check" in argv:
-        return 0 if TARGET.read_text() == text else 1
-    TARGET.write_text(text)
+        return 0 if target.read_text() == text else 1
+    target.write_text(text)
     return 0
 
 

@@ -198,3 +198,20 @@ class Kernel:
 
     def html_values(self) -> list[str]:
         return [s.get("value", "") for s in self.models.values() if s.get("_model_name") == "HTMLModel"]
+
+
+def notebook_kernel(stub: Any, nb: Any, key: str | None = FAKE_KEY, **extra: str) -> Kernel:
+    """A kernel with the extension loaded whose notebook is ``nb`` (JPY_SESSION_NAME): it keeps a record."""
+    env = {"GOOGLE_GEMINI_BASE_URL": stub.url, "JPY_SESSION_NAME": str(nb), **extra}
+    env["GEMINI_API_KEY"] = key or ""
+    k = Kernel(env=env, cwd=str(nb.parent))
+    k.run("%load_ext genai_magics", cell_id="setup")
+    return k
+
+
+def restart(k: Kernel) -> None:
+    """Kill the kernel (its record holds what it wrote) and start it again with the extension loaded."""
+    k.km.restart_kernel(now=True)
+    k.kc.wait_for_ready(timeout=60)
+    k.models.clear()
+    k.run("%load_ext genai_magics", cell_id="setup")

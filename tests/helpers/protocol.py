@@ -1,7 +1,10 @@
-"""The bridge's comm protocol, from its one schema file (genai_magics/frontends/bridge_protocol.schema.json).
+"""The live notebooks' protocols, each from its one schema file: the bridge's comm
+(genai_magics/frontends/bridge_protocol.schema.json) and the VS Code companion's files
+(genai_magics/frontends/companion_protocol.schema.json).
 
-The fake frontend checks every message it gets from the kernel and every one it sends against it
-at run time, so a kernel-level test fails on a field outside the schema, a missing one, or a wrong type.
+The fake frontend and the fake companion check every message they get from the kernel and every one
+they send against them at run time, so a test fails on a field outside the schema, a missing one,
+or a wrong type.
 """
 
 from __future__ import annotations
@@ -11,20 +14,21 @@ import json
 from pathlib import Path
 from typing import Any
 
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "genai_magics/frontends/bridge_protocol.schema.json"
+FRONTENDS = Path(__file__).resolve().parents[2] / "genai_magics/frontends"
+SCHEMA_PATH = FRONTENDS / "bridge_protocol.schema.json"
+COMPANION_SCHEMA_PATH = FRONTENDS / "companion_protocol.schema.json"
 
 
 @functools.cache
-def schema() -> dict[str, Any]:
-    return json.loads(SCHEMA_PATH.read_text())
+def schema(path: Path = SCHEMA_PATH) -> dict[str, Any]:
+    return json.loads(path.read_text())
 
 
 @functools.cache
-def _validator(definition: str):
+def _validator(definition: str, path: Path):
     from jsonschema import Draft202012Validator
 
-    root = schema()
-    return Draft202012Validator({"$ref": f"#/$defs/{definition}", "$defs": root["$defs"]})
+    return Draft202012Validator({"$ref": f"#/$defs/{definition}", "$defs": schema(path)["$defs"]})
 
 
 def check_in_kernel() -> str:
@@ -44,8 +48,8 @@ def check_in_kernel() -> str:
     )
 
 
-def check(definition: str, data: Any) -> None:
-    """Raise AssertionError naming every way ``data`` is not a ``definition`` of the schema."""
-    errors = sorted(_validator(definition).iter_errors(data), key=str)
+def check(definition: str, data: Any, path: Path = SCHEMA_PATH) -> None:
+    """Raise AssertionError naming every way ``data`` is not a ``definition`` of the schema at ``path``."""
+    errors = sorted(_validator(definition, path).iter_errors(data), key=str)
     if errors:
         raise AssertionError(f"not a {definition}: " + "; ".join(e.message for e in errors) + f" in {data!r}")

@@ -10,18 +10,17 @@ import * as vscode from "vscode";
 import {
   decodeBytes,
   encodeBytes,
-  Envelope,
   insertIndex,
   notebookKey,
-  parseEnvelope,
+  parseRequest,
   presence,
   presenceFile,
+  refusal,
   refuseWrite,
   replyPathAllowed,
-  StoredCell,
-} from "./protocol";
+} from "./channel";
+import type { ICellType, IReply, IRequest, IStoredCell } from "./protocol";
 
-type Answer = Record<string, unknown>;
 class Refused extends Error {}
 
 export function channelDir(): string {
@@ -38,7 +37,7 @@ function keyOf(notebook: vscode.NotebookDocument): string | undefined {
   return notebook.cellCount ? notebookKey(notebook.cellAt(0).document.uri.toString()) : undefined;
 }
 
-function cellType(cell: vscode.NotebookCell): "code" | "markdown" {
+function cellType(cell: vscode.NotebookCell): ICellType {
   return cell.kind === vscode.NotebookCellKind.Markup ? "markdown" : "code";
 }
 
@@ -46,7 +45,7 @@ function findCell(notebook: vscode.NotebookDocument, id: string): vscode.Noteboo
   return notebook.getCells().find((cell) => cell.document.uri.toString() === id);
 }
 
-function stored(cell: vscode.NotebookCell): StoredCell {
+function stored(cell: vscode.NotebookCell): IStoredCell {
   return {
     cell_type: cellType(cell),
     source: cell.document.getText(),
@@ -61,7 +60,7 @@ function stored(cell: vscode.NotebookCell): StoredCell {
   };
 }
 
-function cellData(notebook: vscode.NotebookDocument, source: string, type: string, cell?: StoredCell) {
+function cellData(notebook: vscode.NotebookDocument, source: string, type: string, cell?: IStoredCell) {
   const kind = type === "markdown" ? vscode.NotebookCellKind.Markup : vscode.NotebookCellKind.Code;
   const codeLanguage = notebook.getCells().find((c) => c.kind === vscode.NotebookCellKind.Code)?.document.languageId;
   const language = cell?.language ?? (type === "markdown" ? "markdown" : (codeLanguage ?? "python"));
@@ -86,12 +85,13 @@ async function apply(edit: vscode.WorkspaceEdit): Promise<void> {
   if (!(await vscode.workspace.applyEdit(edit))) throw new Refused("VS Code refused the edit");
 }
 
-async function answer(notebook: vscode.NotebookDocument, envelope: Envelope): Promise<Answer> {
-  const request = envelope.request;
+async function answer(notebook: vscode.NotebookDocument, request: IRequest): Promise<IReply> {
+  const done = { request_id: request.request_id, ok: true } as const;
   const order = () => notebook.getCells().map((c) => c.document.uri.toString());
   switch (request.op) {
     case "snapshot":
       return {
+        ...done,
         path: notebook.uri.fsPath,
         cells: notebook.getCells().map((cell) => ({
           id: cell.document.uri.toString(),
@@ -108,7 +108,7 @@ async function answer(notebook: vscode.NotebookDocument, envelope: Envelope): Pr
       const whole = new vscode.Range(cell.document.positionAt(0), cell.document.positionAt(text.length));
       edit.replace(cell.document.uri, whole, request.source);
       await apply(edit);
-      return { cell_id: request.cell_id };
+      return { ...done, cell_id: request.cell_id };
     }
     case "insert_cell": {
       const index = insertIndex(order(), request.after_id);
@@ -117,7 +117,7 @@ async function answer(notebook: vscode.NotebookDocument, envelope: Envelope): Pr
       const data = cellData(notebook, request.source, request.cell_type, request.cell);
       edit.set(notebook.uri, [vscode.NotebookEdit.insertCells(index, [data])]);
       await apply(edit);
-      return { cell_id: notebook.cellAt(index).document.uri.toString() };
+      return { ...done, cell_id: notebook.cellAt(index).document.uri.toString() };
     }
     case "delete_cell": {
       const cell = findCell(notebook, request.cell_id);
@@ -126,7 +126,7 @@ async function answer(notebook: vscode.NotebookDocument, envelope: Envelope): Pr
       const edit = new vscode.WorkspaceEdit();
       edit.set(notebook.uri, [vscode.NotebookEdit.deleteCells(new vscode.NotebookRange(cell.index, cell.index + 1))]);
       await apply(edit);
-      return { cell_id: request.cell_id, cell: kept };
+      return { ...done, cell_id: request.cell_id, cell: kept };
     }
   }
 }
@@ -196,30 +196,31 @@ class Companion implements vscode.Disposable {
   }
 
   private async handle(text: string): Promise<void> {
-    const envelope = parseEnvelope(text);
-    if (typeof envelope === "string") {
-      this.replyRefused(text, envelope);
+    const request = parseRequest(text);
+    if (typeof request === "string") {
+      this.replyRefused(text, request);
       return;
     }
-    let reply: Record<string, unknown>;
-    const notebook = vscode.workspace.notebookDocuments.find((nb) => keyOf(nb) === envelope.notebook);
+    let reply: IReply;
+    const notebook = vscode.workspace.notebookDocuments.find((nb) => keyOf(nb) === request.notebook);
     if (!notebook) {
-      reply = { ok: false, error: "the notebook is not open in VS Code" };
+      reply = refusal(request.request_id, "the notebook is not open in VS Code");
     } else {
       try {
-        reply = { ok: true, ...(await answer(notebook, envelope)) };
+        reply = await answer(notebook, request);
       } catch (error) {
-        reply = { ok: false, error: error instanceof Error ? error.message : String(error) };
+        reply = refusal(request.request_id, error instanceof Error ? error.message : String(error));
       }
     }
     this.handled += 1;
-    this.reply(envelope.reply_to, { request_id: envelope.request_id, ...reply });
+    this.reply(request.reply_to, reply);
   }
 
   private replyRefused(text: string, error: string): void {
     try {
       const raw = JSON.parse(text) as Record<string, unknown>;
       if (typeof raw.reply_to === "string") {
+        // a request that could not be read: its request_id goes back as it came, whatever it is
         this.reply(raw.reply_to, { request_id: raw.request_id, ok: false, error: `companion: ${error}` });
       }
     } catch {
@@ -227,7 +228,7 @@ class Companion implements vscode.Disposable {
     }
   }
 
-  private reply(replyTo: string, data: Record<string, unknown>): void {
+  private reply(replyTo: string, data: IReply | Record<string, unknown>): void {
     if (!replyPathAllowed(this.dir, replyTo)) return;
     try {
       writeAtomic(replyTo, JSON.stringify(data));

@@ -1,141 +1,123 @@
-// The kernel <-> companion protocol (version 1), as pure functions: no VS Code API here,
-// so node's test runner covers it (test/protocol.test.ts). docs/protocol.md describes it.
-import { createHash } from "node:crypto";
-import * as path from "node:path";
+// Generated from genai_magics/frontends/companion_protocol.schema.json by labextension/dev/gen_protocol.py:
+// do not edit; change the schema and run the script.
 
-export const PROTOCOL_VERSION = 1;
+/** Companion: companion-<VS Code pid>.json, the notebooks this window has open and where requests go. */
+export interface IPresence {
+  version: 1;
+  companion: string;
+  pid: number;
+  inbox: string;
+  notebooks: string[];
+}
 
-export type CellType = "code" | "markdown";
+export type ICellType = "code" | "markdown" | "raw";
 
-/** What a removed cell was, so Undo puts it back exactly (outputs' bytes as base64). */
-export interface StoredCell {
-  cell_type: CellType;
+/** One cell of a snapshot; its id is the cell's vscode-notebook-cell: URI. */
+export interface ICell {
+  id: string;
+  cell_type: ICellType;
+  source: string;
+}
+
+/** One representation of an output: its MIME type and its bytes as base64. */
+export interface IOutputItem {
+  mime: string;
+  data: string;
+}
+
+export interface IOutput {
+  items: IOutputItem[];
+  metadata?: Record<string, unknown>;
+}
+
+/** What a removed cell was, so Undo puts it back exactly; id: the kernel's name for it, added by the kernel when it sends the cell back. */
+export interface IStoredCell {
+  id?: string;
+  cell_type: ICellType;
   source: string;
   language: string;
   metadata: Record<string, unknown>;
-  outputs: { items: { mime: string; data: string }[]; metadata?: Record<string, unknown> }[];
+  outputs: IOutput[];
   execution_order?: number;
   success?: boolean;
 }
 
-export type Request =
-  | { op: "snapshot" }
-  | { op: "set_source"; cell_id: string; source: string; expect_sha256?: string }
-  | { op: "insert_cell"; after_id: string | null; source: string; cell_type: CellType; cell?: StoredCell }
-  | { op: "delete_cell"; cell_id: string };
-
-export interface Envelope {
+/** Kernel: the notebook's cells, as VS Code holds them now. */
+export interface ISnapshotRequest {
+  version: 1;
   request_id: number;
-  notebook: string; // the notebook's key: its cells' URI without the fragment
-  reply_to: string; // the file the reply goes to (renamed into place, never half-written)
-  request: Request;
+  notebook: string;
+  reply_to: string;
+  op: "snapshot";
 }
 
-export type Reply =
-  { request_id: number; ok: true; [field: string]: unknown } | { request_id: number; ok: false; error: string };
-
-export function sha256(text: string): string {
-  return createHash("sha256").update(text, "utf8").digest("hex");
+/** Kernel: replace a cell's text; expect_sha256, the text the kernel last saw: any other is never overwritten. */
+export interface ISetSourceRequest {
+  version: 1;
+  request_id: number;
+  notebook: string;
+  reply_to: string;
+  op: "set_source";
+  cell_id: string;
+  source: string;
+  expect_sha256?: string;
 }
 
-/** The key the kernel names a notebook by: a cell URI (``vscode-notebook-cell:...#W0s...``) without its fragment. */
-export function notebookKey(cellUri: string): string {
-  const hash = cellUri.indexOf("#");
-  return hash < 0 ? cellUri : cellUri.slice(0, hash);
+/** Kernel: a new cell right below after_id (null: at the top); cell: a removed one put back as it was. */
+export interface IInsertCellRequest {
+  version: 1;
+  request_id: number;
+  notebook: string;
+  reply_to: string;
+  op: "insert_cell";
+  after_id: string | null;
+  source: string;
+  cell_type: ICellType;
+  cell?: IStoredCell;
 }
 
-function isString(value: unknown): value is string {
-  return typeof value === "string";
+/** Kernel: delete a cell; the reply holds what it was. */
+export interface IDeleteCellRequest {
+  version: 1;
+  request_id: number;
+  notebook: string;
+  reply_to: string;
+  op: "delete_cell";
+  cell_id: string;
 }
 
-/** A request file's JSON, checked field by field; a string is the reason it is refused. */
-export function parseEnvelope(text: string): Envelope | string {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch {
-    return "not JSON";
-  }
-  if (typeof raw !== "object" || raw === null) return "not an object";
-  const data = raw as Record<string, unknown>;
-  if (data.version !== PROTOCOL_VERSION) return `protocol version ${String(data.version)}, not ${PROTOCOL_VERSION}`;
-  const { request_id, notebook, reply_to, op } = data;
-  if (typeof request_id !== "number" || !isString(notebook) || !isString(reply_to)) {
-    return "request_id, notebook and reply_to are required";
-  }
-  const envelope = (request: Request): Envelope => ({ request_id, notebook, reply_to, request });
-  const cellType = data.cell_type === "markdown" ? "markdown" : "code";
-  switch (op) {
-    case "snapshot":
-      return envelope({ op });
-    case "set_source":
-      if (!isString(data.cell_id) || !isString(data.source)) return "set_source needs cell_id and source";
-      return envelope({
-        op,
-        cell_id: data.cell_id,
-        source: data.source,
-        expect_sha256: isString(data.expect_sha256) ? data.expect_sha256 : undefined,
-      });
-    case "insert_cell":
-      if (!isString(data.source) || !(data.after_id === null || isString(data.after_id))) {
-        return "insert_cell needs source and after_id";
-      }
-      return envelope({
-        op,
-        after_id: data.after_id,
-        source: data.source,
-        cell_type: cellType,
-        cell: isStoredCell(data.cell) ? data.cell : undefined,
-      });
-    case "delete_cell":
-      if (!isString(data.cell_id)) return "delete_cell needs cell_id";
-      return envelope({ op, cell_id: data.cell_id });
-    default:
-      return `unknown op ${String(op)}`;
-  }
+/** Kernel: a request file in the companion's inbox. */
+export type IRequest = ISnapshotRequest | ISetSourceRequest | IInsertCellRequest | IDeleteCellRequest;
+
+/** Companion: the notebook's file and its cells in order. */
+export interface ISnapshotReply {
+  request_id: number;
+  ok: true;
+  path: string;
+  cells: ICell[];
 }
 
-function isStoredCell(value: unknown): value is StoredCell {
-  if (typeof value !== "object" || value === null) return false;
-  const cell = value as Record<string, unknown>;
-  return isString(cell.source) && isString(cell.language) && Array.isArray(cell.outputs);
+/** Companion: a cell's text set, or a cell inserted (cell_id: its URI). */
+export interface IEditReply {
+  request_id: number;
+  ok: true;
+  cell_id: string;
 }
 
-/** Why a set_source must not write (null: it may): the cell is gone, or holds other text than the kernel saw. */
-export function refuseWrite(current: string | undefined, expectSha256: string | undefined): string | null {
-  if (current === undefined) return "the cell is no longer in the notebook";
-  if (expectSha256 !== undefined && sha256(current) !== expectSha256) {
-    return "the cell changed in VS Code since the kernel last saw it";
-  }
-  return null;
+/** Companion: a cell deleted, and what it was. */
+export interface IDeleteReply {
+  request_id: number;
+  ok: true;
+  cell_id: string;
+  cell: IStoredCell;
 }
 
-/** Where a new cell goes: right below ``afterId`` (null: at the top); a string is why it cannot. */
-export function insertIndex(order: readonly string[], afterId: string | null): number | string {
-  if (afterId === null) return 0;
-  const at = order.indexOf(afterId);
-  return at < 0 ? "the cell to insert below is no longer in the notebook" : at + 1;
+/** Companion: the request was not done, and why (one line for the user). */
+export interface IRefusal {
+  request_id: number;
+  ok: false;
+  error: string;
 }
 
-/** The presence file: which notebooks this VS Code window has open, and where requests go. */
-export function presence(pid: number, notebooks: readonly string[], inbox: string, version: string) {
-  return { version: PROTOCOL_VERSION, companion: version, pid, inbox, notebooks: [...new Set(notebooks)].sort() };
-}
-
-export function presenceFile(dir: string, pid: number): string {
-  return path.join(dir, `companion-${pid}.json`);
-}
-
-/** A reply file may only be written inside the channel's directory (a request cannot aim elsewhere). */
-export function replyPathAllowed(dir: string, replyTo: string): boolean {
-  const relative = path.relative(path.resolve(dir), path.resolve(replyTo));
-  return relative !== "" && !relative.startsWith("..") && !path.isAbsolute(relative);
-}
-
-export function encodeBytes(data: Uint8Array): string {
-  return Buffer.from(data).toString("base64");
-}
-
-export function decodeBytes(data: string): Uint8Array {
-  return new Uint8Array(Buffer.from(data, "base64"));
-}
+/** Companion: the file named by the request's reply_to. */
+export type IReply = ISnapshotReply | IEditReply | IDeleteReply | IRefusal;

@@ -5,12 +5,13 @@ import {
   encodeBytes,
   insertIndex,
   notebookKey,
-  parseEnvelope,
+  parseRequest,
   presence,
+  refusal,
   refuseWrite,
   replyPathAllowed,
   sha256,
-} from "../src/protocol";
+} from "../src/channel";
 
 const CELL = "vscode-notebook-cell://127.0.0.1:8080/ws/nb.ipynb#W2sZmlsZQ%3D%3D";
 const base = {
@@ -26,21 +27,33 @@ test("a notebook's key is its cells' URI without the fragment", () => {
 });
 
 test("requests are checked field by field", () => {
-  const ok = parseEnvelope(JSON.stringify({ ...base, op: "set_source", cell_id: CELL, source: "x = 1" }));
+  const ok = parseRequest(JSON.stringify({ ...base, op: "set_source", cell_id: CELL, source: "x = 1" }));
   assert.deepEqual(ok, {
+    version: 1,
     request_id: 3,
     notebook: base.notebook,
     reply_to: "/d/r",
-    request: { op: "set_source", cell_id: CELL, source: "x = 1", expect_sha256: undefined },
+    op: "set_source",
+    cell_id: CELL,
+    source: "x = 1",
+    expect_sha256: undefined,
   });
-  assert.equal(parseEnvelope("{"), "not JSON");
-  assert.match(String(parseEnvelope(JSON.stringify({ ...base, version: 2, op: "snapshot" }))), /protocol version 2/);
-  assert.match(String(parseEnvelope(JSON.stringify({ ...base, op: "set_source", cell_id: CELL }))), /needs/);
-  assert.match(String(parseEnvelope(JSON.stringify({ ...base, op: "rm -rf" }))), /unknown op/);
-  const insert = parseEnvelope(
+  assert.equal(parseRequest("{"), "not JSON");
+  assert.match(String(parseRequest(JSON.stringify({ ...base, version: 2, op: "snapshot" }))), /protocol version 2/);
+  assert.match(String(parseRequest(JSON.stringify({ ...base, op: "set_source", cell_id: CELL }))), /needs/);
+  assert.match(String(parseRequest(JSON.stringify({ ...base, op: "rm -rf" }))), /unknown op/);
+  const insert = parseRequest(
     JSON.stringify({ ...base, op: "insert_cell", after_id: null, source: "", cell_type: "raw" }),
   );
-  assert.equal(typeof insert === "object" && insert.request.op === "insert_cell" && insert.request.cell_type, "code");
+  assert.equal(typeof insert === "object" && insert.op === "insert_cell" && insert.cell_type, "code");
+});
+
+test("a refusal names the request and says why", () => {
+  assert.deepEqual(refusal(3, "the notebook is not open in VS Code"), {
+    request_id: 3,
+    ok: false,
+    error: "the notebook is not open in VS Code",
+  });
 });
 
 test("a write is refused when the cell is gone or holds other text than the kernel saw", () => {

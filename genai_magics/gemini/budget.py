@@ -1,0 +1,123 @@
+"""A request's cost before it is sent, and the caps it must stay under (``GeminiMagics.max_turn_cost``,
+``max_session_cost``). Pure: the session calls ``admit`` before every request of a turn.
+
+The estimate is the request's input as the kernel counts it (about four bytes a token, images by the
+image rule), all at the input price of the day (a cache would make it cheaper, never dearer), plus, in
+interactions mode, what the server chain makes the model read again (the previous turn's input and
+answer); the output is the largest of the conversation's recent answers (thinking included), or a fixed
+allowance when the conversation has none yet.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .. import messages
+from ..engine.conversation import Spent, Turn
+from ..engine.errors import UserError
+from ..engine.outputs import part_tokens
+from ..engine.text import estimate_tokens
+from .pricing import Price, turn_cost
+
+FIRST_TURN_OUTPUT = 1_000  # tokens allowed for the answer of a conversation's first turn
+RECENT_TURNS = 3  # the answers the next one is expected to be like
+
+
+@dataclass(frozen=True)
+class Caps:
+    """US$ a turn (all its requests) and this kernel's session may cost; None: no cap."""
+
+    turn: float | None = None
+    session: float | None = None
+
+
+def total(spent: Sequence[Spent]) -> float:
+    """US$ of the priced turns (a turn of a model without a price adds nothing: tokens only)."""
+    return sum(s.usage.cost_usd or 0.0 for s in spent)
+
+
+def check_cap(name: str, value: Any) -> float | None:
+    """The cap as set (None: off), or a UserError with its one line: a number >= 0 or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise UserError(messages.CAP_BAD, name=name, value=value)
+    return float(value)
+
+
+def request_tokens(body: Mapping[str, Any], model: str) -> int:
+    """The input tokens of a request body (either state mode's) as the kernel counts them."""
+    tokens = _instruction_tokens(body)
+    for content in body.get("contents") or ():
+        tokens += sum(part_tokens(p, model) for p in content.get("parts") or ())
+    given = body.get("input")
+    if isinstance(given, str):
+        tokens += estimate_tokens(given)
+    elif isinstance(given, list):
+        for item in given:
+            image = {"inlineData": {"data": item.get("data")}} if item.get("type") == "image" else item
+            tokens += part_tokens(image, model)
+    return tokens
+
+
+def _instruction_tokens(body: Mapping[str, Any]) -> int:
+    """The system instruction and response schema every request carries again."""
+    config = body.get("config") or {}
+    system = config.get("system_instruction") or body.get("system_instruction") or ""
+    schema = config.get("response_schema") or (body.get("response_format") or {}).get("schema")
+    return estimate_tokens(str(system)) + (estimate_tokens(json.dumps(schema)) if schema else 0)
+
+
+def expected_output(history: Sequence[Turn]) -> int:
+    """The largest answer (thinking included) of the conversation's recent turns; the allowance for a first."""
+    recent = [
+        (t.usage.output_tokens or 0) + (t.usage.thinking_tokens or 0)
+        for t in history[-RECENT_TURNS:]
+        if t.usage.output_tokens is not None
+    ]
+    return max(recent) if recent else FIRST_TURN_OUTPUT
+
+
+def chain_tokens(body: Mapping[str, Any], history: Sequence[Turn]) -> int:
+    """Interactions: what the server chain adds to the input: the last turn's input and answer, read again
+    (but its system instruction, which this request carries again and ``request_tokens`` counts)."""
+    if not body.get("previous_interaction_id") or not history:
+        return 0
+    last = history[-1].usage
+    return max(0, (last.input_tokens or 0) + (last.output_tokens or 0) - _instruction_tokens(body))
+
+
+def estimate(price: Price, body: Mapping[str, Any], history: Sequence[Turn], model: str) -> float:
+    """US$ the request is expected to cost (see the module's docstring)."""
+    tokens = request_tokens(body, model) + chain_tokens(body, history)
+    return turn_cost(price, tokens, 0, expected_output(history))
+
+
+def refusal(expected: float, caps: Caps, turn_spent: float, session_spent: float, first: bool) -> UserError | None:
+    """The failure that stops the request, or None: it may go. ``turn_spent``: the turn's earlier requests;
+    ``session_spent``: this kernel's turns so far; ``first``: no request of the turn went yet."""
+    for name, cap, spent in (
+        ("max_turn_cost", caps.turn, turn_spent),
+        ("max_session_cost", caps.session, session_spent + turn_spent),
+    ):
+        if cap is not None and spent + expected > cap:
+            what = messages.BUDGET_REFUSED if first else messages.BUDGET_STOPPED
+            return UserError(what, estimate=dollars(spent + expected), name=name, cap=exact(cap))
+    return None
+
+
+def dollars(value: float) -> str:
+    """Two significant digits, never an exponent: 0.0036, 0.011, 1.2, 12."""
+    if value <= 0:
+        return "0"
+    places = max(0, 1 - math.floor(math.log10(value)))
+    return f"{value:.{places}f}"
+
+
+def exact(value: float) -> str:
+    """A cap as the user wrote it: 0.00001, 2, 0.5."""
+    return f"{value:.12f}".rstrip("0").rstrip(".")
