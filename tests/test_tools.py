@@ -316,3 +316,22 @@ def test_an_interrupt_in_a_call_records_nothing_of_the_turn(notebook, stub):
     assert messages.STOPPED.shown() in shown.stderr
     assert "default" not in notebook.magics.session.conversations  # the first turn never happened
     assert len(api_requests(stub)) == 2  # the call's answer was never sent
+
+
+@pytest.mark.parametrize("state", STATES)
+def test_the_budget_stops_a_tool_loop_before_the_request_over_its_cap(notebook, stub, state):
+    """issue 28's max_turn_cost is checked before every request of the loop, with what the earlier ones cost."""
+    from genai_magics.gemini import budget
+    from genai_magics.gemini.pricing import price_for
+
+    shown = ask(notebook, state, flags="--dry-run", cell_id="d")
+    (bundle,) = [b for b in shown.bundles if "dry run" in b.get("text/plain", "")]
+    first = budget.estimate(
+        price_for(notebook.magics.model), json.loads(bundle["text/plain"].split("\n", 1)[1]), [], ""
+    )
+    notebook.magics.max_turn_cost = first * 1.05  # the first request goes, the second cannot
+    stub.script_tools([[call("list_variables")], [call("list_variables")]])
+    refused = ask(notebook, state)
+    assert messages.BUDGET_STOPPED.within(refused.stderr)
+    assert len(api_requests(stub)) == 1  # the answer to the call was never sent
+    assert "default" not in notebook.magics.session.conversations  # nothing recorded
