@@ -12,6 +12,7 @@ from genai_magics.engine.cells import Document
 from genai_magics.engine.contents import build_contents, cacheable, shared_prefix
 from genai_magics.engine.context import ContextPiece
 from genai_magics.engine.conversation import Conversation
+from genai_magics.engine.errors import UserError
 from genai_magics.gemini.caching import decide, pays_off, worth_keeping
 from genai_magics.gemini.pricing import PRICES, PRICES_AS_OF, Price, price_for, storage_cost, turn_cost
 
@@ -46,14 +47,13 @@ def test_overrides_complete_a_known_model_and_an_unknown_one_needs_every_price()
     assert cheaper.input == 0.5 and cheaper.output == FLASH.output and "overridden" in cheaper.source
     mine = price_for("mine", {"mine": {"input": 1, "cached_input": 0.1, "output": 2, "storage_hour": 1}})
     assert mine == Price(1, 0.1, 2, 1, 4096, "GeminiMagics.prices")
-    with pytest.raises(ValueError) as missing:
+    with pytest.raises(UserError) as missing:
         price_for("mine", {"mine": {"input": 1}})
-    assert str(missing.value) == messages.PRICE_FIELDS_MISSING.render(
-        model="mine", missing=["cached_input", "output", "storage_hour"]
-    )
-    with pytest.raises(ValueError) as unknown:
+    assert missing.value.message is messages.PRICE_FIELDS_MISSING
+    assert missing.value.fields == {"model": "mine", "missing": ["cached_input", "output", "storage_hour"]}
+    with pytest.raises(UserError) as unknown:
         price_for("gemini-3.8-flash", {"gemini-3.8-flash": {"inptu": 1}})
-    assert (messages.PRICE_FIELDS_UNKNOWN.parse(str(unknown.value), prefixed=False) or {}).get("unknown") == "['inptu']"
+    assert unknown.value.message is messages.PRICE_FIELDS_UNKNOWN and unknown.value.fields["unknown"] == ["inptu"]
 
 
 def test_turn_cost_bills_cached_fresh_output_and_cache_writes():
