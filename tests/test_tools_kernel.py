@@ -11,9 +11,9 @@ import hashlib
 
 import pytest
 from helpers.discovery import problems
+from helpers.kernel import notebook_kernel, restart
 from helpers.wire import api_requests
 from test_outputs import png, show
-from test_replay import restart, start
 
 from genai_magics import messages
 
@@ -68,7 +68,7 @@ def test_cell_outputs_sends_a_cells_images_as_parts_of_its_result(kernel, stub, 
 def test_a_turn_with_calls_replays_with_zero_requests_until_a_result_would_differ(stub, tmp_path, mode):
     stub.reset()
     nb = tmp_path / "work.ipynb"
-    k = start(stub, nb)
+    k = notebook_kernel(stub, nb)
     try:
         k.run(f"%config GeminiMagics.state = {mode!r}", cell_id="cfg")
         k.run("data = {'a': 1, 'b': 2}", cell_id="c1")
