@@ -39,7 +39,10 @@ def ask(shell, state: str, prompt: str = "what is df?", flags: str = "", cell_id
 
 @pytest.fixture
 def notebook(magic_shell):
-    magic_shell.run("%gemini reset --all", cell_id="reset")  # the shell is IPython's one instance
+    # the shell is IPython's one instance: other tests' conversations and %config settings outlive them
+    magic_shell.run("%gemini reset --all", cell_id="reset")
+    for name in ("secondary_context_chars", "max_var_chars", "max_output_chars", "tools", "max_tool_calls", "model"):
+        setattr(magic_shell.magics, name, magic_shell.magics.trait_defaults(name))
     magic_shell.run(SETUP, cell_id="c1")
     magic_shell.run("print('hello from c2')", cell_id="c2")
     return magic_shell
@@ -82,7 +85,7 @@ def test_every_function_answers_what_the_flags_would_send_and_shows_one_line_eac
     assert got["inspect_variable"]["text"] == summarize(df, "df", 2_000)  # what --vars df sends
     assert got["cell_outputs"]["text"] == "hello from c2\n" and got["cell_outputs"]["label"].startswith("In[")
     assert got["last_error"]["text"].startswith("ZeroDivisionError raised in In[")
-    assert got["list_variables"]["text"].startswith("df: pandas.DataFrame shape=(3, 2) size=")
+    assert "\ndf: pandas.DataFrame shape=(3, 2) size=" in "\n" + got["list_variables"]["text"]
     assert "pd:" not in got["list_variables"]["text"]  # a module is no variable
     assert got["read_cell"]["text"].endswith(f" id=c1\n{SETUP}")
     assert " id=c2\n  1: print('hello from c2')" in got["search_cells"]["text"]
@@ -92,7 +95,9 @@ def test_every_function_answers_what_the_flags_would_send_and_shows_one_line_eac
         got.values(),
         strict=False,
     ):
-        line = messages.TOOL_CALLED.render(call=label, chars=len(json.dumps(response, separators=(",", ":"))))
+        line = messages.TOOL_CALLED.render(
+            call=label, chars=len(json.dumps(response, ensure_ascii=False, separators=(",", ":")))
+        )
         assert line in shown.plain
     # the stand-in's answer names the results it read: they reached the model
     assert "Function results read: last_error (whole), list_variables (whole)" in shown.plain
@@ -117,7 +122,8 @@ def test_a_result_the_model_holds_is_short_and_a_changed_one_goes_whole(notebook
     assert held["response"]["unchanged"] is True and held["response"]["sent"] == "in turn 1"
     assert (
         messages.TOOL_UNCHANGED.render(
-            call="inspect_variable(df)", chars=len(json.dumps(held["response"], separators=(",", ":")))
+            call="inspect_variable(df)",
+            chars=len(json.dumps(held["response"], ensure_ascii=False, separators=(",", ":"))),
         )
         in shown.plain
     )
