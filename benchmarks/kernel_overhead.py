@@ -341,7 +341,7 @@ def breakdown(magics, settings, calls: int, label: str = "") -> list[str]:
     cells = list(frontend.view.cells())
     pieces = session.documents.context_pieces(frontend.view, req, doc, settings)
     plan = conv.plan_turn("ask", req.prompt, doc, pieces, "contents")
-    transport = TRANSPORTS["contents"](lambda: None, settings.model)
+    transport = TRANSPORTS["contents"](lambda: None, settings.model, None, settings.tools)
     body = transport.request(plan, conv.history)
     steps = {
         "view().cells()": lambda: list(frontend.view.cells()),

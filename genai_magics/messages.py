@@ -635,3 +635,16 @@ KEY_LINE_CHANGED = note(
     "left as it is there (edit that line yourself)",
     documented=True,
 )
+
+# -- the functions the model calls (sources/tools.py): one line in the cell per call ------------
+TOOL_CALLED = note("TOOL_CALLED", "→ {call}: {chars:,} chars")
+TOOL_UNCHANGED = note("TOOL_UNCHANGED", "→ {call}: unchanged, {chars:,} chars (the model holds it)")
+TOOL_FAILED = note("TOOL_FAILED", "→ {call}: error result: {error}", documented=True)
+TOOL_LIMIT = note("TOOL_LIMIT", "{count} tool calls: the limit (max_tool_calls)", documented=True)
+TOOL_NO_VARIABLE = part("TOOL_NO_VARIABLE", "inspect_variable: no variable named {name!r} in the notebook")
+TOOL_NO_EXCEPTION = part("TOOL_NO_EXCEPTION", "last_error: no exception has been raised in this session yet")
+UNKNOWN_TOOLS = note(
+    "UNKNOWN_TOOLS",
+    "tools: {names} is not one of the functions the model may call ({known}); the setting stays as it was",
+    documented=True,
+)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .context import ContextPiece
@@ -27,6 +27,7 @@ from .conversation import Turn, TurnPlan, version_chain
 from .outputs import inline_parts, sendable
 from .payloads import model_payload, to_text, user_payload
 from .redaction import redaction_keys
+from .tools import ToolRound, contents_round, superseded_result, tool_pieces
 
 Contents = list[dict[str, Any]]
 
@@ -36,7 +37,7 @@ def _latest_full_pieces(history: Sequence[Turn], plan: TurnPlan) -> dict[str, tu
     resent = {p.key for p in plan.pieces}
     latest: dict[str, tuple[int, str]] = {}
     for i, turn in enumerate(history):
-        for piece in turn.pieces:
+        for piece in (*turn.pieces, *tool_pieces(turn.tool_rounds)):
             if piece.key not in resent and sendable(piece):
                 latest[piece.key] = (i, piece.sha256)
     return latest
@@ -122,6 +123,10 @@ def render(history: Sequence[Turn], plan: TurnPlan) -> Rendered:
     head = 0  # split contents up to the last one holding material in full
     current = ("user", _user_texts(plan.payload, plan.pieces), plan.pieces, False)
     for role, texts, full, holds in (*_turns(history, plan), current):
+        if role == "call":  # a function call and its answer, as sent: no material of the head
+            whole.append(texts)
+            split.append(texts)
+            continue
         if role == "model":
             content = _content("model", texts)
             whole.append(content)
@@ -161,6 +166,9 @@ def _turns(history: Sequence[Turn], plan: TurnPlan) -> Iterator[Rendering]:
             tuple(superseded),
         )
         yield "user", _history_user(user, turn.document_label, keys), full, False
+        for round_ in turn.tool_rounds:
+            for content in contents_round(_compacted(round_, i, keep)):
+                yield "call", content, (), False
         proposed = turn.proposal_source if (i, "model") in chain else None
         model = (
             "code_proposal" if turn.proposal_source is not None else "answer",
@@ -172,6 +180,14 @@ def _turns(history: Sequence[Turn], plan: TurnPlan) -> Iterator[Rendering]:
         )
         # edits, like a patch, leave the head as it was
         yield "model", _history_model(model, keys), (), proposed is not None and turn.proposal_edits is None
+
+
+def _compacted(round_: ToolRound, i: int, keep: dict[str, tuple[int, str]]) -> ToolRound:
+    """A round as sent, but a result whose pieces a later turn sent again becomes a marker."""
+    results = tuple(
+        r if all(keep.get(p.key) == (i, p.sha256) for p in r.pieces) else superseded_result(r) for r in round_.results
+    )
+    return replace(round_, results=results)
 
 
 def build_contents(history: Sequence[Turn], plan: TurnPlan) -> Contents:

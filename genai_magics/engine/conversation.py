@@ -20,6 +20,7 @@ from .edits import Edits, edits_chars
 from .hashing import sha256_text
 from .payloads import user_payload
 from .text import clip
+from .tools import ToolRound, tool_pieces
 
 Mode = Literal["ask", "edit"]
 StateMode = Literal["contents", "interactions"]
@@ -42,9 +43,27 @@ class Usage:
     cached_tokens: int | None = None  # input served from a cache, explicit or implicit
     thinking_tokens: int | None = None
     cache_write_tokens: int = 0  # tokens written into an explicit cache for this turn (billed as input)
+    requests: int = 1  # the requests the turn sent (a function call answered is one more); the rest sums them
     cost_usd: float | None = None  # None: the model has no price (on that day)
     priced_on: str | None = None  # the day (YYYY-MM-DD) whose price cost_usd is at: the turn's own
     resend_cost_usd: float | None = None  # the same input and output with nothing cached
+
+
+def added(a: Usage, b: Usage) -> Usage:
+    """Two requests' usage as one turn's (the bill pays for both; priced afterwards)."""
+
+    def plus(x: int | None, y: int | None) -> int | None:
+        return None if x is None and y is None else (x or 0) + (y or 0)
+
+    return Usage(
+        input_tokens=plus(a.input_tokens, b.input_tokens),
+        output_tokens=plus(a.output_tokens, b.output_tokens),
+        request_bytes=a.request_bytes + b.request_bytes,
+        cached_tokens=plus(a.cached_tokens, b.cached_tokens),
+        thinking_tokens=plus(a.thinking_tokens, b.thinking_tokens),
+        cache_write_tokens=a.cache_write_tokens + b.cache_write_tokens,
+        requests=a.requests + b.requests,
+    )
 
 
 @dataclass(frozen=True)
@@ -79,6 +98,7 @@ class Turn:
     interaction_id: str | None = None
     usage: Usage = field(default_factory=Usage)
     saved_tokens: int = 0
+    tool_rounds: tuple[ToolRound, ...] = ()  # the functions the model called, each request's calls and results
 
     @property
     def holds_valid_proposal(self) -> bool:
@@ -309,6 +329,7 @@ class Conversation:
         interaction_id: str | None = None,
         usage: Usage = Usage(),
         saved_tokens: int = 0,
+        tool_rounds: tuple[ToolRound, ...] = (),
     ) -> Turn:
         doc = plan.document
         turn = Turn(
@@ -333,6 +354,7 @@ class Conversation:
             interaction_id=interaction_id,
             usage=usage,
             saved_tokens=saved_tokens,
+            tool_rounds=tool_rounds,
         )
         if plan.state_mode == "interactions":
             if plan.previous_interaction_id is None:  # a new chain holds only what this turn sends
@@ -365,7 +387,7 @@ class Conversation:
             self.sync.active_document_sha256 = turn.proposal_sha256
         elif doc is not None:
             self.sync.active_document_sha256 = doc.sha256
-        for piece in plan.pieces:
+        for piece in (*plan.pieces, *tool_pieces(tool_rounds)):  # a result the model received, it holds
             self.sync.context_hashes[piece.key] = piece.sha256
         if doc is not None:
             self.document_key = doc.key

@@ -22,6 +22,7 @@ from .edits import parse_edits
 from .outputs import held_after_restore, recorded_output, restored_output
 from .payloads import compact_json
 from .redaction import redact
+from .tools import round_from_dict, round_to_dict
 
 SCHEMA_VERSION = 1
 
@@ -166,10 +167,13 @@ def _turn_dict(t: Turn, sources: dict[str, str], images: bool = False) -> dict[s
         text = getattr(t, text_field)
         if text is not None:
             sources.setdefault(getattr(t, sha_field), text)
-    d["pieces"] = [
-        {"field": p.field, "name": p.name, "text": p.text, "sha256": p.sha256} | recorded_output(p, images)
-        for p in t.pieces
-    ]
+
+    def piece(p: ContextPiece) -> dict[str, Any]:
+        return {"field": p.field, "name": p.name, "text": p.text, "sha256": p.sha256} | recorded_output(p, images)
+
+    d["pieces"] = [piece(p) for p in t.pieces]
+    if t.tool_rounds:  # written only when the model called functions: other turns stay as they were
+        d["tool_rounds"] = [round_to_dict(r, piece) for r in t.tool_rounds]
     d["usage"] = dict(vars(t.usage))  # plain fields: asdict's deep copy cost ~5% of an edit turn
     d["document_key"] = stored_key(t.document_key)
     if t.proposal_edits is not None:
@@ -177,7 +181,7 @@ def _turn_dict(t: Turn, sources: dict[str, str], images: bool = False) -> dict[s
     return d
 
 
-_OWN_FIELDS = frozenset({"pieces", "usage", "base_source", "proposal_source", "proposal_edits"})
+_OWN_FIELDS = frozenset({"pieces", "usage", "base_source", "proposal_source", "proposal_edits", "tool_rounds"})
 _PLAIN_FIELDS = frozenset(Turn.__dataclass_fields__) - _OWN_FIELDS
 
 
@@ -192,6 +196,7 @@ def _turn(d: dict[str, Any], sources: dict[str, str]) -> Turn:
         pieces=tuple(_piece(p) for p in d["pieces"]) if d["pieces"] else (),
         usage=Usage(**d["usage"]),
         proposal_edits=parse_edits(d["proposal_edits"]) if "proposal_edits" in d else None,
+        tool_rounds=tuple(round_from_dict(r, _piece) for r in d.get("tool_rounds", ())),
     )
 
 

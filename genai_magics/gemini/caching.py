@@ -37,10 +37,11 @@ from ..engine.conversation import Conversation, Turn, TurnPlan
 from ..engine.outputs import part_tokens
 from ..engine.payloads import SYSTEM_INSTRUCTION
 from ..engine.text import estimate_tokens
+from ..engine.tools import declarations
 from .errors import status_code
 from .models import traits
 from .pricing import Price
-from .transport import CachedHead, OnChunk, TurnResult
+from .transport import NO_TOOLS, CachedHead, OnChunk, TurnResult, TurnTools
 
 CACHE_MODES = ("auto", "off")
 CacheAction = Literal["none", "use", "create", "drop"]
@@ -198,7 +199,7 @@ class ContextCaches:
             )
         contents, length = transport.head(plan, history)
         head = tuple(contents[:length])
-        tokens, sha = self._measure(transport.model, head) if length else (0, None)
+        tokens, sha = self._measure(transport.model, head, transport.tools) if length else (0, None)
         decision = decide(
             mode=mode,
             price=price,
@@ -214,15 +215,16 @@ class ContextCaches:
             decision = replace(decision, action="drop")
         return CacheStep(decision, head, tokens, sha, entry)
 
-    def _measure(self, model: str, head: tuple[dict[str, Any], ...]) -> tuple[int, str]:
+    def _measure(self, model: str, head: tuple[dict[str, Any], ...], tools: tuple[str, ...] = ()) -> tuple[int, str]:
         """The head's estimated tokens and sha; an unchanged head (compared, not serialized) is not hashed again:
         both depend on the model and the head's parts alone, whichever conversation holds them."""
-        key = (model, [(c["role"], c["parts"]) for c in head])  # text and image parts, compared as they are
+        key = (model, tools, [(c["role"], c["parts"]) for c in head])  # text and image parts, compared as they are
         known = self._measured
         if known is not None and known[0] == key:
             return known[1], known[2]
-        tokens = estimate_tokens(SYSTEM_INSTRUCTION) + sum(part_tokens(p, model) for c in head for p in c["parts"])
-        sha = _head_sha(model, head)
+        settings = json.dumps([SYSTEM_INSTRUCTION, declarations(tools)]) if tools else SYSTEM_INSTRUCTION
+        tokens = estimate_tokens(settings) + sum(part_tokens(p, model) for c in head for p in c["parts"])
+        sha = _head_sha(model, head, tools)
         self._measured = (key, tokens, sha)
         return tokens, sha
 
@@ -251,11 +253,12 @@ class ContextCaches:
         note: Callable[[str], None],
         step: CacheStep,
         ttl_s: float,
+        tools: TurnTools = NO_TOOLS,
     ) -> TurnResult:
         """Send the turn with the cache the step decided on; a cache the server lost is made again once."""
         cached, written = self._prepare(conv, transport, step, note, ttl_s)
         try:
-            result = transport.send(plan, history, on_chunk, cached)
+            result = transport.send(plan, history, on_chunk, cached, tools=tools)
         except Exception as exc:
             if cached is None or not cache_is_gone(exc):
                 raise
@@ -263,7 +266,7 @@ class ContextCaches:
             self._forget(conv)
             again = replace(step, decision=Decision("create", False, "the server lost the cache"), entry=None)
             cached, written = self._prepare(conv, transport, again, note, ttl_s)
-            result = transport.send(plan, history, on_chunk, cached)
+            result = transport.send(plan, history, on_chunk, cached, tools=tools)
         return replace(result, usage=replace(result.usage, cache_write_tokens=written))
 
     def _prepare(
@@ -288,7 +291,9 @@ class ContextCaches:
                 model=transport.model,
                 config={
                     "contents": list(step.head),
-                    "system_instruction": SYSTEM_INSTRUCTION,
+                    # the head's settings: the instruction and the declarations, in their fixed order
+                    "system_instruction": transport.instruction(),
+                    **({"tools": [{"function_declarations": transport.declared()}]} if transport.tools else {}),
                     "ttl": f"{ttl_s:g}s",
                     "display_name": f"genai_magics {conv.name}",
                 },
@@ -387,6 +392,9 @@ class ContextCaches:
         return entry.name if entry else None
 
 
-def _head_sha(model: str, head: Sequence[dict[str, Any]]) -> str:
-    text = json.dumps([model, SYSTEM_INSTRUCTION, list(head)], ensure_ascii=False, sort_keys=True)
+def _head_sha(model: str, head: Sequence[dict[str, Any]], tools: tuple[str, ...] = ()) -> str:
+    """The head's identity: a cache made with other functions offered is another head (tools live in it)."""
+    text = json.dumps(
+        [model, SYSTEM_INSTRUCTION, *([list(tools)] if tools else []), list(head)], ensure_ascii=False, sort_keys=True
+    )
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

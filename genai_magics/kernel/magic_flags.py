@@ -81,6 +81,11 @@ def turn_arguments(magic: str, form: str) -> Callable[[Callable[..., Any]], Call
                 metavar="CELLS",
                 help="also send what these cells showed, e.g. 3,In[5] (the same REF as --cell, comma-separated)",
             ),
+            argument(
+                "--no-tools",
+                action="store_true",
+                help="offer the model no function to call this turn (no declarations sent)",
+            ),
             argument("words", nargs="*", help=argparse.SUPPRESS if form == "cell" else "the prompt"),
         ]
         for decorator in reversed(decorators):
@@ -121,6 +126,7 @@ def turn_request(mode: Mode, args: argparse.Namespace, asked: ExplicitContext) -
         rerun=args.rerun,
         outputs=not args.no_outputs,
         output_cells=tuple(ref.strip() for ref in (args.outputs or "").split(",") if ref.strip()),
+        tools=not args.no_tools,
     )
 
 

@@ -31,6 +31,7 @@ from ..frontends.cell_writer import write_staged
 from ..frontends.notebook_view import notebook_path_from
 from ..frontends.terminal import is_terminal, typed_source
 from ..sources.explicit import explicit_context
+from ..sources.tools import ShellReader
 from ..turn.pipeline import Session
 from ..turn.requests import TurnOutcome
 from ..ui import report
@@ -217,7 +218,8 @@ class GeminiMagics(GeminiOptions):
             if not args.dry_run:
                 display.start(f"asking {request.model or settings.model}")
             with kernel_compat.interruptible():
-                outcome = self.session.run(request, settings, display, frontend)
+                reader = ShellReader(self.shell, self._cell_for_filename)
+                outcome = self.session.run(request, settings, display, frontend, reader)
         except Exception as exc:  # a UserError, or a bug of ours: one line unless debugging
             display.failed(exc, self.debug)
             return None

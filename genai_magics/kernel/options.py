@@ -10,11 +10,12 @@ import os
 from typing import Any
 
 from IPython.core.magic import Magics
-from traitlets import Bool, Dict, Enum, Float, Int, TraitError, TraitType, Unicode, validate
+from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, TraitType, Unicode, validate
 
 from .. import messages
 from ..engine.conversation import STATE_MODES
 from ..engine.errors import UserError
+from ..engine.tools import MAX_TOOL_CALLS, TOOL_NAMES, unknown_tools
 from ..frontends.notebook_view import notebook_path_from
 from ..gemini.budget import Caps, check_cap
 from ..gemini.models import DEFAULT_MODEL
@@ -134,6 +135,24 @@ class GeminiOptions(Magics):
         help="largest image sent, in bytes: a larger one is downscaled (with Pillow) or, without Pillow, not sent",
     ).tag(config=True)
 
+    tools = List(
+        Unicode(),
+        default_value=list(TOOL_NAMES),
+        help="the functions the model may call to read the notebook (read-only): "
+        + ", ".join(TOOL_NAMES)
+        + " (default: all; [] offers none)",
+    ).tag(config=True)
+    max_tool_calls = Int(
+        MAX_TOOL_CALLS, help="function calls a turn answers at most; then the model is asked to answer without"
+    ).tag(config=True)
+
+    @validate("tools")
+    def _known_tools(self, proposal):
+        unknown = unknown_tools(proposal["value"])
+        if unknown:
+            raise TraitError(messages.UNKNOWN_TOOLS.render(names=", ".join(unknown), known=", ".join(TOOL_NAMES)))
+        return proposal["value"]
+
     def _settings(self) -> Settings:
         return Settings(
             model=self.model,
@@ -150,6 +169,9 @@ class GeminiOptions(Magics):
             max_output_chars=self.max_output_chars,
             max_images=self.max_images,
             max_image_bytes=self.max_image_bytes,
+            tools=tuple(n for n in TOOL_NAMES if n in self.tools) if self.max_tool_calls > 0 else (),
+            max_tool_calls=self.max_tool_calls,
+            max_var_chars=self.max_var_chars,
             record=RecordSettings(
                 self.replay,
                 self.persist,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -85,10 +85,15 @@ class Replay:
         self.restored += list(added)
         return Restored(added, note)
 
-    def replay(self, name: str, key: TurnKey, rerun: bool) -> tuple[Conversation, Turn, TurnMeta] | None:
-        """The recorded turn this cell shows again, or None: the cell goes live (after a branch)."""
+    def replay(
+        self, name: str, key: TurnKey, rerun: bool, same_results: Callable[[Turn], bool] = lambda turn: True
+    ) -> tuple[Conversation, Turn, TurnMeta] | None:
+        """The recorded turn this cell shows again, or None: the cell goes live (after a branch).
+        ``same_results``: whether the functions a recorded turn called would answer the same now."""
         rec = self.record.conversations.get(name) if self.record else None
         turn = replay_match(rec, key) if rec is not None and self.mode != "off" and not rerun else None
+        if turn is not None and turn.tool_rounds and not same_results(turn):
+            turn = None
         if turn is not None and rec is not None:
             replayed(rec)
             return rec.conversation, turn, rec.meta[turn.index]

@@ -148,6 +148,21 @@ class EditShape(TypedDict):  # one of an edit answer's find/replace pairs (engin
     replace: str
 
 
+class ToolResultShape(TypedDict):  # one function call and its result (engine/tools.py)
+    id: str | None
+    name: str
+    args: Any  # as the model sent them
+    response: dict[str, Any]
+    status: Literal["whole", "unchanged", "error"]
+    pieces: list[Piece]
+    identity: list[tuple[str, Sha]]
+
+
+class ToolRoundShape(TypedDict):
+    model_content: dict[str, Any] | None
+    results: list[ToolResultShape]
+
+
 # A recorded turn is the engine's Turn as plain data: its simple fields as Turn declares them
 # (so a field added there is checked here too), the code by sha, and the replay meta.
 _SHARED = {"base_source": "base_sha256", "proposal_source": "proposal_sha256"}
@@ -155,10 +170,11 @@ _TURN_HINTS = typing.get_type_hints(Turn)
 TURN: dict[str, tuple[Any, bool]] = {
     f.name: (_TURN_HINTS[f.name], f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
     for f in dataclasses.fields(Turn)
-    if f.name not in (*_SHARED, "pieces", "usage", "proposal_edits", "document_key")
+    if f.name not in (*_SHARED, "pieces", "usage", "proposal_edits", "document_key", "tool_rounds")
 } | {
     "document_key": (str | None, False),  # as stored (engine/cells.py's stored_key): the notebook's is a string
     "pieces": (list[Piece], True),
+    "tool_rounds": (list[ToolRoundShape], False),
     "proposal_edits": (list[EditShape], False),
     "usage": (Usage, True),
     "key": (Key, False),

@@ -17,6 +17,7 @@ import keyword
 import re
 import reprlib
 import sys
+import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -27,6 +28,7 @@ from ..engine.redaction import redact
 from ..engine.text import ELLIPSIS, clip, key_room, one_line, sendable
 
 VARIABLES_FIELD = "variables"
+VARIABLE_LIST_FIELD = "variableList"
 
 _HEAD_ROWS = 5  # rows of a DataFrame / Series shown
 _MAX_COLUMNS = 40  # columns whose dtypes are listed
@@ -314,6 +316,47 @@ def variable_pieces(names: Sequence[str], namespace: Mapping[str, object], max_c
             raise UserError(messages.NO_SUCH_VARIABLE, name=name) from None
         pieces.append(ContextPiece(VARIABLES_FIELD, summarize(value, name, max_chars), name=name))
     return pieces
+
+
+_IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython"})
+
+
+def _listed(name: str, value: object, hidden: Mapping[str, object]) -> bool:
+    """A user's variable: not a module, function or class, not IPython's own, no leading underscore."""
+    if name.startswith("_") or name in _IPYTHON_NAMES or (name in hidden and hidden[name] is value):
+        return False
+    return not isinstance(value, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType))
+
+
+def _brief(value: object) -> str:
+    """Type, shape or length, and size in bytes (each guarded, as every summary is)."""
+    parts = [_type_name(value)]
+    if _is_array_like(value):
+        array: Any = value
+        parts.append("shape=" + _guard(lambda: str(tuple(array.shape)), "shape"))
+    elif isinstance(value, (str, bytes, bytearray, list, tuple, dict, set, frozenset)):
+        parts.append(f"len={len(value)}")
+    parts.append("size=" + _guard(lambda: str(_size(value)), "size"))
+    return " ".join(parts)
+
+
+def _size(value: Any) -> int:
+    """Bytes, never walking a frame's values (pandas' own ``__sizeof__`` is deep: O(rows) on object columns)."""
+    if _is_instance(value, "pandas", "DataFrame"):
+        return int(value.memory_usage(index=True, deep=False).sum())
+    if _is_instance(value, "pandas", "Series"):
+        return int(value.memory_usage(index=True, deep=False))
+    if _is_instance(value, "polars", "DataFrame") or _is_instance(value, "polars", "Series"):
+        return int(value.estimated_size())
+    if _is_instance(value, "numpy", "ndarray"):
+        return int(value.nbytes)
+    return sys.getsizeof(value)
+
+
+def variable_list(namespace: Mapping[str, object], hidden: Mapping[str, object], max_chars: int) -> ContextPiece:
+    """``list_variables()``: one line per user variable (name, type, shape or length, size), sorted by name."""
+    lines = [f"{name}: {_brief(value)}" for name, value in sorted(namespace.items()) if _listed(name, value, hidden)]
+    return ContextPiece(VARIABLE_LIST_FIELD, clip(sendable("\n".join(lines) or "(no variables)"), max_chars))
 
 
 def _is_variable_name(text: str) -> bool:

@@ -4,6 +4,7 @@ lifetime and time formats."""
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import re
 import threading
 from collections.abc import Callable
@@ -13,6 +14,7 @@ from . import images
 from .model import texts, tokens
 from .replies import Reply, error
 from .request_record import RequestRecord
+from .tools import contents_declared
 
 CACHE_MISSING = "CachedContent not found (or permission denied)"
 
@@ -105,7 +107,9 @@ class CacheStore:
         except images.BadImage as exc:
             return error(400, str(exc))
         system = "".join(texts(body.get("systemInstruction")))
-        total = sum(tokens(t) for _, t in contents) + tokens(system)
+        # the function declarations the cache holds: read (and billed) with it, as a request reads them
+        declared = json.dumps(body["tools"], sort_keys=True) if body.get("tools") else ""
+        total = sum(tokens(t) for _, t in contents) + tokens(system) + tokens(declared)
         minimum = self._minimum(model[len("models/") :])
         if total < minimum:
             return error(
@@ -124,6 +128,8 @@ class CacheStore:
                 "display_name": body.get("displayName") or "",
                 "contents": contents,
                 "system": system,
+                "tools": contents_declared(body),
+                "tools_text": declared,
                 "tokens": total,
                 "created": now,
                 "updated": now,

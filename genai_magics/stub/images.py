@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..engine.outputs import image_size  # the PNG/JPEG header reading; the rest here is the stand-in's own
+from .tools import is_function_content
 
 IMAGE_ROLE = "image"
 ACCEPTED = ("image/png", "image/jpeg", "image/webp", "image/heic", "image/heif")
@@ -70,6 +71,9 @@ def content_images(content: Any) -> list[dict[str, Any]]:
         inline = part.get("inlineData") or part.get("inline_data") if isinstance(part, dict) else None
         if isinstance(inline, dict):
             found.append(_decode(inline.get("mimeType") or inline.get("mime_type"), inline.get("data")))
+        response = part.get("functionResponse") if isinstance(part, dict) else None
+        if isinstance(response, dict):  # a function result's images: its own inline-data parts
+            found += content_images(response)
     return found
 
 
@@ -82,6 +86,8 @@ def input_images(value: Any) -> list[dict[str, Any]]:
             found.append(_decode(item.get("mime_type"), item.get("data")))
         elif isinstance(item, dict) and isinstance(item.get("content"), list):
             found += input_images(item["content"])
+        elif isinstance(item, dict) and item.get("type") == "function_result":
+            found += input_images(item.get("result"))
     return found
 
 
@@ -97,7 +103,8 @@ def contents_with_images(
     turns: list[tuple[str, str]] = []
     images: list[dict[str, Any]] = []
     for n, content in enumerate(c for c in contents or [] if isinstance(c, dict)):
-        turns.append((content.get("role") or "user", "".join(texts(content))))
+        role = "tool" if is_function_content(content) else content.get("role") or "user"
+        turns.append((role, "".join(texts(content))))
         found = content_images(content)
         turns += entries(found)
         images += [img | {"content": n} for img in found]

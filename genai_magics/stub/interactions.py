@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import threading
 from typing import Any
 
@@ -12,7 +13,7 @@ from .replies import Reply, error
 from .request_record import RequestRecord
 
 # What the store keeps beside the interaction the API returns (the fake model's turns).
-_PRIVATE = ("input_text", "input_images", "output_text")
+_PRIVATE = ("input_text", "input_images", "output_text", "tool_calls", "tool_input")
 
 
 class InteractionStore:
@@ -53,13 +54,23 @@ class InteractionStore:
         chain.reverse()
         return chain
 
-    def store(self, interaction: dict[str, Any], input_text: str, input_images: list[Any], output_text: str) -> None:
+    def store(
+        self,
+        interaction: dict[str, Any],
+        input_text: str,
+        input_images: list[Any],
+        output_text: str,
+        tool_calls: list[dict[str, Any]] | None = None,
+        tool_input: bool = False,
+    ) -> None:
         with self._lock:
             self._stored[interaction["id"]] = {
                 **copy.deepcopy(interaction),
                 "input_text": input_text,
                 "input_images": input_images,
                 "output_text": output_text,
+                "tool_calls": copy.deepcopy(tool_calls or []),  # the calls the next interaction must answer
+                "tool_input": tool_input,  # its input answered calls
             }
 
     def forget(self, ident: str) -> bool:
@@ -78,22 +89,50 @@ class InteractionStore:
         return Reply(200, stored)
 
 
-def streamed(interaction: dict[str, Any], text: str) -> Reply:
-    """A created interaction as server-sent events: created, the model's step in pieces, completed."""
+def streamed(
+    interaction: dict[str, Any], text: str, calls: list[dict[str, Any]] | None = None, arguments: str = "whole"
+) -> Reply:
+    """A created interaction as server-sent events: created, the model's step in pieces (or one step per
+    function call: its arguments whole in ``step.start``, or in ``arguments_delta`` pieces), completed."""
     head = {k: interaction[k] for k in ("id", "model", "created", "updated")}
     events = [
         sse.event(
             {"event_type": "interaction.created", "interaction": {**head, "status": "in_progress"}},
             "interaction.created",
         ),
-        sse.event({"event_type": "step.start", "index": 0, "step": {"type": "model_output"}}, "step.start"),
     ]
-    pieces = sse.chunks(text)
-    for piece in pieces:
+    paced = [0]
+    if calls:
+        for i, call in enumerate(calls):
+            whole = arguments == "whole"
+            step = {
+                "type": "function_call",
+                "id": call["id"],
+                "name": call["name"],
+                "arguments": call["args"] if whole else {},
+            }
+            events.append(sse.event({"event_type": "step.start", "index": i, "step": step}, "step.start"))
+            paced.append(0)
+            pieces = [] if whole else sse.chunks(json.dumps(call["args"]), size=4)
+            for piece in pieces:
+                delta = {"type": "arguments_delta", "arguments": piece}
+                events.append(sse.event({"event_type": "step.delta", "index": i, "delta": delta}, "step.delta"))
+                paced.append(tokens(piece))
+            events.append(sse.event({"event_type": "step.stop", "index": i}, "step.stop"))
+            paced.append(0)
+    else:
         events.append(
-            sse.event({"event_type": "step.delta", "index": 0, "delta": {"type": "text", "text": piece}}, "step.delta")
+            sse.event({"event_type": "step.start", "index": 0, "step": {"type": "model_output"}}, "step.start")
         )
-    events.append(sse.event({"event_type": "step.stop", "index": 0}, "step.stop"))
+        pieces = sse.chunks(text)
+        for piece in pieces:
+            events.append(
+                sse.event(
+                    {"event_type": "step.delta", "index": 0, "delta": {"type": "text", "text": piece}}, "step.delta"
+                )
+            )
+        events.append(sse.event({"event_type": "step.stop", "index": 0}, "step.stop"))
+        paced += [0, *(tokens(p) for p in pieces)]
     done = {k: v for k, v in interaction.items() if k != "steps"}
     events.append(sse.event({"event_type": "interaction.completed", "interaction": done}, "interaction.completed"))
-    return Reply(200, events=events, paced=[0, 0, *(tokens(p) for p in pieces)])
+    return Reply(200, events=events, paced=paced)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import edits as model_edits
 from .patches import apply_patch
+from .tools import read_note
 
 if TYPE_CHECKING:
     from .request_record import RequestRecord
@@ -43,6 +44,13 @@ def texts(value: Any) -> list[str]:
     if isinstance(value, dict):
         if isinstance(value.get("text"), str):
             return [value["text"]]
+        for key in ("functionCall", "functionResponse"):  # read (and billed) as their JSON, images apart
+            if isinstance(value.get(key), dict):
+                shown = {k: v for k, v in value[key].items() if k != "parts"}
+                return [json.dumps({key: shown}, ensure_ascii=False, sort_keys=True)]
+        if value.get("type") == "function_result":
+            result = value.get("result")
+            return [result] if isinstance(result, str) else texts(result)
         for key in ("parts", "content"):
             if key in value:
                 return texts(value[key])
@@ -170,11 +178,15 @@ def answer(
     fault: dict[str, Any] | None,
     info: RequestRecord,
     scripted: str | list[Any] | None = None,
+    calls: list[dict[str, Any]] | None = None,
 ) -> tuple[str, int, int]:
-    """The deterministic reply to a transcript, and the tokens it read and wrote (recorded in ``info``)."""
+    """The deterministic reply to a transcript, and the tokens it read and wrote (recorded in ``info``);
+    with ``calls``, the reply is those function calls (their JSON is what it wrote)."""
     mode, prompt = current_prompt(current)
     document = held_document(turns)
-    if fault and fault["fault"] == "invalid_json":
+    if calls:
+        text = json.dumps(calls, ensure_ascii=False)
+    elif fault and fault["fault"] == "invalid_json":
         text = INVALID_JSON_REPLY
     elif info.edit and isinstance(scripted, list):  # scripted edits, as given
         text = json.dumps({"explanation": f"Scripted stand-in edits for: {echoed(prompt)}", "edits": scripted})
@@ -187,7 +199,7 @@ def answer(
         bad = bool(fault and fault["fault"] == "bad_edits")
         text = model_edits.answer(edit_reply(prompt, document), document, info.edits_offered, bad)
     else:
-        text = ask_reply(prompt, document)
+        text = ask_reply(prompt, document) + read_note(info.tool_results)
     in_tokens = sum(tokens(t) for _, t in turns) + tokens(system)
     out_tokens = tokens(text)
     info.mode = mode or ("edit" if info.edit else "ask")

@@ -52,6 +52,9 @@ class RequestRecord:
     current_images: list[dict[str, Any]] = field(default_factory=list)  # those of the current user turn
     cached_content: str | None = None  # the cache a generate request named
     cache_name: str | None = None  # the cache a cache request made or named
+    tools_declared: list[str] = field(default_factory=list)  # the functions the request declared
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # the calls the stand-in answered with
+    tool_results: list[dict[str, Any]] = field(default_factory=list)  # the results the request sent: id, name, response
     status: int | None = None
     fault: str | None = None
     time: float = field(default_factory=time.time)

@@ -34,7 +34,9 @@ previous request of the same model (``prefix_tokens``), whether or not anything 
 
 Control routes (never recorded): ``GET /_stub/requests``, ``POST /_stub/reset``,
 ``POST /_stub/inject``, ``POST /_stub/script_edit`` (``{"proposedSource": ...}`` or
-``{"edits": [...]}``: the next edit answers exactly that), ``POST /_stub/pace``
+``{"edits": [...]}``: the next edit answers exactly that), ``POST /_stub/script_tools``
+(``{"rounds": [[{"name", "args"}], ...], "arguments": "whole"|"delta"}``: the next turn declaring
+functions calls them, a round a request: ``stub/tools.py``), ``POST /_stub/pace``
 (``{"token_rate": n}``: stream output at n tokens a second; 0, the default, is as fast as it
 can), ``DELETE /_stub/interactions/{id}``, ``GET /_stub/caches``
 (every cache made, with its lifetime), ``POST /_stub/clock`` (``{"advance": s}``),
@@ -57,6 +59,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from . import faults, images, interactions, sse
+from . import tools as stub_tools
 from .caches import CACHE_CONFLICT, CacheStore
 from .faults import FAULTS, MATCHES
 from .implicit import IMPLICIT_TTL_S, common_tokens, implicit_minimum
@@ -132,6 +135,7 @@ class StubServer:
         self._records: list[RequestRecord] = []
         self._injections: list[dict[str, Any]] = []
         self._scripted: list[str | list[Any]] = []  # proposals (or edits) the next edits answer, oldest first
+        self._tool_scripts = stub_tools.ToolScripts()  # function calls the next turns make
         self._interactions = InteractionStore()
         self._caches = CacheStore(self.now, self._minimum)
         self._clock_offset = 0.0
@@ -197,6 +201,7 @@ class StubServer:
             self._records.clear()
             self._injections.clear()
             self._scripted.clear()
+            self._tool_scripts.reset()
             self._interactions.reset()
             self._caches.reset()
             self._clock_offset = 0.0
@@ -317,6 +322,20 @@ class StubServer:
         with self._lock:
             self._scripted.append(proposed_source)
 
+    def script_tools(self, rounds: list[list[dict[str, Any]]], arguments: str = "whole") -> None:
+        """Make the next turn that declares functions call these, a round a request (scripts queue up);
+        ``arguments``: interactions streams each call whole in ``step.start`` or in ``arguments_delta`` pieces."""
+        if arguments not in ("whole", "delta"):
+            raise ValueError("arguments must be 'whole' or 'delta'")
+        with self._lock:
+            self._tool_scripts.waiting.append({"rounds": rounds, "arguments": arguments})
+
+    def _tool_round(self, new_turn: bool, declared: list[str], calling_off: bool) -> list[dict[str, Any]] | None:
+        if not declared:
+            return None
+        with self._lock:
+            return self._tool_scripts.round(new_turn, calling_off)
+
     def _take_script(self, info: RequestRecord) -> str | list[Any] | None:
         with self._lock:
             return self._scripted.pop(0) if info.edit and self._scripted else None
@@ -360,6 +379,9 @@ class StubServer:
         info.current_images = images.current_images(body.get("contents"), info.images)
         system = "".join(texts(body.get("systemInstruction") or body.get("system_instruction")))
         explicit = 0
+        cache_tools: list[str] = []
+        # the function declarations are read (and billed) as part of the prompt, after the system instruction
+        declared = json.dumps(body["tools"], sort_keys=True) if body.get("tools") else ""
         name = body.get("cachedContent")
         if name is not None:
             info.cached_content = name
@@ -369,12 +391,29 @@ class StubServer:
             if isinstance(cache, Reply):
                 return cache
             turns = list(cache["contents"]) + turns
-            system, explicit = cache["system"], cache["tokens"]
+            system, explicit, cache_tools = cache["system"], cache["tokens"], cache.get("tools", [])
+            declared = cache.get("tools_text", "")
+        contents = [c for c in body.get("contents") or [] if isinstance(c, dict)]
+        problem = stub_tools.contents_problem(contents)
+        if problem:
+            return error(400, problem)
+        # a cache holds the declarations (the API refuses tools beside cachedContent)
+        info.tools_declared = stub_tools.contents_declared(body) or list(cache_tools)
+        info.tool_results = stub_tools.contents_results(contents)
+        calls = self._tool_round(not info.tool_results, info.tools_declared, stub_tools.contents_calling_off(body))
         user_texts = [t for r, t in turns if r == "user"]
         text, prompt_tokens, out_tokens = answer(
-            turns, user_texts[-1] if user_texts else "", system, fault, info, self._take_script(info)
+            turns,
+            user_texts[-1] if user_texts else "",
+            system,
+            fault,
+            info,
+            None if calls else self._take_script(info),
+            calls,
         )
-        cached = max(explicit, self._read(model, [("system", system)] + turns, info))
+        prompt_tokens += tokens(declared)
+        info.input_tokens = prompt_tokens
+        cached = max(explicit, self._read(model, [("system", system), ("tools", declared)] + turns, info))
         info.cached_tokens = cached
         usage = {
             "promptTokenCount": prompt_tokens,
@@ -384,6 +423,14 @@ class StubServer:
         if cached:
             usage["cachedContentTokenCount"] = cached
         response_id = f"stub-{sha256(json.dumps(body, sort_keys=True))[:16]}"
+        if calls:
+            parts = stub_tools.contents_parts(calls)
+            info.tool_calls = calls
+            whole = {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+            reply = {"candidates": [whole], "usageMetadata": usage, "modelVersion": model, "responseId": response_id}
+            if not info.stream:
+                return Reply(200, reply)
+            return Reply(200, events=[sse.event(reply)], paced=[out_tokens])
         if not info.stream:
             return Reply(
                 200,
@@ -428,6 +475,15 @@ class StubServer:
                 "it expired or was deleted. Start a new conversation without it. (stub)",
             )
         model = body.get("model") or body.get("agent") or "unknown-model"
+        info.tools_declared = stub_tools.interaction_declared(body)
+        info.tool_results = stub_tools.interaction_results(body.get("input"))
+        if info.tool_results and not (chain and chain[-1].get("tool_calls")):
+            return error(400, "function_result inputs answer no function call of the previous interaction. (stub)")
+        if info.tool_results:
+            asked = [(c["id"], c["name"]) for c in chain[-1]["tool_calls"]]
+            given = [(r["id"], r["name"]) for r in info.tool_results]
+            if asked != given:
+                return error(400, f"function_result call_id/name do not match the calls: {asked} != {given}. (stub)")
         input_text = "".join(texts(body.get("input")))
         try:
             info.images = info.current_images = images.input_images(body.get("input"))
@@ -437,13 +493,26 @@ class StubServer:
         system = raw_system if isinstance(raw_system, str) else "".join(texts(raw_system))
         turns: list[tuple[str, str]] = []
         for stored in chain:
-            turns.append(("user", stored["input_text"]))
+            turns.append(("tool" if stored.get("tool_input") else "user", stored["input_text"]))
             turns += images.entries(stored.get("input_images", []))
             turns.append(("model", stored["output_text"]))
-        turns.append(("user", input_text))
+        turns.append(("tool" if info.tool_results else "user", input_text))
         turns += images.entries(info.images)
-        text, in_tokens, out_tokens = answer(turns, input_text, system, fault, info, self._take_script(info))
-        cached = self._read(model, [("system", system)] + turns, info)
+        calls = self._tool_round(not info.tool_results, info.tools_declared, stub_tools.interaction_calling_off(body))
+        prompts = [t for r, t in turns if r == "user"]
+        text, in_tokens, out_tokens = answer(
+            turns,
+            prompts[-1] if prompts else input_text,
+            system,
+            fault,
+            info,
+            None if calls else self._take_script(info),
+            calls,
+        )
+        declared = json.dumps(body["tools"], sort_keys=True) if body.get("tools") else ""
+        in_tokens += tokens(declared)  # the declarations are read with the prompt
+        info.input_tokens = in_tokens
+        cached = self._read(model, [("system", system), ("tools", declared)] + turns, info)
         info.cached_tokens = cached
         usage = {
             "total_input_tokens": in_tokens,
@@ -460,7 +529,11 @@ class StubServer:
             "model": model,
             "steps": [
                 {"type": "user_input", "content": [{"type": "text", "text": input_text}]},
-                {"type": "model_output", "content": [{"type": "text", "text": text}]},
+                *(
+                    stub_tools.interaction_steps(calls)
+                    if calls
+                    else [{"type": "model_output", "content": [{"type": "text", "text": text}]}]
+                ),
             ],
             "usage": usage,
             "created": now,
@@ -469,9 +542,12 @@ class StubServer:
         if previous_id:
             interaction["previous_interaction_id"] = previous_id
         if body.get("store", True) is not False:
-            self._interactions.store(interaction, input_text, info.images, text)
+            self._interactions.store(interaction, input_text, info.images, text, calls, bool(info.tool_results))
         info.previous_interaction_id, info.interaction_id = previous_id, ident
-        return interactions.streamed(interaction, text) if info.stream else Reply(200, interaction)
+        info.tool_calls = calls or []
+        if not info.stream:
+            return Reply(200, interaction)
+        return interactions.streamed(interaction, text, calls, self._tool_scripts.arguments)
 
     def _handle_models(self, query: dict[str, str]) -> Reply:
         """One page of the catalogue; ``pageSize``/``pageToken`` as the real API pages (small
@@ -676,6 +752,17 @@ def _make_handler(stub: StubServer) -> type[BaseHTTPRequestHandler]:
                     self._send_json(400, {"error": 'expected {"proposedSource": "..."} or {"edits": [...]}'})
                     return
                 stub.script_edit(scripted)
+                self._send_json(200, {"ok": True})
+            elif method == "POST" and path == "/_stub/script_tools":
+                rounds = body.get("rounds") if isinstance(body, dict) else None
+                if not isinstance(rounds, list) or not all(isinstance(r, list) for r in rounds):
+                    self._send_json(400, {"error": 'expected {"rounds": [[{"name": ..., "args": {...}}], ...]}'})
+                    return
+                try:
+                    stub.script_tools(rounds, body.get("arguments", "whole"))
+                except ValueError as exc:
+                    self._send_json(400, {"error": str(exc)})
+                    return
                 self._send_json(200, {"ok": True})
             elif method == "POST" and path == "/_stub/pace":
                 try:

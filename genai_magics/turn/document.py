@@ -71,7 +71,7 @@ class DocumentChooser:
                 return Cell(c.id, c.source, c.cell_type, c.execution_count or cell.execution_count)
         return cell
 
-    def _label(self, view: NotebookView, cell: Cell) -> str:
+    def label(self, view: NotebookView, cell: Cell) -> str:
         """How people find the cell: In[n] once it ran, else its position in the notebook."""
         ran = cell.execution_count or getattr(self.executed.by_id.get(cell.id), "execution_count", None)
         if ran is not None:
@@ -112,7 +112,7 @@ class DocumentChooser:
         return holding[-1] if holding else None
 
     def _no_document_left(self, view: NotebookView, kept: Cell) -> NoReturn:
-        where = "this cell" if kept.id == self.executed.running_id else self._label(view, kept)
+        where = "this cell" if kept.id == self.executed.running_id else self.label(view, kept)
         now = "holds a genai magic" if kept.cell_type == "code" else f"is a {kept.cell_type} cell"
         raise UserError(messages.MAGIC_IN_DOCUMENT, where=where, now=now)
 
@@ -163,13 +163,13 @@ class DocumentChooser:
                 if req.mode == "edit":
                     raise UserError(messages.NOTHING_TO_EDIT)
                 return None, None
-            named = f"--cell {req.cell}" if req.cell else self._label(view, target)
+            named = f"--cell {req.cell}" if req.cell else self.label(view, target)
             if target.cell_type != "code":
                 raise UserError(messages.NOT_A_CODE_CELL, named=named, cell_type=target.cell_type)
             if is_genai_magic(target.source):
                 raise UserError(messages.MAGIC_AS_DOCUMENT, named=named)
             # A cell Apply wrote in a running-cell frontend starts with the instruction line.
-            doc = Document(key=target.id, label=self._label(view, target), source=strip_applied_marker(target.source))
+            doc = Document(key=target.id, label=self.label(view, target), source=strip_applied_marker(target.source))
         bad = undecodable_at(doc.source)
         if bad is not None:
             raise UserError(messages.DOCUMENT_NOT_TEXT, label=doc.label, at=bad)
@@ -202,7 +202,7 @@ class DocumentChooser:
         pieces: list[ContextPiece] = []
         notes: dict[str, str] = {}
         for cell in {c.id: c for c in cells}.values():
-            label = doc.label if doc is not None and cell.id == doc.key else self._label(view, cell)
+            label = doc.label if doc is not None and cell.id == doc.key else self.label(view, cell)
             found = cell_pieces(self.outputs, cell.id, label, settings.max_output_chars, settings.max_image_bytes)
             pieces += found.pieces
             notes |= found.notes

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from .. import messages
 from ..engine.cells import Document
-from ..engine.conversation import Usage
+from ..engine.conversation import added
 from ..engine.edits import EditRefused, Edits, apply_edits, parse_edits
 from ..engine.errors import UserError
 from ..engine.payloads import retry_payload
@@ -67,25 +67,9 @@ def settle(
         return result, first
     why = first.describe()
     note(messages.EDITS_ASKED_AGAIN.render(why=why))
-    again = resend(EditRetry(result.text, retry_payload(why), result.interaction_id))
+    again = resend(EditRetry(result.text, retry_payload(why), result.interaction_id, result.rounds))
     second = parse_edit_answer(again.text)
     if second.source is None:
         raise UserError(messages.EDITS_AGAIN, why=why)
-    total = TurnResult(again.text, added(result.usage, again.usage), again.interaction_id)
+    total = TurnResult(again.text, added(result.usage, again.usage), again.interaction_id, result.rounds + again.rounds)
     return total, second
-
-
-def added(a: Usage, b: Usage) -> Usage:
-    """Two requests' usage as one turn's (the bill pays for both)."""
-
-    def plus(x: int | None, y: int | None) -> int | None:
-        return None if x is None and y is None else (x or 0) + (y or 0)
-
-    return Usage(
-        input_tokens=plus(a.input_tokens, b.input_tokens),
-        output_tokens=plus(a.output_tokens, b.output_tokens),
-        request_bytes=a.request_bytes + b.request_bytes,
-        cached_tokens=plus(a.cached_tokens, b.cached_tokens),
-        thinking_tokens=plus(a.thinking_tokens, b.thinking_tokens),
-        cache_write_tokens=a.cache_write_tokens + b.cache_write_tokens,
-    )

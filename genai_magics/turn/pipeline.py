@@ -23,7 +23,8 @@ from ..engine.outputs import images_estimate, piece_tokens
 from ..engine.record import TurnKey
 from ..engine.redaction import MASK, redact, unmask
 from ..engine.text import estimate_tokens
-from ..frontends.notebook_view import ExecutedCells
+from ..engine.tools import ToolCall, ToolResult, holdings, sent_turns
+from ..frontends.notebook_view import ExecutedCells, NotebookView
 from ..gemini import budget
 from ..gemini.caching import CacheEntry, CacheStep, ContextCaches, worth_keeping
 from ..gemini.errors import describe, status_code
@@ -37,10 +38,12 @@ from ..gemini.transport import (
     RetryNotices,
     Transport,
     TurnResult,
+    TurnTools,
     request_settings,
 )
 from ..persistence.replay import Replay
 from ..sources.outputs import OutputCapture, over_image_cap
+from ..sources.tools import NotebookTools, ShellReader
 from .clients import Clients
 from .document import DocumentChooser
 from .edit_answer import EditAnswer, settle
@@ -146,12 +149,18 @@ class Session:
 
     # -- a turn --------------------------------------------------------------
     def run(
-        self, req: TurnRequest, settings: Settings, display: TurnDisplay, frontend: TurnFrontend | None = None
+        self,
+        req: TurnRequest,
+        settings: Settings,
+        display: TurnDisplay,
+        frontend: TurnFrontend | None = None,
+        reader: ShellReader | None = None,
     ) -> TurnOutcome:
         """A turn as its stages: resolve, replay or plan, (dry run), send, commit, persist.
 
-        ``frontend``: the notebook as this turn's frontend sees it (None: the kernel's record)."""
-        resolved = self.resolve(req, settings, display, frontend)
+        ``frontend``: the notebook as this turn's frontend sees it (None: the kernel's record);
+        ``reader``: the shell the model's function calls read (None: no function is offered)."""
+        resolved = self.resolve(req, settings, display, frontend, reader)
         replayed = self.replayed(resolved)
         if replayed is not None:
             return replayed
@@ -165,9 +174,14 @@ class Session:
 
     # -- the stages of a turn ------------------------------------------------
     def resolve(
-        self, req: TurnRequest, settings: Settings, display: TurnDisplay, frontend: TurnFrontend | None = None
+        self,
+        req: TurnRequest,
+        settings: Settings,
+        display: TurnDisplay,
+        frontend: TurnFrontend | None = None,
+        reader: ShellReader | None = None,
     ) -> Resolved:
-        """The conversation, document and context a request names, and the turn's identity."""
+        """The conversation, document and context a request names, the functions offered, and the turn's identity."""
         frontend = frontend or ExecutedOnly(self.executed)
         # The prompt as the model gets it: no key, even one interpolated from a variable.
         req = replace(req, prompt=redact(req.prompt.strip()))
@@ -189,18 +203,46 @@ class Session:
         display.document(doc.label if doc else None, target.source if target else "")
         shown = self.documents.output_pieces(frontend.view, req, doc, settings)
         pieces = self.documents.context_pieces(frontend.view, req, doc, settings) + shown.pieces
+        tools = self._notebook_tools(frontend.view, reader, settings) if req.tools and settings.tools else None
+        offered = tools.offered if tools is not None else ()
         key = None
         if not req.dry_run:
             key = self._turn_key(
-                req, model, state, doc, pieces, request_settings(state, req.mode, settings.temperature, model)
+                req, model, state, doc, pieces, request_settings(state, req.mode, settings.temperature, model, offered)
             )
-        return Resolved(req, model, state, conv, doc, target, shown, tuple(pieces), key)
+        return Resolved(req, model, state, conv, doc, target, shown, tuple(pieces), key, tools)
+
+    def _notebook_tools(
+        self, view: NotebookView, reader: ShellReader | None, settings: Settings
+    ) -> NotebookTools | None:
+        """The functions over this turn's view of the notebook, with the caps of --vars and --outputs."""
+        if reader is None:
+            return None
+        return NotebookTools(
+            shell=reader.shell,
+            cells=view.cells,
+            find=lambda ref, name: self.documents.find_cell(view, ref, name),
+            label=lambda cell: self.documents.label(view, cell),
+            outputs=self.outputs,
+            cell_for_filename=reader.cell_for_filename,
+            offered=settings.tools,
+            max_var_chars=settings.max_var_chars,
+            max_output_chars=settings.max_output_chars,
+            max_images=settings.max_images,
+            max_image_bytes=settings.max_image_bytes,
+            max_chars=settings.secondary_context_chars,
+        )
 
     def replayed(self, resolved: Resolved) -> TurnOutcome | None:
         """The recorded answer of an earlier kernel's same turn, or None: the turn is asked."""
         if resolved.key is None:  # a dry run is never replayed
             return None
-        found = self.replay.replay(resolved.req.conversation, resolved.key, resolved.req.rerun)
+        tools = resolved.tools
+
+        def same_results(turn: Turn) -> bool:  # the recorded calls, run again now (read-only)
+            return tools is not None and tools.same_as_recorded(turn.tool_rounds)
+
+        found = self.replay.replay(resolved.req.conversation, resolved.key, resolved.req.rerun, same_results)
         if found is None:
             return None
         restored, turn, meta = found
@@ -264,7 +306,7 @@ class Session:
     def dry_run(self, planned: Planned, settings: Settings) -> TurnOutcome:
         """The exact request and cache plan the turn would send, sending nothing."""
         plan, model = planned.plan, planned.resolved.model
-        transport = TRANSPORTS[plan.state_mode](None, model, settings.temperature)
+        transport = TRANSPORTS[plan.state_mode](None, model, settings.temperature, planned.resolved.offered)
         step = self._cache_step(planned, transport, settings)
         request = transport.request(plan, planned.resolved.conv.history, _planned_head(step))
         return TurnOutcome(
@@ -283,7 +325,7 @@ class Session:
         failure leaves the conversation as it was."""
         conv, plan, model = planned.resolved.conv, planned.plan, planned.resolved.model
         client, notices = self.clients.client(settings.client)
-        transport = TRANSPORTS[plan.state_mode](client, model, settings.temperature)
+        transport = TRANSPORTS[plan.state_mode](client, model, settings.temperature, planned.resolved.offered)
         if plan.new_chain_digest and conv.last_interaction_id:
             display.note(messages.CHAIN_TOO_LONG.render(versions=len(conv.chain_versions)))
         notices.start(display.note, transport.honours_retry_after)
@@ -298,23 +340,24 @@ class Session:
             def admit(body: dict[str, Any], spent: float | None) -> None:
                 self.admit(planned, settings, body, conv.history, spent)
 
-            result, plan = self._send(transport, conv, plan, display, settings, replan, step, admit)
-            result = _on_wire(result, notices)
+            result, plan = self._send(transport, conv, plan, display, settings, replan, step, admit, planned, notices)
             if plan.mode == "edit":
                 sent, first = plan, result
+                tools = self._turn_tools(planned, sent, settings, display, notices, admit)
 
                 def resend(retry: EditRetry) -> TurnResult:
                     spent = _priced(first.usage, planned.price, planned.day).cost_usd or 0.0
                     admit(transport.request(sent, conv.history, None, retry), spent)
                     try:
-                        again = transport.send(sent, conv.history, display.chunk, self.caches.head(conv), retry)
+                        again = transport.send(sent, conv.history, display.chunk, self.caches.head(conv), retry, tools)
                     except KeyboardInterrupt:
                         raise UserError(messages.STOPPED) from None
                     except Exception as exc:
                         raise self._failure(exc, settings) from exc
-                    return _on_wire(again, notices)
+                    return again
 
                 result, answer = settle(result, plan.document, resend, display.note)
+            result = _on_wire(result, notices)  # every request of the turn
         except BaseException:
             if self.conversations.get(conv.name) is not conv:  # a conversation that never started keeps no cache
                 self.caches.release(conv)
@@ -368,6 +411,41 @@ class Session:
             settings,
         )
 
+    def _turn_tools(
+        self,
+        planned: Planned,
+        plan: TurnPlan,
+        settings: Settings,
+        display: TurnDisplay,
+        notices: RetryNotices,
+        admit: Callable[[dict[str, Any], float | None], None],
+    ) -> TurnTools:
+        """How this turn answers function calls: each call run (read-only), its line shown, the
+        sent-once rule over what the model holds (nothing, on a new server chain), and every request
+        after the first admitted by the budget with what the earlier ones cost."""
+        conv, tools = planned.resolved.conv, planned.resolved.tools
+        new_chain = plan.state_mode == "interactions" and plan.previous_interaction_id is None
+        index = conv.history[-1].index + 1 if conv.history else 1
+        held = holdings(index, {} if new_chain else conv.sync.context_hashes, sent_turns(conv.history), plan.pieces)
+
+        def answer(call: ToolCall) -> ToolResult:
+            assert tools is not None  # a function is offered only with them
+            result = tools.answer(call, held)
+            display.note(_call_line(result))
+            return result
+
+        def before_request(body: dict[str, Any], earlier: Usage | None) -> None:
+            notices.next_request()
+            if earlier is not None:  # the first request of a send was admitted before it (send, resend)
+                admit(body, _priced(earlier, planned.price, planned.day).cost_usd or 0.0)
+
+        return TurnTools(
+            answer=answer if tools is not None else None,
+            max_calls=settings.max_tool_calls,
+            on_limit=lambda count: display.note(messages.TOOL_LIMIT.render(count=count)),
+            before_request=before_request,
+        )
+
     def _send(
         self,
         transport: Transport,
@@ -378,6 +456,8 @@ class Session:
         replan: Callable[[], TurnPlan],
         step: CacheStep,
         admit: Callable[[dict[str, Any], float | None], None],
+        planned: Planned,
+        notices: RetryNotices,
     ) -> tuple[TurnResult, TurnPlan]:
         """Send once; if the server lost the interaction chain, start a new chain once (admitted by the
         budget like the first: the lost chain's request was refused, so nothing was billed).
@@ -385,8 +465,9 @@ class Session:
         Any failure leaves the conversation exactly as it was.
         """
         try:
+            tools = self._turn_tools(planned, plan, settings, display, notices, admit)
             return self.caches.send(
-                conv, transport, plan, conv.history, display.chunk, display.note, step, settings.cache_ttl_s
+                conv, transport, plan, conv.history, display.chunk, display.note, step, settings.cache_ttl_s, tools
             ), plan
         except KeyboardInterrupt:
             raise UserError(messages.STOPPED) from None
@@ -400,7 +481,8 @@ class Session:
         fresh = replan()
         try:
             admit(transport.request(fresh, conv.history), None)
-            return transport.send(fresh, conv.history, display.chunk), fresh
+            tools = self._turn_tools(planned, fresh, settings, display, notices, admit)
+            return transport.send(fresh, conv.history, display.chunk, tools=tools), fresh
         except KeyboardInterrupt:
             conv.last_interaction_id = previous
             raise UserError(messages.STOPPED) from None
@@ -435,9 +517,15 @@ class Session:
                 interaction_id=result.interaction_id,
                 usage=result.usage,
                 saved_tokens=saved,
+                tool_rounds=result.rounds,
             )
         return conv.commit(
-            plan, result.text, interaction_id=result.interaction_id, usage=result.usage, saved_tokens=saved
+            plan,
+            result.text,
+            interaction_id=result.interaction_id,
+            usage=result.usage,
+            saved_tokens=saved,
+            tool_rounds=result.rounds,
         )
 
 
@@ -504,11 +592,19 @@ def _unmask_recorded(turn: Turn, doc: Document | None) -> None:
             setattr(turn, name, unmask_cells(doc.source, text)[0] if whole else unmask(doc.source, text)[0])
 
 
+def _call_line(result: ToolResult) -> str:
+    """The call's one line in the cell: what it asked for and what the model got."""
+    if result.status == "error":
+        return messages.TOOL_FAILED.render(call=result.call.label, error=result.response["error"])
+    what = messages.TOOL_UNCHANGED if result.status == "unchanged" else messages.TOOL_CALLED
+    return what.render(call=result.call.label, chars=result.chars)
+
+
 def _on_wire(result: TurnResult, notices: RetryNotices) -> TurnResult:
     """The footer reports what really went over the wire."""
-    if not notices.request_bytes:
+    if not notices.turn_bytes:
         return result
-    return replace(result, usage=replace(result.usage, request_bytes=notices.request_bytes))
+    return replace(result, usage=replace(result.usage, request_bytes=notices.turn_bytes))
 
 
 __all__ = ["Session"]

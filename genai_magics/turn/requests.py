@@ -11,12 +11,14 @@ from ..engine.cells import Cell, Document
 from ..engine.context import ContextPiece
 from ..engine.conversation import Conversation, Mode, StateMode, Turn, TurnPlan
 from ..engine.record import TurnKey, TurnMeta
+from ..engine.tools import MAX_TOOL_CALLS, TOOL_NAMES
 from ..frontends.notebook_view import ExecutedCells, NotebookView
 from ..gemini.budget import Caps
 from ..gemini.pricing import Price
 from ..gemini.transport import ClientSettings, TurnResult
 from ..persistence.replay import RecordSettings
 from ..sources.outputs import OutputPieces
+from ..sources.tools import NotebookTools
 from .edit_answer import EditAnswer
 
 
@@ -36,6 +38,9 @@ class Settings:
     max_output_chars: int = 4_000  # text a cell showed, per cell
     max_images: int = 4  # images sent per turn
     max_image_bytes: int = 1_000_000  # a larger image is downscaled (Pillow) or not sent
+    tools: tuple[str, ...] = TOOL_NAMES  # the functions the model may call (engine/tools.py)
+    max_tool_calls: int = MAX_TOOL_CALLS  # per turn; then it is asked to answer without
+    max_var_chars: int = 2_000  # inspect_variable's summary, as --vars
     record: RecordSettings = RecordSettings()  # where the record lives (none: no notebook path, no file named)
     caps: Caps = Caps()  # US$ a turn and the session may cost (max_turn_cost, max_session_cost)
 
@@ -57,6 +62,7 @@ class TurnRequest:
     rerun: bool = False  # ask again although a recorded turn matches
     outputs: bool = True  # what the document cell showed goes along (--no-outputs: not)
     output_cells: tuple[str, ...] = ()  # --outputs: other cells whose outputs go along
+    tools: bool = True  # --no-tools: no function offered this turn
 
     def flags(self) -> tuple[str, ...]:
         """The flags that make a turn a different turn (for replay)."""
@@ -65,6 +71,7 @@ class TurnRequest:
             ("--no-context", self.no_context),
             ("--new", self.new),
             ("--no-outputs", not self.outputs),
+            ("--no-tools", not self.tools),
         )
         return (
             tuple(f for f, on in named if on)
@@ -124,6 +131,11 @@ class Resolved:
     shown: OutputPieces
     pieces: tuple[ContextPiece, ...]
     key: TurnKey | None
+    tools: NotebookTools | None = None  # the functions offered this turn (None: none)
+
+    @property
+    def offered(self) -> tuple[str, ...]:
+        return self.tools.offered if self.tools is not None else ()
 
 
 @dataclass(frozen=True)

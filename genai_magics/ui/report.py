@@ -49,8 +49,13 @@ def footer(turn: Turn, plan: TurnPlan, model: str) -> str:
     parts = [
         f"turn {turn.index} · {turn.mode} · {turn.state_mode} · {model}",
         bill(turn.usage),
-        f"request {turn.usage.request_bytes:,} B",
+        f"request {turn.usage.request_bytes:,} B"
+        if turn.usage.requests == 1
+        else f"{turn.usage.requests} requests, {turn.usage.request_bytes:,} B",
     ]
+    calls = sum(len(r.results) for r in turn.tool_rounds)
+    if calls:
+        parts.append(f"{calls} function call(s)")
     omitted = []
     if plan.document is not None:
         if plan.synchronized:

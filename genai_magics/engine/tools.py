@@ -1,0 +1,318 @@
+"""The read-only functions the model may call, and the wire shapes of their calls and results.
+
+Pure: the declarations (JSON-schema parameters, always in the same order, so the stable
+head of a request never moves), the checks of a call's arguments, the "sent once" rule
+and the shapes a call and its result take in both state modes (docs/protocol.md). The
+functions themselves read the kernel (``sources/tools.py``).
+
+Each result is made of context pieces with their hashes, the same pieces ``--vars``,
+``--outputs`` and ``--error`` send (``inspect_variable(df)`` is the piece ``variables:df``),
+so the one rule covers both: a piece the model holds unchanged is answered with a short
+``{"unchanged": true, ...}``, a changed one goes whole, and a ``--vars df`` after
+``inspect_variable(df)`` sends nothing new.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .context import ContextPiece
+from .hashing import sha256_text, short
+from .outputs import ImagePiece, OutputPiece, images_of, inline_parts, interaction_inputs, payload_entry
+from .redaction import redact
+from .text import clip
+
+TOOL_NAMES = ("list_variables", "inspect_variable", "read_cell", "cell_outputs", "last_error", "search_cells")
+MAX_TOOL_CALLS = 8  # per turn, by default (GeminiMagics.max_tool_calls)
+RESULT_CHARS = 20_000  # a result's text, after masking
+UNCHANGED_CHARS = 300  # an "unchanged" result is shorter than this
+
+_REF = {
+    "type": "string",
+    "description": "the cell: an execution count (5 or In[5]), a cell id or a unique prefix, or -1 (the latest run)",
+}
+_DECLARATIONS: dict[str, dict[str, Any]] = {
+    "list_variables": {
+        "description": "The user's variables in the notebook: name, type, shape or length, size.",
+        "parameters": {"type": "object", "properties": {}},
+    },
+    "inspect_variable": {
+        "description": "A compact summary of one variable (type, shape, columns and dtypes, head).",
+        "parameters": {
+            "type": "object",
+            "properties": {"name": {"type": "string", "description": "the variable's name"}},
+            "required": ["name"],
+        },
+    },
+    "read_cell": {
+        "description": "A cell's source, with its label.",
+        "parameters": {"type": "object", "properties": {"ref": _REF}, "required": ["ref"]},
+    },
+    "cell_outputs": {
+        "description": "What a cell showed: its text, and its images as image parts.",
+        "parameters": {"type": "object", "properties": {"ref": _REF}, "required": ["ref"]},
+    },
+    "last_error": {
+        "description": "The last exception the user saw, with its traceback trimmed to notebook cells.",
+        "parameters": {"type": "object", "properties": {}},
+    },
+    "search_cells": {
+        "description": "Cells whose source contains the pattern (case-insensitive text; a regular expression "
+        "if it compiles): each with its label and the matching lines.",
+        "parameters": {
+            "type": "object",
+            "properties": {"pattern": {"type": "string", "description": "text or a regular expression"}},
+            "required": ["pattern"],
+        },
+    },
+}
+# The one argument each function takes (None: none), for the checks and the line in the cell.
+ARGUMENT = {name: next(iter(d["parameters"].get("required", [])), None) for name, d in _DECLARATIONS.items()}
+
+# What the system instruction adds when functions are offered.
+TOOLS_INSTRUCTION = (
+    "You may call the functions offered to read the notebook (read-only). Each result carries a sha256; "
+    'a result you already hold that did not change comes back as {"unchanged": true, ...} naming when it '
+    "was sent: use the copy you have. Answer once you know enough."
+)
+
+
+def declarations(enabled: Iterable[str]) -> list[dict[str, Any]]:
+    """The function declarations of the enabled names, always in ``TOOL_NAMES`` order: new dicts each time
+    (the SDK rewrites the schemas it is given in place; the settings' hash, a replay's identity, must not move)."""
+    chosen = set(enabled)
+    return [{"name": name, **copy.deepcopy(_DECLARATIONS[name])} for name in TOOL_NAMES if name in chosen]
+
+
+def unknown_tools(names: Iterable[str]) -> list[str]:
+    return [n for n in names if n not in TOOL_NAMES]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One function call as the model sent it (``args`` may be anything: it is checked, not trusted)."""
+
+    name: str
+    args: Any
+    id: str | None = None
+
+    @property
+    def argument(self) -> str:
+        """The call's argument as the line in the cell shows it (``df`` of ``inspect_variable(df)``)."""
+        wanted = ARGUMENT.get(self.name)
+        value = self.args.get(wanted) if isinstance(self.args, dict) and wanted else None
+        return clip(value, 60) if isinstance(value, str) else ""
+
+    @property
+    def label(self) -> str:
+        return f"{clip(self.name, 60)}({self.argument})"
+
+
+def bad_call(call: ToolCall, offered: Sequence[str]) -> str | None:
+    """Why the call cannot run (a function not offered, garbage arguments), as the model reads it; None: it can."""
+    if call.name not in offered:
+        return f"no function {call.name!r} is offered here; the functions are: {', '.join(offered) or 'none'}"
+    if not isinstance(call.args, dict):
+        return f"{call.name}: the arguments must be a JSON object"
+    wanted = ARGUMENT[call.name]
+    extra = sorted(set(call.args) - ({wanted} if wanted else set()))
+    if extra:
+        return f"{call.name}: unexpected argument(s) {', '.join(map(str, extra))}"
+    if wanted is not None and not isinstance(call.args.get(wanted), str):
+        return f"{call.name}: {wanted!r} is required and must be a string"
+    return None
+
+
+Status = Literal["whole", "unchanged", "error"]
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """A call's answer: ``response`` is the JSON object the model gets (masked and capped)."""
+
+    call: ToolCall
+    response: dict[str, Any]
+    status: Status
+    pieces: tuple[ContextPiece, ...] = ()  # sent whole: the model holds them from now on
+    # (key, sha256) of everything the call found, whether sent whole or not: the result is the
+    # same result again (a replay) exactly when these are
+    identity: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def chars(self) -> int:
+        return len(_json(self.response))
+
+    @property
+    def images(self) -> list[ImagePiece]:
+        return images_of(self.pieces)
+
+
+# compared and hashed by identity: it holds JSON (dicts) as the model sent it, never changed after; the
+# record's memo keys a turn on its values
+@dataclass(frozen=True, eq=False)
+class ToolRound:
+    """One request's calls and their results; ``model_content`` is the model's content exactly as
+    received (contents mode: its parts, thought signatures included), None in interactions mode."""
+
+    results: tuple[ToolResult, ...]
+    model_content: dict[str, Any] | None = None
+
+
+@dataclass
+class Holdings:
+    """What the model holds while a turn runs: piece key -> (sha256, the turn that sent it)."""
+
+    turn: int  # this turn's index
+    held: dict[str, tuple[str, int]] = field(default_factory=dict)
+
+    def answer(self, call: ToolCall, found: Sequence[ContextPiece]) -> ToolResult:
+        """The result of a call that found ``found``: ``unchanged`` when the model holds every piece as it is."""
+        identity = tuple((p.key, p.sha256) for p in found)
+        sent = [self.held.get(p.key) for p in found]
+        if found and all(s is not None and s[0] == p.sha256 for s, p in zip(sent, found, strict=True)):
+            when = max(s[1] for s in sent if s is not None)
+            return ToolResult(call, unchanged_response(found, when, self.turn), "unchanged", (), identity)
+        for piece in found:
+            self.held[piece.key] = (piece.sha256, self.turn)
+        return ToolResult(call, whole_response(found), "whole", tuple(found), identity)
+
+
+def holdings(
+    turn: int, held: Mapping[str, str], sent_in: Mapping[str, int], pieces: Iterable[ContextPiece]
+) -> Holdings:
+    """The holdings at a turn's start: the hashes the model holds (``held``), the turn each was sent in,
+    and the pieces this turn's own request carries."""
+    out = Holdings(turn, {k: (sha, sent_in.get(k, 0)) for k, sha in held.items()})
+    for piece in pieces:
+        out.held[piece.key] = (piece.sha256, turn)
+    return out
+
+
+def sent_turns(history: Sequence[Any]) -> dict[str, int]:
+    """piece key -> the latest turn whose request or tool results carried it whole."""
+    when: dict[str, int] = {}
+    for turn in history:
+        for piece in (*turn.pieces, *tool_pieces(turn.tool_rounds)):
+            when[piece.key] = turn.index
+    return when
+
+
+def tool_pieces(rounds: Iterable[ToolRound]) -> list[ContextPiece]:
+    """The pieces a turn's tool results sent whole, in order."""
+    return [p for r in rounds for res in r.results for p in res.pieces]
+
+
+def error_result(call: ToolCall, message: str) -> ToolResult:
+    text = clip(redact(message), UNCHANGED_CHARS - 20)
+    return ToolResult(call, {"error": text}, "error", (), (("error", sha256_text(text)),))
+
+
+def superseded_result(result: ToolResult) -> ToolResult:
+    """A result in an older turn whose pieces were sent again later: the transcript keeps the newest only."""
+    marker = {"superseded": True, "sha256": result.response.get("sha256", ""), "note": "sent again later"}
+    return ToolResult(result.call, marker, result.status, (), result.identity)
+
+
+def whole_response(found: Sequence[ContextPiece]) -> dict[str, Any]:
+    """The text pieces' text (masked, then capped: a cut never leaves part of a key) and the images named."""
+    texts = [p for p in found if not isinstance(p, ImagePiece)]
+    text = "\n\n".join(p.text for p in texts)
+    response: dict[str, Any] = {"sha256": short(sha256_text("".join(p.sha256 for p in found)))}
+    labels = [p.label for p in texts if isinstance(p, OutputPiece) and p.label]
+    if labels:
+        response["label"] = labels[0]
+    response["text"] = clip(redact(text), RESULT_CHARS)
+    images = [payload_entry(p) for p in found if isinstance(p, ImagePiece)]
+    if images:
+        response["images"] = images
+    return response
+
+
+def unchanged_response(found: Sequence[ContextPiece], when: int, turn: int) -> dict[str, Any]:
+    sent = "earlier in this turn" if when == turn else f"in turn {when}" if when else "earlier"
+    return {
+        "unchanged": True,
+        "sha256": short(sha256_text("".join(p.sha256 for p in found))),
+        "sent": sent,
+        "note": "you hold this result already and it did not change",
+    }
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def result_text(result: ToolResult) -> str:
+    """The result as one JSON text (what the interactions ``function_result`` carries as text)."""
+    return _json(result.response)
+
+
+# -- the wire ----------------------------------------------------------------------------------
+def contents_response_part(result: ToolResult) -> dict[str, Any]:
+    """contents mode: a ``functionResponse`` part, same id and name as the call; images as its inline-data parts."""
+    response: dict[str, Any] = {"name": result.call.name, "response": result.response}
+    if result.call.id:
+        response["id"] = result.call.id
+    images = inline_parts(result.pieces)
+    if images:
+        response["parts"] = images
+    return {"functionResponse": response}
+
+
+def contents_round(round_: ToolRound) -> list[dict[str, Any]]:
+    """contents mode: the model's content as received, then one user content answering every call."""
+    model = round_.model_content or {"role": "model", "parts": []}
+    return [model, {"role": "user", "parts": [contents_response_part(r) for r in round_.results]}]
+
+
+def interaction_result(result: ToolResult) -> dict[str, Any]:
+    """interactions mode: a ``function_result`` input (call_id, name); with images, the text then image items."""
+    images = interaction_inputs(result.pieces)
+    value: str | list[dict[str, Any]] = (
+        [{"type": "text", "text": result_text(result)}, *images] if images else result_text(result)
+    )
+    step: dict[str, Any] = {"type": "function_result", "call_id": result.call.id or "", "name": result.call.name}
+    step["result"] = value
+    if result.status == "error":
+        step["is_error"] = True
+    return step
+
+
+# -- the record ----------------------------------------------------------------------------------
+def round_to_dict(round_: ToolRound, piece_dict: Any) -> dict[str, Any]:
+    """One round as the record keeps it; ``piece_dict`` writes a piece as the record writes every piece."""
+    return {
+        "model_content": round_.model_content,
+        "results": [
+            {
+                "id": r.call.id,
+                "name": r.call.name,
+                "args": r.call.args,
+                "response": r.response,
+                "status": r.status,
+                "pieces": [piece_dict(p) for p in r.pieces],
+                "identity": [list(i) for i in r.identity],
+            }
+            for r in round_.results
+        ],
+    }
+
+
+def round_from_dict(d: Mapping[str, Any], piece: Any) -> ToolRound:
+    return ToolRound(
+        tuple(
+            ToolResult(
+                ToolCall(r["name"], r["args"], r.get("id")),
+                r["response"],
+                r["status"],
+                tuple(piece(p) for p in r["pieces"]),
+                tuple((k, s) for k, s in r["identity"]),
+            )
+            for r in d["results"]
+        ),
+        d.get("model_content"),
+    )

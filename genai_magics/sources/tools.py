@@ -1,0 +1,151 @@
+"""The six read-only functions the model may call, run in the kernel (engine/tools.py declares them).
+
+Each returns the context pieces ``--vars``, ``--outputs``, ``--error`` and ``--cell`` would
+send, made by the same code: ``inspect_variable(df)`` is ``--vars df``'s piece, ``cell_outputs(3)``
+``--outputs 3``'s. None runs user code beyond what ``--vars`` does to summarize a value, none
+writes anything. A bad argument or any failure is an error result the model reads, never a
+traceback; an interrupt ends the turn.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .. import messages
+from ..engine.cells import Cell, is_genai_magic
+from ..engine.context import ContextPiece
+from ..engine.errors import UserError
+from ..engine.outputs import OUTPUTS_FIELD, ImagePiece, OutputPiece
+from ..engine.redaction import redact
+from ..engine.text import clip, one_line
+from ..engine.tools import Holdings, ToolCall, ToolResult, ToolRound, bad_call, error_result
+from .last_error import CellForFilename, capture_last_error, error_piece
+from .outputs import OutputCapture, cell_pieces
+from .variables import variable_list, variable_pieces
+
+CELL_FIELD = "cells"  # read_cell: a cell's source, keyed by its id
+SEARCH_FIELD = "search"  # search_cells: keyed by the pattern
+_SEARCH_CELLS = 20
+_SEARCH_LINES = 5  # matching lines shown per cell
+
+
+@dataclass(frozen=True)
+class ShellReader:
+    """The kernel's side the functions read: its shell (namespace, last exception) and traceback files."""
+
+    shell: Any
+    cell_for_filename: CellForFilename
+
+
+@dataclass(frozen=True)
+class NotebookTools:
+    """What the functions read: the shell's namespace, the notebook as this turn sees it, the caps."""
+
+    shell: Any
+    cells: Callable[[], Sequence[Cell]]  # the notebook's cells, in order
+    find: Callable[[str, str], Cell]  # a REF as --cell reads it (ref, the name errors give it)
+    label: Callable[[Cell], str]  # In[n], or the cell's place in the notebook
+    outputs: OutputCapture
+    cell_for_filename: CellForFilename
+    offered: tuple[str, ...]
+    max_var_chars: int
+    max_output_chars: int
+    max_images: int
+    max_image_bytes: int
+    max_chars: int  # read_cell, search_cells, list_variables
+
+    def answer(self, call: ToolCall, holdings: Holdings) -> ToolResult:
+        """The call run and answered (whole, unchanged, or an error the model reads)."""
+        found = self._found(call)
+        return error_result(call, found) if isinstance(found, str) else holdings.answer(call, found)
+
+    def same_as_recorded(self, rounds: Sequence[ToolRound]) -> bool:
+        """Whether every recorded call would find the same now (a replay needs its results unchanged)."""
+        for result in (r for round_ in rounds for r in round_.results):
+            found = self._found(result.call)
+            now = (
+                error_result(result.call, found).identity
+                if isinstance(found, str)
+                else tuple((p.key, p.sha256) for p in found)
+            )
+            if now != result.identity:
+                return False
+        return True
+
+    def _found(self, call: ToolCall) -> list[ContextPiece] | str:
+        """What the call finds, or why it cannot (a bad call, a bad argument, any failure: never a traceback)."""
+        why = bad_call(call, self.offered)
+        if why is not None:
+            return why
+        try:
+            return self._run(call.name, call.args)
+        except UserError as exc:
+            return str(exc)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as exc:  # noqa: BLE001 - a failure is a result the model reads
+            return f"{call.name} failed: {type(exc).__name__}: {one_line(str(exc), 200)}"
+
+    def _run(self, name: str, args: dict[str, Any]) -> list[ContextPiece]:
+        if name == "list_variables":
+            hidden = getattr(self.shell, "user_ns_hidden", {}) or {}
+            return [variable_list(self.shell.user_ns, hidden, self.max_chars)]
+        if name == "inspect_variable":
+            if args["name"] not in self.shell.user_ns:
+                raise UserError(messages.TOOL_NO_VARIABLE, name=args["name"])
+            return variable_pieces([args["name"]], self.shell.user_ns, self.max_var_chars)
+        if name == "read_cell":
+            cell = self.find(args["ref"], name)
+            return [
+                ContextPiece(
+                    CELL_FIELD, clip(redact(f"{self.label(cell)} id={cell.id}\n{cell.source}"), self.max_chars), cell.id
+                )
+            ]
+        if name == "cell_outputs":
+            return self._outputs(self.find(args["ref"], name))
+        if name == "last_error":
+            err = capture_last_error(self.shell, self.cell_for_filename)
+            if err is None:
+                raise UserError(messages.TOOL_NO_EXCEPTION)
+            return [error_piece(err)]
+        return [self._search(args["pattern"])]
+
+    def _outputs(self, cell: Cell) -> list[ContextPiece]:
+        """As --outputs sends them: the text, and the images under max_images / max_image_bytes."""
+        label = self.label(cell)
+        found = cell_pieces(self.outputs, cell.id, label, self.max_output_chars, self.max_image_bytes).pieces
+        images = [p for p in found if isinstance(p, ImagePiece)]
+        kept = [p for p in found if not isinstance(p, ImagePiece)] + images[: max(0, self.max_images)]
+        if not kept:
+            return [OutputPiece(OUTPUTS_FIELD, "(this cell showed nothing in this kernel)", cell.id, label=label)]
+        return kept
+
+    def _search(self, pattern: str) -> ContextPiece:
+        """Cells whose source holds the pattern: a regular expression if it compiles, else the text."""
+        try:
+            regex = re.compile(pattern, re.IGNORECASE)
+            how = "regular expression"
+        except re.error as exc:
+            regex = re.compile(re.escape(pattern), re.IGNORECASE)
+            how = f"text (not a regular expression: {exc})"
+        blocks: list[str] = []
+        matched = 0
+        for cell in self.cells():
+            if is_genai_magic(cell.source):
+                continue
+            lines = [
+                f"  {n}: {clip(line, 200)}" for n, line in enumerate(cell.source.splitlines(), 1) if regex.search(line)
+            ]
+            if not lines:
+                continue
+            matched += 1
+            if matched <= _SEARCH_CELLS:
+                more = [f"  … {len(lines) - _SEARCH_LINES} more lines"] if len(lines) > _SEARCH_LINES else []
+                blocks.append("\n".join([f"{self.label(cell)} id={cell.id}", *lines[:_SEARCH_LINES], *more]))
+        head = f"searched as {how}: {matched} cell(s)" + (
+            f", the first {_SEARCH_CELLS} shown" if matched > _SEARCH_CELLS else ""
+        )
+        return ContextPiece(SEARCH_FIELD, clip("\n\n".join([head, *blocks]), self.max_chars), pattern)

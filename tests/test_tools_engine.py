@@ -1,0 +1,101 @@
+"""The pure side of the functions the model calls (engine/tools.py): declarations, checks, the sent-once
+rule, the transcript's rounds and their compaction, and the record's round trip."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from genai_magics.engine.contents import build_contents
+from genai_magics.engine.context import ContextPiece
+from genai_magics.engine.conversation import Conversation
+from genai_magics.engine.record import NotebookRecord, RecordedConversation, dumps
+from genai_magics.engine.tools import (
+    TOOL_NAMES,
+    UNCHANGED_CHARS,
+    ToolCall,
+    ToolRound,
+    bad_call,
+    declarations,
+    holdings,
+    sent_turns,
+)
+from genai_magics.persistence.schema import loads
+
+
+def test_declarations_keep_their_fixed_order_whatever_the_order_asked():
+    assert [d["name"] for d in declarations(reversed(TOOL_NAMES))] == list(TOOL_NAMES)
+    assert [d["name"] for d in declarations(["search_cells", "read_cell"])] == ["read_cell", "search_cells"]
+    for d in declarations(TOOL_NAMES):
+        assert d["parameters"]["type"] == "object" and d["description"]
+
+
+@pytest.mark.parametrize(
+    ("call", "why"),
+    [
+        (ToolCall("run_code", {}), "no function 'run_code'"),
+        (ToolCall("inspect_variable", "df"), "must be a JSON object"),
+        (ToolCall("inspect_variable", {}), "'name' is required"),
+        (ToolCall("inspect_variable", {"name": 3}), "'name' is required and must be a string"),
+        (ToolCall("list_variables", {"x": 1}), "unexpected argument(s) x"),
+    ],
+)
+def test_a_bad_call_says_why_and_a_good_one_passes(call, why):
+    assert why in (bad_call(call, TOOL_NAMES) or "")
+    assert bad_call(ToolCall("inspect_variable", {"name": "df"}), TOOL_NAMES) is None
+
+
+def test_a_piece_the_model_holds_is_unchanged_and_short_a_new_version_is_whole():
+    held = holdings(3, {"variables:df": "old"}, {"variables:df": 1}, [ContextPiece("lastError", "E")])
+    df = ContextPiece("variables", "x" * 5_000, "df")
+    whole = held.answer(ToolCall("inspect_variable", {"name": "df"}), [df])
+    assert whole.status == "whole" and whole.pieces == (df,)
+    again = held.answer(ToolCall("inspect_variable", {"name": "df"}), [df])
+    assert again.status == "unchanged" and again.pieces == () and again.identity == whole.identity
+    assert again.response["sent"] == "earlier in this turn" and again.chars < UNCHANGED_CHARS
+    error = held.answer(ToolCall("last_error", {}), [ContextPiece("lastError", "E")])
+    assert error.status == "unchanged" and error.response["sent"] == "earlier in this turn"
+    older = holdings(3, {"variables:df": df.sha256}, {"variables:df": 1}, [])
+    assert older.answer(ToolCall("inspect_variable", {"name": "df"}), [df]).response["sent"] == "in turn 1"
+
+
+def _tool_turn(conv: Conversation, prompt: str, piece: ContextPiece) -> None:
+    plan = conv.plan_turn("ask", prompt, None)
+    held = holdings(len(conv.history) + 1, conv.sync.context_hashes, sent_turns(conv.history), plan.pieces)
+    call = ToolCall("inspect_variable", {"name": "df"}, id=f"c{prompt}")
+    result = held.answer(call, [piece])
+    model = {"role": "model", "parts": [{"functionCall": {"id": call.id, "name": call.name, "args": call.args}}]}
+    conv.commit(plan, f"answer {prompt}", tool_rounds=(ToolRound((result,), model),))
+
+
+def test_a_result_received_counts_as_held_and_an_older_one_becomes_a_marker_in_the_transcript():
+    conv = Conversation("c")
+    v1, v2 = ContextPiece("variables", "df v1", "df"), ContextPiece("variables", "df v2", "df")
+    _tool_turn(conv, "1", v1)
+    assert conv.sync.context_hashes["variables:df"] == v1.sha256
+    plan = conv.plan_turn("ask", "vars", None, [v1])
+    assert plan.pieces == () and plan.omitted == (v1,)  # --vars df after inspect_variable(df): nothing new
+    _tool_turn(conv, "2", v2)
+    contents = build_contents(conv.history, conv.plan_turn("ask", "3", None))
+    responses = [p["functionResponse"]["response"] for c in contents for p in c["parts"] if "functionResponse" in p]
+    assert responses[0]["superseded"] is True and "text" not in responses[0]
+    assert responses[1]["text"] == "df v2"
+    # each call goes right before its answer, the model's content as it came
+    kinds = [next(iter(c["parts"][0])) for c in contents]
+    assert kinds == ["text", "functionCall", "functionResponse", "text"] * 2 + ["text"]
+
+
+def test_a_turn_with_calls_reads_back_from_the_record_whole():
+    conv = Conversation("c")
+    _tool_turn(conv, "1", ContextPiece("variables", "df v1", "df"))
+    rec = RecordedConversation(conv, created=time.time())
+    text = dumps(NotebookRecord("/nb.ipynb", 1.0, conversations={"c": rec}))
+    back = loads(text).conversations["c"].conversation
+    (round_,) = back.history[0].tool_rounds
+    (result,) = round_.results
+    assert result.call == ToolCall("inspect_variable", {"name": "df"}, "c1") and result.status == "whole"
+    assert result.pieces[0].text == "df v1" and round_.model_content == conv.history[0].tool_rounds[0].model_content
+    plan = conv.plan_turn("ask", "2", None)
+    assert json.dumps(build_contents(back.history, plan)) == json.dumps(build_contents(conv.history, plan))
