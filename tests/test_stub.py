@@ -743,3 +743,18 @@ def test_the_command_form_says_in_one_line_when_the_command_is_not_there():
     )
     assert run.returncode == 127
     assert run.stderr == "genai_magics.stub: no-such-command-here: No such file or directory\n"
+
+
+def test_every_control_route_of_the_table_is_documented_and_answers():
+    from genai_magics.stub import control
+
+    for method, route in control.ROUTES:
+        assert f"{method} {control.PREFIX}{route}" in (control.__doc__ or ""), (method, route)
+    with StubServer() as stub:
+        for method, route in control.ROUTES:
+            status, _ = control.answer(
+                stub, method, control.PREFIX + route.rstrip("/") + ("/x" if route.endswith("/") else ""), {}
+            )
+            assert status in (200, 400, 404), (method, route, status)
+        assert control.answer(stub, "GET", "/_stub/nothing", {})[0] == 404
+        assert control.answer(stub, "POST", "/_stub/inject", {"nope": 1}) == (400, {"error": "unknown keys ['nope']"})

@@ -32,16 +32,7 @@ cached tokens (``cachedContentTokenCount``; interactions ``usage.total_cached_to
 Every request's record also says how many of its tokens repeat a prefix of the
 previous request of the same model (``prefix_tokens``), whether or not anything is cached.
 
-Control routes (never recorded): ``GET /_stub/requests``, ``POST /_stub/reset``,
-``POST /_stub/inject``, ``POST /_stub/script_edit`` (``{"proposedSource": ...}`` or
-``{"edits": [...]}``: the next edit answers exactly that), ``POST /_stub/script_tools``
-(``{"rounds": [[{"name", "args"}], ...], "arguments": "whole"|"delta"}``: the next turn declaring
-functions calls them, a round a request: ``stub/tools.py``), ``POST /_stub/pace``
-(``{"token_rate": n}``: stream output at n tokens a second; 0, the default, is as fast as it
-can), ``DELETE /_stub/interactions/{id}``, ``GET /_stub/caches``
-(every cache made, with its lifetime), ``POST /_stub/clock`` (``{"advance": s}``),
-``POST /_stub/caching`` (``{"implicit": bool, "missing_status": 403|404,
-"implicit_ttl_s": s, "implicit_minimum": {model: tokens}}``).
+Control routes (never recorded): ``stub/control.py``, one handler a route in a table.
 
 The API key is only ever checked for presence; its value is never stored.
 """
@@ -56,9 +47,9 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
-from . import faults, images, interactions, sse
+from . import control, faults, images, interactions, sse
 from . import tools as stub_tools
 from .caches import CACHE_CONFLICT, CacheStore
 from .faults import FAULTS, MATCHES
@@ -704,7 +695,7 @@ def _make_handler(stub: StubServer) -> type[BaseHTTPRequestHandler]:
             path = split.path
             query = dict(parse_qsl(split.query, keep_blank_values=True))
             raw = self._read_body()
-            if path.startswith("/_stub/"):
+            if path.startswith(control.PREFIX):
                 self._control(method, path, raw)
                 return
             has_key = bool((self.headers.get("x-goog-api-key") or "").strip())
@@ -723,78 +714,7 @@ def _make_handler(stub: StubServer) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 self._send_json(400, {"error": "body is not JSON"})
                 return
-            if method == "GET" and path == "/_stub/requests":
-                self._send_json(200, stub.requests)
-            elif method == "POST" and path == "/_stub/reset":
-                stub.reset()
-                self._send_json(200, {"ok": True})
-            elif method == "POST" and path == "/_stub/clear":
-                stub.clear()
-                self._send_json(200, {"ok": True})
-            elif method == "POST" and path == "/_stub/inject":
-                if not isinstance(body, dict):
-                    self._send_json(400, {"error": "expected a JSON object"})
-                    return
-                allowed = {"fault", "status", "times", "match", "retry_after", "seconds", "message", "after_chunks"}
-                unknown = set(body) - allowed
-                if unknown:
-                    self._send_json(400, {"error": f"unknown keys {sorted(unknown)}"})
-                    return
-                try:
-                    injection = stub.inject(**{k: v for k, v in body.items() if v is not None or k == "match"})
-                except (TypeError, ValueError) as exc:
-                    self._send_json(400, {"error": str(exc)})
-                    return
-                self._send_json(200, {"ok": True, "injection": injection})
-            elif method == "POST" and path == "/_stub/script_edit":
-                scripted = body.get("proposedSource", body.get("edits")) if isinstance(body, dict) else None
-                if not isinstance(scripted, (str, list)):
-                    self._send_json(400, {"error": 'expected {"proposedSource": "..."} or {"edits": [...]}'})
-                    return
-                stub.script_edit(scripted)
-                self._send_json(200, {"ok": True})
-            elif method == "POST" and path == "/_stub/script_tools":
-                rounds = body.get("rounds") if isinstance(body, dict) else None
-                if not isinstance(rounds, list) or not all(isinstance(r, list) for r in rounds):
-                    self._send_json(400, {"error": 'expected {"rounds": [[{"name": ..., "args": {...}}], ...]}'})
-                    return
-                try:
-                    stub.script_tools(rounds, body.get("arguments", "whole"))
-                except ValueError as exc:
-                    self._send_json(400, {"error": str(exc)})
-                    return
-                self._send_json(200, {"ok": True})
-            elif method == "POST" and path == "/_stub/pace":
-                try:
-                    stub.token_rate = max(0.0, float((body or {}).get("token_rate", 0)))
-                except (TypeError, ValueError, AttributeError) as exc:
-                    self._send_json(400, {"error": str(exc)})
-                    return
-                self._send_json(200, {"token_rate": stub.token_rate})
-            elif method == "GET" and path == "/_stub/caches":
-                self._send_json(200, stub.caches)
-            elif method == "POST" and path == "/_stub/clock":
-                try:
-                    self._send_json(200, {"now": stub.advance(float((body or {}).get("advance", 0)))})
-                except (TypeError, ValueError, AttributeError) as exc:
-                    self._send_json(400, {"error": str(exc)})
-            elif method == "POST" and path == "/_stub/caching":
-                allowed = {"implicit", "missing_status", "implicit_ttl_s", "implicit_minimum"}
-                if not isinstance(body, dict) or set(body) - allowed:
-                    self._send_json(400, {"error": f"expected an object with keys among {sorted(allowed)}"})
-                    return
-                try:
-                    self._send_json(200, stub.configure_caching(**body))
-                except (TypeError, ValueError, AttributeError) as exc:
-                    self._send_json(400, {"error": str(exc)})
-            elif method == "GET" and path == "/_stub/interactions":
-                self._send_json(200, sorted(stub.interactions))
-            elif method == "DELETE" and path.startswith("/_stub/interactions/"):
-                ident = unquote(path[len("/_stub/interactions/") :])
-                found = stub.forget_interaction(ident)
-                self._send_json(200 if found else 404, {"ok": found, "id": ident})
-            else:
-                self._send_json(404, {"error": f"no control route {method} {path}"})
+            self._send_json(*control.answer(stub, method, path, body))
 
         def do_GET(self) -> None:
             self._dispatch("GET")
