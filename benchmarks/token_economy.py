@@ -112,7 +112,7 @@ from genai_magics.engine.payloads import SYSTEM_INSTRUCTION, WHOLE_RESPONSE_SCHE
 from genai_magics.frontends.cell_writer import KernelStateWriter  # noqa: E402
 from genai_magics.gemini import transport as _transport  # noqa: E402
 from genai_magics.gemini.pricing import Price, price_for  # noqa: E402
-from genai_magics.persistence.replay import RecordSettings  # noqa: E402
+from genai_magics.persistence.keeper import RecordSettings  # noqa: E402
 from genai_magics.stub import StubServer  # noqa: E402
 from genai_magics.stub import sse as _sse  # noqa: E402
 from genai_magics.stub.model import edit_source  # noqa: E402
@@ -569,7 +569,7 @@ def _record_run(
                 writer=KernelStateWriter(rec.set_source),
                 current_source=lambda cell_id: rec.by_id[cell_id].source,
             )
-            ctl.listeners.append(lambda c: session.replay.outcome_changed(c.conversation))
+            ctl.listeners.append(lambda c: session.keeper.outcome_changed(c.conversation))
             ctl.apply()
 
     def stat(stub: StubServer) -> TurnStat:

@@ -499,7 +499,26 @@ PRICES_LEGEND = output(
     "PRICES_LEGEND", "* in force today ({today}); US$ per 1M tokens (storage: per 1M tokens an hour), standard tier"
 )
 PRICES_SOURCES = output("PRICES_SOURCES", "sources:")
-# The record's lines in %gemini status (persistence/replay.py).
+# The live notebooks' lines in %gemini status (frontends/bridge.py, frontends/companion.py).
+BRIDGE_OFF = output("BRIDGE_OFF", "live bridge: off (not in a kernel, or closed)")
+BRIDGE_UNANSWERED = output(
+    "BRIDGE_UNANSWERED",
+    "live bridge: not connected: no notebook has answered (the genai-magics-bridge "
+    "JupyterLab / Notebook 7 extension is not active in this frontend)",
+)
+BRIDGE_CONNECTED = output("BRIDGE_CONNECTED", "live bridge: {cells} cells of {path}, snapshot #{seq}")
+COMPANION_NOT_IN_VSCODE = output(
+    "COMPANION_NOT_IN_VSCODE", "VS Code companion: not in VS Code (no vscode-notebook-cell: cell has run)"
+)
+COMPANION_ABSENT = output(
+    "COMPANION_ABSENT",
+    "VS Code companion: not connected (no genai-magics companion has this notebook open; "
+    "Apply then replaces the running magic cell); install it: {install}",
+)
+COMPANION_CONNECTED = output(
+    "COMPANION_CONNECTED", "VS Code companion: connected (genai-magics-companion {version}, VS Code pid {pid})"
+)
+# The record's lines in %gemini status (persistence/keeper.py).
 RECORD_OFF = output("RECORD_OFF", "record: off (GeminiMagics.persist is off)")
 RECORD_NONE = output(
     "RECORD_NONE",

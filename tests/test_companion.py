@@ -45,7 +45,7 @@ def test_outside_vscode_nothing_is_connected_and_status_says_so(tmp_path):
     companion = Companion(directory=tmp_path)
     companion.follow("7c1d-jupyterlab-id")
     assert not companion.connected
-    assert "not in VS Code" in companion.status()
+    assert companion.status() == messages.COMPANION_NOT_IN_VSCODE.render()
 
 
 def test_a_presence_file_of_a_vscode_that_is_gone_does_not_count(tmp_path):
@@ -54,7 +54,9 @@ def test_a_presence_file_of_a_vscode_that_is_gone_does_not_count(tmp_path):
         assert presences(tmp_path) == []
         companion = _companion(gone)
         assert not companion.connected
-        assert "not connected" in companion.status() and "code --install-extension" in companion.status()
+        assert (
+            messages.COMPANION_ABSENT.matches(companion.status()) and "code --install-extension" in companion.status()
+        )
     finally:
         gone.stop()
 

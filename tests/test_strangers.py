@@ -198,7 +198,7 @@ def test_a_record_at_a_symbolic_link_stays_a_link_over_asks(magic_shell, stub, t
     for prompt in ("first?", "second?"):
         shown = magic_shell.run(f"%%gemini_ask --cell doc\n{prompt}", cell_id=f"m-{prompt}")
         assert shown.stderr == "", shown.stderr
-        magic_shell.magics.session.replay.store.wait()
+        magic_shell.magics.session.keeper.store.wait()
         assert link.is_symlink() and prompt in shared.read_text()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["shared", "team.json"]
 

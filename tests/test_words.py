@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from helpers.lazy import lazy_import
 
+from genai_magics import messages
+
 nbformat = lazy_import("nbformat")
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,7 +77,7 @@ def test_a_saved_notebook_without_widgets_shows_the_diff_as_text(demo):
 def test_status_without_the_frontend_extension_says_not_connected(kernel):
     status = kernel.run("%gemini status").stdout
     assert "comm open" not in status
-    assert "live bridge: not connected: no notebook has answered" in status
+    assert messages.BRIDGE_UNANSWERED.render() in status.splitlines()
 
 
 def test_the_stand_in_help_is_plain_text():

@@ -191,14 +191,13 @@ class Bridge:
         """One line for ``%gemini status``."""
         with self._lock:
             if self._comm is None:
-                return "live bridge: off (not in a kernel, or closed)"
+                return messages.BRIDGE_OFF.render()
             if not self.connected:
                 # The kernel opened its side; nothing says a frontend is listening until it answers.
-                return (
-                    "live bridge: not connected: no notebook has answered (the genai-magics-bridge "
-                    "JupyterLab / Notebook 7 extension is not active in this frontend)"
-                )
-            return f"live bridge: {len(self._order)} cells of {self._path or 'the notebook'}, snapshot #{self._seq}"
+                return messages.BRIDGE_UNANSWERED.render()
+            return messages.BRIDGE_CONNECTED.render(
+                cells=len(self._order), path=self._path or "the notebook", seq=self._seq
+            )
 
     # ------------------------------------------------------- incoming messages
     def _on_msg(self, msg: dict) -> None:

@@ -134,14 +134,11 @@ class Companion:
     def status(self) -> str:
         """One line for ``%gemini status``."""
         if self.notebook is None:
-            return "VS Code companion: not in VS Code (no vscode-notebook-cell: cell has run)"
+            return messages.COMPANION_NOT_IN_VSCODE.render()
         presence = self._presence()
         if presence is None:
-            return (
-                "VS Code companion: not connected (no genai-magics companion has this notebook open; "
-                f"Apply then replaces the running magic cell); install it: {INSTALL}"
-            )
-        return f"VS Code companion: connected (genai-magics-companion {presence.version}, VS Code pid {presence.pid})"
+            return messages.COMPANION_ABSENT.render(install=INSTALL)
+        return messages.COMPANION_CONNECTED.render(version=presence.version, pid=presence.pid)
 
     # ------------------------------------------------------------ requests
     def _request(self, op: str, fields: dict[str, Any]) -> dict[str, Any]:

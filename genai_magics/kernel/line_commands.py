@@ -16,7 +16,7 @@ from ..engine.errors import UserError
 from ..frontends.frontend import Frontend
 from ..gemini.models import models_table
 from ..gemini.pricing import PRICES, periods, price_for, storage_cost, table_text
-from ..persistence.replay import Replay
+from ..persistence.keeper import RecordKeeper
 from ..ui import report
 from ..ui.display import NotebookDisplay
 from ..ui.widgets import OutcomeLine
@@ -32,7 +32,7 @@ class Call:
     options: GeminiOptions
     state: ShellState
     args: argparse.Namespace
-    replay: Replay
+    keeper: RecordKeeper
     chosen: list[Conversation]  # -c NAME: that one; else every conversation
     frontend: Callable[[], Frontend]
     help: str  # %gemini's help: the table below and every flag's help (magic_arguments)
@@ -53,7 +53,7 @@ def _status(call: Call) -> None:
     if state.bridge is not None:
         print(state.bridge.status())
     print(state.companion.status())
-    print(call.replay.status())
+    print(call.keeper.status())
 
 
 def _history(call: Call) -> None:
@@ -81,7 +81,7 @@ def _storage_costs(call: Call) -> list[tuple[str, float, float | None]]:
 
 def _cost(call: Call) -> None:
     # the record is open (every %gemini command opens it): what earlier kernels spent is known
-    print(report.cost_report(call.state.session.spent, call.replay.spent_before))
+    print(report.cost_report(call.state.session.spent, call.keeper.spent_before))
 
 
 def _prices(call: Call) -> None:
@@ -102,7 +102,7 @@ def _reset(call: Call) -> None:
 
 def _forget(call: Call) -> None:
     names = None if call.args.all else [call.args.value or "default"]
-    gone = set(call.replay.forget(names)) | set(call.state.session.reset(None if names is None else names[0]))
+    gone = set(call.keeper.forget(names)) | set(call.state.session.reset(None if names is None else names[0]))
     print(messages.FORGOTTEN.render(names=", ".join(sorted(gone))) if gone else messages.NOTHING_TO_FORGET.render())
 
 

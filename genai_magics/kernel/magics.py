@@ -130,7 +130,7 @@ class GeminiMagics(GeminiOptions):
 
     def _saved(self, controller) -> None:
         """Apply, Discard or Undo happened: the record says so too."""
-        note = self.session.replay.outcome_changed(controller.conversation)
+        note = self.session.keeper.outcome_changed(controller.conversation)
         if note:
             NotebookDisplay.error(note)
 
@@ -287,11 +287,11 @@ class GeminiMagics(GeminiOptions):
             self._open_record()
         except Exception as exc:  # an unusable record location must not break the other commands
             NotebookDisplay.error(messages.RECORD_UNUSABLE.render(error=redact(f"{type(exc).__name__}: {exc}")))
-        replay = self.session.replay
+        keeper = self.session.keeper
         convs = chosen(self.session.conversations, args.conversation)
         if convs is None:
             NotebookDisplay.error(messages.NO_CONVERSATION.render(name=args.conversation))
             return
         COMMANDS[args.command].run(
-            Call(self, self.shell_state, args, replay, convs, self._frontend, self.gemini.__doc__ or "")
+            Call(self, self.shell_state, args, keeper, convs, self._frontend, self.gemini.__doc__ or "")
         )

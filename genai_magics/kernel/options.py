@@ -21,7 +21,7 @@ from ..gemini.budget import Caps, check_cap
 from ..gemini.models import DEFAULT_MODEL
 from ..gemini.pricing import check_overrides
 from ..gemini.transport import ClientSettings
-from ..persistence.replay import REPLAY_MODES, RecordSettings
+from ..persistence.keeper import REPLAY_MODES, RecordSettings
 from ..turn.requests import Settings
 
 

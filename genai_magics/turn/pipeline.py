@@ -41,7 +41,7 @@ from ..gemini.transport import (
     TurnTools,
     request_settings,
 )
-from ..persistence.replay import Replay
+from ..persistence.keeper import RecordKeeper
 from ..sources.outputs import OutputCapture, over_image_cap
 from ..sources.tools import NotebookTools, ShellReader
 from .clients import Clients
@@ -67,7 +67,7 @@ class Session:
     executed: ExecutedCells = field(default_factory=ExecutedCells)
     conversations: dict[str, Conversation] = field(default_factory=dict)
     caches: ContextCaches = field(default_factory=ContextCaches)
-    replay: Replay = field(default_factory=Replay)  # the record of earlier kernels
+    keeper: RecordKeeper = field(default_factory=RecordKeeper)  # the notebook's record, this kernel's side
     outputs: OutputCapture = field(default_factory=OutputCapture)  # what each cell showed in this kernel
     clients: Clients = field(default_factory=Clients)
     documents: DocumentChooser = field(init=False)
@@ -95,7 +95,7 @@ class Session:
                 conv.closed = True
                 self.caches.release(conv)  # nothing stays billed for storage
                 reset.append(n)
-            self.replay.stop(n)
+            self.keeper.stop(n)
         return reset
 
     # -- the kernel's clients and caches ---------------------------------------
@@ -103,7 +103,7 @@ class Session:
         """The record at the place the settings name, opened: the conversations an earlier kernel
         left join this kernel's (its own of the same name win), and the explicit caches they name
         become this kernel's. Returns a line to show once (a record set aside, say)."""
-        restored = self.replay.open(settings.record, self.conversations)
+        restored = self.keeper.open(settings.record, self.conversations)
         self.conversations.update(restored.conversations)
         self.adopt_recorded_caches(settings.client)
         return restored.note
@@ -111,7 +111,7 @@ class Session:
     def adopt_recorded_caches(self, settings: ClientSettings) -> None:
         """The explicit caches a killed kernel left to the restored conversations become this
         kernel's: used, replaced, or deleted on reset and at exit like its own, never doubled."""
-        pending = [(c, self.replay.recorded_cache(c)) for c in self.conversations.values()]
+        pending = [(c, self.keeper.recorded_cache(c)) for c in self.conversations.values()]
         pending = [(c, r) for c, r in pending if r is not None and self.caches.name_of(c) is None]
         if not pending:
             return
@@ -126,11 +126,11 @@ class Session:
         """Kernel exit: every explicit cache deleted but one the record on disk names whose storage
         until it expires costs less than making it again: the next kernel on this notebook (a restart,
         Run All) adopts it and uses it, or deletes it once it no longer matches. Returns the names deleted."""
-        durable = self.replay.durable()  # waits for the last write's flush to the disk
+        durable = self.keeper.durable()  # waits for the last write's flush to the disk
         now = self.caches.clock()
 
         def keep(entry: CacheEntry) -> bool:
-            recorded = self.replay.recorded_cache(entry.owner) if durable else None
+            recorded = self.keeper.recorded_cache(entry.owner) if durable else None
             return (
                 recorded is not None
                 and recorded["name"] == entry.name
@@ -191,7 +191,7 @@ class Session:
         if note:
             display.error(note)
         if not req.dry_run:
-            self.replay.position(req.conversation, self.documents.magic_cell())
+            self.keeper.position(req.conversation, self.documents.magic_cell())
         state = req.state or (
             self.conversations[req.conversation].state_mode
             if req.conversation in self.conversations and not req.new
@@ -242,7 +242,7 @@ class Session:
         def same_results(turn: Turn) -> bool:  # the recorded calls, run again now (read-only)
             return tools is not None and tools.same_as_recorded(turn.tool_rounds)
 
-        found = self.replay.replay(resolved.req.conversation, resolved.key, resolved.req.rerun, same_results)
+        found = self.keeper.replay(resolved.req.conversation, resolved.key, resolved.req.rerun, same_results)
         if found is None:
             return None
         restored, turn, meta = found
@@ -383,7 +383,7 @@ class Session:
         key = sent.planned.resolved.key
         assert key is not None  # every sent turn has one (a dry run is not sent)
         try:  # the answer is in: nothing may lose it now (it was shown; it stays in this kernel)
-            note = self.replay.committed(sent.conv, key, self.caches.recorded(sent.conv))
+            note = self.keeper.committed(sent.conv, key, self.caches.recorded(sent.conv))
         except Exception as exc:  # noqa: BLE001 - any failure of the record is one line
             note = messages.NOT_RECORDED.render(error=redact(f"{type(exc).__name__}: {exc}"))
         if note:

@@ -16,7 +16,7 @@ from ..frontends.notebook_view import ExecutedCells, NotebookView
 from ..gemini.budget import Caps
 from ..gemini.pricing import Price
 from ..gemini.transport import ClientSettings, TurnResult
-from ..persistence.replay import RecordSettings
+from ..persistence.keeper import RecordSettings
 from ..sources.outputs import OutputPieces
 from ..sources.tools import NotebookTools
 from .edit_answer import EditAnswer

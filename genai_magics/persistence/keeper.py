@@ -1,4 +1,5 @@
-"""This kernel's side of the record: restore once, replay in order, save after each change."""
+"""The record keeper: this kernel's side of the notebook's record. It opens the record once, replays its
+turns in order, and writes it after each change."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ class Restored:
 
 
 @dataclass
-class Replay:
+class RecordKeeper:
     """Owned by the session, opened before each turn and command with the settings of the moment."""
 
     settings: RecordSettings = RecordSettings()
