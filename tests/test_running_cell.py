@@ -90,7 +90,7 @@ def test_a_magic_typed_back_into_the_applied_cell_names_the_real_cause(kernel, s
     again = kernel.run("%%gemini_ask\nWhy?", cell_id=NB + "W2sZmlsZQ==")
     said = again.stdout + again.stderr + "".join(kernel.html_values())
     assert "--cell None" not in said
-    assert "now holds a genai magic" in said and "paste" in said
+    assert messages.MAGIC_IN_DOCUMENT.within(said)
     assert len(api_requests(stub)) == sent, "nothing was sent"
     # the code pasted back into a cell and run there: the follow-up works on it, synchronized
     kernel.run(payload["text"], cell_id=NB + "W3sZmlsZQ==")
