@@ -9,6 +9,10 @@ the routing and with it switched off, for a frontend that sends on the main
 shell and one that sends on a subshell, and prints how many runs saw the fresh
 source. It is a measurement (the unrouted figure varies run to run); the test
 suite holds the routed case to N of N.
+
+    python benchmarks/bridge_ordering.py [--runs 30] [--smoke]
+
+``--smoke``: 2 runs of each.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from helpers.bridge import ATTACH, make_comm_last_used_from_a_subshell, ordering_runs  # noqa: E402
 from helpers.fake_frontend import FakeFrontend  # noqa: E402
+from smoke import add_flag  # noqa: E402
 
 UNROUTE = "B._comm._reply_subshell_for = type(B._comm)._reply_subshell_for.__get__(B._comm)"
 
@@ -37,7 +42,10 @@ def measure(routed: bool, comm_subshell: bool, runs: int) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30)
+    add_flag(parser)
     args = parser.parse_args()
+    if args.smoke:
+        args.runs = 2
     print(f"{'kernel routing':<16} {'frontend sends on':<18} {'fresh when the cell ran':>24}")
     for routed in (True, False):
         for subshell in (False, True):

@@ -8,9 +8,13 @@ edit and ask on the 200-cell .ipynb exactly as ``kernel_overhead.py`` sets them 
 checkout being timed): ``ip.run_cell`` per call, wall (``perf_counter``) and CPU
 (``process_time``, every thread of the process) in ms. It prints per row the median
 over the runs of each run's median and 25th percentile, and the ratio this/base,
-with the load average before and after.
+with the load average before and after. A timed call that records no turn, or writes to
+stderr (a magic's failure line), fails the run: it then prints what failed and no ratio.
 
-    python benchmarks/kernel_overhead_ab.py [--base main] [--rounds 6] [--calls 100]
+    python benchmarks/kernel_overhead_ab.py [--base main] [--rounds 6] [--calls 100] [--smoke]
+
+``--smoke`` (1 round, 3 calls) compares against ``HEAD`` unless ``--base`` is given: it checks that
+this checkout's benchmark runs, whatever the state of main.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from smoke import Failures, add_flag
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,7 +50,8 @@ ip = InteractiveShell.instance(config=cfg)
 ip.run_line_magic("load_ext", "genai_magics")
 magics = ip.magics_manager.registry["GeminiMagics"]
 nb = tmp / "analysis.ipynb"; ko.write_notebook(nb)
-with contextlib.redirect_stdout(ko.Null()), contextlib.redirect_stderr(io.StringIO()):
+failed = []  # a timed call that failed makes its timings meaningless: the parent prints no ratio then
+with contextlib.redirect_stdout(ko.Null()), contextlib.redirect_stderr(io.StringIO()) as err:
     for i in range(ko.N_CELLS):
         ip.run_cell(ko.cell_source(i), cell_id=f"c{i:03d}")
     with StubServer() as stub:
@@ -54,10 +61,16 @@ with contextlib.redirect_stdout(ko.Null()), contextlib.redirect_stderr(io.String
             ip.run_cell(f"%%gemini_{kind} --cell {ko.TARGET}\nTurn {t}.", cell_id=f"setup-{t}")
             if kind == "edit":
                 magics.latest["default"].apply()
+        failed += [f"setup: the stand-in answered {r['status']}" for r in stub.requests if r["status"] != 200]
+if err.getvalue().strip():
+    failed.append("setup wrote to stderr: " + err.getvalue().strip()[:300])
 ko.install_fake_transports()
 convs = magics.session.conversations
 saved = {n: c.snapshot() for n, c in convs.items()}
+turns_saved = sum(len(s.history) for s in saved.values())
 def restore():
+    if sum(len(c.history) for c in convs.values()) != turns_saved + 1:
+        failed.append("a timed call recorded no turn (it failed)")
     for n, s in saved.items():
         convs[n] = s.snapshot()
     magics.latest.clear()
@@ -75,17 +88,23 @@ with contextlib.redirect_stdout(ko.Null()), contextlib.redirect_stderr(io.String
             restore()
         out[kind] = {"wall": statistics.median(wall), "wall_p25": ko.pct(wall, 0.25), "cpu": statistics.median(cpu)}
 if err.getvalue().strip():
-    out["stderr"] = err.getvalue().strip()[:300]
+    failed.append("timed calls wrote to stderr: " + err.getvalue().strip()[:300])
+out["failed"] = sorted(set(failed))
 print(json.dumps(out))
 """
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--base", default="main", help="the git ref to compare with (default main)")
+    parser.add_argument("--base", help="the git ref to compare with (default main; HEAD with --smoke)")
     parser.add_argument("--rounds", type=int, default=6, help="alternating runs of each (default 6)")
     parser.add_argument("--calls", type=int, default=100, help="timed calls per row and run (default 100)")
+    add_flag(parser)
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.rounds, args.calls = 1, 3
+    args.base = args.base or ("HEAD" if args.smoke else "main")
+    failures = Failures()
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="genai-ab-base-") as base:
         archive = subprocess.run(["git", "archive", args.base], cwd=ROOT, capture_output=True, check=True).stdout
@@ -97,11 +116,14 @@ def main(argv: list[str] | None = None) -> int:
                     [sys.executable, "-c", CHILD, root, str(args.calls)], capture_output=True, text=True, cwd=root
                 )
                 if done.returncode != 0:
-                    raise RuntimeError(f"{name} run failed: {done.stderr[-2000:]}")
+                    failures.add(f"the {name} run ({root}) failed: {done.stderr[-2000:]}")
+                    continue
                 result = json.loads(done.stdout.strip().splitlines()[-1])
-                if "stderr" in result:
-                    print(f"note: {name} wrote to stderr: {result['stderr']}")
+                for line in result["failed"]:
+                    failures.add(f"{name} ({args.base if name == 'base' else 'this'}): {line}")
                 runs[name].append(result)
+    if failures:
+        return failures.exit_code()
     load_after = os.getloadavg()
     head = f"{'200-cell .ipynb, ms per call':<34} {args.base + ' (base)':>14} {'this':>10} {'this/base':>10}"
     print(

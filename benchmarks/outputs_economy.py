@@ -27,11 +27,15 @@ Strategies
 image every turn vs once; (a) has no memory at all (no earlier answers, no system
 instruction), so it reads the fewest tokens of all and is shown as the baseline.
 
-    python benchmarks/outputs_economy.py
+    python benchmarks/outputs_economy.py [--smoke]
+
+``--smoke``: 2 questions instead of 10. A failed request, or a turn that sent no request, stops the
+run with an error (no table).
 """
 
 from __future__ import annotations
 
+import argparse
 import base64
 import io
 import json
@@ -44,6 +48,7 @@ for path in (ROOT, ROOT / "tests"):
         sys.path.insert(0, str(path))
 
 from helpers.display import RecordingDisplay  # noqa: E402
+from smoke import add_flag  # noqa: E402
 
 from genai_magics.engine.payloads import to_text  # noqa: E402
 from genai_magics.gemini.models import DEFAULT_MODEL  # noqa: E402
@@ -101,34 +106,34 @@ def _message(prompt: str, text: str) -> str:
     return to_text({"mode": "ask", "prompt": prompt, "currentSource": SOURCE, "outputs": [{"text": text}]})
 
 
-def run_stateless(png: bytes, text: str) -> None:
+def run_stateless(png: bytes, text: str, prompts: list[str]) -> None:
     from google import genai
 
     client = genai.Client()
-    for prompt in PROMPTS:
+    for prompt in prompts:
         contents = [{"role": "user", "parts": [{"text": _message(prompt, text)}, _image_part(png)]}]
         for _ in client.models.generate_content_stream(model=MODEL, contents=contents):
             pass
 
 
-def run_chat(png: bytes, text: str) -> None:
+def run_chat(png: bytes, text: str, prompts: list[str]) -> None:
     from google import genai
     from google.genai import types
 
     client = genai.Client()
     chat = client.chats.create(model=MODEL)
-    for prompt in PROMPTS:
+    for prompt in prompts:
         chat.send_message(
             [types.Part(text=_message(prompt, text)), types.Part.from_bytes(data=png, mime_type="image/png")]
         )
 
 
-def run_chain(png: bytes, text: str) -> None:
+def run_chain(png: bytes, text: str, prompts: list[str]) -> None:
     from google import genai
 
     client = genai.Client()
     previous = None
-    for prompt in PROMPTS:
+    for prompt in prompts:
         image = {"type": "image", "data": base64.b64encode(png).decode(), "mime_type": "image/png"}
         given = [{"type": "text", "text": _message(prompt, text)}, image]
         extra = {"previous_interaction_id": previous} if previous else {}
@@ -137,7 +142,7 @@ def run_chain(png: bytes, text: str) -> None:
             previous = getattr(interaction, "id", None) or previous
 
 
-def run_ours(png: bytes, text: str, state: str, cache: str) -> None:
+def run_ours(png: bytes, text: str, prompts: list[str], state: str, cache: str) -> None:
     session = Session()
     session.executed.add(CELL, SOURCE, 1)
     session.outputs.start(CELL)  # what the kernel's taps note while the cell runs
@@ -145,12 +150,12 @@ def run_ours(png: bytes, text: str, state: str, cache: str) -> None:
     session.outputs.display("display_data", {"image/png": base64.b64encode(png).decode(), "text/plain": "<Figure>"})
     settings = Settings(model=MODEL, state=state, cache=cache)  # type: ignore[arg-type]
     display = RecordingDisplay()
-    for prompt in PROMPTS:
+    for prompt in prompts:
         session.run(TurnRequest(mode="ask", prompt=prompt, cell=CELL, state=state), settings, display)  # type: ignore[arg-type]
     session.reset()
 
 
-def measure(stub: StubServer, run) -> dict[str, int]:
+def measure(stub: StubServer, run, questions: int) -> dict[str, int]:
     stub.reset()
     run()
     reads = [r for r in stub.requests if r["kind"] in ("stream", "generate", "interaction.create", "cache.create")]
@@ -158,6 +163,8 @@ def measure(stub: StubServer, run) -> dict[str, int]:
     if bad:
         raise RuntimeError(f"failed requests: {[(r['kind'], r['status']) for r in bad]}")
     answered = [r for r in reads if r["kind"] != "cache.create"]
+    if len(answered) != questions:
+        raise RuntimeError(f"{questions} questions asked, {len(answered)} requests answered")
     return {
         "requests": len(answered),
         "bytes": sum(r["body_bytes"] for r in reads),
@@ -167,22 +174,32 @@ def measure(stub: StubServer, run) -> dict[str, int]:
     }
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     import os
 
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_flag(parser)
+    prompts = PROMPTS[:2] if parser.parse_args(argv).smoke else PROMPTS
     png, text = figure()
     rows: dict[str, dict[str, int]] = {}
     with StubServer() as stub:
         os.environ["GOOGLE_GEMINI_BASE_URL"] = stub.url
         os.environ.setdefault("GEMINI_API_KEY", "benchmark-key-not-secret")
-        rows["(a) stateless resend, image every turn"] = measure(stub, lambda: run_stateless(png, text))
-        rows["(b) naive chat, image every turn"] = measure(stub, lambda: run_chat(png, text))
-        rows["(c) genai_magics contents, cache off"] = measure(stub, lambda: run_ours(png, text, "contents", "off"))
-        rows["(f) genai_magics contents, cache auto"] = measure(stub, lambda: run_ours(png, text, "contents", "auto"))
-        rows["(g) interactions chain, image every turn"] = measure(stub, lambda: run_chain(png, text))
-        rows["(d) genai_magics interactions"] = measure(stub, lambda: run_ours(png, text, "interactions", "off"))
+        n = len(prompts)
+        rows["(a) stateless resend, image every turn"] = measure(stub, lambda: run_stateless(png, text, prompts), n)
+        rows["(b) naive chat, image every turn"] = measure(stub, lambda: run_chat(png, text, prompts), n)
+        rows["(c) genai_magics contents, cache off"] = measure(
+            stub, lambda: run_ours(png, text, prompts, "contents", "off"), n
+        )
+        rows["(f) genai_magics contents, cache auto"] = measure(
+            stub, lambda: run_ours(png, text, prompts, "contents", "auto"), n
+        )
+        rows["(g) interactions chain, image every turn"] = measure(stub, lambda: run_chain(png, text, prompts), n)
+        rows["(d) genai_magics interactions"] = measure(
+            stub, lambda: run_ours(png, text, prompts, "interactions", "off"), n
+        )
     base = rows["(a) stateless resend, image every turn"]
-    print(f"10 asks about one matplotlib figure ({len(png):,} B PNG, 640x480), {MODEL}, on the stand-in\n")
+    print(f"{n} asks about one matplotlib figure ({len(png):,} B PNG, 640x480), {MODEL}, on the stand-in\n")
     print("| strategy | request bytes | vs (a) | input tokens | vs (a) | image parts uploaded | image bytes uploaded |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, r in rows.items():

@@ -26,11 +26,15 @@ Strategies
 Both genai_magics strategies run in contents mode and interactions mode; implicit caching off
 (the stand-in's default), explicit caching off (the head is under the model's minimum anyway).
 
-    python benchmarks/tools_economy.py
+    python benchmarks/tools_economy.py [--smoke]
+
+``--smoke``: the 7-cell notebook, implicit caching off, only. A magic that fails (its line on stderr),
+or a question that sent no request, stops the run with an error (no table).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
@@ -43,6 +47,7 @@ for path in (ROOT, ROOT / "tests", ROOT / "benchmarks"):
 from helpers.kernel import FAKE_KEY  # noqa: E402
 from helpers.shell import Shell  # noqa: E402
 from helpers.wire import current_payload  # noqa: E402
+from smoke import add_flag  # noqa: E402
 from token_economy import TurnStat, take  # noqa: E402
 
 from genai_magics.engine import tools as _tools  # noqa: E402
@@ -136,6 +141,8 @@ def run_magics(stub: StubServer, shell: Shell, state: str, tools: bool, implicit
         if shown.stderr.strip():
             raise RuntimeError(shown.stderr)
         out.append(take(stub, ""))
+        if not out[-1].requests:
+            raise RuntimeError(f"{prompt!r} sent no request")
     return out
 
 
@@ -224,16 +231,20 @@ def strategies(stub: StubServer, shell: Shell, implicit: bool) -> dict[str, list
     }
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_flag(parser)
+    smoke = parser.parse_args(argv).smoke
+    sizes = (("7 cells", []), ("31 cells", FILLER))[: 1 if smoke else 2]
     tables: list[tuple[str, list[str]]] = []
     with StubServer() as stub:
         shell = notebook(stub)
         try:
-            for size, extra in (("7 cells", []), ("31 cells", FILLER)):
+            for size, extra in sizes:
                 for cell_id, source in extra:
                     shell.run(source, cell_id=cell_id)
                 shell.run(CELLS[-1][1], cell_id=CELLS[-1][0])  # the failing cell last again: the same error
-                for key, what in ASSUMPTIONS:
+                for key, what in ASSUMPTIONS[: 1 if smoke else 2]:
                     tables.append((f"notebook of {size}, {what}", table(strategies(stub, shell, key == "always"))))
         finally:
             shell.close()

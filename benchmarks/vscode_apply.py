@@ -17,6 +17,7 @@ vscode-extension/). For comparison, **JupyterLab** 4 with the bridge (tests/brow
 page helpers): Apply writes the code cell above through the bridge's comm; Undo between clicks.
 
     .venv/bin/python benchmarks/vscode_apply.py            # ~4 min on 2 busy cores; --clicks N
+    .venv/bin/python benchmarks/vscode_apply.py --smoke    # one click each: it still runs (tests/vscode runs it)
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import importlib.util  # noqa: E402
 import re  # noqa: E402
 
 from notebook_page import Notebook, write_notebook  # noqa: E402
+from smoke import add_flag  # noqa: E402
 from test_lab_bridge import NotebookPage  # noqa: E402
 from test_lab_bridge import write_notebook as write_lab_notebook  # noqa: E402
 from vscode_server import EXTENSIONS, CodeServer, install_extension  # noqa: E402
@@ -164,11 +166,14 @@ def _wait_lab_text(nb, text: str, timeout: float = 20.0) -> float:
     raise TimeoutError(f"{text!r} never showed in the code cell")
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clicks", type=int, default=10)
     parser.add_argument("--shots", type=Path, default=REPO / "test-artifacts" / "vscode-bench", help="screenshots")
+    add_flag(parser)
     args = parser.parse_args()
+    if args.smoke:
+        args.clicks = 1
     from playwright.sync_api import sync_playwright
 
     results = {}
@@ -190,7 +195,8 @@ def main() -> None:
     companion = statistics.median(results["companion"])
     for other in ("running cell", "JupyterLab"):
         print(f"companion / {other} (medians): {companion / statistics.median(results[other]):.2f}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
