@@ -117,7 +117,7 @@ class TurnOutcome:
     replayed: TurnMeta | None = None  # set when the turn was shown from the record, not asked
 
 
-# -- the hand-offs between a turn's stages (Session.run) ---------------------
+# -- the hand-offs between a turn's stages (pipeline.run) -------------------
 @dataclass(frozen=True)
 class Resolved:
     """A request resolved: its conversation, document, context and identity (None: a dry run)."""
