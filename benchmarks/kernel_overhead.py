@@ -216,8 +216,8 @@ def part1(calls: int) -> tuple[list[tuple[str, list[float], str]], list[str]]:
     from traitlets.config import Config
 
     from genai_magics.stub import StubServer
-    from genai_magics.turn.pipeline import Session
     from genai_magics.turn.requests import TurnRequest
+    from genai_magics.turn.session import Session
 
     notes: list[str] = []
     tmp = Path(tempfile.mkdtemp(prefix="genai-overhead-"))
@@ -368,8 +368,8 @@ def breakdown(magics, settings, calls: int, label: str = "") -> list[str]:
 def sdk_loopback(calls: int) -> str:
     """Info only: real SDK calls over loopback to a stand-in in another process."""
     import genai_magics.gemini.transport as transport_mod
-    from genai_magics.turn.pipeline import Session
     from genai_magics.turn.requests import Settings, TurnRequest
+    from genai_magics.turn.session import Session
 
     proc = subprocess.Popen(
         [sys.executable, "-m", "genai_magics.stub", "--port", "0"], stdout=subprocess.PIPE, text=True, cwd=str(ROOT)

@@ -53,8 +53,8 @@ from smoke import add_flag  # noqa: E402
 from genai_magics.engine.payloads import to_text  # noqa: E402
 from genai_magics.gemini.models import DEFAULT_MODEL  # noqa: E402
 from genai_magics.stub import StubServer  # noqa: E402
-from genai_magics.turn.pipeline import Session
 from genai_magics.turn.requests import Settings, TurnRequest  # noqa: E402
+from genai_magics.turn.session import Session
 
 MODEL = DEFAULT_MODEL
 CELL = "plot-cell"

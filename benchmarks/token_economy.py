@@ -117,8 +117,8 @@ from genai_magics.persistence.keeper import RecordSettings  # noqa: E402
 from genai_magics.stub import StubServer  # noqa: E402
 from genai_magics.stub import sse as _sse  # noqa: E402
 from genai_magics.stub.model import edit_source  # noqa: E402
-from genai_magics.turn.pipeline import Session
 from genai_magics.turn.requests import Settings, TurnRequest  # noqa: E402
+from genai_magics.turn.session import Session
 from genai_magics.ui.proposal import ProposalController  # noqa: E402
 
 _original_chunks = _sse.chunks

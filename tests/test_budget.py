@@ -176,27 +176,28 @@ def test_an_edit_retry_is_checked_before_it_is_sent(shell, stub, state):
     assert len(stub.requests) == requests + 3 and len(conv.history) == 2
 
 
-def test_a_new_chain_after_a_lost_one_is_checked_before_it_is_sent(shell, stub):
+def test_a_new_chain_after_a_lost_one_is_checked_before_it_is_sent(shell, stub, monkeypatch):
     """The new chain is admitted like the first request: here it alone is held to a cap of $0 (by the
-    real check, Session.admit, on the real request), and its refusal leaves the conversation as it was."""
+    real check, TurnSend._admit, on the real request), and its refusal leaves the conversation as it was."""
+    from genai_magics.turn.send import TurnSend
+
     shell.run(CODE, cell_id="code")
     shell.run("%%gemini_ask -c lost --new --state interactions\nwhy int?", cell_id="m1")
-    session, conv = shell.magics.session, shell.magics.session.conversations["lost"]
+    conv = shell.magics.session.conversations["lost"]
     chained = conv.last_interaction_id
     assert stub.forget_interaction(chained)
-    admitted, real = [], session.admit
+    admitted, real = [], TurnSend._admit
 
-    def admit(planned, settings, body, history, spent):
-        admitted.append(body)
-        fresh = "previous_interaction_id" not in body
-        real(planned, replace(settings, caps=Caps(turn=0.0)) if fresh else settings, body, history, spent)
+    def admit(send, body):
+        admitted.append(body())
+        if "previous_interaction_id" not in admitted[-1]:  # the new chain's request
+            send.settings = replace(send.settings, caps=Caps(turn=0.0))
+        real(send, body)
 
-    session.admit = admit
-    try:
-        requests = len(stub.requests)
-        refused = shell.run("%%gemini_ask -c lost\nand float?", cell_id="m2")
-    finally:
-        del session.admit
+    monkeypatch.setattr(TurnSend, "_admit", admit)
+    requests = len(stub.requests)
+    refused = shell.run("%%gemini_ask -c lost\nand float?", cell_id="m2")
+    monkeypatch.undo()
     assert messages.CHAIN_LOST.render() in refused.plain
     assert messages.BUDGET_REFUSED.parse(refused.stderr.strip().splitlines()[-1]) is not None, refused.stderr
     assert [b.get("previous_interaction_id") for b in admitted] == [chained, None]

@@ -243,8 +243,9 @@ def test_a_cache_that_cannot_be_made_leaves_the_turn_going_without_one(kernel, s
 def test_switching_to_interactions_mode_deletes_the_contents_cache(stub, monkeypatch):
     from helpers.kernel import point_sdk_at
 
-    from genai_magics.turn.pipeline import Session
+    from genai_magics.turn import pipeline
     from genai_magics.turn.requests import Settings, TurnRequest
+    from genai_magics.turn.session import Session
 
     stub.reset()
     point_sdk_at(monkeypatch, stub.url)
@@ -252,8 +253,10 @@ def test_switching_to_interactions_mode_deletes_the_contents_cache(stub, monkeyp
     session = Session()
     session.executed.add("big", BIG, 1)
     settings = Settings(model=MODEL, state="contents")
-    session.run(TurnRequest(mode="ask", prompt="q1", cell="big"), settings, RecordingDisplay())
-    session.run(TurnRequest(mode="ask", prompt="q2", cell="big", state="interactions"), settings, RecordingDisplay())
+    pipeline.run(session, TurnRequest(mode="ask", prompt="q1", cell="big"), settings, RecordingDisplay())
+    pipeline.run(
+        session, TurnRequest(mode="ask", prompt="q2", cell="big", state="interactions"), settings, RecordingDisplay()
+    )
     assert kinds(stub) == ["cache.create", "stream", "cache.delete", "interaction.create"]
     assert [c["state"] for c in stub.caches] == ["deleted"]
     assert session.caches.entries == {}

@@ -35,10 +35,11 @@ from genai_magics.engine.context import SECONDARY_FIELD, secondary_context
 from genai_magics.engine.conversation import TransitionRefused
 from genai_magics.engine.errors import UserError
 from genai_magics.engine.hashing import sha256_text
-from genai_magics.gemini.transport import ClientSettings
+from genai_magics.gemini.client import ClientSettings
 from genai_magics.kernel.magics import GeminiMagics
-from genai_magics.turn.pipeline import Session
+from genai_magics.turn import pipeline
 from genai_magics.turn.requests import Settings, TurnRequest
+from genai_magics.turn.session import Session
 
 MODEL = GeminiMagics.class_traits()["model"].default_value
 TARGET, OTHER = "target", "other"
@@ -189,7 +190,7 @@ class Driver:
         display = RecordingDisplay()
         before = len(api_requests(self.stub))
         try:
-            self.session.run(TurnRequest(mode=mode, prompt=prompt, cell=TARGET), self.settings, display)
+            pipeline.run(self.session, TurnRequest(mode=mode, prompt=prompt, cell=TARGET), self.settings, display)
         finally:
             sent = api_requests(self.stub)[before:]
         return display, sent

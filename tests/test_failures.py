@@ -366,10 +366,10 @@ def test_debug_off_by_default_no_traceback_debug_on_shows_it_for_api_failures(ke
 def test_debug_on_shows_traceback_of_an_unexpected_error(kernel, stub):
     kernel.run(CELL, cell_id="cell-bug")
     patch = (
-        "_m = get_ipython().magics_manager.registry['GeminiMagics']\n"
-        "_orig_run = _m.session.run\n"
+        "import genai_magics.turn.pipeline as _p\n"
+        "_orig_run = _p.run\n"
         "def _boom(*a, **k):\n    raise ZeroDivisionError('simulated bug')\n"
-        "_m.session.run = _boom"
+        "_p.run = _boom"
     )
     kernel.run(patch, cell_id="patch")
     try:
@@ -381,16 +381,17 @@ def test_debug_on_shows_traceback_of_an_unexpected_error(kernel, stub):
         assert on.errors == []
         assert "Traceback (most recent call last)" in on.stderr and "_boom" in on.stderr
     finally:
-        kernel.run("_m.session.run = _orig_run", cell_id="unpatch")
+        kernel.run("_p.run = _orig_run", cell_id="unpatch")
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_the_wait_shown_is_the_wait_taken_with_a_retry_after_header(stub, monkeypatch, mode):
     """'retrying in ~N s' must match the pause before the next attempt (in-process: timing only)."""
-    from genai_magics.gemini.transport import ClientSettings
+    from genai_magics.gemini.client import ClientSettings
     from genai_magics.kernel.magics import GeminiMagics
-    from genai_magics.turn.pipeline import Session
+    from genai_magics.turn import pipeline
     from genai_magics.turn.requests import Settings, TurnRequest
+    from genai_magics.turn.session import Session
 
     point_sdk_at(monkeypatch, stub.url)
     stub.reset()
@@ -404,7 +405,7 @@ def test_the_wait_shown_is_the_wait_taken_with_a_retry_after_header(stub, monkey
     )
     # whole seconds, as HTTP has it, and apart from the client's own first wait (RETRY_DELAY_S)
     stub.inject("http", status=429, times=1, retry_after=2 if THOROUGH else 1)
-    session.run(TurnRequest(mode="ask", prompt="q", cell="c"), settings, display)
+    pipeline.run(session, TurnRequest(mode="ask", prompt="q", cell="c"), settings, display)
     first, second = api_requests(stub)
     gap = second["time"] - first["time"]
     (note,) = display.notes
@@ -419,10 +420,11 @@ def test_refused_connection_is_not_silent(stub, monkeypatch, mode):
     """An unreachable server does not leave the cell silent: generate_content retries a refused
     connection and each retry is announced (like a 429's) as it starts; the interactions client
     does not retry it, so the line comes at once."""
-    from genai_magics.gemini.transport import ClientSettings
+    from genai_magics.gemini.client import ClientSettings
     from genai_magics.kernel.magics import GeminiMagics
-    from genai_magics.turn.pipeline import Session
+    from genai_magics.turn import pipeline
     from genai_magics.turn.requests import Settings, TurnRequest
+    from genai_magics.turn.session import Session
 
     traits = GeminiMagics.class_traits()
     point_sdk_at(monkeypatch, f"http://127.0.0.1:{closed_port()}")
@@ -437,7 +439,7 @@ def test_refused_connection_is_not_silent(stub, monkeypatch, mode):
         client=ClientSettings(retry_attempts=3, timeout_s=traits["timeout"].default_value, retry_delay_s=RETRY_DELAY_S),
     )
     with pytest.raises(Exception) as failure:
-        session.run(TurnRequest(mode="ask", prompt="q", cell="c"), settings, display)
+        pipeline.run(session, TurnRequest(mode="ask", prompt="q", cell="c"), settings, display)
     assert messages.UNREACHABLE.matches(messages.PREFIX + str(failure.value)), failure.value
     if mode == "interactions":
         assert display.notes == [] and time.monotonic() - started < 5

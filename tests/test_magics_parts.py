@@ -25,8 +25,9 @@ from genai_magics.kernel.line_commands import chosen
 from genai_magics.kernel.magic_flags import turn_request
 from genai_magics.kernel.magics import GeminiMagics
 from genai_magics.sources.explicit import ExplicitContext
-from genai_magics.turn.pipeline import Session
+from genai_magics.turn import pipeline
 from genai_magics.turn.requests import Settings, TurnRequest
+from genai_magics.turn.session import Session
 from genai_magics.ui.display import NotebookDisplay
 from genai_magics.ui.proposal_display import Place, Proposed, controller_for, show_proposal
 
@@ -106,11 +107,11 @@ def test_the_turn_reads_the_notebook_through_the_frontend_it_is_given(tmp_path):
     req = TurnRequest(mode="edit", prompt="add a docstring", dry_run=True)
     bridge = live_bridge([("c1", CODE), ("m1", MAGIC)])
     frontend = for_run(side(session.executed, tmp_path, bridge))
-    resolved = session.resolve(req, SETTINGS, RecordingDisplay(), frontend)
+    resolved = pipeline.resolve(session, req, SETTINGS, RecordingDisplay(), frontend)
     assert resolved.target is not None and resolved.target.id == "c1" and resolved.doc.source == CODE
     # no frontend: the executed cells alone, where no code cell has run
     with pytest.raises(UserError) as failure:
-        session.resolve(req, SETTINGS, RecordingDisplay())
+        pipeline.resolve(session, req, SETTINGS, RecordingDisplay())
     assert failure.value.message is messages.NOTHING_TO_EDIT
 
 

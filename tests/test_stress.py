@@ -21,10 +21,11 @@ from helpers.wire import TRANSCRIPT_USER_KEYS, api_requests
 from genai_magics import messages
 from genai_magics.engine.conversation import Conversation
 from genai_magics.engine.hashing import sha256_text
-from genai_magics.gemini.transport import ClientSettings
+from genai_magics.gemini.client import ClientSettings
 from genai_magics.kernel.magics import GeminiMagics
-from genai_magics.turn.pipeline import Session
+from genai_magics.turn import pipeline
 from genai_magics.turn.requests import Settings, TurnRequest
+from genai_magics.turn.session import Session
 
 MODEL = GeminiMagics.class_traits()["model"].default_value
 TURNS = effort(50, 26)  # each conversation: its 6-turn pattern twice or four times, then an ask
@@ -121,8 +122,11 @@ def test_fifty_turns_two_conversations_interleaved(env, stub, state):
         record(f"magic-{n}", f"%%gemini_{mode} -c {name}\n{name}: turn {i}")  # the running magic cell
         before = len(api_requests(stub))
         display = RecordingDisplay()
-        outcome = session.run(
-            TurnRequest(mode=mode, prompt=f"{name}: turn {i}", conversation=name, cell=cell_id), settings, display
+        outcome = pipeline.run(
+            session,
+            TurnRequest(mode=mode, prompt=f"{name}: turn {i}", conversation=name, cell=cell_id),
+            settings,
+            display,
         )
         sent = api_requests(stub)[before:]
         assert len(sent) == 1 and sent[0]["status"] == 200
@@ -205,7 +209,7 @@ def test_hashes_match_what_was_sent(env, stub):
     seen: set[str] = set()
     for i in range(8):
         session.executed.add(f"m{i}", "%%gemini_edit\n", i + 2)
-        out = session.run(TurnRequest(mode="edit", prompt=f"x: {i}", cell="c"), settings, RecordingDisplay())
+        out = pipeline.run(session, TurnRequest(mode="edit", prompt=f"x: {i}", cell="c"), settings, RecordingDisplay())
         session.conversations["default"].apply(out.turn)
         session.executed.set_source("c", out.turn.proposal_source)
         seen |= {sha256_text(out.turn.base_source), out.turn.proposal_sha256}

@@ -41,7 +41,7 @@ from ..engine.tools import declarations
 from .errors import status_code
 from .models import traits
 from .pricing import Price
-from .transport import NO_TOOLS, CachedHead, OnChunk, TurnResult, TurnTools
+from .transport import CachedHead
 
 CACHE_MODES = ("auto", "off")
 CacheAction = Literal["none", "use", "create", "drop"]
@@ -243,44 +243,14 @@ class ContextCaches:
         return {k: getattr(entry, k) for k in _RECORDED} if entry is not None else None
 
     # -- doing ----------------------------------------------------------------------
-    def send(
-        self,
-        conv: Conversation,
-        transport: Any,
-        plan: TurnPlan,
-        history: Sequence[Turn],
-        on_chunk: OnChunk,
-        note: Callable[[str], None],
-        step: CacheStep,
-        ttl_s: float,
-        tools: TurnTools = NO_TOOLS,
-    ) -> TurnResult:
-        """Send the turn with the cache the step decided on; a cache the server lost is made again once."""
-        cached, written = self._prepare(conv, transport, step, note, ttl_s)
-        try:
-            result = transport.send(plan, history, on_chunk, cached, tools=tools)
-        except Exception as exc:
-            if cached is None or not cache_is_gone(exc):
-                raise
-            note(messages.CACHE_GONE.render())
-            self._forget(conv)
-            again = replace(step, decision=Decision("create", False, "the server lost the cache"), entry=None)
-            cached, written = self._prepare(conv, transport, again, note, ttl_s)
-            result = transport.send(plan, history, on_chunk, cached, tools=tools)
-        return replace(result, usage=replace(result.usage, cache_write_tokens=written))
-
-    def _prepare(
+    def prepare(
         self, conv: Conversation, transport: Any, step: CacheStep, note: Callable[[str], None], ttl_s: float
     ) -> tuple[CachedHead | None, int]:
         """Create, refresh or drop as decided; the cache to reference and the tokens written into it."""
         action, entry = step.decision.action, step.entry
         if action == "use" and entry is not None:
             if step.decision.refresh and not self._refresh(entry, ttl_s):
-                note(messages.CACHE_GONE.render())
-                self._forget(conv)
-                return self._prepare(
-                    conv, transport, replace(step, decision=Decision("create", False, ""), entry=None), note, ttl_s
-                )
+                return self.remade(conv, transport, step, note, ttl_s)
             return CachedHead(entry.name, entry.length), 0
         if action in ("drop", "create") and entry is not None:
             self.release(conv)
@@ -317,6 +287,16 @@ class ContextCaches:
             )
         return CachedHead(made.name, len(step.head)), tokens
 
+    def remade(
+        self, conv: Conversation, transport: Any, step: CacheStep, note: Callable[[str], None], ttl_s: float
+    ) -> tuple[CachedHead | None, int]:
+        """The server lost the conversation's cache (a refresh or a request said so): made again from the
+        step's head, once; see ``prepare`` for what it returns."""
+        note(messages.CACHE_GONE.render())
+        self.forget(conv)
+        again = replace(step, decision=Decision("create", False, "the server lost the cache"), entry=None)
+        return self.prepare(conv, transport, again, note, ttl_s)
+
     def _refresh(self, entry: CacheEntry, ttl_s: float) -> bool:
         try:
             entry.client.caches.update(name=entry.name, config={"ttl": f"{ttl_s:g}s"})
@@ -327,7 +307,7 @@ class ContextCaches:
         entry.expires = self.clock() + ttl_s
         return True
 
-    def _forget(self, conv: Conversation) -> None:
+    def forget(self, conv: Conversation) -> None:
         """The server no longer has it: stop counting its storage at its expiry."""
         with self._lock:
             entry = self.entries.pop(id(conv), None)

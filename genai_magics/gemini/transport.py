@@ -1,6 +1,11 @@
-"""Talking to Gemini: one small class per state mode behind one interface.
+"""Talking to Gemini: one small class per state mode behind one interface, that only shapes the wire.
 
-google.genai is imported only when a client is made (here; also caching.py's cache
+A transport builds a request's body (``request``) and sends one request (``exchange``); what a turn
+does with the answer (function calls, retries, caches, the budget) is the send stage's
+(``turn/send.py``), written once above both transports, as httpx's redirects live in its client,
+not in each transport.
+
+google.genai is imported only when a client is made (``client.py``; also caching.py's cache
 creation and warm_up.py's offline rehearsal, after %load_ext), never at import, so
 ``%load_ext genai_magics`` stays fast and a dry run needs no key. Its private parts are
 reached only through sdk_compat.py.
@@ -13,84 +18,24 @@ import functools
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .. import messages
 from ..engine.contents import Contents, Rendered, render
-from ..engine.conversation import Turn, TurnPlan, Usage, added
+from ..engine.conversation import Turn, TurnPlan, Usage
 from ..engine.outputs import interaction_inputs
 from ..engine.payloads import EDIT_RESPONSE_SCHEMA, SYSTEM_INSTRUCTION, WHOLE_RESPONSE_SCHEMA, to_text
-from ..engine.text import cut
 from ..engine.tools import (
-    MAX_TOOL_CALLS,
     TOOLS_INSTRUCTION,
     ToolCall,
-    ToolResult,
     ToolRound,
-    bad_call,
     contents_round,
     declarations,
-    error_result,
     interaction_result,
 )
-from .errors import failure_kinds
 from .models import traits
-from .sdk_compat import on_retry_wait
 
 OnChunk = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class TurnResult:
-    text: str
-    usage: Usage  # summed over every request of the turn (``usage.requests`` of them)
-    interaction_id: str | None = None
-    rounds: tuple[ToolRound, ...] = ()  # the function calls answered on the way, one round a request
-
-
-def _no_request_check(body: dict[str, Any], earlier: Usage | None) -> None:
-    """Every request of a turn passes its turn's check first (with what the earlier ones used); by default none."""
-
-
-@dataclass(frozen=True)
-class TurnTools:
-    """How a turn answers the model's function calls, and the check every request of it passes first.
-
-    ``answer`` runs one call (read-only) and shows its line; ``before_request`` runs before each
-    request a send makes (its body, and the usage of the send's earlier requests, None for the first):
-    one place to stop a turn between requests (the budget).
-    """
-
-    answer: Callable[[ToolCall], ToolResult] | None = None  # None: no function is offered
-    max_calls: int = MAX_TOOL_CALLS
-    on_limit: Callable[[int], None] = field(default=lambda calls: None)
-    before_request: Callable[[dict[str, Any], Usage | None], None] = _no_request_check
-
-    def run(self, call: ToolCall, offered: Sequence[str]) -> ToolResult:
-        """A call to a function not offered, or with garbage arguments, is an error result; else ``answer``."""
-        why = bad_call(call, offered if self.answer is not None else ())
-        return self.answer(call) if why is None and self.answer is not None else error_result(call, why or "")
-
-
-NO_TOOLS = TurnTools()
-LIMIT_REACHED = "the limit of function calls for this turn is reached: answer now with what you know"
-
-
-def _calls_answered(tools: TurnTools, calls: Sequence[ToolCall], offered: Sequence[str], made: int) -> list[ToolResult]:
-    """Each call answered in order; past ``max_calls`` a call gets the limit's error result."""
-    results = []
-    for call in calls:
-        if made < tools.max_calls:
-            results.append(tools.run(call, offered))
-            made += 1
-        else:
-            results.append(error_result(call, LIMIT_REACHED))
-    return results
-
-
-def _added(total: Usage | None, usage: Usage) -> Usage:
-    return usage if total is None else added(total, usage)
 
 
 @dataclass(frozen=True)
@@ -111,19 +56,22 @@ class EditRetry:
     rounds: tuple[ToolRound, ...] = ()  # contents: the function calls answered before the first answer
 
 
+@dataclass(frozen=True)
+class Reply:
+    """One request's answer: its text, the function calls it asks for, and what the next request needs."""
+
+    text: str
+    calls: tuple[ToolCall, ...]
+    usage: Usage
+    interaction_id: str | None = None  # interactions: the interaction the next request continues
+    # contents: the model's content exactly as received (a call's thought signature intact), sent back
+    model_content: dict[str, Any] | None = None
+
+
 def edit_schema(retry: EditRetry | None) -> dict[str, Any]:
     """A new copy each time: the SDK rewrites a schema in place (it adds ``property_ordering``), and the
     settings' hash, a recorded turn's identity, must not depend on whether a request went out before."""
     return copy.deepcopy(EDIT_RESPONSE_SCHEMA if retry is None else WHOLE_RESPONSE_SCHEMA)
-
-
-@dataclass(frozen=True)
-class ClientSettings:
-    retry_attempts: int = 5
-    timeout_s: float = 120.0
-    # The first retry's wait (later ones double, up to MAX_DELAY_S), plus up to as much again
-    # of jitter: google-genai's own defaults (1 s and 1 s). Tests shorten it to keep real waits short.
-    retry_delay_s: float = 1.0
 
 
 class Transport(Protocol):
@@ -141,8 +89,16 @@ class Transport(Protocol):
         history: Sequence[Turn],
         cache: CachedHead | None = None,
         retry: EditRetry | None = None,
+        rounds: Sequence[ToolRound] = (),
+        last: Reply | None = None,
+        at_limit: bool = False,
     ) -> dict[str, Any]:
-        """The exact request body this turn sends first (what ``--dry-run`` shows)."""
+        """The body of one request of the turn: its first (what ``--dry-run`` shows), or after the function
+        calls of ``rounds`` (this send's, answered in order; ``last`` the reply that asked for the latest),
+        the next; ``at_limit``: the model may call no more functions."""
+
+    def exchange(self, body: dict[str, Any], on_chunk: OnChunk) -> Reply:
+        """One request on the wire, its text streamed to ``on_chunk``."""
 
     def instruction(self) -> str:
         """The system instruction (with the functions' paragraph when functions are offered)."""
@@ -150,144 +106,10 @@ class Transport(Protocol):
     def declared(self) -> list[dict[str, Any]]:
         """The function declarations this transport offers, in their fixed order."""
 
-    def send(
-        self,
-        plan: TurnPlan,
-        history: Sequence[Turn],
-        on_chunk: OnChunk,
-        cache: CachedHead | None = None,
-        retry: EditRetry | None = None,
-        tools: TurnTools = NO_TOOLS,
-    ) -> TurnResult:
-        """Send the turn, streaming text chunks to ``on_chunk``, answering function calls until it answers."""
-
 
 def body_bytes(body: dict[str, Any]) -> int:
-    # counted after the answer came: it must never fail (session.py checks the text before sending)
+    # counted after the answer came: it must never fail (the plan stage checks the text before sending)
     return len(json.dumps(body, ensure_ascii=False).encode("utf-8", "surrogatepass"))
-
-
-RETRY_STATUS = (408, 429, 500, 502, 503, 504)
-MAX_DELAY_S, EXP_BASE = 30.0, 2.0
-
-
-class RetryNotices:
-    """Turns each retriable HTTP answer into a 'retrying' line while a turn runs.
-
-    The SDK's HttpRetryOptions does the retrying; this only watches responses
-    (an httpx event hook) so the user sees why the cell is still waiting.
-    """
-
-    def __init__(self, attempts: int, timeout_s: float):
-        self.attempts = attempts
-        self.timeout_s = timeout_s
-        self.say: Callable[[str], None] | None = None
-        self.honours_retry_after = False  # whether the running turn's client waits as Retry-After says
-        self.retry_delay_s = ClientSettings.retry_delay_s  # the client's first wait: make_client sets it
-        self.failures = 0
-        self.request_bytes = 0  # the body of the turn's latest request (its last attempt), as it went on the wire
-        self.earlier_bytes = 0  # the bodies of the turn's requests before it
-
-    @property
-    def turn_bytes(self) -> int:
-        return self.earlier_bytes + self.request_bytes
-
-    def on_request(self, request) -> None:
-        """httpx request hook: what really goes over the wire (the SDK's own JSON) to the model; a retry
-        of a request replaces it, a cache's creation is not a request to the model."""
-        path = request.url.path
-        if path.endswith((":generateContent", ":streamGenerateContent")) or path.rstrip("/").endswith("/interactions"):
-            self.request_bytes = len(request.content)
-
-    def next_request(self) -> None:
-        """The turn sends another request (an answer to function calls, an edit's retry)."""
-        self.earlier_bytes += self.request_bytes
-        self.request_bytes = 0
-
-    def start(self, say: Callable[[str], None] | None, honours_retry_after: bool = False) -> None:
-        """Announce retries to ``say`` while a turn runs; None stops announcing."""
-        self.say = say
-        self.honours_retry_after = honours_retry_after
-        if say is not None:  # a new turn; when it is over, keep what it measured
-            self.failures = self.request_bytes = self.earlier_bytes = 0
-
-    def retry_wait(self, error: BaseException, wait: float) -> None:
-        """The SDK's retrying waits after ``error``: a failure without an HTTP answer is announced here
-        (HTTP answers are announced by the response hook)."""
-        kinds = failure_kinds()
-        if isinstance(error, kinds.status):
-            return
-        detail = cut(" ".join(str(error).split()), 120).rstrip(".") or type(error).__name__
-        self.transport_failure(isinstance(error, kinds.timeout), detail, wait)
-
-    def transport_failure(self, timed_out: bool, error: str, wait: float) -> None:
-        """A retry after a failure without an HTTP answer (connection refused, reset, timeout)."""
-        self.failures += 1
-        if self.say is None or self.failures >= self.attempts:
-            return
-        why = (
-            messages.NO_ANSWER_WITHIN.render(timeout_s=self.timeout_s)
-            if timed_out
-            else messages.CANNOT_REACH.render(error=error)
-        )
-        self._retrying(why, wait)
-
-    def __call__(self, response) -> None:
-        if response.status_code not in RETRY_STATUS or self.say is None:
-            return
-        self.failures += 1
-        if self.failures >= self.attempts:
-            return  # the last attempt: the failure itself is reported
-        header = response.headers.get("retry-after") if self.honours_retry_after else None
-        try:
-            wait = float(header) if header else None
-        except ValueError:
-            wait = None
-        if wait is None:
-            wait = min(MAX_DELAY_S, self.retry_delay_s * EXP_BASE ** (self.failures - 1))
-        what = messages.RATE_LIMITED_NOW if response.status_code == 429 else messages.SERVER_ERROR_NOW
-        self._retrying(what.render(code=response.status_code), wait)
-
-    def _retrying(self, why: str, wait: float) -> None:
-        if self.say is not None:
-            self.say(
-                messages.RETRYING.render(
-                    why=why, wait=_seconds(wait), attempt=self.failures + 1, attempts=self.attempts
-                )
-            )
-
-
-def _seconds(wait: float) -> str:
-    """Whole seconds, as a user's waits are; a shortened (test) wait keeps one significant digit."""
-    return f"{wait:.0f}" if wait >= 1 else f"{wait:.1g}"
-
-
-def make_client(settings: ClientSettings, notices: RetryNotices):
-    """A google-genai client; the SDK reads the key and base URL from the environment."""
-    from google import genai
-    from google.genai import types
-
-    from .errors import redact_library_logs
-
-    redact_library_logs()
-    retry = types.HttpRetryOptions(
-        attempts=max(1, settings.retry_attempts),
-        initial_delay=settings.retry_delay_s,
-        max_delay=MAX_DELAY_S,
-        exp_base=EXP_BASE,
-        jitter=settings.retry_delay_s,
-        http_status_codes=list(RETRY_STATUS),
-    )
-    notices.retry_delay_s = settings.retry_delay_s  # so the notices announce the waits this client takes
-    client = genai.Client(
-        http_options=types.HttpOptions(
-            retry_options=retry,
-            timeout=int(settings.timeout_s * 1000),
-            client_args={"event_hooks": {"request": [notices.on_request], "response": [notices]}},
-        )
-    )
-    on_retry_wait(client, notices.retry_wait)
-    return client
 
 
 @functools.lru_cache(maxsize=32)
@@ -321,12 +143,12 @@ class _Transport:
 
 
 class ContentsTransport(_Transport):
-    """App-managed state: the kernel sends the compacted transcript every turn."""
+    """App-managed state: the kernel sends the compacted transcript every request."""
 
     _memo: tuple[TurnPlan, tuple[tuple[int, str], ...], Rendered] | None = None
 
     def _rendered(self, plan: TurnPlan, history: Sequence[Turn]) -> Rendered:
-        """The transcript rendered once a turn: the cache step and the request (and a retry) read the same."""
+        """The transcript rendered once a turn: the cache step and every request (a retry too) read the same."""
         outcomes = tuple((t.index, t.outcome) for t in history)  # a click in between renders again
         if self._memo is None or self._memo[0] is not plan or self._memo[1] != outcomes:
             self._memo = (plan, outcomes, render(history, plan))
@@ -359,20 +181,13 @@ class ContentsTransport(_Transport):
         history: Sequence[Turn],
         cache: CachedHead | None = None,
         retry: EditRetry | None = None,
+        rounds: Sequence[ToolRound] = (),
+        last: Reply | None = None,
+        at_limit: bool = False,
     ) -> dict[str, Any]:
-        return self._body(plan, history, cache, retry, retry.rounds if retry is not None else (), False)
-
-    def _body(
-        self,
-        plan: TurnPlan,
-        history: Sequence[Turn],
-        cache: CachedHead | None,
-        retry: EditRetry | None,
-        rounds: Sequence[ToolRound],
-        at_limit: bool,
-    ) -> dict[str, Any]:
-        """A request of the turn: the transcript, each round's call and its answer, an edit's retry last.
-        At the limit of calls, no cache (a request naming one may carry no tool_config) and calling off."""
+        """The transcript, each round's call and its answer (a retry's earlier rounds first), an edit's
+        retry last. At the limit of calls, no cache (a request naming one may carry no tool_config) and
+        calling off."""
         config = self.settings(plan.mode, retry)
         rendered = self._rendered(plan, history)
         if at_limit:
@@ -386,7 +201,8 @@ class ContentsTransport(_Transport):
             config.pop("tools", None)
             config["cached_content"] = cache.name
             contents = rendered.split[cache.length :]
-        contents += [c for r in rounds for c in contents_round(r)]
+        earlier = retry.rounds if retry is not None else ()
+        contents += [c for r in (*earlier, *rounds) for c in contents_round(r)]
         if retry is not None:
             contents += [
                 {"role": "model", "parts": [{"text": retry.answer}]},
@@ -394,37 +210,8 @@ class ContentsTransport(_Transport):
             ]
         return {"model": self.model, "contents": contents, "config": config}
 
-    def send(
-        self,
-        plan: TurnPlan,
-        history: Sequence[Turn],
-        on_chunk: OnChunk,
-        cache: CachedHead | None = None,
-        retry: EditRetry | None = None,
-        tools: TurnTools = NO_TOOLS,
-    ) -> TurnResult:
-        earlier = retry.rounds if retry is not None else ()
-        body = self.request(plan, history, cache, retry)
-        total: Usage | None = None
-        rounds: list[ToolRound] = []
-        made = 0
-        while True:
-            tools.before_request(body, total)
-            text, parts, usage = self._streamed(body, on_chunk)
-            total = _added(total, usage)
-            calls = [_call_of(p["functionCall"]) for p in parts if isinstance(p.get("functionCall"), dict)]
-            if not calls or made >= tools.max_calls:  # at the limit the model was asked to answer without tools
-                return TurnResult(text=text, usage=total, rounds=tuple(rounds))
-            results = _calls_answered(tools, calls, self.tools, made)
-            made += len(calls)
-            rounds.append(ToolRound(tuple(results), {"role": "model", "parts": parts}))
-            if made >= tools.max_calls:
-                tools.on_limit(tools.max_calls)
-            body = self._body(plan, history, cache, retry, (*earlier, *rounds), made >= tools.max_calls)
-
-    def _streamed(self, body: dict[str, Any], on_chunk: OnChunk) -> tuple[str, list[dict[str, Any]], Usage]:
-        """One request streamed: its text, the model's parts exactly as received (a function call's
-        thought signature intact), and its usage."""
+    def exchange(self, body: dict[str, Any], on_chunk: OnChunk) -> Reply:
+        """One request streamed: its text, the model's parts exactly as received, its usage."""
         texts: list[str] = []
         parts: list[dict[str, Any]] = []
         usage = None
@@ -438,9 +225,10 @@ class ContentsTransport(_Transport):
                     on_chunk(part.text)
             if chunk.usage_metadata is not None:
                 usage = chunk.usage_metadata
-        return (
+        calls = tuple(_call_of(p["functionCall"]) for p in parts if isinstance(p.get("functionCall"), dict))
+        return Reply(
             "".join(texts),
-            parts,
+            calls,
             Usage(
                 input_tokens=getattr(usage, "prompt_token_count", None),
                 output_tokens=getattr(usage, "candidates_token_count", None),
@@ -448,6 +236,7 @@ class ContentsTransport(_Transport):
                 cached_tokens=getattr(usage, "cached_content_token_count", None),
                 thinking_tokens=getattr(usage, "thoughts_token_count", None),
             ),
+            model_content={"role": "model", "parts": parts},
         )
 
 
@@ -466,18 +255,26 @@ class InteractionsTransport(_Transport):
         history: Sequence[Turn],
         cache: CachedHead | None = None,
         retry: EditRetry | None = None,
+        rounds: Sequence[ToolRound] = (),
+        last: Reply | None = None,
+        at_limit: bool = False,
     ) -> dict[str, Any]:
-        # No explicit cache here (cache is always None): see gemini/caching.py.
-        # system_instruction, the generation config and the response format belong
-        # to one interaction: they are sent again on every turn.
-        body: dict[str, Any] = {
-            "model": self.model,
-            "input": _input(plan) if retry is None else to_text(retry.payload),
-            **self.settings(plan.mode, retry),
-        }
-        previous = plan.previous_interaction_id if retry is None else retry.interaction_id
+        """The turn's input on the chain, or after a round of calls a function_result input per call on
+        the interaction that asked for them. No explicit cache here (``cache`` is always None: see
+        gemini/caching.py); system_instruction, the generation config and the response format belong
+        to one interaction: they are sent again on every request."""
+        if rounds and last is not None:
+            given: Any = [interaction_result(r) for r in rounds[-1].results]
+            previous = last.interaction_id
+        elif retry is not None:
+            given, previous = to_text(retry.payload), retry.interaction_id
+        else:
+            given, previous = _input(plan), plan.previous_interaction_id
+        body: dict[str, Any] = {"model": self.model, "input": given, **self.settings(plan.mode, retry)}
         if previous:
             body["previous_interaction_id"] = previous
+        if at_limit and self.tools:
+            body["generation_config"] = {**body.get("generation_config", {}), "tool_choice": "none"}
         return body
 
     def settings(self, mode: str, retry: EditRetry | None = None) -> dict[str, Any]:
@@ -501,53 +298,7 @@ class InteractionsTransport(_Transport):
             }
         return settings
 
-    def send(
-        self,
-        plan: TurnPlan,
-        history: Sequence[Turn],
-        on_chunk: OnChunk,
-        cache: CachedHead | None = None,
-        retry: EditRetry | None = None,
-        tools: TurnTools = NO_TOOLS,
-    ) -> TurnResult:
-        body = self.request(plan, history, retry=retry)
-        total: Usage | None = None
-        rounds: list[ToolRound] = []
-        made = 0
-        while True:
-            tools.before_request(body, total)
-            text, calls, interaction_id, usage = self._streamed(body, on_chunk)
-            total = _added(total, usage)
-            if not calls or made >= tools.max_calls:
-                return TurnResult(text=text, interaction_id=interaction_id, usage=total, rounds=tuple(rounds))
-            results = _calls_answered(tools, calls, self.tools, made)
-            made += len(calls)
-            rounds.append(ToolRound(tuple(results)))
-            if made >= tools.max_calls:
-                tools.on_limit(tools.max_calls)
-            body = self._answered(plan.mode, retry, results, interaction_id, made >= tools.max_calls)
-
-    def _answered(
-        self,
-        mode: str,
-        retry: EditRetry | None,
-        results: Sequence[ToolResult],
-        interaction_id: str | None,
-        at_limit: bool,
-    ) -> dict[str, Any]:
-        """The next interaction: a function_result input per call, on the interaction that asked for them."""
-        body: dict[str, Any] = {
-            "model": self.model,
-            "input": [interaction_result(r) for r in results],
-            **self.settings(mode, retry),
-        }
-        if interaction_id:
-            body["previous_interaction_id"] = interaction_id
-        if at_limit and self.tools:
-            body["generation_config"] = {**body.get("generation_config", {}), "tool_choice": "none"}
-        return body
-
-    def _streamed(self, body: dict[str, Any], on_chunk: OnChunk) -> tuple[str, list[ToolCall], str | None, Usage]:
+    def exchange(self, body: dict[str, Any], on_chunk: OnChunk) -> Reply:
         """One interaction streamed: its text, its function calls (each whole in ``step.start``, or its
         arguments in ``arguments_delta`` pieces), its id and usage."""
         parts: list[str] = []
@@ -574,11 +325,9 @@ class InteractionsTransport(_Transport):
                 usage = getattr(interaction, "usage", None) or usage
             elif kind == "error":
                 raise RuntimeError(f"the interaction failed: {getattr(event, 'error', event)}")
-        calls = [_step_call(steps[i]) for i in sorted(steps)]
-        return (
+        return Reply(
             "".join(parts),
-            calls,
-            interaction_id,
+            tuple(_step_call(steps[i]) for i in sorted(steps)),
             Usage(
                 input_tokens=getattr(usage, "total_input_tokens", None),
                 output_tokens=getattr(usage, "total_output_tokens", None),
@@ -586,6 +335,7 @@ class InteractionsTransport(_Transport):
                 cached_tokens=getattr(usage, "total_cached_tokens", None),
                 thinking_tokens=getattr(usage, "total_thought_tokens", None),
             ),
+            interaction_id=interaction_id,
         )
 
 

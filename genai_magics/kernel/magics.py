@@ -32,8 +32,9 @@ from ..frontends.notebook_view import notebook_path_from
 from ..frontends.terminal import is_terminal, typed_source
 from ..sources.explicit import explicit_context
 from ..sources.tools import ShellReader
-from ..turn.pipeline import Session
+from ..turn import pipeline
 from ..turn.requests import TurnOutcome
+from ..turn.session import Session
 from ..ui import report
 from ..ui.display import NotebookDisplay, TerminalDisplay
 from ..ui.proposal import ProposalController
@@ -219,7 +220,7 @@ class GeminiMagics(GeminiOptions):
                 display.start(f"asking {request.model or settings.model}")
             with kernel_compat.interruptible():
                 reader = ShellReader(self.shell, self._cell_for_filename)
-                outcome = self.session.run(request, settings, display, frontend, reader)
+                outcome = pipeline.run(self.session, request, settings, display, frontend, reader)
         except Exception as exc:  # a UserError, or a bug of ours: one line unless debugging
             display.failed(exc, self.debug)
             return None

@@ -18,9 +18,9 @@ from ..engine.errors import UserError
 from ..engine.tools import MAX_TOOL_CALLS, TOOL_NAMES, unknown_tools
 from ..frontends.notebook_view import notebook_path_from
 from ..gemini.budget import Caps, check_cap
+from ..gemini.client import ClientSettings
 from ..gemini.models import DEFAULT_MODEL
 from ..gemini.pricing import check_overrides
-from ..gemini.transport import ClientSettings
 from ..persistence.keeper import REPLAY_MODES, RecordSettings
 from ..turn.requests import Settings
 

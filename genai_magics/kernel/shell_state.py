@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from ..frontends.bridge import Bridge
 from ..frontends.cell_writer import StagedApply
 from ..frontends.companion import Companion
-from ..turn.pipeline import Session
+from ..turn.session import Session
 from ..ui.proposal import ProposalController
 
 

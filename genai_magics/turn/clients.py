@@ -11,8 +11,8 @@ from typing import Any
 
 from .. import messages
 from ..engine.errors import UserError
+from ..gemini.client import ClientSettings, RetryNotices, make_client
 from ..gemini.errors import describe
-from ..gemini.transport import ClientSettings, RetryNotices, make_client
 from ..gemini.warm_up import rehearse
 from .requests import Settings
 

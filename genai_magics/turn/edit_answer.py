@@ -10,23 +10,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from .. import messages
 from ..engine.cells import Document
 from ..engine.conversation import added
-from ..engine.edits import EditRefused, Edits, apply_edits, parse_edits
+from ..engine.edits import EditRefused, apply_edits, parse_edits
 from ..engine.errors import UserError
 from ..engine.payloads import retry_payload
 from ..engine.redaction import redact
-from ..gemini.transport import EditRetry, TurnResult
-
-
-@dataclass(frozen=True)
-class EditAnswer:
-    explanation: str
-    source: str | None  # the whole proposal (sent, or built from the edits)
-    edits: Edits | None = None  # what the model sent instead of the whole text
+from ..gemini.transport import EditRetry
+from .requests import EditAnswer, TurnResult
 
 
 def parse_edit_answer(text: str) -> EditAnswer:

@@ -9,17 +9,17 @@ from typing import Any, Protocol
 
 from ..engine.cells import Cell, Document
 from ..engine.context import ContextPiece
-from ..engine.conversation import Conversation, Mode, StateMode, Turn, TurnPlan
+from ..engine.conversation import Conversation, Mode, StateMode, Turn, TurnPlan, Usage
+from ..engine.edits import Edits
 from ..engine.record import TurnKey, TurnMeta
-from ..engine.tools import MAX_TOOL_CALLS, TOOL_NAMES
+from ..engine.tools import MAX_TOOL_CALLS, TOOL_NAMES, ToolRound
 from ..frontends.notebook_view import ExecutedCells, NotebookView
 from ..gemini.budget import Caps
+from ..gemini.client import ClientSettings
 from ..gemini.pricing import Price
-from ..gemini.transport import ClientSettings, TurnResult
 from ..persistence.keeper import RecordSettings
 from ..sources.outputs import OutputPieces
 from ..sources.tools import NotebookTools
-from .edit_answer import EditAnswer
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ class TurnOutcome:
     replayed: TurnMeta | None = None  # set when the turn was shown from the record, not asked
 
 
-# -- the hand-offs between a turn's stages (Session.run) ---------------------
+# -- the hand-offs between a turn's stages (pipeline.run) -------------------
 @dataclass(frozen=True)
 class Resolved:
     """A request resolved: its conversation, document, context and identity (None: a dry run)."""
@@ -137,6 +137,12 @@ class Resolved:
     def offered(self) -> tuple[str, ...]:
         return self.tools.offered if self.tools is not None else ()
 
+    def plan(self, pieces: tuple[ContextPiece, ...], settings: Settings) -> TurnPlan:
+        """What the conversation sends this turn with ``pieces`` as context (nothing is sent)."""
+        return self.conv.plan_turn(
+            self.req.mode, self.req.prompt, self.doc, pieces, self.state, settings.max_chain_versions, settings.patches
+        )
+
 
 @dataclass(frozen=True)
 class Planned:
@@ -147,6 +153,25 @@ class Planned:
     pieces: tuple[ContextPiece, ...]  # the context this turn (images over the cap wait)
     price: Price | None  # the model's on the turn's day
     day: dt.date  # the turn's day: its price's
+
+
+@dataclass(frozen=True)
+class EditAnswer:
+    """An edit turn's answer settled (turn/edit_answer.py)."""
+
+    explanation: str
+    source: str | None  # the whole proposal (sent, or built from the edits)
+    edits: Edits | None = None  # what the model sent instead of the whole text
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """What a turn's requests answered: the final text, their usage summed, the function calls on the way."""
+
+    text: str
+    usage: Usage  # summed over every request of the turn (``usage.requests`` of them)
+    interaction_id: str | None = None
+    rounds: tuple[ToolRound, ...] = ()  # the function calls answered on the way, one round a request
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from genai_magics.gemini.transport import ClientSettings
+from genai_magics.gemini.client import ClientSettings
 
 THOROUGH = bool(os.environ.get("CI") or os.environ.get("GENAI_MAGICS_THOROUGH"))
 

@@ -1,0 +1,233 @@
+"""The send stage: a planned turn's requests, as a staircase of steps (as httpx's ``Client.send``).
+
+Each step does one thing and hands down to the one below; every request of a turn, an edit's
+retry and a new chain included, takes the same lower steps::
+
+    run           the turn: the interrupt caught once, a failure told in one line, nothing kept of it
+     └ edit       an edit whose edits do not apply is asked once more for the whole text
+        └ chain   a server chain the server lost (404) is started again once, with what the model needs
+           └ calls    the function-call loop: a request, its calls answered (read-only), the next
+              └ request   one request: admitted by the budget, under the explicit cache, on the wire;
+                          a cache the server lost is made again once and the request sent again
+
+The rules of each step are stated where it lives. Nothing here touches the conversation but the
+chain step (a lost chain is forgotten, and put back when the new one fails too); the commit stage
+adds the turn.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .. import messages
+from ..engine.conversation import Conversation, TurnPlan, Usage, added
+from ..engine.errors import UserError
+from ..engine.tools import ToolCall, ToolResult, ToolRound, bad_call, error_result, holdings, sent_turns
+from ..gemini import budget
+from ..gemini.caching import CacheStep, ContextCaches, cache_is_gone
+from ..gemini.client import RetryNotices
+from ..gemini.errors import describe, status_code
+from ..gemini.pricing import Price, turn_cost
+from ..gemini.transport import EditRetry, Reply, Transport
+from .edit_answer import settle
+from .requests import Planned, Sent, Settings, TurnDisplay, TurnResult
+
+# What a call past max_tool_calls gets: the model reads it, and the next request turns calling off.
+LIMIT_REACHED = "the limit of function calls for this turn is reached: answer now with what you know"
+
+
+@dataclass
+class TurnSend:
+    """One turn's send stage: what every step reads, and what the requests so far were billed."""
+
+    planned: Planned
+    settings: Settings
+    display: TurnDisplay
+    transport: Transport
+    notices: RetryNotices
+    caches: ContextCaches
+    session_spent: float  # US$ of this session's earlier turns (max_session_cost)
+    started: bool  # the conversation had a turn before this one (one that never started keeps no cache)
+    cache_step: CacheStep | None = None  # decided before the first request, carried out by it
+    billed: Usage | None = None  # the turn's requests answered so far (None: none yet)
+    _step_pending: bool = field(default=True, repr=False)
+
+    @property
+    def conv(self) -> Conversation:
+        return self.planned.resolved.conv
+
+    # -- run: the whole stage ------------------------------------------------------------
+    def run(self) -> Sent:
+        """The turn sent and priced; any failure leaves the conversation as it was (a UserError, or
+        ``messages.STOPPED`` for the kernel's interrupt)."""
+        plan, conv = self.planned.plan, self.conv
+        if plan.new_chain_digest and conv.last_interaction_id:
+            self.display.note(messages.CHAIN_TOO_LONG.render(versions=len(conv.chain_versions)))
+        self.notices.start(self.display.note, self.transport.honours_retry_after)
+        try:
+            self.cache_step = self.caches.step(
+                conv,
+                self.transport,
+                plan,
+                conv.history,
+                self.settings.cache,
+                self.planned.price,
+                self.settings.cache_ttl_s,
+            )
+            plan, result = self.chain(plan)
+            answer = None
+            if plan.mode == "edit":
+                sent = plan
+                result, answer = settle(
+                    result, plan.document, lambda retry: self.chain(sent, retry)[1], self.display.note
+                )
+        except BaseException as exc:
+            if not self.started:
+                self.caches.release(conv)
+            if isinstance(exc, KeyboardInterrupt):
+                raise UserError(messages.STOPPED) from None
+            if isinstance(exc, Exception) and not isinstance(exc, UserError):
+                client = self.settings.client
+                raise describe(exc, attempts=client.retry_attempts, timeout_s=client.timeout_s) from exc
+            raise
+        finally:
+            self.notices.start(None)
+        usage = replace(result.usage, request_bytes=self.notices.turn_bytes or result.usage.request_bytes)
+        return Sent(
+            self.planned, plan, replace(result, usage=priced(usage, self.planned.price, self.planned.day)), answer
+        )
+
+    # -- chain: a server chain lost --------------------------------------------------------
+    def chain(self, plan: TurnPlan, retry: EditRetry | None = None) -> tuple[TurnPlan, TurnResult]:
+        """Rule: when the server no longer knows the interaction a turn continues (404 on
+        ``previous_interaction_id``), the turn starts a new chain once, carrying what the model needs,
+        and says so; if that fails too, the conversation keeps its old chain. An edit's retry continues
+        the interaction its first answer made seconds ago: it is not restarted."""
+        try:
+            return plan, self.calls(plan, retry)
+        except Exception as exc:
+            if retry is not None or not (plan.previous_interaction_id and status_code(exc) == 404):
+                raise
+        self.display.note(messages.CHAIN_LOST.render())
+        conv = self.conv
+        previous = conv.last_interaction_id
+        conv.lose_chain()
+        fresh = self.planned.resolved.plan(self.planned.pieces, self.settings)
+        try:
+            return fresh, self.calls(fresh, retry)
+        except BaseException:
+            conv.last_interaction_id = previous
+            raise
+
+    # -- calls: the function-call loop -------------------------------------------------------
+    def calls(self, plan: TurnPlan, retry: EditRetry | None = None) -> TurnResult:
+        """Rules: the calls of a reply are answered in order, read-only, each with its line in the cell;
+        a call to a function not offered, or with bad arguments, gets an error result the model reads.
+        Past ``max_tool_calls`` a call gets the limit's error result, the cell says so once, and the
+        next request turns calling off; the loop ends at the first reply without calls (or at the
+        limit). A result the model holds unchanged goes as a short marker (engine/tools.py)."""
+        tools, max_calls = self.planned.resolved.tools, self.settings.max_tool_calls
+        conv = self.conv
+        new_chain = plan.state_mode == "interactions" and plan.previous_interaction_id is None
+        index = conv.history[-1].index + 1 if conv.history else 1
+        held = holdings(index, {} if new_chain else conv.sync.context_hashes, sent_turns(conv.history), plan.pieces)
+        offered = self.transport.tools if tools is not None else ()
+
+        def answered(call: ToolCall, made: int) -> ToolResult:
+            if made >= max_calls:
+                return error_result(call, LIMIT_REACHED)
+            why = bad_call(call, offered)
+            if why is not None or tools is None:
+                return error_result(call, why or "")
+            result = tools.answer(call, held)
+            self.display.note(_call_line(result))
+            return result
+
+        rounds: list[ToolRound] = []
+        total: Usage | None = None
+        reply: Reply | None = None
+        made = 0
+        while True:
+            reply = self.request(plan, retry, rounds, reply, bool(rounds) and made >= max_calls)
+            total = reply.usage if total is None else added(total, reply.usage)
+            if not reply.calls or made >= max_calls:
+                return TurnResult(reply.text, total, reply.interaction_id, tuple(rounds))
+            results = tuple(answered(call, made + i) for i, call in enumerate(reply.calls))
+            made += len(reply.calls)
+            rounds.append(ToolRound(results, reply.model_content))
+            if made >= max_calls:
+                self.display.note(messages.TOOL_LIMIT.render(count=max_calls))
+
+    # -- request: one on the wire ------------------------------------------------------------
+    def request(
+        self, plan: TurnPlan, retry: EditRetry | None, rounds: list[ToolRound], last: Reply | None, at_limit: bool
+    ) -> Reply:
+        """Rules: every request is admitted by the budget first, as the model reads it (whole: a cache
+        makes it cheaper, never dearer) with what the turn's earlier requests cost; the first request
+        of the turn carries out the cache step decided for it (make, use, refresh or drop), the later
+        ones name the cache it left; a request whose cache the server lost (403/404) makes it again
+        once and is sent again."""
+        transport, conv, history = self.transport, self.conv, self.conv.history
+        self._admit(lambda: transport.request(plan, history, None, retry, rounds, last, at_limit))
+        written = self._cache_prepared()
+        cache = self.caches.head(conv)
+        try:
+            reply = self._exchange(transport.request(plan, history, cache, retry, rounds, last, at_limit))
+        except Exception as exc:
+            if cache is None or self.cache_step is None or not cache_is_gone(exc):
+                raise
+            cache_head, written = self.caches.remade(
+                conv, transport, self.cache_step, self.display.note, self.settings.cache_ttl_s
+            )
+            reply = self._exchange(transport.request(plan, history, cache_head, retry, rounds, last, at_limit))
+        if written:
+            reply = replace(reply, usage=replace(reply.usage, cache_write_tokens=written))
+        self.billed = reply.usage if self.billed is None else added(self.billed, reply.usage)
+        return reply
+
+    def _exchange(self, body: dict[str, Any]) -> Reply:
+        self.notices.next_request()
+        return self.transport.exchange(body, self.display.chunk)
+
+    def _cache_prepared(self) -> int:
+        """The cache step carried out, by the turn's first request only; the tokens it wrote."""
+        if not self._step_pending or self.cache_step is None:
+            return 0
+        self._step_pending = False
+        _, written = self.caches.prepare(
+            self.conv, self.transport, self.cache_step, self.display.note, self.settings.cache_ttl_s
+        )
+        return written
+
+    def _admit(self, body: Any) -> None:
+        """A UserError, and the request not sent, when its estimated cost would take the turn past
+        ``max_turn_cost`` or the session past ``max_session_cost`` (``body``: made only when a cap is set)."""
+        caps, price = self.settings.caps, self.planned.price
+        if price is None or (caps.turn is None and caps.session is None):
+            return  # no cap, or no price to estimate with: tokens only
+        expected = budget.estimate(price, body(), self.conv.history, self.planned.resolved.model)
+        spent = None if self.billed is None else priced(self.billed, price, self.planned.day).cost_usd or 0.0
+        refused = budget.refusal(expected, caps, spent or 0.0, self.session_spent, first=spent is None)
+        if refused is not None:
+            raise refused
+
+
+def priced(usage: Usage, price: Price | None, day: dt.date) -> Usage:
+    """Usage at the rates of its day, and what the same requests cost with nothing cached."""
+    usage = replace(usage, priced_on=day.isoformat())
+    if price is None or usage.input_tokens is None or usage.output_tokens is None:
+        return usage
+    output = usage.output_tokens + (usage.thinking_tokens or 0)
+    cost = turn_cost(price, usage.input_tokens, usage.cached_tokens or 0, output, usage.cache_write_tokens)
+    resend = turn_cost(price, usage.input_tokens, 0, output)
+    return replace(usage, cost_usd=cost, resend_cost_usd=resend)
+
+
+def _call_line(result: ToolResult) -> str:
+    """The call's one line in the cell: what it asked for and what the model got."""
+    if result.status == "error":
+        return messages.TOOL_FAILED.render(call=result.call.label, error=result.response["error"])
+    what = messages.TOOL_UNCHANGED if result.status == "unchanged" else messages.TOOL_CALLED
+    return what.render(call=result.call.label, chars=result.chars)
