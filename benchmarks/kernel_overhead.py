@@ -7,7 +7,7 @@ Part 1, per call (network excluded), in one IPython ``InteractiveShell``:
   * a realistic transcript first: 10 turns (asks and applied edits, plus one
     interactions-mode conversation of 6 turns) sent for real through the SDK to
     the stand-in (``genai_magics.stub.StubServer``);
-  * then the network is cut out: ``genai_magics.turn.pipeline.TRANSPORTS`` is patched
+  * then the network is cut out: ``genai_magics.gemini.transport.TRANSPORTS`` is patched
     (in this process only) with transports that build the exact request body
     with the package's own ``request()`` (and measure its size as the real
     transport does) but answer with a canned reply instead of calling the SDK,
@@ -25,7 +25,7 @@ Part 1, per call (network excluded), in one IPython ``InteractiveShell``:
       - the same with the notebook file on disk (``__session__`` set to a
         200-cell .ipynb, as Jupyter sets it): the kernel view then merges the file,
         and each turn writes the notebook's record (temp file, fsync, rename);
-      - engine only: ``Session.run(TurnRequest(..., dry_run=True))`` (resolve,
+      - engine only: ``pipeline.run(session, TurnRequest(..., dry_run=True))`` (resolve,
         context, plan, request body; no display, no commit);
       - baseline: ``ip.run_cell("pass")``, what any cell costs;
       - a breakdown of the engine steps;
@@ -163,9 +163,8 @@ class Null(io.TextIOBase):
 def install_fake_transports() -> None:
     """Build the real request body, answer without the SDK or the network."""
     from genai_magics.engine.conversation import Usage
-    from genai_magics.gemini.transport import NO_TOOLS, TRANSPORTS, TurnResult, body_bytes
+    from genai_magics.gemini.transport import TRANSPORTS, Reply, body_bytes
     from genai_magics.stub.model import ask_reply, edit_reply
-    from genai_magics.turn import pipeline as session_mod
 
     class OfflineCaches:
         """The explicit-cache calls are network too: answered at once, so the rows time our bookkeeping only
@@ -183,32 +182,34 @@ def install_fake_transports() -> None:
         def delete(self, name, config=None):
             return None
 
-    # The one place this benchmark reaches into the transports: their constructor and their send.
+    # The one place this benchmark reaches into the transports: their constructor, and one request sent.
     def fake(base: type) -> type:
         class Offline(base):  # type: ignore[misc, valid-type]
             def __init__(self, client, model, temperature=None, tools=()):
                 offline = SimpleNamespace(caches=OfflineCaches()) if client is not None else None
                 super().__init__(offline, model, temperature, tools)
 
-            def send(self, plan, history, on_chunk, cache=None, retry=None, tools=NO_TOOLS):
-                body = self.request(plan, history, cache, retry)
-                tools.before_request(body, None)  # the budget's check, as before a real request
+            def request(self, plan, history, *args, **kwargs):
+                self.plan = plan  # the canned reply answers the turn's prompt and document
+                return super().request(plan, history, *args, **kwargs)
+
+            def exchange(self, body, on_chunk):
                 size = body_bytes(body)
+                plan = self.plan
                 doc = plan.document.source if plan.document is not None else None
                 text = edit_reply(plan.prompt, doc) if plan.mode == "edit" else ask_reply(plan.prompt, doc)
                 on_chunk(text)
-                return TurnResult(
-                    text=text,
-                    usage=Usage(input_tokens=size // 4, output_tokens=len(text) // 4, request_bytes=size),
+                return Reply(
+                    text,
+                    (),
+                    Usage(input_tokens=size // 4, output_tokens=len(text) // 4, request_bytes=size),
                     interaction_id="int_offline" if "Interactions" in base.__name__ else None,
                 )
 
         Offline.__name__ = f"Offline{base.__name__}"
         return Offline
 
-    patched = {k: fake(v) for k, v in TRANSPORTS.items()}
-    TRANSPORTS.update(patched)
-    session_mod.TRANSPORTS.update(patched)
+    TRANSPORTS.update({k: fake(v) for k, v in TRANSPORTS.items()})  # the dict the pipeline reads
 
 
 def part1(calls: int) -> tuple[list[tuple[str, list[float], str]], list[str]]:
@@ -216,6 +217,7 @@ def part1(calls: int) -> tuple[list[tuple[str, list[float], str]], list[str]]:
     from traitlets.config import Config
 
     from genai_magics.stub import StubServer
+    from genai_magics.turn import pipeline
     from genai_magics.turn.requests import TurnRequest
     from genai_magics.turn.session import Session
 
@@ -297,7 +299,9 @@ def part1(calls: int) -> tuple[list[tuple[str, list[float], str]], list[str]]:
         )  # type: ignore[arg-type]
 
         d = RecordingDisplay()
-        return lambda: session.run(req, settings, d, magics._frontend())  # one frontend per turn, as the magic builds
+        return lambda: pipeline.run(
+            session, req, settings, d, magics._frontend()
+        )  # one frontend per turn, as the magic builds
 
     with contextlib.redirect_stdout(Null()), contextlib.redirect_stderr(io.StringIO()) as err:
         # sanity: the offline magic call really produces a turn
@@ -368,6 +372,7 @@ def breakdown(magics, settings, calls: int, label: str = "") -> list[str]:
 def sdk_loopback(calls: int) -> str:
     """Info only: real SDK calls over loopback to a stand-in in another process."""
     import genai_magics.gemini.transport as transport_mod
+    from genai_magics.turn import pipeline
     from genai_magics.turn.requests import Settings, TurnRequest
     from genai_magics.turn.session import Session
 
@@ -387,23 +392,21 @@ def sdk_loopback(calls: int) -> str:
 
         settings = Settings(model=GeminiMagics.class_traits()["model"].default_value, state="contents")
         real = {"contents": transport_mod.ContentsTransport, "interactions": transport_mod.InteractionsTransport}
-        import genai_magics.turn.pipeline as session_mod
-
-        patched = dict(session_mod.TRANSPORTS)
-        session_mod.TRANSPORTS.update(real)
+        patched = dict(transport_mod.TRANSPORTS)
+        transport_mod.TRANSPORTS.update(real)
         try:
             req = TurnRequest(mode="ask", prompt="Why is the summary tuple built this way?", cell=TARGET)
-            s.run(req, settings, RecordingDisplay())
+            pipeline.run(s, req, settings, RecordingDisplay())
             saved = s.conversations["default"].snapshot()
 
             def restore() -> None:
                 s.conversations["default"] = saved.snapshot()
 
-            ms = timed(lambda: s.run(req, settings, RecordingDisplay()), calls, warmup=5, between=restore)
+            ms = timed(lambda: pipeline.run(s, req, settings, RecordingDisplay()), calls, warmup=5, between=restore)
         finally:
-            session_mod.TRANSPORTS.update(patched)
+            transport_mod.TRANSPORTS.update(patched)
         return (
-            f"info: Session.run of an ask with the REAL SDK over loopback HTTP to a stand-in in another process "
+            f"info: pipeline.run of an ask with the REAL SDK over loopback HTTP to a stand-in in another process "
             f"(SDK + HTTP + stand-in included, not the goal's scope): median {statistics.median(ms):.2f} ms, "
             f"p90 {pct(ms, 0.9):.2f} ms over {calls} calls"
         )

@@ -15,7 +15,7 @@ Strategies
       cell, its printed text, the prompt and the PNG, no memory;
   (b) naive chat: ``client.chats.create(model).send_message([text, PNG])`` each turn, the
       image attached to every message (the history keeps every copy);
-  (c) genai_magics contents mode (``cache = "off"``), through ``Session.run``: the image
+  (c) genai_magics contents mode (``cache = "off"``), through ``pipeline.run``: the image
       goes once, as a part of the turn that first sent it; the transcript repeats it;
   (f) genai_magics contents mode with ``cache = "auto"`` (the default): the same, with the
       explicit cache when the head is over the model's minimum (it is not here: the head
@@ -53,6 +53,7 @@ from smoke import add_flag  # noqa: E402
 from genai_magics.engine.payloads import to_text  # noqa: E402
 from genai_magics.gemini.models import DEFAULT_MODEL  # noqa: E402
 from genai_magics.stub import StubServer  # noqa: E402
+from genai_magics.turn import pipeline
 from genai_magics.turn.requests import Settings, TurnRequest  # noqa: E402
 from genai_magics.turn.session import Session
 
@@ -151,7 +152,7 @@ def run_ours(png: bytes, text: str, prompts: list[str], state: str, cache: str) 
     settings = Settings(model=MODEL, state=state, cache=cache)  # type: ignore[arg-type]
     display = RecordingDisplay()
     for prompt in prompts:
-        session.run(TurnRequest(mode="ask", prompt=prompt, cell=CELL, state=state), settings, display)  # type: ignore[arg-type]
+        pipeline.run(session, TurnRequest(mode="ask", prompt=prompt, cell=CELL, state=state), settings, display)  # type: ignore[arg-type]
     session.reset()
 
 

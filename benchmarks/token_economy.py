@@ -12,8 +12,8 @@ Strategies
       (``client.models.generate_content_stream``);
   (b) naive stateful: ``client.chats.create(model).send_message(document + prompt)``,
       the document attached to every user message;
-  (c) genai_magics, contents mode (app-managed, compacted transcript) via ``Session.run``;
-  (d) genai_magics, interactions mode (server-managed chain) via ``Session.run``;
+  (c) genai_magics, contents mode (app-managed, compacted transcript) via ``pipeline.run``;
+  (d) genai_magics, interactions mode (server-managed chain) via ``pipeline.run``;
   (f) genai_magics, contents mode with explicit context caching (``GeminiMagics.cache = "auto"``, the
       default; (c) runs with ``cache = "off"``);
   (e) the minimum, computed: each distinct document version a turn is about, once
@@ -117,6 +117,7 @@ from genai_magics.persistence.keeper import RecordSettings  # noqa: E402
 from genai_magics.stub import StubServer  # noqa: E402
 from genai_magics.stub import sse as _sse  # noqa: E402
 from genai_magics.stub.model import edit_source  # noqa: E402
+from genai_magics.turn import pipeline  # noqa: E402
 from genai_magics.turn.requests import Settings, TurnRequest  # noqa: E402
 from genai_magics.turn.session import Session
 from genai_magics.ui.proposal import ProposalController  # noqa: E402
@@ -509,7 +510,7 @@ def run_session(
         magic = "%%gemini_edit" if s.mode == "edit" else "%%gemini_ask"
         run_cell(f"magic-{s.turn}", f"{magic} --cell {CELL} --state {state}\n{s.prompt}")
         req = TurnRequest(mode=s.mode, prompt=s.prompt, cell=CELL, state=state)  # type: ignore[arg-type]
-        outcome = session.run(req, settings, display)
+        outcome = pipeline.run(session, req, settings, display)
         out.append(take(stub, s.document))
         if s.mode == "edit":
             ctl = ProposalController(
@@ -560,7 +561,8 @@ def _record_run(
     def turn(session: Session, s: Step, apply: bool) -> None:
         rec = session.executed
         rec.add(f"magic-{s.turn}", f"%%gemini_{s.mode} --cell {CELL}\n{s.prompt}", None)
-        outcome = session.run(
+        outcome = pipeline.run(
+            session,
             TurnRequest(mode=s.mode, prompt=s.prompt, cell=CELL, state=state),  # type: ignore[arg-type]
             settings,
             display,
@@ -714,7 +716,9 @@ def time_to_apply(stub: StubServer, model: str) -> list[str]:
         settings = Settings(model=model, state="contents")
         session.clients.warm_up(settings).join()  # as %load_ext does: the SDK imported and the client made beforehand
         t0 = time.perf_counter()
-        outcome = session.run(TurnRequest(mode="edit", prompt="Add logging.", cell=CELL), settings, RecordingDisplay())
+        outcome = pipeline.run(
+            session, TurnRequest(mode="edit", prompt="Add logging.", cell=CELL), settings, RecordingDisplay()
+        )
         ProposalController(
             conversation=outcome.conversation,
             turn=outcome.turn,
@@ -732,7 +736,7 @@ def time_to_apply(stub: StubServer, model: str) -> list[str]:
     head = f"{'cell':>10} {'answer':>11} {'output tok':>10} {'to Apply, s':>11} {'whole text would be, s':>23}"
     out_lines = [
         f"== time from the turn's start to the Apply button, the stand-in writing {TOKEN_RATE:g} tokens/s "
-        "(Session.run and the proposal's controller, in process) ==",
+        "(pipeline.run and the proposal's controller, in process) ==",
         head,
         "-" * len(head),
     ]
