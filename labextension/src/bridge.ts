@@ -137,9 +137,7 @@ export class NotebookBridge {
     }
     const data = (msg.content.data || {}) as { version?: number };
     if (data.version !== undefined && data.version !== VERSION) {
-      console.warn(
-        `genai-magics-bridge: kernel speaks protocol ${data.version}, this extension ${VERSION}`
-      );
+      console.warn(`genai-magics-bridge: kernel speaks protocol ${data.version}, this extension ${VERSION}`);
     }
     this._attachComm(comm);
   };
@@ -307,8 +305,7 @@ export class NotebookBridge {
         const cell = shared.cells[i];
         if (cell.getSource() !== req.source) {
           // One undo step of its own, never merged with typing just before or after.
-          const undo = (cell as unknown as { undoManager?: { stopCapturing?: () => void } | null })
-            .undoManager;
+          const undo = (cell as unknown as { undoManager?: { stopCapturing?: () => void } | null }).undoManager;
           undo?.stopCapturing?.();
           cell.setSource(req.source);
           undo?.stopCapturing?.();
@@ -342,10 +339,7 @@ export class NotebookBridge {
         if (req.cell_id) {
           cell.id = req.cell_id;
         }
-        const created = shared.insertCell(
-          index,
-          cell as unknown as Parameters<typeof shared.insertCell>[1]
-        );
+        const created = shared.insertCell(index, cell as unknown as Parameters<typeof shared.insertCell>[1]);
         return { cell_id: created.getId() };
       }
       case 'delete_cell': {
