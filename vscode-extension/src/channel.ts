@@ -81,20 +81,11 @@ export function refusal(requestId: number, error: string): IRefusal {
   return { request_id: requestId, ok: false, error };
 }
 
-/** Why a set_source must not write (null: it may): the cell is gone, or holds other text than the kernel saw. */
-export function refuseWrite(current: string | undefined, expectSha256: string | undefined): string | null {
-  if (current === undefined) return 'the cell is no longer in the notebook';
+/** A set_source never writes over a hand edit: refused when the cell holds other text than the kernel saw. */
+export function checkUnchanged(current: string, expectSha256: string | undefined): void {
   if (expectSha256 !== undefined && sha256(current) !== expectSha256) {
-    return 'the cell changed in VS Code since the kernel last saw it';
+    throw new Error('the cell changed in VS Code since the kernel last saw it');
   }
-  return null;
-}
-
-/** Where a new cell goes: right below ``afterId`` (null: at the top); a string is why it cannot. */
-export function insertIndex(order: readonly string[], afterId: string | null): number | string {
-  if (afterId === null) return 0;
-  const at = order.indexOf(afterId);
-  return at < 0 ? 'the cell to insert below is no longer in the notebook' : at + 1;
 }
 
 /** The presence file: which notebooks this VS Code window has open, and where requests go. */

@@ -7,21 +7,19 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
+import { cellIndex, insertIndex } from '../../labextension/src/cells';
 import {
+  checkUnchanged,
   decodeBytes,
   encodeBytes,
-  insertIndex,
   notebookKey,
   parseRequest,
   presence,
   presenceFile,
   refusal,
-  refuseWrite,
   replyPathAllowed
 } from './channel';
 import type { ICellType, IReply, IRequest, IStoredCell } from './protocol';
-
-class Refused extends Error {}
 
 export function channelDir(): string {
   return process.env.GENAI_MAGICS_COMPANION_DIR || path.join(os.homedir(), '.cache', 'genai-magics', 'companion');
@@ -39,10 +37,6 @@ function keyOf(notebook: vscode.NotebookDocument): string | undefined {
 
 function cellType(cell: vscode.NotebookCell): ICellType {
   return cell.kind === vscode.NotebookCellKind.Markup ? 'markdown' : 'code';
-}
-
-function findCell(notebook: vscode.NotebookDocument, id: string): vscode.NotebookCell | undefined {
-  return notebook.getCells().find(cell => cell.document.uri.toString() === id);
 }
 
 function stored(cell: vscode.NotebookCell): IStoredCell {
@@ -82,7 +76,7 @@ function cellData(notebook: vscode.NotebookDocument, source: string, type: strin
 }
 
 async function apply(edit: vscode.WorkspaceEdit): Promise<void> {
-  if (!(await vscode.workspace.applyEdit(edit))) throw new Refused('VS Code refused the edit');
+  if (!(await vscode.workspace.applyEdit(edit))) throw new Error('VS Code refused the edit');
 }
 
 async function answer(notebook: vscode.NotebookDocument, request: IRequest): Promise<IReply> {
@@ -100,10 +94,9 @@ async function answer(notebook: vscode.NotebookDocument, request: IRequest): Pro
         }))
       };
     case 'set_source': {
-      const cell = findCell(notebook, request.cell_id);
-      const why = refuseWrite(cell?.document.getText(), request.expect_sha256);
-      if (why || !cell) throw new Refused(why ?? 'the cell is no longer in the notebook');
+      const cell = notebook.cellAt(cellIndex(order(), request.cell_id));
       const text = cell.document.getText();
+      checkUnchanged(text, request.expect_sha256);
       const edit = new vscode.WorkspaceEdit();
       const whole = new vscode.Range(cell.document.positionAt(0), cell.document.positionAt(text.length));
       edit.replace(cell.document.uri, whole, request.source);
@@ -112,7 +105,6 @@ async function answer(notebook: vscode.NotebookDocument, request: IRequest): Pro
     }
     case 'insert_cell': {
       const index = insertIndex(order(), request.after_id);
-      if (typeof index === 'string') throw new Refused(index);
       const edit = new vscode.WorkspaceEdit();
       const data = cellData(notebook, request.source, request.cell_type, request.cell);
       edit.set(notebook.uri, [vscode.NotebookEdit.insertCells(index, [data])]);
@@ -120,8 +112,7 @@ async function answer(notebook: vscode.NotebookDocument, request: IRequest): Pro
       return { ...done, cell_id: notebook.cellAt(index).document.uri.toString() };
     }
     case 'delete_cell': {
-      const cell = findCell(notebook, request.cell_id);
-      if (!cell) throw new Refused('the cell is no longer in the notebook');
+      const cell = notebook.cellAt(cellIndex(order(), request.cell_id));
       const kept = stored(cell);
       const edit = new vscode.WorkspaceEdit();
       edit.set(notebook.uri, [vscode.NotebookEdit.deleteCells(new vscode.NotebookRange(cell.index, cell.index + 1))]);
