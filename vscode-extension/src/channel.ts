@@ -1,6 +1,7 @@
 // The kernel <-> companion file channel (protocol version 1), as pure functions: no VS Code API here,
 // so node's test runner covers it (test/channel.test.ts). The messages' types are generated from
 // genai_magics/frontends/companion_protocol.schema.json (protocol.ts); docs/protocol.md describes them.
+// Which cell an edit touches, and why one cannot be done, are the bridge's rules: labextension/src/cells.ts.
 import { createHash } from 'node:crypto';
 import * as path from 'node:path';
 import type { ICellType, IPresence, IRefusal, IRequest, IStoredCell } from './protocol';
