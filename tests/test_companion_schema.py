@@ -37,7 +37,7 @@ def test_the_companion_modules_use_the_generated_types():
     names = "|".join(DEFS)
     for name in ("channel.ts", "extension.ts"):
         source = (ROOT / "vscode-extension/src" / name).read_text()
-        assert 'from "./protocol"' in source, name
+        assert "from './protocol'" in source, name
         assert not re.search(rf"^(export )?(interface|type) I?({names}|Envelope)\b", source, re.M), name
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import re
 import sys
 from pathlib import Path
@@ -164,3 +165,42 @@ def test_development_md_layout_names_every_module_and_no_module_that_is_gone():
     gone += [n for n in named if "/" in n and not (repo / n).exists() and not (PACKAGE / n).exists()]
     gone = [n for n in gone if not any((repo / top / n).exists() for top in ("labextension", "vscode-extension"))]
     assert gone == [], f"docs/development.md's Layout names modules that are not in the tree: {gone}"
+
+
+# The two TypeScript packages (labextension/ with its tools in labextension/dev/, vscode-extension/) share
+# one set of settings: the root's tsconfig.base.json, .prettierrc.json and eslint.base.mjs, one TypeScript.
+TS_PACKAGES = ("labextension", "labextension/dev", "vscode-extension")
+
+
+def _locked_versions(repo: Path, name: str) -> set[str]:
+    """The versions of ``name`` the packages' lock files install."""
+    found = {
+        json.loads((repo / folder / "package-lock.json").read_text())["packages"][f"node_modules/{name}"]["version"]
+        for folder in ("labextension/dev", "vscode-extension")
+    }
+    if name == "typescript":  # the bridge's build installs its own, with jlpm (yarn.lock)
+        yarn_lock = (repo / "labextension/yarn.lock").read_text()
+        found |= set(re.findall(r'^"typescript@npm:[^"]*":\n  version: (\S+)', yarn_lock, re.M))
+    return found
+
+
+def test_the_typescript_packages_share_one_set_of_settings():
+    repo = PACKAGE.parent
+    manifests = {folder: json.loads((repo / folder / "package.json").read_text()) for folder in TS_PACKAGES}
+    assert {m["devDependencies"]["typescript"] for m in manifests.values()} == {"~5.9.3"}
+    tools = manifests["labextension/dev"]["devDependencies"]
+    companion = manifests["vscode-extension"]["devDependencies"]
+    assert {k: v for k, v in companion.items() if k in tools} == tools, "the tools both packages use differ"
+    for name in tools:
+        assert len(_locked_versions(repo, name)) == 1, f"the lock files install two versions of {name}"
+    for tsconfig in (
+        "labextension/tsconfig.json",
+        "labextension/dev/tsconfig.test.json",
+        "vscode-extension/tsconfig.json",
+    ):
+        base = json.loads((repo / tsconfig).read_text())["extends"]
+        assert ((repo / tsconfig).parent / base).resolve() == repo / "tsconfig.base.json", tsconfig
+    for entry in ("labextension/dev/eslint.config.mjs", "vscode-extension/eslint.config.mjs"):
+        assert re.search(r"^import config from '(\.\./)+eslint\.base\.mjs';$", (repo / entry).read_text(), re.M), entry
+    prettier = [p for top in ("labextension", "vscode-extension") for p in (repo / top).rglob(".prettierrc*")]
+    assert [p for p in prettier if "node_modules" not in p.parts] == [], "one .prettierrc.json, at the root"

@@ -1,6 +1,7 @@
-import js from "@eslint/js";
-import tseslint from "typescript-eslint";
+// The companion's entry to the one ESLint config (eslint.base.mjs), with the tools of this package.
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
 
-export default tseslint.config(js.configs.recommended, ...tseslint.configs.recommended, {
-  ignores: ["out/", "node_modules/"],
-});
+import config from '../eslint.base.mjs';
+
+export default config(js, tseslint);

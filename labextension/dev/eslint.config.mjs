@@ -1,20 +1,7 @@
-// ESLint for the bridge's TypeScript (src/, test/); run from labextension/ (see dev/package.json).
+// The bridge's entry to the one ESLint config (eslint.base.mjs), with the tools of this folder.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-export default tseslint.config(
-  { ignores: ['lib/**', 'dev/**', 'node_modules/**'] },
-  js.configs.recommended,
-  ...tseslint.configs.recommended,
-  {
-    files: ['src/**/*.ts', 'test/**/*.ts'],
-    rules: {
-      eqeqeq: 'error',
-      'no-console': ['error', { allow: ['debug', 'warn'] }],
-      '@typescript-eslint/no-unused-vars': [
-        'error',
-        { caughtErrors: 'none', argsIgnorePattern: '^_' }
-      ]
-    }
-  }
-);
+import config from '../../eslint.base.mjs';
+
+export default config(js, tseslint);

@@ -7,13 +7,24 @@ import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 
 import { keepOffSubshells, sendOnMainShell } from './send';
-import { ICell, ICellType, IRequest, IToFrontend, INotebookCell } from './protocol';
+import { cellIndex, cellType, insertIndex, insertedCell } from './cells';
+import { ICell, IRequest, IToFrontend } from './protocol';
 import { Done, replyTo } from './reply';
 import { ISent, VERSION, sentState, snapshotBody, snapshotMessage } from './snapshot';
 import { markStale } from './stale';
 
 const TARGET = 'genai_magics.bridge';
 const EDIT_PUSH_DELAY_MS = 400;
+
+/** A kernel message this bridge acts on (the kernel sends nothing else on this comm). */
+function isToFrontend(data: object): data is IToFrontend {
+  return 'type' in data && (data.type === 'request' || data.type === 'resync');
+}
+
+/** A shared cell's Yjs undo manager: YBaseCell has one, the ISharedCell interface does not say so. */
+function hasUndoManager(cell: object): cell is { undoManager: { stopCapturing(): void } | null } {
+  return 'undoManager' in cell;
+}
 
 /**
  * The bridge for one notebook panel.
@@ -137,9 +148,7 @@ export class NotebookBridge {
     }
     const data = (msg.content.data || {}) as { version?: number };
     if (data.version !== undefined && data.version !== VERSION) {
-      console.warn(
-        `genai-magics-bridge: kernel speaks protocol ${data.version}, this extension ${VERSION}`
-      );
+      console.warn(`genai-magics-bridge: kernel speaks protocol ${data.version}, this extension ${VERSION}`);
     }
     this._attachComm(comm);
   };
@@ -213,7 +222,7 @@ export class NotebookBridge {
     for (const cell of model.sharedModel.cells) {
       out.push({
         id: cell.getId(),
-        cell_type: cell.cell_type as ICellType,
+        cell_type: cellType(cell.cell_type),
         source: cell.getSource()
       });
     }
@@ -272,7 +281,10 @@ export class NotebookBridge {
     if (comm !== this._comm) {
       return;
     }
-    const data = msg.content.data as unknown as IToFrontend;
+    const data = msg.content.data;
+    if (!isToFrontend(data)) {
+      return;
+    }
     if (data.type === 'resync') {
       this._push(true);
       return;
@@ -283,79 +295,43 @@ export class NotebookBridge {
     this._send(replyTo(data.request_id, () => this._perform(data)));
   }
 
+  /** One cell edit, by the rules of cells.ts; thrown errors are the reply's one line. */
   private _perform(req: IRequest): Done {
     const model = this._panel.isDisposed ? null : this._panel.content.model;
     if (!model) {
       throw new Error('notebook closed');
     }
     const shared = model.sharedModel;
-    const indexOf = (id: string | null | undefined): number => {
-      if (typeof id !== 'string') {
-        return -1;
-      }
-      return shared.cells.findIndex(c => c.getId() === id);
-    };
+    const order = shared.cells.map(cell => cell.getId());
     switch (req.op) {
       case 'set_source': {
-        const i = indexOf(req.cell_id);
-        if (i < 0) {
-          throw new Error(`unknown cell id ${req.cell_id} in ${this._panel.context.path}`);
-        }
         if (typeof req.source !== 'string') {
           throw new Error('set_source needs a source string');
         }
-        const cell = shared.cells[i];
+        const cell = shared.cells[cellIndex(order, req.cell_id)];
         if (cell.getSource() !== req.source) {
           // One undo step of its own, never merged with typing just before or after.
-          const undo = (cell as unknown as { undoManager?: { stopCapturing?: () => void } | null })
-            .undoManager;
-          undo?.stopCapturing?.();
+          const undo = hasUndoManager(cell) ? cell.undoManager : null;
+          undo?.stopCapturing();
           cell.setSource(req.source);
-          undo?.stopCapturing?.();
+          undo?.stopCapturing();
         }
         return { cell_id: req.cell_id };
       }
       case 'insert_cell': {
-        let index = 0;
-        if (req.after_id !== null && req.after_id !== undefined) {
-          const i = indexOf(req.after_id);
-          if (i < 0) {
-            throw new Error(`unknown cell id ${req.after_id} in ${this._panel.context.path}`);
-          }
-          index = i + 1;
-        }
-        // A removed cell put back: its JSON as delete_cell returned it.
-        const restore = req.cell && typeof req.cell === 'object' ? req.cell : null;
-        const cellType = (restore?.cell_type as ICellType) || req.cell_type || 'code';
-        if (!['code', 'markdown', 'raw'].includes(cellType)) {
-          throw new Error(`unknown cell type ${cellType}`);
-        }
-        if (req.cell_id && indexOf(req.cell_id) >= 0) {
-          throw new Error(`a cell with id ${req.cell_id} exists already`);
-        }
-        const cell: { [key: string]: unknown } = {
-          ...(restore ?? {}),
-          cell_type: cellType,
-          source: req.source ?? (restore?.source as string) ?? '',
-          metadata: (restore?.metadata as object) ?? {}
-        };
-        if (req.cell_id) {
-          cell.id = req.cell_id;
-        }
-        const created = shared.insertCell(
-          index,
-          cell as unknown as Parameters<typeof shared.insertCell>[1]
-        );
-        return { cell_id: created.getId() };
+        const index = insertIndex(order, req.after_id, req.cell_id);
+        // The cell's JSON came over the comm; the generated protocol types its fields `unknown`.
+        const cell = insertedCell(req) as Parameters<typeof shared.insertCell>[1];
+        return { cell_id: shared.insertCell(index, cell).getId() };
       }
       case 'delete_cell': {
-        const i = indexOf(req.cell_id);
-        if (i < 0) {
-          throw new Error(`unknown cell id ${req.cell_id} in ${this._panel.context.path}`);
-        }
+        const i = cellIndex(order, req.cell_id);
         const removed = shared.cells[i].toJSON();
         shared.deleteCell(i);
-        return { cell_id: req.cell_id, cell: removed as unknown as INotebookCell };
+        return {
+          cell_id: req.cell_id,
+          cell: { ...removed, cell_type: cellType(removed.cell_type) }
+        };
       }
       default:
         throw new Error(`unknown request ${(req as IRequest).op}`);

@@ -27,9 +27,11 @@
  * Ordering: every message of this comm goes on the main shell, in order
  * with execute requests (send.ts says why).
  *
- * Modules: bridge.ts (one notebook's bridge), snapshot.ts (what a snapshot
- * holds: pure, unit-tested), send.ts (the one private send), stale.ts (the
- * stale-button line, keyed on genai_magics' own classes).
+ * Modules: bridge.ts (one notebook's bridge), cells.ts (the cell edits'
+ * rules, shared with the VS Code companion: pure, unit-tested), snapshot.ts
+ * (what a snapshot holds: pure, unit-tested), send.ts (the one private
+ * send), stale.ts (the stale-button line, keyed on genai_magics' own
+ * classes).
  */
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';

@@ -45,8 +45,7 @@ export function snapshotBody(
   });
   const present = new Set(order);
   const removed = [...sent.cells.keys()].filter(id => !present.has(id));
-  const orderChanged =
-    order.length !== sent.order.length || order.some((id, i) => id !== sent.order[i]);
+  const orderChanged = order.length !== sent.order.length || order.some((id, i) => id !== sent.order[i]);
   if (skipIfEmpty && !changed.length && !removed.length && !orderChanged) {
     return null;
   }

@@ -27,8 +27,7 @@ export function markStale(roots: Iterable<Element>, what: string): void {
       line.className = STALE_LINE_CLASS;
       line.textContent = `${what}: ${STALE_ADVICE}`;
       // a row of its own in the proposal's wrapping box, between the diff and the buttons
-      line.style.cssText =
-        'width:100%;font-size:12px;margin:4px 0;color:var(--jp-warn-color0,#b45309);font-weight:600';
+      line.style.cssText = 'width:100%;font-size:12px;margin:4px 0;color:var(--jp-warn-color0,#b45309);font-weight:600';
       box.insertBefore(line, buttons.length ? buttons[0] : null);
     });
   }

@@ -10,9 +10,7 @@ import { replyTo } from '../src/reply';
 import { sentState, snapshotBody, snapshotMessage } from '../src/snapshot';
 
 // npm runs the tests in labextension/dev
-const schema = JSON.parse(
-  readFileSync(resolve('../../genai_magics/frontends/bridge_protocol.schema.json'), 'utf8')
-);
+const schema = JSON.parse(readFileSync(resolve('../../genai_magics/frontends/bridge_protocol.schema.json'), 'utf8'));
 const ajv = new Ajv2020({ allErrors: true });
 ajv.addSchema(schema, 'bridge');
 const toKernel = ajv.getSchema('bridge#/$defs/ToKernel')!;

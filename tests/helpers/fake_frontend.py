@@ -488,11 +488,11 @@ class FakeFrontend:
             return {"cell_id": cell.id}
         if op == "insert_cell":
             index = 0
-            if req.get("after_id") is not None:
-                index = self.notebook.index(self._find(req["after_id"])) + 1
             new_id = req.get("cell_id") or uuid.uuid4().hex[:8]
             if any(c.id == new_id for c in self.notebook):
                 raise ValueError(f"a cell with id {new_id} exists already")
+            if req.get("after_id") is not None:
+                index = self.notebook.index(self._find(req["after_id"], "the cell to insert below")) + 1
             if isinstance(req.get("cell"), dict):
                 cell = FakeCell.from_json({**req["cell"], "id": new_id})
             else:
@@ -505,11 +505,11 @@ class FakeFrontend:
             return {"cell_id": cell.id, "cell": cell.to_json()}
         raise ValueError(f"unknown request {op}")
 
-    def _find(self, cell_id: Any) -> FakeCell:
+    def _find(self, cell_id: Any, what: str = "the cell") -> FakeCell:
         for c in self.notebook:
             if c.id == cell_id:
                 return c
-        raise KeyError(f"unknown cell id {cell_id} in {self.path}")
+        raise KeyError(f"{what} is no longer in the notebook")  # the words of labextension/src/cells.ts
 
 
 def _is_idle(msg: dict) -> bool:

@@ -1,24 +1,25 @@
 // The kernel <-> companion file channel (protocol version 1), as pure functions: no VS Code API here,
 // so node's test runner covers it (test/channel.test.ts). The messages' types are generated from
 // genai_magics/frontends/companion_protocol.schema.json (protocol.ts); docs/protocol.md describes them.
-import { createHash } from "node:crypto";
-import * as path from "node:path";
-import type { ICellType, IPresence, IRefusal, IRequest, IStoredCell } from "./protocol";
+// Which cell an edit touches, and why one cannot be done, are the bridge's rules: labextension/src/cells.ts.
+import { createHash } from 'node:crypto';
+import * as path from 'node:path';
+import type { ICellType, IPresence, IRefusal, IRequest, IStoredCell } from './protocol';
 
 export const PROTOCOL_VERSION = 1;
 
 export function sha256(text: string): string {
-  return createHash("sha256").update(text, "utf8").digest("hex");
+  return createHash('sha256').update(text, 'utf8').digest('hex');
 }
 
 /** The key the kernel names a notebook by: a cell URI (``vscode-notebook-cell:...#W0s...``) without its fragment. */
 export function notebookKey(cellUri: string): string {
-  const hash = cellUri.indexOf("#");
+  const hash = cellUri.indexOf('#');
   return hash < 0 ? cellUri : cellUri.slice(0, hash);
 }
 
 function isString(value: unknown): value is string {
-  return typeof value === "string";
+  return typeof value === 'string';
 }
 
 /** A request file's JSON, checked field by field; a string is the reason it is refused. */
@@ -27,32 +28,32 @@ export function parseRequest(text: string): IRequest | string {
   try {
     raw = JSON.parse(text);
   } catch {
-    return "not JSON";
+    return 'not JSON';
   }
-  if (typeof raw !== "object" || raw === null) return "not an object";
+  if (typeof raw !== 'object' || raw === null) return 'not an object';
   const data = raw as Record<string, unknown>;
   if (data.version !== PROTOCOL_VERSION) return `protocol version ${String(data.version)}, not ${PROTOCOL_VERSION}`;
   const { request_id, notebook, reply_to, op } = data;
-  if (typeof request_id !== "number" || !isString(notebook) || !isString(reply_to)) {
-    return "request_id, notebook and reply_to are required";
+  if (typeof request_id !== 'number' || !isString(notebook) || !isString(reply_to)) {
+    return 'request_id, notebook and reply_to are required';
   }
   const head = { version: PROTOCOL_VERSION, request_id, notebook, reply_to } as const;
-  const cellType: ICellType = data.cell_type === "markdown" ? "markdown" : "code";
+  const cellType: ICellType = data.cell_type === 'markdown' ? 'markdown' : 'code';
   switch (op) {
-    case "snapshot":
+    case 'snapshot':
       return { ...head, op };
-    case "set_source":
-      if (!isString(data.cell_id) || !isString(data.source)) return "set_source needs cell_id and source";
+    case 'set_source':
+      if (!isString(data.cell_id) || !isString(data.source)) return 'set_source needs cell_id and source';
       return {
         ...head,
         op,
         cell_id: data.cell_id,
         source: data.source,
-        expect_sha256: isString(data.expect_sha256) ? data.expect_sha256 : undefined,
+        expect_sha256: isString(data.expect_sha256) ? data.expect_sha256 : undefined
       };
-    case "insert_cell":
+    case 'insert_cell':
       if (!isString(data.source) || !(data.after_id === null || isString(data.after_id))) {
-        return "insert_cell needs source and after_id";
+        return 'insert_cell needs source and after_id';
       }
       return {
         ...head,
@@ -60,10 +61,10 @@ export function parseRequest(text: string): IRequest | string {
         after_id: data.after_id,
         source: data.source,
         cell_type: cellType,
-        cell: isStoredCell(data.cell) ? data.cell : undefined,
+        cell: isStoredCell(data.cell) ? data.cell : undefined
       };
-    case "delete_cell":
-      if (!isString(data.cell_id)) return "delete_cell needs cell_id";
+    case 'delete_cell':
+      if (!isString(data.cell_id)) return 'delete_cell needs cell_id';
       return { ...head, op, cell_id: data.cell_id };
     default:
       return `unknown op ${String(op)}`;
@@ -71,7 +72,7 @@ export function parseRequest(text: string): IRequest | string {
 }
 
 function isStoredCell(value: unknown): value is IStoredCell {
-  if (typeof value !== "object" || value === null) return false;
+  if (typeof value !== 'object' || value === null) return false;
   const cell = value as Record<string, unknown>;
   return isString(cell.source) && isString(cell.language) && Array.isArray(cell.outputs);
 }
@@ -81,25 +82,22 @@ export function refusal(requestId: number, error: string): IRefusal {
   return { request_id: requestId, ok: false, error };
 }
 
-/** Why a set_source must not write (null: it may): the cell is gone, or holds other text than the kernel saw. */
-export function refuseWrite(current: string | undefined, expectSha256: string | undefined): string | null {
-  if (current === undefined) return "the cell is no longer in the notebook";
+/** A set_source never writes over a hand edit: refused when the cell holds other text than the kernel saw. */
+export function checkUnchanged(current: string, expectSha256: string | undefined): void {
   if (expectSha256 !== undefined && sha256(current) !== expectSha256) {
-    return "the cell changed in VS Code since the kernel last saw it";
+    throw new Error('the cell changed in VS Code since the kernel last saw it');
   }
-  return null;
-}
-
-/** Where a new cell goes: right below ``afterId`` (null: at the top); a string is why it cannot. */
-export function insertIndex(order: readonly string[], afterId: string | null): number | string {
-  if (afterId === null) return 0;
-  const at = order.indexOf(afterId);
-  return at < 0 ? "the cell to insert below is no longer in the notebook" : at + 1;
 }
 
 /** The presence file: which notebooks this VS Code window has open, and where requests go. */
 export function presence(pid: number, notebooks: readonly string[], inbox: string, version: string): IPresence {
-  return { version: PROTOCOL_VERSION, companion: version, pid, inbox, notebooks: [...new Set(notebooks)].sort() };
+  return {
+    version: PROTOCOL_VERSION,
+    companion: version,
+    pid,
+    inbox,
+    notebooks: [...new Set(notebooks)].sort()
+  };
 }
 
 export function presenceFile(dir: string, pid: number): string {
@@ -109,13 +107,13 @@ export function presenceFile(dir: string, pid: number): string {
 /** A reply file may only be written inside the channel's directory (a request cannot aim elsewhere). */
 export function replyPathAllowed(dir: string, replyTo: string): boolean {
   const relative = path.relative(path.resolve(dir), path.resolve(replyTo));
-  return relative !== "" && !relative.startsWith("..") && !path.isAbsolute(relative);
+  return relative !== '' && !relative.startsWith('..') && !path.isAbsolute(relative);
 }
 
 export function encodeBytes(data: Uint8Array): string {
-  return Buffer.from(data).toString("base64");
+  return Buffer.from(data).toString('base64');
 }
 
 export function decodeBytes(data: string): Uint8Array {
-  return new Uint8Array(Buffer.from(data, "base64"));
+  return new Uint8Array(Buffer.from(data, 'base64'));
 }

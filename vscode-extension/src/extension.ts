@@ -3,28 +3,26 @@
 // step of VS Code's undo. Kernel output after a cell finished never reaches VS Code's notebook, so the
 // kernel cannot use outputs for this; a file channel works at any time, as long as the kernel runs on
 // the machine of the extension host (local kernels, Remote-SSH/WSL/containers; not remote Jupyter servers).
-import * as fs from "node:fs";
-import * as os from "node:os";
-import * as path from "node:path";
-import * as vscode from "vscode";
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import { cellIndex, insertIndex } from '../../labextension/src/cells';
 import {
+  checkUnchanged,
   decodeBytes,
   encodeBytes,
-  insertIndex,
   notebookKey,
   parseRequest,
   presence,
   presenceFile,
   refusal,
-  refuseWrite,
-  replyPathAllowed,
-} from "./channel";
-import type { ICellType, IReply, IRequest, IStoredCell } from "./protocol";
-
-class Refused extends Error {}
+  replyPathAllowed
+} from './channel';
+import type { ICellType, IReply, IRequest, IStoredCell } from './protocol';
 
 export function channelDir(): string {
-  return process.env.GENAI_MAGICS_COMPANION_DIR || path.join(os.homedir(), ".cache", "genai-magics", "companion");
+  return process.env.GENAI_MAGICS_COMPANION_DIR || path.join(os.homedir(), '.cache', 'genai-magics', 'companion');
 }
 
 function writeAtomic(file: string, text: string): void {
@@ -38,11 +36,7 @@ function keyOf(notebook: vscode.NotebookDocument): string | undefined {
 }
 
 function cellType(cell: vscode.NotebookCell): ICellType {
-  return cell.kind === vscode.NotebookCellKind.Markup ? "markdown" : "code";
-}
-
-function findCell(notebook: vscode.NotebookDocument, id: string): vscode.NotebookCell | undefined {
-  return notebook.getCells().find((cell) => cell.document.uri.toString() === id);
+  return cell.kind === vscode.NotebookCellKind.Markup ? 'markdown' : 'code';
 }
 
 function stored(cell: vscode.NotebookCell): IStoredCell {
@@ -51,28 +45,28 @@ function stored(cell: vscode.NotebookCell): IStoredCell {
     source: cell.document.getText(),
     language: cell.document.languageId,
     metadata: { ...cell.metadata },
-    outputs: cell.outputs.map((output) => ({
-      items: output.items.map((item) => ({ mime: item.mime, data: encodeBytes(item.data) })),
-      metadata: output.metadata,
+    outputs: cell.outputs.map(output => ({
+      items: output.items.map(item => ({ mime: item.mime, data: encodeBytes(item.data) })),
+      metadata: output.metadata
     })),
     execution_order: cell.executionSummary?.executionOrder,
-    success: cell.executionSummary?.success,
+    success: cell.executionSummary?.success
   };
 }
 
 function cellData(notebook: vscode.NotebookDocument, source: string, type: string, cell?: IStoredCell) {
-  const kind = type === "markdown" ? vscode.NotebookCellKind.Markup : vscode.NotebookCellKind.Code;
-  const codeLanguage = notebook.getCells().find((c) => c.kind === vscode.NotebookCellKind.Code)?.document.languageId;
-  const language = cell?.language ?? (type === "markdown" ? "markdown" : (codeLanguage ?? "python"));
+  const kind = type === 'markdown' ? vscode.NotebookCellKind.Markup : vscode.NotebookCellKind.Code;
+  const codeLanguage = notebook.getCells().find(c => c.kind === vscode.NotebookCellKind.Code)?.document.languageId;
+  const language = cell?.language ?? (type === 'markdown' ? 'markdown' : (codeLanguage ?? 'python'));
   const data = new vscode.NotebookCellData(kind, source, language);
   if (cell) {
     data.metadata = cell.metadata;
     data.outputs = cell.outputs.map(
-      (output) =>
+      output =>
         new vscode.NotebookCellOutput(
-          output.items.map((item) => new vscode.NotebookCellOutputItem(decodeBytes(item.data), item.mime)),
-          output.metadata,
-        ),
+          output.items.map(item => new vscode.NotebookCellOutputItem(decodeBytes(item.data), item.mime)),
+          output.metadata
+        )
     );
     if (cell.execution_order !== undefined) {
       data.executionSummary = { executionOrder: cell.execution_order, success: cell.success };
@@ -82,46 +76,43 @@ function cellData(notebook: vscode.NotebookDocument, source: string, type: strin
 }
 
 async function apply(edit: vscode.WorkspaceEdit): Promise<void> {
-  if (!(await vscode.workspace.applyEdit(edit))) throw new Refused("VS Code refused the edit");
+  if (!(await vscode.workspace.applyEdit(edit))) throw new Error('VS Code refused the edit');
 }
 
 async function answer(notebook: vscode.NotebookDocument, request: IRequest): Promise<IReply> {
   const done = { request_id: request.request_id, ok: true } as const;
-  const order = () => notebook.getCells().map((c) => c.document.uri.toString());
+  const order = () => notebook.getCells().map(c => c.document.uri.toString());
   switch (request.op) {
-    case "snapshot":
+    case 'snapshot':
       return {
         ...done,
         path: notebook.uri.fsPath,
-        cells: notebook.getCells().map((cell) => ({
+        cells: notebook.getCells().map(cell => ({
           id: cell.document.uri.toString(),
           cell_type: cellType(cell),
-          source: cell.document.getText(),
-        })),
+          source: cell.document.getText()
+        }))
       };
-    case "set_source": {
-      const cell = findCell(notebook, request.cell_id);
-      const why = refuseWrite(cell?.document.getText(), request.expect_sha256);
-      if (why || !cell) throw new Refused(why ?? "the cell is no longer in the notebook");
+    case 'set_source': {
+      const cell = notebook.cellAt(cellIndex(order(), request.cell_id));
       const text = cell.document.getText();
+      checkUnchanged(text, request.expect_sha256);
       const edit = new vscode.WorkspaceEdit();
       const whole = new vscode.Range(cell.document.positionAt(0), cell.document.positionAt(text.length));
       edit.replace(cell.document.uri, whole, request.source);
       await apply(edit);
       return { ...done, cell_id: request.cell_id };
     }
-    case "insert_cell": {
+    case 'insert_cell': {
       const index = insertIndex(order(), request.after_id);
-      if (typeof index === "string") throw new Refused(index);
       const edit = new vscode.WorkspaceEdit();
       const data = cellData(notebook, request.source, request.cell_type, request.cell);
       edit.set(notebook.uri, [vscode.NotebookEdit.insertCells(index, [data])]);
       await apply(edit);
       return { ...done, cell_id: notebook.cellAt(index).document.uri.toString() };
     }
-    case "delete_cell": {
-      const cell = findCell(notebook, request.cell_id);
-      if (!cell) throw new Refused("the cell is no longer in the notebook");
+    case 'delete_cell': {
+      const cell = notebook.cellAt(cellIndex(order(), request.cell_id));
       const kept = stored(cell);
       const edit = new vscode.WorkspaceEdit();
       edit.set(notebook.uri, [vscode.NotebookEdit.deleteCells(new vscode.NotebookRange(cell.index, cell.index + 1))]);
@@ -142,7 +133,7 @@ class Companion implements vscode.Disposable {
 
   constructor(
     readonly dir: string,
-    private readonly version: string,
+    private readonly version: string
   ) {
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     this.inbox = path.join(dir, `in-${process.pid}`);
@@ -154,7 +145,7 @@ class Companion implements vscode.Disposable {
   }
 
   openNotebooks(): string[] {
-    return vscode.workspace.notebookDocuments.flatMap((nb) => {
+    return vscode.workspace.notebookDocuments.flatMap(nb => {
       const key = keyOf(nb);
       return key ? [key] : [];
     });
@@ -176,13 +167,13 @@ class Companion implements vscode.Disposable {
         this.again = false;
         const names = fs
           .readdirSync(this.inbox)
-          .filter((n) => n.endsWith(".json"))
+          .filter(n => n.endsWith('.json'))
           .sort();
         for (const name of names) {
           const file = path.join(this.inbox, name);
           let text: string;
           try {
-            text = fs.readFileSync(file, "utf8");
+            text = fs.readFileSync(file, 'utf8');
             fs.unlinkSync(file);
           } catch {
             continue; // taken already
@@ -197,14 +188,14 @@ class Companion implements vscode.Disposable {
 
   private async handle(text: string): Promise<void> {
     const request = parseRequest(text);
-    if (typeof request === "string") {
+    if (typeof request === 'string') {
       this.replyRefused(text, request);
       return;
     }
     let reply: IReply;
-    const notebook = vscode.workspace.notebookDocuments.find((nb) => keyOf(nb) === request.notebook);
+    const notebook = vscode.workspace.notebookDocuments.find(nb => keyOf(nb) === request.notebook);
     if (!notebook) {
-      reply = refusal(request.request_id, "the notebook is not open in VS Code");
+      reply = refusal(request.request_id, 'the notebook is not open in VS Code');
     } else {
       try {
         reply = await answer(notebook, request);
@@ -219,9 +210,13 @@ class Companion implements vscode.Disposable {
   private replyRefused(text: string, error: string): void {
     try {
       const raw = JSON.parse(text) as Record<string, unknown>;
-      if (typeof raw.reply_to === "string") {
+      if (typeof raw.reply_to === 'string') {
         // a request that could not be read: its request_id goes back as it came, whatever it is
-        this.reply(raw.reply_to, { request_id: raw.request_id, ok: false, error: `companion: ${error}` });
+        this.reply(raw.reply_to, {
+          request_id: raw.request_id,
+          ok: false,
+          error: `companion: ${error}`
+        });
       }
     } catch {
       // not JSON: nobody to answer
@@ -246,7 +241,7 @@ class Companion implements vscode.Disposable {
 }
 
 export function activate(context: vscode.ExtensionContext): void {
-  const version = String((context.extension.packageJSON as { version?: string }).version ?? "");
+  const version = String((context.extension.packageJSON as { version?: string }).version ?? '');
   const companion = new Companion(channelDir(), version);
   const announce = () => companion.announce();
   context.subscriptions.push(
@@ -254,15 +249,15 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.workspace.onDidOpenNotebookDocument(announce),
     vscode.workspace.onDidCloseNotebookDocument(announce),
     // an empty notebook gets its key with its first cell
-    vscode.workspace.onDidChangeNotebookDocument((e) => {
+    vscode.workspace.onDidChangeNotebookDocument(e => {
       if (e.contentChanges.length) announce();
     }),
-    vscode.commands.registerCommand("genaiMagics.companionStatus", () => {
+    vscode.commands.registerCommand('genaiMagics.companionStatus', () => {
       const open = companion.openNotebooks().length;
       void vscode.window.showInformationMessage(
-        `genai-magics companion ${version}: ${open} notebook(s) open, ${companion.handled} request(s) handled (${companion.dir})`,
+        `genai-magics companion ${version}: ${open} notebook(s) open, ${companion.handled} request(s) handled (${companion.dir})`
       );
-    }),
+    })
   );
 }
 

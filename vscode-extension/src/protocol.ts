@@ -10,7 +10,7 @@ export interface IPresence {
   notebooks: string[];
 }
 
-export type ICellType = "code" | "markdown" | "raw";
+export type ICellType = 'code' | 'markdown' | 'raw';
 
 /** One cell of a snapshot; its id is the cell's vscode-notebook-cell: URI. */
 export interface ICell {
@@ -48,7 +48,7 @@ export interface ISnapshotRequest {
   request_id: number;
   notebook: string;
   reply_to: string;
-  op: "snapshot";
+  op: 'snapshot';
 }
 
 /** Kernel: replace a cell's text; expect_sha256, the text the kernel last saw: any other is never overwritten. */
@@ -57,7 +57,7 @@ export interface ISetSourceRequest {
   request_id: number;
   notebook: string;
   reply_to: string;
-  op: "set_source";
+  op: 'set_source';
   cell_id: string;
   source: string;
   expect_sha256?: string;
@@ -69,7 +69,7 @@ export interface IInsertCellRequest {
   request_id: number;
   notebook: string;
   reply_to: string;
-  op: "insert_cell";
+  op: 'insert_cell';
   after_id: string | null;
   source: string;
   cell_type: ICellType;
@@ -82,7 +82,7 @@ export interface IDeleteCellRequest {
   request_id: number;
   notebook: string;
   reply_to: string;
-  op: "delete_cell";
+  op: 'delete_cell';
   cell_id: string;
 }
 

@@ -1,92 +1,84 @@
-import assert from "node:assert/strict";
-import { test } from "node:test";
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
 import {
+  checkUnchanged,
   decodeBytes,
   encodeBytes,
-  insertIndex,
   notebookKey,
   parseRequest,
   presence,
   refusal,
-  refuseWrite,
   replyPathAllowed,
-  sha256,
-} from "../src/channel";
+  sha256
+} from '../src/channel';
 
-const CELL = "vscode-notebook-cell://127.0.0.1:8080/ws/nb.ipynb#W2sZmlsZQ%3D%3D";
+const CELL = 'vscode-notebook-cell://127.0.0.1:8080/ws/nb.ipynb#W2sZmlsZQ%3D%3D';
 const base = {
   version: 1,
   request_id: 3,
-  notebook: "vscode-notebook-cell://127.0.0.1:8080/ws/nb.ipynb",
-  reply_to: "/d/r",
+  notebook: 'vscode-notebook-cell://127.0.0.1:8080/ws/nb.ipynb',
+  reply_to: '/d/r'
 };
 
 test("a notebook's key is its cells' URI without the fragment", () => {
-  assert.equal(notebookKey(CELL), "vscode-notebook-cell://127.0.0.1:8080/ws/nb.ipynb");
-  assert.equal(notebookKey("no-fragment"), "no-fragment");
+  assert.equal(notebookKey(CELL), 'vscode-notebook-cell://127.0.0.1:8080/ws/nb.ipynb');
+  assert.equal(notebookKey('no-fragment'), 'no-fragment');
 });
 
-test("requests are checked field by field", () => {
-  const ok = parseRequest(JSON.stringify({ ...base, op: "set_source", cell_id: CELL, source: "x = 1" }));
+test('requests are checked field by field', () => {
+  const ok = parseRequest(JSON.stringify({ ...base, op: 'set_source', cell_id: CELL, source: 'x = 1' }));
   assert.deepEqual(ok, {
     version: 1,
     request_id: 3,
     notebook: base.notebook,
-    reply_to: "/d/r",
-    op: "set_source",
+    reply_to: '/d/r',
+    op: 'set_source',
     cell_id: CELL,
-    source: "x = 1",
-    expect_sha256: undefined,
+    source: 'x = 1',
+    expect_sha256: undefined
   });
-  assert.equal(parseRequest("{"), "not JSON");
-  assert.match(String(parseRequest(JSON.stringify({ ...base, version: 2, op: "snapshot" }))), /protocol version 2/);
-  assert.match(String(parseRequest(JSON.stringify({ ...base, op: "set_source", cell_id: CELL }))), /needs/);
-  assert.match(String(parseRequest(JSON.stringify({ ...base, op: "rm -rf" }))), /unknown op/);
+  assert.equal(parseRequest('{'), 'not JSON');
+  assert.match(String(parseRequest(JSON.stringify({ ...base, version: 2, op: 'snapshot' }))), /protocol version 2/);
+  assert.match(String(parseRequest(JSON.stringify({ ...base, op: 'set_source', cell_id: CELL }))), /needs/);
+  assert.match(String(parseRequest(JSON.stringify({ ...base, op: 'rm -rf' }))), /unknown op/);
   const insert = parseRequest(
-    JSON.stringify({ ...base, op: "insert_cell", after_id: null, source: "", cell_type: "raw" }),
+    JSON.stringify({ ...base, op: 'insert_cell', after_id: null, source: '', cell_type: 'raw' })
   );
-  assert.equal(typeof insert === "object" && insert.op === "insert_cell" && insert.cell_type, "code");
+  assert.equal(typeof insert === 'object' && insert.op === 'insert_cell' && insert.cell_type, 'code');
 });
 
-test("a refusal names the request and says why", () => {
-  assert.deepEqual(refusal(3, "the notebook is not open in VS Code"), {
+test('a refusal names the request and says why', () => {
+  assert.deepEqual(refusal(3, 'the notebook is not open in VS Code'), {
     request_id: 3,
     ok: false,
-    error: "the notebook is not open in VS Code",
+    error: 'the notebook is not open in VS Code'
   });
 });
 
-test("a write is refused when the cell is gone or holds other text than the kernel saw", () => {
-  assert.equal(refuseWrite(undefined, undefined), "the cell is no longer in the notebook");
-  assert.match(String(refuseWrite("x = 2", sha256("x = 1"))), /changed in VS Code/);
-  assert.equal(refuseWrite("x = 1", sha256("x = 1")), null);
-  assert.equal(refuseWrite("anything", undefined), null);
-});
-
-test("a new cell goes right below its anchor, or at the top", () => {
-  assert.equal(insertIndex(["a", "b", "c"], "b"), 2);
-  assert.equal(insertIndex(["a"], null), 0);
-  assert.match(String(insertIndex(["a"], "gone")), /no longer in the notebook/);
+test('a write is refused when the cell holds other text than the kernel saw', () => {
+  assert.throws(() => checkUnchanged('x = 2', sha256('x = 1')), /changed in VS Code/);
+  assert.doesNotThrow(() => checkUnchanged('x = 1', sha256('x = 1')));
+  assert.doesNotThrow(() => checkUnchanged('anything', undefined));
 });
 
 test("replies stay inside the channel's directory", () => {
-  assert.equal(replyPathAllowed("/tmp/ch", "/tmp/ch/out-1/rep-1.json"), true);
-  assert.equal(replyPathAllowed("/tmp/ch", "/tmp/ch/../etc/passwd"), false);
-  assert.equal(replyPathAllowed("/tmp/ch", "/etc/passwd"), false);
-  assert.equal(replyPathAllowed("/tmp/ch", "/tmp/ch"), false);
+  assert.equal(replyPathAllowed('/tmp/ch', '/tmp/ch/out-1/rep-1.json'), true);
+  assert.equal(replyPathAllowed('/tmp/ch', '/tmp/ch/../etc/passwd'), false);
+  assert.equal(replyPathAllowed('/tmp/ch', '/etc/passwd'), false);
+  assert.equal(replyPathAllowed('/tmp/ch', '/tmp/ch'), false);
 });
 
-test("the presence file lists each open notebook once, in order", () => {
-  assert.deepEqual(presence(7, ["b", "a", "b"], "/tmp/ch/in-7", "0.1.0"), {
+test('the presence file lists each open notebook once, in order', () => {
+  assert.deepEqual(presence(7, ['b', 'a', 'b'], '/tmp/ch/in-7', '0.1.0'), {
     version: 1,
-    companion: "0.1.0",
+    companion: '0.1.0',
     pid: 7,
-    inbox: "/tmp/ch/in-7",
-    notebooks: ["a", "b"],
+    inbox: '/tmp/ch/in-7',
+    notebooks: ['a', 'b']
   });
 });
 
-test("output bytes survive the round trip", () => {
+test('output bytes survive the round trip', () => {
   const bytes = new Uint8Array([0, 255, 10, 13, 200]);
   assert.deepEqual(decodeBytes(encodeBytes(bytes)), bytes);
 });
