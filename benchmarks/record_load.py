@@ -99,7 +99,7 @@ def main() -> int:
                 later = history[TURNS:]
                 del history[TURNS:]
                 path = Path(tmp) / f"{lines}-{state}.json"
-                store = RecordStore(path)
+                store = RecordStore(path, private=True)  # the records folder's: the next turns go to the journal
                 write = timed_ms(lambda store=store, record=record: store.save(renamed(record)), 9)
                 # the next turns, one by one: each write a line of the journal
                 nexts = timed_ms(
@@ -111,10 +111,10 @@ def main() -> int:
                 )
                 assert store.journal.exists()
                 store.wait()
-                load = timed_ms(lambda path=path: RecordStore(path).load(), 21)
+                load = timed_ms(lambda path=path: RecordStore(path, private=True).load(), 21)
                 data = json.loads(path.read_text())
                 check = timed_ms(lambda data=data: compiled(Record)(data), 21)  # measured beside the load
-                loaded, note = RecordStore(path).load()
+                loaded, note = RecordStore(path, private=True).load()
                 assert note is None and [len(r.conversation.history) for r in loaded.conversations.values()] == [
                     TURNS + NEXT
                 ]
