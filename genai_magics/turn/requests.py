@@ -10,7 +10,7 @@ from typing import Any, Protocol
 from ..engine.cells import Cell, Document
 from ..engine.context import ContextPiece
 from ..engine.conversation import Conversation, Mode, StateMode, Turn, TurnPlan
-from ..engine.record import TurnKey, TurnMeta
+from ..engine.replay import TurnKey, TurnMeta
 from ..engine.tools import MAX_TOOL_CALLS, TOOL_NAMES
 from ..frontends.notebook_view import ExecutedCells, NotebookView
 from ..gemini.budget import Caps
