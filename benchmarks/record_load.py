@@ -33,13 +33,8 @@ from token_economy import SECONDARY_CELLS, generate_cell, script_prompts  # noqa
 from genai_magics.engine.cells import Document  # noqa: E402
 from genai_magics.engine.context import ContextPiece  # noqa: E402
 from genai_magics.engine.conversation import Conversation, Usage  # noqa: E402
-from genai_magics.engine.record import (
-    NotebookRecord,
-    RecordedConversation,
-    TurnKey,
-    TurnMeta,  # noqa: E402
-    state_after,
-)
+from genai_magics.engine.record import NotebookRecord  # noqa: E402
+from genai_magics.engine.replay import RecordedConversation, TurnKey, TurnMeta, state_after  # noqa: E402
 from genai_magics.gemini.models import DEFAULT_MODEL  # noqa: E402
 from genai_magics.persistence.schema import Record, compiled  # noqa: E402
 from genai_magics.persistence.store import RecordStore  # noqa: E402

@@ -20,7 +20,8 @@ from genai_magics.engine.conversation import PATCH_SHARE, Conversation
 from genai_magics.engine.edits import Edit, EditRefused, apply_edits, edits_chars, parse_edits
 from genai_magics.engine.hashing import sha256_text
 from genai_magics.engine.payloads import EDIT_RESPONSE_SCHEMA
-from genai_magics.engine.record import NotebookRecord, RecordedConversation, dumps
+from genai_magics.engine.record import NotebookRecord, dumps
+from genai_magics.engine.replay import RecordedConversation
 from genai_magics.persistence.schema import loads
 from genai_magics.stub.edits import EDITS_MIN_LINES, answer, make_edits, offers_edits
 from genai_magics.stub.model import held_document

@@ -20,7 +20,8 @@ from genai_magics import messages
 from genai_magics.engine.cells import Document
 from genai_magics.engine.context import ContextPiece
 from genai_magics.engine.conversation import Conversation, Usage
-from genai_magics.engine.record import NotebookRecord, RecordedConversation, TurnKey, TurnMeta, dumps, state_after
+from genai_magics.engine.record import NotebookRecord, dumps
+from genai_magics.engine.replay import RecordedConversation, TurnKey, TurnMeta, state_after
 from genai_magics.persistence import store as store_module
 from genai_magics.persistence.store import RecordStore
 

@@ -23,7 +23,8 @@ from genai_magics.engine.outputs import (
     image_size,
     image_tokens,
 )
-from genai_magics.engine.record import NotebookRecord, RecordedConversation, TurnKey, dumps
+from genai_magics.engine.record import NotebookRecord, dumps
+from genai_magics.engine.replay import RecordedConversation, TurnKey
 from genai_magics.persistence.schema import loads
 from genai_magics.sources.outputs import OutputCapture, fit_images, over_image_cap
 

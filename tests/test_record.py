@@ -12,17 +12,10 @@ from genai_magics.engine.cells import Document
 from genai_magics.engine.contents import build_contents
 from genai_magics.engine.context import ContextPiece
 from genai_magics.engine.conversation import Conversation, Usage
-from genai_magics.engine.record import (
-    NotebookRecord,
-    RecordedConversation,
-    TurnKey,
-    TurnMeta,
-    branch,
-    dumps,
-    replay_match,
-    state_after,
-)
+from genai_magics.engine.record import NotebookRecord, conversation_texts, dumps
+from genai_magics.engine.replay import RecordedConversation, TurnKey, TurnMeta, branch, replay_match, state_after
 from genai_magics.persistence.schema import Damaged, NotOurs, loads
+from genai_magics.persistence.texts import Bounded, KeptTexts
 
 CODE = "def f(x):\n    return x\n"
 
@@ -174,20 +167,16 @@ def test_the_record_format_is_refused_when_damaged_or_newer():
 
 
 def test_the_record_texts_kept_are_bounded_and_a_write_after_emptying_is_the_same():
-    from genai_magics.engine import record
-
     rec, _, _ = session("contents")
     record_file = NotebookRecord("/nb.ipynb", 1.0, conversations={"default": rec})
     before = dumps(record_file)
-    memo = record._TURN_TEXTS
-    assert 0 < memo.chars <= memo.max_chars and memo.entries and record._SOURCE_TEXTS.entries
-    small = record._Texts(max_chars=len(before) // 3)  # room for about two of the six turns
-    versions = record._Texts(max_chars=len(CODE) + 40)  # for one version of the code at a time
-    saved = record._TURN_TEXTS, record._SOURCE_TEXTS
-    record._TURN_TEXTS, record._SOURCE_TEXTS = small, versions
-    try:
-        assert dumps(record_file) == before and dumps(record_file) == before
-        assert small.chars <= small.max_chars and len(small.entries) < 6
-        assert versions.chars <= versions.max_chars and len(versions.entries) == 1
-    finally:
-        record._TURN_TEXTS, record._SOURCE_TEXTS = saved
+    kept = KeptTexts()
+    assert dumps(record_file, conversation_texts(record_file, kept)) == before
+    assert 0 < kept.turns.chars <= kept.turns.max_chars and kept.turns.entries and kept.sources.entries
+    small = Bounded(max_chars=len(before) // 3)  # room for about two of the six turns
+    versions = Bounded(max_chars=len(CODE) + 40)  # for one version of the code at a time
+    bounded = KeptTexts(small, versions)
+    for _ in range(2):
+        assert dumps(record_file, conversation_texts(record_file, bounded)) == before
+    assert small.chars <= small.max_chars and len(small.entries) < 6
+    assert versions.chars <= versions.max_chars and len(versions.entries) == 1

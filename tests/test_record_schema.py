@@ -14,15 +14,8 @@ from test_record import session
 
 from genai_magics import messages
 from genai_magics.engine.outputs import OUTPUTS_FIELD, ImagePiece, OutputPiece
-from genai_magics.engine.record import (
-    NotebookRecord,
-    branch,
-    document_at_cursor,
-    dumps,
-    replay_match,
-    replayed,
-    seek,
-)
+from genai_magics.engine.record import NotebookRecord, dumps
+from genai_magics.engine.replay import branch, document_at_cursor, replay_match, replayed, seek
 from genai_magics.persistence.schema import OURS, Damaged, loads
 from genai_magics.persistence.store import RecordStore
 from genai_magics.ui import report

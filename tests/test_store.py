@@ -13,7 +13,8 @@ from helpers.record import on_disk
 from genai_magics import messages
 from genai_magics.engine.cells import Document
 from genai_magics.engine.conversation import Conversation
-from genai_magics.engine.record import NotebookRecord, RecordedConversation, TurnKey, TurnMeta, dumps, state_after
+from genai_magics.engine.record import NotebookRecord, dumps
+from genai_magics.engine.replay import RecordedConversation, TurnKey, TurnMeta, state_after
 from genai_magics.persistence.schema import loads
 from genai_magics.persistence.store import RecordStore, record_path
 

@@ -11,7 +11,8 @@ import pytest
 from genai_magics.engine.contents import build_contents
 from genai_magics.engine.context import ContextPiece
 from genai_magics.engine.conversation import Conversation
-from genai_magics.engine.record import NotebookRecord, RecordedConversation, dumps
+from genai_magics.engine.record import NotebookRecord, dumps
+from genai_magics.engine.replay import RecordedConversation
 from genai_magics.engine.tools import (
     TOOL_NAMES,
     UNCHANGED_CHARS,

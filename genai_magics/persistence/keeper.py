@@ -12,8 +12,8 @@ from typing import Any, Literal
 from .. import messages
 from ..engine.conversation import Conversation, Spent, Turn
 from ..engine.errors import UserError
-from ..engine.record import (
-    NotebookRecord,
+from ..engine.record import NotebookRecord
+from ..engine.replay import (
     RecordedConversation,
     TurnKey,
     TurnMeta,
@@ -24,6 +24,7 @@ from ..engine.record import (
     replayed,
     seek,
     state_after,
+    stop,
 )
 from .store import RecordStore, private_location, record_path
 
@@ -129,7 +130,7 @@ class RecordKeeper:
         """The conversation was reset in this kernel: its recorded turns are not replayed any more."""
         rec = self.record.conversations.get(name) if self.record else None
         if rec is not None:
-            rec.replayable = rec.cursor
+            stop(rec)
 
     def committed(self, conv: Conversation, key: TurnKey, cache: dict[str, Any] | None = None) -> str | None:
         """A live turn succeeded: record it (and the conversation's explicit cache, so a kernel

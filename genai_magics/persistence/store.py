@@ -26,6 +26,7 @@ from .. import messages
 from ..engine.record import ConversationText, NotebookRecord, conversation_texts, dumps, generation_of, journal_line
 from ..engine.redaction import redaction_keys
 from .schema import OURS, Damaged, NotOurs, loads
+from .texts import KeptTexts
 
 USER = "user"
 NOTEBOOK = "notebook"
@@ -160,6 +161,7 @@ class RecordStore:
     _texts: dict[str, ConversationText] | None = field(default=None, repr=False)
     _keys: tuple[str, ...] = field(default=(), repr=False)
     _journal_fd: int | None = field(default=None, repr=False)  # open for appends until the next whole write
+    _made: KeptTexts = field(default_factory=KeptTexts, repr=False)  # the texts kept from write to write
     _lock: _Lock = field(init=False, repr=False, compare=False)
     named: Path = field(init=False, repr=False, compare=False)  # the path as named (``path``: where the file is)
 
@@ -274,7 +276,7 @@ class RecordStore:
         if self.lost or self.read_only:
             return None  # said once already
         self.saved = False
-        texts, keys = conversation_texts(record), redaction_keys()
+        texts, keys = conversation_texts(record, self._made), redaction_keys()
         if self._texts is None:  # a first write may make the folder (later ones find the record in it)
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         with self._lock.held():

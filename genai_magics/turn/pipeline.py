@@ -18,8 +18,8 @@ from ..engine.conversation import Conversation, Spent, StateMode, Turn, TurnPlan
 from ..engine.errors import UserError
 from ..engine.notebook_text import unmask_cells
 from ..engine.outputs import images_estimate, piece_tokens
-from ..engine.record import TurnKey
 from ..engine.redaction import MASK, redact, unmask
+from ..engine.replay import TurnKey
 from ..engine.text import estimate_tokens
 from ..frontends.notebook_view import NotebookView
 from ..gemini import budget

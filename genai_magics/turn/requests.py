@@ -11,7 +11,7 @@ from ..engine.cells import Cell, Document
 from ..engine.context import ContextPiece
 from ..engine.conversation import Conversation, Mode, StateMode, Turn, TurnPlan, Usage
 from ..engine.edits import Edits
-from ..engine.record import TurnKey, TurnMeta
+from ..engine.replay import TurnKey, TurnMeta
 from ..engine.tools import MAX_TOOL_CALLS, TOOL_NAMES, ToolRound
 from ..frontends.notebook_view import ExecutedCells, NotebookView
 from ..gemini.budget import Caps
