@@ -193,12 +193,12 @@ def install_fake_transports() -> None:
                 self.plan = plan  # the canned reply answers the turn's prompt and document
                 return super().request(plan, history, *args, **kwargs)
 
-            def exchange(self, body, on_chunk):
+            def exchange(self, body):
                 size = body_bytes(body)
                 plan = self.plan
                 doc = plan.document.source if plan.document is not None else None
                 text = edit_reply(plan.prompt, doc) if plan.mode == "edit" else ask_reply(plan.prompt, doc)
-                on_chunk(text)
+                yield text
                 return Reply(
                     text,
                     (),

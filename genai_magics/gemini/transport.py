@@ -17,7 +17,7 @@ import copy
 import functools
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -35,7 +35,8 @@ from ..engine.tools import (
 )
 from .models import traits
 
-OnChunk = Callable[[str], None]
+# One request as it streams: its text chunks as they come, then (the generator's return value) the reply.
+Exchange = Generator[str, None, "Reply"]
 
 
 @dataclass(frozen=True)
@@ -97,8 +98,9 @@ class Transport(Protocol):
         calls of ``rounds`` (this send's, answered in order; ``last`` the reply that asked for the latest),
         the next; ``at_limit``: the model may call no more functions."""
 
-    def exchange(self, body: dict[str, Any], on_chunk: OnChunk) -> Reply:
-        """One request on the wire, its text streamed to ``on_chunk``."""
+    def exchange(self, body: dict[str, Any]) -> Exchange:
+        """One request on the wire: yields its text chunks as they stream, returns its reply (the transport
+        calls nothing of the layers above it: the send stage shows the chunks)."""
 
     def instruction(self) -> str:
         """The system instruction (with the functions' paragraph when functions are offered)."""
@@ -210,7 +212,7 @@ class ContentsTransport(_Transport):
             ]
         return {"model": self.model, "contents": contents, "config": config}
 
-    def exchange(self, body: dict[str, Any], on_chunk: OnChunk) -> Reply:
+    def exchange(self, body: dict[str, Any]) -> Exchange:
         """One request streamed: its text, the model's parts exactly as received, its usage."""
         texts: list[str] = []
         parts: list[dict[str, Any]] = []
@@ -222,7 +224,7 @@ class ContentsTransport(_Transport):
                 parts.append(part.model_dump(mode="json", by_alias=True, exclude_none=True))
                 if part.text and not part.thought:
                     texts.append(part.text)
-                    on_chunk(part.text)
+                    yield part.text
             if chunk.usage_metadata is not None:
                 usage = chunk.usage_metadata
         calls = tuple(_call_of(p["functionCall"]) for p in parts if isinstance(p.get("functionCall"), dict))
@@ -298,7 +300,7 @@ class InteractionsTransport(_Transport):
             }
         return settings
 
-    def exchange(self, body: dict[str, Any], on_chunk: OnChunk) -> Reply:
+    def exchange(self, body: dict[str, Any]) -> Exchange:
         """One interaction streamed: its text, its function calls (each whole in ``step.start``, or its
         arguments in ``arguments_delta`` pieces), its id and usage."""
         parts: list[str] = []
@@ -316,7 +318,7 @@ class InteractionsTransport(_Transport):
                 text = delta.get("text") if delta.get("type") == "text" else None
                 if text:
                     parts.append(text)
-                    on_chunk(text)
+                    yield text
                 elif delta.get("type") == "arguments_delta" and getattr(event, "index", None) in steps:
                     steps[event.index]["pieces"].append(delta.get("arguments") or "")
             elif kind in ("interaction.created", "interaction.completed"):

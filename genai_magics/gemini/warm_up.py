@@ -86,4 +86,5 @@ def rehearse(state_mode: StateMode, model: str) -> None:
         for mode in ("ask", "edit"):
             conversation = Conversation(name="rehearsal", state_mode=state_mode)
             plan = conversation.plan_turn(mode, "rehearsal", document, [], state_mode, 0)
-            transport.exchange(transport.request(plan, conversation.history), lambda text: None)
+            for _chunk in transport.exchange(transport.request(plan, conversation.history)):
+                pass

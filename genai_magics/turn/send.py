@@ -188,8 +188,15 @@ class TurnSend:
         return reply
 
     def _exchange(self, body: dict[str, Any]) -> Reply:
+        """The request on the wire, its text shown as it streams."""
         self.notices.next_request()
-        return self.transport.exchange(body, self.display.chunk)
+        stream = self.transport.exchange(body)
+        while True:
+            try:
+                chunk = next(stream)
+            except StopIteration as done:
+                return done.value
+            self.display.chunk(chunk)
 
     def _cache_prepared(self) -> int:
         """The cache step carried out, by the turn's first request only; the tokens it wrote."""
