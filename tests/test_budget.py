@@ -8,6 +8,7 @@ import json
 from dataclasses import replace
 
 import pytest
+from helpers.footer import footer_line
 from helpers.kernel import notebook_kernel, restart
 
 from genai_magics import messages
@@ -263,7 +264,7 @@ def test_gemini_cost_is_the_footers_sum_and_the_record_before_the_restart(stub, 
         ]
         # each footer shows its turn's cost; the unpriced one shows tokens only
         for shown, (_, _, cost) in zip(footers, spent, strict=True):
-            footer = next(line for line in shown.splitlines() if line.startswith("turn "))
+            footer = footer_line(shown)
             assert (f"~${cost:.2g}" in footer) if cost is not None else ("~$" not in footer), footer
         total = sum(c for _, _, c in spent if c is not None)
         report = k.run("%gemini cost").stdout.splitlines()
@@ -290,7 +291,7 @@ def test_gemini_cost_is_the_footers_sum_and_the_record_before_the_restart(stub, 
         assert after[2:] == report[1:4]
         # a replayed turn costs nothing in this session, and keeps the price of its own day
         k.run("def parse(s):\n    return int(s)\n", cell_id="code")
-        assert "replayed turn 1" in k.run("%%gemini_ask\nwhy int?", cell_id="m1").plain
+        assert messages.REPLAYED_FOOTER.within(k.run("%%gemini_ask\nwhy int?", cell_id="m1").plain, turn=1)
         assert k.run("%gemini cost").stdout.splitlines()[0] == after[0]
         kept = k.run(
             "from genai_magics.kernel.shell_state import state_of\n"

@@ -77,25 +77,36 @@ def test_at_exit_a_cache_is_kept_while_its_storage_until_expiry_costs_less_than_
     assert not worth_keeping(None, 600)  # no price known: deleted
 
 
+FLASH_MINIMUM = dict(model="gemini-3.8-flash", minimum=4096)
+
+
 @pytest.mark.parametrize(
-    "change, action, words",
+    "change, action, reason",
     [
-        ({}, "create", "cache the stable head"),
-        ({"existing_sha": "h0", "existing_expires": 1500.0}, "create", "replace the cache: the head changed"),
-        ({"existing_sha": "h1", "existing_expires": 1500.0}, "use", "unchanged"),
-        ({"mode": "off"}, "none", "caching is off"),
-        ({"mode": "off", "existing_sha": "h1"}, "drop", "caching is off"),
-        ({"price": None}, "none", "no price known"),
-        ({"head_tokens": 4095}, "none", "under gemini-3.8-flash's cache minimum of 4,096"),
-        ({"head_tokens": 4095, "existing_sha": "h0"}, "drop", "under"),
-        ({"ttl_s": 3600.0}, "none", "would not pay off"),
+        ({}, "create", messages.CACHE_HEAD.render(tokens=10_000)),
+        ({"existing_sha": "h0", "existing_expires": 1500.0}, "create", messages.CACHE_REPLACE.render(tokens=10_000)),
+        ({"existing_sha": "h1", "existing_expires": 1500.0}, "use", messages.CACHE_UNCHANGED.render(tokens=10_000)),
+        ({"mode": "off"}, "none", messages.CACHE_OFF.render()),
+        ({"mode": "off", "existing_sha": "h1"}, "drop", messages.CACHE_OFF.render()),
+        ({"price": None}, "none", messages.CACHE_NO_PRICE.render(model="gemini-3.8-flash")),
+        ({"head_tokens": 4095}, "none", messages.CACHE_UNDER_MINIMUM.render(tokens=4095, **FLASH_MINIMUM)),
+        (
+            {"head_tokens": 4095, "existing_sha": "h0"},
+            "drop",
+            messages.CACHE_UNDER_MINIMUM.render(tokens=4095, **FLASH_MINIMUM),
+        ),
+        (
+            {"ttl_s": 3600.0},
+            "none",
+            messages.CACHE_NOT_WORTH.render(tokens=10_000, model="gemini-3.8-flash", ttl_s=3600),
+        ),
         # a model with implicit caching only is never sent a cache (the stand-in refuses one, as the API does)
-        ({"model": "gemini-4-argon"}, "none", "gemini-4-argon has no explicit context caches"),
+        ({"model": "gemini-4-argon"}, "none", messages.CACHE_IMPLICIT_ONLY.render(model="gemini-4-argon")),
     ],
 )
-def test_decide(change, action, words):
+def test_decide(change, action, reason):
     d = decide(**{**KW, **change})
-    assert d.action == action and words in d.reason
+    assert (d.action, d.reason) == (action, reason)
 
 
 def test_a_used_cache_is_refreshed_when_half_its_ttl_is_gone():

@@ -6,6 +6,7 @@ import json
 import re
 
 from helpers.display import RecordingDisplay
+from helpers.footer import footer_line
 from helpers.wire import api_requests, current_payload
 
 from genai_magics import messages
@@ -49,12 +50,12 @@ def test_a_cache_is_created_once_referenced_by_the_next_turns_and_billed_in_the_
     assert "The document I hold has 960 lines" in first.plain  # the model reads the cached document
     cached = stub.caches[0]["tokens"]
     for run, record in ((first, r1), (second, r2), (third, r3)):
-        footer = next(line for line in run.plain.splitlines() if line.startswith("turn "))
-        assert f"in {record['input_tokens']:,} tok ({cached:,} cached)" in footer
+        footer = footer_line(run.plain)
+        assert messages.BILL_IN.render(tokens=f"{record['input_tokens']:,}", cached=f" ({cached:,} cached)") in footer
         assert re.search(r" · ~\$0\.\d+", footer)
-    assert f"{cached:,} tok written to the cache" in first.plain and "more than resending" in first.plain
-    assert "In[4] sent into the context cache (26,550 chars)" in first.plain
-    assert "saved vs resending" in second.plain
+    assert messages.BILL_WRITTEN.render(tokens=cached) in first.plain and messages.BILL_MORE.within(first.plain)
+    assert messages.DOCUMENT_CACHED.render(label="In[4]", chars=26_550) in first.plain
+    assert messages.BILL_SAVED.within(second.plain)
     # 3.8 Flash prices: $0.75 in, $0.075 cached, $3.75 out per 1M tokens
     fresh = r2["input_tokens"] - cached
     cost = (fresh * 0.75 + cached * 0.075 + r2["response_tokens"] * 3.75) / 1e6
@@ -80,7 +81,7 @@ def test_the_cache_is_replaced_when_the_document_changes_and_deleted_on_reset(ke
     assert stub.requests[2]["path"].endswith(old["name"]) and stub.requests[4]["json"]["cachedContent"] == new["name"]
     assert "sorted([v * 7" in str(stub.requests[3]["json"]["contents"])  # the new version is cached, not re-read
     assert stub.requests[4]["held_document_sha256"] == sha256_text(rewritten)
-    assert re.search(r"In\[\d+\] sent into the context cache", changed.plain)
+    assert messages.DOCUMENT_CACHED.within(changed.plain)
     out = kernel.run("%gemini reset", cell_id="r").stdout
     assert "reset: default" in out
     assert kinds(stub)[-1] == "cache.delete" and stub.requests[-1]["path"].endswith(new["name"])
@@ -111,7 +112,7 @@ def test_a_small_hand_edit_goes_as_a_patch_and_the_cache_stays(kernel, stub):
     assert [r["held_document_sha256"] for r in stub.requests[2:]] == [sha256_text(edited)] * 2
     assert current_payload(stub.requests[3]) == {"mode": "ask", "prompt": "And now?", "sourceSynchronized": True}
     assert "The document I hold has 961 lines" in after.plain
-    assert re.search(r"In\[\d+\] changed by hand: sent as a patch \(\d+ chars\)", changed.plain)
+    assert messages.DOCUMENT_PATCHED.within(changed.plain)
     kernel.run("%%gemini_edit\nAdd a header comment", cell_id="m3e")
     edit = stub.requests[-1]
     assert edit["held_document_sha256"] == sha256_text(edited) and edit["json"]["cachedContent"] == name
@@ -184,12 +185,12 @@ def test_an_expired_cache_is_created_again_once_with_a_note(kernel, stub):
 def test_cache_off_sends_no_cache_call_and_dry_run_shows_the_plan(kernel, stub):
     big_conversation(kernel, stub)
     dry = kernel.run("%%gemini_ask --dry-run\nq0", cell_id="d1")
-    assert "cache plan: create a context cache (system instruction + 1 content(s), TTL 600 s)" in dry.plain
+    assert messages.CACHE_PLAN_CREATE.within(dry.plain, contents=1, ttl_s=600, replaced="")
     assert '"cached_content": "cachedContents/(created before the request)"' in dry.plain
     assert stub.requests == []
     kernel.run('%config GeminiMagics.cache = "off"', cell_id="off")
     dry = kernel.run("%%gemini_ask --dry-run\nq0", cell_id="d2")
-    assert "cache plan: none: caching is off (GeminiMagics.cache)" in dry.plain
+    assert messages.CACHE_PLAN_NONE.render(reason=messages.CACHE_OFF.render()) in dry.plain
     kernel.run("%%gemini_ask\nq1", cell_id="m1")
     kernel.run("%%gemini_ask\nq2", cell_id="m2")
     assert kinds(stub) == ["stream", "stream"]
@@ -199,8 +200,8 @@ def test_cache_off_sends_no_cache_call_and_dry_run_shows_the_plan(kernel, stub):
 def test_an_unknown_model_shows_tokens_and_no_price(kernel, stub):
     kernel.run(OTHER, cell_id="other")
     run = kernel.run("%%gemini_ask --model my-own-model\nq", cell_id="m1")
-    footer = next(line for line in run.plain.splitlines() if line.startswith("turn "))
-    assert "in " in footer and "$" not in footer
+    footer = footer_line(run.plain)
+    assert messages.BILL_IN.within(footer) and "$" not in footer
     assert kinds(stub) == ["stream"]
 
 
@@ -212,7 +213,7 @@ def test_implicit_cache_hits_show_in_the_footer_in_both_modes(kernel, stub):
         kernel.run(f"%%gemini_ask --state {mode} -c {mode}\nq1", cell_id=f"{mode}1")
         second = kernel.run(f"%%gemini_ask -c {mode}\nq2", cell_id=f"{mode}2")
         cached = api_requests(stub)[-1]["cached_tokens"]
-        assert cached > 0 and f"({cached:,} cached)" in second.plain
+        assert cached > 0 and messages.BILL_CACHED.render(tokens=cached) in second.plain
 
 
 def test_an_ask_after_an_ask_repeats_the_whole_previous_request_as_its_prefix(kernel, stub):

@@ -141,7 +141,7 @@ def third_turn_resends(kernel, stub, mode: str, conv: str, cell_id: str, turn1) 
     else:
         roles = [c["role"] for c in sent[0]["json"]["contents"]]
         assert roles == ["user", "model", "user"], "the failed turn must not be in the transcript"
-    assert "turn 2 ·" in run.plain  # the footer numbers it as the second recorded turn
+    assert messages.FOOTER_TURN.within(run.plain, turn=2)  # the footer numbers it as the second recorded turn
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -341,7 +341,7 @@ def test_failed_first_turn_creates_no_conversation(kernel, stub):
     assert (messages.SERVER_ERROR.parse(one_line(run)) or {}).get("code") == "500"
     assert "'firstfail'" not in kernel.run("%gemini status", cell_id="status").stdout
     again = kernel.run("%%gemini_ask -c firstfail --cell cell-first-fail\nhello", cell_id="m-first-fail")
-    assert again.stderr == "" and "turn 1 ·" in again.plain
+    assert again.stderr == "" and messages.FOOTER_TURN.within(again.plain, turn=1)
 
 
 def test_debug_off_by_default_no_traceback_debug_on_shows_it_for_api_failures(kernel, stub):

@@ -15,6 +15,7 @@ import zlib
 from pathlib import Path
 
 import pytest
+from helpers.footer import footer_line
 from helpers.kernel import FAKE_KEY
 from helpers.record import text_on_disk
 from helpers.wire import api_requests, current_payload
@@ -100,12 +101,14 @@ def test_printed_text_and_png_go_once_and_a_new_png_goes_alone(kernel, stub, tmp
     assert [i["sha256"] for i in request["current_images"]] == [sha(first_png)]  # the stand-in decoded it too
     assert request["input_tokens"] >= 258  # the stand-in reads the image as tokens
 
-    footer = next(line for line in asked.plain.splitlines() if line.startswith("turn 1"))
-    assert f"in {request['input_tokens']:,} tok" in footer  # the API's count, the image's tokens included
-    assert f"{text['label']} output sent · {text['label']} image 1 sent (~1,120 tok by the image rule)" in footer
+    footer = footer_line(asked.plain, turn=1)
+    assert messages.BILL_IN.within(footer, tokens=f"{request['input_tokens']:,}")  # the image's tokens included
+    sent = [messages.PIECE_SENT.render(name=f"{text['label']} output")]
+    sent.append(messages.IMAGE_SENT.render(name=f"{text['label']} image 1", tokens=1120))
+    assert messages.FOOTER_SEPARATOR.join(sent) in footer
     again = kernel.run("%%gemini_ask\nand the outliers?", cell_id="m2")
     follow_up = api_requests(stub)[-1]
-    assert f"{text['label']} image 1 not re-sent: unchanged" in again.plain
+    assert messages.PIECE_UNCHANGED.render(name=f"{text['label']} image 1") in again.plain
     assert "outputs" not in current_payload(follow_up)
     assert current_images(follow_up) == []
 
@@ -238,10 +241,10 @@ def test_after_a_restart_the_same_plot_replays_and_a_changed_plot_goes_live(stub
         k.run(f"%config GeminiMagics.state = {mode!r}", cell_id="cfg")
         show(k, tmp_path, png(16, 16, seed=1))  # Run All: the same plot
         replayed = k.run("%%gemini_ask\nwhat does the plot show?", cell_id="m1")
-        assert "replayed turn 1" in replayed.plain and len(api_requests(stub)) == before
+        assert messages.REPLAYED_FOOTER.within(replayed.plain, turn=1) and len(api_requests(stub)) == before
         show(k, tmp_path, png(16, 16, seed=2))  # the plot changed before the second ask
         live = k.run("%%gemini_ask\nand the colour?", cell_id="m2")
-        assert "turn 2 ·" in live.plain and len(api_requests(stub)) == before + 1
+        assert messages.FOOTER_TURN.within(live.plain, turn=2) and len(api_requests(stub)) == before + 1
         assert current_images(api_requests(stub)[-1]) == [png(16, 16, seed=2)]
     finally:
         k.close()

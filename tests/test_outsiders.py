@@ -59,7 +59,7 @@ def test_1_after_a_restart_a_new_magic_cell_is_a_new_turn_after_the_recorded_one
     k.run(CELL_A, cell_id="cell-a")
     new = k.run("%%gemini_ask\nCan it parse floats?", cell_id="m3")  # not Run All: a new cell first
     no_traceback(new)
-    assert "turn 3 ·" in new.plain
+    assert messages.FOOTER_TURN.within(new.plain, turn=3)
     (sent,) = api_requests(stub)[before:]
     if mode == "interactions":
         assert sent["json"]["previous_interaction_id"] == recorded[1]["interaction_id"]
@@ -82,7 +82,7 @@ def test_1_after_a_restart_a_new_magic_cell_is_a_new_turn_after_the_recorded_one
         k.run("%%gemini_ask\nCan it parse floats?", cell_id="m3"),
     ]
     assert len(api_requests(stub)) == before + 1
-    assert [f"replayed turn {i}" in r.plain for i, r in enumerate(runs, 1)] == [True] * 3
+    assert [messages.REPLAYED_FOOTER.within(r.plain, turn=i) for i, r in enumerate(runs, 1)] == [True] * 3
 
 
 def test_1_a_recorded_cell_run_alone_after_a_restart_replays_its_own_turn(k, stub, notebook):
@@ -93,7 +93,7 @@ def test_1_a_recorded_cell_run_alone_after_a_restart_replays_its_own_turn(k, stu
     restart(k)
     k.run(CELL_A, cell_id="cell-a")
     second = k.run("%%gemini_ask\nAnd for negative numbers?", cell_id="m2")
-    assert "replayed turn 2" in second.plain and len(api_requests(stub)) == before
+    assert messages.REPLAYED_FOOTER.within(second.plain, turn=2) and len(api_requests(stub)) == before
     assert len(record_of(notebook)["conversations"]["default"]["turns"]) == 2
 
 
@@ -103,17 +103,21 @@ def test_2_a_flag_after_the_first_word_of_a_one_line_prompt_is_prompt_text(kerne
     kernel.run("%gemini_ask what does parse do", cell_id="q1")
     second = kernel.run("%gemini_ask explain when I should use --new", cell_id="q2")
     no_traceback(second)
-    assert "turn 2 ·" in second.plain
+    assert messages.FOOTER_TURN.within(second.plain, turn=2)
     assert current_payload(api_requests(stub)[-1])["prompt"] == "explain when I should use --new"
     history = kernel.run("%gemini history", cell_id="h").stdout
     assert "what does parse do" in history and "explain when I should use --new" in history
     # flags before the prompt still count, with their values; a mistyped one is one line
     third = kernel.run("%gemini_ask --cell cell-a -c other what about --cell here?", cell_id="q3")
-    assert current_payload(api_requests(stub)[-1])["prompt"] == "what about --cell here?" and "turn 1 ·" in third.plain
+    assert current_payload(api_requests(stub)[-1])[
+        "prompt"
+    ] == "what about --cell here?" and messages.FOOTER_TURN.within(third.plain, turn=1)
     wrong = kernel.run("%gemini_ask --nwe explain", cell_id="q4")
     assert wrong.errors == [] and "unrecognized arguments: --nwe" in wrong.stderr
     cell = kernel.run("%%gemini_ask -c other about --new\nand the body", cell_id="q5")  # the same on a %% line
-    assert current_payload(api_requests(stub)[-1])["prompt"] == "about --new\nand the body" and "turn 2 ·" in cell.plain
+    assert current_payload(api_requests(stub)[-1])[
+        "prompt"
+    ] == "about --new\nand the body" and messages.FOOTER_TURN.within(cell.plain, turn=2)
 
 
 # -- 3. a hand edit across form feeds and U+2028 -----------------------------------------------------------
@@ -147,7 +151,7 @@ def test_4_vars_with_an_undecodable_file_name_is_sent_escaped_and_the_answer_is_
     kernel.run(NAMES, cell_id="names")
     run = kernel.run("%%gemini_ask --vars listing\nWhich files are there?", cell_id="m1")
     no_traceback(run)
-    assert "Stub answer to: Which files are there?" in run.plain and "turn 1 ·" in run.plain
+    assert "Stub answer to: Which files are there?" in run.plain and messages.FOOTER_TURN.within(run.plain, turn=1)
     (sent,) = api_requests(stub)
     assert current_payload(sent)["variables"]["listing"].endswith("ok.txt\nbad\\udcff.txt")  # the escape, as text
     history = kernel.run("%gemini history", cell_id="h").stdout
@@ -259,7 +263,9 @@ def test_7_a_record_of_the_wrong_shape_is_set_aside_and_forget_all_works(k, note
     ask = k.run("%%gemini_ask\nWhat does this do?", cell_id="m1")
     no_traceback(ask)
     why = (messages.RECORD_SET_ASIDE.parse(ask.stderr.strip()) or {}).get("why", "")
-    assert messages.RECORD_WRONG_SHAPE.matches(why, prefixed=False) and "turn 1 ·" in ask.plain, ask.stderr
+    assert messages.RECORD_WRONG_SHAPE.matches(why, prefixed=False) and messages.FOOTER_TURN.within(
+        ask.plain, turn=1
+    ), ask.stderr
     forget = k.run("%gemini forget --all", cell_id="f")
     no_traceback(forget)
     assert "forgotten: default" in forget.stdout and not path.exists()
@@ -277,7 +283,7 @@ def test_8_a_record_with_a_bad_field_is_set_aside_at_load_never_a_traceback_in_r
     no_traceback(again)
     why = (messages.RECORD_SET_ASIDE.parse(again.stderr.strip()) or {}).get("why", "")
     assert "turns[0].at: str 'yesterday', not a number" in why, again.stderr
-    assert "turn 1 ·" in again.plain  # asked live: the record did not hold a usable turn
+    assert messages.FOOTER_TURN.within(again.plain, turn=1)  # asked live: the record did not hold a usable turn
 
 
 @pytest.mark.parametrize(
@@ -294,11 +300,11 @@ def test_9_a_newer_or_foreign_record_is_left_untouched_and_the_session_keeps_wor
     ask = k.run("%%gemini_ask\nWhat does this do?", cell_id="m1")
     no_traceback(ask)
     assert messages.RECORD_LEFT_UNTOUCHED.matches(ask.stderr.strip()), ask.stderr
-    assert "turn 1 ·" in ask.plain
+    assert messages.FOOTER_TURN.within(ask.plain, turn=1)
     follow = k.run("%%gemini_ask\nAnd then?", cell_id="m2")
     forget = k.run("%gemini forget --all", cell_id="f")
     no_traceback(follow, forget)
-    assert "turn 2 ·" in follow.plain and "forgotten: default" in forget.stdout
+    assert messages.FOOTER_TURN.within(follow.plain, turn=2) and "forgotten: default" in forget.stdout
     assert path.read_text() == content and sorted(p.name for p in path.parent.iterdir()) == ["record.json"]
     assert "left untouched" in k.run("%gemini status", cell_id="st").stdout
 
@@ -317,7 +323,7 @@ def test_10_without_cell_ids_an_edited_rerun_of_the_document_is_what_the_model_g
     run_without_cell_id(kernel, "x = 1")  # another cell ran since: the edit still is the document
     ask = run_without_cell_id(kernel, "%%gemini_ask\nAnd now?")
     no_traceback(ask)
-    assert "not re-sent: synchronized" not in ask.plain
+    assert not messages.DOCUMENT_SYNCHRONIZED.within(ask.plain)
     last = api_requests(stub)[-1]
     assert last["held_document_sha256"] == sha256_text(edited)
     assert "In[4] sent" in ask.plain  # the footer names the run the model holds (In[1] loaded the extension)
@@ -353,4 +359,5 @@ def test_12_a_changed_temperature_asks_again_instead_of_replaying(k, stub, mode)
     restart(k)  # the same settings again: replayed
     k.run("%config GeminiMagics.temperature = 0.2", cell_id="cfg")
     k.run(CELL_A, cell_id="cell-a")
-    assert "replayed turn 1" in k.run(f"%%gemini_ask --state {mode}\nWhat does this do?", cell_id="m1").plain
+    replayed = k.run(f"%%gemini_ask --state {mode}\nWhat does this do?", cell_id="m1")
+    assert messages.REPLAYED_FOOTER.within(replayed.plain, turn=1)

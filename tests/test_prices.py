@@ -7,6 +7,7 @@ import datetime as dt
 import json
 
 import pytest
+from helpers.footer import footer_line
 from helpers.wire import api_requests
 
 from genai_magics import messages
@@ -148,14 +149,10 @@ def test_the_stand_in_refuses_a_thinking_budget_for_argon_so_the_test_above_can_
 def test_a_model_not_in_the_table_still_works_and_shows_tokens_only(magic_shell, stub):
     magic_shell.run(CODE, cell_id="code")
     shown = magic_shell.run("%%gemini_ask --model gemini-9-unknown -c unpriced --new\nwhy int?", cell_id="m1")
-    footer = next(line for line in shown.plain.splitlines() if line.startswith("turn 1"))
-    assert "gemini-9-unknown" in footer and "in " in footer and "~$" not in footer
+    footer = footer_line(shown.plain, turn=1)
+    assert messages.FOOTER_TURN.within(footer, model="gemini-9-unknown") and "~$" not in footer
     (request,) = api_requests(stub)
     assert "thinkingConfig" not in (request["json"].get("generationConfig") or {})
-
-
-def footer_of(shown) -> str:
-    return next(line for line in shown.plain.splitlines() if line.startswith("turn "))
 
 
 def test_the_same_turn_costs_twice_as_much_on_2027_01_02_as_on_2026_12_31(magic_shell, stub):
@@ -165,7 +162,7 @@ def test_the_same_turn_costs_twice_as_much_on_2027_01_02_as_on_2026_12_31(magic_
     footers = []
     for day in (LAST_INTRO, AFTER):
         magic_shell.magics.session.today = lambda day=day: day
-        footers.append(footer_of(magic_shell.run(f"%%gemini_ask -c on{day:%m%d} --new\nwhy int?", cell_id="m")))
+        footers.append(footer_line(magic_shell.run(f"%%gemini_ask -c on{day:%m%d} --new\nwhy int?", cell_id="m").plain))
     print("\n".join(footers))  # what the closing note quotes (pytest -s)
     before, after = (magic_shell.magics.session.conversations[f"on{d:%m%d}"].history[-1] for d in (LAST_INTRO, AFTER))
     tokens = [(t.usage.input_tokens, t.usage.output_tokens) for t in (before, after)]

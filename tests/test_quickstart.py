@@ -10,9 +10,12 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers.footer import footer_line
 from helpers.kernel import FAKE_KEY
 from helpers.lazy import lazy_import
 from helpers.wire import api_requests, current_payload
+
+from genai_magics import messages
 
 nb_regression = lazy_import("pytest_notebook.nb_regression")
 
@@ -45,16 +48,17 @@ def test_quickstart_runs_on_the_stand_in(stub):
     edit = _text(cells["%%gemini_edit"])
     assert "Stub edit for: Add input validation" in edit and "In[" in edit and "sent" in edit
     assert "Applied" in _text(cells["%gemini apply"])
-    assert "not re-sent: synchronized" in _text(cells["%%gemini_ask"])  # the applied proposal is held
+    assert messages.DOCUMENT_SYNCHRONIZED.within(_text(cells["%%gemini_ask"]))  # the applied proposal is held
     assert _text(cells["%gemini undo"]).startswith("Undone for the conversation")
     assert _text(cells["%gemini discard"]).startswith("Discarded")
     follow = _text(cells["%%gemini_ask -c server"])
-    assert "not re-sent: synchronized" in follow
+    assert messages.DOCUMENT_SYNCHRONIZED.within(follow)
     # the 2,000-line cell: sent once into a context cache, the follow-up served from it
     first_big, second_big = (c for c in result.nb_final.cells if c.source.startswith("%%gemini_ask -c big"))
-    assert "sent into the context cache" in _text(first_big)
-    assert re.search(r"in [\d,]+ tok \(1[89],\d{3} cached\).*saved vs resending", _text(second_big))
-    assert "not re-sent: synchronized" in _text(second_big)
+    assert messages.DOCUMENT_CACHED.within(_text(first_big))
+    second_footer = footer_line(_text(second_big))
+    assert re.search(r"\(1[89],\d{3} cached\)", second_footer) and messages.BILL_SAVED.within(second_footer)
+    assert messages.DOCUMENT_SYNCHRONIZED.within(second_footer)
     table = _text(cells["%gemini tokens"])
     assert all(f"conversation '{name}'" in table for name in ("default", "server", "big"))
     kinds = [r["kind"] for r in api_requests(stub)]

@@ -19,6 +19,7 @@ from helpers.record import data_on_disk, text_on_disk
 from helpers.wire import api_requests, current_payload, transcript
 
 from genai_magics import messages
+from genai_magics.messages import REPLAYED_FOOTER
 from genai_magics.persistence.store import record_path
 
 nbformat = lazy_import("nbformat")
@@ -71,22 +72,24 @@ def test_restart_replays_then_continues_without_resending_the_document(stub, not
         again = k.run(f"%%gemini_ask --state {mode}\nWhat does this do?", cell_id="m1")
         edit = k.run("%%gemini_edit\nAdd input validation.", cell_id="m2")
         assert len(api_requests(stub)) == before, "a replayed cell sent a request"
-        assert re.search(r"replayed turn 1 \(\d{4}-\d\d-\d\d \d\d:\d\d\) · 0 tokens · --rerun asks again", again.plain)
+        (when,) = [f["when"] for f in map(REPLAYED_FOOTER.parse, again.plain.splitlines()) if f and f["turn"] == "1"]
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", when)
         assert "Stub answer to: What does this do?" in again.plain and again.stderr == ""
         first_answer = [m for m in first.messages if "text/markdown" in m["content"].get("data", {})][-1]
         replayed_answer = [m for m in again.messages if "text/markdown" in m["content"].get("data", {})][-1]
         assert replayed_answer["content"]["data"] == first_answer["content"]["data"]
-        assert "replayed turn 2" in edit.plain
-        status_line = next(v for v in k.html_values() if "Replayed from the record" in v)
-        assert "applied in an earlier session" in status_line and "holds the proposal now" in status_line
+        assert REPLAYED_FOOTER.within(edit.plain, turn=2)
+        status_line = next(v for v in k.html_values() if messages.REPLAYED_PROPOSAL.within(v))
+        assert messages.REPLAYED_PROPOSAL.within(status_line, outcome=messages.REPLAYED_APPLIED.render())
+        assert messages.REPLAYED_HOLDS_PROPOSAL.within(status_line)
         assert k.state(k.buttons("Apply")[-1])["disabled"] and not k.state(k.buttons("Undo")[-1])["disabled"]
 
         status = k.run("%gemini status", cell_id="st").stdout
-        assert "conversation 'default' restored from the record: 2 recorded turn(s), 2 replayed" in status
+        assert messages.RECORD_RESTORED.within(status, name="default", loaded=2, replayed=2)
         assert str(the_record(notebook)) in status
 
         live = k.run("%%gemini_ask\nCan we log rejected input too?", cell_id="m3")
-        assert live.stderr == "" and "turn 3 ·" in live.plain
+        assert live.stderr == "" and messages.FOOTER_TURN.within(live.plain, turn=3)
         sent = api_requests(stub)[before:]
         assert len(sent) == 1
         payload = current_payload(sent[0])
@@ -118,9 +121,9 @@ def test_within_one_kernel_rerunning_a_cell_asks_again(stub, notebook):
         k.run("%%gemini_ask\nWhat does this do?", cell_id="m1")
         assert len(api_requests(stub)) == 2, "both recorded turns replay, in order"
         third = k.run("%%gemini_ask\nWhat does this do?", cell_id="m1")
-        assert len(api_requests(stub)) == 3 and "turn 3 ·" in third.plain
+        assert len(api_requests(stub)) == 3 and messages.FOOTER_TURN.within(third.plain, turn=3)
         rerun = k.run("%%gemini_ask --rerun\nWhat does this do?", cell_id="m1")
-        assert len(api_requests(stub)) == 4 and "turn 4 ·" in rerun.plain
+        assert len(api_requests(stub)) == 4 and messages.FOOTER_TURN.within(rerun.plain, turn=4)
     finally:
         k.close()
 
@@ -175,7 +178,13 @@ def magic_outputs(nb) -> list[list[dict]]:
     return [c.outputs for c in nb.cells if c.cell_type == "code" and c.source.startswith("%%gemini")]
 
 
-FOOTER = re.compile(r"^(turn \d+ · .*|replayed turn \d+ \(.*\) · 0 tokens · --rerun asks again)$")
+def is_footer(text: str) -> bool:
+    return "\n" not in text and (messages.FOOTER_TURN.within(text) or REPLAYED_FOOTER.matches(text))
+
+
+def shown_text(outputs: list[dict]) -> str:
+    """What a cell's outputs show as plain text (streams, and the plain text of rich outputs)."""
+    return "\n".join(o.get("text") or o.get("data", {}).get("text/plain", "") for o in outputs)
 
 
 def normalised(outputs: list[list[dict]]) -> list[list[dict]]:
@@ -186,7 +195,7 @@ def normalised(outputs: list[list[dict]]) -> list[list[dict]]:
     for cell in out:
         for o in cell:
             data = o.get("data", {})
-            if FOOTER.match(data.get("text/plain", "")):
+            if is_footer(data.get("text/plain", "")):
                 o["data"] = {"footer": "FOOTER"}
             if "application/vnd.jupyter.widget-view+json" in data:
                 data["application/vnd.jupyter.widget-view+json"]["model_id"] = "MODEL"
@@ -222,22 +231,21 @@ def test_run_all_twice_sends_nothing_the_second_time_and_shows_the_same(stub, no
         o["data"]["text/plain"]
         for cell in magic_outputs(second)
         for o in cell
-        if o.get("data", {}).get("text/plain", "").startswith("replayed turn")
+        if REPLAYED_FOOTER.matches(o.get("data", {}).get("text/plain", ""))
     ]
-    assert [f.split(" (")[0] for f in footers] == [f"replayed turn {i}" for i in range(1, 7)]
+    assert [REPLAYED_FOOTER.parse(f)["turn"] for f in footers] == [str(i) for i in range(1, 7)]
     # the two proposals show the same diffs; their status line says they were replayed
     live, replayed = proposal_views(first), proposal_views(second)
     assert len(live) == 2 and [d for d, _ in replayed] == [d for d, _ in live]
-    assert all(
-        status.startswith("Replayed from the record: not acted on in an earlier session") for _, status in replayed
-    )
+    not_acted = messages.REPLAYED_PROPOSAL.pattern(outcome=messages.REPLAYED_NOT_ACTED.render())
+    assert all(not_acted.match(status) for _, status in replayed)
     texts = [
         o["data"]["text/plain"]
         for cell in magic_outputs(second)
         for o in cell
         if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
     ]
-    assert len(texts) == 2 and all(t.rsplit("\n", 1)[1].startswith("Replayed from the record") for t in texts)
+    assert len(texts) == 2 and all(messages.REPLAYED_PROPOSAL.matches(t.rsplit("\n", 1)[1]) for t in texts)
     # replayed again, with no key and replay 'only' (CI): exactly the same outputs
     third = run_all(notebook, stub, key=None, replay="only")
     assert len(api_requests(stub)) == 6
@@ -253,7 +261,7 @@ def test_replay_only_without_a_key_fails_a_cell_with_no_record_in_one_line(stub,
     nb = run_all(notebook, stub, key=None, replay="only")
     outs = magic_outputs(nb)
     assert len(api_requests(stub)) == 2
-    assert "replayed turn 2" in json.dumps(outs[1])
+    assert REPLAYED_FOOTER.within(shown_text(outs[1]), turn=2)
     errors = [o["text"] for o in outs[2] if o.get("name") == "stderr"]
     why = messages.REPLAY_ONLY_NO_MATCH.render(position=3, name="default")
     assert errors == [messages.REPLAY_ONLY.shown(why=why) + "\n"]
@@ -272,8 +280,8 @@ def test_a_diverging_cell_goes_live_and_so_do_the_later_ones(stub, notebook, mod
     nb = run_all(notebook, stub)
     sent = api_requests(stub)
     assert [current_payload(r)["prompt"] for r in sent] == [p for _, p in changed[3:]]
-    outs = json.dumps(magic_outputs(nb))
-    assert all(f"replayed turn {i}" in outs for i in (1, 2, 3)) and "replayed turn 4" not in outs
+    outs = "\n".join(map(shown_text, magic_outputs(nb)))
+    assert [REPLAYED_FOOTER.within(outs, turn=i) for i in (1, 2, 3, 4)] == [True, True, True, False]
     # a continuation of turns 1-3, not of the turns it replaces; the model holds the cell already
     first_live = sent[0]
     if mode == "contents":
@@ -356,7 +364,8 @@ def test_the_key_never_reaches_the_record(stub, notebook):
         k.run(f"SECRET = {FAKE_KEY!r}\nprint(len(SECRET))", cell_id="secret")
         k.run(proposal, cell_id="cell-a")
         k.run(f"%%gemini_ask --vars SECRET\nIs {FAKE_KEY} safe here?", cell_id="m1")
-        assert "replayed turn 2" in k.run("%%gemini_edit\nRead the token from the environment.", cell_id="m2").plain
+        replayed = k.run("%%gemini_edit\nRead the token from the environment.", cell_id="m2")
+        assert REPLAYED_FOOTER.within(replayed.plain, turn=2)
         k.click("Undo")
         holds = k.run(
             "m = get_ipython().magics_manager.registry['GeminiMagics']\n"
@@ -428,7 +437,7 @@ def test_a_failed_turn_writes_nothing_and_a_replayed_run_after_it_still_matches(
         assert record.read_bytes() == before
         restart(k)
         k.run(CELL_A, cell_id="cell-a")
-        assert "replayed turn 1" in k.run("%%gemini_ask\nfirst", cell_id="m1").plain
+        assert REPLAYED_FOOTER.within(k.run("%%gemini_ask\nfirst", cell_id="m1").plain, turn=1)
     finally:
         k.close()
 
@@ -445,7 +454,8 @@ def test_after_a_restart_a_chain_the_server_lost_falls_back_to_the_existing_reco
         restart(k)
         k.run(OTHER, cell_id="other")
         k.run(CELL_A, cell_id="cell-a")
-        assert "replayed turn 1" in k.run("%%gemini_ask --state interactions\nWhat does this do?", cell_id="m1").plain
+        replayed = k.run("%%gemini_ask --state interactions\nWhat does this do?", cell_id="m1")
+        assert REPLAYED_FOOTER.within(replayed.plain, turn=1)
         live = k.run("%%gemini_ask\nAnd why int()?", cell_id="m2")
         assert messages.CHAIN_LOST.within(live.plain) and live.stderr == ""
         lost, fresh = api_requests(stub)[-2:]
@@ -482,9 +492,9 @@ def test_run_all_resolves_each_cell_as_the_conversation_did_then(stub, notebook)
         restart(k)
         again = run_all()
         assert len(api_requests(stub)) == 3
-        assert [f"replayed turn {i}" in out for i, out in enumerate(again, start=1)] == [True, True, True]
+        assert [REPLAYED_FOOTER.within(out, turn=i) for i, out in enumerate(again, start=1)] == [True, True, True]
         live = k.run("%%gemini_ask\nAnd now?", cell_id="m4")
-        assert "turn 4 ·" in live.plain
+        assert messages.FOOTER_TURN.within(live.plain, turn=4)
         payload = current_payload(api_requests(stub)[-1])
         assert payload["sourceSynchronized"] is True and "currentSource" not in payload  # still cell B
     finally:
@@ -501,7 +511,7 @@ def test_replay_off_asks_again_and_continues_the_restored_conversation(stub, not
         k.run("%config GeminiMagics.replay = 'off'", cell_id="cfg")
         k.run(CELL_A, cell_id="cell-a")
         again = k.run("%%gemini_ask\nWhat does this do?", cell_id="m1")
-        assert len(api_requests(stub)) == 2 and "turn 2 ·" in again.plain
+        assert len(api_requests(stub)) == 2 and messages.FOOTER_TURN.within(again.plain, turn=2)
         payload = current_payload(api_requests(stub)[-1])
         assert payload["sourceSynchronized"] is True, "the restored conversation holds the cell"
     finally:
@@ -532,7 +542,7 @@ def test_vscode_run_all_does_not_stop_at_a_replayed_proposal_and_never_writes_an
         vs.run("%load_ext genai_magics", 1)  # apply_wait back at its default of 300 s
         vs.run(CELL_A, 2)
         replayed = vs.run(edit, 3, timeout=30)
-        assert "replayed turn 1" in replayed.plain and len(api_requests(stub)) == before
+        assert REPLAYED_FOOTER.within(replayed.plain, turn=1) and len(api_requests(stub)) == before
         assert set_next_input(replayed) == []
         assert any(messages.STAGED_APPLY.render() in v for v in k.html_values())
         k.click("Apply")

@@ -10,6 +10,7 @@ import json
 
 import pytest
 from helpers.discovery import problems
+from helpers.footer import footer_line
 from helpers.kernel import FAKE_KEY
 from helpers.wire import api_requests, current_payload
 from test_caching_wire import BIG, MODEL
@@ -103,8 +104,8 @@ def test_every_function_answers_what_the_flags_would_send_and_shows_one_line_eac
     assert "Function results read: last_error (whole), list_variables (whole)" in shown.plain
     turn = notebook.magics.session.conversations["default"].history[-1]
     assert turn.usage.requests == 3 and len(turn.tool_rounds) == 2
-    footer = next(b["text/plain"] for b in shown.bundles if b.get("text/plain", "").startswith("turn 1"))
-    assert "3 requests" in footer and "6 function call(s)" in footer
+    footer = footer_line("\n".join(b.get("text/plain", "") for b in shown.bundles), turn=1)
+    assert messages.FOOTER_REQUESTS.within(footer, count=3) and messages.FOOTER_CALLS.render(count=6) in footer
 
 
 @pytest.mark.parametrize("state", STATES)

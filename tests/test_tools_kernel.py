@@ -83,7 +83,10 @@ def test_a_turn_with_calls_replays_with_zero_requests_until_a_result_would_diffe
         k.run("data = {'a': 1, 'b': 2}", cell_id="c1")
         replayed = k.run("%%gemini_ask\nwhat is in data?", cell_id="m1")
         assert len(api_requests(stub)) == sent, "a replay sent requests"
-        assert "replayed turn 1" in replayed.plain and "Function results read: inspect_variable" in replayed.plain
+        assert (
+            messages.REPLAYED_FOOTER.within(replayed.plain, turn=1)
+            and "Function results read: inspect_variable" in replayed.plain
+        )
         # replay 'only' with the same inputs: still nothing sent
         restart(k)
         k.run("%config GeminiMagics.replay = 'only'", cell_id="cfg0")

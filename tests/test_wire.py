@@ -42,7 +42,7 @@ def test_turn_one_carries_document_and_context_then_an_ask_carries_neither(kerne
     else:
         roles = [role for role, _ in transcript(r2)]
         assert roles == ["user", "model", "user"]
-    assert "not re-sent: synchronized" in second.plain
+    assert messages.DOCUMENT_SYNCHRONIZED.within(second.plain)
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -41,9 +41,9 @@ def test_the_demo_says_applied_only_where_apply_happened(demo):
     cells, _, _ = demo
     edit = cells["%%gemini_edit"]
     assert "+# stub edit: Add input validation" in edit  # the diff
-    assert "Apply records the proposal" in edit  # what Apply will do, as the cell showed it then
+    assert messages.KERNEL_STATE_APPLY.within(edit)  # what Apply will do, as the cell showed it then
     assert "Applied" not in edit and "[Undo]" not in edit
-    assert cells["%gemini apply"].startswith("Applied for the conversation")
+    assert messages.KERNEL_STATE_DONE.pattern(verb="Applied").match(cells["%gemini apply"])
 
 
 @pytest.mark.kernel
