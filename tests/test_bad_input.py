@@ -72,7 +72,7 @@ def kern(stub, nb_path):
 
 
 @pytest.fixture
-def kernel(kern, nb_path):
+def bad_input_kernel(kern, nb_path):
     write_good_notebook(nb_path)
     yield kern
     kern.run("%config GeminiMagics.max_document_bytes = 1000000", cell_id="restore")
@@ -100,8 +100,8 @@ def rejected(kernel, stub, source: str, cell_id: str = "bad") -> str:
     ["%%gemini_ask\n   \n", "%%gemini_edit --cell cell-mean\n\n", "%gemini_ask"],
     ids=["ask-blank", "edit-blank", "line-form-no-words"],
 )
-def test_empty_prompt(kernel, stub, source):
-    assert rejected(kernel, stub, source) == messages.PROMPT_EMPTY.shown()
+def test_empty_prompt(bad_input_kernel, stub, source):
+    assert rejected(bad_input_kernel, stub, source) == messages.PROMPT_EMPTY.shown()
 
 
 @pytest.mark.parametrize(
@@ -124,8 +124,8 @@ def test_empty_prompt(kernel, stub, source):
     ],
     ids=["ask-unknown", "edit-typo", "edit-prefix-is-not-a-guess", "bad-state", "gemini-unknown-command"],
 )
-def test_unknown_flag_or_command(kernel, stub, source, expected):
-    line = rejected(kernel, stub, source)
+def test_unknown_flag_or_command(bad_input_kernel, stub, source, expected):
+    line = rejected(bad_input_kernel, stub, source)
     assert expected in line
     assert messages.USAGE.matches(line)
 
@@ -138,103 +138,103 @@ def test_unknown_flag_or_command(kernel, stub, source, expected):
         ("In[999]", messages.NO_CELL_WITH_COUNT.shown(flag="--cell", ref="In[999]", count=999)),
     ],
 )
-def test_cell_naming_no_cell(kernel, stub, ref, expected):
-    assert rejected(kernel, stub, f"%%gemini_ask --cell {ref}\nhi") == expected
+def test_cell_naming_no_cell(bad_input_kernel, stub, ref, expected):
+    assert rejected(bad_input_kernel, stub, f"%%gemini_ask --cell {ref}\nhi") == expected
 
 
-def test_markdown_cell_is_not_a_document(kernel, stub):
-    line = rejected(kernel, stub, "%%gemini_edit --cell md-notes\nfix the typo")
+def test_markdown_cell_is_not_a_document(bad_input_kernel, stub):
+    line = rejected(bad_input_kernel, stub, "%%gemini_edit --cell md-notes\nfix the typo")
     assert line == messages.NOT_A_CODE_CELL.shown(named="--cell md-notes", cell_type="markdown")
 
 
-def test_never_run_file_cell_is_a_valid_target(kernel, stub):
+def test_never_run_file_cell_is_a_valid_target(bad_input_kernel, stub):
     """Control for the markdown case: the same file's code cell works."""
     n = len(api_requests(stub))
-    run = kernel.run("%%gemini_ask --cell file-code -c filecell\nwhat is it?", cell_id="ok-file")
+    run = bad_input_kernel.run("%%gemini_ask --cell file-code -c filecell\nwhat is it?", cell_id="ok-file")
     assert run.stderr == ""
     assert current_payload(api_requests(stub)[n])["currentSource"] == FILE_CODE
-    kernel.run("%gemini reset filecell", cell_id="reset")
+    bad_input_kernel.run("%gemini reset filecell", cell_id="reset")
 
 
-def test_document_over_the_default_cap_of_about_one_megabyte(kernel, stub):
+def test_document_over_the_default_cap_of_about_one_megabyte(bad_input_kernel, stub):
     from genai_magics.kernel.magics import GeminiMagics
 
     assert 900_000 <= GeminiMagics.class_traits()["max_document_bytes"].default_value <= 1_100_000
     big = "DATA = '" + "x" * 1_100_000 + "'\n"
-    kernel.run(big, cell_id="cell-big")
+    bad_input_kernel.run(big, cell_id="cell-big")
     size = len(big.encode())
     try:
-        line = rejected(kernel, stub, "%%gemini_ask --cell cell-big\nsummarize")
+        line = rejected(bad_input_kernel, stub, "%%gemini_ask --cell cell-big\nsummarize")
     finally:
-        kernel.run("DATA = ''", cell_id="cell-big")  # not a megabyte of context for the next tests
+        bad_input_kernel.run("DATA = ''", cell_id="cell-big")  # not a megabyte of context for the next tests
     assert line == messages.DOCUMENT_OVER_CAP.shown(size=size, cap=1_000_000)
 
 
-def test_document_over_a_lowered_cap(kernel, stub):
-    kernel.run("%config GeminiMagics.max_document_bytes = 20", cell_id="cfg")
+def test_document_over_a_lowered_cap(bad_input_kernel, stub):
+    bad_input_kernel.run("%config GeminiMagics.max_document_bytes = 20", cell_id="cfg")
     size = len(CELL.encode())
-    line = rejected(kernel, stub, "%%gemini_edit --cell cell-mean\nrename")
+    line = rejected(bad_input_kernel, stub, "%%gemini_edit --cell cell-mean\nrename")
     assert line == messages.DOCUMENT_OVER_CAP.shown(size=size, cap=20)
 
 
-def test_binary_cell_is_not_sent(kernel, stub):
-    kernel.run("blob = 'a\x00b'\n", cell_id="cell-nul")  # the cell fails to compile; it is recorded
+def test_binary_cell_is_not_sent(bad_input_kernel, stub):
+    bad_input_kernel.run("blob = 'a\x00b'\n", cell_id="cell-nul")  # the cell fails to compile; it is recorded
     try:
-        line = rejected(kernel, stub, "%%gemini_ask --cell cell-nul\nwhat is this?")
+        line = rejected(bad_input_kernel, stub, "%%gemini_ask --cell cell-nul\nwhat is this?")
     finally:
-        kernel.run("blob = 'ab'", cell_id="cell-nul")
+        bad_input_kernel.run("blob = 'ab'", cell_id="cell-nul")
     assert (messages.DOCUMENT_NOT_TEXT.parse(line) or {}).get("at") == "9", line
 
 
-def test_undecodable_text_is_not_sent(kernel, stub, nb_path):
+def test_undecodable_text_is_not_sent(bad_input_kernel, stub, nb_path):
     write_good_notebook(nb_path, surrogate_cell())
-    line = rejected(kernel, stub, "%%gemini_edit --cell surrogate-cell\nfix")
+    line = rejected(bad_input_kernel, stub, "%%gemini_edit --cell surrogate-cell\nfix")
     assert (messages.DOCUMENT_NOT_TEXT.parse(line) or {}).get("at") == "5", line
 
 
-def test_undecodable_cell_elsewhere_does_not_break_other_turns(kernel, stub, nb_path):
+def test_undecodable_cell_elsewhere_does_not_break_other_turns(bad_input_kernel, stub, nb_path):
     """A cell that is not text is left out of the secondary context; the turn goes through."""
     write_good_notebook(nb_path, surrogate_cell())
     n = len(api_requests(stub))
-    run = kernel.run("%%gemini_ask --cell cell-mean -c nottext\nwhat does it do?", cell_id="ok-surrogate")
+    run = bad_input_kernel.run("%%gemini_ask --cell cell-mean -c nottext\nwhat does it do?", cell_id="ok-surrogate")
     assert run.stderr == "", run.stderr
     payload = current_payload(api_requests(stub)[n])
     assert FILE_CODE in payload["secondaryContext"] and "surrogate-cell" not in payload["secondaryContext"]
-    kernel.run("%gemini reset nottext", cell_id="reset")
+    bad_input_kernel.run("%gemini reset nottext", cell_id="reset")
 
 
-def test_notebook_file_missing(kernel, stub, nb_path):
+def test_notebook_file_missing(bad_input_kernel, stub, nb_path):
     nb_path.unlink()
-    line = rejected(kernel, stub, "%%gemini_ask --notebook\noverview")
+    line = rejected(bad_input_kernel, stub, "%%gemini_ask --notebook\noverview")
     assert line == messages.NOTEBOOK_FLAG.shown(why=messages.NOTEBOOK_NOT_FOUND.render(path=nb_path))
 
 
-def test_notebook_file_corrupt(kernel, stub, nb_path):
+def test_notebook_file_corrupt(bad_input_kernel, stub, nb_path):
     nb_path.write_text('{"cells": [ this is not json', encoding="utf-8")
     bump(nb_path)
-    line = rejected(kernel, stub, "%%gemini_edit --notebook\ntidy up")
+    line = rejected(bad_input_kernel, stub, "%%gemini_edit --notebook\ntidy up")
     assert line.startswith(
         messages.NOTEBOOK_FLAG.shown(why=messages.NOTEBOOK_UNREADABLE.render(name=nb_path.name, error=""))
     )
 
 
-def test_notebook_file_not_nbformat_4(kernel, stub, nb_path):
+def test_notebook_file_not_nbformat_4(bad_input_kernel, stub, nb_path):
     v3 = nbformat.v3.new_notebook()
     v3.worksheets = [nbformat.v3.new_worksheet(cells=[nbformat.v3.new_code_cell(input="print(1)")])]
     nb_path.write_text(nbformat.v3.writes_json(v3), encoding="utf-8")
     bump(nb_path)
     assert json.loads(nb_path.read_text())["nbformat"] == 3
-    line = rejected(kernel, stub, "%%gemini_ask --notebook\noverview")
+    line = rejected(bad_input_kernel, stub, "%%gemini_ask --notebook\noverview")
     assert line == messages.NOTEBOOK_FLAG.shown(why=messages.NOTEBOOK_NOT_V4.render(name=nb_path.name, version=3))
 
 
-def test_notebook_file_good_is_accepted(kernel, stub):
+def test_notebook_file_good_is_accepted(bad_input_kernel, stub):
     """Control: the same kernel and magic with a readable file sends the notebook."""
     n = len(api_requests(stub))
-    run = kernel.run("%%gemini_ask --notebook -c whole\noverview", cell_id="ok-nb")
+    run = bad_input_kernel.run("%%gemini_ask --notebook -c whole\noverview", cell_id="ok-nb")
     assert run.stderr == ""
     assert FILE_CODE in current_payload(api_requests(stub)[n])["currentSource"]
-    kernel.run("%gemini reset whole", cell_id="reset")
+    bad_input_kernel.run("%gemini reset whole", cell_id="reset")
 
 
 @pytest.mark.parametrize(
@@ -249,16 +249,18 @@ def test_notebook_file_good_is_accepted(kernel, stub):
         ("$(id)", "$(id)"),
     ],
 )
-def test_conversation_name_with_odd_characters(kernel, stub, arg, name):
-    line = rejected(kernel, stub, f"%%gemini_ask -c {arg} --cell cell-mean\nhi")
+def test_conversation_name_with_odd_characters(bad_input_kernel, stub, arg, name):
+    line = rejected(bad_input_kernel, stub, f"%%gemini_ask -c {arg} --cell cell-mean\nhi")
     assert line == messages.BAD_NAME.shown(name=name)
 
 
-def test_gemini_subcommands_on_nothing(kernel, stub):
-    assert rejected(kernel, stub, "%gemini history -c nosuch") == messages.NO_CONVERSATION.shown(name="nosuch")
-    assert rejected(kernel, stub, "%gemini apply -c nosuch") == messages.NO_CONVERSATION.shown(name="nosuch")
-    assert rejected(kernel, stub, "%gemini undo") == messages.NO_PROPOSAL.shown()
-    assert rejected(kernel, stub, "%gemini state nowhere") == messages.STATE_CHOICES.shown(
+def test_gemini_subcommands_on_nothing(bad_input_kernel, stub):
+    assert rejected(bad_input_kernel, stub, "%gemini history -c nosuch") == messages.NO_CONVERSATION.shown(
+        name="nosuch"
+    )
+    assert rejected(bad_input_kernel, stub, "%gemini apply -c nosuch") == messages.NO_CONVERSATION.shown(name="nosuch")
+    assert rejected(bad_input_kernel, stub, "%gemini undo") == messages.NO_PROPOSAL.shown()
+    assert rejected(bad_input_kernel, stub, "%gemini state nowhere") == messages.STATE_CHOICES.shown(
         choices="contents, interactions"
     )
 
@@ -305,79 +307,77 @@ def new_edit(kernel, conv: str, cell_id: str, prompt: str) -> dict[str, str]:
     return {label: v.pop() for label, v in ids.items()}
 
 
-def click(kernel, comm_id: str, label: str):
-    return kernel.click(label, index=kernel.buttons(label).index(comm_id))
-
-
 def conv_line(kernel, conv: str) -> str:
     return next((line for line in status(kernel).splitlines() if line.startswith(f"conversation {conv!r}")), "")
 
 
-def test_old_proposal_buttons_after_reset_do_nothing_and_say_why(kernel, stub):
-    kernel.run(CELL, cell_id="cell-reset")
-    old = new_edit(kernel, "resetme", "cell-reset", "add a docstring")
-    assert kernel.run("%gemini reset resetme", cell_id="reset").stdout.strip() == "reset: resetme"
-    before = status(kernel)
-    click(kernel, old["Apply"], "Apply")
-    assert shown(kernel, messages.REFUSED.render(action="Apply", reason=messages.RESET_SINCE.render()))
-    click(kernel, old["Discard"], "Discard")
-    assert shown(kernel, messages.REFUSED.render(action="Discard", reason=messages.RESET_SINCE.render()))
-    assert record_source(kernel, "cell-reset") == CELL
-    assert status(kernel) == before and "'resetme'" not in before
+def test_old_proposal_buttons_after_reset_do_nothing_and_say_why(bad_input_kernel, stub):
+    bad_input_kernel.run(CELL, cell_id="cell-reset")
+    old = new_edit(bad_input_kernel, "resetme", "cell-reset", "add a docstring")
+    assert bad_input_kernel.run("%gemini reset resetme", cell_id="reset").stdout.strip() == "reset: resetme"
+    before = status(bad_input_kernel)
+    bad_input_kernel.click("Apply", comm_id=old["Apply"])
+    assert shown(bad_input_kernel, messages.REFUSED.render(action="Apply", reason=messages.RESET_SINCE.render()))
+    bad_input_kernel.click("Discard", comm_id=old["Discard"])
+    assert shown(bad_input_kernel, messages.REFUSED.render(action="Discard", reason=messages.RESET_SINCE.render()))
+    assert record_source(bad_input_kernel, "cell-reset") == CELL
+    assert status(bad_input_kernel) == before and "'resetme'" not in before
 
 
-def test_old_proposal_buttons_after_new_conversation_do_nothing(kernel, stub):
-    kernel.run(CELL, cell_id="cell-new")
-    old = new_edit(kernel, "restart", "cell-new", "add a docstring")
-    run = kernel.run("%%gemini_ask --new -c restart --cell cell-new\nstart over", cell_id="restart")
+def test_old_proposal_buttons_after_new_conversation_do_nothing(bad_input_kernel, stub):
+    bad_input_kernel.run(CELL, cell_id="cell-new")
+    old = new_edit(bad_input_kernel, "restart", "cell-new", "add a docstring")
+    run = bad_input_kernel.run("%%gemini_ask --new -c restart --cell cell-new\nstart over", cell_id="restart")
     assert run.stderr == ""
-    before = conv_line(kernel, "restart")
-    click(kernel, old["Apply"], "Apply")
-    assert shown(kernel, messages.REFUSED.render(action="Apply", reason=messages.RESET_SINCE.render()))
-    assert record_source(kernel, "cell-new") == CELL
-    assert conv_line(kernel, "restart") == before
+    before = conv_line(bad_input_kernel, "restart")
+    bad_input_kernel.click("Apply", comm_id=old["Apply"])
+    assert shown(bad_input_kernel, messages.REFUSED.render(action="Apply", reason=messages.RESET_SINCE.render()))
+    assert record_source(bad_input_kernel, "cell-new") == CELL
+    assert conv_line(bad_input_kernel, "restart") == before
 
 
-def test_old_proposal_apply_after_a_newer_one_was_applied_does_nothing(kernel, stub):
-    kernel.run(CELL, cell_id="cell-stale")
-    first = new_edit(kernel, "stale", "cell-stale", "first change")
-    second = new_edit(kernel, "stale", "cell-stale", "second change")
-    click(kernel, second["Apply"], "Apply")
-    applied = record_source(kernel, "cell-stale")
+def test_old_proposal_apply_after_a_newer_one_was_applied_does_nothing(bad_input_kernel, stub):
+    bad_input_kernel.run(CELL, cell_id="cell-stale")
+    first = new_edit(bad_input_kernel, "stale", "cell-stale", "first change")
+    second = new_edit(bad_input_kernel, "stale", "cell-stale", "second change")
+    bad_input_kernel.click("Apply", comm_id=second["Apply"])
+    applied = record_source(bad_input_kernel, "cell-stale")
     assert applied.startswith("# stub edit: second change")
-    before = conv_line(kernel, "stale")
-    click(kernel, first["Apply"], "Apply")
-    assert shown(kernel, messages.REFUSED.render(action="Apply", reason=messages.NEWER_APPLIED.render(turn=2)))
-    assert record_source(kernel, "cell-stale") == applied
-    assert conv_line(kernel, "stale") == before
+    before = conv_line(bad_input_kernel, "stale")
+    bad_input_kernel.click("Apply", comm_id=first["Apply"])
+    assert shown(
+        bad_input_kernel, messages.REFUSED.render(action="Apply", reason=messages.NEWER_APPLIED.render(turn=2))
+    )
+    assert record_source(bad_input_kernel, "cell-stale") == applied
+    assert conv_line(bad_input_kernel, "stale") == before
 
 
-def test_apply_on_a_cell_changed_since_the_proposal_asks_before_overwriting(kernel, stub):
-    kernel.run(CELL, cell_id="cell-changed")
-    ids = new_edit(kernel, "changed", "cell-changed", "add type hints")
+def test_apply_on_a_cell_changed_since_the_proposal_asks_before_overwriting(bad_input_kernel, stub):
+    bad_input_kernel.run(CELL, cell_id="cell-changed")
+    ids = new_edit(bad_input_kernel, "changed", "cell-changed", "add type hints")
     mine = "def mean(xs):\n    # my own change\n    return sum(xs) / max(len(xs), 1)\n"
-    kernel.run(mine, cell_id="cell-changed")
-    before = conv_line(kernel, "changed")
-    click(kernel, ids["Apply"], "Apply")
-    assert shown(kernel, messages.CHANGED_SINCE.render(action="Apply", what="the cell", verb="apply"))
-    assert record_source(kernel, "cell-changed") == mine, "the user's change must not be overwritten"
-    assert conv_line(kernel, "changed") == before
-    assert kernel.buttons("Apply anyway"), "an explicit way to overwrite is offered"
-    kernel.click("Apply anyway")
-    assert record_source(kernel, "cell-changed").startswith("# stub edit: add type hints")
-    assert "[applied]" in kernel.run("%gemini history -c changed", cell_id="hist").stdout
+    bad_input_kernel.run(mine, cell_id="cell-changed")
+    before = conv_line(bad_input_kernel, "changed")
+    bad_input_kernel.click("Apply", comm_id=ids["Apply"])
+    assert shown(bad_input_kernel, messages.CHANGED_SINCE.render(action="Apply", what="the cell", verb="apply"))
+    assert record_source(bad_input_kernel, "cell-changed") == mine, "the user's change must not be overwritten"
+    assert conv_line(bad_input_kernel, "changed") == before
+    assert bad_input_kernel.buttons("Apply anyway"), "an explicit way to overwrite is offered"
+    bad_input_kernel.click("Apply anyway")
+    assert record_source(bad_input_kernel, "cell-changed").startswith("# stub edit: add type hints")
+    assert "[applied]" in bad_input_kernel.run("%gemini history -c changed", cell_id="hist").stdout
 
 
-def test_undo_on_a_cell_changed_since_apply_asks_before_overwriting(kernel, stub):
-    kernel.run(CELL, cell_id="cell-undo")
-    ids = new_edit(kernel, "undoing", "cell-undo", "add a guard")
-    click(kernel, ids["Apply"], "Apply")
-    mine = "# changed after apply\n" + record_source(kernel, "cell-undo")
-    kernel.run(mine, cell_id="cell-undo")
-    before = conv_line(kernel, "undoing")
-    kernel.click("Undo")
-    assert shown(kernel, messages.CHANGED_SINCE.render(action="Undo", what="the cell", verb="undo"))
-    assert record_source(kernel, "cell-undo") == mine
-    assert conv_line(kernel, "undoing") == before
-    kernel.click("Undo anyway")
-    assert record_source(kernel, "cell-undo") == CELL
+def test_undo_on_a_cell_changed_since_apply_asks_before_overwriting(bad_input_kernel, stub):
+    bad_input_kernel.run(CELL, cell_id="cell-undo")
+    ids = new_edit(bad_input_kernel, "undoing", "cell-undo", "add a guard")
+    bad_input_kernel.click("Apply", comm_id=ids["Apply"])
+    mine = "# changed after apply\n" + record_source(bad_input_kernel, "cell-undo")
+    bad_input_kernel.run(mine, cell_id="cell-undo")
+    before = conv_line(bad_input_kernel, "undoing")
+    bad_input_kernel.click("Undo")
+    assert shown(bad_input_kernel, messages.CHANGED_SINCE.render(action="Undo", what="the cell", verb="undo"))
+    assert record_source(bad_input_kernel, "cell-undo") == mine
+    assert conv_line(bad_input_kernel, "undoing") == before
+    bad_input_kernel.click("Undo anyway")
+    assert record_source(bad_input_kernel, "cell-undo") == CELL

@@ -6,6 +6,7 @@ import json
 import re
 
 from helpers.display import RecordingDisplay
+from helpers.documents import BIG, MODEL
 from helpers.footer import footer_line
 from helpers.wire import api_requests, current_payload
 
@@ -13,11 +14,6 @@ from genai_magics import messages
 from genai_magics.engine.hashing import sha256_text
 from genai_magics.stub import edits as model_edits
 
-MODEL = "gemini-3.7-flash"  # the table's 4,096-token cache minimum applies
-# ~26 kB of code: ~6,500 tokens, over the cache minimum
-BIG = "".join(
-    f"def step_{i}(values, limit={i}):\n    return [v * {i} for v in values if v < limit]\n\n" for i in range(320)
-)
 OTHER = "import math\nRADIUS = 2\n"
 
 

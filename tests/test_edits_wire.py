@@ -36,10 +36,6 @@ def lab(stub, tmp_path):
         yield ff
 
 
-def click(ff, label: str, expect: str) -> None:
-    ff.click_until(label, expect, timeout=15)
-
-
 def edit(ff, prompt: str, mode: str):
     ff.edit("m", f"%%gemini_edit --state {mode} --cell big\n{prompt}")
     return ff.execute("m")
@@ -64,7 +60,7 @@ def test_an_edit_answered_as_edits_applies_exactly_and_a_second_builds_on_the_fi
     assert "edits" in {k.lower() for k in schema(first)["properties"]}  # offered beside proposedSource
     sent = answer(first)
     assert "edits" in sent and "proposedSource" not in sent  # a small change to a big cell: only the change
-    click(lab, "Apply", "Applied")
+    lab.click_until("Apply", "Applied")
     one = edit_source("Add logging.", BIG)
     assert lab.source("big") == one
     lab.execute("q")
@@ -79,10 +75,10 @@ def test_an_edit_answered_as_edits_applies_exactly_and_a_second_builds_on_the_fi
     assert current_payload(second).get("sourceSynchronized") is True
     assert second["held_document_sha256"] == sha256_text(one)
     assert "edits" in answer(second)
-    click(lab, "Apply", "Applied")
+    lab.click_until("Apply", "Applied")
     two = edit_source("Add types.", one)
     assert lab.source("big") == two
-    click(lab, "Undo", "Undone")
+    lab.click_until("Undo", "Undone")
     assert lab.source("big") == one
     lab.execute("q")
     after = api_requests(stub)[-1]
@@ -107,7 +103,7 @@ def test_edits_that_do_not_apply_are_asked_again_once_as_the_whole_text(lab, stu
     assert messages.EDITS_ASKED_AGAIN.render(why="edit 1 of 1: its find text was not found") in run.plain
     assert lab.requests_received == []  # nothing written before Apply
     whole = answer(retry)["proposedSource"]
-    click(lab, "Apply", "Applied")
+    lab.click_until("Apply", "Applied")
     assert lab.source("big") == whole
     lab.execute("q")
     ask = api_requests(stub)[-1]

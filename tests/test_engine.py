@@ -10,13 +10,13 @@ import json
 import re
 
 import pytest
+from helpers.hashing import sha
 
 from genai_magics import messages
 from genai_magics.engine.cells import Cell, Document
 from genai_magics.engine.contents import build_contents
 from genai_magics.engine.context import SECONDARY_FIELD, ContextPiece, secondary_context
 from genai_magics.engine.conversation import Conversation, TransitionRefused, version_chain
-from genai_magics.engine.hashing import sha256_text
 
 S0 = "def f(x):\n    return x\n"
 S1 = "def f(x):\n    return x + 1\n"
@@ -30,10 +30,6 @@ def doc(source: str, key: str = "cell-a", label: str = "In[1]") -> Document:
 
 def ctx(text: str) -> ContextPiece:
     return ContextPiece(SECONDARY_FIELD, text)
-
-
-def sha(text: str) -> str:
-    return sha256_text(text)
 
 
 def parsed(contents: list[dict]) -> list[tuple[str, dict]]:

@@ -26,6 +26,7 @@ import json
 from dataclasses import dataclass, field
 
 import pytest
+from helpers.hashing import sha
 from helpers.properties import examples
 from helpers.wire import USER_KEYS
 from hypothesis import HealthCheck, example, given, settings
@@ -35,14 +36,9 @@ from genai_magics.engine.cells import Cell, Document
 from genai_magics.engine.contents import build_contents
 from genai_magics.engine.context import SECONDARY_FIELD, ContextPiece, secondary_context
 from genai_magics.engine.conversation import DIGEST_TURNS, Conversation, TransitionRefused, Turn
-from genai_magics.engine.hashing import sha256_text
 
 CELL_IDS = ("a", "b", "c")
 SHOWN = ("applied", "discarded", "undone")  # outcomes the model is told about
-
-
-def sha(text: str) -> str:
-    return sha256_text(text)
 
 
 @dataclass

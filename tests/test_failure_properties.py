@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import pytest
 from helpers.display import RecordingDisplay
+from helpers.hashing import sha
 from helpers.kernel import point_sdk_at
 from helpers.properties import examples
 from helpers.wire import api_requests
@@ -34,7 +35,6 @@ from genai_magics.engine.cells import Cell
 from genai_magics.engine.context import SECONDARY_FIELD, secondary_context
 from genai_magics.engine.conversation import TransitionRefused
 from genai_magics.engine.errors import UserError
-from genai_magics.engine.hashing import sha256_text
 from genai_magics.gemini.transport import ClientSettings
 from genai_magics.kernel.magics import GeminiMagics
 from genai_magics.turn.pipeline import Session
@@ -63,10 +63,6 @@ OPS = st.one_of(
     st.tuples(st.sampled_from(["ask", "edit", "apply", "discard", "undo", "hand_edit", "other_edit", "forget"])),
     st.tuples(st.just("fail"), st.sampled_from(sorted(FAULTS)), st.sampled_from(["ask", "edit"])),
 )
-
-
-def sha(text: str | None) -> str | None:
-    return None if text is None else sha256_text(text)
 
 
 @dataclass

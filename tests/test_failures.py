@@ -65,7 +65,7 @@ def kern(stub, tmp_path_factory):
 
 
 @pytest.fixture
-def kernel(kern, stub):
+def failures_kernel(kern, stub):
     stub.reset()
     stub.chunk_delay = 0.0
     yield kern
@@ -146,31 +146,33 @@ def third_turn_resends(kernel, stub, mode: str, conv: str, cell_id: str, turn1) 
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("case, fault, message, fields, turn_mode", CASES, ids=[c[0] for c in CASES])
-def test_failed_turn_is_one_line_and_changes_nothing(kernel, stub, mode, case, fault, message, fields, turn_mode):
+def test_failed_turn_is_one_line_and_changes_nothing(
+    failures_kernel, stub, mode, case, fault, message, fields, turn_mode
+):
     conv, cell_id = f"{case}-{mode}", f"cell-{case}-{mode}"
-    turn1 = first_turn(kernel, stub, mode, conv, cell_id)
-    before = observed(kernel, conv)
+    turn1 = first_turn(failures_kernel, stub, mode, conv, cell_id)
+    before = observed(failures_kernel, conv)
     assert "1 turn(s)" in before[0]
-    apply_buttons = len(kernel.buttons("Apply"))
+    apply_buttons = len(failures_kernel.buttons("Apply"))
     sent_before = len(api_requests(stub))
 
     if fault == "timeout":
-        kernel.run("%config GeminiMagics.timeout = 1.0", cell_id="cfg")
+        failures_kernel.run("%config GeminiMagics.timeout = 1.0", cell_id="cfg")
         stub.inject("delay", seconds=3)
     elif fault == "refused":
-        kernel.run(f"%env GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:{closed_port()}", cell_id="env")
+        failures_kernel.run(f"%env GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:{closed_port()}", cell_id="env")
     else:
         fault = dict(fault)
         if mode == "contents" and fault.get("times"):
             fault["times"] = 1  # no chain to recover in contents mode: one 404 is the failure
         stub.inject(**fault)
     started = time.monotonic()
-    run = kernel.run(f"%%gemini_{turn_mode} -c {conv} --cell {cell_id}\nMake it better", cell_id=f"m2-{conv}")
+    run = failures_kernel.run(f"%%gemini_{turn_mode} -c {conv} --cell {cell_id}\nMake it better", cell_id=f"m2-{conv}")
     elapsed = time.monotonic() - started
     if fault == "refused":
-        kernel.run(f"%env GOOGLE_GEMINI_BASE_URL={stub.url}", cell_id="env")
+        failures_kernel.run(f"%env GOOGLE_GEMINI_BASE_URL={stub.url}", cell_id="env")
     if fault == "timeout":
-        kernel.run("%config GeminiMagics.timeout = 120.0", cell_id="cfg")
+        failures_kernel.run("%config GeminiMagics.timeout = 120.0", cell_id="cfg")
         assert elapsed < 2.9, "the client timeout, not the server's delay, ended the turn"
 
     line = one_line(run)
@@ -178,22 +180,22 @@ def test_failed_turn_is_one_line_and_changes_nothing(kernel, stub, mode, case, f
     assert parsed is not None and fields.items() <= parsed.items(), line
     assert "{'error'" not in line and '{"error"' not in line, f"a raw error body is not a clear line: {line}"
     assert FAKE_KEY not in run.plain
-    assert len(kernel.buttons("Apply")) == apply_buttons, "a failed edit shows no proposal"
-    assert observed(kernel, conv) == before, "the failed turn changed the conversation"
+    assert len(failures_kernel.buttons("Apply")) == apply_buttons, "a failed edit shows no proposal"
+    assert observed(failures_kernel, conv) == before, "the failed turn changed the conversation"
     if fault not in ("refused",):
         assert len(api_requests(stub)) > sent_before, "the fault was really hit"
-    third_turn_resends(kernel, stub, mode, conv, cell_id, turn1)
+    third_turn_resends(failures_kernel, stub, mode, conv, cell_id, turn1)
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_retries_429_with_backoff_and_shows_the_wait(kernel, stub, mode):
+def test_retries_429_with_backoff_and_shows_the_wait(failures_kernel, stub, mode):
     conv, cell_id = f"retry-{mode}", f"cell-retry-{mode}"
-    turn1 = first_turn(kernel, stub, mode, conv, cell_id)
-    kernel.run("%config GeminiMagics.retry_attempts = 3", cell_id="cfg")
+    turn1 = first_turn(failures_kernel, stub, mode, conv, cell_id)
+    failures_kernel.run("%config GeminiMagics.retry_attempts = 3", cell_id="cfg")
     stub.inject("http", status=429, times=2)
     before = len(api_requests(stub))
     started = time.monotonic()
-    run = kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nretry please", cell_id=f"m2-{conv}")
+    run = failures_kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nretry please", cell_id=f"m2-{conv}")
     elapsed = time.monotonic() - started
     assert run.stderr == "" and run.errors == []
     assert "Stub answer to: retry please" in run.plain
@@ -206,23 +208,23 @@ def test_retries_429_with_backoff_and_shows_the_wait(kernel, stub, mode):
     assert all(current_payload(r)["currentSource"] == EDITED for r in sent)
     if mode == "interactions":
         assert all(r["json"]["previous_interaction_id"] == turn1["interaction_id"] for r in sent)
-    assert "2 turn(s)" in status_line(kernel, conv)
+    assert "2 turn(s)" in status_line(failures_kernel, conv)
 
 
-def test_retries_exhausted_show_attempts_and_change_nothing(kernel, stub):
+def test_retries_exhausted_show_attempts_and_change_nothing(failures_kernel, stub):
     conv, cell_id = "exhausted", "cell-exhausted"
-    turn1 = first_turn(kernel, stub, "contents", conv, cell_id)
-    kernel.run("%config GeminiMagics.retry_attempts = 2", cell_id="cfg")
-    before = observed(kernel, conv)
+    turn1 = first_turn(failures_kernel, stub, "contents", conv, cell_id)
+    failures_kernel.run("%config GeminiMagics.retry_attempts = 2", cell_id="cfg")
+    before = observed(failures_kernel, conv)
     stub.inject("http", status=503, times=2)
     n = len(api_requests(stub))
-    run = kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nagain", cell_id=f"m2-{conv}")
+    run = failures_kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nagain", cell_id=f"m2-{conv}")
     assert retrying(messages.SERVER_ERROR_NOW.render(code=503), 1, 2, 2) in run.plain
     line = one_line(run)
     assert line == messages.SERVER_ERROR.shown(code=503, attempts=2)
     assert [r["status"] for r in api_requests(stub)[n:]] == [503, 503]
-    assert observed(kernel, conv) == before
-    third_turn_resends(kernel, stub, "contents", conv, cell_id, turn1)
+    assert observed(failures_kernel, conv) == before
+    third_turn_resends(failures_kernel, stub, "contents", conv, cell_id, turn1)
 
 
 def test_retry_attempts_and_timeout_are_traitlets():
@@ -234,12 +236,12 @@ def test_retry_attempts_and_timeout_are_traitlets():
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_interrupt_while_streaming_records_nothing_and_says_so(kernel, stub, mode):
+def test_interrupt_while_streaming_records_nothing_and_says_so(failures_kernel, stub, mode):
     conv, cell_id = f"interrupt-{mode}", f"cell-interrupt-{mode}"
-    turn1 = first_turn(kernel, stub, mode, conv, cell_id)
-    before = observed(kernel, conv)
+    turn1 = first_turn(failures_kernel, stub, mode, conv, cell_id)
+    before = observed(failures_kernel, conv)
     stub.chunk_delay = 1.0  # the answer streams slowly: interrupt it after its first piece
-    msg_id = kernel.start(f"%%gemini_ask -c {conv} --cell {cell_id}\nstream slowly", cell_id=f"m2-{conv}")
+    msg_id = failures_kernel.start(f"%%gemini_ask -c {conv} --cell {cell_id}\nstream slowly", cell_id=f"m2-{conv}")
 
     def partial_answer_shown(k):
         return any(
@@ -248,47 +250,49 @@ def test_interrupt_while_streaming_records_nothing_and_says_so(kernel, stub, mod
             for m in k._pending[msg_id]
         )
 
-    kernel.wait_until(partial_answer_shown, msg_id, timeout=30)
-    kernel.km.interrupt_kernel()
-    run = kernel.finish(msg_id)
+    failures_kernel.wait_until(partial_answer_shown, msg_id, timeout=30)
+    failures_kernel.km.interrupt_kernel()
+    run = failures_kernel.finish(msg_id)
     stub.chunk_delay = 0.0
     line = one_line(run)
     assert line == messages.STOPPED.shown()
     assert run.reply["content"]["status"] == "ok"
-    assert observed(kernel, conv) == before
-    third_turn_resends(kernel, stub, mode, conv, cell_id, turn1)
+    assert observed(failures_kernel, conv) == before
+    third_turn_resends(failures_kernel, stub, mode, conv, cell_id, turn1)
 
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("magic", ["ask", "edit"])
-def test_interrupt_while_waiting_for_the_answer(kernel, stub, mode, magic):
+def test_interrupt_while_waiting_for_the_answer(failures_kernel, stub, mode, magic):
     """The stop button while the request waits for the first byte (edit cells run as async cells)."""
     conv, cell_id = f"interrupt-wait-{magic}-{mode}", f"cell-interrupt-wait-{magic}-{mode}"
-    turn1 = first_turn(kernel, stub, mode, conv, cell_id)
-    before = observed(kernel, conv)
+    turn1 = first_turn(failures_kernel, stub, mode, conv, cell_id)
+    before = observed(failures_kernel, conv)
     stub.inject("delay", seconds=5)
     n = len(api_requests(stub))
-    msg_id = kernel.start(f"%%gemini_{magic} -c {conv} --cell {cell_id}\nslow {magic}", cell_id=f"m2-{conv}")
+    msg_id = failures_kernel.start(f"%%gemini_{magic} -c {conv} --cell {cell_id}\nslow {magic}", cell_id=f"m2-{conv}")
     deadline = time.monotonic() + 30
     while len(api_requests(stub)) == n and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(0.3)
-    kernel.km.interrupt_kernel()
-    line = one_line(kernel.finish(msg_id))
+    failures_kernel.km.interrupt_kernel()
+    line = one_line(failures_kernel.finish(msg_id))
     assert line == messages.STOPPED.shown()
-    assert observed(kernel, conv) == before
-    third_turn_resends(kernel, stub, mode, conv, cell_id, turn1)
+    assert observed(failures_kernel, conv) == before
+    third_turn_resends(failures_kernel, stub, mode, conv, cell_id, turn1)
 
 
-def test_lost_chain_starts_a_new_chain_once_and_resends_what_the_model_needs(kernel, stub):
+def test_lost_chain_starts_a_new_chain_once_and_resends_what_the_model_needs(failures_kernel, stub):
     conv, cell_id = "lost", "cell-lost"
-    turn1 = first_turn(kernel, stub, "interactions", conv, cell_id)
-    kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nsecond", cell_id=f"m2-{conv}")
+    turn1 = first_turn(failures_kernel, stub, "interactions", conv, cell_id)
+    failures_kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nsecond", cell_id=f"m2-{conv}")
     turn2 = api_requests(stub)[-1]
     assert turn2["json"]["previous_interaction_id"] == turn1["interaction_id"]
     assert stub.forget_interaction(turn2["interaction_id"])
     n = len(api_requests(stub))
-    run = kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nthird, after the server forgot", cell_id=f"m3-{conv}")
+    run = failures_kernel.run(
+        f"%%gemini_ask -c {conv} --cell {cell_id}\nthird, after the server forgot", cell_id=f"m3-{conv}"
+    )
     assert run.stderr == "" and run.errors == []
     assert "Stub answer to: third, after the server forgot" in run.plain
     assert messages.CHAIN_LOST.within(run.plain)
@@ -304,11 +308,11 @@ def test_lost_chain_starts_a_new_chain_once_and_resends_what_the_model_needs(ker
     ]
     # the model really holds the document again
     assert "lines (sha256" in fresh["response_text"]
-    assert "3 turn(s)" in status_line(kernel, conv)
-    assert f"interaction {fresh['interaction_id']}" in status_line(kernel, conv)
+    assert "3 turn(s)" in status_line(failures_kernel, conv)
+    assert f"interaction {fresh['interaction_id']}" in status_line(failures_kernel, conv)
     # turn 4 chains normally from the new chain, sends nothing again
     n = len(api_requests(stub))
-    run = kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nfourth", cell_id=f"m4-{conv}")
+    run = failures_kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nfourth", cell_id=f"m4-{conv}")
     assert run.stderr == "" and not messages.CHAIN_LOST.within(run.plain)
     (turn4,) = api_requests(stub)[n:]
     assert turn4["json"]["previous_interaction_id"] == fresh["interaction_id"]
@@ -317,42 +321,42 @@ def test_lost_chain_starts_a_new_chain_once_and_resends_what_the_model_needs(ker
     assert not {"currentSource", "secondaryContext", "earlierTurns"} & set(p4)
 
 
-def test_lost_chain_recovery_that_fails_keeps_the_old_chain_id(kernel, stub):
+def test_lost_chain_recovery_that_fails_keeps_the_old_chain_id(failures_kernel, stub):
     conv, cell_id = "lost-twice", "cell-lost-twice"
-    turn1 = first_turn(kernel, stub, "interactions", conv, cell_id)
-    before = observed(kernel, conv)
+    turn1 = first_turn(failures_kernel, stub, "interactions", conv, cell_id)
+    before = observed(failures_kernel, conv)
     assert f"interaction {turn1['interaction_id']}" in before[0]
     stub.inject("http", status=404, times=2)
     n = len(api_requests(stub))
-    run = kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nsecond", cell_id=f"m2-{conv}")
+    run = failures_kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nsecond", cell_id=f"m2-{conv}")
     assert messages.CHAIN_LOST.render() in run.plain  # tried once, and said so
     assert messages.NOT_FOUND.matches(one_line(run))
     chained, fresh = api_requests(stub)[n:]
     assert chained["json"].get("previous_interaction_id") == turn1["interaction_id"]
     assert "previous_interaction_id" not in fresh["json"]
-    assert observed(kernel, conv) == before
-    third_turn_resends(kernel, stub, "interactions", conv, cell_id, turn1)
+    assert observed(failures_kernel, conv) == before
+    third_turn_resends(failures_kernel, stub, "interactions", conv, cell_id, turn1)
 
 
-def test_failed_first_turn_creates_no_conversation(kernel, stub):
-    kernel.run(CELL, cell_id="cell-first-fail")
+def test_failed_first_turn_creates_no_conversation(failures_kernel, stub):
+    failures_kernel.run(CELL, cell_id="cell-first-fail")
     stub.inject("http", status=500)
-    run = kernel.run("%%gemini_ask -c firstfail --cell cell-first-fail\nhello", cell_id="m-first-fail")
+    run = failures_kernel.run("%%gemini_ask -c firstfail --cell cell-first-fail\nhello", cell_id="m-first-fail")
     assert (messages.SERVER_ERROR.parse(one_line(run)) or {}).get("code") == "500"
-    assert "'firstfail'" not in kernel.run("%gemini status", cell_id="status").stdout
-    again = kernel.run("%%gemini_ask -c firstfail --cell cell-first-fail\nhello", cell_id="m-first-fail")
+    assert "'firstfail'" not in failures_kernel.run("%gemini status", cell_id="status").stdout
+    again = failures_kernel.run("%%gemini_ask -c firstfail --cell cell-first-fail\nhello", cell_id="m-first-fail")
     assert again.stderr == "" and messages.FOOTER_TURN.within(again.plain, turn=1)
 
 
-def test_debug_off_by_default_no_traceback_debug_on_shows_it_for_api_failures(kernel, stub):
+def test_debug_off_by_default_no_traceback_debug_on_shows_it_for_api_failures(failures_kernel, stub):
     conv, cell_id = "debug", "cell-debug"
-    first_turn(kernel, stub, "contents", conv, cell_id)
+    first_turn(failures_kernel, stub, "contents", conv, cell_id)
     stub.inject("http", status=500)
-    off = kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nq", cell_id="m-debug")
+    off = failures_kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nq", cell_id="m-debug")
     assert "Traceback" not in off.plain
-    assert kernel.run("%gemini debug on", cell_id="dbg").stdout.strip() == messages.DEBUG_IS.render(on="on")
+    assert failures_kernel.run("%gemini debug on", cell_id="dbg").stdout.strip() == messages.DEBUG_IS.render(on="on")
     stub.inject("http", status=500)
-    on = kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nq", cell_id="m-debug")
+    on = failures_kernel.run(f"%%gemini_ask -c {conv} --cell {cell_id}\nq", cell_id="m-debug")
     assert on.errors == []  # still no error message: the cell does not fail
     assert messages.SERVER_ERROR.shown(code=500, attempts=1) in on.stderr
     assert "Traceback (most recent call last)" in on.stderr, (
@@ -360,28 +364,28 @@ def test_debug_off_by_default_no_traceback_debug_on_shows_it_for_api_failures(ke
     )
     assert "ServerError" in on.stderr
     assert FAKE_KEY not in on.plain
-    assert "1 turn(s)" in status_line(kernel, conv)
+    assert "1 turn(s)" in status_line(failures_kernel, conv)
 
 
-def test_debug_on_shows_traceback_of_an_unexpected_error(kernel, stub):
-    kernel.run(CELL, cell_id="cell-bug")
+def test_debug_on_shows_traceback_of_an_unexpected_error(failures_kernel, stub):
+    failures_kernel.run(CELL, cell_id="cell-bug")
     patch = (
         "_m = get_ipython().magics_manager.registry['GeminiMagics']\n"
         "_orig_run = _m.session.run\n"
         "def _boom(*a, **k):\n    raise ZeroDivisionError('simulated bug')\n"
         "_m.session.run = _boom"
     )
-    kernel.run(patch, cell_id="patch")
+    failures_kernel.run(patch, cell_id="patch")
     try:
-        off = kernel.run("%%gemini_ask --cell cell-bug\nq", cell_id="m-bug")
+        off = failures_kernel.run("%%gemini_ask --cell cell-bug\nq", cell_id="m-bug")
         line = one_line(off)
         assert line == messages.UNEXPECTED.shown(kind="ZeroDivisionError", error="simulated bug")
-        kernel.run("%gemini debug on", cell_id="dbg")
-        on = kernel.run("%%gemini_ask --cell cell-bug\nq", cell_id="m-bug")
+        failures_kernel.run("%gemini debug on", cell_id="dbg")
+        on = failures_kernel.run("%%gemini_ask --cell cell-bug\nq", cell_id="m-bug")
         assert on.errors == []
         assert "Traceback (most recent call last)" in on.stderr and "_boom" in on.stderr
     finally:
-        kernel.run("_m.session.run = _orig_run", cell_id="unpatch")
+        failures_kernel.run("_m.session.run = _orig_run", cell_id="unpatch")
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -43,11 +43,6 @@ def status_texts(ff) -> list[str]:
     return [s.get("value", "") for s in ff.widget_models.values() if s.get("_model_name") == "HTMLModel"]
 
 
-def click(ff, label: str, expect: str) -> None:
-    ff.click(ff.buttons()[label])
-    assert ff.pump_until(lambda: any(expect in v for v in status_texts(ff)), timeout=15), status_texts(ff)
-
-
 def test_default_target_is_the_cell_above_not_the_last_run(lab, stub):
     lab.execute("b")
     lab.execute("a")  # the most recently run code cell is a, but the magic sits below b
@@ -61,7 +56,7 @@ def test_apply_then_undo_edit_the_cell_in_the_frontend(lab, stub):
     lab.execute("b")
     lab.execute("m")
     assert any(messages.LIVE_APPLY.render() in v for v in status_texts(lab))
-    click(lab, "Apply", "Applied")
+    lab.click_until("Apply", "Applied")
     proposal = lab.source("b")
     assert proposal.startswith("# stub edit: Add input validation.") and proposal.endswith(CELL_B)
     assert [r["op"] for r in lab.requests_received] == ["set_source"]
@@ -69,7 +64,7 @@ def test_apply_then_undo_edit_the_cell_in_the_frontend(lab, stub):
     lab.execute("q")  # the model holds the applied proposal: not re-sent
     ask = current_payload(api_requests(stub)[-1])
     assert ask.get("sourceSynchronized") is True and "currentSource" not in ask
-    click(lab, "Undo", "Undone")
+    lab.click_until("Undo", "Undone")
     assert lab.source("b") == CELL_B
     assert [r["op"] for r in lab.requests_received] == ["set_source", "set_source"]
 
@@ -77,7 +72,7 @@ def test_apply_then_undo_edit_the_cell_in_the_frontend(lab, stub):
 def test_a_later_proposal_opens_only_its_own_five_widgets_with_their_state_and_still_applies(lab, stub):
     lab.execute("b")
     lab.execute("m")
-    click(lab, "Discard", "Discarded")
+    lab.click_until("Discard", "Discarded")
     before = len(lab.comm_messages)
     lab.execute("m")
     sent = [m for m in lab.comm_messages[before:] if m["content"].get("comm_id") in lab.widget_models]
@@ -90,7 +85,7 @@ def test_a_later_proposal_opens_only_its_own_five_widgets_with_their_state_and_s
     html = next(s for s in opened if s["_model_name"] == "HTMLModel")
     assert messages.LIVE_APPLY.within(html["value"])
     assert all(s["layout"].removeprefix("IPY_MODEL_") in lab.widget_models for s in opened)
-    click(lab, "Apply", "Applied")
+    lab.click_until("Apply", "Applied")
     assert lab.source("b").startswith("# stub edit: Add input validation.")
 
 
@@ -108,10 +103,10 @@ def test_apply_refuses_to_overwrite_a_cell_changed_since_the_proposal(lab, stub)
     lab.execute("m")
     lab.edit("b", "changed meanwhile = 1")
     lab.push_snapshot()
-    click(lab, "Apply", "the cell changed since this proposal was made")
+    lab.click_until("Apply", "the cell changed since this proposal was made")
     assert lab.source("b") == "changed meanwhile = 1"
     assert lab.requests_received == []
-    click(lab, "Apply anyway", "Applied")
+    lab.click_until("Apply anyway", "Applied")
     assert lab.source("b").endswith(CELL_B)
 
 
@@ -119,7 +114,7 @@ def test_a_failed_write_changes_nothing(lab, stub):
     lab.execute("b")
     lab.execute("m")
     lab.refuse_requests = "notebook closed"
-    click(lab, "Apply", "Apply failed: notebook closed")
+    lab.click_until("Apply", "Apply failed: notebook closed")
     lab.refuse_requests = None
     lab.execute("q")  # still the base in the cell; the model holds the proposal: resend
     ask = current_payload(api_requests(stub)[-1])
@@ -143,10 +138,10 @@ def test_notebook_edit_applies_and_undoes_cell_edits(stub, tmp_path):
         doc = current_payload(api_requests(stub)[-1])["currentSource"]
         assert doc.startswith("# %% id=setup") is False and "# %% id=a\n" + CELL_A in doc
         assert "# %% [markdown] id=md\n# Notes" in doc
-        click(ff, "Apply", "Applied")
+        ff.click_until("Apply", "Applied")
         assert ff.source("a").startswith("# stub edit: Add a title comment.")
         assert ff.source("md") == "# Notes"
-        click(ff, "Undo", "Undone")
+        ff.click_until("Undo", "Undone")
         assert ff.source("a") == CELL_A
         assert [c.id for c in ff.cells] == ["setup", "a", "md", "m"]
 
@@ -156,7 +151,7 @@ def test_a_deleted_target_cell_is_said_and_nothing_changes(lab, stub):
     lab.execute("m")
     lab.remove_cell("b")
     lab.push_snapshot()
-    click(lab, "Apply", "no longer in the notebook")
+    lab.click_until("Apply", "no longer in the notebook")
     assert lab.requests_received == []
     assert "b" not in [c.id for c in lab.cells]
 
@@ -182,9 +177,9 @@ def test_an_old_apply_after_reload_ext_writes_the_cell_through_the_reopened_comm
     lab.add_cell("reload", "%reload_ext genai_magics")
     lab.execute("reload")
     assert lab.bridge_comm_id not in (None, first_comm)
-    click(lab, "Apply", "Applied")
+    lab.click_until("Apply", "Applied")
     assert lab.source(target) == "# stub edit: Add input validation.\n" + before
-    click(lab, "Undo", "Undone")
+    lab.click_until("Undo", "Undone")
     assert lab.source(target) == before
     assert [r["cell_id"] for r in lab.requests_received] == [target, target]
 
@@ -204,7 +199,7 @@ def test_a_line_command_shows_its_own_outcome_once_the_live_write_is_done(lab, s
     so the line must end as the Undo's outcome, never the status of the click before (issue 28)."""
     lab.execute("b")
     lab.execute("m")
-    click(lab, "Apply", "Applied")
+    lab.click_until("Apply", "Applied")
     assert any(messages.LIVE_DONE.within(v) for v in status_texts(lab))  # and says to run the cell
     lab.add_cell("apply", "%gemini apply")
     lab.add_cell("undo", "%gemini undo")

@@ -7,15 +7,13 @@ in both state modes.
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
-import os
-import struct
-import zlib
 from pathlib import Path
 
 import pytest
 from helpers.footer import footer_line
+from helpers.hashing import sha
+from helpers.images import png
 from helpers.kernel import FAKE_KEY
 from helpers.record import text_on_disk
 from helpers.wire import api_requests, current_payload
@@ -24,22 +22,6 @@ from genai_magics import messages
 from genai_magics.persistence.store import record_path
 
 MODES = ("contents", "interactions")
-
-
-def png(width: int, height: int, seed: int = 0, noise: bool = False) -> bytes:
-    """A real PNG (RGB, 8 bit): one colour from ``seed``, or random noise that does not compress."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    row = bytes([seed % 256, (seed * 7) % 256, (seed * 13) % 256]) * width
-    raw = b"".join(b"\x00" + (os.urandom(3 * width) if noise else row) for _ in range(height))
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 1)) + chunk(b"IEND", b"")
-
-
-def sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def sent_images(record) -> list[bytes]:

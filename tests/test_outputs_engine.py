@@ -7,7 +7,8 @@ import json
 import sys
 
 import pytest
-from test_outputs import png, sha
+from helpers.hashing import sha
+from helpers.images import png
 
 from genai_magics import messages
 from genai_magics.engine.cells import Document

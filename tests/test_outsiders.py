@@ -8,10 +8,10 @@ import os
 import signal
 
 import pytest
+from helpers.documents import BIG, MODEL
 from helpers.kernel import FAKE_KEY, Kernel
 from helpers.record import data_on_disk, text_on_disk
 from helpers.wire import api_requests, current_payload, transcript
-from test_caching_wire import BIG, MODEL
 from test_replay import CELL_A, restart, start, the_record
 
 from genai_magics import messages

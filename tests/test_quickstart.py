@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import os
 import re
@@ -11,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from helpers.footer import footer_line
+from helpers.hashing import sha
 from helpers.kernel import FAKE_KEY
 from helpers.lazy import lazy_import
 from helpers.wire import api_requests, current_payload
@@ -95,7 +95,7 @@ def test_context_notebook_sends_error_and_variables_once(stub):
     shown = base64.b64decode(next(o for o in plot.outputs if "image/png" in o.get("data", {}))["data"]["image/png"])
     [text, image] = sent[4]["outputs"]
     assert text["text"] == "units: [12, 7, 30]\n[image 1]\n"
-    assert image["sha256"] == hashlib.sha256(shown).hexdigest() and image["mimeType"] == "image/png"
+    assert image["sha256"] == sha(shown) and image["mimeType"] == "image/png"
     [part] = [p for p in requests[4]["json"]["contents"][-1]["parts"] if "inlineData" in p or "inline_data" in p]
     inline = part.get("inlineData") or part["inline_data"]
     assert base64.urlsafe_b64decode(inline["data"].replace("+", "-").replace("/", "_")) == shown

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.images import png
 from helpers.kernel import FAKE_KEY
 from helpers.properties import examples
 from helpers.record import text_on_disk
 from helpers.wire import api_requests, current_payload
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from test_outputs import png
 
 from genai_magics import messages
 from genai_magics.engine.outputs import ImagePiece, Output, cell_output_pieces, payload_entry, shown_text

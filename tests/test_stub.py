@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import math
 import os
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 from google import genai
 from google.genai import errors, types
+from helpers.hashing import sha
 from helpers.kernel import point_sdk_at
 
 from genai_magics.gemini.models import DEFAULT_MODEL
@@ -32,10 +32,6 @@ SCHEMA = {
 }
 
 
-def sha(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def turn(obj: dict) -> str:
     return json.dumps(obj, separators=(",", ":"))
 
@@ -49,7 +45,7 @@ def model(obj) -> types.Content:
 
 
 @pytest.fixture
-def stub(stub, monkeypatch):
+def sdk_stub(stub, monkeypatch):
     """The session's stand-in (conftest), reset, with this process's SDK pointed at it."""
     stub.reset()
     point_sdk_at(monkeypatch, stub.url, KEY)
@@ -64,14 +60,14 @@ def make_client(timeout_ms: int | None = None) -> genai.Client:
 
 
 @pytest.fixture
-def client(stub):
+def client(sdk_stub):
     """One client for the module's tests: each costs ~45 ms to build (the SDK loads the CA bundle twice)."""
-    return _shared_client(stub.url)
+    return _shared_client(sdk_stub.url)
 
 
 @functools.cache
 def _shared_client(url: str) -> genai.Client:
-    return make_client()  # the stub fixture has pointed the environment at ``url``
+    return make_client()  # the sdk_stub fixture has pointed the environment at ``url``
 
 
 def http(url: str, method: str = "GET", body=None, headers=None):
@@ -89,7 +85,7 @@ def http(url: str, method: str = "GET", body=None, headers=None):
 # -- contents mode -------------------------------------------------------------
 
 
-def test_ask_stream_text_and_usage(client, stub):
+def test_ask_stream_text_and_usage(client, sdk_stub):
     source = "import math\nprint(math.pi)\n"
     contents = [user({"mode": "ask", "prompt": "What does this print?", "currentSource": source})]
     chunks = list(
@@ -110,7 +106,7 @@ def test_ask_stream_text_and_usage(client, stub):
     assert chunks[-1].candidates[0].finish_reason == types.FinishReason.STOP
     assert chunks[-1].model_version == MODEL
 
-    (rec,) = stub.requests
+    (rec,) = sdk_stub.requests
     assert rec["kind"] == "stream" and rec["stream"] and rec["method"] == "POST"
     assert rec["path"] == f"/v1/models/{MODEL}:streamGenerateContent" and rec["query"] == {"alt": "sse"}
     assert rec["model"] == MODEL and rec["has_api_key"] is True
@@ -121,13 +117,13 @@ def test_ask_stream_text_and_usage(client, stub):
     assert rec["mode"] == "ask" and rec["held_document_sha256"] == sha(source)
 
 
-def test_plain_text_turn_and_no_document(client, stub):
+def test_plain_text_turn_and_no_document(client, sdk_stub):
     reply = client.models.generate_content(model=MODEL, contents="hello there")
     assert reply.text == "Stub answer to: hello there\n\nI hold no document."
     assert reply.usage_metadata.prompt_token_count == tokens("hello there")
 
 
-def test_edit_from_current_source(client, stub):
+def test_edit_from_current_source(client, sdk_stub):
     source = "x = 1\nprint(x)\n"
     config = types.GenerateContentConfig(response_mime_type="application/json", response_schema=SCHEMA)
     chunks = list(
@@ -141,7 +137,7 @@ def test_edit_from_current_source(client, stub):
     reply = json.loads("".join(c.text or "" for c in chunks))
     assert reply["proposedSource"] == "# stub edit: Add a docstring\n" + source
     assert reply["explanation"]
-    rec = stub.requests[-1]
+    rec = sdk_stub.requests[-1]
     assert rec["edit"] is True and rec["mode"] == "edit"
     # reproducible
     again = client.models.generate_content(
@@ -152,7 +148,7 @@ def test_edit_from_current_source(client, stub):
     assert json.loads(again.text) == reply
 
 
-def test_edit_from_latest_valid_proposal_in_history(client, stub):
+def test_edit_from_latest_valid_proposal_in_history(client, sdk_stub):
     base = "a = 1\n"
     p1 = "# stub edit: one\na = 1\n"
     p2 = "# stub edit: two\n# stub edit: one\na = 1\n"
@@ -184,10 +180,10 @@ def test_edit_from_latest_valid_proposal_in_history(client, stub):
         config=config,
     )
     assert json.loads(reply.text)["proposedSource"] == "# stub edit: three\nb = 2\n"
-    assert stub.requests[-1]["json"]["generationConfig"]["responseJsonSchema"] == SCHEMA
+    assert sdk_stub.requests[-1]["json"]["generationConfig"]["responseJsonSchema"] == SCHEMA
 
 
-def test_edit_of_percent_notebook_keeps_cell_header(client, stub):
+def test_edit_of_percent_notebook_keeps_cell_header(client, sdk_stub):
     doc = "# %% id=abc\nx = 1\n\n# %% id=def\ny = 2\n"
     reply = client.models.generate_content(
         model=MODEL,
@@ -197,7 +193,7 @@ def test_edit_of_percent_notebook_keeps_cell_header(client, stub):
     assert json.loads(reply.text)["proposedSource"] == "# %% id=abc\n# stub edit: go\nx = 1\n\n# %% id=def\ny = 2\n"
 
 
-def test_a_long_prompt_is_echoed_up_to_its_last_whole_word(client, stub):
+def test_a_long_prompt_is_echoed_up_to_its_last_whole_word(client, sdk_stub):
     prompt = "Add input validation and raise ValueError with a helpful message."  # 65 characters
     reply = client.models.generate_content(
         model=MODEL,
@@ -210,7 +206,7 @@ def test_a_long_prompt_is_echoed_up_to_its_last_whole_word(client, stub):
     assert edit["explanation"].startswith(f"Stub edit for: {echo} Added")
 
 
-def test_a_prompt_that_ends_a_sentence_is_echoed_with_one_full_stop(client, stub):
+def test_a_prompt_that_ends_a_sentence_is_echoed_with_one_full_stop(client, sdk_stub):
     reply = client.models.generate_content(
         model=MODEL,
         contents=[user({"mode": "edit", "prompt": "Reject bad input.", "currentSource": "x = 1\n"})],
@@ -219,27 +215,27 @@ def test_a_prompt_that_ends_a_sentence_is_echoed_with_one_full_stop(client, stub
     assert json.loads(reply.text)["explanation"].startswith("Stub edit for: Reject bad input. Added")
 
 
-def test_count_tokens(client, stub):
+def test_count_tokens(client, sdk_stub):
     text = "hello wörld, count me"
     result = client.models.count_tokens(model=MODEL, contents=text)
     assert result.total_tokens == math.ceil(len(text.encode("utf-8")) / 4)
-    assert stub.requests[-1]["kind"] == "count"
-    assert stub.requests[-1]["path"] == f"/v1/models/{MODEL}:countTokens"
+    assert sdk_stub.requests[-1]["kind"] == "count"
+    assert sdk_stub.requests[-1]["path"] == f"/v1/models/{MODEL}:countTokens"
 
 
-def test_many_sequential_requests_on_one_client(client, stub):
+def test_many_sequential_requests_on_one_client(client, sdk_stub):
     for i in range(15):
         if i % 2:
             assert "".join(c.text for c in client.models.generate_content_stream(model=MODEL, contents=f"q{i}"))
         else:
             assert client.models.generate_content(model=MODEL, contents=f"q{i}").text
-    assert len(stub.requests) == 15
+    assert len(sdk_stub.requests) == 15
 
 
 # -- interactions ----------------------------------------------------------------
 
 
-def test_interactions_create_chain_get(client, stub):
+def test_interactions_create_chain_get(client, sdk_stub):
     source = "def f():\n    return 1\n"
     first_input = turn({"mode": "ask", "prompt": "explain", "currentSource": source})
     first = client.interactions.create(model=MODEL, input=first_input, system_instruction="sys", store=True)
@@ -310,7 +306,7 @@ def test_interactions_create_chain_get(client, stub):
     assert got.id == second_id and got.output_text == text
     assert got.previous_interaction_id == first.id
 
-    recs = stub.requests
+    recs = sdk_stub.requests
     assert [r["kind"] for r in recs] == ["interaction.create"] * 4 + ["interaction.get"]
     assert recs[0]["json"]["input"] == first_input and recs[0]["json"]["store"] is True
     assert recs[1]["stream"] is True and recs[1]["json"]["stream"] is True and recs[1]["edit"] is True
@@ -318,14 +314,14 @@ def test_interactions_create_chain_get(client, stub):
     assert recs[4]["path"] == f"/v1/interactions/{second_id}" and recs[4]["query"] == {"stream": "false"}
 
 
-def test_interactions_unknown_or_deleted_previous_is_404(client, stub):
+def test_interactions_unknown_or_deleted_previous_is_404(client, sdk_stub):
     with pytest.raises(Exception) as info:
         client.interactions.create(model=MODEL, input="hi", previous_interaction_id="int_999999")
     assert getattr(info.value, "status_code", None) == 404
     assert "int_999999" in str(info.value)
 
     first = client.interactions.create(model=MODEL, input="hi")
-    status, body = http(f"{stub.url}/_stub/interactions/{first.id}", "DELETE")
+    status, body = http(f"{sdk_stub.url}/_stub/interactions/{first.id}", "DELETE")
     assert status == 200 and body["ok"] is True
     with pytest.raises(Exception) as info:
         client.interactions.create(model=MODEL, input="again", previous_interaction_id=first.id)
@@ -335,25 +331,25 @@ def test_interactions_unknown_or_deleted_previous_is_404(client, stub):
     assert getattr(info.value, "status_code", None) == 404
     # store=False is not kept
     lone = client.interactions.create(model=MODEL, input="x", store=False)
-    assert lone.output_text and lone.id not in stub.interactions
-    assert stub.forget_interaction("nope") is False
+    assert lone.output_text and lone.id not in sdk_stub.interactions
+    assert sdk_stub.forget_interaction("nope") is False
 
 
-def test_missing_api_key_is_401(stub):
+def test_missing_api_key_is_401(sdk_stub):
     status, body = http(
-        f"{stub.url}/v1/models/{MODEL}:generateContent",
+        f"{sdk_stub.url}/v1/models/{MODEL}:generateContent",
         "POST",
         {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
     )
     assert status == 401 and body["error"]["status"] == "UNAUTHENTICATED" and body["error"]["code"] == 401
-    status, _ = http(f"{stub.url}/v1/interactions", "POST", {"model": MODEL, "input": "hi"})
+    status, _ = http(f"{sdk_stub.url}/v1/interactions", "POST", {"model": MODEL, "input": "hi"})
     assert status == 401
-    assert [r["has_api_key"] for r in stub.requests] == [False, False]
-    assert stub.requests[0]["body_bytes"] == len(
+    assert [r["has_api_key"] for r in sdk_stub.requests] == [False, False]
+    assert sdk_stub.requests[0]["body_bytes"] == len(
         json.dumps({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}).encode()
     )
     status, _ = http(
-        f"{stub.url}/v1/models/{MODEL}:generateContent",
+        f"{sdk_stub.url}/v1/models/{MODEL}:generateContent",
         "POST",
         {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
         {"x-goog-api-key": "k"},
@@ -364,19 +360,19 @@ def test_missing_api_key_is_401(stub):
 # -- faults ----------------------------------------------------------------------
 
 
-def test_inject_http_429_then_success(client, stub):
-    stub.inject("http", status=429, times=1, match="generate", retry_after=1)
+def test_inject_http_429_then_success(client, sdk_stub):
+    sdk_stub.inject("http", status=429, times=1, match="generate", retry_after=1)
     with pytest.raises(errors.ClientError) as info:
         client.models.generate_content(model=MODEL, contents="hi")
     assert info.value.code == 429 and info.value.status == "RESOURCE_EXHAUSTED"
     assert client.models.generate_content(model=MODEL, contents="hi").text
-    assert [r["status"] for r in stub.requests] == [429, 200]
-    assert stub.requests[0]["fault"] == "http"
+    assert [r["status"] for r in sdk_stub.requests] == [429, 200]
+    assert sdk_stub.requests[0]["fault"] == "http"
 
 
-def test_inject_http_over_control_api_matches_interactions(client, stub):
+def test_inject_http_over_control_api_matches_interactions(client, sdk_stub):
     status, _ = http(
-        f"{stub.url}/_stub/inject", "POST", {"fault": "http", "status": 503, "times": 2, "match": "interactions"}
+        f"{sdk_stub.url}/_stub/inject", "POST", {"fault": "http", "status": 503, "times": 2, "match": "interactions"}
     )
     assert status == 200
     assert client.models.generate_content(model=MODEL, contents="not matched").text
@@ -386,14 +382,14 @@ def test_inject_http_over_control_api_matches_interactions(client, stub):
         assert getattr(info.value, "status_code", None) == 503
     assert client.interactions.create(model=MODEL, input="hi").output_text
     with pytest.raises(errors.ServerError):
-        stub.inject("http", status=500)
+        sdk_stub.inject("http", status=500)
         client.models.generate_content(model=MODEL, contents="x")
-    status, body = http(f"{stub.url}/_stub/inject", "POST", {"fault": "bogus"})
+    status, body = http(f"{sdk_stub.url}/_stub/inject", "POST", {"fault": "bogus"})
     assert status == 400
 
 
-def test_inject_cut_stream_raises(client, stub):
-    stub.inject("cut_stream")
+def test_inject_cut_stream_raises(client, sdk_stub):
+    sdk_stub.inject("cut_stream")
     received = []
     with pytest.raises(Exception, match="incomplete chunked read"):  # httpx RemoteProtocolError
         for chunk in client.models.generate_content_stream(model=MODEL, contents="hi"):
@@ -401,7 +397,7 @@ def test_inject_cut_stream_raises(client, stub):
     assert received  # some chunks arrived before the cut
     assert "".join(c.text for c in client.models.generate_content_stream(model=MODEL, contents="hi"))
 
-    stub.inject("cut_stream", match="interactions", after_chunks=3)
+    sdk_stub.inject("cut_stream", match="interactions", after_chunks=3)
     events = []
     with pytest.raises(Exception, match="incomplete chunked read"):  # interactions APIConnectionError
         for event in client.interactions.create(model=MODEL, input="hi", stream=True):
@@ -409,8 +405,8 @@ def test_inject_cut_stream_raises(client, stub):
     assert events and "interaction.completed" not in events
 
 
-def test_inject_invalid_json(client, stub):
-    stub.inject("invalid_json")
+def test_inject_invalid_json(client, sdk_stub):
+    sdk_stub.inject("invalid_json")
     config = types.GenerateContentConfig(response_mime_type="application/json", response_schema=SCHEMA)
     # an ask does not consume the injection
     assert client.models.generate_content(model=MODEL, contents="ask first").text.startswith("Stub answer")
@@ -428,8 +424,8 @@ def test_inject_invalid_json(client, stub):
     assert json.loads(text)["proposedSource"] == "# stub edit: p\nx=1"
 
 
-def test_inject_delay_hits_client_timeout(stub):
-    stub.inject("delay", seconds=3)
+def test_inject_delay_hits_client_timeout(sdk_stub):
+    sdk_stub.inject("delay", seconds=3)
     slow = make_client(timeout_ms=400)
     started = time.monotonic()
     with pytest.raises(Exception, match="(?i)timed? ?out"):
@@ -438,11 +434,11 @@ def test_inject_delay_hits_client_timeout(stub):
     assert slow.models.generate_content(model=MODEL, contents="hi").text
 
 
-def test_inject_validation(stub):
+def test_inject_validation(sdk_stub):
     with pytest.raises(ValueError):
-        stub.inject("nope")
+        sdk_stub.inject("nope")
     with pytest.raises(ValueError):
-        stub.inject("http", match="nowhere")
+        sdk_stub.inject("http", match="nowhere")
     with pytest.raises(ValueError):
         StubServer(host="0.0.0.0")
 
@@ -489,12 +485,12 @@ def test_control_api_from_separate_process(monkeypatch):
     assert KEY not in out + err
 
 
-def test_key_never_recorded(client, stub):
+def test_key_never_recorded(client, sdk_stub):
     client.models.generate_content(model=MODEL, contents="hi")
     client.interactions.create(model=MODEL, input="hi")
     client.models.count_tokens(model=MODEL, contents="hi")
-    assert KEY not in json.dumps(stub.requests)
-    assert KEY not in json.dumps(stub.interactions)
+    assert KEY not in json.dumps(sdk_stub.requests)
+    assert KEY not in json.dumps(sdk_stub.interactions)
     assert all(
         set(r)
         >= {
@@ -510,11 +506,11 @@ def test_key_never_recorded(client, stub):
             "response_tokens",
             "input_tokens",
         }
-        for r in stub.requests
+        for r in sdk_stub.requests
     )
     # control requests are not recorded
-    http(f"{stub.url}/_stub/requests")
-    assert len(stub.requests) == 3
+    http(f"{sdk_stub.url}/_stub/requests")
+    assert len(sdk_stub.requests) == 3
 
 
 # -- context caching -------------------------------------------------------------
@@ -553,7 +549,7 @@ def ask(client, prompt: str, cache: str | None = None, **config):
     )
 
 
-def test_create_get_use_patch_delete_with_the_sdk(stub, client):
+def test_create_get_use_patch_delete_with_the_sdk(sdk_stub, client):
     cache = make_cache(client)
     expected = tokens(json.dumps({"currentSource": DOC})) + tokens(SYSTEM)
     assert cache.name.startswith("cachedContents/") and cache.model == f"models/{CACHE_MODEL}"
@@ -573,7 +569,7 @@ def test_create_get_use_patch_delete_with_the_sdk(stub, client):
     assert (later.expire_time - cache.expire_time).total_seconds() > 500
 
     client.caches.delete(name=cache.name)
-    kinds = [(r["kind"], r["method"], r["path"].split("/", 2)[2]) for r in stub.requests]  # without /v1…/
+    kinds = [(r["kind"], r["method"], r["path"].split("/", 2)[2]) for r in sdk_stub.requests]  # without /v1…/
     assert kinds == [
         ("cache.create", "POST", "cachedContents"),
         ("cache.get", "GET", cache.name),
@@ -581,8 +577,8 @@ def test_create_get_use_patch_delete_with_the_sdk(stub, client):
         ("cache.update", "PATCH", cache.name),
         ("cache.delete", "DELETE", cache.name),
     ]
-    assert stub.requests[3]["json"]["ttl"] == "1200s"
-    (made,) = stub.caches
+    assert sdk_stub.requests[3]["json"]["ttl"] == "1200s"
+    (made,) = sdk_stub.caches
     assert made["state"] == "deleted" and made["tokens"] == expected and made["token_seconds"] > 0
 
 
@@ -594,7 +590,7 @@ def test_create_get_use_patch_delete_with_the_sdk(stub, client):
         {"tool_config": types.ToolConfig(function_calling_config=types.FunctionCallingConfig(mode="AUTO"))},
     ],
 )
-def test_system_instruction_tools_or_tool_config_beside_a_cache_is_a_400(stub, client, config):
+def test_system_instruction_tools_or_tool_config_beside_a_cache_is_a_400(sdk_stub, client, config):
     cache = make_cache(client)
     with pytest.raises(errors.ClientError) as info:
         ask(client, "q", cache.name, **config)
@@ -605,9 +601,9 @@ def test_system_instruction_tools_or_tool_config_beside_a_cache_is_a_400(stub, c
     )
 
 
-def test_unknown_deleted_and_expired_caches_are_403_or_404(stub, client):
+def test_unknown_deleted_and_expired_caches_are_403_or_404(sdk_stub, client):
     cache = make_cache(client, ttl="60s")
-    stub.advance(61)
+    sdk_stub.advance(61)
     for call in (
         lambda: ask(client, "q", cache.name),
         lambda: client.caches.get(name=cache.name),
@@ -619,23 +615,23 @@ def test_unknown_deleted_and_expired_caches_are_403_or_404(stub, client):
             call()
         assert info.value.code == 403 and info.value.status == "PERMISSION_DENIED"
         assert "CachedContent not found (or permission denied)" in str(info.value)
-    assert stub.caches[0]["state"] == "expired"
-    assert control(stub, "/_stub/caching", {"missing_status": 404})["missing_status"] == 404
+    assert sdk_stub.caches[0]["state"] == "expired"
+    assert control(sdk_stub, "/_stub/caching", {"missing_status": 404})["missing_status"] == 404
     with pytest.raises(errors.ClientError) as info:
         ask(client, "q", cache.name)
     assert info.value.code == 404
 
 
-def test_patching_the_ttl_keeps_a_cache_alive_on_the_stand_in_clock(stub, client):
+def test_patching_the_ttl_keeps_a_cache_alive_on_the_stand_in_clock(sdk_stub, client):
     cache = make_cache(client, ttl="60s")
-    control(stub, "/_stub/clock", {"advance": 50})
+    control(sdk_stub, "/_stub/clock", {"advance": 50})
     client.caches.update(name=cache.name, config={"ttl": "60s"})
-    control(stub, "/_stub/clock", {"advance": 50})
+    control(sdk_stub, "/_stub/clock", {"advance": 50})
     assert ask(client, "still there?", cache.name).usage_metadata.cached_content_token_count > 0
-    assert [c["state"] for c in control(stub, "/_stub/caches", method="GET")] == ["live"]
+    assert [c["state"] for c in control(sdk_stub, "/_stub/caches", method="GET")] == ["live"]
 
 
-def test_a_cache_under_the_model_minimum_is_refused(stub, client):
+def test_a_cache_under_the_model_minimum_is_refused(sdk_stub, client):
     with pytest.raises(errors.ClientError) as info:
         client.caches.create(
             model=CACHE_MODEL,
@@ -650,14 +646,14 @@ def alternating(*texts: str) -> list[types.Content]:
     ]
 
 
-def test_implicit_caching_is_off_by_default_and_deterministic_when_on(stub, client):
+def test_implicit_caching_is_off_by_default_and_deterministic_when_on(sdk_stub, client):
     doc = json.dumps({"currentSource": DOC})
     first = client.models.generate_content(model=CACHE_MODEL, contents=alternating(doc + "q1"))
     second = client.models.generate_content(model=CACHE_MODEL, contents=alternating(doc + "q2"))
     assert first.usage_metadata.cached_content_token_count is None
     assert second.usage_metadata.cached_content_token_count is None
 
-    control(stub, "/_stub/caching", {"implicit": True})
+    control(sdk_stub, "/_stub/caching", {"implicit": True})
     client.models.generate_content(model=CACHE_MODEL, contents=alternating(doc, "answer", "q1"))
     hit = client.models.generate_content(model=CACHE_MODEL, contents=alternating(doc, "answer", "q1", "a1", "q2"))
     # the whole previous request is a prefix of this one
@@ -669,18 +665,18 @@ def test_implicit_caching_is_off_by_default_and_deterministic_when_on(stub, clie
     client.models.generate_content(model=CACHE_MODEL, contents=alternating("x" * 400, "a"))
     small = client.models.generate_content(model=CACHE_MODEL, contents=alternating("x" * 400, "b"))
     assert small.usage_metadata.cached_content_token_count is None
-    control(stub, "/_stub/caching", {"implicit_minimum": {CACHE_MODEL: 50}})
+    control(sdk_stub, "/_stub/caching", {"implicit_minimum": {CACHE_MODEL: 50}})
     again = client.models.generate_content(model=CACHE_MODEL, contents=alternating("x" * 400, "c"))
     assert again.usage_metadata.cached_content_token_count == 100
 
     # beyond the TTL an earlier request is forgotten
-    stub.advance(301)
+    sdk_stub.advance(301)
     late = client.models.generate_content(model=CACHE_MODEL, contents=alternating(doc, "answer", "q1", "a1", "q3"))
     assert late.usage_metadata.cached_content_token_count is None
 
 
-def test_interactions_report_implicit_cached_tokens(stub, client):
-    control(stub, "/_stub/caching", {"implicit": True})
+def test_interactions_report_implicit_cached_tokens(sdk_stub, client):
+    control(sdk_stub, "/_stub/caching", {"implicit": True})
     first = client.interactions.create(
         model=CACHE_MODEL,
         input=json.dumps({"mode": "ask", "prompt": "a", "currentSource": DOC}),
@@ -696,18 +692,18 @@ def test_interactions_report_implicit_cached_tokens(stub, client):
         previous_interaction_id=first.id,
     )
     # the first request (system instruction and first input) is a prefix of the chain the second one reads
-    assert second.usage.total_cached_tokens == stub.requests[0]["input_tokens"]
+    assert second.usage.total_cached_tokens == sdk_stub.requests[0]["input_tokens"]
     assert second.usage.total_cached_tokens < second.usage.total_input_tokens
 
 
-def test_every_request_records_the_prefix_it_shares_with_the_previous_one(stub, client):
+def test_every_request_records_the_prefix_it_shares_with_the_previous_one(sdk_stub, client):
     doc = json.dumps({"currentSource": DOC})
     client.models.generate_content(model=CACHE_MODEL, contents=alternating(doc, "answer", "q1"))
     client.models.generate_content(model=CACHE_MODEL, contents=alternating(doc, "answer", "q1", "a1", "q2"))
     client.models.generate_content(model=CACHE_MODEL, contents=alternating("other", "answer"))
-    first, second, third = (r["prefix_tokens"] for r in stub.requests)
+    first, second, third = (r["prefix_tokens"] for r in sdk_stub.requests)
     assert (first, second, third) == (0, tokens(doc) + tokens("answer") + tokens("q1"), 0)
-    assert all(r["cached_tokens"] == 0 for r in stub.requests)  # implicit caching off: nothing billed as cached
+    assert all(r["cached_tokens"] == 0 for r in sdk_stub.requests)  # implicit caching off: nothing billed as cached
 
 
 def test_the_command_form_runs_a_command_on_the_stand_in_with_its_exit_status():
@@ -750,11 +746,14 @@ def test_every_control_route_of_the_table_is_documented_and_answers():
 
     for method, route in control.ROUTES:
         assert f"{method} {control.PREFIX}{route}" in (control.__doc__ or ""), (method, route)
-    with StubServer() as stub:
+    with StubServer() as sdk_stub:
         for method, route in control.ROUTES:
             status, _ = control.answer(
-                stub, method, control.PREFIX + route.rstrip("/") + ("/x" if route.endswith("/") else ""), {}
+                sdk_stub, method, control.PREFIX + route.rstrip("/") + ("/x" if route.endswith("/") else ""), {}
             )
             assert status in (200, 400, 404), (method, route, status)
-        assert control.answer(stub, "GET", "/_stub/nothing", {})[0] == 404
-        assert control.answer(stub, "POST", "/_stub/inject", {"nope": 1}) == (400, {"error": "unknown keys ['nope']"})
+        assert control.answer(sdk_stub, "GET", "/_stub/nothing", {})[0] == 404
+        assert control.answer(sdk_stub, "POST", "/_stub/inject", {"nope": 1}) == (
+            400,
+            {"error": "unknown keys ['nope']"},
+        )

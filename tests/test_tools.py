@@ -10,10 +10,10 @@ import json
 
 import pytest
 from helpers.discovery import problems
+from helpers.documents import BIG, MODEL
 from helpers.footer import footer_line
 from helpers.kernel import FAKE_KEY
 from helpers.wire import api_requests, current_payload
-from test_caching_wire import BIG, MODEL
 from traitlets import TraitError
 
 from genai_magics import messages

@@ -7,13 +7,14 @@ Real kernels (jupyter_client), the real SDK over real HTTP to the stand-in, real
 from __future__ import annotations
 
 import base64
-import hashlib
 
 import pytest
 from helpers.discovery import problems
+from helpers.hashing import sha
+from helpers.images import png
 from helpers.kernel import notebook_kernel, restart
 from helpers.wire import api_requests
-from test_outputs import png, show
+from test_outputs import show
 
 from genai_magics import messages
 
@@ -53,7 +54,7 @@ def test_cell_outputs_sends_a_cells_images_as_parts_of_its_result(kernel, stub, 
     (result,) = answer["tool_results"]
     assert result["images"] == 1
     entry = result["response"]["images"][0]
-    assert entry["sha256"] == hashlib.sha256(image).hexdigest() and (entry["width"], entry["height"]) == (64, 48)
+    assert entry["sha256"] == sha(image) and (entry["width"], entry["height"]) == (64, 48)
     assert answer["input_tokens"] >= 258  # the stand-in read the image
     if mode == "contents":
         assert problems(dict(answer["json"]), "GenerateContentRequest") == []

@@ -13,10 +13,7 @@ from test_lab_bridge import NotebookPage, write_notebook
 
 from genai_magics import messages
 
-
-@pytest.fixture
-def server_env(stub_url):
-    return {"GOOGLE_GEMINI_BASE_URL": stub_url, "GEMINI_API_KEY": "fake"}
+pytestmark = pytest.mark.stand_in  # the server's kernels talk to the stand-in (browser/conftest.py: server_env)
 
 
 def api_requests(stub_url: str) -> list[dict]:

@@ -22,9 +22,7 @@ STALE = "The kernel restarted: these buttons no longer work."
 ONE_PROPOSAL = [("setup", "%load_ext genai_magics"), ("code", "t = 1"), ("magic", "%%gemini_edit\nAdd a comment")]
 
 
-@pytest.fixture
-def server_env(stub_url):
-    return {"GOOGLE_GEMINI_BASE_URL": stub_url, "GEMINI_API_KEY": "fake"}
+pytestmark = pytest.mark.stand_in  # the server's kernels talk to the stand-in (browser/conftest.py: server_env)
 
 
 def stale_lines(nb: NotebookPage, i: int, text: str = STALE):
