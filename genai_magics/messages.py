@@ -6,7 +6,7 @@ the turn goes on; ``STATUS``: a proposal widget's status line; ``OUTPUT``: what 
 command prints; ``FOOTER``: the line under a turn's answer or a dry run's request; ``PART``: a
 clause that fills another message's field; ``TOOLTIP``: hover text). Tests compare against
 ``render``/``shown`` or ``matches`` instead of copying a sentence, and
-``tests/test_messages.py`` checks that docs/failures.md quotes only these. Standard library
+``tests/unit/test_messages.py`` checks that docs/failures.md quotes only these. Standard library
 only: every layer may import it.
 """
 

@@ -28,7 +28,7 @@ from genai_magics.engine.notebook_text import Block, describe_ops, notebook_text
 
 nbformat = lazy_import("nbformat")
 
-CORPUS = Path(__file__).parent / "corpus"
+CORPUS = Path(__file__).parents[1] / "corpus"
 FILES = sorted(p.name for p in CORPUS.glob("*.ipynb"))
 BIG = "handson-ml2_09_unsupervised_learning.ipynb"
 

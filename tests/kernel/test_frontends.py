@@ -21,7 +21,7 @@ from genai_magics.engine.hashing import sha256_text
 nbformat = lazy_import("nbformat")
 
 CELL_A = "def parse(s):\n    return int(s)\n"
-CORPUS = Path(__file__).parent / "corpus"
+CORPUS = Path(__file__).parents[1] / "corpus"
 BLOCK = re.compile(r"^# %%(?: \[\w+\])?(?: (In\[\d+\]))? id=(\S+) sha256=", re.M)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from genai_magics import messages
 from genai_magics.gemini.models import DEFAULT_MODEL
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_default_model_is_named_in_one_place():

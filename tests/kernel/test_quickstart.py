@@ -21,7 +21,7 @@ nb_regression = lazy_import("pytest_notebook.nb_regression")
 
 pytestmark = pytest.mark.kernel  # every test here starts a kernel (directly or through nbclient)
 
-NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "quickstart.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "quickstart.ipynb"
 
 
 def _text(cell) -> str:

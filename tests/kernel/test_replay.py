@@ -298,7 +298,7 @@ def test_a_diverging_cell_goes_live_and_so_do_the_later_ones(stub, notebook, mod
 
 
 # -- the record itself ---------------------------------------------------------
-@pytest.mark.parametrize("damage", ["garbage", "truncated"])  # a newer one is left untouched (test_outsiders.py)
+@pytest.mark.parametrize("damage", ["garbage", "truncated"])  # a newer one is left untouched (test_edge_cases.py)
 def test_a_damaged_record_is_set_aside_with_one_line_and_the_session_starts_fresh(stub, notebook, damage):
     stub.reset()
     write_notebook(notebook, PROMPTS[:1])

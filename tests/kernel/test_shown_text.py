@@ -17,7 +17,7 @@ from genai_magics import messages
 
 nbformat = lazy_import("nbformat")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 

@@ -21,7 +21,7 @@ from helpers import protocol
 from helpers.bridge import ATTACH
 from helpers.fake_frontend import FakeFrontend
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEFS = protocol.schema()["$defs"]
 
 

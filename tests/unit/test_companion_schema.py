@@ -2,7 +2,7 @@
 
 genai_magics/frontends/companion_protocol.schema.json is the protocol. In the tests: the stand-in
 companion (tests/helpers/companion.py) validates every request the kernel side writes and every
-reply and presence file it writes itself (so every test of tests/test_companion.py checks both),
+reply and presence file it writes itself (so every test of tests/unit/test_companion.py checks both),
 and the extension's unit tests (vscode-extension/test/schema.test.ts) validate what its builders
 make. The extension's TypeScript types are generated from the schema
 (vscode-extension/src/protocol.ts, by labextension/dev/gen_protocol.py); docs/protocol.md names
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from helpers import protocol
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = protocol.COMPANION_SCHEMA_PATH
 DEFS = protocol.schema(SCHEMA)["$defs"]
 GENERATED = ROOT / "vscode-extension/src/protocol.ts"

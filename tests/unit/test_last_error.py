@@ -17,7 +17,7 @@ from genai_magics.sources.last_error import (
     error_piece,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 IPYTHON_INTERNALS = ("interactiveshell", "run_code", "exec(code_obj", "site-packages", "IPython")
 
 

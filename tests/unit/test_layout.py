@@ -7,7 +7,7 @@ import re
 import sys
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "genai_magics"
+PACKAGE = Path(__file__).resolve().parents[2] / "genai_magics"
 # A layer may import itself and the layers listed for it, nothing above.
 # messages.py (the sentences a user reads) is below every layer: each may use it.
 ALLOWED = {

@@ -11,7 +11,7 @@ import pytest
 from genai_magics import messages
 from genai_magics.messages import CATALOGUE, PREFIX, Message, Shown
 
-FAILURES_MD = Path(__file__).resolve().parents[1] / "docs" / "failures.md"
+FAILURES_MD = Path(__file__).resolve().parents[2] / "docs" / "failures.md"
 STAR = None  # a wildcard token: a field of a template, or "…" / "<what>" in the docs
 Tokens = tuple[str | None, ...]
 

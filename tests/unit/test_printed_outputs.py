@@ -82,7 +82,7 @@ def test_no_piece_of_the_key_is_sent_or_recorded_whatever_the_cut(
 
 
 # -- the line ends and the key over what the corpus notebooks printed -----------------------------
-CORPUS = Path(__file__).parent / "corpus"
+CORPUS = Path(__file__).parents[1] / "corpus"
 
 
 def _text(value: Any) -> str:

@@ -1,6 +1,6 @@
 """The README a stranger reads: short, its pictures there, its links and figures true.
 
-(The footer it quotes is the demo's: test_words.py.)
+(The footer it quotes is the demo's: test_shown_text.py.)
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 DOCS = [README, *sorted((ROOT / "docs").glob("*.md")), ROOT / "benchmarks" / "README.md"]
 MAX_README_BYTES = 12_000

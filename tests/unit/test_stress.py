@@ -92,7 +92,7 @@ def test_fifty_turns_two_conversations_interleaved(env, stub, state):
 
     for cell_id, source in cells.values():
         record(cell_id, source)
-    # the compacted transcript as it goes out whole (with an explicit cache: tests/test_caching_wire.py)
+    # the compacted transcript as it goes out whole (with an explicit cache: tests/kernel/test_caching_wire.py)
     settings = Settings(
         model=MODEL,
         state=state,

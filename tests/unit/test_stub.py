@@ -22,7 +22,7 @@ from helpers.kernel import point_sdk_at
 from genai_magics.gemini.models import DEFAULT_MODEL
 from genai_magics.stub import StubServer, tokens
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 KEY = "stub-test-key-SECRET-7f3a9c"
 MODEL = DEFAULT_MODEL
 SCHEMA = {

@@ -252,7 +252,7 @@ def test_the_model_content_goes_back_with_its_thought_signature(notebook, stub):
 
 def test_every_body_the_stand_in_receives_is_of_googles_schema(notebook, stub):
     """Google's discovery document (Vertex AI v1beta1): every generateContent and cachedContents body,
-    with functions, their results, an explicit cache holding the declarations (images: test_tools_kernel.py)."""
+    with functions, their results, an explicit cache holding the declarations (images: test_tools.py)."""
     notebook.magics.model = MODEL
     notebook.run(BIG, cell_id="big")
     stub.script_tools([[call("inspect_variable", name="df"), call("cell_outputs", ref="c2")], [call("last_error")]])

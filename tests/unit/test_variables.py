@@ -21,7 +21,7 @@ from genai_magics.engine.conversation import Conversation
 from genai_magics.engine.errors import UserError
 from genai_magics.sources.variables import interpolated_names, parse_var_list, summarize, variable_pieces
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CAP = 2_000
 
 
