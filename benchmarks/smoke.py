@@ -1,6 +1,6 @@
 """What every benchmark shares: its quick mode and how it fails.
 
-``--smoke`` runs a benchmark at tiny sizes in a few seconds; ``tests/test_benchmarks.py`` runs every
+``--smoke`` runs a benchmark at tiny sizes in a few seconds; ``tests/unit/test_benchmarks.py`` runs every
 benchmark so, so that none stops running unseen. A smoke run proves that the benchmark still runs
 and that its turns succeed, not its figures: it judges no goal (tiny sizes on a busy machine).
 

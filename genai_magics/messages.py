@@ -3,10 +3,10 @@
 A ``Message`` is a name, a ``str.format`` template with named fields, and where it shows
 (``ERROR``: the one stderr line after ``genai_magics: ``; ``NOTE``: a line in the cell while
 the turn goes on; ``STATUS``: a proposal widget's status line; ``OUTPUT``: what a ``%gemini``
-command prints; ``PART``: a clause that fills another message's field; ``TOOLTIP``: hover
-text). Tests compare against
+command prints; ``FOOTER``: the line under a turn's answer or a dry run's request; ``PART``: a
+clause that fills another message's field; ``TOOLTIP``: hover text). Tests compare against
 ``render``/``shown`` or ``matches`` instead of copying a sentence, and
-``tests/test_messages.py`` checks that docs/failures.md quotes only these. Standard library
+``tests/unit/test_messages.py`` checks that docs/failures.md quotes only these. Standard library
 only: every layer may import it.
 """
 
@@ -25,6 +25,7 @@ class Shown(enum.Enum):
     NOTE = "note"
     STATUS = "status"
     OUTPUT = "output"  # what a %gemini command prints, or a cell's answer in place of an empty one
+    FOOTER = "footer"  # the line under a turn's answer (the footer, the replay line) or a dry run's request
     PART = "part"  # a clause another message carries in a field
     TOOLTIP = "tooltip"  # shown on hover
 
@@ -62,14 +63,23 @@ class Message:
         """The fixed text between the fields."""
         return tuple(literal for literal, _ in self.segments if literal)
 
-    def pattern(self, *, prefixed: bool = True) -> re.Pattern[str]:
-        """Matches the shown text for any field values (a field named twice holds the same text)."""
+    def pattern(self, *, prefixed: bool = True, **known: object) -> re.Pattern[str]:
+        """Matches the shown text for any field values but the ``known`` ones (rendered as ``render`` does);
+        a field named twice holds the same text."""
+        formatter = string.Formatter()
         body, seen = [], set()
-        for literal, name in self.segments:
+        for literal, name, spec, conversion in formatter.parse(self.template):
             body.append(re.escape(literal))
-            if name is not None:
+            if name is None:
+                continue
+            if name in known:
+                value = formatter.convert_field(known[name], conversion)
+                body.append(re.escape(formatter.format_field(value, spec or "")))
+            else:
                 body.append(f"(?P={name})" if name in seen else f"(?P<{name}>.*?)")
                 seen.add(name)
+        if unknown := known.keys() - set(self.fields):
+            raise TypeError(f"{self.name}: no field {sorted(unknown)}")
         head = re.escape(PREFIX) if prefixed and self.shown_as is Shown.ERROR else ""
         return re.compile(head + "".join(body), re.DOTALL)
 
@@ -78,13 +88,14 @@ class Message:
         found = self.pattern(prefixed=prefixed).fullmatch(text)
         return None if found is None else found.groupdict()
 
-    def matches(self, text: str, *, prefixed: bool = True) -> bool:
-        """``text`` is this message as shown (``prefixed=False``: as rendered), whatever its fields hold."""
-        return self.pattern(prefixed=prefixed).fullmatch(text) is not None
+    def matches(self, text: str, *, prefixed: bool = True, **known: object) -> bool:
+        """``text`` is this message as shown (``prefixed=False``: as rendered), whatever its fields hold
+        but the ``known`` ones."""
+        return self.pattern(prefixed=prefixed, **known).fullmatch(text) is not None
 
-    def within(self, text: str) -> bool:
-        """This message (without its prefix) is somewhere in ``text``."""
-        return self.pattern(prefixed=False).search(text) is not None
+    def within(self, text: str, **known: object) -> bool:
+        """This message (without its prefix) is somewhere in ``text``, its ``known`` fields as given."""
+        return self.pattern(prefixed=False, **known).search(text) is not None
 
 
 CATALOGUE: dict[str, Message] = {}
@@ -118,6 +129,11 @@ def output(name: str, template: str, *, documented: bool = False) -> Message:
     return _defined(name, template, Shown.OUTPUT, documented)
 
 
+def footer(name: str, template: str) -> Message:
+    """The line under a turn's answer (pieces joined by ``FOOTER_SEPARATOR``), or a dry run's cache plan."""
+    return _defined(name, template, Shown.FOOTER, False)
+
+
 def part(name: str, template: str, *, documented: bool = False) -> Message:
     """A clause that fills another message's field."""
     return _defined(name, template, Shown.PART, documented)
@@ -146,6 +162,65 @@ FOOTER_LEGEND_SENT = tooltip(
     "the cache makes it cheap)",
 )
 FOOTER_LEGEND_SAVED = tooltip("FOOTER_LEGEND_SAVED", "~N tokens saved: what adding those pieces again would have cost")
+
+# The footer under a turn's answer (ui/report.py): its head, then pieces joined by FOOTER_SEPARATOR.
+FOOTER_SEPARATOR = " · "
+FOOTER_TURN = footer("FOOTER_TURN", "turn {turn} · {mode} · {state} · {model}")
+BILL_IN = part("BILL_IN", "in {tokens} tok{cached}")
+BILL_CACHED = part("BILL_CACHED", " ({tokens:,} cached)")
+BILL_OUT = part("BILL_OUT", "out {tokens}{thinking}")
+BILL_THINKING = part("BILL_THINKING", " (+{tokens:,} thinking)")
+BILL_WRITTEN = part("BILL_WRITTEN", "{tokens:,} tok written to the cache")
+BILL_SAVED = part("BILL_SAVED", "{usd} saved vs resending")
+BILL_MORE = part("BILL_MORE", "{usd} more than resending (a new cache)")
+FOOTER_REQUEST = part("FOOTER_REQUEST", "request {size:,} B")
+FOOTER_REQUESTS = part("FOOTER_REQUESTS", "{count} requests, {size:,} B")
+FOOTER_CALLS = part("FOOTER_CALLS", "{count} function call(s)")
+DOCUMENT_SYNCHRONIZED = part("DOCUMENT_SYNCHRONIZED", "{label} not re-sent: synchronized")
+DOCUMENT_PATCHED = part("DOCUMENT_PATCHED", "{label} changed by hand: sent as a patch ({chars:,} chars)")
+DOCUMENT_SENT = part("DOCUMENT_SENT", "{label} sent ({chars:,} chars)")
+DOCUMENT_CACHED = part("DOCUMENT_CACHED", "{label} sent into the context cache ({chars:,} chars)")
+PIECE_UNCHANGED = part("PIECE_UNCHANGED", "{name} not re-sent: unchanged")
+PIECE_SENT = part("PIECE_SENT", "{name} sent")
+IMAGE_SENT = part("IMAGE_SENT", "{name} sent (~{tokens:,} tok by the image rule)")
+TOKENS_SAVED = part("TOKENS_SAVED", "~{tokens:,} tokens saved")
+# A turn replayed from the record (ui/report.py): its footer, and its proposal's status line.
+REPLAYED_FOOTER = footer("REPLAYED_FOOTER", "replayed turn {turn} ({when}) · 0 tokens · --rerun asks again")
+REPLAYED_PROPOSAL = status("REPLAYED_PROPOSAL", "Replayed from the record: {outcome} in an earlier session{now}.")
+REPLAYED_NOT_ACTED = part("REPLAYED_NOT_ACTED", "not acted on")
+REPLAYED_APPLIED = part("REPLAYED_APPLIED", "applied")
+REPLAYED_DISCARDED = part("REPLAYED_DISCARDED", "discarded")
+REPLAYED_UNDONE = part("REPLAYED_UNDONE", "applied, then undone")
+REPLAYED_HOLDS_PROPOSAL = part("REPLAYED_HOLDS_PROPOSAL", "; {where} holds the proposal now")
+REPLAYED_HOLDS_BEFORE = part("REPLAYED_HOLDS_BEFORE", "; {where} holds the code from before the proposal")
+REPLAYED_CHANGED = part("REPLAYED_CHANGED", "; {where} has changed since")
+# The explicit cache (gemini/caching.py): the dry run's cache plan, and the decision's reason it ends with.
+CACHE_PLAN_USE = footer("CACHE_PLAN_USE", "cache plan: use {name}: {reason}{refresh}")
+CACHE_PLAN_REFRESH = part("CACHE_PLAN_REFRESH", "; its TTL is extended to {ttl_s:g} s first")
+CACHE_PLAN_CREATE = footer(
+    "CACHE_PLAN_CREATE",
+    "cache plan: create a context cache (system instruction + {contents} content(s), TTL {ttl_s:g} s) "
+    "and reference it{replaced}: {reason}",
+)
+CACHE_PLAN_REPLACED = part("CACHE_PLAN_REPLACED", ", then delete {name}")
+CACHE_PLAN_DROP = footer("CACHE_PLAN_DROP", "cache plan: delete {name} and send without a cache: {reason}")
+CACHE_PLAN_NONE = footer("CACHE_PLAN_NONE", "cache plan: none: {reason}")
+CACHE_OFF = part("CACHE_OFF", "caching is off (GeminiMagics.cache)")
+CACHE_INTERACTIONS = part("CACHE_INTERACTIONS", "interactions mode makes no explicit cache")
+CACHE_IMPLICIT_ONLY = part(
+    "CACHE_IMPLICIT_ONLY", "{model} has no explicit context caches (implicit caching only): not cached"
+)
+CACHE_NO_PRICE = part("CACHE_NO_PRICE", "no price known for {model}, so no cache minimum either: not cached")
+CACHE_UNDER_MINIMUM = part(
+    "CACHE_UNDER_MINIMUM", "the stable head is ~{tokens:,} tokens, under {model}'s cache minimum of {minimum:,}"
+)
+CACHE_UNCHANGED = part("CACHE_UNCHANGED", "the cached head (~{tokens:,} tokens) is unchanged")
+CACHE_NOT_WORTH = part(
+    "CACHE_NOT_WORTH",
+    "a cache of ~{tokens:,} tokens would not pay off at {model}'s prices within a TTL of {ttl_s:g} s",
+)
+CACHE_REPLACE = part("CACHE_REPLACE", "replace the cache: the head changed (~{tokens:,} tokens)")
+CACHE_HEAD = part("CACHE_HEAD", "cache the stable head (~{tokens:,} tokens)")
 
 # API failures (gemini/errors.py): what happened and what to do.
 KEY_REJECTED = error(

@@ -5,7 +5,7 @@
     python scripts/measure_figures.py --suite   # also times the README's test command (minutes)
 
 The count is what ``pytest --collect-only`` collects of the fast layer (``-m "not kernel and
-not browser"``); tests/test_figures.py fails when a doc quotes another. The time is pytest's
+not browser"``); tests/unit/test_readme.py fails when a doc quotes another. The time is pytest's
 own for one run of the layer without a bytecode cache, so it depends on the machine and its
 load: the docs quote it with the load average it was taken at.
 """

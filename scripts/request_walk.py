@@ -27,7 +27,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "genai_magics"
-# The layers of tests/test_layout.py as heights: a layer imports only layers below it. Layers that
+# The layers of tests/unit/test_layout.py as heights: a layer imports only layers below it. Layers that
 # import neither (turn and ui; sources, gemini, frontends, persistence) stand at the same height.
 HEIGHT = {
     "messages": 0,

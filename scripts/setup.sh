@@ -6,7 +6,7 @@
 #   nodejs                 builds the live bridge (labextension/) into the package; without it the
 #                          package installs without it (no live Apply in JupyterLab / Notebook 7)
 #   chromium               the browser tests (tests/browser); skipped without it
-#   tmux                   the terminal IPython test (tests/test_terminal.py); skipped without it
+#   tmux                   the terminal IPython test (tests/kernel/test_terminal.py); skipped without it
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -12,5 +12,5 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 # test_frontends.py too, but not its three spellings that stage Apply on ipykernel 7.4:
 # with jupyter-ui-poll every spelling waits for the click (waiting.py), so they do not apply.
-PYTHONPATH="$PWD" "$venv/bin/python" -m pytest -p no:cacheprovider tests/test_running_cell.py tests/test_frontends.py \
+PYTHONPATH="$PWD" "$venv/bin/python" -m pytest -p no:cacheprovider tests/kernel/test_running_cell.py tests/kernel/test_frontends.py \
   -k "not in_a_loop and not autoawait_off and not followed_by_other" "$@"

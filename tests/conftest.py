@@ -9,7 +9,7 @@ from genai_magics.stub import StubServer
 # marked `kernel`; tests under tests/browser/ are marked `browser`, under tests/vscode/
 # `browser` and `vscode`. Tests that start kernels themselves carry @pytest.mark.kernel.
 # `pytest -m "not kernel and not browser"` is the fast layer.
-KERNEL_FIXTURES = {"kernel", "ff", "term"}
+KERNEL_FIXTURES = {"kernel", "ff", "term", "bad_input_kernel", "failures_kernel"}
 BROWSER = Path(__file__).resolve().parent / "browser"
 VSCODE = Path(__file__).resolve().parent / "vscode"
 

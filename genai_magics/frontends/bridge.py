@@ -7,7 +7,7 @@ ids, types, sources, order; unsaved and unrun edits included) right before
 each execute request, and answers requests to edit cells.
 
 The messages (protocol version 1) are described in docs/protocol.md, "The
-bridge's comm protocol"; tests/test_comm_schema.py checks that this module,
+bridge's comm protocol"; tests/unit/test_comm_schema.py checks that this module,
 labextension/src/index.ts and tests/helpers/fake_frontend.py follow that one schema.
 
 Ordering: ipykernel >= 7.4 routes a comm's incoming messages to the thread

@@ -92,24 +92,22 @@ def decide(
         return Decision("drop" if held else "none", False, reason)
 
     if mode == "off":
-        return without("caching is off (GeminiMagics.cache)")
+        return without(messages.CACHE_OFF.render())
     if not traits(model).explicit_cache:
-        return without(f"{model} has no explicit context caches (implicit caching only): not cached")
+        return without(messages.CACHE_IMPLICIT_ONLY.render(model=model))
     if price is None:
-        return without(f"no price known for {model}, so no cache minimum either: not cached")
+        return without(messages.CACHE_NO_PRICE.render(model=model))
     if head_sha is None or head_tokens < price.cache_minimum:
         return without(
-            f"the stable head is ~{head_tokens:,} tokens, under {model}'s cache minimum of {price.cache_minimum:,}"
+            messages.CACHE_UNDER_MINIMUM.render(tokens=head_tokens, model=model, minimum=price.cache_minimum)
         )
     if existing_sha == head_sha:
         remaining = (existing_expires or now) - now
-        return Decision("use", remaining < ttl_s / 2, f"the cached head (~{head_tokens:,} tokens) is unchanged")
+        return Decision("use", remaining < ttl_s / 2, messages.CACHE_UNCHANGED.render(tokens=head_tokens))
     if not pays_off(price, ttl_s, expected_reads):
-        return without(
-            f"a cache of ~{head_tokens:,} tokens would not pay off at {model}'s prices within a TTL of {ttl_s:g} s"
-        )
-    verb = "replace the cache: the head changed" if held else "cache the stable head"
-    return Decision("create", False, f"{verb} (~{head_tokens:,} tokens)")
+        return without(messages.CACHE_NOT_WORTH.render(tokens=head_tokens, model=model, ttl_s=ttl_s))
+    reason = messages.CACHE_REPLACE if held else messages.CACHE_HEAD
+    return Decision("create", False, reason.render(tokens=head_tokens))
 
 
 def worth_keeping(price: Price | None, remaining_s: float) -> bool:
@@ -155,19 +153,18 @@ class CacheStep:
 
     def describe(self, ttl_s: float) -> str:
         """The cache plan in words (the dry run shows it)."""
-        d = self.decision
-        if d.action == "use" and self.entry is not None:
-            refresh = f"; its TTL is extended to {ttl_s:g} s first" if d.refresh else ""
-            return f"cache plan: use {self.entry.name}: {d.reason}{refresh}"
+        d, entry = self.decision, self.entry
+        if d.action == "use" and entry is not None:
+            refresh = messages.CACHE_PLAN_REFRESH.render(ttl_s=ttl_s) if d.refresh else ""
+            return messages.CACHE_PLAN_USE.render(name=entry.name, reason=d.reason, refresh=refresh)
         if d.action == "create":
-            replaced = f", then delete {self.entry.name}" if self.entry is not None else ""
-            return (
-                f"cache plan: create a context cache (system instruction + {len(self.head)} content(s), "
-                f"TTL {ttl_s:g} s) and reference it{replaced}: {d.reason}"
+            replaced = messages.CACHE_PLAN_REPLACED.render(name=entry.name) if entry is not None else ""
+            return messages.CACHE_PLAN_CREATE.render(
+                contents=len(self.head), ttl_s=ttl_s, replaced=replaced, reason=d.reason
             )
-        if d.action == "drop" and self.entry is not None:
-            return f"cache plan: delete {self.entry.name} and send without a cache: {d.reason}"
-        return f"cache plan: none: {d.reason}"
+        if d.action == "drop" and entry is not None:
+            return messages.CACHE_PLAN_DROP.render(name=entry.name, reason=d.reason)
+        return messages.CACHE_PLAN_NONE.render(reason=d.reason)
 
 
 @dataclass
@@ -195,7 +192,7 @@ class ContextCaches:
         entry = self.entries.get(id(conv))
         if plan.state_mode != "contents":  # a contents-mode cache of this conversation is of no use now
             return CacheStep(
-                Decision("drop" if entry else "none", False, "interactions mode makes no explicit cache"), entry=entry
+                Decision("drop" if entry else "none", False, messages.CACHE_INTERACTIONS.render()), entry=entry
             )
         contents, length = transport.head(plan, history)
         head = tuple(contents[:length])

@@ -30,74 +30,81 @@ def _saved(usage: Usage) -> float | None:
 
 def bill(usage: Usage) -> str:
     """``in 12,345 tok (11,002 cached) · out 321 · ~$0.0012 · ~$0.011 saved vs resending``."""
-    cached = f" ({usage.cached_tokens:,} cached)" if usage.cached_tokens else ""
-    thinking = f" (+{usage.thinking_tokens:,} thinking)" if usage.thinking_tokens else ""
-    parts = [f"in {_n(usage.input_tokens)} tok{cached}", f"out {_n(usage.output_tokens)}{thinking}"]
+    cached = messages.BILL_CACHED.render(tokens=usage.cached_tokens) if usage.cached_tokens else ""
+    thinking = messages.BILL_THINKING.render(tokens=usage.thinking_tokens) if usage.thinking_tokens else ""
+    parts = [
+        messages.BILL_IN.render(tokens=_n(usage.input_tokens), cached=cached),
+        messages.BILL_OUT.render(tokens=_n(usage.output_tokens), thinking=thinking),
+    ]
     if usage.cache_write_tokens:
-        parts.append(f"{usage.cache_write_tokens:,} tok written to the cache")
+        parts.append(messages.BILL_WRITTEN.render(tokens=usage.cache_write_tokens))
     if usage.cost_usd is not None:
         parts.append(_usd(usage.cost_usd))
         saved = _saved(usage)
         if saved and saved > 0:
-            parts.append(f"{_usd(saved)} saved vs resending")
+            parts.append(messages.BILL_SAVED.render(usd=_usd(saved)))
         elif saved and saved < 0:
-            parts.append(f"{_usd(-saved)} more than resending (a new cache)")
-    return " · ".join(parts)
+            parts.append(messages.BILL_MORE.render(usd=_usd(-saved)))
+    return messages.FOOTER_SEPARATOR.join(parts)
 
 
 def footer(turn: Turn, plan: TurnPlan, model: str) -> str:
+    usage = turn.usage
     parts = [
-        f"turn {turn.index} · {turn.mode} · {turn.state_mode} · {model}",
-        bill(turn.usage),
-        f"request {turn.usage.request_bytes:,} B"
-        if turn.usage.requests == 1
-        else f"{turn.usage.requests} requests, {turn.usage.request_bytes:,} B",
+        messages.FOOTER_TURN.render(turn=turn.index, mode=turn.mode, state=turn.state_mode, model=model),
+        bill(usage),
+        messages.FOOTER_REQUEST.render(size=usage.request_bytes)
+        if usage.requests == 1
+        else messages.FOOTER_REQUESTS.render(count=usage.requests, size=usage.request_bytes),
     ]
     calls = sum(len(r.results) for r in turn.tool_rounds)
     if calls:
-        parts.append(f"{calls} function call(s)")
-    omitted = []
-    if plan.document is not None:
+        parts.append(messages.FOOTER_CALLS.render(count=calls))
+    if (doc := plan.document) is not None:
         if plan.synchronized:
-            omitted.append(f"{plan.document.label} not re-sent: synchronized")
+            parts.append(messages.DOCUMENT_SYNCHRONIZED.render(label=doc.label))
         elif plan.source_patch is not None:
-            omitted.append(f"{plan.document.label} changed by hand: sent as a patch ({len(plan.source_patch):,} chars)")
+            parts.append(messages.DOCUMENT_PATCHED.render(label=doc.label, chars=len(plan.source_patch)))
         else:
-            where = " into the context cache" if turn.usage.cache_write_tokens else ""
-            omitted.append(f"{plan.document.label} sent{where} ({len(plan.document.source):,} chars)")
-    for piece in plan.omitted:
-        omitted.append(f"{piece_name(piece)} not re-sent: unchanged")
+            sent = messages.DOCUMENT_CACHED if usage.cache_write_tokens else messages.DOCUMENT_SENT
+            parts.append(sent.render(label=doc.label, chars=len(doc.source)))
+    parts += [messages.PIECE_UNCHANGED.render(name=piece_name(piece)) for piece in plan.omitted]
     for piece in plan.pieces:
-        estimate = f" (~{piece_tokens(piece, model):,} tok by the image rule)" if isinstance(piece, ImagePiece) else ""
-        omitted.append(f"{piece_name(piece)} sent{estimate}")
+        if isinstance(piece, ImagePiece):
+            parts.append(messages.IMAGE_SENT.render(name=piece_name(piece), tokens=piece_tokens(piece, model)))
+        else:
+            parts.append(messages.PIECE_SENT.render(name=piece_name(piece)))
     if turn.saved_tokens:
-        omitted.append(f"~{turn.saved_tokens:,} tokens saved")
-    return " · ".join(parts + omitted)
+        parts.append(messages.TOKENS_SAVED.render(tokens=turn.saved_tokens))
+    return messages.FOOTER_SEPARATOR.join(parts)
 
 
 def replay_footer(turn: Turn, at: float) -> str:
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(at))
-    return f"replayed turn {turn.index} ({when}) · 0 tokens · --rerun asks again"
+    return messages.REPLAYED_FOOTER.render(turn=turn.index, when=when)
+
+
+_REPLAYED_OUTCOMES = {
+    "proposed": messages.REPLAYED_NOT_ACTED,
+    "applied": messages.REPLAYED_APPLIED,
+    "discarded": messages.REPLAYED_DISCARDED,
+    "undone": messages.REPLAYED_UNDONE,
+}
 
 
 def replayed_proposal(turn: Turn, holds: str | None) -> str:
     """The status line of a proposal shown from the record: what happened to it, what the cell holds now."""
-    done = {
-        "proposed": "not acted on",
-        "applied": "applied",
-        "discarded": "discarded",
-        "undone": "applied, then undone",
-    }
     where = turn.document_label or "the cell"
     if holds is None:
         now = ""
     elif turn.proposal_source is not None and holds == turn.proposal_source:
-        now = f"; {where} holds the proposal now"
+        now = messages.REPLAYED_HOLDS_PROPOSAL.render(where=where)
     elif holds == turn.base_source:
-        now = f"; {where} holds the code from before the proposal"
+        now = messages.REPLAYED_HOLDS_BEFORE.render(where=where)
     else:
-        now = f"; {where} has changed since"
-    return f"Replayed from the record: {done.get(turn.outcome, turn.outcome)} in an earlier session{now}."
+        now = messages.REPLAYED_CHANGED.render(where=where)
+    done = _REPLAYED_OUTCOMES.get(turn.outcome)
+    return messages.REPLAYED_PROPOSAL.render(outcome=turn.outcome if done is None else done.render(), now=now)
 
 
 def token_table(conv: Conversation) -> str:
@@ -192,7 +199,7 @@ def _spent_rows(spent: Sequence[Spent]) -> list[str]:
 def status(convs: Sequence[Conversation], model: str, state: str, view: str) -> str:
     lines = [f"model {model} · default state mode {state} · notebook view: {view}"]
     if not convs:
-        lines.append("no conversation yet")
+        lines.append(messages.NO_CONVERSATION_YET.render())
     for c in convs:
         lines.append(
             f"conversation {c.name!r}: {len(c.history)} turn(s), state {c.state_mode}, "

@@ -6,7 +6,7 @@ VS Code companion's.
     python labextension/dev/gen_protocol.py [--check] \
         genai_magics/frontends/companion_protocol.schema.json vscode-extension/src/protocol.ts
 
-tests/test_comm_schema.py and tests/test_companion_schema.py fail when a protocol.ts and its schema
+tests/unit/test_comm_schema.py and tests/unit/test_companion_schema.py fail when a protocol.ts and its schema
 differ. Handles what the schemas use: const, enum, $ref, oneOf, arrays, type lists, objects without
 properties, required, additionalProperties; if/then is left to the run-time validation. Strings are
 quoted as the target's .prettierrc.json says, so the file passes its package's prettier.

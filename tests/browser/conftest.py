@@ -134,9 +134,12 @@ def artifacts(request) -> Path:
 
 
 @pytest.fixture
-def server_env() -> dict[str, str]:
-    """Extra environment for the server (and so its kernels); tests may add to it."""
-    return {}
+def server_env(request) -> dict[str, str]:
+    """Extra environment for the server (and so its kernels); tests may add to it. A test marked
+    ``stand_in`` gets the stand-in's address and a placeholder key: its kernels talk to ``stub_url``."""
+    if request.node.get_closest_marker("stand_in") is None:
+        return {}
+    return {"GOOGLE_GEMINI_BASE_URL": request.getfixturevalue("stub_url"), "GEMINI_API_KEY": "fake"}
 
 
 @pytest.fixture

@@ -18,10 +18,7 @@ from test_lab_bridge import NotebookPage, write_notebook
 from genai_magics import messages
 from genai_magics.ui.display import footer_legend
 
-
-@pytest.fixture
-def server_env(stub_url):
-    return {"GOOGLE_GEMINI_BASE_URL": stub_url, "GEMINI_API_KEY": "fake"}
+pytestmark = pytest.mark.stand_in  # the server's kernels talk to the stand-in (browser/conftest.py: server_env)
 
 
 @pytest.mark.parametrize("jupyter_server", ["lab", "notebook"], indirect=True)

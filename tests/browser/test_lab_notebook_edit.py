@@ -25,9 +25,7 @@ nbformat = lazy_import("nbformat")
 SCRIPT = "# %%\nimport math\n\n# %% Display\nradius = 2\n# %% id=total\narea = math.pi * radius ** 2\n"
 
 
-@pytest.fixture
-def server_env(stub_url):
-    return {"GOOGLE_GEMINI_BASE_URL": stub_url, "GEMINI_API_KEY": "fake"}
+pytestmark = pytest.mark.stand_in  # the server's kernels talk to the stand-in (browser/conftest.py: server_env)
 
 
 def build(path: Path) -> list[dict]:

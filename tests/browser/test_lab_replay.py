@@ -8,12 +8,12 @@ import re
 import urllib.request
 
 import pytest
+from helpers.pages import shown_as
 from test_lab_bridge import NotebookPage, write_notebook
 
+from genai_magics import messages
 
-@pytest.fixture
-def server_env(stub_url):
-    return {"GOOGLE_GEMINI_BASE_URL": stub_url, "GEMINI_API_KEY": "fake"}
+pytestmark = pytest.mark.stand_in  # the server's kernels talk to the stand-in (browser/conftest.py: server_env)
 
 
 def api_requests(stub_url: str) -> list[dict]:
@@ -47,7 +47,7 @@ def test_restart_kernel_and_run_all_replays_without_a_request(jupyter_server, pa
     )
     nb.run(3)
     expect(nb.cell(3)).to_contain_text("Stub answer to: What changed?", timeout=30_000)
-    expect(nb.cell(3)).to_contain_text("turn 2 · ask", timeout=10_000)
+    expect(nb.cell(3)).to_contain_text(shown_as(messages.FOOTER_TURN, turn=2, mode="ask"), timeout=10_000)
     sent = len(api_requests(stub_url))
     assert sent == 2
     nb.shot("first-session")
@@ -55,16 +55,10 @@ def test_restart_kernel_and_run_all_replays_without_a_request(jupyter_server, pa
     page.locator('[data-command="notebook:restart-run-all"]').first.click()
     page.locator(".jp-Dialog-button.jp-mod-accept").click()
     expect(nb.cell(3).locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[4\]:"), timeout=60_000)
-    expect(nb.cell(2)).to_contain_text(
-        re.compile(
-            r"replayed turn 1 \(\d{4}-\d\d-\d\d \d\d:\d\d\) · 0 tokens · "
-            r"--rerun asks again"
-        ),
-        timeout=30_000,
-    )
-    expect(nb.cell(3)).to_contain_text("replayed turn 2", timeout=30_000)
+    expect(nb.cell(2)).to_contain_text(shown_as(messages.REPLAYED_FOOTER, turn=1), timeout=30_000)
+    expect(nb.cell(3)).to_contain_text(shown_as(messages.REPLAYED_FOOTER, turn=2), timeout=30_000)
     expect(nb.cell(3)).to_contain_text("Stub answer to: What changed?")
-    expect(nb.cell(2)).to_contain_text("applied in an earlier session")
+    expect(nb.cell(2)).to_contain_text(shown_as(messages.REPLAYED_PROPOSAL, outcome=messages.REPLAYED_APPLIED.render()))
     nb.shot("replayed")
     assert len(api_requests(stub_url)) == sent, "Run All after the restart sent a request"
     # the buttons say what happened: applied, so Undo is offered and Apply is not

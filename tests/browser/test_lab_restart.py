@@ -13,15 +13,16 @@ from __future__ import annotations
 import re
 
 import pytest
+from helpers.pages import shown_as
 from test_lab_bridge import NotebookPage, write_notebook
+
+from genai_magics import messages
 
 STALE = "The kernel restarted: these buttons no longer work."
 ONE_PROPOSAL = [("setup", "%load_ext genai_magics"), ("code", "t = 1"), ("magic", "%%gemini_edit\nAdd a comment")]
 
 
-@pytest.fixture
-def server_env(stub_url):
-    return {"GOOGLE_GEMINI_BASE_URL": stub_url, "GEMINI_API_KEY": "fake"}
+pytestmark = pytest.mark.stand_in  # the server's kernels talk to the stand-in (browser/conftest.py: server_env)
 
 
 def stale_lines(nb: NotebookPage, i: int, text: str = STALE):
@@ -118,7 +119,9 @@ def test_buttons_from_before_a_kernel_restart_say_so_and_click_nothing(jupyter_s
     # the magic cell run again in the new kernel: its turn replayed from the record, a new widget, not marked
     nb.run(0)
     nb.run(2)
-    expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("replayed turn 1", timeout=30_000)
+    expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text(
+        shown_as(messages.REPLAYED_FOOTER, turn=1), timeout=30_000
+    )
     expect(button(nb, 2, "Discard")).to_have_count(1)
     expect(stale_lines(nb, 2)).to_have_count(0)
     expect(stale_lines(nb, 3)).to_have_count(1)

@@ -1,4 +1,4 @@
-"""Driving the live bridge through the fake frontend: shared by tests/test_bridge.py and
+"""Driving the live bridge through the fake frontend: shared by tests/kernel/test_bridge.py and
 benchmarks/bridge_ordering.py."""
 
 from __future__ import annotations

@@ -179,13 +179,18 @@ class Kernel:
             if s.get("_model_name") == "ButtonModel" and s.get("description") == description
         ]
 
-    def click(self, description: str, index: int = -1, timeout: float = 30, wait: bool = True) -> Run:
-        """Click the button (the most recent one by default) as a browser does.
+    def click(
+        self, description: str, index: int = -1, timeout: float = 30, wait: bool = True, comm_id: str | None = None
+    ) -> Run:
+        """Click the button (the most recent one by default, or the one of ``comm_id``) as a browser does.
 
         ``wait=False`` while a cell is running: the kernel handles the click
         inside that cell's execution, so the cell's reply is what to wait for.
         """
-        comm_id = self.buttons(description)[index]
+        if comm_id is None:
+            comm_id = self.buttons(description)[index]
+        elif comm_id not in self.buttons(description):
+            raise ValueError(f"no {description!r} button {comm_id}")
         data = {"method": "custom", "content": {"event": "click"}}
         msg = self.kc.session.msg("comm_msg", {"comm_id": comm_id, "data": data})
         self.kc.shell_channel.send(msg)

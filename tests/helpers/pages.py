@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import socket
 import time
@@ -84,3 +85,12 @@ def recorded_page(node, browser: Any, artifacts: Path, width: int, height: int) 
             pass
     (artifacts / "console.log").write_text("\n".join(console))
     context.close()
+
+
+def shown_as(message: Any, **known: object) -> re.Pattern[str]:
+    """A catalogue message (``known`` fields as given, the others any text) as a regular expression the
+    page's JavaScript reads (``expect(...).to_contain_text``): its fields unnamed, as JavaScript spells groups."""
+    source = message.pattern(prefixed=False, **known).pattern
+    if "(?P=" in source:
+        raise ValueError(f"{message.name}: a field named twice has no JavaScript form here")
+    return re.compile(re.sub(r"\(\?P<\w+>", "(?:", source), re.DOTALL)

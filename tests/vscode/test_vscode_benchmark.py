@@ -1,5 +1,5 @@
 """``benchmarks/vscode_apply.py --smoke``: one click per variant, so that the benchmark keeps running
-(the other benchmarks' smoke runs are in tests/test_benchmarks.py). It starts its own code-server,
+(the other benchmarks' smoke runs are in tests/unit/test_benchmarks.py). It starts its own code-server,
 JupyterLab and Chromium; it needs the companion's VSIX built in vscode-extension/."""
 
 from __future__ import annotations

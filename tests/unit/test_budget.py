@@ -1,0 +1,304 @@
+"""The budget: a request's estimated cost before it is sent, refused in one line when it would pass
+max_turn_cost or max_session_cost (nothing sent, nothing changed); %gemini cost."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import replace
+
+import pytest
+from helpers.footer import footer_line
+from helpers.kernel import notebook_kernel, restart
+
+from genai_magics import messages
+from genai_magics.engine.conversation import Turn, Usage
+from genai_magics.engine.errors import UserError
+from genai_magics.gemini.budget import (
+    FIRST_TURN_OUTPUT,
+    Caps,
+    check_cap,
+    dollars,
+    estimate,
+    exact,
+    expected_output,
+    refusal,
+    request_tokens,
+    total,
+)
+from genai_magics.gemini.models import DEFAULT_MODEL
+from genai_magics.gemini.pricing import price_for
+from genai_magics.persistence.store import record_path
+
+FLASH = price_for(DEFAULT_MODEL, day=dt.date(2026, 12, 31))
+
+
+def turn(index: int, out: int | None, thinking: int | None = None, inp: int = 100) -> Turn:
+    return Turn(index, "ask", "p", "contents", usage=Usage(inp, out, thinking_tokens=thinking))
+
+
+def test_the_output_expected_is_the_largest_recent_answer_or_the_first_turn_allowance():
+    assert expected_output([]) == FIRST_TURN_OUTPUT
+    assert expected_output([turn(1, 50), turn(2, 70, thinking=30), turn(3, 20)]) == 100
+    # only the last three count; a turn without a reported output does not
+    assert expected_output([turn(1, 9_000), turn(2, 10), turn(3, 20), turn(4, None), turn(5, 30)]) == 30
+
+
+def test_the_estimate_counts_the_request_as_the_kernel_does_and_the_chain_it_reads_again():
+    contents = {"contents": [{"role": "user", "parts": [{"text": "x" * 400}]}], "config": {"system_instruction": ""}}
+    assert request_tokens(contents, DEFAULT_MODEL) == 100
+    first = estimate(FLASH, contents, [], DEFAULT_MODEL)
+    assert first == pytest.approx((100 * 0.75 + FIRST_TURN_OUTPUT * 3.75) / 1e6)
+    chained = {"input": "y" * 40, "previous_interaction_id": "i1"}
+    history = [turn(1, 200, inp=5_000)]
+    # the server chain makes the model read the last turn's input and answer again
+    assert estimate(FLASH, chained, history, DEFAULT_MODEL) == pytest.approx(((10 + 5_200) * 0.75 + 200 * 3.75) / 1e6)
+    assert estimate(FLASH, {"input": "y" * 40}, history, DEFAULT_MODEL) == pytest.approx((10 * 0.75 + 200 * 3.75) / 1e6)
+
+
+def test_a_request_passing_either_cap_is_refused_naming_the_setting():
+    assert refusal(0.0036, Caps(), 0, 0, first=True) is None  # off by default
+    refused = refusal(0.0036, Caps(turn=0.00001), 0, 0, first=True)
+    assert refused is not None and refused.message is messages.BUDGET_REFUSED
+    assert refused.fields == {"estimate": "0.0036", "name": "max_turn_cost", "cap": "0.00001"}
+    assert refusal(0.003, Caps(turn=0.003), 0, 0, first=True) is None  # at the cap is within it
+    # the session cap counts what this session spent, and the turn's earlier requests
+    stopped = refusal(0.002, Caps(session=0.01), 0.002, 0.007, first=False)
+    assert stopped is not None and stopped.message is messages.BUDGET_STOPPED
+    assert stopped.fields == {"estimate": "0.011", "name": "max_session_cost", "cap": "0.01"}
+    assert refusal(0.002, Caps(session=0.01), 0, 0.007, first=True) is None
+
+
+@pytest.mark.parametrize("bad", [-1, -0.01, "abc", "1", True, float("nan"), float("inf"), [1]])
+def test_a_cap_is_none_or_a_number_at_least_zero(bad):
+    assert check_cap("max_turn_cost", None) is None and check_cap("max_turn_cost", 0) == 0.0
+    assert check_cap("max_session_cost", 2) == 2.0
+    with pytest.raises(UserError) as refused:
+        check_cap("max_turn_cost", bad)
+    assert refused.value.message is messages.CAP_BAD and refused.value.fields == {"name": "max_turn_cost", "value": bad}
+
+
+def test_dollars_have_two_significant_digits_and_caps_are_shown_as_written():
+    assert [dollars(v) for v in (0.0036, 0.00361, 0.011, 1.23, 0)] == ["0.0036", "0.0036", "0.011", "1.2", "0"]
+    assert [exact(v) for v in (0.00001, 2.0, 0.5)] == ["0.00001", "2", "0.5"]
+
+
+# -- over the wire: the real SDK against the stand-in, in an in-process shell -------------------
+
+CODE = "def parse(s):\n    return int(s)\n"
+
+
+def dry_request(shell, source: str) -> dict:
+    """The exact request a turn would send, from its dry run (nothing sent)."""
+    shown = shell.run(source.replace("\n", " --dry-run\n", 1), cell_id="dry")
+    (bundle,) = [b for b in shown.bundles if "dry run" in b.get("text/plain", "")]
+    return json.loads(bundle["text/plain"].split("\n", 1)[1])
+
+
+def kernel_estimate(shell, source: str, conversation: str) -> float:
+    """The estimate the kernel makes for the turn's first request (gemini/budget.py on its dry run)."""
+    conv = shell.magics.session.conversations.get(conversation)
+    return estimate(FLASH, dry_request(shell, source), conv.history if conv else [], DEFAULT_MODEL)
+
+
+@pytest.fixture
+def shell(magic_shell):
+    """The in-process shell on 2026-12-31 (FLASH's day), no cap; the caps set by a test are taken off after it."""
+    magic_shell.magics.session.today = lambda: dt.date(2026, 12, 31)
+    yield magic_shell
+    magic_shell.magics.max_turn_cost = magic_shell.magics.max_session_cost = None
+
+
+@pytest.mark.parametrize("state", ["contents", "interactions"])
+def test_a_turn_over_max_turn_cost_is_sent_nothing_and_changes_nothing(shell, stub, state):
+    shell.run(CODE, cell_id="code")
+    shell.run(f"%%gemini_ask -c capped --new --state {state}\nwhy int?", cell_id="m1")
+    conv = shell.magics.session.conversations["capped"]
+    before = (len(conv.history), conv.last_interaction_id, dict(conv.sync.context_hashes), len(stub.requests))
+    spent = list(shell.magics.session.spent)
+    source = "%%gemini_ask -c capped\nand float?"
+    expected = kernel_estimate(shell, source, "capped")
+    shell.magics.max_turn_cost = 0.00001
+    refused = shell.run(source, cell_id="m2")
+    assert refused.stderr.strip() == messages.BUDGET_REFUSED.shown(
+        estimate=dollars(expected), name="max_turn_cost", cap="0.00001"
+    )
+    assert (len(conv.history), conv.last_interaction_id, dict(conv.sync.context_hashes), len(stub.requests)) == before
+    assert shell.magics.session.spent == spent and "Traceback" not in refused.plain
+    # at a cap the estimate stays under, the same turn goes
+    shell.magics.max_turn_cost = expected * 1.01
+    assert "Stub answer to: and float?" in shell.run(source, cell_id="m2").plain
+    assert len(conv.history) == 2
+
+
+def test_max_session_cost_counts_what_this_session_spent(shell, stub):
+    shell.run(CODE, cell_id="code")
+    shell.run("%%gemini_ask -c s1 --new\nwhy int?", cell_id="m1")
+    spent = total(shell.magics.session.spent)
+    assert spent > 0 and shell.magics.session.spent[-1].conversation == "s1"
+    source = "%%gemini_ask -c s2 --new\nwhy not float?"
+    expected = estimate(FLASH, dry_request(shell, source), [], DEFAULT_MODEL)
+    assert expected < spent + expected * 0.99  # the second turn alone is under the cap ...
+    requests = len(stub.requests)
+    shell.magics.max_session_cost = spent + expected * 0.99  # ... with what the session spent, over it
+    refused = shell.run(source, cell_id="m2")
+    total_shown = dollars(spent + expected)
+    cap = exact(shell.magics.max_session_cost)
+    assert refused.stderr.strip() == messages.BUDGET_REFUSED.shown(
+        estimate=total_shown, name="max_session_cost", cap=cap
+    )
+    assert len(stub.requests) == requests and "s2" not in shell.magics.session.conversations
+    shell.magics.max_session_cost = None  # off again: it goes
+    assert "Stub answer to: why not float?" in shell.run(source, cell_id="m2").plain
+
+
+@pytest.mark.parametrize("state", ["contents", "interactions"])
+def test_an_edit_retry_is_checked_before_it_is_sent(shell, stub, state):
+    shell.run(CODE, cell_id="code")
+    shell.run(f"%%gemini_ask -c e --new --state {state}\nwhy int?", cell_id="m1")  # sets the expected output
+    conv = shell.magics.session.conversations["e"]
+    source = "%%gemini_edit -c e\nAdd logging."
+    first = kernel_estimate(shell, source, "e")
+    requests = len(stub.requests)
+    # the first request is under the cap; with the retry's estimate the turn would pass it
+    shell.magics.max_turn_cost = first * 1.5
+    stub.inject("bad_edits", match="edit")
+    stopped = shell.run(source, cell_id="m2")
+    line = stopped.stderr.strip().splitlines()[-1]
+    fields = messages.BUDGET_STOPPED.parse(line)
+    assert fields is not None and fields["name"] == "max_turn_cost", stopped.stderr
+    assert float(fields["estimate"]) > first * 1.5
+    assert len(stub.requests) == requests + 1  # the first went; the retry was never sent
+    assert len(conv.history) == 1  # the turn is not recorded
+    # without the cap the same retry goes and the turn is recorded
+    shell.magics.max_turn_cost = None
+    stub.inject("bad_edits", match="edit")
+    shell.run(source, cell_id="m3")
+    assert len(stub.requests) == requests + 3 and len(conv.history) == 2
+
+
+def test_a_new_chain_after_a_lost_one_is_checked_before_it_is_sent(shell, stub, monkeypatch):
+    """The new chain is admitted like the first request: here it alone is held to a cap of $0 (by the
+    real check, TurnSend._admit, on the real request), and its refusal leaves the conversation as it was."""
+    from genai_magics.turn.send import TurnSend
+
+    shell.run(CODE, cell_id="code")
+    shell.run("%%gemini_ask -c lost --new --state interactions\nwhy int?", cell_id="m1")
+    conv = shell.magics.session.conversations["lost"]
+    chained = conv.last_interaction_id
+    assert stub.forget_interaction(chained)
+    admitted, real = [], TurnSend._admit
+
+    def admit(send, body):
+        admitted.append(body())
+        if "previous_interaction_id" not in admitted[-1]:  # the new chain's request
+            send.settings = replace(send.settings, caps=Caps(turn=0.0))
+        real(send, body)
+
+    monkeypatch.setattr(TurnSend, "_admit", admit)
+    requests = len(stub.requests)
+    refused = shell.run("%%gemini_ask -c lost\nand float?", cell_id="m2")
+    monkeypatch.undo()
+    assert messages.CHAIN_LOST.render() in refused.plain
+    assert messages.BUDGET_REFUSED.parse(refused.stderr.strip().splitlines()[-1]) is not None, refused.stderr
+    assert [b.get("previous_interaction_id") for b in admitted] == [chained, None]
+    assert "earlierTurns" in admitted[1]["input"]  # the new chain's request, with its digest
+    assert len(stub.requests) == requests + 1  # the chained request (404); the new chain was not sent
+    assert conv.last_interaction_id == chained and len(conv.history) == 1  # as it was
+
+
+# -- in a real kernel: %config, %gemini cost, the record -------------------------------------------
+
+
+def record_files(nb) -> dict[str, bytes]:
+    """The record and whatever beside it belongs to it (its journal), as bytes."""
+    record = record_path("user", nb)
+    return {p.name: p.read_bytes() for p in record.parent.glob(record.name + "*")}
+
+
+COSTS = (
+    "from genai_magics.kernel.shell_state import state_of\n"
+    "print([(s.conversation, s.model, s.usage.cost_usd) for s in state_of(get_ipython()).session.spent])"
+)
+
+
+@pytest.mark.kernel
+def test_a_bad_cap_is_one_line_and_keeps_the_old_one(stub, tmp_path):
+    k = notebook_kernel(stub, tmp_path / "caps.ipynb")
+    try:
+        assert k.run("%config GeminiMagics.max_turn_cost = 0.5").stderr == ""
+        for bad in ("'abc'", "-1", "[1]"):
+            refused = k.run(f"%config GeminiMagics.max_turn_cost = {bad}")
+            (line,) = refused.stderr.splitlines()
+            assert line == "ERROR:root:" + messages.CAP_BAD.shown(name="max_turn_cost", value=eval(bad)), line
+            assert "Traceback" not in refused.plain
+        held = "print(get_ipython().magics_manager.registry['GeminiMagics'].max_turn_cost, end='')"
+        assert k.run(held).stdout == "0.5"  # the cap stays as it was
+        shown = k.run("%config GeminiMagics.max_session_cost = -0.01")
+        assert shown.stderr.strip() == "ERROR:root:" + messages.CAP_BAD.shown(name="max_session_cost", value=-0.01)
+    finally:
+        k.close()
+
+
+@pytest.mark.kernel
+def test_gemini_cost_is_the_footers_sum_and_the_record_before_the_restart(stub, tmp_path):
+    stub.reset()
+    nb = tmp_path / "work.ipynb"
+    k = notebook_kernel(stub, nb)
+    try:
+        k.run("def parse(s):\n    return int(s)\n", cell_id="code")
+        footers = [
+            k.run(source, cell_id=cell).plain
+            for cell, source in (
+                ("m1", "%%gemini_ask\nwhy int?"),
+                ("m2", "%%gemini_ask\nand float?"),
+                ("m3", "%%gemini_ask -c g4 --model gemini-4-argon\nwhy int?"),
+                ("m4", "%%gemini_ask -c odd --model gemini-9-unpriced\nwhy int?"),
+            )
+        ]
+        spent = eval(k.run(COSTS).stdout)
+        assert [(c, m) for c, m, _ in spent] == [
+            ("default", DEFAULT_MODEL),
+            ("default", DEFAULT_MODEL),
+            ("g4", "gemini-4-argon"),
+            ("odd", "gemini-9-unpriced"),
+        ]
+        # each footer shows its turn's cost; the unpriced one shows tokens only
+        for shown, (_, _, cost) in zip(footers, spent, strict=True):
+            footer = footer_line(shown)
+            assert (f"~${cost:.2g}" in footer) if cost is not None else ("~$" not in footer), footer
+        total = sum(c for _, _, c in spent if c is not None)
+        report = k.run("%gemini cost").stdout.splitlines()
+        unpriced = messages.COST_UNPRICED.render(count=1)
+        assert report[0] == messages.COST_THIS_SESSION.render(cost=f"${total:.6f}", turns=4, unpriced=unpriced)
+        rows = [messages.COST_ROW.parse(line) for line in report[1:4]]
+        assert [(r["name"], r["model"], r["turns"], r["cost"]) for r in rows] == [
+            ("'default'", DEFAULT_MODEL, "2", f"${spent[0][2] + spent[1][2]:.6f}"),
+            ("'g4'", "gemini-4-argon", "1", f"${spent[2][2]:.6f}"),
+            ("'odd'", "gemini-9-unpriced", "1", messages.COST_TOKENS_ONLY.render()),
+        ]
+        nothing = messages.COST_BEFORE.render(cost="$0", turns=0, unpriced="")
+        assert report[4] == nothing
+        # a refused turn leaves no record entry and adds nothing to what was spent
+        files = record_files(nb)
+        k.run("%config GeminiMagics.max_turn_cost = 0.00001")
+        refused = k.run("%%gemini_ask\nand bool?", cell_id="m5")
+        assert messages.BUDGET_REFUSED.parse(refused.stderr.strip()) is not None, refused.stderr
+        assert record_files(nb) == files and eval(k.run(COSTS).stdout) == spent
+        restart(k)
+        after = k.run("%gemini cost").stdout.splitlines()
+        assert after[0] == messages.COST_THIS_SESSION.render(cost="$0", turns=0, unpriced="")
+        assert after[1] == messages.COST_BEFORE.render(cost=f"${total:.6f}", turns=4, unpriced=unpriced)
+        assert after[2:] == report[1:4]
+        # a replayed turn costs nothing in this session, and keeps the price of its own day
+        k.run("def parse(s):\n    return int(s)\n", cell_id="code")
+        assert messages.REPLAYED_FOOTER.within(k.run("%%gemini_ask\nwhy int?", cell_id="m1").plain, turn=1)
+        assert k.run("%gemini cost").stdout.splitlines()[0] == after[0]
+        kept = k.run(
+            "from genai_magics.kernel.shell_state import state_of\n"
+            "u = state_of(get_ipython()).session.conversations['default'].history[0].usage\n"
+            "print(u.priced_on, u.cost_usd, end='')"
+        ).stdout
+        assert kept == f"{dt.date.today().isoformat()} {spent[0][2]}"
+    finally:
+        k.close()

@@ -1,0 +1,145 @@
+"""The pure parts of caching and pricing: the decision, the price table, the stable head."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+
+from genai_magics import messages
+from genai_magics.engine.cells import Document
+from genai_magics.engine.contents import build_contents, cacheable, shared_prefix
+from genai_magics.engine.context import ContextPiece
+from genai_magics.engine.conversation import Conversation
+from genai_magics.engine.errors import UserError
+from genai_magics.gemini.caching import decide, pays_off, worth_keeping
+from genai_magics.gemini.pricing import PRICES, PRICES_AS_OF, Price, price_for, storage_cost, turn_cost
+
+FLASH = PRICES["gemini-3.8-flash"][0].price  # the introductory price, through 2026-12-31
+BEFORE = dt.date(2026, 12, 31)
+KW = dict(
+    mode="auto",
+    price=FLASH,
+    model="gemini-3.8-flash",
+    head_tokens=10_000,
+    head_sha="h1",
+    existing_sha=None,
+    existing_expires=None,
+    now=1000.0,
+    ttl_s=600.0,
+)
+
+
+def test_the_table_has_the_default_model_its_successor_a_date_and_sources():
+    assert PRICES_AS_OF == "2026-12-02"
+    for name in ("gemini-3.7-flash", "gemini-3.8-flash"):
+        p = price_for(name, day=BEFORE)
+        assert (p.input, p.cached_input, p.output, p.cache_minimum) == (0.75, 0.075, 3.75, 4096)
+    prices = [period.price for periods in PRICES.values() for period in periods]
+    assert all(p.source and p.cached_input < p.input < p.output for p in prices)
+
+
+def test_overrides_complete_a_known_model_and_an_unknown_one_needs_every_price():
+    assert price_for("no-such-model") is None  # no guessed price
+    assert price_for("models/gemini-3.8-flash", day=BEFORE) == FLASH
+    cheaper = price_for("gemini-3.8-flash", {"gemini-3.8-flash": {"input": 0.5}}, BEFORE)
+    assert cheaper.input == 0.5 and cheaper.output == FLASH.output and "overridden" in cheaper.source
+    mine = price_for("mine", {"mine": {"input": 1, "cached_input": 0.1, "output": 2, "storage_hour": 1}})
+    assert mine == Price(1, 0.1, 2, 1, 4096, "GeminiMagics.prices")
+    with pytest.raises(UserError) as missing:
+        price_for("mine", {"mine": {"input": 1}})
+    assert missing.value.message is messages.PRICE_FIELDS_MISSING
+    assert missing.value.fields == {"model": "mine", "missing": ["cached_input", "output", "storage_hour"]}
+    with pytest.raises(UserError) as unknown:
+        price_for("gemini-3.8-flash", {"gemini-3.8-flash": {"inptu": 1}})
+    assert unknown.value.message is messages.PRICE_FIELDS_UNKNOWN and unknown.value.fields["unknown"] == ["inptu"]
+
+
+def test_turn_cost_bills_cached_fresh_output_and_cache_writes():
+    assert turn_cost(FLASH, 10_000, 8_000, 500) == pytest.approx((2_000 * 0.75 + 8_000 * 0.075 + 500 * 3.75) / 1e6)
+    assert turn_cost(FLASH, 100, 0, 0, written_tokens=1000) == pytest.approx(1100 * 0.75 / 1e6)
+    assert storage_cost(FLASH, 2.0) == pytest.approx(2e-6)
+
+
+def test_a_cache_pays_off_when_the_reads_it_saves_outweigh_its_read_and_storage():
+    assert pays_off(FLASH, 600, 1)  # 0.675 saved > 0.075 + 0.167
+    assert not pays_off(FLASH, 3600, 1)  # an hour of storage (1.00) + 0.075 > 0.675
+    assert pays_off(FLASH, 3600, 2)
+    assert not pays_off(Price(1, 0.5, 1, 10, 1), 600, 1)
+
+
+def test_at_exit_a_cache_is_kept_while_its_storage_until_expiry_costs_less_than_creating_it_again():
+    # Flash: $0.75 per 1M input, $1.00 per 1M token-hours: the break-even is 2,700 s of remaining life
+    assert worth_keeping(FLASH, 600)  # the default TTL: 0.167 of storage against 0.75 to create it again
+    assert worth_keeping(FLASH, 2700) and not worth_keeping(FLASH, 2701)  # %config cache_ttl = 3600, just used
+    assert not worth_keeping(FLASH, 0) and not worth_keeping(FLASH, -5)  # expired: nothing to keep
+    assert not worth_keeping(None, 600)  # no price known: deleted
+
+
+FLASH_MINIMUM = dict(model="gemini-3.8-flash", minimum=4096)
+
+
+@pytest.mark.parametrize(
+    "change, action, reason",
+    [
+        ({}, "create", messages.CACHE_HEAD.render(tokens=10_000)),
+        ({"existing_sha": "h0", "existing_expires": 1500.0}, "create", messages.CACHE_REPLACE.render(tokens=10_000)),
+        ({"existing_sha": "h1", "existing_expires": 1500.0}, "use", messages.CACHE_UNCHANGED.render(tokens=10_000)),
+        ({"mode": "off"}, "none", messages.CACHE_OFF.render()),
+        ({"mode": "off", "existing_sha": "h1"}, "drop", messages.CACHE_OFF.render()),
+        ({"price": None}, "none", messages.CACHE_NO_PRICE.render(model="gemini-3.8-flash")),
+        ({"head_tokens": 4095}, "none", messages.CACHE_UNDER_MINIMUM.render(tokens=4095, **FLASH_MINIMUM)),
+        (
+            {"head_tokens": 4095, "existing_sha": "h0"},
+            "drop",
+            messages.CACHE_UNDER_MINIMUM.render(tokens=4095, **FLASH_MINIMUM),
+        ),
+        (
+            {"ttl_s": 3600.0},
+            "none",
+            messages.CACHE_NOT_WORTH.render(tokens=10_000, model="gemini-3.8-flash", ttl_s=3600),
+        ),
+        # a model with implicit caching only is never sent a cache (the stand-in refuses one, as the API does)
+        ({"model": "gemini-4-argon"}, "none", messages.CACHE_IMPLICIT_ONLY.render(model="gemini-4-argon")),
+    ],
+)
+def test_decide(change, action, reason):
+    d = decide(**{**KW, **change})
+    assert (d.action, d.reason) == (action, reason)
+
+
+def test_a_used_cache_is_refreshed_when_half_its_ttl_is_gone():
+    assert not decide(**{**KW, "existing_sha": "h1", "existing_expires": 1400.0}).refresh
+    assert decide(**{**KW, "existing_sha": "h1", "existing_expires": 1299.0}).refresh
+
+
+DOC = Document(key="cell-a", label="In[1]", source="def f():\n    return 1\n")
+
+
+def test_the_stable_head_ends_with_the_content_holding_the_document_and_leaves_the_prompt_out():
+    conv = Conversation("c")
+    ctx = ContextPiece("secondaryContext", "x = 1\n")
+    plan = conv.plan_turn("ask", "q1", DOC, [ctx])
+    contents, head = cacheable(conv.history, plan)
+    assert head == 1 and len(contents) == 2
+    held, prompt = (json.loads(c["parts"][0]["text"]) for c in contents)
+    assert held == {"currentSource": DOC.source, "secondaryContext": "x = 1\n", "document": "In[1]"}
+    assert prompt == {"mode": "ask", "prompt": "q1"}
+    conv.commit(plan, "a1")
+    plan2 = conv.plan_turn("ask", "q2", DOC, [ctx])
+    contents2, head2 = cacheable(conv.history, plan2)
+    assert head2 == 1 and contents2[:2] == contents  # the head and the first prompt are as before
+    assert shared_prefix(build_contents(conv.history, plan2), contents2) == 0  # unsplit: one content per turn
+
+
+def test_an_applied_proposal_moves_the_head_to_the_model_turn_holding_it():
+    conv = Conversation("c")
+    plan = conv.plan_turn("edit", "e1", DOC)
+    turn = conv.commit(plan, "why", proposal_source="def f():\n    return 2\n")
+    conv.apply(turn)
+    new = Document(key="cell-a", label="In[1]", source=turn.proposal_source)
+    contents, head = cacheable(conv.history, conv.plan_turn("ask", "q", new))
+    assert head == 2  # the first user turn, compacted to a marker (one content again), then the model's proposal
+    assert "proposedSource" in json.loads(contents[head - 1]["parts"][0]["text"])
+    assert json.loads(contents[-1]["parts"][0]["text"]) == {"mode": "ask", "prompt": "q", "sourceSynchronized": True}

@@ -1,0 +1,126 @@
+"""The README a stranger reads: short, its pictures there, its links and figures true.
+
+(The footer it quotes is the demo's: test_shown_text.py.)
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import struct
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+DOCS = [README, *sorted((ROOT / "docs").glob("*.md")), ROOT / "benchmarks" / "README.md"]
+MAX_README_BYTES = 12_000
+COMMANDS = "```bash\nscripts/setup.sh && .venv/bin/python -m genai_magics.demo\n.venv/bin/python -m pytest\n```"
+_LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+_IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+\.png)\)")
+
+
+def _measure_figures():
+    spec = importlib.util.spec_from_file_location("measure_figures", ROOT / "scripts" / "measure_figures.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR", f"{path} is not a PNG"
+    return struct.unpack(">II", head[16:24])
+
+
+def anchors(markdown: str) -> set[str]:
+    """The headings' anchors as GitHub makes them (a repeated one gets -1, -2, ...)."""
+    seen: dict[str, int] = {}
+    out = set()
+    in_code = False
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            in_code = not in_code
+        if in_code or not line.startswith("#"):
+            continue
+        slug = re.sub(r"[^\w\- ]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        out.add(slug if n == 0 else f"{slug}-{n}")
+    return out
+
+
+def test_the_readme_is_short_and_starts_with_the_two_commands():
+    text = README.read_text(encoding="utf-8")
+    assert len(text.encode()) <= MAX_README_BYTES
+    assert text.index(COMMANDS) < 800  # the first lines: setup and demo, then the tests
+
+
+def test_the_readme_shows_two_screenshots_near_the_top_taken_by_the_tests():
+    text = README.read_text(encoding="utf-8")
+    images = _IMAGE.findall(text)
+    assert images[:2] == ["docs/images/jupyterlab-proposal.png", "docs/images/vscode-proposal.png"]
+    assert text.index(images[1]) < 3_000
+    for image in images:
+        width, height = png_size(ROOT / image)
+        assert width >= 600 and height >= 300, (image, width, height)
+    script = (ROOT / "scripts" / "screenshots.sh").read_text()
+    assert all(Path(image).name in script for image in images[:2])  # the script that takes them again
+
+
+def test_every_link_between_the_docs_leads_somewhere():
+    broken = []
+    for doc in DOCS:
+        for target in _LINK.findall(doc.read_text(encoding="utf-8")):
+            if re.match(r"[a-z]+:", target):
+                continue  # https:, mailto:
+            path, _, anchor = target.partition("#")
+            where = (doc.parent / path).resolve() if path else doc
+            if not where.exists():
+                broken.append(f"{doc.relative_to(ROOT)}: {target}")
+            elif anchor and where.suffix == ".md" and anchor not in anchors(where.read_text(encoding="utf-8")):
+                broken.append(f"{doc.relative_to(ROOT)}: {target} (no such heading)")
+    assert broken == []
+
+
+def _fast_layer_of_this_run(session) -> int | None:
+    """The fast layer's size when this run is exactly the fast layer over tests/ (its own items),
+    else None."""
+    config = session.config
+    if config.getoption("markexpr") != "not kernel and not browser" or config.getoption("keyword"):
+        return None
+    if config.getoption("deselect") or config.getoption("lf", False):
+        return None
+    if [Path(arg).resolve() for arg in config.args] != [ROOT / "tests"]:
+        return None
+    return len(session.items)
+
+
+def test_the_docs_quote_the_fast_layer_as_pytest_collects_it(request):
+    figures = _measure_figures()
+    count = _fast_layer_of_this_run(request.session)
+    if count is None:  # another selection: count the layer as the script does
+        count = figures.fast_layer_count()
+    quoted = {doc.name: figures.quoted_counts(doc.read_text(encoding="utf-8")) for doc in figures.DOCS}
+    assert all(quoted.values()), quoted  # each says how many there are
+    assert quoted == {name: [count] * len(ns) for name, ns in quoted.items()}, (
+        f"the fast layer has {count} tests: python scripts/measure_figures.py --write"
+    )
+
+
+@pytest.mark.parametrize(
+    "text, count, timing, expected",
+    [
+        (
+            "the layer: 346 tests in ~23 s at load 0.5; 346 tests",
+            371,
+            (29.6, 6.24),
+            "the layer: 371 tests in ~30 s at load 6.2; 371 tests",
+        ),
+        ("1,024 tests in ~9 s at load 1.0", 1025, None, "1,025 tests in ~9 s at load 1.0"),
+    ],
+)
+def test_measure_figures_writes_the_count_and_the_time_where_the_docs_quote_them(text, count, timing, expected):
+    assert _measure_figures().rewritten(text, count, timing) == expected
