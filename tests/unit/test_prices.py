@@ -336,9 +336,9 @@ def test_a_tiered_model_charges_its_long_rates_for_a_request_over_200k_tokens():
 
 def _by_hand(record: dict) -> float:
     """One request's dollars at gemini-3.1-pro's published rates for its own prompt size."""
-    fresh_rate, cached_rate, out_rate = (4.00, 0.40, 18.00) if record["input_tokens"] > 200_000 else (2.00, 0.20, 12.00)
-    cached = record["cached_tokens"]
-    return ((record["input_tokens"] - cached) * fresh_rate + cached * cached_rate + record["response_tokens"] * out_rate) / 1e6
+    prompt, cached, out = record["input_tokens"], record["cached_tokens"], record["response_tokens"]
+    fresh_rate, cached_rate, out_rate = (4.00, 0.40, 18.00) if prompt > 200_000 else (2.00, 0.20, 12.00)
+    return ((prompt - cached) * fresh_rate + cached * cached_rate + out * out_rate) / 1e6
 
 
 @pytest.mark.parametrize("state", ["contents", "interactions"])
