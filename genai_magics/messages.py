@@ -577,6 +577,7 @@ PRICES_LEGEND = output(
 )
 PRICES_LONG_PROMPT = output("PRICES_LONG_PROMPT", "  prompt over {tokens}")
 PRICES_SOURCES = output("PRICES_SOURCES", "sources:")
+PRICES_DAY_SOURCE = output("PRICES_DAY_SOURCE", "  the price day: {source}")
 # The live notebooks' lines in %gemini status (frontends/bridge.py, frontends/companion.py).
 BRIDGE_OFF = output("BRIDGE_OFF", "live bridge: off (not in a kernel, or closed)")
 BRIDGE_UNANSWERED = output(

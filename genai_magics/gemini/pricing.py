@@ -24,14 +24,17 @@ from ..engine.errors import UserError
 
 PRICES_AS_OF = "2026-12-02"
 
-# The day a request is billed on, and so priced on: Google Cloud's billing day runs from midnight to
-# midnight US and Canadian Pacific time, daylight saving included (Cloud Billing Budget API,
-# docs.cloud.google.com/python/docs/reference/billingbudgets/latest/google.cloud.billing.budgets_v1.types.CustomPeriod:
-# "All date times begin at 12 AM US and Canadian Pacific Time"; Cloud Channel API DateRange,
-# cloud.google.com/channel/docs/reference/rest/v1/DateRange: "each group uses midnight to midnight
-# (Pacific time)"). One zone on every machine: a kernel in Tokyo and one in Los Angeles price the
-# same request alike, and a price change takes effect when Google's day turns.
+# The day a request is billed on, and so priced on: Google Cloud's billing day (sources below). One
+# zone on every machine: a kernel in Tokyo and one in Los Angeles price the same request alike, and a
+# price change takes effect when Google's day turns.
 BILLING_ZONE = ZoneInfo("America/Los_Angeles")
+BILLING_DAY_SOURCE = (
+    "Google Cloud's billing day, midnight to midnight US and Canadian Pacific time, daylight saving "
+    "included (Cloud Billing Budget API, docs.cloud.google.com/python/docs/reference/billingbudgets/latest/"
+    'google.cloud.billing.budgets_v1.types.CustomPeriod: "All date times begin at 12 AM US and Canadian '
+    'Pacific Time"; Cloud Channel API, cloud.google.com/channel/docs/reference/rest/v1/DateRange: "each '
+    'group uses midnight to midnight (Pacific time)")'
+)
 LONG_PROMPT = 200_000  # tokens: a request whose prompt is longer pays a tiered model's long_* rates
 
 
@@ -337,7 +340,8 @@ def table_text(table: Sequence[tuple[str, Sequence[Period]]], today: dt.date) ->
                 rows.append(f"  {'':<{width}}  {over:<24}  {y.input:>6g}  {y.cached_input:>6g}  {y.output:>6g}")
             sources.append(f"  {name}, {p.describe()}: {x.source}")
     rows.append(messages.PRICES_LEGEND.render(today=today))
-    return "\n".join([*rows, messages.PRICES_SOURCES.render(), *sources])
+    day = messages.PRICES_DAY_SOURCE.render(source=BILLING_DAY_SOURCE)
+    return "\n".join([*rows, messages.PRICES_SOURCES.render(), day, *sources])
 
 
 def turn_cost(

@@ -19,6 +19,7 @@ from genai_magics.engine.errors import UserError
 from genai_magics.gemini.budget import FIRST_TURN_OUTPUT, estimate, request_tokens
 from genai_magics.gemini.models import DEFAULT_MODEL, traits
 from genai_magics.gemini.pricing import (
+    BILLING_DAY_SOURCE,
     LONG_PROMPT,
     PRICES,
     Period,
@@ -376,3 +377,4 @@ def test_gemini_prices_shows_the_long_prompt_rates_and_the_billing_days_zone(mag
     assert " ".join(over[:3]) == messages.PRICES_LONG_PROMPT.render(tokens="200k").strip()
     assert over[3:] == ["4", "0.4", "18"]
     assert messages.PRICES_LEGEND.render(today=LAST_INTRO) in lines
+    assert messages.PRICES_DAY_SOURCE.render(source=BILLING_DAY_SOURCE) in lines  # the zone's source
