@@ -270,14 +270,16 @@ def test_gemini_cost_is_the_footers_sum_and_the_record_before_the_restart(stub, 
         total = sum(c for _, _, c in spent if c is not None)
         report = k.run("%gemini cost").stdout.splitlines()
         unpriced = messages.COST_UNPRICED.render(count=1)
-        assert report[0] == messages.COST_THIS_SESSION.render(cost=f"${total:.6f}", turns=4, unpriced=unpriced)
+        assert report[0] == messages.COST_THIS_SESSION.render(
+            cost=f"${total:.6f}", turns=4, unpriced=unpriced, failed=""
+        )
         rows = [messages.COST_ROW.parse(line) for line in report[1:4]]
         assert [(r["name"], r["model"], r["turns"], r["cost"]) for r in rows] == [
             ("'default'", DEFAULT_MODEL, "2", f"${spent[0][2] + spent[1][2]:.6f}"),
             ("'g4'", "gemini-4-argon", "1", f"${spent[2][2]:.6f}"),
             ("'odd'", "gemini-9-unpriced", "1", messages.COST_TOKENS_ONLY.render()),
         ]
-        nothing = messages.COST_BEFORE.render(cost="$0", turns=0, unpriced="")
+        nothing = messages.COST_BEFORE.render(cost="$0", turns=0, unpriced="", failed="")
         assert report[4] == nothing
         # a refused turn leaves no record entry and adds nothing to what was spent
         files = record_files(nb)
@@ -287,8 +289,8 @@ def test_gemini_cost_is_the_footers_sum_and_the_record_before_the_restart(stub, 
         assert record_files(nb) == files and eval(k.run(COSTS).stdout) == spent
         restart(k)
         after = k.run("%gemini cost").stdout.splitlines()
-        assert after[0] == messages.COST_THIS_SESSION.render(cost="$0", turns=0, unpriced="")
-        assert after[1] == messages.COST_BEFORE.render(cost=f"${total:.6f}", turns=4, unpriced=unpriced)
+        assert after[0] == messages.COST_THIS_SESSION.render(cost="$0", turns=0, unpriced="", failed="")
+        assert after[1] == messages.COST_BEFORE.render(cost=f"${total:.6f}", turns=4, unpriced=unpriced, failed="")
         assert after[2:] == report[1:4]
         # a replayed turn costs nothing in this session, and keeps the price of its own day
         k.run("def parse(s):\n    return int(s)\n", cell_id="code")
