@@ -344,7 +344,17 @@ def reading(shell, stub):
     for i in range(8):
         shell.run(f"big{i} = '{chr(97 + i) * BIG}'", cell_id=f"big{i}")
     stub.script_tools([[{"name": "read_cell", "args": {"ref": f"big{i}"}} for i in range(8)]])
-    return shell
+    yield shell
+    emptied(shell, [f"big{i}" for i in range(8)], [f"big{i}" for i in range(8)])
+
+
+def emptied(shell, cells: list[str], names: list[str]) -> None:
+    """The cells a test ran run again as ``pass``, and its variables deleted: the shell outlives the test, and
+    later turns would send them as context, or call them."""
+    for cell in cells:
+        shell.run("pass", cell_id=cell)
+    for name in names:
+        shell.ip.user_ns.pop(name, None)
 
 
 def read_all(shell, state: str, name: str):
@@ -417,6 +427,7 @@ def test_a_stop_during_a_call_counts_the_requests_billed_before_it(shell, stub, 
     shell.run("class Stuck:\n    def __repr__(self):\n        raise KeyboardInterrupt\n\nstuck = Stuck()", cell_id="s")
     stub.script_tools([[{"name": "list_variables"}], [{"name": "inspect_variable", "args": {"name": "stuck"}}]])
     shown = shell.run(f"%%gemini_ask -c stop --new --state {state}\nwhat is stuck?", cell_id="stop")
+    emptied(shell, ["s"], ["stuck", "Stuck"])
     assert messages.STOPPED.shown() in shown.stderr
     bill = shell.magics.session.spent[-1]
     assert bill.failed and bill.conversation == "stop" and bill.usage.requests == 2 and bill.usage.cost_usd > 0
@@ -434,6 +445,7 @@ def test_a_later_error_counts_the_requests_billed_before_it(shell, stub, state):
     )
     stub.script_tools([[{"name": "inspect_variable", "args": {"name": "trap"}}]])
     shown = shell.run(f"%%gemini_ask -c later --new --state {state}\nwhat is trap?", cell_id="later")
+    emptied(shell, ["t"], ["trap", "Trap", "stand_in"])
     assert shown.stderr.strip(), shown.plain
     bill = shell.magics.session.spent[-1]
     assert bill.failed and bill.conversation == "later" and bill.usage.requests == 1 and bill.usage.cost_usd > 0
