@@ -562,11 +562,14 @@ NO_CHOICE_STAGED = status(
     "No choice within {timeout_s:g} s; the cell is released. Apply is now staged: click it, then run this cell again.",
 )
 # %gemini cost (ui/report.py) and %gemini prices (gemini/pricing.py).
-COST_THIS_SESSION = output("COST_THIS_SESSION", "this session: {cost} over {turns} turn(s){unpriced}")
+COST_THIS_SESSION = output("COST_THIS_SESSION", "this session: {cost} over {turns} turn(s){unpriced}{failed}")
 COST_BEFORE = output(
-    "COST_BEFORE", "before the last restart (the notebook's record): {cost} over {turns} turn(s){unpriced}"
+    "COST_BEFORE",
+    "before the last restart (the notebook's record): {cost} over {turns} turn(s){unpriced}{failed}",
 )
 COST_UNPRICED = part("COST_UNPRICED", ", {count} of them tokens only")
+COST_FAILED = part("COST_FAILED", "; {count} of them failed after Gemini billed their requests{estimated}")
+COST_ESTIMATED = part("COST_ESTIMATED", " ({count} estimated: an answer broke off before Gemini reported its usage)")
 COST_ROW = output("COST_ROW", "  conversation {name!r} · {model}: {turns} turn(s), {tokens:,} tokens, {cost}")
 COST_TOKENS_ONLY = part("COST_TOKENS_ONLY", "tokens only (no price known)")
 NO_PRICES = output("NO_PRICES", "no prices known")
@@ -627,6 +630,9 @@ OUTPUT_NOT_SENT = part("OUTPUT_NOT_SENT", "[a {kind} output, not sent]")
 PROPOSAL_BELOW = output("PROPOSAL_BELOW", "_(proposal below)_")
 EMPTY_ANSWER = output("EMPTY_ANSWER", "_(empty answer)_")
 NOT_RECORDED = note("NOT_RECORDED", "the answer is kept in this kernel but not in the record ({error})")
+BILL_NOT_RECORDED = note(
+    "BILL_NOT_RECORDED", "what this turn was billed is counted in this kernel but not in the record ({error})"
+)
 RECORD_UNUSABLE = error("RECORD_UNUSABLE", "conversation record: {error}")
 USAGE = error("USAGE", "{error} (see %{magic}?)", documented=True)  # magic: "%gemini_ask", "gemini"
 PROMPT_OVER_CAP = error(

@@ -73,11 +73,15 @@ def added(a: Usage, b: Usage) -> Usage:
 
 @dataclass(frozen=True)
 class Spent:
-    """One turn's bill: its conversation, its model, the usage its footer showed."""
+    """One turn's bill: its conversation, its model, the usage its footer showed; or, ``failed``, what a
+    turn that failed after Gemini answered some of its requests was billed for them (``estimated``: a
+    request whose answer began and then failed, its usage never reported, counted by the kernel's estimate)."""
 
     conversation: str
     model: str
     usage: Usage
+    failed: bool = False
+    estimated: bool = False
 
 
 @dataclass

@@ -60,7 +60,8 @@ class RecordKeeper:
     store: RecordStore | None = None
     record: NotebookRecord | None = None
     restored: list[str] = field(default_factory=list)  # conversations restored from the record
-    spent_before: list[Spent] = field(default_factory=list)  # the record's turns as loaded: what earlier kernels spent
+    # the record's ledger as loaded: what earlier kernels were billed, forgotten conversations and failed turns too
+    spent_before: list[Spent] = field(default_factory=list)
 
     @property
     def mode(self) -> ReplayMode:
@@ -79,10 +80,7 @@ class RecordKeeper:
             return Restored()
         record, note = self.store.load()
         self.record = record or NotebookRecord(notebook="", created=time.time())
-        for name, rec in self.record.conversations.items():
-            for turn in rec.conversation.history[: rec.loaded]:
-                meta = rec.meta.get(turn.index)
-                self.spent_before.append(Spent(name, meta.key.model if meta else "?", turn.usage))
+        self.spent_before += self.record.billed
         added = {name: rec.conversation for name, rec in self.record.conversations.items() if name not in existing}
         self.restored += list(added)
         return Restored(added, note)
@@ -132,12 +130,15 @@ class RecordKeeper:
         if rec is not None:
             stop(rec)
 
-    def committed(self, conv: Conversation, key: TurnKey, cache: dict[str, Any] | None = None) -> str | None:
-        """A live turn succeeded: record it (and the conversation's explicit cache, so a kernel
-        killed before deleting it leaves the next one its name) and write the file; a line if
-        it could not be written."""
+    def committed(
+        self, conv: Conversation, key: TurnKey, spent: Spent, cache: dict[str, Any] | None = None
+    ) -> str | None:
+        """A live turn succeeded: record it, its bill in the ledger (and the conversation's explicit cache, so
+        a kernel killed before deleting it leaves the next one its name) and write the file; a line if it
+        could not be written."""
         if self.store is None or self.record is None:
             return None
+        self.record.billed.append(spent)
         rec = self.record.conversations.get(conv.name)
         if rec is None or rec.conversation is not conv:  # new, or started over with --new
             rec = RecordedConversation(conv, created=time.time())
@@ -146,6 +147,14 @@ class RecordKeeper:
         rec.cache = cache
         rec.meta[turn.index] = TurnMeta(key, time.time(), state_after(conv, rec.told))
         self.record.notebook = str(self.settings.notebook or "")
+        return self.save()
+
+    def failed(self, spent: Spent) -> str | None:
+        """A turn failed after Gemini billed some of its requests: the bill goes into the ledger (the turn does
+        not go into its conversation); a line if the file could not be written."""
+        if self.store is None or self.record is None:
+            return None
+        self.record.billed.append(spent)
         return self.save()
 
     def durable(self) -> bool:
@@ -183,7 +192,8 @@ class RecordKeeper:
         )
         for name in gone:
             del self.record.conversations[name]
-        if names is None:
+        if names is None:  # the whole record, its ledger too
+            self.record.billed.clear()
             self.store.delete()
         elif gone:
             self.save()

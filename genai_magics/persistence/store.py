@@ -161,6 +161,7 @@ class RecordStore:
     _texts: dict[str, ConversationText] | None = field(default=None, repr=False)
     _keys: tuple[str, ...] = field(default=(), repr=False)
     _journal_fd: int | None = field(default=None, repr=False)  # open for appends until the next whole write
+    _billed: int = field(default=0, repr=False)  # the ledger's entries the files hold as this kernel wrote them
     _made: KeptTexts = field(default_factory=KeptTexts, repr=False)  # the texts kept from write to write
     _lock: _Lock = field(init=False, repr=False, compare=False)
     named: Path = field(init=False, repr=False, compare=False)  # the path as named (``path``: where the file is)
@@ -299,7 +300,7 @@ class RecordStore:
                 self._append(line)
             else:
                 self._write_whole(record, texts, bool(on_disk))
-            self._texts, self._keys = texts, keys
+            self._texts, self._keys, self._billed = texts, keys, len(record.billed)
             self.saved = True
         return None
 
@@ -309,7 +310,7 @@ class RecordStore:
         record beside the notebook or at a path named: one file, to move, share or commit)."""
         if not self.private or self._texts is None or keys != self._keys or self.written is None:
             return None
-        line = journal_line(record, self.generation, texts, self._texts)
+        line = journal_line(record, self.generation, texts, self._texts, self._billed)
         grown = (self._journal_at[1] if self._journal_at else 0) + (len(line) if line else 0)
         return line if line is not None and grown <= max(self.written[1], JOURNAL_FLOOR) else None
 

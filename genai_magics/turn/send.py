@@ -24,13 +24,14 @@ from typing import Any
 from .. import messages
 from ..engine.conversation import Conversation, TurnPlan, Usage, added
 from ..engine.errors import UserError
+from ..engine.text import estimate_tokens
 from ..engine.tools import ToolCall, ToolResult, ToolRound, bad_call, error_result, holdings, sent_turns
 from ..gemini import budget
 from ..gemini.caching import CacheStep, ContextCaches, cache_is_gone
 from ..gemini.client import RetryNotices
 from ..gemini.errors import describe, status_code
 from ..gemini.pricing import Price, turn_cost
-from ..gemini.transport import EditRetry, Reply, Transport
+from ..gemini.transport import EditRetry, Reply, Transport, body_bytes
 from .edit_answer import settle
 from .requests import Planned, Sent, Settings, TurnDisplay, TurnResult
 
@@ -51,7 +52,8 @@ class TurnSend:
     session_spent: float  # US$ of this session's earlier turns (max_session_cost)
     started: bool  # the conversation had a turn before this one (one that never started keeps no cache)
     cache_step: CacheStep | None = None  # decided before the first request, carried out by it
-    billed: Usage | None = None  # the turn's requests answered so far (None: none yet)
+    billed: Usage | None = None  # the turn's requests answered so far, or whose answer began (None: none yet)
+    estimated: bool = False  # a request of ``billed`` failed after its answer began: its usage is the estimate
     _step_pending: bool = field(default=True, repr=False)
 
     @property
@@ -184,19 +186,38 @@ class TurnSend:
             reply = replace(reply, usage=replace(reply.usage, cache_write_tokens=written))
         # priced as it comes, by its own size (a long-prompt rate is per request); the turn sums dollars
         reply = replace(reply, usage=priced(reply.usage, self.planned.price, self.planned.day))
-        self.billed = reply.usage if self.billed is None else added(self.billed, reply.usage)
+        self._bill(reply.usage)
         return reply
 
+    def _bill(self, usage: Usage) -> None:
+        self.billed = usage if self.billed is None else added(self.billed, usage)
+
     def _exchange(self, body: dict[str, Any]) -> Reply:
-        """The request on the wire, its text shown as it streams."""
+        """The request on the wire, its text shown as it streams. Rule: a request that fails (an error, a cut
+        stream, the interrupt) after its answer began to stream was billed, but its usage never came: it is
+        billed as the kernel estimates it (its input as the budget counts it, the text shown as output)."""
         self.notices.next_request()
         stream = self.transport.exchange(body)
+        shown: list[str] = []
         while True:
             try:
                 chunk = next(stream)
+                shown.append(chunk)
+                self.display.chunk(chunk)
             except StopIteration as done:
                 return done.value
-            self.display.chunk(chunk)
+            except BaseException:
+                if shown:
+                    self._bill_estimate(body, "".join(shown))
+                raise
+
+    def _bill_estimate(self, body: dict[str, Any], text: str) -> None:
+        """A request whose answer began and then failed, billed at the kernel's estimate."""
+        history, model = self.conv.history, self.planned.resolved.model
+        tokens = budget.request_tokens(body, model) + budget.chain_tokens(body, history)
+        usage = Usage(input_tokens=tokens, output_tokens=estimate_tokens(text), request_bytes=body_bytes(body))
+        self._bill(priced(usage, self.planned.price, self.planned.day))
+        self.estimated = True
 
     def _cache_prepared(self) -> int:
         """The cache step carried out, by the turn's first request only; the tokens it wrote."""

@@ -160,8 +160,9 @@ def session_totals(convs: Sequence[Conversation], storage: Sequence[tuple[str, f
 
 
 def cost_report(spent: Sequence[Spent], before: Sequence[Spent]) -> str:
-    """What ``%gemini cost`` prints: this session's turns, then the record's from before the last restart,
-    each per conversation and model (the session's total is its footers' sum)."""
+    """What ``%gemini cost`` prints: this session's turns, then the record's ledger from before the last restart
+    (every turn billed, of conversations forgotten since too), each per conversation and model (the session's
+    total is its footers' sum, and what its failed turns were billed)."""
     lines = [_spent_line(messages.COST_THIS_SESSION, spent), *_spent_rows(spent)]
     lines += [_spent_line(messages.COST_BEFORE, before), *_spent_rows(before)]
     return "\n".join(lines)
@@ -170,10 +171,17 @@ def cost_report(spent: Sequence[Spent], before: Sequence[Spent]) -> str:
 def _spent_line(line: Message, spent: Sequence[Spent]) -> str:
     priced = [s.usage.cost_usd for s in spent if s.usage.cost_usd is not None]
     unpriced = len(spent) - len(priced)
+    failed = sum(s.failed for s in spent)
+    estimated = sum(s.estimated for s in spent)
     return line.render(
         cost=f"${sum(priced):.6f}" if priced else "$0",
         turns=len(spent),
         unpriced=messages.COST_UNPRICED.render(count=unpriced) if unpriced else "",
+        failed=messages.COST_FAILED.render(
+            count=failed, estimated=messages.COST_ESTIMATED.render(count=estimated) if estimated else ""
+        )
+        if failed
+        else "",
     )
 
 
