@@ -79,7 +79,7 @@ def document_line(label: str | None, source: str) -> str:
     """Which document a turn is about, named at its top: ``document: In[4] · parse()``."""
     if label is None:
         return "document: none"
-    what = summary(source)
+    what = summary(redact(source))  # the key of a cell like `key = "AIza…"` is no more shown here than sent
     return f"document: {label} · {what}" if what else f"document: {label}"
 
 
