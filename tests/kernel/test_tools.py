@@ -219,8 +219,6 @@ def test_a_tool_turn_replays_after_run_all_renumbered_its_cells(stub, tmp_path, 
         stub.script_tools([functions])
         k.run("%%gemini_ask\nwhat is total?", cell_id="m1")
         sent = len(api_requests(stub))
-        read, _, found = responses(stub)  # cell_outputs: unchanged, the request itself carried c-b's output
-        assert read["label"].startswith("In[") and found["label"] == f"{read['label']} id=c-b"
         restart(k)  # Restart & Run All: every cell once
         k.run(f"%config GeminiMagics.state = {mode!r}", cell_id="cfg")
         k.run("x = 2", cell_id="c-a")
@@ -228,27 +226,10 @@ def test_a_tool_turn_replays_after_run_all_renumbered_its_cells(stub, tmp_path, 
         replayed = k.run("%%gemini_ask\nwhat is total?", cell_id="m1")
         assert len(api_requests(stub)) == sent, "the turn went live after Run All"
         assert messages.REPLAYED_FOOTER.within(replayed.plain, turn=1)
+        read, _, found = responses(stub)  # cell_outputs: unchanged, the request itself carried c-b's output
+        assert read["label"].startswith("In[") and found["label"] == f"{read['label']} id=c-b"
     finally:
         k.close()
-
-
-def output_area(run) -> list[str]:
-    """The cell's outputs as a frontend shows them at the end: each display in its place, updated in place."""
-    area: list[str] = []
-    where: dict[str, int] = {}
-    for m in run.messages:
-        if m["msg_type"] not in ("display_data", "update_display_data", "stream"):
-            continue
-        content = m["content"]
-        text = content["text"] if m["msg_type"] == "stream" else content["data"].get("text/plain", "")
-        display_id = content.get("transient", {}).get("display_id")
-        if m["msg_type"] == "update_display_data":
-            area[where[display_id]] = text
-            continue
-        if display_id:
-            where[display_id] = len(area)
-        area.append(text)
-    return [text for text in area if text]
 
 
 def test_each_call_line_stands_before_the_answer_it_led_to(kernel, stub):
@@ -256,7 +237,7 @@ def test_each_call_line_stands_before_the_answer_it_led_to(kernel, stub):
     kernel.run("data = {'a': 1}", cell_id="c1")
     stub.script_tools([[call("inspect_variable", name="data")], [call("list_variables")]])
     shown = kernel.run("%%gemini_ask\nwhat is in data?", cell_id="m1")
-    area = output_area(shown)
+    area = [text for text in shown.area if text]
     lines = [i for i, text in enumerate(area) if text.startswith("→ ")]
     answer = next(i for i, text in enumerate(area) if "Stub answer to: what is in data?" in text)
     assert len(lines) == 2 and lines[-1] < answer, area
