@@ -746,6 +746,12 @@ TOOL_UNCHANGED = note("TOOL_UNCHANGED", "→ {call}: unchanged, {chars:,} chars 
 TOOL_FAILED = note("TOOL_FAILED", "→ {call}: error result: {error}", documented=True)
 TOOL_LIMIT = note("TOOL_LIMIT", "{count} tool calls: the limit (max_tool_calls)", documented=True)
 TOOL_NO_VARIABLE = part("TOOL_NO_VARIABLE", "inspect_variable: no variable named {name!r} in the notebook")
+TOOL_PAST_BOUND = part(
+    "TOOL_PAST_BOUND",
+    "{name}: stopped at its bound of {seconds:g} s (the notebook's cells or variables take longer); "
+    "ask for less (a simpler pattern, one variable by name)",
+    documented=True,
+)
 TOOL_NO_EXCEPTION = part("TOOL_NO_EXCEPTION", "last_error: no exception has been raised in this session yet")
 UNKNOWN_TOOLS = note(
     "UNKNOWN_TOOLS",
