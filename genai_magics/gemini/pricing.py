@@ -11,6 +11,7 @@ An unknown model gets no guessed price: its turns show tokens only.
 from __future__ import annotations
 
 import datetime as dt
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -258,24 +259,53 @@ def price_for(model: str, overrides: Overrides | None = None, day: dt.date | Non
     return next((p.price for p in periods(model, overrides) if p.covers(when)), None)
 
 
+NOTE_WIDTH = 96  # %gemini prices wraps its source notes here, between words (an output wraps long lines anywhere)
+
+
 def table_text(table: Sequence[tuple[str, Sequence[Period]]], today: dt.date) -> str:
-    """What ``%gemini prices`` prints: each model's periods, the one in force today marked, then the sources."""
+    """What ``%gemini prices`` prints: each model's periods, the one in force today marked, each row's
+    sources as footnote numbers; then the notes, each clause of a source once, wrapped between words."""
     if not table:
         return messages.NO_PRICES.render()
     width = max(len(name) for name, _ in table)
-    head = f"{'period':<24}  {'in':>6}  {'cached':>6}  {'out':>6}  {'storage/h':>9}  {'cache min':>9}"
+    span = max(len(p.describe()) for _, held in table for p in held)
+    head = f"{'period':<{span}}  {'in':>5}  {'cached':>6}  {'out':>5}  {'storage/h':>9}  {'cache min':>9}  sources"
     rows = [f"  {'model':<{width}}  {head}"]
-    sources = []
+    notes: dict[str, int] = {}  # a source's clause -> its number
     for name, held in table:
         for p in held:
             x = p.price
+            marks = [notes.setdefault(clause, len(notes) + 1) for clause in _clauses(x.source)]
             rows.append(
-                f"{'*' if p.covers(today) else ' '} {name:<{width}}  {p.describe():<24}  {x.input:>6g}  "
-                f"{x.cached_input:>6g}  {x.output:>6g}  {x.storage_hour:>9g}  {x.cache_minimum:>9,}"
+                f"{'*' if p.covers(today) else ' '} {name:<{width}}  {p.describe():<{span}}  {x.input:>5g}  "
+                f"{x.cached_input:>6g}  {x.output:>5g}  {x.storage_hour:>9g}  {x.cache_minimum:>9,}  "
+                + " ".join(map(str, marks))
             )
-            sources.append(f"  {name}, {p.describe()}: {x.source}")
     rows.append(messages.PRICES_LEGEND.render(today=today))
-    return "\n".join([*rows, messages.PRICES_SOURCES.render(), *sources])
+    rows.append(messages.PRICES_SOURCES.render())
+    for clause, number in notes.items():
+        head = f"  [{number}] "
+        rows += textwrap.wrap(
+            clause,
+            NOTE_WIDTH,
+            initial_indent=head,
+            subsequent_indent=" " * len(head),
+            break_long_words=False,  # an address stays whole on its line
+            break_on_hyphens=False,
+        )
+    return "\n".join(rows)
+
+
+def _clauses(source: str) -> list[str]:
+    """A source's clauses: split at each '; ' outside parentheses (several prices share most of them)."""
+    clauses, depth, start = [], 0, 0
+    for i, char in enumerate(source):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0 and source.startswith("; ", i):
+            clauses.append(source[start:i])
+            start = i + 2
+    clauses.append(source[start:])
+    return [c.strip() for c in clauses if c.strip()]
 
 
 def turn_cost(
