@@ -273,7 +273,10 @@ class GeminiMagics(GeminiOptions):
         help="what to do, one of the commands above (default: status)",
     )
     @argument(
-        "value", nargs="?", metavar="VALUE", help="model name (model, prices), state mode, conversation to reset, or on/off for debug"
+        "value",
+        nargs="?",
+        metavar="VALUE",
+        help="model name (model, prices), state mode, conversation to reset, or on/off for debug",
     )
     @argument(
         "-c", "--conversation", default=None, metavar="NAME", help="conversation for history/tokens (default: all)"

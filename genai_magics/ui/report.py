@@ -6,9 +6,9 @@ import time
 from collections.abc import Sequence
 
 from .. import messages
+from ..engine.context import SECONDARY_FIELD, ContextPiece
 from ..engine.conversation import Conversation, Spent, Turn, TurnPlan, Usage
 from ..engine.hashing import short
-from ..engine.context import SECONDARY_FIELD, ContextPiece
 from ..engine.outputs import ImagePiece, piece_name, piece_tokens
 from ..engine.text import cut
 from ..messages import Message

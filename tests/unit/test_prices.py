@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 
 import pytest
 from helpers.footer import footer_line
@@ -184,7 +185,10 @@ def test_gemini_prices_shows_the_periods_and_sources(magic_shell, stub):
     flash = [line for line in lines if line[2:].startswith(DEFAULT_MODEL + " ")]
     assert flash[0].startswith("*") and "through 2026-12-31" in flash[0] and "0.75" in flash[0]
     assert flash[1].startswith(" ") and "since 2027-01-01" in flash[1] and "1.5" in flash[1]
-    assert any(line.startswith(f"  {ARGON}, since 2026-12-01: ai.google.dev") for line in lines)
+    # each row names its sources by number, each note once below the table
+    argon = next(line for line in lines if line[2:].startswith(f"{ARGON} ") and "since 2026-12-01" in line)
+    first = re.search(r"  ((?:\d+ ?)+)$", argon).group(1).split()[0]
+    assert any(line.startswith(f"  [{first}] ai.google.dev") for line in lines)
     # an override shows as the table applied, for its own period
     magic_shell.magics.prices = {"mine": {**MINE, "from": "2027-01-01"}}
     mine = magic_shell.run("%gemini prices mine").stdout
