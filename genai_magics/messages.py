@@ -148,12 +148,12 @@ def tooltip(name: str, template: str) -> Message:
 # word the footer shows (tests/kernel/test_footer_words.py holds it to that).
 FOOTER_LEGEND_MODE = tooltip(
     "FOOTER_LEGEND_MODE",
-    "ask / edit: the magic; contents / interactions: where the conversation lives (contents: this kernel "
-    "keeps it and sends it with every turn; interactions: Gemini's server keeps it)",
+    "turn N: the conversation's turn; ask / edit: the magic; contents / interactions: where the conversation "
+    "lives (contents: this kernel keeps it and sends it with every turn; interactions: Gemini's server keeps it)",
 )
 FOOTER_LEGEND_TOKENS = tooltip(
     "FOOTER_LEGEND_TOKENS",
-    "in: the input tokens the model read (cached: how many of them a cache served, at the cached price; "
+    "in … tok: the input tokens the model read (cached: how many of them a cache served, at the cached price; "
     "written to the cache: tokens put into a new context cache); out: output tokens (thinking: of them, "
     "the model's thinking); ~$: the estimate at the model's table prices; saved vs resending / more than "
     "resending: against sending the same input with no cache",
@@ -163,14 +163,15 @@ FOOTER_LEGEND_REQUEST = tooltip(
     "request … B: the bytes this turn uploaded (N requests: a turn whose function calls took several); "
     "what a context cache or the server already holds is not uploaded again, so a cell of 71 kB the "
     "cache holds adds nothing here while 'in' still counts its tokens; function call(s): what the model "
-    "read from the notebook itself, a line each above the answer",
+    "read from the notebook itself, a line each in the cell",
 )
 FOOTER_LEGEND_SENT = tooltip(
     "FOOTER_LEGEND_SENT",
-    "sent: went with this turn (the code cell, a patch of a hand edit, the other cells, a cell's output or "
-    "image, a variable, the last error); not re-sent: the model holds it from an earlier turn and it did "
-    "not change, so this turn did not add it again (in contents mode the transcript that holds it still "
-    "goes with the request: 'in' stays large, the cache makes it cheap)",
+    "sent (N chars): went with this turn (the code cell, changed by hand: a patch of your edit, the other "
+    "cells, a cell's output or image by the image rule, a variable, the last error); not re-sent "
+    "(unchanged; the code cell: the model holds it): the model holds it from an earlier turn and it did not "
+    "change, so this turn did not add it again (in contents mode the transcript that holds it still goes "
+    "with the request: 'in' stays large, the cache makes it cheap)",
 )
 FOOTER_LEGEND_SAVED = tooltip("FOOTER_LEGEND_SAVED", "~N tokens saved: what adding those pieces again would have cost")
 
