@@ -144,22 +144,34 @@ def tooltip(name: str, template: str) -> Message:
     return _defined(name, template, Shown.TOOLTIP, False)
 
 
-# The footer's legend, a line each (ui/display.py, on hover; the README's legend says the same).
+# The footer's legend, a line each (ui/display.py, on hover; the README's legend says the same): every
+# word the footer shows (tests/kernel/test_footer_words.py holds it to that).
 FOOTER_LEGEND_MODE = tooltip(
     "FOOTER_LEGEND_MODE",
-    "contents / interactions: the state mode (contents: the kernel sends the conversation's transcript "
-    "every turn; interactions: the server keeps it)",
+    "turn N: the conversation's turn; ask / edit: the magic; contents / interactions: where the conversation "
+    "lives (contents: this kernel keeps it and sends it with every turn; interactions: Gemini's server keeps it)",
 )
 FOOTER_LEGEND_TOKENS = tooltip(
     "FOOTER_LEGEND_TOKENS",
-    "in: input tokens (cached: served from a cache, at the cached price); out: output tokens; "
-    "~$: the estimate at the model's table prices; request: the request's bytes",
+    "in … tok: the input tokens the model read (cached: how many of them a cache served, at the cached price; "
+    "written to the cache: tokens put into a new context cache); out: output tokens (thinking: of them, "
+    "the model's thinking); ~$: the estimate at the model's table prices; saved vs resending / more than "
+    "resending: against sending the same input with no cache",
+)
+FOOTER_LEGEND_REQUEST = tooltip(
+    "FOOTER_LEGEND_REQUEST",
+    "request … B: the bytes this turn uploaded (N requests: a turn whose function calls took several); "
+    "what a context cache or the server already holds is not uploaded again, so a cell of 71 kB the "
+    "cache holds adds nothing here while 'in' still counts its tokens; function call(s): what the model "
+    "read from the notebook itself, a line each in the cell",
 )
 FOOTER_LEGEND_SENT = tooltip(
     "FOOTER_LEGEND_SENT",
-    "not re-sent / synchronized: the model holds it already, so this turn did not add it again "
-    "(in contents mode the transcript that holds it is still in the request: 'in' stays large, "
-    "the cache makes it cheap)",
+    "sent (N chars): went with this turn (the code cell, changed by hand: a patch of your edit, the other "
+    "cells, a cell's output or image by the image rule, a variable, the last error); not re-sent "
+    "(unchanged; the code cell: the model holds it): the model holds it from an earlier turn and it did not "
+    "change, so this turn did not add it again (in contents mode the transcript that holds it still goes "
+    "with the request: 'in' stays large, the cache makes it cheap)",
 )
 FOOTER_LEGEND_SAVED = tooltip("FOOTER_LEGEND_SAVED", "~N tokens saved: what adding those pieces again would have cost")
 
@@ -176,7 +188,7 @@ BILL_MORE = part("BILL_MORE", "{usd} more than resending (a new cache)")
 FOOTER_REQUEST = part("FOOTER_REQUEST", "request {size:,} B")
 FOOTER_REQUESTS = part("FOOTER_REQUESTS", "{count} requests, {size:,} B")
 FOOTER_CALLS = part("FOOTER_CALLS", "{count} function call(s)")
-DOCUMENT_SYNCHRONIZED = part("DOCUMENT_SYNCHRONIZED", "{label} not re-sent: synchronized")
+DOCUMENT_SYNCHRONIZED = part("DOCUMENT_SYNCHRONIZED", "{label} not re-sent: the model holds it")
 DOCUMENT_PATCHED = part("DOCUMENT_PATCHED", "{label} changed by hand: sent as a patch ({chars:,} chars)")
 DOCUMENT_SENT = part("DOCUMENT_SENT", "{label} sent ({chars:,} chars)")
 DOCUMENT_CACHED = part("DOCUMENT_CACHED", "{label} sent into the context cache ({chars:,} chars)")
@@ -184,6 +196,10 @@ PIECE_UNCHANGED = part("PIECE_UNCHANGED", "{name} not re-sent: unchanged")
 PIECE_SENT = part("PIECE_SENT", "{name} sent")
 IMAGE_SENT = part("IMAGE_SENT", "{name} sent (~{tokens:,} tok by the image rule)")
 TOKENS_SAVED = part("TOKENS_SAVED", "~{tokens:,} tokens saved")
+# the footer's names of what went with a turn, in plain words (not the payload's field names)
+PIECE_OTHER_CELLS = part("PIECE_OTHER_CELLS", "other cells")
+PIECE_LAST_ERROR = part("PIECE_LAST_ERROR", "last error")
+PIECE_VARIABLE = part("PIECE_VARIABLE", "variable {name}")
 # A turn replayed from the record (ui/report.py): its footer, and its proposal's status line.
 REPLAYED_FOOTER = footer("REPLAYED_FOOTER", "replayed turn {turn} ({when}) · 0 tokens · --rerun asks again")
 REPLAYED_PROPOSAL = status("REPLAYED_PROPOSAL", "Replayed from the record: {outcome} in an earlier session{now}.")
@@ -456,9 +472,11 @@ STAGED_APPLY = status(
 STAGED = status("STAGED", "Apply staged: run this cell again (Shift+Enter) to write the proposal into it.")
 LIVE_DONE = status(
     "LIVE_DONE",
-    "{verb}: {what} is now in {label} (Ctrl+Z in the cell reverts it too). "
-    "Run it: the kernel still has the code it ran last.",
+    "{verb}: {what} is now in {label} (Ctrl+Z in the cell reverts it too).{run}",
 )
+# whether the kernel ran what was just written: said only when it is so
+RUN_IT = part("RUN_IT", " Run it: the kernel still has the code it ran last.")
+RAN_ALREADY = part("RAN_ALREADY", " The kernel ran this code last: nothing to run again.")
 # a line command whose write the frontend answers after the command's cell: shown until the outcome replaces it
 WRITING = output("WRITING", "{action}: writing into {label}…")
 RUNNING_CELL_APPLIED = status(
@@ -575,12 +593,12 @@ COST_TOKENS_ONLY = part("COST_TOKENS_ONLY", "tokens only (no price known)")
 NO_PRICES = output("NO_PRICES", "no prices known")
 PRICES_LEGEND = output(
     "PRICES_LEGEND",
-    "* in force today ({today}, Google's billing day: US Pacific time); US$ per 1M tokens "
-    "(storage: per 1M tokens an hour), standard tier",
+    "* in force today ({today}, Google's billing day: US Pacific time)\n"
+    "  US$ per 1M tokens (storage: per 1M tokens an hour), standard tier",
 )
 PRICES_LONG_PROMPT = output("PRICES_LONG_PROMPT", "  prompt over {tokens}")
 PRICES_SOURCES = output("PRICES_SOURCES", "sources:")
-PRICES_DAY_SOURCE = output("PRICES_DAY_SOURCE", "  the price day: {source}")
+PRICES_DAY_SOURCE = output("PRICES_DAY_SOURCE", "the price day: {source}")
 # The live notebooks' lines in %gemini status (frontends/bridge.py, frontends/companion.py).
 BRIDGE_OFF = output("BRIDGE_OFF", "live bridge: off (not in a kernel, or closed)")
 BRIDGE_UNANSWERED = output(
@@ -607,7 +625,8 @@ RECORD_NONE = output(
     "record: none (the notebook's path is unknown: %config GeminiMagics.record_location = "
     "'/path/record.json' keeps one anyway)",
 )
-RECORD_AT = output("RECORD_AT", "record: {path} · replay {mode}{more}")
+RECORD_AT = output("RECORD_AT", "record of {notebook}: {path} · replay {mode}{more}")
+RECORD_NO_NOTEBOOK = part("RECORD_NO_NOTEBOOK", "no notebook (a file named by GeminiMagics.record_location)")
 RECORD_READ_ONLY = part(
     "RECORD_READ_ONLY", " · left untouched (not a record this kernel may write): conversations in memory only"
 )

@@ -49,12 +49,14 @@ class ExecutedCells:
     # every text a cell held in this session (by SHA-256): a saved file's copy of it is the same cell
     sources: dict[str, set[str]] = field(default_factory=dict)
     changes: int = 0  # bumped by every change below: a view merged from it stays valid until the next one
+    ran: dict[str, str] = field(default_factory=dict)  # cell id -> the code it ran last (set_source leaves it)
 
     def add(self, cell_id: str | None, source: str, execution_count: int | None) -> Cell:
         # Without a frontend cell id each run is its own cell, named as IPython names it.
         key = cell_id or (f"In[{execution_count}]" if execution_count is not None else f"run-{len(self.by_id) + 1}")
         cell = Cell(id=key, source=source, cell_type="code", execution_count=execution_count)
         self.by_id[key] = cell
+        self.ran[key] = source
         self.sources.setdefault(key, set()).add(cell.sha256)
         if key in self.order:
             self.order.remove(key)

@@ -14,6 +14,7 @@ its turns show tokens only.
 from __future__ import annotations
 
 import datetime as dt
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -30,9 +31,8 @@ PRICES_AS_OF = "2026-12-02"
 BILLING_ZONE = ZoneInfo("America/Los_Angeles")
 BILLING_DAY_SOURCE = (
     "Google Cloud's billing day, midnight to midnight US and Canadian Pacific time, daylight saving "
-    "included (Cloud Billing Budget API, docs.cloud.google.com/python/docs/reference/billingbudgets/latest/"
-    'google.cloud.billing.budgets_v1.types.CustomPeriod: "All date times begin at 12 AM US and Canadian '
-    'Pacific Time"; Cloud Channel API, cloud.google.com/channel/docs/reference/rest/v1/DateRange: "each '
+    'included (Cloud Billing Budget API reference, the CustomPeriod type: "All date times begin at 12 AM US '
+    'and Canadian Pacific Time"; Cloud Channel API, cloud.google.com/channel/docs/reference/rest/v1/DateRange: "each '
     'group uses midnight to midnight (Pacific time)")'
 )
 LONG_PROMPT = 200_000  # tokens: a request whose prompt is longer pays a tiered model's long_* rates
@@ -319,29 +319,58 @@ def price_for(model: str, overrides: Overrides | None = None, day: dt.date | Non
     return next((p.price for p in periods(model, overrides) if p.covers(when)), None)
 
 
+NOTE_WIDTH = 96  # %gemini prices wraps its source notes here, between words (an output wraps long lines anywhere)
+
+
 def table_text(table: Sequence[tuple[str, Sequence[Period]]], today: dt.date) -> str:
-    """What ``%gemini prices`` prints: each model's periods, the one in force today marked, then the sources."""
+    """What ``%gemini prices`` prints: each model's periods, the one in force today marked, each row's
+    sources as footnote numbers; then the notes, each clause of a source once, wrapped between words."""
     if not table:
         return messages.NO_PRICES.render()
     width = max(len(name) for name, _ in table)
-    head = f"{'period':<24}  {'in':>6}  {'cached':>6}  {'out':>6}  {'storage/h':>9}  {'cache min':>9}"
+    span = max(len(p.describe()) for _, held in table for p in held)
+    head = f"{'period':<{span}}  {'in':>5}  {'cached':>6}  {'out':>5}  {'storage/h':>9}  {'cache min':>9}  sources"
     rows = [f"  {'model':<{width}}  {head}"]
-    sources = []
+    notes: dict[str, int] = {}  # a source's clause -> its number
     for name, held in table:
         for p in held:
             x = p.price
+            marks = [notes.setdefault(clause, len(notes) + 1) for clause in _clauses(x.source)]
             rows.append(
-                f"{'*' if p.covers(today) else ' '} {name:<{width}}  {p.describe():<24}  {x.input:>6g}  "
-                f"{x.cached_input:>6g}  {x.output:>6g}  {x.storage_hour:>9g}  {x.cache_minimum:>9,}"
+                f"{'*' if p.covers(today) else ' '} {name:<{width}}  {p.describe():<{span}}  {x.input:>5g}  "
+                f"{x.cached_input:>6g}  {x.output:>5g}  {x.storage_hour:>9g}  {x.cache_minimum:>9,}  "
+                + " ".join(map(str, marks))
             )
             if x.tiered:  # the same period's rates for a request whose prompt is over 200k tokens
                 y = x.at(LONG_PROMPT + 1)
                 over = messages.PRICES_LONG_PROMPT.render(tokens=f"{LONG_PROMPT // 1000}k")
-                rows.append(f"  {'':<{width}}  {over:<24}  {y.input:>6g}  {y.cached_input:>6g}  {y.output:>6g}")
-            sources.append(f"  {name}, {p.describe()}: {x.source}")
+                rows.append(f"  {'':<{width}}  {over:<{span}}  {y.input:>5g}  {y.cached_input:>6g}  {y.output:>5g}")
     rows.append(messages.PRICES_LEGEND.render(today=today))
-    day = messages.PRICES_DAY_SOURCE.render(source=BILLING_DAY_SOURCE)
-    return "\n".join([*rows, messages.PRICES_SOURCES.render(), day, *sources])
+    rows.append(messages.PRICES_SOURCES.render())
+    notes[messages.PRICES_DAY_SOURCE.render(source=BILLING_DAY_SOURCE)] = len(notes) + 1
+    for clause, number in notes.items():
+        head = f"  [{number}] "
+        rows += textwrap.wrap(
+            clause,
+            NOTE_WIDTH,
+            initial_indent=head,
+            subsequent_indent=" " * len(head),
+            break_long_words=False,  # an address stays whole on its line
+            break_on_hyphens=False,
+        )
+    return "\n".join(rows)
+
+
+def _clauses(source: str) -> list[str]:
+    """A source's clauses: split at each '; ' outside parentheses (several prices share most of them)."""
+    clauses, depth, start = [], 0, 0
+    for i, char in enumerate(source):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0 and source.startswith("; ", i):
+            clauses.append(source[start:i])
+            start = i + 2
+    clauses.append(source[start:])
+    return [c.strip() for c in clauses if c.strip()]
 
 
 def turn_cost(

@@ -41,7 +41,7 @@ from ..ui.proposal import ProposalController
 from ..ui.proposal_display import Place, Proposed, show_proposal
 from .line_commands import COMMANDS, HELP, Call, chosen
 from .line_syntax import split_prompt
-from .magic_flags import documented, takes_value, turn_arguments, turn_request
+from .magic_flags import documented, plain_help, takes_value, turn_arguments, turn_request
 from .options import GeminiOptions
 from .shell_state import ShellState, state_of
 
@@ -250,6 +250,7 @@ class GeminiMagics(GeminiOptions):
             current_source=lambda cell_id: self._frontend().current_source(cell_id),  # at the click: the view then
             saved=self._saved,
             prefill=self.shell.set_next_input,
+            ran_source=self.session.executed.ran.get,
         )
         return show_proposal(proposed, frontend, place, lambda: display.footer(footer))
 
@@ -261,16 +262,21 @@ class GeminiMagics(GeminiOptions):
         cell = self.session.executed.by_execution_count(number) if number is not None else None
         return (cell.id, cell.label) if cell else (None, None)
 
+    @plain_help("%%gemini [COMMAND] [VALUE] [-c NAME] [--all]")
     @magic_arguments()
     @argument(
         "command",
         nargs="?",
         default="status",
         choices=list(COMMANDS),
-        help="what to do (default: status)",
+        metavar="COMMAND",
+        help="what to do, one of the commands above (default: status)",
     )
     @argument(
-        "value", nargs="?", help="model name (model, prices), state mode, conversation to reset, or on/off for debug"
+        "value",
+        nargs="?",
+        metavar="VALUE",
+        help="model name (model, prices), state mode, conversation to reset, or on/off for debug",
     )
     @argument(
         "-c", "--conversation", default=None, metavar="NAME", help="conversation for history/tokens (default: all)"

@@ -205,7 +205,10 @@ class RecordKeeper:
         more = messages.RECORD_READ_ONLY.render() if self.store.read_only else ""
         if self.record is None:
             more += messages.RECORD_NOT_READ.render()
-        lines = [messages.RECORD_AT.render(path=self.store.path, mode=self.mode, more=more)]
+        # the notebook the record is filed for (its own word once written), which may not be this kernel's
+        notebook = (self.record.notebook if self.record else "") or str(self.settings.notebook or "")
+        notebook = notebook or messages.RECORD_NO_NOTEBOOK.render()
+        lines = [messages.RECORD_AT.render(notebook=notebook, path=self.store.path, mode=self.mode, more=more)]
         recorded = self.record.conversations if self.record is not None else {}
         for name in self.restored:
             rec = recorded.get(name)

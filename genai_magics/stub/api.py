@@ -26,7 +26,7 @@ from typing import Any
 from . import images, interactions, sse
 from . import tools as stub_tools
 from .caches import CACHE_CONFLICT
-from .model import answer, sha256, texts, tokens
+from .model import answer, own_calls, sha256, texts, tokens
 from .replies import Reply, error
 from .request_record import CACHE_RE, INTERACTION_RE, NEEDS_BODY, RequestRecord, classify, name_in
 from .state import StubState
@@ -103,7 +103,12 @@ def generate(stub: StubState, body: dict[str, Any], fault: dict[str, Any] | None
     # a cache holds the declarations (the API refuses tools beside cachedContent)
     info.tools_declared = stub_tools.contents_declared(body) or list(cache_tools)
     info.tool_results = stub_tools.contents_results(contents)
-    calls = stub.tool_round(not info.tool_results, info.tools_declared, stub_tools.contents_calling_off(body))
+    calls = stub.tool_round(
+        not info.tool_results,
+        info.tools_declared,
+        stub_tools.contents_calling_off(body),
+        lambda: own_calls(turns, info.tool_results, info.tools_declared, info.edit),
+    )
     user_texts = [t for r, t in turns if r == "user"]
     text, prompt_tokens, out_tokens = answer(
         turns,
@@ -205,7 +210,12 @@ def create_interaction(
         turns.append(("model", stored["output_text"]))
     turns.append(("tool" if info.tool_results else "user", input_text))
     turns += images.entries(info.images)
-    calls = stub.tool_round(not info.tool_results, info.tools_declared, stub_tools.interaction_calling_off(body))
+    calls = stub.tool_round(
+        not info.tool_results,
+        info.tools_declared,
+        stub_tools.interaction_calling_off(body),
+        lambda: own_calls(turns, info.tool_results, info.tools_declared, info.edit),
+    )
     prompts = [t for r, t in turns if r == "user"]
     text, in_tokens, out_tokens = answer(
         turns,

@@ -69,6 +69,7 @@ def footer_legend() -> str:
     legend = (
         messages.FOOTER_LEGEND_MODE,
         messages.FOOTER_LEGEND_TOKENS,
+        messages.FOOTER_LEGEND_REQUEST,
         messages.FOOTER_LEGEND_SENT,
         messages.FOOTER_LEGEND_SAVED,
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import time
 from zoneinfo import ZoneInfo
 
@@ -205,7 +206,10 @@ def test_gemini_prices_shows_the_periods_and_sources(magic_shell, stub):
     flash = [line for line in lines if line[2:].startswith(DEFAULT_MODEL + " ")]
     assert flash[0].startswith("*") and "through 2026-12-31" in flash[0] and "0.75" in flash[0]
     assert flash[1].startswith(" ") and "since 2027-01-01" in flash[1] and "1.5" in flash[1]
-    assert any(line.startswith(f"  {ARGON}, since 2026-12-01: ai.google.dev") for line in lines)
+    # each row names its sources by number, each note once below the table
+    argon = next(line for line in lines if line[2:].startswith(f"{ARGON} ") and "since 2026-12-01" in line)
+    first = re.search(r"  ((?:\d+ ?)+)$", argon).group(1).split()[0]
+    assert any(line.startswith(f"  [{first}] ai.google.dev") for line in lines)
     # an override shows as the table applied, for its own period
     magic_shell.magics.prices = {"mine": {**MINE, "from": "2027-01-01"}}
     mine = magic_shell.run("%gemini prices mine").stdout
@@ -308,7 +312,9 @@ def test_two_kernels_a_day_apart_price_on_the_same_day(stub, tmp_path):
     (legend_a, local_a, day_a, cost_a), (legend_b, local_b, day_b, cost_b) = shown
     assert local_a != local_b  # the kernels' own dates differ ...
     today = dt.datetime.now(PACIFIC).date()
-    assert legend_a == legend_b == [messages.PRICES_LEGEND.render(today=today)]  # ... their price day does not
+    assert (
+        legend_a == legend_b == [messages.PRICES_LEGEND.render(today=today).splitlines()[0]]
+    )  # ... their day does not
     assert day_a == day_b == today.isoformat() and cost_a == cost_b
 
 
@@ -376,5 +382,8 @@ def test_gemini_prices_shows_the_long_prompt_rates_and_the_billing_days_zone(mag
     over = lines[row + 1].split()
     assert " ".join(over[:3]) == messages.PRICES_LONG_PROMPT.render(tokens="200k").strip()
     assert over[3:] == ["4", "0.4", "18"]
-    assert messages.PRICES_LEGEND.render(today=LAST_INTRO) in lines
-    assert messages.PRICES_DAY_SOURCE.render(source=BILLING_DAY_SOURCE) in lines  # the zone's source
+    text = "\n".join(lines)
+    assert messages.PRICES_LEGEND.render(today=LAST_INTRO) in text
+    notes = " ".join(line.split("] ", 1)[-1].strip() for line in lines[lines.index("sources:") + 1 :])
+    day_note = messages.PRICES_DAY_SOURCE.render(source=BILLING_DAY_SOURCE).strip()
+    assert day_note in notes  # the zone's source, one of the notes (wrapped between words)

@@ -377,3 +377,32 @@ def test_a_cell_only_run_again_is_unchanged_for_the_model(notebook, stub, state)
     ask(notebook, state, "second", cell_id="m2")
     read, found = (r["response"] for r in results(stub))
     assert read["unchanged"] is True and found["unchanged"] is True
+
+
+@pytest.mark.parametrize("state", STATES)
+def test_the_stand_in_looks_at_a_variable_an_ask_names_as_code(notebook, stub, state):
+    """Unscripted, the stand-in does what the README says the model does: a question naming as code a name
+    its document does not show lists the variables, then inspects the one named, then answers with it."""
+    notebook.run("def parse(s):\n    return int(s)", cell_id="p")
+    notebook.run("orders = [' 42 ', 'x']", cell_id="o")
+    stub.reset()
+    shown = ask(notebook, state, "Which of `orders` would parse() reject?", "--cell p", cell_id="m1")
+    calls = [[c["name"] for c in r["tool_calls"]] for r in api_requests(stub)]
+    assert calls == [["list_variables"], ["inspect_variable"], []]
+    assert api_requests(stub)[1]["tool_calls"][0]["args"] == {"name": "orders"}
+    assert messages.TOOL_CALLED.within(shown.plain, call="list_variables()")
+    assert messages.TOOL_CALLED.within(shown.plain, call="inspect_variable(orders)")
+    assert "[' 42 ', 'x']" in shown.plain  # the answer says what it looked at
+    assert messages.FOOTER_CALLS.within(footer_line(shown.plain), count=2)
+    # a name the notebook does not hold: listed, not inspected; one the document shows, or no name as code: no call
+    for prompt, expected in [
+        ("And `nothing_here`?", [["list_variables"], []]),
+        ("Why does `parse` use int?", [[]]),
+        ("what is orders?", [[]]),
+    ]:
+        before = len(api_requests(stub))  # the stand-in keeps the server-side chain: no reset
+        ask(notebook, state, prompt, cell_id="m2")
+        assert [[c["name"] for c in r["tool_calls"]] for r in api_requests(stub)[before:]] == expected, prompt
+    before = len(api_requests(stub))
+    notebook.run("%%gemini_edit\nValidate each of `orders`.", cell_id="m3")  # an edit: the stand-in calls nothing
+    assert [[c["name"] for c in r["tool_calls"]] for r in api_requests(stub)[before:]] == [[]]
