@@ -8,11 +8,11 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers.pages import shown_as
 from test_lab_bridge import NotebookPage, write_notebook
 from test_lab_replay import api_requests
 
 from genai_magics import messages
-from helpers.pages import shown_as
 
 pytestmark = pytest.mark.stand_in  # the server's kernels talk to the stand-in (browser/conftest.py: server_env)
 
