@@ -35,6 +35,9 @@ def new_kernel(shell, notebook: Path) -> None:
     from genai_magics.kernel.shell_state import state_of
 
     shell.magics = state_of(shell.ip).magics
+    # the one in-process shell keeps the %config of earlier tests: the defaults of a new kernel
+    for line in ("record_location = 'user'", "persist = True", "replay = 'auto'"):
+        shell.run(f"%config GeminiMagics.{line}")
 
 
 def first_turn(shell, stub, notebook: Path) -> None:
