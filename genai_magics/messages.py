@@ -583,9 +583,13 @@ COST_ROW = output("COST_ROW", "  conversation {name!r} · {model}: {turns} turn(
 COST_TOKENS_ONLY = part("COST_TOKENS_ONLY", "tokens only (no price known)")
 NO_PRICES = output("NO_PRICES", "no prices known")
 PRICES_LEGEND = output(
-    "PRICES_LEGEND", "* in force today ({today}); US$ per 1M tokens (storage: per 1M tokens an hour), standard tier"
+    "PRICES_LEGEND",
+    "* in force today ({today}, Google's billing day: US Pacific time); US$ per 1M tokens "
+    "(storage: per 1M tokens an hour), standard tier",
 )
+PRICES_LONG_PROMPT = output("PRICES_LONG_PROMPT", "  prompt over {tokens}")
 PRICES_SOURCES = output("PRICES_SOURCES", "sources:")
+PRICES_DAY_SOURCE = output("PRICES_DAY_SOURCE", "  the price day: {source}")
 # The live notebooks' lines in %gemini status (frontends/bridge.py, frontends/companion.py).
 BRIDGE_OFF = output("BRIDGE_OFF", "live bridge: off (not in a kernel, or closed)")
 BRIDGE_UNANSWERED = output(

@@ -2,7 +2,8 @@
 ``max_session_cost``). Pure: the session calls ``admit`` before every request of a turn.
 
 The estimate is the request's input as the kernel counts it (about four bytes a token, images by the
-image rule), all at the input price of the day (a cache would make it cheaper, never dearer), plus, in
+image rule), all at the input price of the day for a prompt of its size (a tiered model charges more
+over 200k tokens; a cache would make it cheaper, never dearer), plus, in
 interactions mode, what the server chain makes the model read again (the previous turn's input and
 answer); the output is the largest of the conversation's recent answers (thinking included), or a fixed
 allowance when the conversation has none yet.

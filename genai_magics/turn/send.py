@@ -95,9 +95,7 @@ class TurnSend:
         finally:
             self.notices.start(None)
         usage = replace(result.usage, request_bytes=self.notices.turn_bytes or result.usage.request_bytes)
-        return Sent(
-            self.planned, plan, replace(result, usage=priced(usage, self.planned.price, self.planned.day)), answer
-        )
+        return Sent(self.planned, plan, replace(result, usage=usage), answer)
 
     # -- chain: a server chain lost --------------------------------------------------------
     def chain(self, plan: TurnPlan, retry: EditRetry | None = None) -> tuple[TurnPlan, TurnResult]:
@@ -184,6 +182,8 @@ class TurnSend:
             reply = self._exchange(transport.request(plan, history, cache_head, retry, rounds, last, at_limit))
         if written:
             reply = replace(reply, usage=replace(reply.usage, cache_write_tokens=written))
+        # priced as it comes, by its own size (a long-prompt rate is per request); the turn sums dollars
+        reply = replace(reply, usage=priced(reply.usage, self.planned.price, self.planned.day))
         self.billed = reply.usage if self.billed is None else added(self.billed, reply.usage)
         return reply
 
@@ -215,14 +215,15 @@ class TurnSend:
         if price is None or (caps.turn is None and caps.session is None):
             return  # no cap, or no price to estimate with: tokens only
         expected = budget.estimate(price, body(), self.conv.history, self.planned.resolved.model)
-        spent = None if self.billed is None else priced(self.billed, price, self.planned.day).cost_usd or 0.0
+        spent = None if self.billed is None else self.billed.cost_usd or 0.0
         refused = budget.refusal(expected, caps, spent or 0.0, self.session_spent, first=spent is None)
         if refused is not None:
             raise refused
 
 
 def priced(usage: Usage, price: Price | None, day: dt.date) -> Usage:
-    """Usage at the rates of its day, and what the same requests cost with nothing cached."""
+    """One request's usage at the rates of its day and its prompt's size, and what it would cost with
+    nothing cached."""
     usage = replace(usage, priced_on=day.isoformat())
     if price is None or usage.input_tokens is None or usage.output_tokens is None:
         return usage

@@ -27,7 +27,7 @@ from genai_magics.gemini.budget import (
     total,
 )
 from genai_magics.gemini.models import DEFAULT_MODEL
-from genai_magics.gemini.pricing import price_for
+from genai_magics.gemini.pricing import billing_day, price_for
 from genai_magics.persistence.store import record_path
 
 FLASH = price_for(DEFAULT_MODEL, day=dt.date(2026, 12, 31))
@@ -299,6 +299,6 @@ def test_gemini_cost_is_the_footers_sum_and_the_record_before_the_restart(stub, 
             "u = state_of(get_ipython()).session.conversations['default'].history[0].usage\n"
             "print(u.priced_on, u.cost_usd, end='')"
         ).stdout
-        assert kept == f"{dt.date.today().isoformat()} {spent[0][2]}"
+        assert kept == f"{billing_day().isoformat()} {spent[0][2]}"  # Google's day, not the machine's
     finally:
         k.close()
