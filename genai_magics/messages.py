@@ -345,6 +345,18 @@ RECORD_LEFT_UNTOUCHED = error(
 RECORD_SET_ASIDE = error(
     "RECORD_SET_ASIDE", "the conversation record {path} is {why}; set aside as {aside}, starting fresh", documented=True
 )
+RECORD_FOLLOWED = error(
+    "RECORD_FOLLOWED", "the notebook is now {path}: its conversation record followed it{aside}", documented=True
+)
+RECORD_FOLLOWED_ASIDE = part(
+    "RECORD_FOLLOWED_ASIDE", " (the record of an earlier notebook of that name is set aside as {aside})"
+)
+RECORD_COPY = error(
+    "RECORD_COPY",
+    "{path} is a copy of {original} (saved as, or duplicated): {original} keeps its conversation record, "
+    "and this notebook's own record starts with this kernel's conversations",
+    documented=True,
+)
 RECORD_WRONG_SHAPE = part("RECORD_WRONG_SHAPE", "of the wrong shape ({where})", documented=True)
 RECORD_NOT_WRITTEN = error("RECORD_NOT_WRITTEN", "cannot write the conversation record {path}: {error}")
 REPLAY_ONLY = error(
