@@ -72,7 +72,10 @@ def stub():
 @pytest.fixture
 def kernel(stub, tmp_path):
     stub.reset()
-    k = Kernel(env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY}, cwd=str(tmp_path))
+    # Its own data folder: a kernel that learns its notebook (VS Code's cell URIs name the file) keeps a
+    # record there, which another test's kernel on the same path must not replay.
+    env = {"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY, "JUPYTER_DATA_DIR": str(tmp_path / "data")}
+    k = Kernel(env=env, cwd=str(tmp_path))
     k.run("%load_ext genai_magics", cell_id="setup")
     yield k
     k.close()

@@ -47,7 +47,7 @@ def test_variable_summaries_are_sent_when_they_change(kernel, stub):
     assert p1["variables"]["df"].startswith("pandas.DataFrame shape=(5, 2)\ncolumns: a:int64, b:")
     second = kernel.run("%%gemini_ask --vars df\nand the dtypes?", cell_id="m2")
     assert "variables" not in current_payload(api_requests(stub)[-1])
-    assert messages.PIECE_UNCHANGED.render(name="variables:df") in second.plain
+    assert messages.PIECE_UNCHANGED.render(name=messages.PIECE_VARIABLE.render(name="df")) in second.plain
     kernel.run("df['c'] = 1", cell_id="b")
     kernel.run("%%gemini_ask --vars df\nnow?", cell_id="m3")
     p3 = current_payload(api_requests(stub)[-1])
