@@ -19,8 +19,9 @@ signatures) stay as received: only a response's body changes.
 
 With an explicit cache (``cacheable``) a user turn that carries the document or
 context in full is split in two user contents, the material first and the prompt
-after it, so the cache can hold the material while the prompt stays outside; the
-faded turns, which no longer change until the next fade, belong to the head too.
+after it, so the cache can hold the material while the prompt stays outside; once the
+model has fetched something, the faded turns, which no longer change until the next
+fade, belong to the head too (whether a cache takes them: gemini/caching.py).
 
 Near the model's input limit the send stage renders with a ``Squeeze``: every earlier
 result faded, then the oldest turns left out (one short user content says which),
@@ -178,6 +179,7 @@ def _turns(history: Sequence[Turn], plan: TurnPlan, squeeze: Squeeze | None) -> 
     turn_now = history[-1].index + 1 if history else 1
     fade = squeeze.faded if squeeze is not None else faded_before(turn_now)
     gone = _left_out(history, chain, squeeze.dropped if squeeze is not None else 0)
+    fetched = False  # a turn so far called functions
     for i, turn in enumerate(history):
         if i in gone:
             if i == min(gone):
@@ -212,8 +214,9 @@ def _turns(history: Sequence[Turn], plan: TurnPlan, squeeze: Squeeze | None) -> 
         )
         # edits, like a patch, leave the head as it was
         yield "model", _history_model(model, keys), (), proposed is not None and turn.proposal_edits is None
-        if turn.index < fade and (i == len(history) - 1 or history[i + 1].index >= fade):
-            yield "faded", None, (), False
+        fetched = fetched or bool(turn.tool_rounds)
+        if fetched and turn.index < fade and (i == len(history) - 1 or history[i + 1].index >= fade):
+            yield "faded", None, (), False  # what the model fetched may go into the cache's head
 
 
 def _chain(history: Sequence[Turn], plan: TurnPlan) -> set[tuple[int, str]]:
@@ -248,9 +251,9 @@ def _compacted(round_: ToolRound, i: int, keep: dict[str, tuple[int, str]], fade
     every result with pieces when its turn's results fade."""
 
     def compacted(r: Any) -> Any:
-        if not all(keep.get(p.key) == (i, p.sha256) for p in r.pieces):
-            return superseded_result(r)
-        return faded_result(r) if fades and r.pieces else r
+        if fades and r.pieces:  # a faded marker stays as it is when the piece is sent again: the prefix holds
+            return faded_result(r)
+        return r if all(keep.get(p.key) == (i, p.sha256) for p in r.pieces) else superseded_result(r)
 
     return replace(round_, results=tuple(compacted(r) for r in round_.results))
 

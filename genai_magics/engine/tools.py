@@ -33,8 +33,8 @@ UNCHANGED_CHARS = 300  # an "unchanged" result is shorter than this
 # contents mode: a result stays whole through the FADE_AFTER turns after its own, then goes as a marker
 # naming the call that fetches it again; results fade FADE_EVERY turns at a time, so the transcript's
 # prefix (what implicit and explicit caches hold) moves once every FADE_EVERY turns, not every turn
-FADE_AFTER = 1
-FADE_EVERY = 4
+FADE_AFTER = 0
+FADE_EVERY = 1
 
 _REF = {
     "type": "string",

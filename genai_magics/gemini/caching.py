@@ -37,7 +37,7 @@ from ..engine.conversation import Conversation, Turn, TurnPlan
 from ..engine.outputs import part_tokens
 from ..engine.payloads import SYSTEM_INSTRUCTION
 from ..engine.text import estimate_tokens
-from ..engine.tools import declarations
+from ..engine.tools import FADE_EVERY, declarations
 from .errors import status_code
 from .models import traits
 from .pricing import Price
@@ -69,6 +69,22 @@ def pays_off(price: Price, ttl_s: float, expected_reads: float) -> bool:
     """
     saved = expected_reads * (price.input - price.cached_input)
     extra = price.cached_input + price.storage_hour * ttl_s / 3600
+    return saved > extra
+
+
+def folding_pays(price: Price, ttl_s: float, head_tokens: int, tail_tokens: int, reads: float) -> bool:
+    """Whether to fold the tail (the turns after the cache's head that no longer change) into a new cache now,
+    rather than keep the cache and read the tail at the input price on the ``reads`` requests until the next
+    chance to fold (``FADE_EVERY`` turns later).
+
+    Folding now re-reads the cached head at the input price once (creating the new cache) instead of the
+    cached price, and stores the tail too for the TTL; it saves the input-minus-cached price on the tail on
+    each of those reads::
+
+        fold  when  reads x tail x (input - cached)  >  head x (input - cached) + tail x storage_hour x ttl/3600
+    """
+    saved = reads * tail_tokens * (price.input - price.cached_input)
+    extra = head_tokens * (price.input - price.cached_input) + tail_tokens * price.storage_hour * ttl_s / 3600
     return saved > extra
 
 
@@ -195,6 +211,8 @@ class ContextCaches:
                 Decision("drop" if entry else "none", False, messages.CACHE_INTERACTIONS.render()), entry=entry
             )
         contents, length = transport.head(plan, history)
+        if entry is not None and entry.model == transport.model and price is not None and length > entry.length:
+            length = self._kept(entry, contents, length, transport, price, ttl_s, history)
         head = tuple(contents[:length])
         tokens, sha = self._measure(transport.model, head, transport.tools) if length else (0, None)
         decision = decide(
@@ -211,6 +229,26 @@ class ContextCaches:
         if decision.action == "none" and entry is not None:  # another model's cache: of no use now
             decision = replace(decision, action="drop")
         return CacheStep(decision, head, tokens, sha, entry)
+
+    def _kept(
+        self,
+        entry: CacheEntry,
+        contents: Sequence[dict[str, Any]],
+        length: int,
+        transport: Any,
+        price: Price,
+        ttl_s: float,
+        history: Sequence[Turn],
+    ) -> int:
+        """The head to cache: the cache's own while it is still the start of the contents and folding the
+        tail after it does not pay yet (``folding_pays``), else the new one (``length``)."""
+        prefix = tuple(contents[: entry.length])
+        if _head_sha(transport.model, prefix, transport.tools) != entry.head_sha:
+            return length  # the contents changed inside the cache's head: it can serve no more
+        tail = sum(part_tokens(p, transport.model) for c in contents[entry.length : length] for p in c["parts"])
+        requests = history[-1].usage.requests if history else 1
+        reads = FADE_EVERY * max(1, requests)
+        return length if folding_pays(price, ttl_s, entry.tokens, tail, reads) else entry.length
 
     def _measure(self, model: str, head: tuple[dict[str, Any], ...], tools: tuple[str, ...] = ()) -> tuple[int, str]:
         """The head's estimated tokens and sha; an unchanged head (compared, not serialized) is not hashed again:

@@ -120,14 +120,17 @@ def test_a_result_the_model_holds_is_short_and_a_changed_one_goes_whole(notebook
     stub.script_tools([[call("inspect_variable", name="df")]])
     shown = ask(notebook, state, "second", cell_id="m2")
     (held,) = results(stub)
-    assert held["response"]["unchanged"] is True and held["response"]["sent"] == "in turn 1"
-    assert (
-        messages.TOOL_UNCHANGED.render(
-            call="inspect_variable(df)",
-            chars=len(json.dumps(held["response"], ensure_ascii=False, separators=(",", ":"))),
+    if state == "contents":  # turn 1's result faded to a marker (issue 33): the model no longer holds it
+        assert "text" in held["response"]
+    else:
+        assert held["response"]["unchanged"] is True and held["response"]["sent"] == "in turn 1"
+        assert (
+            messages.TOOL_UNCHANGED.render(
+                call="inspect_variable(df)",
+                chars=len(json.dumps(held["response"], ensure_ascii=False, separators=(",", ":"))),
+            )
+            in shown.plain
         )
-        in shown.plain
-    )
     notebook.run("df['c'] = 0", cell_id="c4")  # df changed: it goes whole
     stub.clear()
     stub.script_tools([[call("inspect_variable", name="df")]])
@@ -143,7 +146,8 @@ def test_vars_after_inspect_variable_sends_nothing_new(notebook, stub, state):
     stub.clear()
     ask(notebook, state, "second", flags="--vars df", cell_id="m2")
     (request,) = api_requests(stub)
-    assert "variables" not in current_payload(request)
+    # contents: the result faded to a marker after its turn (issue 33), so the flag sends df again
+    assert ("variables" in current_payload(request)) == (state == "contents")
 
 
 @pytest.mark.parametrize("state", STATES)
