@@ -717,11 +717,10 @@ CHAIN_LOST = note(
 )
 COMPACTED = note(
     "COMPACTED",
-    "the transcript would pass the model's input limit ({limit:,} tokens): {what}; the record keeps every turn",
+    "the transcript would pass the model's input limit ({limit:,} tokens): turns {first}-{last} left out "
+    "of the request; the record keeps every turn",
     documented=True,
 )
-COMPACTED_RESULTS = part("COMPACTED_RESULTS", "earlier function results sent as markers")
-COMPACTED_TURNS = part("COMPACTED_TURNS", "earlier function results sent as markers and turns {first}-{last} left out")
 CHAIN_OVER_LIMIT = note(
     "CHAIN_OVER_LIMIT",
     "the server chain would pass the model's input limit ({limit:,} tokens); starting a new chain with "

@@ -10,10 +10,10 @@ Earlier turns are rendered exactly as they were sent (``sourceSynchronized``,
 ``document``) unless compaction must change them, so consecutive requests share
 the longest prefix the protocol allows: what implicit caching can hit.
 
-What the model fetched with functions fades: a result stays whole in its own turn
-and the next (``FADE_AFTER``), then goes as a marker naming the call that fetches it
-again (``{"sha256": ..., "fetch again": "read_cell(5)"}``), results fading
-``FADE_EVERY`` turns at a time so the prefix stays put in between (engine/tools.py).
+What the model fetched with functions fades: a result stays whole in the requests of
+its own turn, then goes as a marker naming the call that fetches it again
+(``{"sha256": ..., "fetch again": "read_cell(5)"}``). Fading a turn or more later, and
+in batches, measured dearer in both caching extremes (benchmarks/tools_economy.py).
 The function-call / function-response pairs and the model's parts (thought
 signatures) stay as received: only a response's body changes.
 
@@ -40,7 +40,7 @@ from .conversation import Turn, TurnPlan, version_chain
 from .outputs import inline_parts, sendable
 from .payloads import model_payload, to_text, user_payload
 from .redaction import redaction_keys
-from .tools import ToolRound, contents_round, faded_before, faded_result, superseded_result, tool_pieces
+from .tools import ToolRound, contents_round, faded_result, tool_pieces
 
 Contents = list[dict[str, Any]]
 
@@ -122,11 +122,9 @@ def _history_model(args: tuple[Any, ...], keys: tuple[str, ...]) -> str:
 
 @dataclass(frozen=True)
 class Squeeze:
-    """A transcript compacted to fit the model's input limit: the results of turns before ``faded``
-    as markers, and the ``dropped`` oldest turns that can go left out."""
+    """A transcript compacted to fit the model's input limit: the ``dropped`` oldest turns that can go left out."""
 
-    faded: int
-    dropped: int = 0
+    dropped: int
 
 
 @dataclass(frozen=True)
@@ -176,8 +174,6 @@ def _turns(history: Sequence[Turn], plan: TurnPlan, squeeze: Squeeze | None) -> 
     chain = _chain(history, plan)
     keep = _latest_full_pieces(history, plan)
     keys = redaction_keys()
-    turn_now = history[-1].index + 1 if history else 1
-    fade = squeeze.faded if squeeze is not None else faded_before(turn_now)
     gone = _left_out(history, chain, squeeze.dropped if squeeze is not None else 0)
     fetched = False  # a turn so far called functions
     for i, turn in enumerate(history):
@@ -201,7 +197,7 @@ def _turns(history: Sequence[Turn], plan: TurnPlan, squeeze: Squeeze | None) -> 
         )
         yield "user", _history_user(user, turn.document_label, keys), full, False
         for round_ in turn.tool_rounds:
-            for content in contents_round(_compacted(round_, i, keep, turn.index < fade)):
+            for content in contents_round(_faded(round_)):
                 yield "call", content, (), False
         proposed = turn.proposal_source if (i, "model") in chain else None
         model = (
@@ -215,7 +211,7 @@ def _turns(history: Sequence[Turn], plan: TurnPlan, squeeze: Squeeze | None) -> 
         # edits, like a patch, leave the head as it was
         yield "model", _history_model(model, keys), (), proposed is not None and turn.proposal_edits is None
         fetched = fetched or bool(turn.tool_rounds)
-        if fetched and turn.index < fade and (i == len(history) - 1 or history[i + 1].index >= fade):
+        if fetched and i == len(history) - 1:
             yield "faded", None, (), False  # what the model fetched may go into the cache's head
 
 
@@ -246,16 +242,10 @@ def _left_out_note(history: Sequence[Turn], left_out: set[int]) -> dict[str, Any
     return _content("user", to_text(note))
 
 
-def _compacted(round_: ToolRound, i: int, keep: dict[str, tuple[int, str]], fades: bool) -> ToolRound:
-    """A round as sent, but a result whose pieces a later turn sent again becomes a marker, and so does
-    every result with pieces when its turn's results fade."""
-
-    def compacted(r: Any) -> Any:
-        if fades and r.pieces:  # a faded marker stays as it is when the piece is sent again: the prefix holds
-            return faded_result(r)
-        return r if all(keep.get(p.key) == (i, p.sha256) for p in r.pieces) else superseded_result(r)
-
-    return replace(round_, results=tuple(compacted(r) for r in round_.results))
+def _faded(round_: ToolRound) -> ToolRound:
+    """A round of an earlier turn as the transcript keeps it: the model's content as received, each result
+    with pieces as a marker (an error or ``unchanged`` result is short already)."""
+    return replace(round_, results=tuple(faded_result(r) if r.pieces else r for r in round_.results))
 
 
 def build_contents(history: Sequence[Turn], plan: TurnPlan) -> Contents:

@@ -20,7 +20,7 @@ from .edits import Edits, edits_chars
 from .hashing import sha256_text
 from .payloads import user_payload
 from .text import clip
-from .tools import ToolRound, faded_before, faded_keys, tool_pieces
+from .tools import ToolRound, faded_keys, tool_pieces
 
 Mode = Literal["ask", "edit"]
 StateMode = Literal["contents", "interactions"]
@@ -393,8 +393,8 @@ class Conversation:
         if doc is not None:
             self.document_key = doc.key
         self.history.append(turn)
-        if plan.state_mode == "contents":  # a faded result is a marker in the next request: no longer held
-            for key in faded_keys(self.history, faded_before(turn.index + 1)):
+        if plan.state_mode == "contents":  # a result is a marker in the next request: no longer held
+            for key in faded_keys(self.history):
                 self.sync.context_hashes.pop(key, None)
         return turn
 

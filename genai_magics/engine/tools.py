@@ -30,11 +30,6 @@ TOOL_NAMES = ("list_variables", "inspect_variable", "read_cell", "cell_outputs",
 MAX_TOOL_CALLS = 8  # per turn, by default (GeminiMagics.max_tool_calls)
 RESULT_CHARS = 20_000  # a result's text, after masking
 UNCHANGED_CHARS = 300  # an "unchanged" result is shorter than this
-# contents mode: a result stays whole through the FADE_AFTER turns after its own, then goes as a marker
-# naming the call that fetches it again; results fade FADE_EVERY turns at a time, so the transcript's
-# prefix (what implicit and explicit caches hold) moves once every FADE_EVERY turns, not every turn
-FADE_AFTER = 0
-FADE_EVERY = 1
 
 _REF = {
     "type": "string",
@@ -216,34 +211,23 @@ def error_result(call: ToolCall, message: str) -> ToolResult:
     return ToolResult(call, {"error": text}, "error", (), (("error", sha256_text(text)),))
 
 
-def superseded_result(result: ToolResult) -> ToolResult:
-    """A result in an older turn whose pieces were sent again later: the transcript keeps the newest only."""
-    marker = {"superseded": True, "sha256": result.response.get("sha256", ""), "note": "sent again later"}
-    return ToolResult(result.call, marker, result.status, (), result.identity)
-
-
-def faded_before(turn: int) -> int:
-    """contents mode: the results of the turns before this index go as markers in turn ``turn``'s requests
-    (this turn's and the last FADE_AFTER turns' stay whole; the boundary moves FADE_EVERY turns at a time)."""
-    return max(0, (turn - FADE_AFTER) // FADE_EVERY * FADE_EVERY)
-
-
 def faded_result(result: ToolResult) -> ToolResult:
-    """A result of an older turn the model can fetch again: its hash and the call that fetches it."""
+    """contents mode: a result of an earlier turn, which the model can fetch again, as the transcript keeps it:
+    its hash and the call that fetches it (the requests of its own turn had it whole: the answer rests on it)."""
     marker = {"sha256": result.response.get("sha256", ""), "fetch again": result.call.label}
     return ToolResult(result.call, marker, result.status, (), result.identity)
 
 
-def faded_keys(history: Sequence[Any], before: int) -> set[str]:
-    """The pieces the transcript no longer holds whole once the results of turns before ``before`` fade:
-    those whose latest whole copy is such a result (a piece sent again later, or by a flag, stays held)."""
-    latest: dict[str, tuple[int, bool]] = {}  # key -> (turn index, sent by a function result)
+def faded_keys(history: Sequence[Any]) -> set[str]:
+    """The pieces the contents-mode transcript no longer holds whole once its turns' results faded: those
+    whose latest whole copy came in a function result (a piece a flag sent later stays held)."""
+    fetched: dict[str, bool] = {}  # key -> its latest whole copy came in a function result
     for turn in history:
         for piece in turn.pieces:
-            latest[piece.key] = (turn.index, False)
+            fetched[piece.key] = False
         for piece in tool_pieces(turn.tool_rounds):
-            latest[piece.key] = (turn.index, True)
-    return {key for key, (index, fetched) in latest.items() if fetched and index < before}
+            fetched[piece.key] = True
+    return {key for key, by_result in fetched.items() if by_result}
 
 
 def whole_response(found: Sequence[ContextPiece]) -> dict[str, Any]:

@@ -4,7 +4,9 @@ The stable head of a conversation (system instruction, then the contents up to
 the one holding the document or context in full) goes into an explicit cache
 when it is over the model's cache minimum and caching pays off by the price
 table; the next turns reference it, and the API then bills those tokens at the
-cached rate. A request naming a cache may not carry ``system_instruction``,
+cached rate. Once the model has fetched something, the head may take every earlier
+turn; a cache still at the start of the contents is kept until folding the turns
+after it into a new one pays off (``folding_pays``). A request naming a cache may not carry ``system_instruction``,
 ``tools`` or ``tool_config`` (a 400), so the system instruction lives in the
 cache. A cache is refreshed (its TTL patched) when used and close to expiry,
 replaced when the head changes, and deleted on reset, ``--new`` and unload; at
@@ -37,7 +39,7 @@ from ..engine.conversation import Conversation, Turn, TurnPlan
 from ..engine.outputs import part_tokens
 from ..engine.payloads import SYSTEM_INSTRUCTION
 from ..engine.text import estimate_tokens
-from ..engine.tools import FADE_EVERY, declarations
+from ..engine.tools import declarations
 from .errors import status_code
 from .models import traits
 from .pricing import Price
@@ -75,7 +77,7 @@ def pays_off(price: Price, ttl_s: float, expected_reads: float) -> bool:
 def folding_pays(price: Price, ttl_s: float, head_tokens: int, tail_tokens: int, reads: float) -> bool:
     """Whether to fold the tail (the turns after the cache's head that no longer change) into a new cache now,
     rather than keep the cache and read the tail at the input price on the ``reads`` requests until the next
-    chance to fold (``FADE_EVERY`` turns later).
+    chance to fold (the next turn).
 
     Folding now re-reads the cached head at the input price once (creating the new cache) instead of the
     cached price, and stores the tail too for the TTL; it saves the input-minus-cached price on the tail on
@@ -246,8 +248,7 @@ class ContextCaches:
         if _head_sha(transport.model, prefix, transport.tools) != entry.head_sha:
             return length  # the contents changed inside the cache's head: it can serve no more
         tail = sum(part_tokens(p, transport.model) for c in contents[entry.length : length] for p in c["parts"])
-        requests = history[-1].usage.requests if history else 1
-        reads = FADE_EVERY * max(1, requests)
+        reads = max(1, history[-1].usage.requests) if history else 1  # this turn's, as the last one's
         return length if folding_pays(price, ttl_s, entry.tokens, tail, reads) else entry.length
 
     def _measure(self, model: str, head: tuple[dict[str, Any], ...], tools: tuple[str, ...] = ()) -> tuple[int, str]:

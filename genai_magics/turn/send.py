@@ -116,8 +116,8 @@ class TurnSend:
     # -- fit: the model's input limit, before the turn --------------------------------------
     def fit(self, plan: TurnPlan) -> TurnPlan:
         """Rule: a turn is never stuck at the model's input limit (``InputLimits``: what the API said, else
-        the table). When the first request would read more than ``FILL`` of it, contents mode sends the
-        transcript compacted (``compact``); interactions mode, whose chain the server holds (its size is
+        the table). When the first request would read more than ``FILL`` of it, contents mode leaves the
+        oldest turns out (``compact``); interactions mode, whose chain the server holds (its size is
         the last turn's input), starts a new chain with the document, the context and a digest of the
         earlier turns. One line says so; the record keeps every turn as it was."""
         room = int(self.limits.of(self.transport.model) * FILL)
@@ -138,29 +138,28 @@ class TurnSend:
 
     def compact(self, plan: TurnPlan, room: int, body: Any, scale: float = 1.0, force: bool = False) -> None:
         """contents mode: the transcript rendered to fit ``room`` tokens (``body()``: the request as it
-        would go, estimated, times ``scale``): every earlier function result as a marker, then the fewest
-        oldest turns left out that it takes (a turn of the document's versions never). Untouched when it
-        fits already and ``force`` is off; one line says what was compacted."""
+        would go, estimated, times ``scale``), its earlier results being markers already: the fewest
+        oldest turns left out that it takes (a turn of the document's versions never; all that can go,
+        if none fits). Untouched when it fits already and ``force`` is off, or when no turn can go; one
+        line says which turns were left out."""
         transport, history = self.transport, self.conv.history
         transport.squeeze = None
         if not history or (not force and _tokens(body()) * scale <= room):
             return
-        turn = history[-1].index + 1
 
         def fits(dropped: int) -> bool:
-            transport.squeeze = Squeeze(turn, dropped)
+            transport.squeeze = Squeeze(dropped)
             return _tokens(body()) * scale <= room
 
-        low, high = 0, len(history)
-        if not fits(0):
-            while low < high:  # the fewest turns left out that fit (all that can go, if none does)
-                middle = (low + high) // 2
-                low, high = (low, middle) if fits(middle) else (middle + 1, high)
-        transport.squeeze = Squeeze(turn, low)
+        low, high = 1, len(history)
+        while low < high:
+            middle = (low + high) // 2
+            low, high = (low, middle) if fits(middle) else (middle + 1, high)
         gone = left_out(history, plan, low)
-        results = messages.COMPACTED_RESULTS.render()
-        what = messages.COMPACTED_TURNS.render(first=gone[0], last=gone[-1]) if gone else results
-        self.display.note(messages.COMPACTED.render(limit=self.limits.of(transport.model), what=what))
+        transport.squeeze = Squeeze(low) if gone else None
+        if gone:
+            limit = self.limits.of(transport.model)
+            self.display.note(messages.COMPACTED.render(limit=limit, first=gone[0], last=gone[-1]))
 
     # -- chain: a server chain lost --------------------------------------------------------
     def chain(self, plan: TurnPlan, retry: EditRetry | None = None) -> tuple[TurnPlan, TurnResult]:
@@ -254,7 +253,7 @@ class TurnSend:
         sent = self.transport.squeeze
         scale = max(1.0, count / max(1, _tokens(body())))  # the server's count against the estimate
         self.compact(plan, int(allowed * FILL), body, scale, force=True)
-        if self.transport.squeeze == sent:  # nothing more to leave out: the same request would fail again
+        if self.transport.squeeze in (None, sent):  # nothing more to leave out: it would fail again
             raise UserError(messages.INPUT_LIMIT, limit=allowed)
         return self.request(plan, retry, rounds, last, at_limit)
 
