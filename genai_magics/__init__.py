@@ -18,10 +18,14 @@ def load_ipython_extension(ipython) -> None:
     magics = GeminiMagics(shell=ipython, shell_state=state)
     ipython.register_magics(magics)
     if getattr(ipython, "kernel", None) is not None:
+        from .frontends import kernel_compat
         from .frontends.bridge import Bridge
 
         # Opens the comm to the genai-magics-bridge frontend extension, if the notebook has it.
         state.bridge = Bridge.attach(ipython, existing=state.bridge)
+        state.bridge.on_path = magics.path_reported
+        # this cell's request already named the notebook's file (the cell that loads runs before the hooks)
+        magics.path_reported(state.bridge.announced_path(kernel_compat.request_metadata(ipython)))
     ipython.events.register("pre_run_cell", magics.pre_run_cell)
     ipython.events.register("post_run_cell", magics.post_run_cell)
     magics.session.outputs.install(ipython)  # what each cell shows, from now on

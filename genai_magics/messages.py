@@ -144,22 +144,34 @@ def tooltip(name: str, template: str) -> Message:
     return _defined(name, template, Shown.TOOLTIP, False)
 
 
-# The footer's legend, a line each (ui/display.py, on hover; the README's legend says the same).
+# The footer's legend, a line each (ui/display.py, on hover; the README's legend says the same): every
+# word the footer shows (tests/kernel/test_footer_words.py holds it to that).
 FOOTER_LEGEND_MODE = tooltip(
     "FOOTER_LEGEND_MODE",
-    "contents / interactions: the state mode (contents: the kernel sends the conversation's transcript "
-    "every turn; interactions: the server keeps it)",
+    "turn N: the conversation's turn; ask / edit: the magic; contents / interactions: where the conversation "
+    "lives (contents: this kernel keeps it and sends it with every turn; interactions: Gemini's server keeps it)",
 )
 FOOTER_LEGEND_TOKENS = tooltip(
     "FOOTER_LEGEND_TOKENS",
-    "in: input tokens (cached: served from a cache, at the cached price); out: output tokens; "
-    "~$: the estimate at the model's table prices; request: the request's bytes",
+    "in … tok: the input tokens the model read (cached: how many of them a cache served, at the cached price; "
+    "written to the cache: tokens put into a new context cache); out: output tokens (thinking: of them, "
+    "the model's thinking); ~$: the estimate at the model's table prices; saved vs resending / more than "
+    "resending: against sending the same input with no cache",
+)
+FOOTER_LEGEND_REQUEST = tooltip(
+    "FOOTER_LEGEND_REQUEST",
+    "request … B: the bytes this turn uploaded (N requests: a turn whose function calls took several); "
+    "what a context cache or the server already holds is not uploaded again, so a cell of 71 kB the "
+    "cache holds adds nothing here while 'in' still counts its tokens; function call(s): what the model "
+    "read from the notebook itself, a line each in the cell",
 )
 FOOTER_LEGEND_SENT = tooltip(
     "FOOTER_LEGEND_SENT",
-    "not re-sent / synchronized: the model holds it already, so this turn did not add it again "
-    "(in contents mode the transcript that holds it is still in the request: 'in' stays large, "
-    "the cache makes it cheap)",
+    "sent (N chars): went with this turn (the code cell, changed by hand: a patch of your edit, the other "
+    "cells, a cell's output or image by the image rule, a variable, the last error); not re-sent "
+    "(unchanged; the code cell: the model holds it): the model holds it from an earlier turn and it did not "
+    "change, so this turn did not add it again (in contents mode the transcript that holds it still goes "
+    "with the request: 'in' stays large, the cache makes it cheap)",
 )
 FOOTER_LEGEND_SAVED = tooltip("FOOTER_LEGEND_SAVED", "~N tokens saved: what adding those pieces again would have cost")
 
@@ -176,7 +188,7 @@ BILL_MORE = part("BILL_MORE", "{usd} more than resending (a new cache)")
 FOOTER_REQUEST = part("FOOTER_REQUEST", "request {size:,} B")
 FOOTER_REQUESTS = part("FOOTER_REQUESTS", "{count} requests, {size:,} B")
 FOOTER_CALLS = part("FOOTER_CALLS", "{count} function call(s)")
-DOCUMENT_SYNCHRONIZED = part("DOCUMENT_SYNCHRONIZED", "{label} not re-sent: synchronized")
+DOCUMENT_SYNCHRONIZED = part("DOCUMENT_SYNCHRONIZED", "{label} not re-sent: the model holds it")
 DOCUMENT_PATCHED = part("DOCUMENT_PATCHED", "{label} changed by hand: sent as a patch ({chars:,} chars)")
 DOCUMENT_SENT = part("DOCUMENT_SENT", "{label} sent ({chars:,} chars)")
 DOCUMENT_CACHED = part("DOCUMENT_CACHED", "{label} sent into the context cache ({chars:,} chars)")
@@ -184,6 +196,10 @@ PIECE_UNCHANGED = part("PIECE_UNCHANGED", "{name} not re-sent: unchanged")
 PIECE_SENT = part("PIECE_SENT", "{name} sent")
 IMAGE_SENT = part("IMAGE_SENT", "{name} sent (~{tokens:,} tok by the image rule)")
 TOKENS_SAVED = part("TOKENS_SAVED", "~{tokens:,} tokens saved")
+# the footer's names of what went with a turn, in plain words (not the payload's field names)
+PIECE_OTHER_CELLS = part("PIECE_OTHER_CELLS", "other cells")
+PIECE_LAST_ERROR = part("PIECE_LAST_ERROR", "last error")
+PIECE_VARIABLE = part("PIECE_VARIABLE", "variable {name}")
 # A turn replayed from the record (ui/report.py): its footer, and its proposal's status line.
 REPLAYED_FOOTER = footer("REPLAYED_FOOTER", "replayed turn {turn} ({when}) · 0 tokens · --rerun asks again")
 REPLAYED_PROPOSAL = status("REPLAYED_PROPOSAL", "Replayed from the record: {outcome} in an earlier session{now}.")
@@ -335,6 +351,18 @@ RECORD_LEFT_UNTOUCHED = error(
 RECORD_SET_ASIDE = error(
     "RECORD_SET_ASIDE", "the conversation record {path} is {why}; set aside as {aside}, starting fresh", documented=True
 )
+RECORD_FOLLOWED = error(
+    "RECORD_FOLLOWED", "the notebook is now {path}: its conversation record followed it{aside}", documented=True
+)
+RECORD_FOLLOWED_ASIDE = part(
+    "RECORD_FOLLOWED_ASIDE", " (the record of an earlier notebook of that name is set aside as {aside})"
+)
+RECORD_COPY = error(
+    "RECORD_COPY",
+    "{path} is a copy of {original} (saved as, or duplicated): {original} keeps its conversation record, "
+    "and this notebook's own record starts with this kernel's conversations",
+    documented=True,
+)
 RECORD_WRONG_SHAPE = part("RECORD_WRONG_SHAPE", "of the wrong shape ({where})", documented=True)
 RECORD_NOT_WRITTEN = error("RECORD_NOT_WRITTEN", "cannot write the conversation record {path}: {error}")
 REPLAY_ONLY = error(
@@ -462,9 +490,11 @@ STAGED_APPLY = status(
 STAGED = status("STAGED", "Apply staged: run this cell again (Shift+Enter) to write the proposal into it.")
 LIVE_DONE = status(
     "LIVE_DONE",
-    "{verb}: {what} is now in {label} (Ctrl+Z in the cell reverts it too). "
-    "Run it: the kernel still has the code it ran last.",
+    "{verb}: {what} is now in {label} (Ctrl+Z in the cell reverts it too).{run}",
 )
+# whether the kernel ran what was just written: said only when it is so
+RUN_IT = part("RUN_IT", " Run it: the kernel still has the code it ran last.")
+RAN_ALREADY = part("RAN_ALREADY", " The kernel ran this code last: nothing to run again.")
 # a line command whose write the frontend answers after the command's cell: shown until the outcome replaces it
 WRITING = output("WRITING", "{action}: writing into {label}…")
 RUNNING_CELL_APPLIED = status(
@@ -568,18 +598,25 @@ NO_CHOICE_STAGED = status(
     "No choice within {timeout_s:g} s; the cell is released. Apply is now staged: click it, then run this cell again.",
 )
 # %gemini cost (ui/report.py) and %gemini prices (gemini/pricing.py).
-COST_THIS_SESSION = output("COST_THIS_SESSION", "this session: {cost} over {turns} turn(s){unpriced}")
+COST_THIS_SESSION = output("COST_THIS_SESSION", "this session: {cost} over {turns} turn(s){unpriced}{failed}")
 COST_BEFORE = output(
-    "COST_BEFORE", "before the last restart (the notebook's record): {cost} over {turns} turn(s){unpriced}"
+    "COST_BEFORE",
+    "before the last restart (the notebook's record): {cost} over {turns} turn(s){unpriced}{failed}",
 )
 COST_UNPRICED = part("COST_UNPRICED", ", {count} of them tokens only")
+COST_FAILED = part("COST_FAILED", "; {count} of them failed after Gemini billed their requests{estimated}")
+COST_ESTIMATED = part("COST_ESTIMATED", " ({count} estimated: an answer broke off before Gemini reported its usage)")
 COST_ROW = output("COST_ROW", "  conversation {name!r} · {model}: {turns} turn(s), {tokens:,} tokens, {cost}")
 COST_TOKENS_ONLY = part("COST_TOKENS_ONLY", "tokens only (no price known)")
 NO_PRICES = output("NO_PRICES", "no prices known")
 PRICES_LEGEND = output(
-    "PRICES_LEGEND", "* in force today ({today}); US$ per 1M tokens (storage: per 1M tokens an hour), standard tier"
+    "PRICES_LEGEND",
+    "* in force today ({today}, Google's billing day: US Pacific time)\n"
+    "  US$ per 1M tokens (storage: per 1M tokens an hour), standard tier",
 )
+PRICES_LONG_PROMPT = output("PRICES_LONG_PROMPT", "  prompt over {tokens}")
 PRICES_SOURCES = output("PRICES_SOURCES", "sources:")
+PRICES_DAY_SOURCE = output("PRICES_DAY_SOURCE", "the price day: {source}")
 # The live notebooks' lines in %gemini status (frontends/bridge.py, frontends/companion.py).
 BRIDGE_OFF = output("BRIDGE_OFF", "live bridge: off (not in a kernel, or closed)")
 BRIDGE_UNANSWERED = output(
@@ -606,7 +643,8 @@ RECORD_NONE = output(
     "record: none (the notebook's path is unknown: %config GeminiMagics.record_location = "
     "'/path/record.json' keeps one anyway)",
 )
-RECORD_AT = output("RECORD_AT", "record: {path} · replay {mode}{more}")
+RECORD_AT = output("RECORD_AT", "record of {notebook}: {path} · replay {mode}{more}")
+RECORD_NO_NOTEBOOK = part("RECORD_NO_NOTEBOOK", "no notebook (a file named by GeminiMagics.record_location)")
 RECORD_READ_ONLY = part(
     "RECORD_READ_ONLY", " · left untouched (not a record this kernel may write): conversations in memory only"
 )
@@ -629,6 +667,9 @@ OUTPUT_NOT_SENT = part("OUTPUT_NOT_SENT", "[a {kind} output, not sent]")
 PROPOSAL_BELOW = output("PROPOSAL_BELOW", "_(proposal below)_")
 EMPTY_ANSWER = output("EMPTY_ANSWER", "_(empty answer)_")
 NOT_RECORDED = note("NOT_RECORDED", "the answer is kept in this kernel but not in the record ({error})")
+BILL_NOT_RECORDED = note(
+    "BILL_NOT_RECORDED", "what this turn was billed is counted in this kernel but not in the record ({error})"
+)
 RECORD_UNUSABLE = error("RECORD_UNUSABLE", "conversation record: {error}")
 USAGE = error("USAGE", "{error} (see %{magic}?)", documented=True)  # magic: "%gemini_ask", "gemini"
 PROMPT_OVER_CAP = error(
@@ -754,6 +795,12 @@ TOOL_UNCHANGED = note("TOOL_UNCHANGED", "→ {call}: unchanged, {chars:,} chars 
 TOOL_FAILED = note("TOOL_FAILED", "→ {call}: error result: {error}", documented=True)
 TOOL_LIMIT = note("TOOL_LIMIT", "{count} tool calls: the limit (max_tool_calls)", documented=True)
 TOOL_NO_VARIABLE = part("TOOL_NO_VARIABLE", "inspect_variable: no variable named {name!r} in the notebook")
+TOOL_PAST_BOUND = part(
+    "TOOL_PAST_BOUND",
+    "{name}: stopped at its bound of {seconds:g} s (the notebook's cells or variables take longer); "
+    "ask for less (a simpler pattern, one variable by name)",
+    documented=True,
+)
 TOOL_NO_EXCEPTION = part("TOOL_NO_EXCEPTION", "last_error: no exception has been raised in this session yet")
 UNKNOWN_TOOLS = note(
     "UNKNOWN_TOOLS",

@@ -36,6 +36,14 @@ class ContextPiece:
         return self.field if self.name is None else f"{self.field}:{self.name}"
 
 
+@dataclass(frozen=True)
+class LabelledPiece(ContextPiece):
+    """A piece about cells, with the label that names them for the model (``In[4]``): shown beside the
+    text, never part of it, so the hash (a replay's identity, the sent-once rule) holds no execution count."""
+
+    label: str = ""
+
+
 @functools.lru_cache(maxsize=4096)
 def _block(cell: Cell) -> str:
     """One cell's text for the context; cached, since most cells do not change between turns."""

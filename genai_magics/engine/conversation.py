@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from .. import messages
 from .cells import Document, DocumentKey
@@ -34,6 +34,7 @@ DIGEST_PROMPT_CHARS = 1_000  # of each prompt (a new chain started at the input 
 # read once more in full), and a model applies a few small hunks more reliably than many.
 PATCH_SHARE = 0.1
 Holder = tuple[int, Literal["user", "model"]]
+_N = TypeVar("_N", int, float)
 
 
 @dataclass(frozen=True)
@@ -51,9 +52,10 @@ class Usage:
 
 
 def added(a: Usage, b: Usage) -> Usage:
-    """Two requests' usage as one turn's (the bill pays for both; priced afterwards)."""
+    """Two requests' usage as one turn's: the tokens summed, and the dollars, each request priced by
+    itself first (a long-prompt rate is a request's, by its own size: never priced on a sum)."""
 
-    def plus(x: int | None, y: int | None) -> int | None:
+    def plus(x: _N | None, y: _N | None) -> _N | None:
         return None if x is None and y is None else (x or 0) + (y or 0)
 
     return Usage(
@@ -64,16 +66,23 @@ def added(a: Usage, b: Usage) -> Usage:
         thinking_tokens=plus(a.thinking_tokens, b.thinking_tokens),
         cache_write_tokens=a.cache_write_tokens + b.cache_write_tokens,
         requests=a.requests + b.requests,
+        cost_usd=plus(a.cost_usd, b.cost_usd),
+        priced_on=a.priced_on or b.priced_on,
+        resend_cost_usd=plus(a.resend_cost_usd, b.resend_cost_usd),
     )
 
 
 @dataclass(frozen=True)
 class Spent:
-    """One turn's bill: its conversation, its model, the usage its footer showed."""
+    """One turn's bill: its conversation, its model, the usage its footer showed; or, ``failed``, what a
+    turn that failed after Gemini answered some of its requests was billed for them (``estimated``: a
+    request whose answer began and then failed, its usage never reported, counted by the kernel's estimate)."""
 
     conversation: str
     model: str
     usage: Usage
+    failed: bool = False
+    estimated: bool = False
 
 
 @dataclass

@@ -25,7 +25,7 @@ from html.parser import HTMLParser
 from typing import Any, Literal
 
 from .. import messages
-from .context import ContextPiece
+from .context import ContextPiece, LabelledPiece
 from .redaction import redact
 from .text import clip, estimate_tokens
 from .text import sendable as sendable_text
@@ -48,10 +48,8 @@ class Output:
 
 
 @dataclass(frozen=True)
-class OutputPiece(ContextPiece):
+class OutputPiece(LabelledPiece):
     """The text a cell showed; ``label`` names the cell for the model (``In[4]``)."""
-
-    label: str = ""
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from .cells import key_from_store, stored_key
 from .context import ContextPiece
-from .conversation import Conversation, Turn, Usage
+from .conversation import Conversation, Spent, Turn, Usage
 from .edits import parse_edits
 from .outputs import recorded_output, restored_output
 from .payloads import compact_json
@@ -177,6 +177,9 @@ class NotebookRecord:
     images: bool = (
         False  # keep the bytes of the images cells showed (GeminiMagics.record_images), not only their hashes
     )
+    # The ledger: every turn that Gemini billed, committed or failed, in order, of every conversation the
+    # record ever held (one started over, reset, branched or forgotten included): what %gemini cost reads.
+    billed: list[Spent] = field(default_factory=list)
 
 
 def conversation_texts(record: NotebookRecord, made: TextMaker = MADE) -> dict[str, ConversationText]:
@@ -199,16 +202,46 @@ def dumps(record: NotebookRecord, texts: dict[str, ConversationText] | None = No
     texts = conversation_texts(record) if texts is None else texts
     convs = ",".join(f"{compact_json(name)}:{t.text()}" for name, t in texts.items())
     # The API key never lands on disk, even where a cell or a variable held it.
-    return redact(f'{compact_json(head)[:-1]},"conversations":{{{convs}}}}}')
+    return redact(f'{compact_json(head)[:-1]},"conversations":{{{convs}}},"billed":{_ledger(record.billed)}}}')
+
+
+def _ledger(billed: list[Spent]) -> str:
+    """Ledger entries as a JSON list: a turn's conversation, model and usage, ``failed`` and ``estimated``
+    only when true."""
+    entries = (
+        {"conversation": s.conversation, "model": s.model, "usage": dict(vars(s.usage))}
+        | ({"failed": True} if s.failed else {})
+        | ({"estimated": True} if s.estimated else {})
+        for s in billed
+    )
+    return f"[{','.join(compact_json(e) for e in entries)}]"
+
+
+def _spent(d: dict[str, Any]) -> Spent:
+    return Spent(d["conversation"], d["model"], Usage(**d["usage"]), d.get("failed", False), d.get("estimated", False))
+
+
+def recorded_spending(convs: dict[str, RecordedConversation]) -> list[Spent]:
+    """A record written before the ledger: what its turns were billed (all it knows)."""
+    return [
+        Spent(name, rec.meta[turn.index].key.model if turn.index in rec.meta else "?", turn.usage)
+        for name, rec in convs.items()
+        for turn in rec.conversation.history
+    ]
 
 
 def journal_line(
-    record: NotebookRecord, base: int, texts: dict[str, ConversationText], before: dict[str, ConversationText]
+    record: NotebookRecord,
+    base: int,
+    texts: dict[str, ConversationText],
+    before: dict[str, ConversationText],
+    billed_before: int = 0,
 ) -> str | None:
-    """What changed since the file held ``before``, as one line for the record's journal: each conversation
-    that changed, its fields and its turns from the first that changed on (with the versions of the code those
-    name that ``before`` did not), to splice onto the record of generation ``base`` (``persistence/schema.py``
-    reads it). None where a conversation the file holds is gone: only a whole record says that."""
+    """What changed since the file held ``before`` (and the first ``billed_before`` entries of the ledger), as
+    one line for the record's journal: each conversation that changed, its fields and its turns from the first
+    that changed on (with the versions of the code those name that ``before`` did not), and the ledger's new
+    entries, to splice onto the record of generation ``base`` (``persistence/schema.py`` reads it). None where
+    a conversation the file holds is gone: only a whole record says that."""
     if not before.keys() <= texts.keys():
         return None
     changed: list[str] = []
@@ -229,13 +262,15 @@ def journal_line(
             )
         changed.append(f"{compact_json(name)}:{now.from_turn(start, sources)}")
     head = compact_json({"base": base, "notebook": record.notebook})[:-1]
-    return redact(f'{head},"conversations":{{{",".join(changed)}}}}}') + "\n"
+    billed = f',"billed":{_ledger(record.billed[billed_before:])}' if len(record.billed) > billed_before else ""
+    return redact(f'{head},"conversations":{{{",".join(changed)}}}{billed}}}') + "\n"
 
 
 def from_data(data: dict[str, Any]) -> NotebookRecord:
     """The record from its parsed JSON, which ``persistence/schema.py`` has validated."""
     convs = {name: _conversation(c) for name, c in data["conversations"].items()}
-    return NotebookRecord(data["notebook"], data["created"], data["generation"], convs)
+    billed = [_spent(d) for d in data["billed"]] if "billed" in data else recorded_spending(convs)
+    return NotebookRecord(data["notebook"], data["created"], data["generation"], convs, billed=billed)
 
 
 def generation_of(text: str) -> int | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
+from typing import Any
 
 KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY")  # where the SDK reads a key (its _api_client)
 MASK = "***"
@@ -32,6 +33,17 @@ def redact(text: str) -> str:
     for key in redaction_keys():
         text = text.replace(key, MASK)
     return text
+
+
+def redact_json(value: Any) -> Any:
+    """A JSON value (a function call's arguments, say) with every string in it redacted; the rest as it is."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [redact_json(v) for v in value]
+    if isinstance(value, dict):
+        return {redact_json(k) if isinstance(k, str) else k: redact_json(v) for k, v in value.items()}
+    return value
 
 
 def _masked(text: str, keys: list[str]) -> tuple[str, list[tuple[int, str]]]:

@@ -20,16 +20,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .context import ContextPiece
+from .context import ContextPiece, LabelledPiece
 from .hashing import sha256_text, short
-from .outputs import ImagePiece, OutputPiece, images_of, inline_parts, interaction_inputs, payload_entry
-from .redaction import redact
+from .outputs import ImagePiece, images_of, inline_parts, interaction_inputs, payload_entry
+from .redaction import redact, redact_json
 from .text import clip
 
 TOOL_NAMES = ("list_variables", "inspect_variable", "read_cell", "cell_outputs", "last_error", "search_cells")
 MAX_TOOL_CALLS = 8  # per turn, by default (GeminiMagics.max_tool_calls)
 RESULT_CHARS = 20_000  # a result's text, after masking
 UNCHANGED_CHARS = 300  # an "unchanged" result is shorter than this
+CALL_SECONDS = 5.0  # a call's bound in time (sources/bounds.py): past it, an error result
 
 _REF = {
     "type": "string",
@@ -94,11 +95,15 @@ def unknown_tools(names: Iterable[str]) -> list[str]:
 
 @dataclass(frozen=True)
 class ToolCall:
-    """One function call as the model sent it (``args`` may be anything: it is checked, not trusted)."""
+    """One function call as the model sent it (``args`` may be anything: it is checked, not trusted), every
+    API key in its arguments masked from the start: the call runs, is shown, recorded and sent back masked."""
 
     name: str
     args: Any
     id: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "args", redact_json(self.args))
 
     @property
     def argument(self) -> str:
@@ -160,6 +165,9 @@ class ToolRound:
 
     results: tuple[ToolResult, ...]
     model_content: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:  # the calls in it masked as ToolCall masks them
+        object.__setattr__(self, "model_content", redact_json(self.model_content))
 
 
 @dataclass
@@ -231,11 +239,12 @@ def faded_keys(history: Sequence[Any]) -> set[str]:
 
 
 def whole_response(found: Sequence[ContextPiece]) -> dict[str, Any]:
-    """The text pieces' text (masked, then capped: a cut never leaves part of a key) and the images named."""
+    """The text pieces' text (masked, then capped: a cut never leaves part of a key), the label of the cells
+    it is about (shown, not hashed) and the images named."""
     texts = [p for p in found if not isinstance(p, ImagePiece)]
     text = "\n\n".join(p.text for p in texts)
     response: dict[str, Any] = {"sha256": short(sha256_text("".join(p.sha256 for p in found)))}
-    labels = [p.label for p in texts if isinstance(p, OutputPiece) and p.label]
+    labels = [p.label for p in texts if isinstance(p, LabelledPiece) and p.label]
     if labels:
         response["label"] = labels[0]
     response["text"] = clip(redact(text), RESULT_CHARS)

@@ -38,6 +38,8 @@ from .cell_writer import Done
 from .live_notebook import LiveWriter, OnRemoved, cell_from_wire
 
 TARGET_NAME = "genai_magics.bridge"
+# The key the frontend extension adds to every execute request's metadata: {"path": the notebook's file}.
+METADATA_KEY = "genai_magics"
 OnOk = Callable[[dict], None]  # gets a successful reply's data
 PROTOCOL_VERSION = 1
 DEFAULT_TIMEOUT = 10.0
@@ -57,6 +59,10 @@ class Bridge:
         self.shell = shell
         self.timeout = float(timeout)
         self.connected = False  # a snapshot has arrived on the current comm
+        # The frontend said (in an execute request's metadata) that it runs the bridge: with the comm open,
+        # its first snapshot is on its way, behind the cells already queued (Restart & Run All).
+        self.announced = False
+        self.on_path: Callable[[str], None] | None = None  # the frontend named another file (a rename, a move)
         self.writer = LiveWriter(self)
         self._lock = threading.RLock()
         self._comm: Any = None
@@ -182,6 +188,23 @@ class Bridge:
         with self._lock:
             return self._path
 
+    def announced_path(self, metadata: dict) -> str | None:
+        """An execute request's metadata: the notebook's file, if the frontend runs the bridge (and then
+        its first snapshot will follow the comm this kernel opened)."""
+        ours = metadata.get(METADATA_KEY)
+        if not isinstance(ours, dict):
+            return None
+        self.announced = True
+        path = ours.get("path")
+        return path if isinstance(path, str) else None
+
+    @property
+    def coming(self) -> bool:
+        """Not connected yet, but the frontend's first snapshot is on its way: an edit asked for at a
+        click (after the queued cells ran) finds it connected."""
+        with self._lock:
+            return not self.connected and self.announced and self._comm is not None
+
     @property
     def snapshot_count(self) -> int:
         with self._lock:
@@ -241,12 +264,15 @@ class Bridge:
                     self._order = [i for i in self._order if i not in removed_ids]
                     self._order += [i for i in self._cells if i not in self._order]
                 self._seq = seq if isinstance(seq, int) else (self._seq or 0) + 1
-                if isinstance(data.get("path"), str):
+                moved = isinstance(data.get("path"), str) and data["path"] != self._path
+                if moved:
                     self._path = data["path"]
                 self._snapshot_count += 1
                 self.connected = True
         if need_resync:
             self._send({"type": "resync"})
+        if moved and self.on_path is not None and self._path is not None:
+            self.on_path(self._path)
 
     def _on_reply(self, data: dict) -> None:
         request_id = data.get("request_id")

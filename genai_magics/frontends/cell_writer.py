@@ -25,8 +25,9 @@ class CellWriter(Protocol):
     def describe_apply(self) -> str:
         """One sentence shown before the click: what Apply will do here."""
 
-    def describe_done(self, verb: str, what: str, label: str) -> str:
-        """The line shown after a write succeeded (verb: Applied/Undone; what: the code written)."""
+    def describe_done(self, verb: str, what: str, label: str, ran: bool) -> str:
+        """The line shown after a write succeeded (verb: Applied/Undone; what: the code written;
+        ran: the kernel ran that code last in the cell, so there is nothing to run again)."""
 
     def holder(self, cell_id: str) -> str:
         """The cell that holds the code after a write to ``cell_id``."""
@@ -45,9 +46,11 @@ class _Writer:
         return cell_id
 
 
-def live_done(verb: str, what: str, label: str) -> str:
-    """After a write into the live notebook."""
-    return messages.LIVE_DONE.render(verb=verb, what=what, label=label)
+def live_done(verb: str, what: str, label: str, ran: bool) -> str:
+    """After a write into the live notebook: run the cell, unless the kernel ran that code last (an Undo
+    back to it)."""
+    run = messages.RAN_ALREADY if ran else messages.RUN_IT
+    return messages.LIVE_DONE.render(verb=verb, what=what, label=label, run=run.render())
 
 
 class KernelStateWriter(_Writer):
@@ -59,7 +62,7 @@ class KernelStateWriter(_Writer):
     def describe_apply(self) -> str:
         return messages.KERNEL_STATE_APPLY.render()
 
-    def describe_done(self, verb: str, what: str, label: str) -> str:
+    def describe_done(self, verb: str, what: str, label: str, ran: bool) -> str:
         return messages.KERNEL_STATE_DONE.render(verb=verb, what=what, label=label)
 
     def write(self, cell_id: str, source: str, done: Done) -> str | None:
@@ -74,13 +77,13 @@ class PrefilledWriter(KernelStateWriter):
     def describe_apply(self) -> str:
         return messages.PREFILLED_APPLY.render()
 
-    def describe_done(self, verb: str, what: str, label: str) -> str:
+    def describe_done(self, verb: str, what: str, label: str, ran: bool) -> str:
         if verb == "Applied":
             return messages.PREFILLED_APPLIED.render()
         return messages.PREFILLED_UNDONE.render(verb=verb, what=what)
 
 
-def _running_cell_done(verb: str, what: str, label: str) -> str:
+def _running_cell_done(verb: str, what: str, label: str, ran: bool) -> str:
     if verb == "Applied":
         return messages.RUNNING_CELL_APPLIED.render()
     return messages.RUNNING_CELL_UNDONE.render(verb=verb, label=label)

@@ -167,7 +167,7 @@ def choose(
     magic_id = executed.running_id
     if terminal:
         return Frontend(Kind.TERMINAL, file_view, executed, magic_id, lambda _i: PrefilledWriter(executed.set_source))
-    if bridge is not None and bridge.connected:
+    if bridge is not None:
         view = bridge if bridge_fresh else file_view
 
         def notebook_writer(base: str, proposal: str) -> CellWriter:
@@ -222,10 +222,12 @@ class KernelSide:
 
 
 def live_of(side: KernelSide) -> LiveNotebook | None:
-    """The bridge, if a live frontend is connected; else VS Code's companion, if it is there.
+    """The bridge, if a live frontend is connected or its first snapshot is on its way (the cells of
+    Restart & Run All run before it arrives: their proposals write live when clicked); else VS Code's
+    companion, if it is there.
 
     Typed ``LiveNotebook``: mypy checks here that both implement it."""
-    if side.bridge is not None and side.bridge.connected:
+    if side.bridge is not None and (side.bridge.connected or side.bridge.coming):
         return side.bridge
     return side.companion if side.companion.connected else None
 
@@ -237,13 +239,16 @@ def is_stale(live: LiveNotebook | None, executed: ExecutedCells) -> bool:
 
 
 def for_run(side: KernelSide) -> Frontend:
-    """The frontend of this run (or click), decided once from what the kernel knows now."""
+    """The frontend of this run (or click), decided once from what the kernel knows now. A bridge whose
+    first snapshot is still on its way has no view yet: the executed cells and the file serve, without
+    a note that the view is behind."""
     live = live_of(side)
-    stale = is_stale(live, side.executed)
+    viewed = live if live is not None and (live is side.companion or live.connected) else None
+    stale = is_stale(viewed, side.executed)
     frontend = choose(
         terminal=side.terminal,
         bridge=live,
-        bridge_fresh=not stale,
+        bridge_fresh=viewed is not None and not stale,
         executed=side.executed,
         file_view=MergedView(side.executed, side.notebook_path),
         staged=side.staged,

@@ -121,3 +121,13 @@ def call_soon(shell: Any, func: Callable, *args: Any) -> None:
         except Exception:
             pass
     func(*args)
+
+
+def request_metadata(shell: Any) -> dict:
+    """The metadata of the execute request being handled now ({} outside a kernel): JupyterLab's and
+    Notebook 7's bridge adds the notebook's path there, known before any comm message of this kernel."""
+    try:
+        metadata = shell.kernel.get_parent().get("metadata")
+    except Exception:  # not in a kernel
+        return {}
+    return metadata if isinstance(metadata, dict) else {}

@@ -127,7 +127,7 @@ class NotebookCopyWriter:
     def describe_apply(self) -> str:
         return messages.NOTEBOOK_RECORD_ONLY_APPLY.render()
 
-    def describe_done(self, verb: str, what: str, label: str) -> str:
+    def describe_done(self, verb: str, what: str, label: str, ran: bool) -> str:
         return messages.KERNEL_STATE_DONE.render(verb=verb, what=what, label=label)
 
     def holder(self, cell_id: str) -> str:

@@ -49,12 +49,14 @@ class ExecutedCells:
     # every text a cell held in this session (by SHA-256): a saved file's copy of it is the same cell
     sources: dict[str, set[str]] = field(default_factory=dict)
     changes: int = 0  # bumped by every change below: a view merged from it stays valid until the next one
+    ran: dict[str, str] = field(default_factory=dict)  # cell id -> the code it ran last (set_source leaves it)
 
     def add(self, cell_id: str | None, source: str, execution_count: int | None) -> Cell:
         # Without a frontend cell id each run is its own cell, named as IPython names it.
         key = cell_id or (f"In[{execution_count}]" if execution_count is not None else f"run-{len(self.by_id) + 1}")
         cell = Cell(id=key, source=source, cell_type="code", execution_count=execution_count)
         self.by_id[key] = cell
+        self.ran[key] = source
         self.sources.setdefault(key, set()).add(cell.sha256)
         if key in self.order:
             self.order.remove(key)
@@ -111,6 +113,59 @@ def notebook_path_from(env: Mapping[str, str], user_ns: Mapping[str, object]) ->
                 path = Path(os.getcwd()) / path
             return path
     return None
+
+
+def path_of_cell_uri(cell_id: str | None) -> str | None:
+    """The notebook file a VS Code cell URI (``vscode-notebook-cell:/home/me/work.ipynb#W1s…``) names:
+    its path, the same before any snapshot (a renamed notebook's cells get new URIs); None for any other
+    id, or an untitled notebook's (no file yet)."""
+    if not cell_id or not cell_id.startswith("vscode-notebook-cell:"):
+        return None
+    from urllib.parse import unquote, urlsplit
+
+    path = unquote(urlsplit(cell_id).path)
+    if len(path) > 2 and path[0] == "/" and path[2] == ":":  # /c:/Users/… on Windows
+        path = path[1:]
+    return path if os.path.isabs(path) and path.endswith(".ipynb") else None
+
+
+def reported_path(reported: str, start: Path | None) -> Path | None:
+    """The notebook file a live frontend names now, made absolute. VS Code names it whole; JupyterLab
+    and Notebook 7 relative to the server's root, above the folder the kernel started in (the start
+    path's), so it is the nearest folder from there up that holds that file. None: no such file."""
+    if not reported.endswith(".ipynb"):
+        return None
+    path = Path(reported)
+    if path.is_absolute():
+        return path
+    base = start.parent if start is not None else Path(os.getcwd())
+    return next((folder / path for folder in (base, *base.parents) if (folder / path).is_file()), None)
+
+
+@dataclass
+class NotebookLocation:
+    """Where the notebook is now: the path the kernel started with (its environment, which a kernel
+    restart keeps, also after a rename) until a live frontend names the file it is now."""
+
+    reported: str | None = None  # what a frontend named last (relative in JupyterLab, absolute in VS Code)
+    _resolved: tuple[str, Path] | None = field(default=None, repr=False)
+
+    def report(self, path: object) -> bool:
+        """A frontend named the notebook's file; whether that is news."""
+        if not isinstance(path, str) or not path or path == self.reported:
+            return False
+        self.reported = path
+        return True
+
+    def path(self, start: Path | None) -> Path | None:
+        if self.reported is None:
+            return start
+        if self._resolved is None or self._resolved[0] != self.reported:
+            found = reported_path(self.reported, start)
+            if found is None:
+                return start
+            self._resolved = (self.reported, found)
+        return self._resolved[1]
 
 
 def read_notebook_cells(path: Path) -> tuple[Cell, ...]:

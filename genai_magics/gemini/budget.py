@@ -2,7 +2,8 @@
 ``max_session_cost``). Pure: the session calls ``admit`` before every request of a turn.
 
 The estimate is the request's input as the kernel counts it (about four bytes a token, images by the
-image rule), all at the input price of the day (a cache would make it cheaper, never dearer), plus, in
+image rule), all at the input price of the day for a prompt of its size (a tiered model charges more
+over 200k tokens; a cache would make it cheaper, never dearer), plus, in
 interactions mode, what the server chain makes the model read again (the previous turn's input and
 answer); the output is the largest of the conversation's recent answers (thinking included), or a fixed
 allowance when the conversation has none yet.
@@ -50,18 +51,47 @@ def check_cap(name: str, value: Any) -> float | None:
 
 
 def request_tokens(body: Mapping[str, Any], model: str) -> int:
-    """The input tokens of a request body (either state mode's) as the kernel counts them."""
+    """The input tokens of a request body (either state mode's) as the kernel counts them: every part it
+    carries, function calls and results (with the images inside them) included."""
     tokens = _instruction_tokens(body)
     for content in body.get("contents") or ():
-        tokens += sum(part_tokens(p, model) for p in content.get("parts") or ())
+        tokens += sum(_part_tokens(p, model) for p in content.get("parts") or ())
     given = body.get("input")
     if isinstance(given, str):
         tokens += estimate_tokens(given)
     elif isinstance(given, list):
-        for item in given:
-            image = {"inlineData": {"data": item.get("data")}} if item.get("type") == "image" else item
-            tokens += part_tokens(image, model)
+        tokens += sum(_input_tokens(item, model) for item in given)
     return tokens
+
+
+def _part_tokens(part: Mapping[str, Any], model: str) -> int:
+    """contents mode: a text or image part, a ``functionCall`` (its name and arguments as JSON), or a
+    ``functionResponse`` (its response as JSON, and its inline images by the image rule)."""
+    call = part.get("functionCall")
+    if isinstance(call, Mapping):
+        return estimate_tokens(json.dumps(call, ensure_ascii=False))
+    response = part.get("functionResponse")
+    if isinstance(response, Mapping):
+        text = json.dumps({k: v for k, v in response.items() if k != "parts"}, ensure_ascii=False)
+        return estimate_tokens(text) + sum(part_tokens(p, model) for p in response.get("parts") or ())
+    return part_tokens(part, model)
+
+
+def _input_tokens(item: Mapping[str, Any], model: str) -> int:
+    """interactions mode: an input item: text, an image, a ``function_result`` (its result: text, or text and
+    images) or anything else as its JSON."""
+    kind = item.get("type")
+    if kind == "image":
+        return part_tokens({"inlineData": {"data": item.get("data")}}, model)
+    if kind == "text":
+        return estimate_tokens(str(item.get("text", "")))
+    if kind == "function_result":
+        result = item.get("result")
+        named = estimate_tokens(str(item.get("name", "")))
+        if isinstance(result, list):
+            return named + sum(_input_tokens(r, model) for r in result if isinstance(r, Mapping))
+        return named + estimate_tokens(result if isinstance(result, str) else json.dumps(result, ensure_ascii=False))
+    return estimate_tokens(json.dumps(item, ensure_ascii=False))
 
 
 def _instruction_tokens(body: Mapping[str, Any]) -> int:

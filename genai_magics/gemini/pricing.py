@@ -1,24 +1,46 @@
 """What a turn costs: a small per-model price table with the periods each price holds, and the arithmetic.
 
 Prices are US dollars per million tokens (storage: per million tokens per hour),
-Gemini Developer API, standard tier, prompts up to 200k tokens. They change on
-known days: each model has one or more ``Period``s (first and last day included), and
-a turn is priced on its own day. ``%config GeminiMagics.prices = {"model": {...}}``
-overrides or adds a model, for every day or for periods of its own (``"from"``/``"until"``).
-An unknown model gets no guessed price: its turns show tokens only.
+Gemini Developer API, standard tier. A tiered model charges its ``long_*`` rates for a request
+whose prompt is over 200k tokens (``LONG_PROMPT``): each request by its own size, never a
+turn's sum. Prices change on known days: each model has one or more ``Period``s (first and
+last day included), and a turn is priced on its own day, the provider's billing day
+(``billing_day``: US and Canadian Pacific time, whatever the machine's zone).
+``%config GeminiMagics.prices = {"model": {...}}`` overrides or adds a model, for every day
+or for periods of its own (``"from"``/``"until"``). An unknown model gets no guessed price:
+its turns show tokens only.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from .. import messages
 from ..engine.errors import UserError
 
 PRICES_AS_OF = "2026-12-02"
+
+# The day a request is billed on, and so priced on: Google Cloud's billing day (sources below). One
+# zone on every machine: a kernel in Tokyo and one in Los Angeles price the same request alike, and a
+# price change takes effect when Google's day turns.
+BILLING_ZONE = ZoneInfo("America/Los_Angeles")
+BILLING_DAY_SOURCE = (
+    "Google Cloud's billing day, midnight to midnight US and Canadian Pacific time, daylight saving "
+    'included (Cloud Billing Budget API reference, the CustomPeriod type: "All date times begin at 12 AM US '
+    'and Canadian Pacific Time"; Cloud Channel API, cloud.google.com/channel/docs/reference/rest/v1/DateRange: "each '
+    'group uses midnight to midnight (Pacific time)")'
+)
+LONG_PROMPT = 200_000  # tokens: a request whose prompt is longer pays a tiered model's long_* rates
+
+
+def billing_day(now: dt.datetime | None = None) -> dt.date:
+    """The provider's billing day at ``now`` (an aware time; the present when None)."""
+    return (now or dt.datetime.now(dt.UTC)).astimezone(BILLING_ZONE).date()
 
 
 @dataclass(frozen=True)
@@ -29,6 +51,29 @@ class Price:
     storage_hour: float  # $ / 1M cached tokens per hour of an explicit cache's life
     cache_minimum: int  # the fewest tokens an explicit cache may hold
     source: str = ""
+    # a request whose prompt (cached tokens included) is over LONG_PROMPT tokens; None: the rate above
+    long_input: float | None = None
+    long_cached_input: float | None = None
+    long_output: float | None = None
+
+    def at(self, prompt_tokens: int) -> Price:
+        """The rates one request of ``prompt_tokens`` pays (a tiered model's long ones over 200k tokens)."""
+        if prompt_tokens <= LONG_PROMPT or not self.tiered:
+            return self
+        return replace(
+            self,
+            input=_or(self.long_input, self.input),
+            cached_input=_or(self.long_cached_input, self.cached_input),
+            output=_or(self.long_output, self.output),
+        )
+
+    @property
+    def tiered(self) -> bool:
+        return any(x is not None for x in (self.long_input, self.long_cached_input, self.long_output))
+
+
+def _or(value: float | None, otherwise: float) -> float:
+    return otherwise if value is None else value
 
 
 @dataclass(frozen=True)
@@ -72,6 +117,9 @@ def _always(price: Price) -> tuple[Period, ...]:
     return (Period(price),)
 
 
+# Tiered by prompt size: gemini-3.1-pro and gemini-2.5-pro (their long_* rates). The Flash models are
+# one rate at every size (morphllm.com/gemini-api-pricing lists 3.5 Flash, 2.5 Flash and 2.5
+# Flash-Lite as "flat"); for 3.8 / 3.7 Flash and 4 Argon the sources above publish one rate only.
 PRICES: dict[str, tuple[Period, ...]] = {
     "gemini-3.8-flash": _FLASH_38_PERIODS,
     # deprecated, routed to gemini-3.8-flash (ai.google.dev/gemini-api/docs/models/gemini-3.7-flash, Aug 2026)
@@ -103,7 +151,13 @@ PRICES: dict[str, tuple[Period, ...]] = {
             2048,
             "morphllm.com/gemini-api-pricing, techjacksolutions.com context-caching guide "
             "(2026-06-09: $2.00 in, $0.20 cached); minimum 2,048 from chandanbhagat.com.np; "
-            "storage: the Pro rate ($4.50)",
+            "storage: the Pro rate ($4.50); over 200k tokens $4.00 in, $18.00 out "
+            "(morphllm.com/gemini-api-pricing: $2.00 up to 200k, $4.00 above; "
+            "glbgpt.com/hub/gemini-3-1-pro-api-pricing-performance-the-complete-guide-for-developers: "
+            "$4.00 / $18.00), cached $0.40 (a tenth of input, as below 200k: assumed, no figure found)",
+            long_input=4.00,
+            long_cached_input=0.40,
+            long_output=18.00,
         )
     ),
     "gemini-2.5-pro": _always(
@@ -114,7 +168,13 @@ PRICES: dict[str, tuple[Period, ...]] = {
             4.50,
             2048,
             "ai.google.dev/gemini-api/docs/pricing as cited by deploybase.ai (2026-03); storage as "
-            "cited on discuss.ai.google.dev; minimum from ai.google.dev/gemini-api/docs/caching",
+            "cited on discuss.ai.google.dev; minimum from ai.google.dev/gemini-api/docs/caching; over 200k "
+            "tokens $2.50 in, $15.00 out (deploybase.ai/articles/gemini-api-pricing), cached $0.25 (a tenth "
+            "of input, as below 200k: assumed; discuss.ai.google.dev/t/92919 quotes the older pair "
+            "$0.31 / $0.625, twice as much above 200k)",
+            long_input=2.50,
+            long_cached_input=0.25,
+            long_output=15.00,
         )
     ),
     "gemini-2.5-flash": _always(
@@ -253,41 +313,80 @@ def _cuts(*groups: Iterable[Period]) -> list[tuple[dt.date | None, dt.date | Non
 
 
 def price_for(model: str, overrides: Overrides | None = None, day: dt.date | None = None) -> Price | None:
-    """The model's price on ``day`` (today when None), with ``overrides`` applied; None when nobody knows it."""
-    when = day or dt.date.today()
+    """The model's price on ``day`` (the billing day today when None), with ``overrides`` applied; None
+    when nobody knows it."""
+    when = day or billing_day()
     return next((p.price for p in periods(model, overrides) if p.covers(when)), None)
 
 
+NOTE_WIDTH = 96  # %gemini prices wraps its source notes here, between words (an output wraps long lines anywhere)
+
+
 def table_text(table: Sequence[tuple[str, Sequence[Period]]], today: dt.date) -> str:
-    """What ``%gemini prices`` prints: each model's periods, the one in force today marked, then the sources."""
+    """What ``%gemini prices`` prints: each model's periods, the one in force today marked, each row's
+    sources as footnote numbers; then the notes, each clause of a source once, wrapped between words."""
     if not table:
         return messages.NO_PRICES.render()
     width = max(len(name) for name, _ in table)
-    head = f"{'period':<24}  {'in':>6}  {'cached':>6}  {'out':>6}  {'storage/h':>9}  {'cache min':>9}"
+    span = max(len(p.describe()) for _, held in table for p in held)
+    head = f"{'period':<{span}}  {'in':>5}  {'cached':>6}  {'out':>5}  {'storage/h':>9}  {'cache min':>9}  sources"
     rows = [f"  {'model':<{width}}  {head}"]
-    sources = []
+    notes: dict[str, int] = {}  # a source's clause -> its number
     for name, held in table:
         for p in held:
             x = p.price
+            marks = [notes.setdefault(clause, len(notes) + 1) for clause in _clauses(x.source)]
             rows.append(
-                f"{'*' if p.covers(today) else ' '} {name:<{width}}  {p.describe():<24}  {x.input:>6g}  "
-                f"{x.cached_input:>6g}  {x.output:>6g}  {x.storage_hour:>9g}  {x.cache_minimum:>9,}"
+                f"{'*' if p.covers(today) else ' '} {name:<{width}}  {p.describe():<{span}}  {x.input:>5g}  "
+                f"{x.cached_input:>6g}  {x.output:>5g}  {x.storage_hour:>9g}  {x.cache_minimum:>9,}  "
+                + " ".join(map(str, marks))
             )
-            sources.append(f"  {name}, {p.describe()}: {x.source}")
+            if x.tiered:  # the same period's rates for a request whose prompt is over 200k tokens
+                y = x.at(LONG_PROMPT + 1)
+                over = messages.PRICES_LONG_PROMPT.render(tokens=f"{LONG_PROMPT // 1000}k")
+                rows.append(f"  {'':<{width}}  {over:<{span}}  {y.input:>5g}  {y.cached_input:>6g}  {y.output:>5g}")
     rows.append(messages.PRICES_LEGEND.render(today=today))
-    return "\n".join([*rows, messages.PRICES_SOURCES.render(), *sources])
+    rows.append(messages.PRICES_SOURCES.render())
+    notes[messages.PRICES_DAY_SOURCE.render(source=BILLING_DAY_SOURCE)] = len(notes) + 1
+    for clause, number in notes.items():
+        head = f"  [{number}] "
+        rows += textwrap.wrap(
+            clause,
+            NOTE_WIDTH,
+            initial_indent=head,
+            subsequent_indent=" " * len(head),
+            break_long_words=False,  # an address stays whole on its line
+            break_on_hyphens=False,
+        )
+    return "\n".join(rows)
+
+
+def _clauses(source: str) -> list[str]:
+    """A source's clauses: split at each '; ' outside parentheses (several prices share most of them)."""
+    clauses, depth, start = [], 0, 0
+    for i, char in enumerate(source):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0 and source.startswith("; ", i):
+            clauses.append(source[start:i])
+            start = i + 2
+    clauses.append(source[start:])
+    return [c.strip() for c in clauses if c.strip()]
 
 
 def turn_cost(
     price: Price, input_tokens: int, cached_tokens: int, output_tokens: int, written_tokens: int = 0
 ) -> float:
-    """Dollars for one request: uncached input, cached input, output (thinking included), cache writes."""
+    """Dollars for ONE request: uncached input, cached input, output (thinking included), cache writes;
+    at the rates of the request's own prompt size (``input_tokens``, cached ones included, as Gemini
+    counts a prompt); a cache's creation at those of its own size. Never a turn's summed usage: two
+    requests of 150k tokens are two short prompts, not one long one."""
+    rates = price.at(input_tokens)
     fresh = max(0, input_tokens - cached_tokens)
     return _PER_TOKEN * (
-        fresh * price.input
-        + cached_tokens * price.cached_input
-        + output_tokens * price.output
-        + written_tokens * price.input
+        fresh * rates.input
+        + cached_tokens * rates.cached_input
+        + output_tokens * rates.output
+        + written_tokens * price.at(written_tokens).input
     )
 
 

@@ -152,7 +152,7 @@ def _on_proposal(action: str) -> Callable[[Call], None]:
 
 
 def _help(call: Call) -> None:
-    print(call.help)
+    print(call.help.rstrip())
 
 
 def chosen(conversations: dict[str, Conversation], name: str | None) -> list[Conversation] | None:

@@ -90,18 +90,28 @@ def turn_arguments(magic: str, form: str) -> Callable[[Callable[..., Any]], Call
         ]
         for decorator in reversed(decorators):
             func = decorator(func)
-        parser = func.parser  # type: ignore[attr-defined]  # set by magic_arguments()
-        parser.allow_abbrev = False  # a mistyped flag is an error, not a guess
-        # argparse's own layout: IPython's formatter writes reST ('::', '<{a,b}>') that
-        # %%gemini_edit? would show raw.
-        parser.formatter_class = argparse.RawDescriptionHelpFormatter
-        parser.description = inspect.cleandoc(parser.description or "")
+        func.parser.allow_abbrev = False  # type: ignore[attr-defined]  # a mistyped flag is an error, not a guess
         # argparse %-formats the usage: '%%' is one '%'.
-        parser.usage = (
+        usage = (
             f"%%%%{magic} [options]\n       the prompt: the lines below, in the cell body"
             if form == "cell"
             else f"%%{magic} [options] prompt words"
         )
+        return plain_help(usage)(func)
+
+    return decorate
+
+
+def plain_help(usage: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A magic_arguments magic's help in argparse's own layout: IPython's formatter writes reST
+    ('::', '<{a,b}>') that ``%%gemini_edit?`` and ``%gemini help`` would show raw. ``usage`` is
+    %-formatted by argparse ('%%' is one '%')."""
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        parser = func.parser  # type: ignore[attr-defined]  # set by magic_arguments()
+        parser.formatter_class = argparse.RawDescriptionHelpFormatter
+        parser.description = inspect.cleandoc(parser.description or "")
+        parser.usage = usage
         func.__doc__ = parser.format_help()
         return func
 

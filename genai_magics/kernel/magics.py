@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import copy
 import functools
-import os
 from argparse import Namespace
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
@@ -28,7 +28,7 @@ from ..frontends import frontend as frontends
 from ..frontends import kernel_compat
 from ..frontends.bridge import Bridge
 from ..frontends.cell_writer import write_staged
-from ..frontends.notebook_view import notebook_path_from
+from ..frontends.notebook_view import path_of_cell_uri
 from ..frontends.terminal import is_terminal, typed_source
 from ..sources.explicit import explicit_context
 from ..sources.tools import ShellReader
@@ -41,7 +41,7 @@ from ..ui.proposal import ProposalController
 from ..ui.proposal_display import Place, Proposed, show_proposal
 from .line_commands import COMMANDS, HELP, Call, chosen
 from .line_syntax import split_prompt
-from .magic_flags import documented, takes_value, turn_arguments, turn_request
+from .magic_flags import documented, plain_help, takes_value, turn_arguments, turn_request
 from .options import GeminiOptions
 from .shell_state import ShellState, state_of
 
@@ -86,14 +86,13 @@ class GeminiMagics(GeminiOptions):
     # -- what the kernel knows -------------------------------------------------
     def _frontend(self) -> frontends.Frontend:
         """What this run's (or click's) frontend can do, decided once from what the kernel knows now."""
-        ns = self.shell.user_ns if self.shell is not None else {}
         return frontends.for_run(
             frontends.KernelSide(
                 terminal=is_terminal(self.shell),
                 bridge=self.shell_state.bridge,
                 companion=self.shell_state.companion,
                 executed=self.session.executed,
-                notebook_path=notebook_path_from(os.environ, ns),
+                notebook_path=self._notebook_path(),
                 staged=self.shell_state.staged,
                 set_next_input=lambda text: self.shell.set_next_input(text, replace=True),
                 apply_wait=self.apply_wait,
@@ -113,12 +112,25 @@ class GeminiMagics(GeminiOptions):
         source = typed_source(info.raw_cell) if is_terminal(self.shell) else info.raw_cell
         self.session.executed.add(cell_id, source, count)
         self.shell_state.companion.follow(cell_id)
+        bridge = self.shell_state.bridge
+        self.path_reported(path_of_cell_uri(cell_id))  # VS Code: the cell's URI names the notebook's file
+        if bridge is not None:  # JupyterLab, Notebook 7: the execute request's metadata names it
+            self.path_reported(bridge.announced_path(kernel_compat.request_metadata(self.shell)))
         self.session.outputs.start(self.session.executed.running_id)
 
     def post_run_cell(self, result) -> None:
         running = self.session.executed.running_id
         if running and result.execution_count is not None:
             self.session.executed.set_count(running, result.execution_count)
+
+    def _notebook_path(self) -> Path | None:
+        return self.shell_state.location.path(self._start_path())
+
+    def path_reported(self, path: str | None) -> None:
+        """A frontend named the notebook's file: renamed or moved since, its record follows it now (so a
+        kernel restarted before the next turn finds it there); a line about it waits for the next magic."""
+        if self.shell_state.location.report(path) and self.session.keeper.store is not None:
+            self.session.keeper.held(self.session.open_record(self._settings()))
 
     def _open_record(self) -> None:
         """The session's record opened at the place the options name now; a line it has shown once."""
@@ -250,6 +262,7 @@ class GeminiMagics(GeminiOptions):
             current_source=lambda cell_id: self._frontend().current_source(cell_id),  # at the click: the view then
             saved=self._saved,
             prefill=self.shell.set_next_input,
+            ran_source=self.session.executed.ran.get,
         )
         return show_proposal(proposed, frontend, place, lambda: display.footer(footer))
 
@@ -261,16 +274,21 @@ class GeminiMagics(GeminiOptions):
         cell = self.session.executed.by_execution_count(number) if number is not None else None
         return (cell.id, cell.label) if cell else (None, None)
 
+    @plain_help("%%gemini [COMMAND] [VALUE] [-c NAME] [--all]")
     @magic_arguments()
     @argument(
         "command",
         nargs="?",
         default="status",
         choices=list(COMMANDS),
-        help="what to do (default: status)",
+        metavar="COMMAND",
+        help="what to do, one of the commands above (default: status)",
     )
     @argument(
-        "value", nargs="?", help="model name (model, prices), state mode, conversation to reset, or on/off for debug"
+        "value",
+        nargs="?",
+        metavar="VALUE",
+        help="model name (model, prices), state mode, conversation to reset, or on/off for debug",
     )
     @argument(
         "-c", "--conversation", default=None, metavar="NAME", help="conversation for history/tokens (default: all)"

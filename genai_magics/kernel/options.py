@@ -7,6 +7,7 @@ A base class of ``GeminiMagics``: the traits are looked up on the magics object,
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from IPython.core.magic import Magics
@@ -153,6 +154,14 @@ class GeminiOptions(Magics):
             raise TraitError(messages.UNKNOWN_TOOLS.render(names=", ".join(unknown), known=", ".join(TOOL_NAMES)))
         return proposal["value"]
 
+    def _start_path(self) -> Path | None:
+        """The notebook's file as the kernel's environment names it (where it was when the kernel started)."""
+        return notebook_path_from(os.environ, self.shell.user_ns if self.shell is not None else {})
+
+    def _notebook_path(self) -> Path | None:
+        """The notebook's file now (``GeminiMagics``: as a live frontend named it last)."""
+        return self._start_path()
+
     def _settings(self) -> Settings:
         return Settings(
             model=self.model,
@@ -176,8 +185,9 @@ class GeminiOptions(Magics):
                 self.replay,
                 self.persist,
                 self.record_location,
-                notebook_path_from(os.environ, self.shell.user_ns if self.shell is not None else {}),
+                self._notebook_path(),
                 self.record_images,
+                self._start_path(),
             ),
             caps=Caps(self.max_turn_cost, self.max_session_cost),
         )

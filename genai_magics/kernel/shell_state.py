@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from ..frontends.bridge import Bridge
 from ..frontends.cell_writer import StagedApply
 from ..frontends.companion import Companion
+from ..frontends.notebook_view import NotebookLocation
 from ..turn.session import Session
 from ..ui.proposal import ProposalController
 
@@ -41,6 +42,7 @@ class ShellState:
     latest: dict[str, ProposalController] = field(default_factory=dict)  # conversation -> newest proposal
     bridge: Bridge | None = None  # JupyterLab's live bridge, once a kernel's load attached it
     magics: LoadedMagics | None = None  # the magics registered now; None while unloaded
+    location: NotebookLocation = field(default_factory=NotebookLocation)  # the notebook's file, as named last
 
 
 def state_of(shell: Any) -> ShellState:

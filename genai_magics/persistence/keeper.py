@@ -26,7 +26,7 @@ from ..engine.replay import (
     state_after,
     stop,
 )
-from .store import RecordStore, private_location, record_path
+from .store import NOTEBOOK, USER, RecordStore, private_location, record_path
 
 ReplayMode = Literal["auto", "off", "only"]
 REPLAY_MODES: tuple[ReplayMode, ...] = ("auto", "off", "only")
@@ -41,6 +41,9 @@ class RecordSettings:
     location: str = "user"  # GeminiMagics.record_location
     notebook: Path | None = None  # the notebook's path, where the kernel knows it
     images: bool = False  # the record keeps the bytes of images cells showed (GeminiMagics.record_images)
+    # the notebook's path when the kernel started (its environment): another than ``notebook`` once the
+    # notebook was renamed (JupyterLab's first save), which a restarted kernel's environment still says
+    started_as: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,9 @@ class RecordKeeper:
     store: RecordStore | None = None
     record: NotebookRecord | None = None
     restored: list[str] = field(default_factory=list)  # conversations restored from the record
-    spent_before: list[Spent] = field(default_factory=list)  # the record's turns as loaded: what earlier kernels spent
+    # the record's ledger as loaded: what earlier kernels were billed, forgotten conversations and failed turns too
+    spent_before: list[Spent] = field(default_factory=list)
+    pending: str | None = None  # a line from an open between cells (a rename), shown by the next magic
 
     @property
     def mode(self) -> ReplayMode:
@@ -68,24 +73,62 @@ class RecordKeeper:
 
     def open(self, settings: RecordSettings, existing: Collection[str]) -> Restored:
         """The record at the place the settings name, loaded once per kernel and place: the
-        conversations it adds to ``existing`` (nothing once loaded)."""
-        self.settings = settings
+        conversations it adds to ``existing`` (nothing once loaded). The record follows its notebook:
+        renamed or moved, the notebook takes its record along; a copy of it leaves the record alone."""
+        before, self.settings = self.settings, settings
+        note, self.pending = self.pending, None
         path = record_path(settings.location, settings.notebook) if settings.persist else None
         if path is None:
             self.store = self.record = None
         elif self.store is None or self.store.named != path:
-            self.store, self.record = RecordStore(path, private=private_location(settings.location)), None
+            old = before.notebook if before.location == settings.location else None
+            if self.record is not None and self.store is not None and _renamed(old, settings):
+                note = self._follow(path, old) or note
+            else:
+                self.store, self.record = RecordStore(path, private=private_location(settings.location)), None
+                note = self._take_over(settings) or note
         if self.store is None or self.record is not None:
-            return Restored()
-        record, note = self.store.load()
+            return Restored(note=note)
+        record, load_note = self.store.load()
+        note = load_note or note
         self.record = record or NotebookRecord(notebook="", created=time.time())
-        for name, rec in self.record.conversations.items():
-            for turn in rec.conversation.history[: rec.loaded]:
-                meta = rec.meta.get(turn.index)
-                self.spent_before.append(Spent(name, meta.key.model if meta else "?", turn.usage))
+        self.spent_before += self.record.billed
         added = {name: rec.conversation for name, rec in self.record.conversations.items() if name not in existing}
         self.restored += list(added)
         return Restored(added, note)
+
+    def _follow(self, path: Path, old: Path | None) -> str | None:
+        """This kernel's notebook has another path now: its record moves along, or (the old file still
+        there: saved as a copy) stays, and this notebook gets its own."""
+        assert self.store is not None
+        notebook = self.settings.notebook
+        if old is not None and old.exists():
+            self.store, self.record = RecordStore(path, private=private_location(self.settings.location)), None
+            return messages.RECORD_COPY.render(path=notebook, original=old)
+        aside = self.store.move(path)
+        assert self.record is not None
+        self.record.notebook = str(notebook)
+        more = messages.RECORD_FOLLOWED_ASIDE.render(aside=aside.name) if aside else ""
+        return messages.RECORD_FOLLOWED.render(path=notebook, aside=more)
+
+    def _take_over(self, settings: RecordSettings) -> str | None:
+        """A new place with no record, for a notebook renamed since its kernel started (the environment of a
+        restarted kernel still names the old file): the record at the old file's place, if that file is gone,
+        moves here; if it is still there this notebook is a copy, and the record stays with it."""
+        start, store = settings.started_as, self.store
+        if store is None or start is None or start == settings.notebook or store.path.exists():
+            return None
+        old = record_path(settings.location, start)
+        if old is None or old == store.path or not old.exists():
+            return None
+        if start.exists():
+            return messages.RECORD_COPY.render(path=settings.notebook, original=start)
+        RecordStore(old, private=store.private).move(store.path)
+        return messages.RECORD_FOLLOWED.render(path=settings.notebook, aside="")
+
+    def held(self, note: str | None) -> None:
+        """A line from an open between cells, for the next magic to show."""
+        self.pending = note or self.pending
 
     def replay(
         self, name: str, key: TurnKey, rerun: bool, same_results: Callable[[Turn], bool] = lambda turn: True
@@ -132,12 +175,15 @@ class RecordKeeper:
         if rec is not None:
             stop(rec)
 
-    def committed(self, conv: Conversation, key: TurnKey, cache: dict[str, Any] | None = None) -> str | None:
-        """A live turn succeeded: record it (and the conversation's explicit cache, so a kernel
-        killed before deleting it leaves the next one its name) and write the file; a line if
-        it could not be written."""
+    def committed(
+        self, conv: Conversation, key: TurnKey, spent: Spent, cache: dict[str, Any] | None = None
+    ) -> str | None:
+        """A live turn succeeded: record it, its bill in the ledger (and the conversation's explicit cache, so
+        a kernel killed before deleting it leaves the next one its name) and write the file; a line if it
+        could not be written."""
         if self.store is None or self.record is None:
             return None
+        self.record.billed.append(spent)
         rec = self.record.conversations.get(conv.name)
         if rec is None or rec.conversation is not conv:  # new, or started over with --new
             rec = RecordedConversation(conv, created=time.time())
@@ -146,6 +192,14 @@ class RecordKeeper:
         rec.cache = cache
         rec.meta[turn.index] = TurnMeta(key, time.time(), state_after(conv, rec.told))
         self.record.notebook = str(self.settings.notebook or "")
+        return self.save()
+
+    def failed(self, spent: Spent) -> str | None:
+        """A turn failed after Gemini billed some of its requests: the bill goes into the ledger (the turn does
+        not go into its conversation); a line if the file could not be written."""
+        if self.store is None or self.record is None:
+            return None
+        self.record.billed.append(spent)
         return self.save()
 
     def durable(self) -> bool:
@@ -183,7 +237,8 @@ class RecordKeeper:
         )
         for name in gone:
             del self.record.conversations[name]
-        if names is None:
+        if names is None:  # the whole record, its ledger too
+            self.record.billed.clear()
             self.store.delete()
         elif gone:
             self.save()
@@ -195,7 +250,10 @@ class RecordKeeper:
         more = messages.RECORD_READ_ONLY.render() if self.store.read_only else ""
         if self.record is None:
             more += messages.RECORD_NOT_READ.render()
-        lines = [messages.RECORD_AT.render(path=self.store.path, mode=self.mode, more=more)]
+        # the notebook the record is filed for (its own word once written), which may not be this kernel's
+        notebook = (self.record.notebook if self.record else "") or str(self.settings.notebook or "")
+        notebook = notebook or messages.RECORD_NO_NOTEBOOK.render()
+        lines = [messages.RECORD_AT.render(notebook=notebook, path=self.store.path, mode=self.mode, more=more)]
         recorded = self.record.conversations if self.record is not None else {}
         for name in self.restored:
             rec = recorded.get(name)
@@ -209,3 +267,8 @@ class RecordKeeper:
                     messages.RECORD_RESTORED.render(name=name, loaded=rec.loaded, replayed=rec.cursor, live=live)
                 )
         return "\n".join(lines)
+
+
+def _renamed(old: Path | None, settings: RecordSettings) -> bool:
+    """The same kind of place (the private folder or beside the notebook), for a notebook of another path."""
+    return old is not None and settings.notebook not in (None, old) and settings.location in (USER, NOTEBOOK)

@@ -7,8 +7,10 @@ writes no record). Every object of the file is checked against a typed shape bel
 before any of it is used, so a bad value is one line at load, never a traceback in
 an ask or in a replayed cell.
 
-Schema 1 grew two optional fields compatibly (``key.settings``, a conversation's
-``cache``); an older genai_magics reads them as it always read schema 1.
+Schema 1 grew three optional fields compatibly (``key.settings``, a conversation's
+``cache``, the record's ``billed`` ledger, which journal lines extend); an older genai_magics
+reads them as it always read schema 1 (and its next write drops the ledger: a record without
+one is read as its turns' bills, all it then knows).
 """
 
 from __future__ import annotations
@@ -131,12 +133,27 @@ class ConversationShape(_Conversation, total=False):
     cache: Cache
 
 
-class Record(TypedDict):
+class _Billed(TypedDict):
+    conversation: str
+    model: str
+    usage: Usage
+
+
+class Billed(_Billed, total=False):  # one entry of the ledger (engine/record.py)
+    failed: bool
+    estimated: bool
+
+
+class _Record(TypedDict):
     schema: int
     notebook: str
     created: Seconds
     generation: int
     conversations: dict[str, ConversationShape]
+
+
+class Record(_Record, total=False):
+    billed: list[Billed]
 
 
 class TurnRecord:
@@ -353,8 +370,13 @@ def journaled(data: Any, journal: bytes) -> Any:
         spliced = _spliced(line, data.get("generation"), convs)
         if spliced is None:
             break
+        billed = line.get("billed", [])
+        if not isinstance(billed, list):
+            break
         convs.update(spliced)
         data["notebook"] = line["notebook"]
+        if billed:
+            data.setdefault("billed", []).extend(billed)
     return data
 
 

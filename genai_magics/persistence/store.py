@@ -132,6 +132,16 @@ def _identity_if_there(path: Path) -> tuple[int, int, int] | None:
         return None
 
 
+def _set_aside(path: Path) -> Path:
+    """A record renamed out of the way (never deleted), its journal beside it: where it went."""
+    aside = path.with_name(f"{path.name}.{time.strftime('%Y%m%d-%H%M%S')}.set-aside")
+    os.replace(path, aside)
+    journal = path.with_name(path.name + ".journal")
+    if journal.exists():  # its lines belong to the record set aside
+        os.replace(journal, aside.with_name(aside.name + ".journal"))
+    return aside
+
+
 def _fsync(fd: int) -> None:
     try:
         os.fsync(fd)
@@ -161,6 +171,7 @@ class RecordStore:
     _texts: dict[str, ConversationText] | None = field(default=None, repr=False)
     _keys: tuple[str, ...] = field(default=(), repr=False)
     _journal_fd: int | None = field(default=None, repr=False)  # open for appends until the next whole write
+    _billed: int = field(default=0, repr=False)  # the ledger's entries the files hold as this kernel wrote them
     _made: KeptTexts = field(default_factory=KeptTexts, repr=False)  # the texts kept from write to write
     _lock: _Lock = field(init=False, repr=False, compare=False)
     named: Path = field(init=False, repr=False, compare=False)  # the path as named (``path``: where the file is)
@@ -263,13 +274,28 @@ class RecordStore:
         return messages.RECORD_LEFT_UNTOUCHED.render(path=self.path, why=why)
 
     def _set_aside(self, why: str) -> str:
-        aside = self.path.with_name(f"{self.path.name}.{time.strftime('%Y%m%d-%H%M%S')}.set-aside")
         with self._lock.held():
-            os.replace(self.path, aside)
-            if self.journal.exists():  # its lines belong to the record set aside
-                os.replace(self.journal, aside.with_name(aside.name + ".journal"))
+            aside = _set_aside(self.path)
         self.generation, self.written, self._journal_at = 0, None, None
         return messages.RECORD_SET_ASIDE.render(path=self.path, why=why, aside=aside.name)
+
+    def move(self, new: Path) -> Path | None:
+        """The record's files renamed to ``new`` (its notebook was renamed or moved), written there from now
+        on; the open journal and the lock keep working (a rename keeps the file). A record already at ``new``
+        (of a notebook that had that name before) is set aside first: where it went, or None."""
+        self.wait()
+        new.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        aside = None
+        with self._lock.held():
+            if new.exists():
+                aside = _set_aside(new)
+            for suffix in ("", ".journal", ".prev", ".prev.journal", ".lock"):
+                old = self.path.with_name(self.path.name + suffix)
+                if old.exists():
+                    os.replace(old, new.with_name(new.name + suffix))
+        self.path = self.named = new
+        self._lock.path = new.with_name(new.name + ".lock")
+        return aside
 
     def save(self, record: NotebookRecord) -> str | None:
         """Write the record; one line when this kernel lost the record to another kernel."""
@@ -299,7 +325,7 @@ class RecordStore:
                 self._append(line)
             else:
                 self._write_whole(record, texts, bool(on_disk))
-            self._texts, self._keys = texts, keys
+            self._texts, self._keys, self._billed = texts, keys, len(record.billed)
             self.saved = True
         return None
 
@@ -309,7 +335,7 @@ class RecordStore:
         record beside the notebook or at a path named: one file, to move, share or commit)."""
         if not self.private or self._texts is None or keys != self._keys or self.written is None:
             return None
-        line = journal_line(record, self.generation, texts, self._texts)
+        line = journal_line(record, self.generation, texts, self._texts, self._billed)
         grown = (self._journal_at[1] if self._journal_at else 0) + (len(line) if line else 0)
         return line if line is not None and grown <= max(self.written[1], JOURNAL_FLOOR) else None
 

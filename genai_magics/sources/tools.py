@@ -5,23 +5,32 @@ send, made by the same code: ``inspect_variable(df)`` is ``--vars df``'s piece, 
 ``--outputs 3``'s. None runs user code beyond what ``--vars`` does to summarize a value, none
 writes anything. A bad argument or any failure is an error result the model reads, never a
 traceback; an interrupt ends the turn.
+
+Each is bounded in what it reveals (it reads the cells as the model may see them: every API key
+masked, also where a pattern is matched, so a search cannot answer yes/no about a key) and in
+time (``CALL_SECONDS``, sources/bounds.py; ``search_cells``' matcher is the ``regex`` module's,
+whose work stops at the call's deadline, where ``re`` can backtrack for hours on one line).
+Labels (``In[4]``) are shown beside a result, never hashed into it: a re-run that renumbers
+the cells leaves every result, and so a replay, as it was.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import regex
+
 from .. import messages
 from ..engine.cells import Cell, is_genai_magic
-from ..engine.context import ContextPiece
+from ..engine.context import ContextPiece, LabelledPiece
 from ..engine.errors import UserError
 from ..engine.outputs import OUTPUTS_FIELD, ImagePiece, OutputPiece
 from ..engine.redaction import redact
 from ..engine.text import clip, one_line
-from ..engine.tools import Holdings, ToolCall, ToolResult, ToolRound, bad_call, error_result
+from ..engine.tools import CALL_SECONDS, Holdings, ToolCall, ToolResult, ToolRound, bad_call, error_result
+from .bounds import Deadline, PastBound, bounded
 from .last_error import CellForFilename, capture_last_error, error_piece
 from .outputs import OutputCapture, cell_pieces
 from .variables import variable_list, variable_pieces
@@ -81,7 +90,10 @@ class NotebookTools:
         if why is not None:
             return why
         try:
-            return self._run(call.name, call.args)
+            with bounded(CALL_SECONDS) as deadline:
+                return self._run(call.name, call.args, deadline)
+        except PastBound:
+            return messages.TOOL_PAST_BOUND.render(name=call.name, seconds=CALL_SECONDS)
         except UserError as exc:
             return str(exc)
         except (KeyboardInterrupt, SystemExit):
@@ -89,21 +101,18 @@ class NotebookTools:
         except Exception as exc:  # noqa: BLE001 - a failure is a result the model reads
             return f"{call.name} failed: {type(exc).__name__}: {one_line(str(exc), 200)}"
 
-    def _run(self, name: str, args: dict[str, Any]) -> list[ContextPiece]:
+    def _run(self, name: str, args: dict[str, Any], deadline: Deadline) -> list[ContextPiece]:
         if name == "list_variables":
             hidden = getattr(self.shell, "user_ns_hidden", {}) or {}
-            return [variable_list(self.shell.user_ns, hidden, self.max_chars)]
+            return [variable_list(self.shell.user_ns, hidden, self.max_chars, deadline)]
         if name == "inspect_variable":
             if args["name"] not in self.shell.user_ns:
                 raise UserError(messages.TOOL_NO_VARIABLE, name=args["name"])
             return variable_pieces([args["name"]], self.shell.user_ns, self.max_var_chars)
         if name == "read_cell":
             cell = self.find(args["ref"], name)
-            return [
-                ContextPiece(
-                    CELL_FIELD, clip(redact(f"{self.label(cell)} id={cell.id}\n{cell.source}"), self.max_chars), cell.id
-                )
-            ]
+            text = clip(redact(f"id={cell.id}\n{cell.source}"), self.max_chars)
+            return [LabelledPiece(CELL_FIELD, text, cell.id, label=self.label(cell))]
         if name == "cell_outputs":
             return self._outputs(self.find(args["ref"], name))
         if name == "last_error":
@@ -111,7 +120,7 @@ class NotebookTools:
             if err is None:
                 raise UserError(messages.TOOL_NO_EXCEPTION)
             return [error_piece(err)]
-        return [self._search(args["pattern"])]
+        return [self._search(args["pattern"], deadline)]
 
     def _outputs(self, cell: Cell) -> list[ContextPiece]:
         """As --outputs sends them: the text, and the images under max_images / max_image_bytes."""
@@ -123,29 +132,40 @@ class NotebookTools:
             return [OutputPiece(OUTPUTS_FIELD, "(this cell showed nothing in this kernel)", cell.id, label=label)]
         return kept
 
-    def _search(self, pattern: str) -> ContextPiece:
-        """Cells whose source holds the pattern: a regular expression if it compiles, else the text."""
+    def _search(self, pattern: str, deadline: Deadline) -> ContextPiece:
+        """Cells whose source, as the model may see it (keys masked), holds the pattern: a regular
+        expression if it compiles, else the text; the work stops at the deadline (PastBound)."""
         try:
-            regex = re.compile(pattern, re.IGNORECASE)
+            compiled = regex.compile(pattern, regex.IGNORECASE | regex.VERSION0)
             how = "regular expression"
-        except re.error as exc:
-            regex = re.compile(re.escape(pattern), re.IGNORECASE)
+        except regex.error as exc:
+            compiled = regex.compile(regex.escape(pattern), regex.IGNORECASE)
             how = f"text (not a regular expression: {exc})"
+
+        def found(line: str) -> bool:
+            try:
+                return compiled.search(line, timeout=max(deadline.remaining(), 0.001)) is not None
+            except TimeoutError:
+                raise PastBound from None
+
         blocks: list[str] = []
+        labels: list[str] = []
         matched = 0
         for cell in self.cells():
             if is_genai_magic(cell.source):
                 continue
             lines = [
-                f"  {n}: {clip(line, 200)}" for n, line in enumerate(cell.source.splitlines(), 1) if regex.search(line)
+                f"  {n}: {clip(line, 200)}" for n, line in enumerate(redact(cell.source).splitlines(), 1) if found(line)
             ]
             if not lines:
                 continue
             matched += 1
             if matched <= _SEARCH_CELLS:
                 more = [f"  … {len(lines) - _SEARCH_LINES} more lines"] if len(lines) > _SEARCH_LINES else []
-                blocks.append("\n".join([f"{self.label(cell)} id={cell.id}", *lines[:_SEARCH_LINES], *more]))
+                blocks.append("\n".join([f"id={cell.id}", *lines[:_SEARCH_LINES], *more]))
+                labels.append(f"{self.label(cell)} id={cell.id}")
         head = f"searched as {how}: {matched} cell(s)" + (
             f", the first {_SEARCH_CELLS} shown" if matched > _SEARCH_CELLS else ""
         )
-        return ContextPiece(SEARCH_FIELD, clip("\n\n".join([head, *blocks]), self.max_chars), pattern)
+        text = clip("\n\n".join([head, *blocks]), self.max_chars)
+        return LabelledPiece(SEARCH_FIELD, text, pattern, label=", ".join(labels))

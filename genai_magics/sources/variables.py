@@ -8,6 +8,10 @@ described from its shape, the dtypes of its first columns and ``head()`` only;
 containers are walked to a fixed depth and item count; every repr is guarded.
 Optional libraries (pandas, numpy, polars) are never imported here: a value is
 only treated as one of theirs when that library is already in ``sys.modules``.
+
+A value is classified by ``type()``, never ``isinstance``: ``isinstance`` reads
+``__class__``, which a lazy object (Django's ``settings``, a ``lazy_object_proxy``)
+answers by loading itself, or by raising.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from ..engine.context import ContextPiece
 from ..engine.errors import UserError
 from ..engine.redaction import redact
 from ..engine.text import ELLIPSIS, clip, key_room, one_line, sendable
+from .bounds import Deadline, PastBound
 
 VARIABLES_FIELD = "variables"
 VARIABLE_LIST_FIELD = "variableList"
@@ -56,10 +61,10 @@ def _type_name(value: object) -> str:
     return f"{module}.{qualname}"
 
 
-def _safe_repr(value: object, limit: int) -> str:
+def _safe_repr(value: Any, limit: int) -> str:
     """A truncated repr that never raises and never recurses without bound."""
     try:
-        if isinstance(value, (str, bytes, bytearray)):
+        if _is(value, (str, bytes, bytearray)):
             # never the repr of a huge string; room past the cut for a key there to be masked whole
             text = repr(value[: limit + 1 + key_room()])
         elif type(value) is int and value.bit_length() > 4 * limit:
@@ -71,7 +76,7 @@ def _safe_repr(value: object, limit: int) -> str:
             text = r.repr(value)
         else:
             text = repr(value)
-    except (KeyboardInterrupt, SystemExit):
+    except (KeyboardInterrupt, SystemExit, PastBound):
         raise
     except BaseException as exc:  # noqa: BLE001 - a user's __repr__ may raise anything
         text = f"<repr failed: {type(exc).__name__}: {_exc_text(exc)}>"
@@ -89,14 +94,16 @@ class _MaskedRepr(reprlib.Repr):
         return super().repr_str(redact(x), level)
 
 
-def _masked(value: object) -> object:
+def _masked(value: Any) -> object:
     """A table cell masked before pandas cuts it at its column width."""
-    return redact(value) if isinstance(value, str) else value
+    return redact(value) if _is(value, str) else value
 
 
 def _exc_text(exc: BaseException) -> str:
     try:
         return one_line(str(exc), 120)
+    except PastBound:
+        raise
     except BaseException:  # noqa: BLE001
         return "?"
 
@@ -104,7 +111,7 @@ def _exc_text(exc: BaseException) -> str:
 def _guard(render: Callable[[], str], what: str) -> str:
     try:
         return render()
-    except (KeyboardInterrupt, SystemExit):
+    except (KeyboardInterrupt, SystemExit, PastBound):
         raise
     except BaseException as exc:  # noqa: BLE001
         return f"<{what} failed: {type(exc).__name__}: {_exc_text(exc)}>"
@@ -115,10 +122,15 @@ def _loaded(module: str) -> Any:
     return sys.modules.get(module)
 
 
+def _is(value: object, kinds: type | tuple[type, ...]) -> bool:
+    """``isinstance`` by the value's real type: nothing of the value runs (no ``__class__`` read)."""
+    return issubclass(type(value), kinds)
+
+
 def _is_instance(value: object, module: str, cls: str) -> bool:
     mod = _loaded(module)
     target = getattr(mod, cls, None) if mod is not None else None
-    return isinstance(target, type) and isinstance(value, target)
+    return isinstance(target, type) and issubclass(type(value), target)
 
 
 # -- containers -------------------------------------------------------------
@@ -134,27 +146,27 @@ def _ordered(value: set | frozenset) -> tuple[list[object], bool]:
         return [items[i] for _, i in heapq.nsmallest(_ITEMS, keyed)], True
 
 
-def _render(value: object, depth: int, path: set[int]) -> str:
+def _render(value: Any, depth: int, path: set[int]) -> str:
     """One nested value, bounded in depth, items and characters."""
-    if isinstance(value, (list, tuple, dict, set, frozenset)):
+    if _is(value, (list, tuple, dict, set, frozenset)):
         if id(value) in path:
             return "<recursive>"
         if depth >= _DEPTH:
             return f"<{_type_name(value)} len={len(value)}>"
         path = path | {id(value)}
         n = len(value)
-        if isinstance(value, dict):
+        if _is(value, dict):
             parts = [
                 f"{_render(k, depth + 1, path)}: {_render(v, depth + 1, path)}" for k, v in _first(value.items(), n)
             ]
             open_, close = "{", "}"
-        elif isinstance(value, (set, frozenset)):
+        elif _is(value, (set, frozenset)):
             items, _ = _ordered(value)
             parts = [_render(x, depth + 1, path) for x in items]
             open_, close = "{", "}"
         else:
             parts = [_render(x, depth + 1, path) for x in _first(value, n)]
-            open_, close = ("[", "]") if isinstance(value, list) else ("(", ")")
+            open_, close = ("[", "]") if _is(value, list) else ("(", ")")
         if n > _ITEMS:
             parts.append(f"{ELLIPSIS} +{n - _ITEMS}")
         body = ", ".join(parts)
@@ -176,7 +188,7 @@ def _is_array_like(value: object) -> bool:
 def _is_scalar(value: object) -> bool:
     np = _loaded("numpy")
     generic = getattr(np, "generic", None) if np is not None else None
-    return isinstance(generic, type) and isinstance(value, generic)
+    return isinstance(generic, type) and _is(value, generic)
 
 
 def _first(items, n: int) -> list:
@@ -190,7 +202,7 @@ def _first(items, n: int) -> list:
 
 def _container(value: list | tuple | dict | set | frozenset) -> str:
     head = f"{_type_name(value)} len={len(value)}"
-    if isinstance(value, (set, frozenset)) and len(value) > _SORT_LIMIT:
+    if _is(value, (set, frozenset)) and len(value) > _SORT_LIMIT:
         head += " (unordered sample)"
     return f"{head}\n{_render(value, 0, set())}"
 
@@ -271,10 +283,10 @@ def _plain_object(value: object) -> str:
     return text
 
 
-def _body(value: object) -> str:
-    if isinstance(value, (str, bytes, bytearray)):
+def _body(value: Any) -> str:
+    if _is(value, (str, bytes, bytearray)):
         return f"{_type_name(value)} len={len(value)}\n{_safe_repr(value, 1_000)}"
-    if isinstance(value, (list, tuple, dict, set, frozenset)):
+    if _is(value, (list, tuple, dict, set, frozenset)):
         return _container(value)
     # isinstance against a module already in sys.modules: subclasses from
     # other packages (geopandas, ...) count too, and nothing is imported.
@@ -325,16 +337,16 @@ def _listed(name: str, value: object, hidden: Mapping[str, object]) -> bool:
     """A user's variable: not a module, function or class, not IPython's own, no leading underscore."""
     if name.startswith("_") or name in _IPYTHON_NAMES or (name in hidden and hidden[name] is value):
         return False
-    return not isinstance(value, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType))
+    return not _is(value, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType))
 
 
-def _brief(value: object) -> str:
+def _brief(value: Any) -> str:
     """Type, shape or length, and size in bytes (each guarded, as every summary is)."""
     parts = [_type_name(value)]
     if _is_array_like(value):
         array: Any = value
         parts.append("shape=" + _guard(lambda: str(tuple(array.shape)), "shape"))
-    elif isinstance(value, (str, bytes, bytearray, list, tuple, dict, set, frozenset)):
+    elif _is(value, (str, bytes, bytearray, list, tuple, dict, set, frozenset)):
         parts.append(f"len={len(value)}")
     parts.append("size=" + _guard(lambda: str(_size(value)), "size"))
     return " ".join(parts)
@@ -353,9 +365,17 @@ def _size(value: Any) -> int:
     return sys.getsizeof(value)
 
 
-def variable_list(namespace: Mapping[str, object], hidden: Mapping[str, object], max_chars: int) -> ContextPiece:
-    """``list_variables()``: one line per user variable (name, type, shape or length, size), sorted by name."""
-    lines = [f"{name}: {_brief(value)}" for name, value in sorted(namespace.items()) if _listed(name, value, hidden)]
+def variable_list(
+    namespace: Mapping[str, object], hidden: Mapping[str, object], max_chars: int, deadline: Deadline
+) -> ContextPiece:
+    """``list_variables()``: one line per user variable (name, type, shape or length, size), sorted by name;
+    a variable that cannot be described is its own line, the rest are listed; PastBound at the deadline."""
+    lines: list[str] = []
+    for name in sorted(namespace):
+        deadline.check()
+        value = namespace[name]
+        if _listed(name, value, hidden):
+            lines.append(f"{name}: " + _guard(lambda: _brief(value), "listing"))  # noqa: B023 - called at once
     return ContextPiece(VARIABLE_LIST_FIELD, clip(sendable("\n".join(lines) or "(no variables)"), max_chars))
 
 

@@ -26,7 +26,7 @@ from typing import Any
 from . import images, interactions, sse
 from . import tools as stub_tools
 from .caches import CACHE_CONFLICT
-from .model import answer, sha256, texts, tokens
+from .model import answer, own_calls, sha256, texts, tokens
 from .replies import Reply, error
 from .request_record import CACHE_RE, INTERACTION_RE, NEEDS_BODY, RequestRecord, classify, name_in
 from .state import StubState
@@ -121,7 +121,12 @@ def generate(stub: StubState, body: dict[str, Any], fault: dict[str, Any] | None
     refused = over_limit(stub, turns, system, declared)
     if refused is not None:  # before a scripted round is taken: the request is refused unread
         return refused
-    calls = stub.tool_round(not info.tool_results, info.tools_declared, stub_tools.contents_calling_off(body))
+    calls = stub.tool_round(
+        not info.tool_results,
+        info.tools_declared,
+        stub_tools.contents_calling_off(body),
+        lambda: own_calls(turns, info.tool_results, info.tools_declared, info.edit),
+    )
     user_texts = [t for r, t in turns if r == "user"]
     text, prompt_tokens, out_tokens = answer(
         turns,
@@ -227,7 +232,12 @@ def create_interaction(
     refused = over_limit(stub, turns, system, declared)
     if refused is not None:
         return refused
-    calls = stub.tool_round(not info.tool_results, info.tools_declared, stub_tools.interaction_calling_off(body))
+    calls = stub.tool_round(
+        not info.tool_results,
+        info.tools_declared,
+        stub_tools.interaction_calling_off(body),
+        lambda: own_calls(turns, info.tool_results, info.tools_declared, info.edit),
+    )
     prompts = [t for r, t in turns if r == "user"]
     text, in_tokens, out_tokens = answer(
         turns,

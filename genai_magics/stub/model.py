@@ -6,9 +6,12 @@ reply an ask or an edit gets, and the tokens read and written (``tokens``: ceil(
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
+import keyword
 import math
+import re
 from typing import TYPE_CHECKING, Any
 
 from . import edits as model_edits
@@ -168,6 +171,76 @@ def edit_reply(prompt: str, document: str | None) -> str:
     return json.dumps({"explanation": explanation, "proposedSource": source}, ensure_ascii=False)
 
 
+# A name a question gives as code: in backticks (`df`, `df.columns`), or a word with an underscore (sales_df).
+_CODE_NAME = re.compile(r"`([A-Za-z_]\w*)|(?<![\w.])([A-Za-z]\w*_\w*|_\w+)")
+_LISTED = re.compile(r"^([A-Za-z_]\w*): ", re.MULTILINE)  # a line of list_variables' result
+
+
+def asked_names(prompt: str, document: str | None) -> list[str]:
+    """The names a question gives as code that the document does not show: what the model may not know
+    and the notebook may hold (builtins and keywords left out)."""
+    names: list[str] = []
+    for found in _CODE_NAME.finditer(prompt):
+        name = found.group(1) or found.group(2)
+        known = keyword.iskeyword(name) or hasattr(builtins, name)
+        shown = document is not None and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", document)
+        if not known and not shown and name not in names:
+            names.append(name)
+    return names
+
+
+def _result_texts(value: Any) -> list[str]:
+    """Every ``text`` string inside a function result's JSON (either state mode's shape)."""
+    if isinstance(value, dict):
+        own = [value["text"]] if isinstance(value.get("text"), str) else []
+        return own + [t for v in value.values() for t in _result_texts(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _result_texts(v)]
+    return []
+
+
+def listed_names(result: dict[str, Any], turns: list[tuple[str, str]]) -> set[str]:
+    """The variables a list_variables result names; one that came back unchanged, from the list the
+    transcript holds (an earlier turn's result)."""
+    texts_held = _result_texts(result.get("response"))
+    if not texts_held:
+        texts_held = [t for role, text in turns if role == "tool" for t in _result_texts(parse_turn(text))]
+    return {name for text in texts_held for name in _LISTED.findall(text)}
+
+
+def inspected_note(results: list[dict[str, Any]]) -> str:
+    """What the answer says each inspected variable held (its summary's first lines), so a reader sees the
+    call at work."""
+    seen = [
+        " ".join(text.split("\n")[:2])
+        for r in results
+        if r["name"] == "inspect_variable"
+        for text in _result_texts(r["response"])[:1]
+    ]
+    return "".join(f"\nI looked at it: {first_line(line, 120)}" for line in seen)
+
+
+def own_calls(
+    turns: list[tuple[str, str]], results: list[dict[str, Any]], declared: list[str], edit: bool
+) -> list[dict[str, Any]] | None:
+    """The calls the model makes on its own in a turn no script runs: an ask naming, as code, a name the
+    document does not show first lists the notebook's variables, then inspects each such name the list
+    holds, then answers. Only what the request holds decides (the stand-in keeps nothing between turns)."""
+    user_texts = [t for r, t in turns if r == "user"]
+    mode, prompt = current_prompt(user_texts[-1] if user_texts else "")
+    if edit or mode == "edit":
+        return None
+    names = asked_names(prompt, held_document(turns))
+    if not names:
+        return None
+    if not results:
+        return [{"name": "list_variables", "args": {}}] if "list_variables" in declared else None
+    if [r["name"] for r in results] != ["list_variables"] or "inspect_variable" not in declared:
+        return None  # the variables were inspected (or the turn went another way): answer
+    listed = listed_names(results[0], turns)
+    return [{"name": "inspect_variable", "args": {"name": n}} for n in names if n in listed] or None
+
+
 INVALID_JSON_REPLY = '{"explanation": "stub invalid_json fault", "proposedSource": "print(1)\\n'
 
 
@@ -199,7 +272,7 @@ def answer(
         bad = bool(fault and fault["fault"] == "bad_edits")
         text = model_edits.answer(edit_reply(prompt, document), document, info.edits_offered, bad)
     else:
-        text = ask_reply(prompt, document) + read_note(info.tool_results)
+        text = ask_reply(prompt, document) + read_note(info.tool_results) + inspected_note(info.tool_results)
     in_tokens = sum(tokens(t) for _, t in turns) + tokens(system)
     out_tokens = tokens(text)
     info.mode = mode or ("edit" if info.edit else "ask")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from . import faults
@@ -198,11 +199,23 @@ class StubState:
         with self._lock:
             self.tool_scripts.waiting.append({"rounds": rounds, "arguments": arguments})
 
-    def tool_round(self, new_turn: bool, declared: list[str], calling_off: bool) -> list[dict[str, Any]] | None:
+    def tool_round(
+        self,
+        new_turn: bool,
+        declared: list[str],
+        calling_off: bool,
+        own: Callable[[], list[dict[str, Any]] | None],
+    ) -> list[dict[str, Any]] | None:
+        """The calls this request answers with: the running script's round, else, in a turn no script
+        runs, the calls the model makes on its own (``own``: ``model.own_calls``); None: it answers in text."""
         if not declared:
             return None
         with self._lock:
-            return self.tool_scripts.round(new_turn, calling_off)
+            calls = self.tool_scripts.round(new_turn, calling_off)
+            if calls is not None or self.tool_scripts.running is not None or calling_off:
+                return calls
+            mine = own()
+            return self.tool_scripts.numbered(mine) if mine else None
 
     def take_script(self, info: RequestRecord) -> str | list[Any] | None:
         with self._lock:

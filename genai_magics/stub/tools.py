@@ -47,11 +47,16 @@ class ToolScripts:
         if self.running is None or calling_off or self.done >= len(self.running["rounds"]):
             self.running = None if calling_off else self.running
             return None
+        calls = self.numbered(self.running["rounds"][self.done])
+        self.done += 1
+        return calls
+
+    def numbered(self, round_: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A round's calls with their ids (``call_0001``...), as the model sends them."""
         calls = []
-        for call in self.running["rounds"][self.done]:
+        for call in round_:
             calls.append({"id": f"call_{self.next_id:04d}", "name": call["name"], "args": call.get("args", {})})
             self.next_id += 1
-        self.done += 1
         return calls
 
     @property

@@ -8,6 +8,7 @@ the send stage has a module of its own (``send.py``). A stage reads and changes 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -265,11 +266,12 @@ def _planned_head(step: CacheStep) -> CachedHead | None:
 # -- send ------------------------------------------------------------------------------------
 def send(session: Session, planned: Planned, settings: Settings, display: TurnDisplay) -> Sent:
     """The turn's requests (``send.py``: the staircase of steps), priced; any failure leaves the
-    conversation as it was."""
+    conversation as it was, but what Gemini billed for the turn's requests before it is counted: in this
+    session's spending (``%gemini cost``, ``max_session_cost``) and in the record's ledger."""
     conv, model = planned.resolved.conv, planned.resolved.model
     client, notices = session.clients.client(settings.client)
     transport = TRANSPORTS[planned.plan.state_mode](client, model, settings.temperature, planned.resolved.offered)
-    return TurnSend(
+    sender = TurnSend(
         planned,
         settings,
         display,
@@ -279,7 +281,17 @@ def send(session: Session, planned: Planned, settings: Settings, display: TurnDi
         session_spent=budget.total(session.spent),
         started=session.conversations.get(conv.name) is conv,
         limits=session.limits,
-    ).run()
+    )
+    try:
+        return sender.run()
+    except BaseException:
+        if sender.billed is not None:
+            spent = Spent(
+                conv.name, model, sender.billed, failed=True, estimated=sender.estimated
+            )  # priced per request
+            session.spent.append(spent)
+            _noted(display, lambda: session.keeper.failed(spent), messages.BILL_NOT_RECORDED)
+        raise
 
 
 # -- commit ----------------------------------------------------------------------------------
@@ -292,8 +304,13 @@ def commit(session: Session, sent: Sent, display: TurnDisplay) -> Turn:
         replaced.closed = True
         session.caches.release(replaced)
     session.conversations[conv.name] = conv  # a conversation exists once a turn succeeded
-    session.spent.append(Spent(conv.name, sent.planned.resolved.model, turn.usage))
+    session.spent.append(_spent(sent))
     return turn
+
+
+def _spent(sent: Sent) -> Spent:
+    """A committed turn's bill, as its footer shows it."""
+    return Spent(sent.conv.name, sent.planned.resolved.model, sent.result.usage)
 
 
 def _committed(
@@ -351,9 +368,19 @@ def persist(session: Session, sent: Sent, display: TurnDisplay) -> None:
     """The committed turn written to the record; a failure there is one note, never a loss."""
     key = sent.planned.resolved.key
     assert key is not None  # every sent turn has one (a dry run is not sent)
-    try:  # the answer is in: nothing may lose it now (it was shown; it stays in this kernel)
-        note = session.keeper.committed(sent.conv, key, session.caches.recorded(sent.conv))
+    # the answer is in: nothing may lose it now (it was shown; it stays in this kernel)
+    _noted(
+        display,
+        lambda: session.keeper.committed(sent.conv, key, _spent(sent), session.caches.recorded(sent.conv)),
+        messages.NOT_RECORDED,
+    )
+
+
+def _noted(display: TurnDisplay, write: Callable[[], str | None], failed: messages.Message) -> None:
+    """A write of the record; its line, or its failure as ``failed``'s one line, shown as a note (never a loss)."""
+    try:
+        note = write()
     except Exception as exc:  # noqa: BLE001 - any failure of the record is one line
-        note = messages.NOT_RECORDED.render(error=redact(f"{type(exc).__name__}: {exc}"))
+        note = failed.render(error=redact(f"{type(exc).__name__}: {exc}"))
     if note:
         display.note(note)

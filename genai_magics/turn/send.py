@@ -28,6 +28,7 @@ from .. import messages
 from ..engine.contents import Squeeze, left_out
 from ..engine.conversation import Conversation, TurnPlan, Usage, added
 from ..engine.errors import UserError
+from ..engine.text import estimate_tokens
 from ..engine.tools import ToolCall, ToolResult, ToolRound, bad_call, error_result, holdings, sent_turns
 from ..gemini import budget
 from ..gemini.caching import CacheStep, ContextCaches, cache_is_gone
@@ -60,7 +61,8 @@ class TurnSend:
     started: bool  # the conversation had a turn before this one (one that never started keeps no cache)
     limits: InputLimits = field(default_factory=InputLimits)  # the session's: each model's input limit
     cache_step: CacheStep | None = None  # decided before the first request, carried out by it
-    billed: Usage | None = None  # the turn's requests answered so far (None: none yet)
+    billed: Usage | None = None  # the turn's requests answered so far, or whose answer began (None: none yet)
+    estimated: bool = False  # a request of ``billed`` failed after its answer began: its usage is the estimate
     uncached: bool = False  # compacted after the cache step: its cache holds another head
     _step_pending: bool = field(default=True, repr=False)
     _limit_retried: bool = field(default=False, repr=False)
@@ -109,9 +111,7 @@ class TurnSend:
         finally:
             self.notices.start(None)
         usage = replace(result.usage, request_bytes=self.notices.turn_bytes or result.usage.request_bytes)
-        return Sent(
-            self.planned, plan, replace(result, usage=priced(usage, self.planned.price, self.planned.day)), answer
-        )
+        return Sent(self.planned, plan, replace(result, usage=usage), answer)
 
     # -- fit: the model's input limit, before the turn --------------------------------------
     def fit(self, plan: TurnPlan) -> TurnPlan:
@@ -281,19 +281,40 @@ class TurnSend:
             reply = self._exchange(transport.request(plan, history, cache_head, retry, rounds, last, at_limit))
         if written:
             reply = replace(reply, usage=replace(reply.usage, cache_write_tokens=written))
-        self.billed = reply.usage if self.billed is None else added(self.billed, reply.usage)
+        # priced as it comes, by its own size (a long-prompt rate is per request); the turn sums dollars
+        reply = replace(reply, usage=priced(reply.usage, self.planned.price, self.planned.day))
+        self._bill(reply.usage)
         return reply
 
+    def _bill(self, usage: Usage) -> None:
+        self.billed = usage if self.billed is None else added(self.billed, usage)
+
     def _exchange(self, body: dict[str, Any]) -> Reply:
-        """The request on the wire, its text shown as it streams."""
+        """The request on the wire, its text shown as it streams. Rule: a request that fails (an error, a cut
+        stream, the interrupt) after its answer began to stream was billed, but its usage never came: it is
+        billed as the kernel estimates it (its input as the budget counts it, the text shown as output)."""
         self.notices.next_request()
         stream = self.transport.exchange(body)
+        shown: list[str] = []
         while True:
             try:
                 chunk = next(stream)
+                shown.append(chunk)
+                self.display.chunk(chunk)
             except StopIteration as done:
                 return done.value
-            self.display.chunk(chunk)
+            except BaseException:
+                if shown:
+                    self._bill_estimate(body, "".join(shown))
+                raise
+
+    def _bill_estimate(self, body: dict[str, Any], text: str) -> None:
+        """A request whose answer began and then failed, billed at the kernel's estimate."""
+        history, model = self.conv.history, self.planned.resolved.model
+        tokens = budget.request_tokens(body, model) + budget.chain_tokens(body, history)
+        usage = Usage(input_tokens=tokens, output_tokens=estimate_tokens(text), request_bytes=body_bytes(body))
+        self._bill(priced(usage, self.planned.price, self.planned.day))
+        self.estimated = True
 
     def _cache_prepared(self) -> int:
         """The cache step carried out, by the turn's first request only; the tokens it wrote."""
@@ -312,14 +333,15 @@ class TurnSend:
         if price is None or (caps.turn is None and caps.session is None):
             return  # no cap, or no price to estimate with: tokens only
         expected = budget.estimate(price, body(), self.conv.history, self.planned.resolved.model)
-        spent = None if self.billed is None else priced(self.billed, price, self.planned.day).cost_usd or 0.0
+        spent = None if self.billed is None else self.billed.cost_usd or 0.0
         refused = budget.refusal(expected, caps, spent or 0.0, self.session_spent, first=spent is None)
         if refused is not None:
             raise refused
 
 
 def priced(usage: Usage, price: Price | None, day: dt.date) -> Usage:
-    """Usage at the rates of its day, and what the same requests cost with nothing cached."""
+    """One request's usage at the rates of its day and its prompt's size, and what it would cost with
+    nothing cached."""
     usage = replace(usage, priced_on=day.isoformat())
     if price is None or usage.input_tokens is None or usage.output_tokens is None:
         return usage

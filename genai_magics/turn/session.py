@@ -18,7 +18,7 @@ from ..gemini.caching import CacheEntry, ContextCaches, worth_keeping
 from ..gemini.client import ClientSettings
 from ..gemini.errors import describe
 from ..gemini.models import InputLimits, ModelInfo, available_models
-from ..gemini.pricing import price_for
+from ..gemini.pricing import billing_day, price_for
 from ..persistence.keeper import RecordKeeper
 from ..sources.outputs import OutputCapture
 from .clients import Clients
@@ -38,7 +38,7 @@ class Session:
     outputs: OutputCapture = field(default_factory=OutputCapture)  # what each cell showed in this kernel
     clients: Clients = field(default_factory=Clients)
     documents: DocumentChooser = field(init=False)
-    today: Callable[[], dt.date] = dt.date.today  # a turn's day, its price's (tests set the clock)
+    today: Callable[[], dt.date] = billing_day  # a turn's day, its price's: Google's, not the machine's (tests set it)
     spent: list[Spent] = field(default_factory=list)  # this kernel's turns' bills, as their footers showed
 
     def __post_init__(self) -> None:

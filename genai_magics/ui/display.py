@@ -69,6 +69,7 @@ def footer_legend() -> str:
     legend = (
         messages.FOOTER_LEGEND_MODE,
         messages.FOOTER_LEGEND_TOKENS,
+        messages.FOOTER_LEGEND_REQUEST,
         messages.FOOTER_LEGEND_SENT,
         messages.FOOTER_LEGEND_SAVED,
     )
@@ -79,7 +80,7 @@ def document_line(label: str | None, source: str) -> str:
     """Which document a turn is about, named at its top: ``document: In[4] · parse()``."""
     if label is None:
         return "document: none"
-    what = summary(source)
+    what = summary(redact(source))  # the key of a cell like `key = "AIza…"` is no more shown here than sent
     return f"document: {label} · {what}" if what else f"document: {label}"
 
 
@@ -87,7 +88,9 @@ class NotebookDisplay:
     """Streams into one updatable output; throttled so a fast stream is cheap.
 
     What streams into the cell is bounded (``max_stream_chars``): a huge answer
-    is cut in the output, and kept whole in ``%gemini history``.
+    is cut in the output, and kept whole in ``%gemini history``. A note while the
+    turn runs (a function call's line, a retry) stands where it happens: below
+    what streamed before it, above the answer it led to.
     """
 
     interval_s = 0.15
@@ -100,6 +103,7 @@ class NotebookDisplay:
         self._handle = None
         self._header = None
         self._last = 0.0
+        self._waiting: str | None = None  # the "asking…" line while the turn runs; None before and after
 
     def document(self, label: str | None, source: str) -> None:
         line = document_line(label, source)
@@ -118,7 +122,12 @@ class NotebookDisplay:
     def start(self, what: str) -> None:
         # a place above the answer for the document line, filled once the document is known
         self._header = _display(_Rich("", ""), display_id=True)
-        self._show(_Rich(f'<i style="color:#666">{html.escape(what)}…</i>', f"{what}…"))
+        self._waiting = what
+        self._show(self._placeholder())
+
+    def _placeholder(self) -> Any:
+        what = self._waiting or ""
+        return _Rich(f'<i style="color:#666">{html.escape(what)}…</i>', f"{what}…")
 
     def chunk(self, text: str) -> None:
         self._text.append(text)
@@ -144,6 +153,7 @@ class NotebookDisplay:
         )
 
     def finish(self, markdown: str) -> None:
+        self._waiting = None
         self._show(_Markdown(self.bounded(markdown)))
 
     def clear_progress(self) -> None:
@@ -151,7 +161,15 @@ class NotebookDisplay:
             _update(self._handle, _Rich("", ""))
 
     def note(self, text: str) -> None:
+        running = self._waiting is not None and self._handle is not None
+        if running:  # what streamed so far stays above the note (an edit's progress line goes); the rest below
+            self._show(
+                _Markdown(self.bounded("".join(self._text))) if self._text and self.mode == "ask" else _Rich("", "")
+            )
+            self._handle, self._text, self._last = None, [], 0.0
         _display(_Rich(f'<div style="color:#8a6d3b;font-size:12px">{html.escape(text)}</div>', text))
+        if running:
+            self._show(self._placeholder())
 
     @staticmethod
     def footer(text: str) -> None:
@@ -227,6 +245,9 @@ class TerminalDisplay(NotebookDisplay):
         pass
 
     def note(self, text: str) -> None:
+        if self.mode == "ask" and self._text and not self._text[-1].endswith("\n"):
+            print(flush=True)  # the streamed text so far ends its line: the note stands on its own
+        self._text.append("\n")
         print(text, flush=True)
 
     @staticmethod

@@ -40,6 +40,7 @@ class ProposalController:
     cell_id: str
     writer: CellWriter
     current_source: Callable[[str], str | None]  # a cell's code as the kernel sees it now
+    ran_source: Callable[[str], str | None] = lambda _cell_id: None  # the code the kernel ran last in a cell
     status: Status = Status("")
     listeners: list[Listener] = field(default_factory=list)
     writing: bool = False  # a write was sent and its reply has not come back (a second click waits)
@@ -166,7 +167,7 @@ class ProposalController:
             "apply",
             self.turn.proposal_source,
             self.conversation.apply,
-            lambda: self._done("Applied", "the proposal"),
+            lambda: self._done("Applied", "the proposal", self.turn.proposal_source),
             self.turn.base_source,
             force,
         )
@@ -188,8 +189,14 @@ class ProposalController:
             else (self.overwritten, "the code from before 'Apply anyway'")
         )
         self._run(
-            "undo", source, self.conversation.undo, lambda: self._done("Undone", what), self.turn.proposal_source, force
+            "undo",
+            source,
+            self.conversation.undo,
+            lambda: self._done("Undone", what, source),
+            self.turn.proposal_source,
+            force,
         )
 
-    def _done(self, verb: str, what: str) -> str:
-        return self.writer.describe_done(verb, what, self.turn.document_label or "the cell")
+    def _done(self, verb: str, what: str, written: str | None) -> str:
+        ran = written is not None and self.ran_source(self.cell_id) == written
+        return self.writer.describe_done(verb, what, self.turn.document_label or "the cell", ran)

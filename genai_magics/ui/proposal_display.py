@@ -36,10 +36,14 @@ class Place:
     current_source: Callable[[str], str | None]  # a cell's code at the moment it is asked (a click)
     saved: Listener  # Apply, Discard or Undo happened
     prefill: Callable[[str], None]  # the terminal's next prompt
+    ran_source: Callable[[str], str | None] = lambda _cell_id: None  # the code the kernel ran last in a cell
 
 
 def controller_for(
-    proposed: Proposed, frontend: Frontend, current_source: Callable[[str], str | None]
+    proposed: Proposed,
+    frontend: Frontend,
+    current_source: Callable[[str], str | None],
+    ran_source: Callable[[str], str | None] = lambda _cell_id: None,
 ) -> ProposalController:
     """The proposal's controller, its writer chosen by the frontend; a replayed one says so."""
     turn, whole = proposed.turn, proposed.target is None
@@ -53,6 +57,7 @@ def controller_for(
         writer=writer,
         # a --notebook edit through the bridge: the document is the cells it manages, not one cell
         current_source=writer.current_source if isinstance(writer, NotebookWriter) else current_source,
+        ran_source=ran_source,
     )
     if proposed.replayed:
         replayed = report.replayed_proposal(turn, current_source(cell_id))
@@ -69,7 +74,7 @@ def show_proposal(
     the magic returns to IPython: an awaitable while the cell waits for the click, else None)."""
     if proposed.replayed:
         frontend = frontend.without_waiting(place.staged)
-    controller = controller_for(proposed, frontend, place.current_source)
+    controller = controller_for(proposed, frontend, place.current_source, place.ran_source)
     controller.listeners.append(place.saved)
     place.latest[proposed.conversation.name] = controller
     if frontend.kind is Kind.TERMINAL:

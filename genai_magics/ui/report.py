@@ -6,6 +6,7 @@ import time
 from collections.abc import Sequence
 
 from .. import messages
+from ..engine.context import SECONDARY_FIELD, ContextPiece
 from ..engine.conversation import Conversation, Spent, Turn, TurnPlan, Usage
 from ..engine.hashing import short
 from ..engine.outputs import ImagePiece, piece_name, piece_tokens
@@ -68,15 +69,32 @@ def footer(turn: Turn, plan: TurnPlan, model: str) -> str:
         else:
             sent = messages.DOCUMENT_CACHED if usage.cache_write_tokens else messages.DOCUMENT_SENT
             parts.append(sent.render(label=doc.label, chars=len(doc.source)))
-    parts += [messages.PIECE_UNCHANGED.render(name=piece_name(piece)) for piece in plan.omitted]
+    parts += [messages.PIECE_UNCHANGED.render(name=_named(piece)) for piece in plan.omitted]
     for piece in plan.pieces:
         if isinstance(piece, ImagePiece):
-            parts.append(messages.IMAGE_SENT.render(name=piece_name(piece), tokens=piece_tokens(piece, model)))
+            parts.append(messages.IMAGE_SENT.render(name=_named(piece), tokens=piece_tokens(piece, model)))
         else:
-            parts.append(messages.PIECE_SENT.render(name=piece_name(piece)))
+            parts.append(messages.PIECE_SENT.render(name=_named(piece)))
     if turn.saved_tokens:
         parts.append(messages.TOKENS_SAVED.render(tokens=turn.saved_tokens))
     return messages.FOOTER_SEPARATOR.join(parts)
+
+
+# The payload's fields the footer names in plain words: sources/ defines the last two (LAST_ERROR_FIELD,
+# VARIABLES_FIELD), which ui/ may not import; tests/unit/test_magics_parts.py holds them equal.
+PLAIN_NAMES = {
+    SECONDARY_FIELD: messages.PIECE_OTHER_CELLS,
+    "lastError": messages.PIECE_LAST_ERROR,
+    "variables": messages.PIECE_VARIABLE,
+}
+
+
+def _named(piece: ContextPiece) -> str:
+    """A piece as the footer names it: in plain words, not by the payload's field (``secondaryContext``)."""
+    plain = PLAIN_NAMES.get(piece.field)
+    if plain is None:
+        return piece_name(piece)
+    return plain.render(**({"name": piece.name} if plain.fields else {}))
 
 
 def replay_footer(turn: Turn, at: float) -> str:
@@ -160,8 +178,9 @@ def session_totals(convs: Sequence[Conversation], storage: Sequence[tuple[str, f
 
 
 def cost_report(spent: Sequence[Spent], before: Sequence[Spent]) -> str:
-    """What ``%gemini cost`` prints: this session's turns, then the record's from before the last restart,
-    each per conversation and model (the session's total is its footers' sum)."""
+    """What ``%gemini cost`` prints: this session's turns, then the record's ledger from before the last restart
+    (every turn billed, of conversations forgotten since too), each per conversation and model (the session's
+    total is its footers' sum, and what its failed turns were billed)."""
     lines = [_spent_line(messages.COST_THIS_SESSION, spent), *_spent_rows(spent)]
     lines += [_spent_line(messages.COST_BEFORE, before), *_spent_rows(before)]
     return "\n".join(lines)
@@ -170,10 +189,17 @@ def cost_report(spent: Sequence[Spent], before: Sequence[Spent]) -> str:
 def _spent_line(line: Message, spent: Sequence[Spent]) -> str:
     priced = [s.usage.cost_usd for s in spent if s.usage.cost_usd is not None]
     unpriced = len(spent) - len(priced)
+    failed = sum(s.failed for s in spent)
+    estimated = sum(s.estimated for s in spent)
     return line.render(
         cost=f"${sum(priced):.6f}" if priced else "$0",
         turns=len(spent),
         unpriced=messages.COST_UNPRICED.render(count=unpriced) if unpriced else "",
+        failed=messages.COST_FAILED.render(
+            count=failed, estimated=messages.COST_ESTIMATED.render(count=estimated) if estimated else ""
+        )
+        if failed
+        else "",
     )
 
 

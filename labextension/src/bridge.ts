@@ -14,6 +14,9 @@ import { ISent, VERSION, sentState, snapshotBody, snapshotMessage } from './snap
 import { markStale } from './stale';
 
 const TARGET = 'genai_magics.bridge';
+/** The key this extension adds to every execute request's metadata: `{path}`, the notebook's file now. */
+const METADATA_KEY = 'genai_magics';
+const TAGGED = Symbol('genai-magics-bridge tagged');
 const EDIT_PUSH_DELAY_MS = 400;
 
 /** A kernel message this bridge acts on (the kernel sends nothing else on this comm). */
@@ -37,7 +40,8 @@ export class NotebookBridge {
     ctx.statusChanged.connect(this._onStatusChanged, this);
     ctx.connectionStatusChanged.connect(this._onConnectionStatus, this);
     NotebookActions.executionScheduled.connect(this._onExecutionScheduled, this);
-    panel.context.pathChanged.connect(() => this._schedulePush(), this);
+    // A rename or move: the kernel learns the new path at once (its record follows the notebook).
+    panel.context.pathChanged.connect(() => this._push(false), this);
     panel.disposed.connect(this._dispose, this);
     void ctx.ready.then(() => {
       this._watchModel();
@@ -72,7 +76,33 @@ export class NotebookBridge {
       return;
     }
     kernel.registerCommTarget(TARGET, this._onCommOpen);
+    this._tagExecutes(kernel);
     void this._adoptExistingComm(kernel);
+  }
+
+  /**
+   * Every execute request of this notebook's kernel connection names the
+   * notebook's file in its metadata. The kernel reads it before the cell
+   * runs, also when no comm is open yet: after Restart & Run All the cells
+   * are queued before the comm the first of them opens, and a restarted
+   * kernel's environment still names the file the kernel started with
+   * (Untitled.ipynb before the first save's rename). It also tells the
+   * kernel that this extension is there, so that the proposals of those
+   * cells write through the comm once it is open.
+   */
+  private _tagExecutes(kernel: Kernel.IKernelConnection): void {
+    const tagged = kernel as Kernel.IKernelConnection & { [TAGGED]?: boolean };
+    if (tagged[TAGGED]) {
+      return;
+    }
+    tagged[TAGGED] = true;
+    const panel = this._panel;
+    const requestExecute = kernel.requestExecute.bind(kernel);
+    kernel.requestExecute = (content, disposeOnDone, metadata) =>
+      requestExecute(content, disposeOnDone, {
+        ...metadata,
+        [METADATA_KEY]: { path: panel.context.path }
+      });
   }
 
   private _onStatusChanged(): void {

@@ -24,6 +24,10 @@
  * proposal still on screen (class `genai-magics-proposal`), saying which,
  * and disables its buttons.
  *
+ * Every execute request of the notebook carries the notebook's path in its
+ * metadata (`genai_magics: {path}`), read by the kernel before the cell runs;
+ * a rename or move pushes a snapshot with the new path at once.
+ *
  * Ordering: every message of this comm goes on the main shell, in order
  * with execute requests (send.ts says why).
  *

@@ -37,7 +37,15 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-BRIDGE = Path(sys.prefix, "share/jupyter/labextensions/genai-magics-bridge/package.json")
+# GENAI_MAGICS_LABEXTENSION: a built bridge to test instead of the venv's (a worktree's
+# `cd labextension && jlpm build` writes genai_magics/labextension): the servers find it in their own
+# data dir, which wins over the environment's with JUPYTER_PREFER_ENV_PATH=0; the venv is left alone.
+LABEXTENSION = os.environ.get("GENAI_MAGICS_LABEXTENSION")
+BRIDGE = (
+    Path(LABEXTENSION, "package.json")
+    if LABEXTENSION
+    else Path(sys.prefix, "share/jupyter/labextensions/genai-magics-bridge/package.json")
+)
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "browser"
 
 
@@ -91,6 +99,11 @@ class JupyterServer:
                 "PATH": str(Path(sys.executable).parent) + os.pathsep + full_env.get("PATH", ""),
             }
         )
+        if LABEXTENSION:
+            extensions = home / "jupyter-data" / "labextensions"
+            extensions.mkdir(parents=True)
+            (extensions / "genai-magics-bridge").symlink_to(Path(LABEXTENSION).resolve())
+            full_env["JUPYTER_PREFER_ENV_PATH"] = "0"
         full_env.update(env)
         module = "jupyterlab" if app == "lab" else "notebook"
         cmd = [

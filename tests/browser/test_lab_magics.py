@@ -114,7 +114,9 @@ def test_a_proposal_reads_as_its_diff_and_apply_says_what_it_did(jupyter_server,
     apply.click()
     expect(nb.editor(1).locator(".cm-line").first).to_have_text("def parse(s):", timeout=10_000)
     expect(nb.editor(1)).to_contain_text("not an integer")
-    applied = messages.LIVE_DONE.render(verb="Applied", what="the proposal", label="In[2]")
+    applied = messages.LIVE_DONE.render(
+        verb="Applied", what="the proposal", label="In[2]", run=messages.RUN_IT.render()
+    )
     expect(magic.locator(".genai-magics-proposal")).to_contain_text(applied)  # and to run the cell
     expect(diff).to_contain_text("(before Apply)")
     expect(diff).not_to_contain_text("(current)")

@@ -1,5 +1,6 @@
 """Restart Kernel and Run All Cells in a real JupyterLab: the magic cells replay their
-recorded turns (footer 'replayed turn N'), and the stand-in receives no request."""
+recorded turns (footer 'replayed turn N'), the stand-in receives no request, and the replayed
+proposal's Undo and Apply write the cell live, also after a page reload."""
 
 from __future__ import annotations
 
@@ -64,3 +65,20 @@ def test_restart_kernel_and_run_all_replays_without_a_request(jupyter_server, pa
     # the buttons say what happened: applied, so Undo is offered and Apply is not
     expect(nb.cell(2).locator("button", has_text=re.compile(r"^\s*Apply\s*$"))).to_be_disabled()
     expect(nb.cell(2).locator("button", has_text=re.compile(r"^\s*Undo\s*$"))).to_be_enabled()
+    # and they write the cell live (issue 32, item 10: the cells ran before the bridge's first snapshot)
+    nb.cell(2).locator("button", has_text=re.compile(r"^\s*Undo\s*$")).click()
+    expect(nb.editor(1).locator(".cm-line")).to_have_text(["total = 1 + 2"], timeout=10_000)
+    page.keyboard.press("Escape")
+    page.keyboard.press("Control+s")  # a reload shows the notebook as saved
+    expect(page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty")).to_have_count(0, timeout=10_000)
+    page.reload()  # and after a page reload, the same widgets through the comm the page takes over
+    expect(nb.cell(3)).to_be_visible(timeout=30_000)
+    nb.wait_kernel()
+    apply = nb.cell(2).locator("button", has_text=re.compile(r"^\s*Apply\s*$"))
+    expect(apply).to_be_enabled(timeout=30_000)
+    apply.click()
+    expect(nb.editor(1).locator(".cm-line")).to_have_text(
+        ["# stub edit: Add input validation", "total = 1 + 2"], timeout=10_000
+    )
+    nb.shot("undone-then-applied-after-a-reload")
+    assert len(api_requests(stub_url)) == sent

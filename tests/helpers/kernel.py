@@ -62,6 +62,25 @@ class Run:
         return "\n".join(chunks)
 
     @property
+    def area(self) -> list[str]:
+        """The cell's outputs as a frontend shows them at the end: each in its place, display updates applied."""
+        area: list[str] = []
+        where: dict[str, int] = {}
+        for m in self.messages:
+            if m["msg_type"] not in ("display_data", "update_display_data", "stream"):
+                continue
+            content = m["content"]
+            text = content["text"] if m["msg_type"] == "stream" else content["data"].get("text/plain", "")
+            display_id = content.get("transient", {}).get("display_id")
+            if m["msg_type"] == "update_display_data":
+                area[where[display_id]] = text
+                continue
+            if display_id:
+                where[display_id] = len(area)
+            area.append(text)
+        return area
+
+    @property
     def errors(self) -> list[dict[str, Any]]:
         return [m for m in self.messages if m["msg_type"] == "error"]
 

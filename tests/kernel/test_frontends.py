@@ -45,22 +45,7 @@ def statuses(kernel) -> list[str]:
 
 def first_output(run) -> str:
     """The top output of the cell as a frontend shows it (display updates applied in place)."""
-    outputs: list[list[str]] = []
-    by_id: dict[str, list[str]] = {}
-    for m in run.messages:
-        if m["msg_type"] not in ("display_data", "update_display_data", "stream"):
-            continue
-        content = m["content"]
-        text = content["text"] if m["msg_type"] == "stream" else content["data"].get("text/plain", "")
-        display_id = content.get("transient", {}).get("display_id")
-        if m["msg_type"] == "update_display_data":
-            by_id[display_id][0] = text
-            continue
-        box = [text]
-        outputs.append(box)
-        if display_id:
-            by_id[display_id] = box
-    return next(box[0] for box in outputs if box[0].strip()).splitlines()[0]
+    return next(text for text in run.area if text.strip()).splitlines()[0]
 
 
 # -- case 1: the one-line form and run_cell_magic in a loop --------------------------------------

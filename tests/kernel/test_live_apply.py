@@ -211,3 +211,16 @@ def test_a_line_command_shows_its_own_outcome_once_the_live_write_is_done(lab, s
     shown = shown_by(lab, run)
     assert "already applied" not in shown
     assert messages.LIVE_DONE.within(shown) and "the code from before the proposal is now in" in shown
+
+
+def test_run_it_is_said_only_while_the_kernel_has_other_code_than_the_cell(lab, stub):
+    """Apply writes code the kernel never ran: 'Run it'. Undo back to the code the kernel ran last: not."""
+    lab.execute("b")
+    lab.execute("m")
+    lab.click_until("Apply", "Applied")
+    assert any(messages.LIVE_DONE.within(v, run=messages.RUN_IT.render()) for v in status_texts(lab))
+    lab.click_until("Undo", "Undone")
+    assert lab.source("b") == CELL_B  # the code In[2] ran
+    shown = [v for v in status_texts(lab) if messages.LIVE_DONE.within(v)]
+    assert shown and all(messages.LIVE_DONE.within(v, run=messages.RAN_ALREADY.render()) for v in shown), shown
+    assert not any(messages.RUN_IT.render().strip() in v for v in status_texts(lab))

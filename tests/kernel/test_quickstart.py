@@ -61,8 +61,15 @@ def test_quickstart_runs_on_the_stand_in(stub):
     assert messages.DOCUMENT_SYNCHRONIZED.within(second_footer)
     table = _text(cells["%gemini tokens"])
     assert all(f"conversation '{name}'" in table for name in ("default", "server", "big"))
+    # unscripted, the stand-in looks at the variable the question names: list, inspect, answer
+    looked = _text(next(c for c in result.nb_final.cells if c.source.endswith("`orders` would parse() reject?")))
+    assert messages.TOOL_CALLED.within(looked, call="list_variables()")
+    assert messages.TOOL_CALLED.within(looked, call="inspect_variable(orders)")
+    assert "[' 42 ', '7', 'x', '3.5']" in looked and messages.FOOTER_CALLS.within(looked, count=2)
     kinds = [r["kind"] for r in api_requests(stub)]
-    assert kinds == ["stream"] * 3 + ["interaction.create"] * 2 + ["stream"] * 2, kinds
+    assert kinds == ["stream"] * 3 + ["interaction.create"] * 2 + ["stream"] * 5, kinds
+    calls = [[c["name"] for c in r["tool_calls"]] for r in api_requests(stub)]
+    assert calls[5:8] == [["list_variables"], ["inspect_variable"], []] and not any(calls[:5] + calls[8:])
     assert [r["kind"] for r in stub.requests].count("cache.create") == 1
     server_follow = current_payload(api_requests(stub)[4])
     assert server_follow["sourceSynchronized"] is True and "currentSource" not in server_follow
@@ -100,3 +107,9 @@ def test_context_notebook_sends_error_and_variables_once(stub):
     inline = part.get("inlineData") or part["inline_data"]
     assert base64.urlsafe_b64decode(inline["data"].replace("+", "-").replace("/", "_")) == shown
     assert [i["sha256"] for i in requests[5]["current_images"]] == []
+    # docs/frontends.md quotes the two asks' footers about the figure as this notebook prints them
+    frontends = (NOTEBOOK.parents[1] / "docs" / "frontends.md").read_text(encoding="utf-8")
+    asks = [c for c in result.nb_final.cells if c.source.startswith("%%gemini_ask")][-2:]
+    for cell in asks:
+        shown = footer_line(_text(cell))
+        assert f"\n{shown}\n" in frontends, shown

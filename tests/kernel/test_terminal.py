@@ -90,7 +90,7 @@ def test_the_proposal_prefills_the_next_prompt_and_running_it_syncs(term, stub):
     term.type("", "Enter")  # run the pre-filled proposal
     term.wait_for("In [5]:")
     term.type("%gemini_ask why this way")
-    screen = term.wait_for("not re-sent: synchronized")
+    screen = term.wait_for(messages.DOCUMENT_SYNCHRONIZED.parts[-1].strip())
     assert "Stub answer to: why this way" in screen
     edit, ask = api_requests(stub)
     assert current_payload(ask).get("sourceSynchronized") is True

@@ -3,6 +3,7 @@ max_turn_cost or max_session_cost (nothing sent, nothing changed); %gemini cost.
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
 from dataclasses import replace
@@ -27,7 +28,7 @@ from genai_magics.gemini.budget import (
     total,
 )
 from genai_magics.gemini.models import DEFAULT_MODEL
-from genai_magics.gemini.pricing import price_for
+from genai_magics.gemini.pricing import billing_day, price_for
 from genai_magics.persistence.store import record_path
 
 FLASH = price_for(DEFAULT_MODEL, day=dt.date(2026, 12, 31))
@@ -270,14 +271,16 @@ def test_gemini_cost_is_the_footers_sum_and_the_record_before_the_restart(stub, 
         total = sum(c for _, _, c in spent if c is not None)
         report = k.run("%gemini cost").stdout.splitlines()
         unpriced = messages.COST_UNPRICED.render(count=1)
-        assert report[0] == messages.COST_THIS_SESSION.render(cost=f"${total:.6f}", turns=4, unpriced=unpriced)
+        assert report[0] == messages.COST_THIS_SESSION.render(
+            cost=f"${total:.6f}", turns=4, unpriced=unpriced, failed=""
+        )
         rows = [messages.COST_ROW.parse(line) for line in report[1:4]]
         assert [(r["name"], r["model"], r["turns"], r["cost"]) for r in rows] == [
             ("'default'", DEFAULT_MODEL, "2", f"${spent[0][2] + spent[1][2]:.6f}"),
             ("'g4'", "gemini-4-argon", "1", f"${spent[2][2]:.6f}"),
             ("'odd'", "gemini-9-unpriced", "1", messages.COST_TOKENS_ONLY.render()),
         ]
-        nothing = messages.COST_BEFORE.render(cost="$0", turns=0, unpriced="")
+        nothing = messages.COST_BEFORE.render(cost="$0", turns=0, unpriced="", failed="")
         assert report[4] == nothing
         # a refused turn leaves no record entry and adds nothing to what was spent
         files = record_files(nb)
@@ -287,8 +290,8 @@ def test_gemini_cost_is_the_footers_sum_and_the_record_before_the_restart(stub, 
         assert record_files(nb) == files and eval(k.run(COSTS).stdout) == spent
         restart(k)
         after = k.run("%gemini cost").stdout.splitlines()
-        assert after[0] == messages.COST_THIS_SESSION.render(cost="$0", turns=0, unpriced="")
-        assert after[1] == messages.COST_BEFORE.render(cost=f"${total:.6f}", turns=4, unpriced=unpriced)
+        assert after[0] == messages.COST_THIS_SESSION.render(cost="$0", turns=0, unpriced="", failed="")
+        assert after[1] == messages.COST_BEFORE.render(cost=f"${total:.6f}", turns=4, unpriced=unpriced, failed="")
         assert after[2:] == report[1:4]
         # a replayed turn costs nothing in this session, and keeps the price of its own day
         k.run("def parse(s):\n    return int(s)\n", cell_id="code")
@@ -299,6 +302,164 @@ def test_gemini_cost_is_the_footers_sum_and_the_record_before_the_restart(stub, 
             "u = state_of(get_ipython()).session.conversations['default'].history[0].usage\n"
             "print(u.priced_on, u.cost_usd, end='')"
         ).stdout
-        assert kept == f"{dt.date.today().isoformat()} {spent[0][2]}"
+        assert kept == f"{billing_day().isoformat()} {spent[0][2]}"  # Google's day, not the machine's
     finally:
         k.close()
+
+
+# -- issue 32: every part a request carries counts; every billed request counts ---------------------
+
+STATES = ["contents", "interactions"]
+BIG = 19_000  # characters of each cell the model reads (a result is at most secondary_context_chars, 20,000)
+
+
+def test_the_estimate_counts_function_calls_and_results_with_their_images():
+    from helpers.images import png
+
+    image = base64.b64encode(png(64, 64)).decode("ascii")
+    result = {"text": "r" * 4_000}
+    called = {"functionCall": {"name": "read_cell", "args": {"ref": "c" * 400}}}
+    answered = {"functionResponse": {"name": "read_cell", "response": result}}
+    with_image = {
+        "functionResponse": {"name": "cell_outputs", "response": {}, "parts": [{"inlineData": {"data": image}}]}
+    }
+    contents = {"contents": [{"role": "model", "parts": [called]}, {"role": "user", "parts": [answered]}]}
+    assert request_tokens(contents, DEFAULT_MODEL) > 1_100  # the call's 400 characters, the result's 4,000
+    alone = request_tokens({"contents": [{"role": "user", "parts": [{"inlineData": {"data": image}}]}]}, DEFAULT_MODEL)
+    images = request_tokens({"contents": [{"role": "user", "parts": [with_image]}]}, DEFAULT_MODEL)
+    assert alone > 0 and images >= alone  # the image inside the result, by the image rule
+    interactions = {"input": [{"type": "function_result", "call_id": "1", "name": "read_cell", "result": "r" * 4_000}]}
+    assert request_tokens(interactions, DEFAULT_MODEL) >= 1_000
+    listed = [{"type": "text", "text": "r" * 4_000}, {"type": "image", "data": image, "mime_type": "image/png"}]
+    both = {"input": [{"type": "function_result", "call_id": "1", "name": "cell_outputs", "result": listed}]}
+    assert request_tokens(both, DEFAULT_MODEL) >= 1_000 + alone
+
+
+@pytest.fixture
+def reading(shell, stub):
+    """The shell with eight cells of BIG characters each, and a model scripted to read them all in one round."""
+    shell.run("%gemini reset --all", cell_id="reset")
+    for name in ("secondary_context_chars", "tools", "max_tool_calls"):
+        setattr(shell.magics, name, shell.magics.trait_defaults(name))
+    for i in range(8):
+        shell.run(f"big{i} = '{chr(97 + i) * BIG}'", cell_id=f"big{i}")
+    stub.script_tools([[{"name": "read_cell", "args": {"ref": f"big{i}"}} for i in range(8)]])
+    yield shell
+    emptied(shell, [f"big{i}" for i in range(8)], [f"big{i}" for i in range(8)])
+
+
+def emptied(shell, cells: list[str], names: list[str]) -> None:
+    """The cells a test ran run again as ``pass``, and its variables deleted: the shell outlives the test, and
+    later turns would send them as context, or call them."""
+    for cell in cells:
+        shell.run("pass", cell_id=cell)
+    for name in names:
+        shell.ip.user_ns.pop(name, None)
+
+
+def read_all(shell, state: str, name: str):
+    return shell.run(
+        f"%%gemini_ask -c {name} --new --no-context --state {state}\nwhat do the cells hold?", cell_id=name
+    )
+
+
+@pytest.mark.parametrize("state", STATES)
+def test_max_turn_cost_counts_the_function_results_a_request_carries(reading, stub, state):
+    """Issue 32.4: with a $0.01 cap, the request carrying eight 19 KB results was admitted (its results
+    counted 0 tokens); the turn's own footer then said ~$0.022."""
+    spent = reading.magics.session.spent
+    read_all(reading, state, "uncapped")
+    assert spent[-1].usage.requests == 2 and spent[-1].usage.cost_usd > 0.01, spent[-1]
+    stub.script_tools([[{"name": "read_cell", "args": {"ref": f"big{i}"}} for i in range(8)]])
+    requests = len(stub.requests)
+    reading.magics.max_turn_cost = 0.01
+    stopped = read_all(reading, state, "capped")
+    fields = messages.BUDGET_STOPPED.parse(stopped.stderr.strip().splitlines()[-1])
+    assert fields is not None and fields["name"] == "max_turn_cost", stopped.stderr
+    assert float(fields["estimate"]) > 0.01
+    assert len(stub.requests) == requests + 1  # the results were never sent
+    assert "capped" not in reading.magics.session.conversations
+
+
+def cost_lines(shell) -> list[str]:
+    return shell.run("%gemini cost", cell_id="cost").plain.splitlines()
+
+
+def failed_part(spent) -> str:
+    """What %gemini cost's first line says of the session's failed turns (the shell's session outlives a test)."""
+    estimated = sum(s.estimated for s in spent)
+    return messages.COST_FAILED.render(
+        count=sum(s.failed for s in spent),
+        estimated=messages.COST_ESTIMATED.render(count=estimated) if estimated else "",
+    )
+
+
+@pytest.mark.parametrize("state", STATES)
+def test_what_a_stopped_turn_was_billed_counts_in_gemini_cost_and_max_session_cost(reading, stub, state):
+    """Issue 32.5: turns stopped by the budget after a billed request added nothing to what the session
+    spent: %gemini cost did not show them, and max_session_cost admitted the next turn."""
+    session = reading.magics.session
+    before = total(session.spent)
+    reading.magics.max_turn_cost = 0.01
+    read_all(reading, state, "stopped")
+    (bill,) = session.spent[len(session.spent) - 1 :]
+    assert bill.failed and not bill.estimated and bill.conversation == "stopped"
+    assert bill.usage.requests == 1 and bill.usage.cost_usd > 0 and bill.usage.input_tokens > 0
+    assert "stopped" not in session.conversations  # the turn itself is not kept
+    lines = cost_lines(reading)
+    fields = messages.COST_THIS_SESSION.parse(lines[0])
+    assert fields is not None and fields["cost"] == f"${before + bill.usage.cost_usd:.6f}"
+    assert lines[0].endswith(failed_part(session.spent))
+    # the session cap counts it: a turn that alone fits under the cap is refused with it
+    reading.magics.max_turn_cost = None
+    source = "%%gemini_ask -c after --new --no-context\nwhy?"
+    expected = estimate(FLASH, dry_request(reading, source), [], DEFAULT_MODEL)
+    reading.magics.max_session_cost = before + expected + bill.usage.cost_usd / 2
+    refused = reading.run(source, cell_id="after")
+    assert messages.BUDGET_REFUSED.matches(
+        refused.stderr.strip(), name="max_session_cost", estimate=dollars(total(session.spent) + expected)
+    ), refused.stderr
+
+
+@pytest.mark.parametrize("state", STATES)
+def test_a_stop_during_a_call_counts_the_requests_billed_before_it(shell, stub, state):
+    shell.run("%gemini reset --all", cell_id="reset")
+    shell.run("class Stuck:\n    def __repr__(self):\n        raise KeyboardInterrupt\n\nstuck = Stuck()", cell_id="s")
+    stub.script_tools([[{"name": "list_variables"}], [{"name": "inspect_variable", "args": {"name": "stuck"}}]])
+    shown = shell.run(f"%%gemini_ask -c stop --new --state {state}\nwhat is stuck?", cell_id="stop")
+    emptied(shell, ["s"], ["stuck", "Stuck"])
+    assert messages.STOPPED.shown() in shown.stderr
+    bill = shell.magics.session.spent[-1]
+    assert bill.failed and bill.conversation == "stop" and bill.usage.requests == 2 and bill.usage.cost_usd > 0
+
+
+@pytest.mark.parametrize("state", STATES)
+def test_a_later_error_counts_the_requests_billed_before_it(shell, stub, state):
+    """The answer to the calls is refused (a 400): the request that asked for them was billed."""
+    shell.run("%gemini reset --all", cell_id="reset")
+    shell.ip.user_ns["stand_in"] = stub
+    shell.run(
+        "class Trap:\n    def __repr__(self):\n"
+        "        stand_in.inject('http', status=400, match='any')\n        return 'trap'\n\ntrap = Trap()",
+        cell_id="t",
+    )
+    stub.script_tools([[{"name": "inspect_variable", "args": {"name": "trap"}}]])
+    shown = shell.run(f"%%gemini_ask -c later --new --state {state}\nwhat is trap?", cell_id="later")
+    emptied(shell, ["t"], ["trap", "Trap", "stand_in"])
+    assert shown.stderr.strip(), shown.plain
+    bill = shell.magics.session.spent[-1]
+    assert bill.failed and bill.conversation == "later" and bill.usage.requests == 1 and bill.usage.cost_usd > 0
+
+
+@pytest.mark.parametrize(("state", "chunks"), [("contents", 1), ("interactions", 3)])
+def test_an_answer_cut_mid_stream_is_billed_at_the_estimate_and_says_so(shell, stub, state, chunks):
+    """A request whose answer began and then broke off was billed, but Gemini never reported its usage:
+    it counts at the kernel's estimate (its input as the budget counts it, the text shown as output)."""
+    shell.run("%gemini reset --all", cell_id="reset")
+    stub.inject("cut_stream", match="any", after_chunks=chunks)
+    shown = shell.run(f"%%gemini_ask -c cut --new --state {state}\nwhy int?", cell_id="cut")
+    assert messages.STREAM_CUT.shown() in shown.stderr, shown.stderr
+    bill = shell.magics.session.spent[-1]
+    assert bill.failed and bill.estimated and bill.usage.input_tokens > 0 and bill.usage.output_tokens > 0
+    lines = cost_lines(shell)
+    assert lines[0].endswith(failed_part(shell.magics.session.spent)) and "estimated" in lines[0]

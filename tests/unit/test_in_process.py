@@ -148,7 +148,7 @@ def test_the_footer_explains_itself_on_hover(magic_shell, stub):
     (footer,) = [b for b in shown.bundles if re.match(r"turn \d+ · ask", b.get("text/plain", ""))]
     legend = html.escape(footer_legend())
     assert f'title="{legend}"' in footer["text/html"]
-    assert "synchronized" in legend and "cached" in legend
+    assert "not re-sent" in legend and "cached" in legend
 
 
 def test_a_cell_whose_id_is_notebook_is_a_cell_not_the_whole_notebook(magic_shell, stub):

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from genai_magics import messages
 from genai_magics.engine.cells import Document
 from genai_magics.engine.context import ContextPiece
-from genai_magics.engine.conversation import Conversation, Usage
+from genai_magics.engine.conversation import Conversation, Spent, Usage
 from genai_magics.engine.record import NotebookRecord, dumps
 from genai_magics.engine.replay import RecordedConversation, TurnKey, TurnMeta, state_after
 from genai_magics.persistence import store as store_module
@@ -72,7 +72,9 @@ def histories(record: NotebookRecord) -> dict[str, object]:
 
 OPS = st.lists(
     st.tuples(
-        st.sampled_from(["ask", "edit", "apply", "discard", "undo", "usage", "cache", "new", "forget", "reload"]),
+        st.sampled_from(
+            ["ask", "edit", "apply", "discard", "undo", "usage", "cache", "new", "forget", "reload", "failed"]
+        ),
         st.sampled_from(["a", "b"]),
         st.integers(0, 20),
     ),
@@ -117,11 +119,14 @@ def test_after_any_sequence_of_writes_the_files_hold_what_a_whole_write_would(op
                 )
             elif op == "forget":
                 del record.conversations[name]
+            elif op == "failed":  # a turn that failed after a billed request: the ledger's alone
+                record.billed.append(Spent(name, "m", Usage(k, i, requests=2), failed=True, estimated=k % 2 == 0))
             elif op == "reload":  # a kernel restart: the next kernel reads the files and writes on
                 store.wait()
                 store = RecordStore(path, private=True)
                 loaded, note = store.load()
                 assert note is None and loaded is not None and histories(loaded) == histories(record)
+                assert loaded.billed == record.billed
                 record = loaded
             assert store.save(record) is None
             holds(path, record)

@@ -303,3 +303,13 @@ def test_a_magic_line_parsed_again_is_the_same_flags_in_an_object_of_its_own():
     for _ in range(2):  # a line that does not parse says so every time
         with pytest.raises(UsageError):
             _parsed(GeminiMagics.gemini_edit, "--state nonsense")
+
+
+def test_the_footers_plain_names_are_the_payloads_fields():
+    """ui/report.py names the pieces by the payload's fields, which sources/ defines and ui/ may not import."""
+    from genai_magics.engine.context import SECONDARY_FIELD
+    from genai_magics.sources.last_error import LAST_ERROR_FIELD
+    from genai_magics.sources.variables import VARIABLES_FIELD
+    from genai_magics.ui.report import PLAIN_NAMES
+
+    assert set(PLAIN_NAMES) == {SECONDARY_FIELD, LAST_ERROR_FIELD, VARIABLES_FIELD}

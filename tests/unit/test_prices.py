@@ -1,23 +1,45 @@
-"""Prices keep their dates: a price holds for a period, a turn is priced on its own day; the table, its
+"""Prices keep their dates: a price holds for a period, a turn is priced on its own day (Google's billing
+day, whatever the machine's zone); a tiered model's long-prompt rates, request by request; the table, its
 overrides (with periods of their own), gemini-4-argon's thinking level over the wire, and %gemini prices."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import re
+import time
+from zoneinfo import ZoneInfo
 
 import pytest
 from helpers.footer import footer_line
+from helpers.kernel import FAKE_KEY, Kernel
 from helpers.wire import api_requests
 
 from genai_magics import messages
 from genai_magics.engine.errors import UserError
+from genai_magics.gemini.budget import FIRST_TURN_OUTPUT, estimate, request_tokens
 from genai_magics.gemini.models import DEFAULT_MODEL, traits
-from genai_magics.gemini.pricing import PRICES, Period, check_overrides, overlap, periods, price_for
+from genai_magics.gemini.pricing import (
+    BILLING_DAY_SOURCE,
+    LONG_PROMPT,
+    PRICES,
+    Period,
+    billing_day,
+    check_overrides,
+    overlap,
+    periods,
+    price_for,
+    turn_cost,
+)
+from genai_magics.turn.session import Session
 
 LAST_INTRO = dt.date(2026, 12, 31)
 AFTER = dt.date(2027, 1, 2)
 ARGON = "gemini-4-argon"
+PRO = "gemini-3.1-pro"
+PACIFIC = ZoneInfo("America/Los_Angeles")
+# two zones 25 hours apart: their local dates differ at every instant
+FAR_APART = ("Pacific/Kiritimati", "Pacific/Pago_Pago")
 MINE = {"input": 1, "cached_input": 0.1, "output": 2, "storage_hour": 1}
 
 
@@ -184,7 +206,10 @@ def test_gemini_prices_shows_the_periods_and_sources(magic_shell, stub):
     flash = [line for line in lines if line[2:].startswith(DEFAULT_MODEL + " ")]
     assert flash[0].startswith("*") and "through 2026-12-31" in flash[0] and "0.75" in flash[0]
     assert flash[1].startswith(" ") and "since 2027-01-01" in flash[1] and "1.5" in flash[1]
-    assert any(line.startswith(f"  {ARGON}, since 2026-12-01: ai.google.dev") for line in lines)
+    # each row names its sources by number, each note once below the table
+    argon = next(line for line in lines if line[2:].startswith(f"{ARGON} ") and "since 2026-12-01" in line)
+    first = re.search(r"  ((?:\d+ ?)+)$", argon).group(1).split()[0]
+    assert any(line.startswith(f"  [{first}] ai.google.dev") for line in lines)
     # an override shows as the table applied, for its own period
     magic_shell.magics.prices = {"mine": {**MINE, "from": "2027-01-01"}}
     mine = magic_shell.run("%gemini prices mine").stdout
@@ -227,3 +252,138 @@ def test_argon_is_never_sent_an_explicit_cache_where_flash_gets_one(magic_shell,
         made = [r for r in stub.requests if r["kind"] == "cache.create"]
         assert len(made) == (0 if model == ARGON else 1), (model, made)
     magic_shell.run("%gemini reset --all")  # no cache stays behind
+
+
+# -- the price day: Google's billing day (issue 32.8) ------------------------------------------------
+
+
+def test_the_price_day_is_googles_billing_day_in_pacific_time_whatever_the_instants_zone():
+    utc = dt.UTC
+    # 2027-01-01 03:00 UTC is still 2026-12-31 on Google's bill: the introductory price, on every machine
+    assert billing_day(dt.datetime(2027, 1, 1, 3, tzinfo=utc)) == LAST_INTRO
+    assert billing_day(dt.datetime(2027, 1, 1, 7, 59, tzinfo=utc)) == LAST_INTRO
+    assert billing_day(dt.datetime(2027, 1, 1, 8, tzinfo=utc)) == dt.date(2027, 1, 1)  # PST: UTC-8
+    assert billing_day(dt.datetime(2027, 7, 1, 6, 59, tzinfo=utc)) == dt.date(2027, 6, 30)  # PDT: UTC-7
+    assert billing_day(dt.datetime(2027, 7, 1, 7, tzinfo=utc)) == dt.date(2027, 7, 1)
+    tokyo = dt.datetime(2027, 1, 1, 12, tzinfo=ZoneInfo("Asia/Tokyo"))  # the same instant as 03:00 UTC
+    assert billing_day(tokyo) == LAST_INTRO
+    assert price_for(DEFAULT_MODEL, day=billing_day(tokyo)).input == 0.75
+
+
+def test_the_sessions_clock_gives_the_same_day_on_machines_a_day_apart(monkeypatch):
+    """The turn's day (footers, budgets, %gemini cost, %gemini prices) is the session's clock: on main
+    it was the machine's local date, so two kernels 25 hours apart priced the same request on two days."""
+    seen = []
+    try:
+        for zone in FAR_APART:
+            monkeypatch.setenv("TZ", zone)
+            time.tzset()
+            seen.append((dt.date.today(), Session().today()))
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    (local_a, day_a), (local_b, day_b) = seen
+    assert local_a != local_b  # the machines' own dates differ ...
+    assert day_a == day_b == dt.datetime.now(PACIFIC).date()  # ... the price day does not
+
+
+@pytest.mark.kernel
+def test_two_kernels_a_day_apart_price_on_the_same_day(stub, tmp_path):
+    """Real kernels in zones 25 hours apart: %gemini prices marks the same day, and the same ask is
+    priced on the same day at the same cost (its footer's ~$, %gemini cost)."""
+    shown = []
+    for zone in FAR_APART:
+        stub.reset()
+        k = Kernel(env={"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY, "TZ": zone}, cwd=str(tmp_path))
+        try:
+            k.run("%load_ext genai_magics", cell_id="setup")
+            k.run(CODE, cell_id="code")
+            assert "Stub answer to: why int?" in k.run(f"%%gemini_ask -c {zone[8:]}\nwhy int?", cell_id="m").plain
+            legend = [line for line in k.run("%gemini prices").stdout.splitlines() if line.startswith("* in force")]
+            kept = k.run(
+                "import datetime as dt\n"
+                "from genai_magics.kernel.shell_state import state_of\n"
+                f"u = state_of(get_ipython()).session.conversations[{zone[8:]!r}].history[0].usage\n"
+                "print(dt.date.today(), u.priced_on, u.cost_usd, end='')"
+            ).stdout
+            shown.append((legend, *kept.split()))
+        finally:
+            k.close()
+    (legend_a, local_a, day_a, cost_a), (legend_b, local_b, day_b, cost_b) = shown
+    assert local_a != local_b  # the kernels' own dates differ ...
+    today = dt.datetime.now(PACIFIC).date()
+    assert (
+        legend_a == legend_b == [messages.PRICES_LEGEND.render(today=today).splitlines()[0]]
+    )  # ... their day does not
+    assert day_a == day_b == today.isoformat() and cost_a == cost_b
+
+
+# -- prices by prompt size: a tiered model's long-prompt rates, per request (issue 33.3) --------------
+
+
+def test_a_tiered_model_charges_its_long_rates_for_a_request_over_200k_tokens():
+    pro = price_for(PRO, day=LAST_INTRO)
+    assert turn_cost(pro, LONG_PROMPT, 0, 1_000) == pytest.approx((200_000 * 2.00 + 1_000 * 12.00) / 1e6)
+    assert turn_cost(pro, LONG_PROMPT + 1, 100_000, 1_000) == pytest.approx(
+        (100_001 * 4.00 + 100_000 * 0.40 + 1_000 * 18.00) / 1e6
+    )
+    older = price_for("gemini-2.5-pro", day=LAST_INTRO)
+    assert turn_cost(older, 300_000, 0, 1_000) == pytest.approx((300_000 * 2.50 + 1_000 * 15.00) / 1e6)
+    flash = price_for(DEFAULT_MODEL, day=LAST_INTRO)  # one rate at every size
+    assert not flash.tiered and turn_cost(flash, 300_000, 0, 0) == pytest.approx(300_000 * 0.75 / 1e6)
+    # the budget estimates a request at the rates of its own size
+    body = {"contents": [{"role": "user", "parts": [{"text": "x" * 900_000}]}]}
+    tokens = request_tokens(body, PRO)
+    assert tokens > LONG_PROMPT
+    assert estimate(pro, body, [], PRO) == pytest.approx((tokens * 4.00 + FIRST_TURN_OUTPUT * 18.00) / 1e6)
+    # a user's override sets the long rates too
+    mine = {PRO: {"long_input": 5}}
+    assert price_for(PRO, mine, LAST_INTRO).at(LONG_PROMPT + 1).input == 5
+
+
+def _by_hand(record: dict) -> float:
+    """One request's dollars at gemini-3.1-pro's published rates for its own prompt size."""
+    prompt, cached, out = record["input_tokens"], record["cached_tokens"], record["response_tokens"]
+    fresh_rate, cached_rate, out_rate = (4.00, 0.40, 18.00) if prompt > 200_000 else (2.00, 0.20, 12.00)
+    return ((prompt - cached) * fresh_rate + cached * cached_rate + out * out_rate) / 1e6
+
+
+@pytest.mark.parametrize("state", ["contents", "interactions"])
+@pytest.mark.parametrize(("doc_tokens", "long"), [(120_000, False), (210_000, True)])
+def test_each_request_of_a_turn_is_priced_by_its_own_prompt_size(magic_shell, stub, state, doc_tokens, long):
+    """A turn of two requests (a function call answered): two prompts of 120k tokens are two short ones
+    (their sum, over 200k, is no prompt); two of 210k are two long ones. The footer, the turn's usage
+    and %gemini cost say the sum of each request priced alone."""
+    magic_shell.magics.session.today = lambda: LAST_INTRO
+    magic_shell.magics.cache = "off"  # no cache writes: each request is its input, cached part and output
+    try:
+        magic_shell.run("# " + "word " * (doc_tokens * 4 // 5), cell_id="big")
+        stub.script_tools([[{"name": "list_variables", "args": {}}]])
+        name = f"tiers-{state}-{doc_tokens}"
+        shown = magic_shell.run(f"%%gemini_ask -c {name} --new --state {state} --model {PRO} --cell big\nwhat is it?")
+        assert "Stub answer to: what is it?" in shown.plain, shown.stderr
+        first, second = api_requests(stub)
+        assert all((r["input_tokens"] > LONG_PROMPT) is long for r in (first, second))
+        assert first["input_tokens"] + second["input_tokens"] > LONG_PROMPT
+        usage = magic_shell.magics.session.conversations[name].history[-1].usage
+        assert usage.requests == 2 and usage.cost_usd == pytest.approx(_by_hand(first) + _by_hand(second))
+        shown_cost = f"~${usage.cost_usd:,.2f}" if usage.cost_usd >= 1 else f"~${usage.cost_usd:.2g}"
+        assert f" · {shown_cost} · " in footer_line(shown.plain, turn=1)
+        cost = magic_shell.run("%gemini cost").stdout.splitlines()
+        assert any(f"{name}" in line and f"${usage.cost_usd:.6f}" in line for line in cost), cost
+    finally:
+        magic_shell.magics.cache = magic_shell.magics.trait_defaults("cache")
+
+
+def test_gemini_prices_shows_the_long_prompt_rates_and_the_billing_days_zone(magic_shell, stub):
+    magic_shell.magics.session.today = lambda: LAST_INTRO
+    lines = magic_shell.run(f"%gemini prices {PRO}").stdout.splitlines()
+    row = lines.index(next(line for line in lines if line[2:].startswith(PRO + " ")))
+    over = lines[row + 1].split()
+    assert " ".join(over[:3]) == messages.PRICES_LONG_PROMPT.render(tokens="200k").strip()
+    assert over[3:] == ["4", "0.4", "18"]
+    text = "\n".join(lines)
+    assert messages.PRICES_LEGEND.render(today=LAST_INTRO) in text
+    notes = " ".join(line.split("] ", 1)[-1].strip() for line in lines[lines.index("sources:") + 1 :])
+    day_note = messages.PRICES_DAY_SOURCE.render(source=BILLING_DAY_SOURCE).strip()
+    assert day_note in notes  # the zone's source, one of the notes (wrapped between words)

@@ -124,3 +124,12 @@ def test_the_docs_quote_the_fast_layer_as_pytest_collects_it(request):
 )
 def test_measure_figures_writes_the_count_and_the_time_where_the_docs_quote_them(text, count, timing, expected):
     assert _measure_figures().rewritten(text, count, timing) == expected
+
+
+def test_the_readme_says_the_vscode_tests_need_their_setup_and_skip_without_it():
+    """Its second command runs every test: the VS Code ones only after scripts/setup_vscode.sh, and a newcomer
+    seeing them skipped learns why from the README itself."""
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    said = re.search(r"[^.]*`tests/vscode/`[^.]*`scripts/setup_vscode\.sh`[^.]*skipped[^.]*\.", text)
+    assert said, "the README names scripts/setup_vscode.sh for tests/vscode/ and says they skip without it"
+    assert (ROOT / "scripts" / "setup_vscode.sh").exists()

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from test_record import session
 
 from genai_magics import messages
+from genai_magics.engine.conversation import Spent, Usage
 from genai_magics.engine.outputs import OUTPUTS_FIELD, ImagePiece, OutputPiece
 from genai_magics.engine.record import NotebookRecord, dumps
 from genai_magics.engine.replay import branch, document_at_cursor, replay_match, replayed, seek
@@ -204,3 +205,28 @@ def test_any_other_json_is_one_line_and_another_writers_file_is_never_renamed(tm
 @pytest.mark.parametrize("private", [True, False])
 def test_huge_nesting_truncation_and_binary_are_one_line(tmp_path, text, private):
     check(tmp_path, text, private)
+
+
+def test_a_record_written_before_the_ledger_loads_with_its_turns_as_what_was_billed():
+    """Schema 1 without ``billed`` (every record before issue 32): its turns' bills are all it knows; the
+    ledger a later write adds, and a journal line extends, loads as written."""
+    old = json.loads(VALID)
+    assert old.pop("billed") == []
+    loaded = loads(json.dumps(old))
+    turns = loaded.conversations["default"].conversation.history
+    assert loaded.billed == [Spent("default", "m", t.usage) for t in turns] and len(turns) == 6
+    failed = Spent("gone", "m", Usage(7, 3, 40, requests=2, cost_usd=0.5), failed=True, estimated=True)
+    loaded.billed.append(failed)
+    again = loads(dumps(loaded))
+    assert again.billed == loaded.billed
+    line = {
+        "base": again.generation,
+        "notebook": "/nb.ipynb",
+        "conversations": {},
+        "billed": [json.loads(dumps(NotebookRecord("", 1.0, billed=[failed])))["billed"][0]],
+    }
+    journaled = loads(dumps(again), journal=(json.dumps(line) + "\n").encode())
+    assert journaled.billed == [*loaded.billed, failed]
+    bad = copy.deepcopy(old) | {"billed": [{"conversation": "x", "model": "m", "usage": {"input_tokens": "many"}}]}
+    with pytest.raises(Damaged):
+        loads(json.dumps(bad))

@@ -88,8 +88,10 @@ def test_every_function_answers_what_the_flags_would_send_and_shows_one_line_eac
     assert got["last_error"]["text"].startswith("ZeroDivisionError raised in In[")
     assert "\ndf: pandas.DataFrame shape=(3, 2) size=" in "\n" + got["list_variables"]["text"]
     assert "pd:" not in got["list_variables"]["text"]  # a module is no variable
-    assert got["read_cell"]["text"].endswith(f" id=c1\n{SETUP}")
-    assert " id=c2\n  1: print('hello from c2')" in got["search_cells"]["text"]
+    # the label beside the text, not in it (issue 32.3: a hash holds no execution count)
+    assert got["read_cell"]["text"] == f"id=c1\n{SETUP}" and got["read_cell"]["label"].startswith("In[")
+    assert "\nid=c2\n  1: print('hello from c2')" in got["search_cells"]["text"]
+    assert got["search_cells"]["label"].startswith("In[") and got["search_cells"]["label"].endswith(" id=c2")
     # one line per call, as it happened, with the size of what the model got
     for label, response in zip(
         ["inspect_variable(df)", "cell_outputs(c2)", "last_error()", "list_variables()", "read_cell(c1)"],
@@ -346,3 +348,65 @@ def test_the_budget_stops_a_tool_loop_before_the_request_over_its_cap(notebook, 
     assert messages.BUDGET_STOPPED.within(refused.stderr)
     assert len(api_requests(stub)) == 1  # the answer to the call was never sent
     assert "default" not in notebook.magics.session.conversations  # nothing recorded
+
+
+@pytest.mark.parametrize("state", STATES)
+def test_search_cells_answers_nothing_about_a_key_and_its_pattern_is_masked_everywhere(notebook, stub, state):
+    """32.2: the match ran on the unmasked source ("1 cell(s)" vs "0": a yes/no oracle for the key), and a
+    pattern holding the key stayed unmasked in the call's line, the record and every later request."""
+    notebook.run(f"key = {FAKE_KEY!r}", cell_id="k")
+    prefix, whole = FAKE_KEY[:6], FAKE_KEY
+    stub.script_tools([[call("search_cells", pattern=f"key = '{prefix}"), call("search_cells", pattern=whole)]])
+    shown = ask(notebook, state, "where is the key?")
+    by_prefix, by_key = (r["response"] for r in results(stub))
+    assert by_prefix["text"].startswith("searched as regular expression: 0 cell(s)")  # the model saw ***
+    assert f"key = '{MASK}'" in by_key["text"]  # the pattern was masked before it ran: it finds the mask
+    assert FAKE_KEY not in shown.plain and f"search_cells({MASK})" in shown.plain
+    stub.clear()
+    ask(notebook, state, "and now?", cell_id="m2")  # a later request carries the earlier call back
+    assert all(FAKE_KEY not in json.dumps(r["json"]) for r in api_requests(stub))
+    turn = notebook.magics.session.conversations["default"].history[0]
+    assert FAKE_KEY not in json.dumps([r.call.args for r in turn.tool_rounds[0].results])
+    assert FAKE_KEY not in json.dumps(turn.tool_rounds[0].model_content)
+
+
+@pytest.mark.parametrize("state", STATES)
+def test_a_cell_only_run_again_is_unchanged_for_the_model(notebook, stub, state):
+    """32.3: read_cell's text carried In[n]: a cell run again, same source, went whole again."""
+    stub.script_tools([[call("read_cell", ref="c1"), call("search_cells", pattern="DataFrame")]])
+    ask(notebook, state, "first", cell_id="m1")
+    notebook.run(SETUP, cell_id="c1")  # the same source, a new execution count
+    stub.clear()
+    stub.script_tools([[call("read_cell", ref="c1"), call("search_cells", pattern="DataFrame")]])
+    ask(notebook, state, "second", cell_id="m2")
+    read, found = (r["response"] for r in results(stub))
+    assert read["unchanged"] is True and found["unchanged"] is True
+
+
+@pytest.mark.parametrize("state", STATES)
+def test_the_stand_in_looks_at_a_variable_an_ask_names_as_code(notebook, stub, state):
+    """Unscripted, the stand-in does what the README says the model does: a question naming as code a name
+    its document does not show lists the variables, then inspects the one named, then answers with it."""
+    notebook.run("def parse(s):\n    return int(s)", cell_id="p")
+    notebook.run("orders = [' 42 ', 'x']", cell_id="o")
+    stub.reset()
+    shown = ask(notebook, state, "Which of `orders` would parse() reject?", "--cell p", cell_id="m1")
+    calls = [[c["name"] for c in r["tool_calls"]] for r in api_requests(stub)]
+    assert calls == [["list_variables"], ["inspect_variable"], []]
+    assert api_requests(stub)[1]["tool_calls"][0]["args"] == {"name": "orders"}
+    assert messages.TOOL_CALLED.within(shown.plain, call="list_variables()")
+    assert messages.TOOL_CALLED.within(shown.plain, call="inspect_variable(orders)")
+    assert "[' 42 ', 'x']" in shown.plain  # the answer says what it looked at
+    assert messages.FOOTER_CALLS.within(footer_line(shown.plain), count=2)
+    # a name the notebook does not hold: listed, not inspected; one the document shows, or no name as code: no call
+    for prompt, expected in [
+        ("And `nothing_here`?", [["list_variables"], []]),
+        ("Why does `parse` use int?", [[]]),
+        ("what is orders?", [[]]),
+    ]:
+        before = len(api_requests(stub))  # the stand-in keeps the server-side chain: no reset
+        ask(notebook, state, prompt, cell_id="m2")
+        assert [[c["name"] for c in r["tool_calls"]] for r in api_requests(stub)[before:]] == expected, prompt
+    before = len(api_requests(stub))
+    notebook.run("%%gemini_edit\nValidate each of `orders`.", cell_id="m3")  # an edit: the stand-in calls nothing
+    assert [[c["name"] for c in r["tool_calls"]] for r in api_requests(stub)[before:]] == [[]]
