@@ -249,6 +249,12 @@ REQUEST_REJECTED = error(
     "Gemini rejected the request (400): {detail} - check the prompt and --model; --dry-run shows the request",
     documented=True,
 )
+INPUT_LIMIT = error(
+    "INPUT_LIMIT",
+    "the request passes the model's input limit ({limit:,} tokens) even compacted: "
+    "start a new conversation with --new, or %gemini reset",
+    documented=True,
+)
 NOT_FOUND = error(
     "NOT_FOUND", "not found (404): check the model name (%config GeminiMagics.model). {detail}", documented=True
 )
@@ -748,6 +754,18 @@ CHAIN_LOST = note(
     "CHAIN_LOST",
     "the server no longer holds this conversation; starting a new chain and sending the document, "
     "the context and a digest of the earlier turns once",
+    documented=True,
+)
+COMPACTED = note(
+    "COMPACTED",
+    "the transcript would pass the model's input limit ({limit:,} tokens): turns {first}-{last} left out "
+    "of the request; the record keeps every turn",
+    documented=True,
+)
+CHAIN_OVER_LIMIT = note(
+    "CHAIN_OVER_LIMIT",
+    "the server chain would pass the model's input limit ({limit:,} tokens); starting a new chain with "
+    "the document, the context and a digest of the earlier turns; the record keeps every turn",
     documented=True,
 )
 CHAIN_TOO_LONG = note(

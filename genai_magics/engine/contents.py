@@ -10,9 +10,22 @@ Earlier turns are rendered exactly as they were sent (``sourceSynchronized``,
 ``document``) unless compaction must change them, so consecutive requests share
 the longest prefix the protocol allows: what implicit caching can hit.
 
+What the model fetched with functions fades: a result stays whole in the requests of
+its own turn, then goes as a marker naming the call that fetches it again
+(``{"sha256": ..., "fetch again": "read_cell(5)"}``). Fading a turn or more later, and
+in batches, measured dearer in both caching extremes (benchmarks/tools_economy.py).
+The function-call / function-response pairs and the model's parts (thought
+signatures) stay as received: only a response's body changes.
+
 With an explicit cache (``cacheable``) a user turn that carries the document or
 context in full is split in two user contents, the material first and the prompt
-after it, so the cache can hold the material while the prompt stays outside.
+after it, so the cache can hold the material while the prompt stays outside; once the
+model has fetched something, the faded turns, which no longer change until the next
+fade, belong to the head too (whether a cache takes them: gemini/caching.py).
+
+Near the model's input limit the send stage renders with a ``Squeeze``: every earlier
+result faded, then the oldest turns left out (one short user content says which),
+never a turn holding the version of the document the current turn builds on.
 """
 
 from __future__ import annotations
@@ -27,7 +40,7 @@ from .conversation import Turn, TurnPlan, version_chain
 from .outputs import inline_parts, sendable
 from .payloads import model_payload, to_text, user_payload
 from .redaction import redaction_keys
-from .tools import ToolRound, contents_round, superseded_result, tool_pieces
+from .tools import ToolRound, contents_round, faded_result, tool_pieces
 
 Contents = list[dict[str, Any]]
 
@@ -108,6 +121,13 @@ def _history_model(args: tuple[Any, ...], keys: tuple[str, ...]) -> str:
 
 
 @dataclass(frozen=True)
+class Squeeze:
+    """A transcript compacted to fit the model's input limit: the ``dropped`` oldest turns that can go left out."""
+
+    dropped: int
+
+
+@dataclass(frozen=True)
 class Rendered:
     """One rendering of the transcript in both forms: as it goes out whole, and split for an explicit cache."""
 
@@ -116,16 +136,20 @@ class Rendered:
     head: int  # how many leading ``split`` contents form the stable head
 
 
-def render(history: Sequence[Turn], plan: TurnPlan) -> Rendered:
-    """The transcript rendered once, for the cache step and the request alike."""
+def render(history: Sequence[Turn], plan: TurnPlan, squeeze: Squeeze | None = None) -> Rendered:
+    """The transcript rendered once, for the cache step and the request alike (``squeeze``: compacted to fit
+    the input limit; None: the results fade by the rule alone)."""
     whole: Contents = []
     split: Contents = []
-    head = 0  # split contents up to the last one holding material in full
+    head = 0  # split contents up to the last one holding material in full, or ending a faded turn
     current = ("user", _user_texts(plan.payload, plan.pieces), plan.pieces, False)
-    for role, texts, full, holds in (*_turns(history, plan), current):
-        if role == "call":  # a function call and its answer, as sent: no material of the head
+    for role, texts, full, holds in (*_turns(history, plan, squeeze), current):
+        if role in ("call", "left out"):  # a function call and its answer as sent, or the note of turns left out
             whole.append(texts)
             split.append(texts)
+            continue
+        if role == "faded":  # a turn that no longer changes until the next fade ended here
+            head = len(split)
             continue
         if role == "model":
             content = _content("model", texts)
@@ -143,14 +167,20 @@ def render(history: Sequence[Turn], plan: TurnPlan) -> Rendered:
 Rendering = tuple[str, Any, Sequence[ContextPiece], bool]  # role, its texts (UserTexts or a model's str), ...
 
 
-def _turns(history: Sequence[Turn], plan: TurnPlan) -> Iterator[Rendering]:
-    """(role, its texts, context sent in full, whether a model turn holds the code in full) per history turn."""
+def _turns(history: Sequence[Turn], plan: TurnPlan, squeeze: Squeeze | None) -> Iterator[Rendering]:
+    """(role, its texts, context sent in full, whether a model turn holds the code in full) per history turn;
+    ("faded", ...) after the last turn whose results faded, ("left out", the note's content, ...) once."""
     # the turns that render the version the current turn builds on stay as sent; other versions become markers
-    builds_on = plan.document.sha256 if plan.synchronized and plan.document else plan.patch_base_sha256
-    chain = set(version_chain(history, builds_on) or ())
+    chain = _chain(history, plan)
     keep = _latest_full_pieces(history, plan)
     keys = redaction_keys()
+    gone = _left_out(history, chain, squeeze.dropped if squeeze is not None else 0)
+    fetched = False  # a turn so far called functions
     for i, turn in enumerate(history):
+        if i in gone:
+            if i == min(gone):
+                yield "left out", _left_out_note(history, gone), (), False
+            continue
         full: list[ContextPiece] = []
         superseded: list[ContextPiece] = []
         for piece in turn.pieces:
@@ -167,7 +197,7 @@ def _turns(history: Sequence[Turn], plan: TurnPlan) -> Iterator[Rendering]:
         )
         yield "user", _history_user(user, turn.document_label, keys), full, False
         for round_ in turn.tool_rounds:
-            for content in contents_round(_compacted(round_, i, keep)):
+            for content in contents_round(_faded(round_)):
                 yield "call", content, (), False
         proposed = turn.proposal_source if (i, "model") in chain else None
         model = (
@@ -180,14 +210,42 @@ def _turns(history: Sequence[Turn], plan: TurnPlan) -> Iterator[Rendering]:
         )
         # edits, like a patch, leave the head as it was
         yield "model", _history_model(model, keys), (), proposed is not None and turn.proposal_edits is None
+        fetched = fetched or bool(turn.tool_rounds)
+        if fetched and i == len(history) - 1:
+            yield "faded", None, (), False  # what the model fetched may go into the cache's head
 
 
-def _compacted(round_: ToolRound, i: int, keep: dict[str, tuple[int, str]]) -> ToolRound:
-    """A round as sent, but a result whose pieces a later turn sent again becomes a marker."""
-    results = tuple(
-        r if all(keep.get(p.key) == (i, p.sha256) for p in r.pieces) else superseded_result(r) for r in round_.results
-    )
-    return replace(round_, results=results)
+def _chain(history: Sequence[Turn], plan: TurnPlan) -> set[tuple[int, str]]:
+    """The (position, side) of the turns rendering the version of the document the current turn builds on."""
+    builds_on = plan.document.sha256 if plan.synchronized and plan.document else plan.patch_base_sha256
+    return set(version_chain(history, builds_on) or ())
+
+
+def left_out(history: Sequence[Turn], plan: TurnPlan, dropped: int) -> list[int]:
+    """The indices of the turns a ``Squeeze`` leaving out ``dropped`` turns leaves out."""
+    return [history[i].index for i in sorted(_left_out(history, _chain(history, plan), dropped))]
+
+
+def _left_out(history: Sequence[Turn], chain: set[tuple[int, str]], dropped: int) -> set[int]:
+    """The positions of the ``dropped`` oldest turns that hold no part of the document's version chain."""
+    free = [i for i in range(len(history)) if (i, "user") not in chain and (i, "model") not in chain]
+    return set(free[:dropped])
+
+
+def _left_out_note(history: Sequence[Turn], left_out: set[int]) -> dict[str, Any]:
+    """The one user content standing for the turns left out."""
+    indices = [history[i].index for i in sorted(left_out)]
+    note = {
+        "leftOut": f"{len(indices)} earlier turn(s) ({indices[0]}-{indices[-1]}) are left out to stay under the "
+        "model's input limit; ask the user or call the functions again for what you need from them"
+    }
+    return _content("user", to_text(note))
+
+
+def _faded(round_: ToolRound) -> ToolRound:
+    """A round of an earlier turn as the transcript keeps it: the model's content as received, each result
+    with pieces as a marker (an error or ``unchanged`` result is short already)."""
+    return replace(round_, results=tuple(faded_result(r) if r.pieces else r for r in round_.results))
 
 
 def build_contents(history: Sequence[Turn], plan: TurnPlan) -> Contents:

@@ -20,13 +20,14 @@ from .edits import Edits, edits_chars
 from .hashing import sha256_text
 from .payloads import user_payload
 from .text import clip
-from .tools import ToolRound, tool_pieces
+from .tools import ToolRound, faded_keys, tool_pieces
 
 Mode = Literal["ask", "edit"]
 StateMode = Literal["contents", "interactions"]
 Outcome = Literal["none", "proposed", "applied", "discarded", "undone"]
 STATE_MODES: tuple[StateMode, ...] = ("contents", "interactions")
 DIGEST_TURNS = 16  # a new server chain learns this many earlier turns, in short
+DIGEST_PROMPT_CHARS = 1_000  # of each prompt (a new chain started at the input limit must be small)
 # A hand edit goes as a patch while the patches on the version the model holds in full stay
 # under this share of the document. Both are billed at the input rate: patches read again on
 # each of ~10 later turns cost less than the whole document written once into a new cache (or
@@ -255,7 +256,7 @@ class Conversation:
         digest = tuple(self.history[-DIGEST_TURNS:]) if new_chain else ()
         if digest:
             payload["earlierTurns"] = [
-                {"mode": t.mode, "prompt": t.prompt, "reply": clip(t.response, 400)}
+                {"mode": t.mode, "prompt": clip(t.prompt, DIGEST_PROMPT_CHARS), "reply": clip(t.response, 400)}
                 | ({"outcome": t.outcome} if t.outcome != "none" else {})
                 for t in digest
             ]
@@ -401,6 +402,9 @@ class Conversation:
         if doc is not None:
             self.document_key = doc.key
         self.history.append(turn)
+        if plan.state_mode == "contents":  # a result is a marker in the next request: no longer held
+            for key in faded_keys(self.history):
+                self.sync.context_hashes.pop(key, None)
         return turn
 
     # -- button transitions -------------------------------------------------

@@ -15,6 +15,7 @@ import base64
 import binascii
 import dataclasses
 import hashlib
+import json
 import math
 import re
 import struct
@@ -116,11 +117,19 @@ def piece_tokens(piece: ContextPiece, model: str | None = None) -> int:
 
 
 def part_tokens(part: Mapping[str, Any], model: str | None = None) -> int:
-    """A content part's input tokens as the plan estimates them: text, or an inlineData image."""
+    """A content part's input tokens as the plan estimates them: text, an inlineData image, or a function call
+    or response (its JSON; a response's images as images)."""
     inline = part.get("inlineData")
     if isinstance(inline, Mapping):
         return image_tokens(*image_size(decoded_image(inline.get("data")) or b""), model)
-    return estimate_tokens(str(part.get("text", "")))
+    if "text" in part or not ({"functionCall", "functionResponse"} & set(part)):
+        return estimate_tokens(str(part.get("text", "")))
+    response = part.get("functionResponse")
+    if not isinstance(response, Mapping) or not response.get("parts"):
+        return estimate_tokens(json.dumps(part, ensure_ascii=False))
+    images = response["parts"]
+    shape = {**part, "functionResponse": {k: v for k, v in response.items() if k != "parts"}}
+    return estimate_tokens(json.dumps(shape, ensure_ascii=False)) + sum(part_tokens(p, model) for p in images)
 
 
 def decoded_image(value: Any) -> bytes | None:

@@ -219,10 +219,23 @@ def error_result(call: ToolCall, message: str) -> ToolResult:
     return ToolResult(call, {"error": text}, "error", (), (("error", sha256_text(text)),))
 
 
-def superseded_result(result: ToolResult) -> ToolResult:
-    """A result in an older turn whose pieces were sent again later: the transcript keeps the newest only."""
-    marker = {"superseded": True, "sha256": result.response.get("sha256", ""), "note": "sent again later"}
+def faded_result(result: ToolResult) -> ToolResult:
+    """contents mode: a result of an earlier turn, which the model can fetch again, as the transcript keeps it:
+    its hash and the call that fetches it (the requests of its own turn had it whole: the answer rests on it)."""
+    marker = {"sha256": result.response.get("sha256", ""), "fetch again": result.call.label}
     return ToolResult(result.call, marker, result.status, (), result.identity)
+
+
+def faded_keys(history: Sequence[Any]) -> set[str]:
+    """The pieces the contents-mode transcript no longer holds whole once its turns' results faded: those
+    whose latest whole copy came in a function result (a piece a flag sent later stays held)."""
+    fetched: dict[str, bool] = {}  # key -> its latest whole copy came in a function result
+    for turn in history:
+        for piece in turn.pieces:
+            fetched[piece.key] = False
+        for piece in tool_pieces(turn.tool_rounds):
+            fetched[piece.key] = True
+    return {key for key, by_result in fetched.items() if by_result}
 
 
 def whole_response(found: Sequence[ContextPiece]) -> dict[str, Any]:

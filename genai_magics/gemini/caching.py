@@ -4,7 +4,9 @@ The stable head of a conversation (system instruction, then the contents up to
 the one holding the document or context in full) goes into an explicit cache
 when it is over the model's cache minimum and caching pays off by the price
 table; the next turns reference it, and the API then bills those tokens at the
-cached rate. A request naming a cache may not carry ``system_instruction``,
+cached rate. Once the model has fetched something, the head may take every earlier
+turn; a cache still at the start of the contents is kept until folding the turns
+after it into a new one pays off (``folding_pays``). A request naming a cache may not carry ``system_instruction``,
 ``tools`` or ``tool_config`` (a 400), so the system instruction lives in the
 cache. A cache is refreshed (its TTL patched) when used and close to expiry,
 replaced when the head changes, and deleted on reset, ``--new`` and unload; at
@@ -69,6 +71,22 @@ def pays_off(price: Price, ttl_s: float, expected_reads: float) -> bool:
     """
     saved = expected_reads * (price.input - price.cached_input)
     extra = price.cached_input + price.storage_hour * ttl_s / 3600
+    return saved > extra
+
+
+def folding_pays(price: Price, ttl_s: float, head_tokens: int, tail_tokens: int, reads: float) -> bool:
+    """Whether to fold the tail (the turns after the cache's head that no longer change) into a new cache now,
+    rather than keep the cache and read the tail at the input price on the ``reads`` requests until the next
+    chance to fold (the next turn).
+
+    Folding now re-reads the cached head at the input price once (creating the new cache) instead of the
+    cached price, and stores the tail too for the TTL; it saves the input-minus-cached price on the tail on
+    each of those reads::
+
+        fold  when  reads x tail x (input - cached)  >  head x (input - cached) + tail x storage_hour x ttl/3600
+    """
+    saved = reads * tail_tokens * (price.input - price.cached_input)
+    extra = head_tokens * (price.input - price.cached_input) + tail_tokens * price.storage_hour * ttl_s / 3600
     return saved > extra
 
 
@@ -195,6 +213,8 @@ class ContextCaches:
                 Decision("drop" if entry else "none", False, messages.CACHE_INTERACTIONS.render()), entry=entry
             )
         contents, length = transport.head(plan, history)
+        if entry is not None and entry.model == transport.model and price is not None and length > entry.length:
+            length = self._kept(entry, contents, length, transport, price, ttl_s, history)
         head = tuple(contents[:length])
         tokens, sha = self._measure(transport.model, head, transport.tools) if length else (0, None)
         decision = decide(
@@ -211,6 +231,25 @@ class ContextCaches:
         if decision.action == "none" and entry is not None:  # another model's cache: of no use now
             decision = replace(decision, action="drop")
         return CacheStep(decision, head, tokens, sha, entry)
+
+    def _kept(
+        self,
+        entry: CacheEntry,
+        contents: Sequence[dict[str, Any]],
+        length: int,
+        transport: Any,
+        price: Price,
+        ttl_s: float,
+        history: Sequence[Turn],
+    ) -> int:
+        """The head to cache: the cache's own while it is still the start of the contents and folding the
+        tail after it does not pay yet (``folding_pays``), else the new one (``length``)."""
+        prefix = tuple(contents[: entry.length])
+        if _head_sha(transport.model, prefix, transport.tools) != entry.head_sha:
+            return length  # the contents changed inside the cache's head: it can serve no more
+        tail = sum(part_tokens(p, transport.model) for c in contents[entry.length : length] for p in c["parts"])
+        reads = max(1, history[-1].usage.requests) if history else 1  # this turn's, as the last one's
+        return length if folding_pays(price, ttl_s, entry.tokens, tail, reads) else entry.length
 
     def _measure(self, model: str, head: tuple[dict[str, Any], ...], tools: tuple[str, ...] = ()) -> tuple[int, str]:
         """The head's estimated tokens and sha; an unchanged head (compared, not serialized) is not hashed again:

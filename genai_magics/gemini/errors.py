@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -88,6 +89,21 @@ def status_code(exc: BaseException) -> int | None:
     return None
 
 
+# Gemini's answer to a request past the model's input limit: a 400 INVALID_ARGUMENT like any bad request,
+# with no structured field of its own (no reason, no details entry), so its text is the only thing that
+# tells it apart. This is the one check here that reads a message; it reads only the limit's number.
+_OVER_LIMIT = re.compile(r"input token count \((\d+)\) exceeds the maximum number of tokens allowed \((\d+)\)")
+
+
+def over_input_limit(exc: BaseException) -> tuple[int, int] | None:
+    """(the request's input tokens, the model's input limit) when the failure is Gemini refusing a request
+    past the limit, else None."""
+    if status_code(exc) != 400:
+        return None
+    found = _OVER_LIMIT.search(_server_message(exc))
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
 def describe(exc: BaseException, *, attempts: int, timeout_s: float) -> UserError:
     """The failure as one line of the catalogue: what happened and what to do about it (its
     fields redacted: no key in them)."""
@@ -124,6 +140,9 @@ def _describe(exc: BaseException, *, attempts: int, timeout_s: float) -> UserErr
     detail = one_line(redact(_server_message(exc)), 200)  # before clipping: no half key
     if code in (401, 403):
         return UserError(messages.KEY_REJECTED, code=code, detail=detail)
+    over = over_input_limit(exc)
+    if over is not None:
+        return UserError(messages.INPUT_LIMIT, limit=over[1])
     if code == 400:
         return UserError(messages.REQUEST_REJECTED, detail=detail)
     if code == 404:

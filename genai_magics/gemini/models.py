@@ -6,7 +6,7 @@ google.genai: ``available_models`` works on the client it is given.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 # A generally available Flash model. gemini-3.7-flash, the first default, is
@@ -14,6 +14,9 @@ from typing import Any
 DEFAULT_MODEL = "gemini-3.8-flash"
 
 GENERATE = "generateContent"
+# Every Gemini model's input limit since 1.5 Pro (the models endpoint's ``input_token_limit``, and
+# ai.google.dev/gemini-api/docs/models): what a model not listed yet is taken to read at most.
+INPUT_LIMIT = 1_048_576
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,7 @@ class Traits:
     # alike when the server's default moves); such a model refuses a thinking budget, never sent
     thinking_level: str | None = None
     explicit_cache: bool = True  # cachedContents can be made for it (else: implicit caching only)
+    input_limit: int = INPUT_LIMIT  # tokens a request may read, until the models endpoint says otherwise
 
 
 TRAITS: dict[str, Traits] = {
@@ -39,12 +43,30 @@ def traits(model: str) -> Traits:
     return TRAITS.get(model.removeprefix("models/"), Traits())
 
 
+@dataclass
+class InputLimits:
+    """The tokens a request to each model may read, as the API gave them (the models endpoint's
+    ``input_token_limit``, or the number in a limit's 400), kept for the session; the table's otherwise."""
+
+    learned: dict[str, int] = field(default_factory=dict)
+
+    def of(self, model: str) -> int:
+        name = model.removeprefix("models/")
+        return self.learned.get(name) or traits(name).input_limit
+
+    def learn(self, model: str, tokens: int | None) -> None:
+        """The API said ``model`` reads at most ``tokens`` (None or 0: it did not say)."""
+        if tokens:
+            self.learned[model.removeprefix("models/")] = int(tokens)
+
+
 @dataclass(frozen=True)
 class ModelInfo:
     name: str  # without the "models/" prefix: what --model takes
     display_name: str
     contents: bool  # generate_content works: the contents state mode
     interactions: bool  # client.interactions.create works: the interactions state mode
+    input_limit: int | None = None  # the endpoint's input_token_limit
 
 
 def model_info(model: Any) -> ModelInfo:
@@ -55,12 +77,24 @@ def model_info(model: Any) -> ModelInfo:
     # models.list does not say which models the Interactions API serves; its docs
     # list the Gemini generateContent models, so that is the rule used here.
     interactions = contents and name.startswith("gemini-")
-    return ModelInfo(name=name, display_name=model.display_name or name, contents=contents, interactions=interactions)
+    limit = getattr(model, "input_token_limit", None)
+    return ModelInfo(
+        name=name,
+        display_name=model.display_name or name,
+        contents=contents,
+        interactions=interactions,
+        input_limit=limit if isinstance(limit, int) else None,
+    )
 
 
-def available_models(client: Any) -> list[ModelInfo]:
-    """Every base model the client's key can see, in the API's order (all pages)."""
-    return [model_info(m) for m in client.models.list()]
+def available_models(client: Any, limits: InputLimits | None = None) -> list[ModelInfo]:
+    """Every base model the client's key can see, in the API's order (all pages); their input limits kept
+    in ``limits``."""
+    found = [model_info(m) for m in client.models.list()]
+    for info in found:
+        if limits is not None:
+            limits.learn(info.name, info.input_limit)
+    return found
 
 
 def models_table(models: list[ModelInfo], current: str) -> str:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..engine.contents import Contents, Rendered, render
+from ..engine.contents import Contents, Rendered, Squeeze, render
 from ..engine.conversation import Turn, TurnPlan, Usage
 from ..engine.outputs import interaction_inputs
 from ..engine.payloads import EDIT_RESPONSE_SCHEMA, SYSTEM_INSTRUCTION, WHOLE_RESPONSE_SCHEMA, to_text
@@ -80,6 +80,7 @@ class Transport(Protocol):
     client: Any
     model: str
     tools: tuple[str, ...]  # the functions offered
+    squeeze: Squeeze | None  # contents mode: the transcript compacted to fit the model's input limit (send stage)
 
     def settings(self, mode: str, retry: EditRetry | None = None) -> dict[str, Any]:
         """The settings sent with a turn of ``mode`` besides its inputs, model and chain."""
@@ -136,6 +137,7 @@ class _Transport:
         self.model = model
         self.temperature = temperature
         self.tools = tools  # the functions offered (an empty tuple: none, no declarations sent)
+        self.squeeze: Squeeze | None = None
 
     def instruction(self) -> str:
         return f"{SYSTEM_INSTRUCTION}{TOOLS_INSTRUCTION}\n" if self.tools else SYSTEM_INSTRUCTION
@@ -147,14 +149,15 @@ class _Transport:
 class ContentsTransport(_Transport):
     """App-managed state: the kernel sends the compacted transcript every request."""
 
-    _memo: tuple[TurnPlan, tuple[tuple[int, str], ...], Rendered] | None = None
+    _memo: tuple[TurnPlan, tuple[tuple[int, str], ...], Squeeze | None, Rendered] | None = None
 
     def _rendered(self, plan: TurnPlan, history: Sequence[Turn]) -> Rendered:
         """The transcript rendered once a turn: the cache step and every request (a retry too) read the same."""
         outcomes = tuple((t.index, t.outcome) for t in history)  # a click in between renders again
-        if self._memo is None or self._memo[0] is not plan or self._memo[1] != outcomes:
-            self._memo = (plan, outcomes, render(history, plan))
-        return self._memo[2]
+        memo = self._memo
+        if memo is None or memo[0] is not plan or memo[1] != outcomes or memo[2] != self.squeeze:
+            self._memo = memo = (plan, outcomes, self.squeeze, render(history, plan, self.squeeze))
+        return memo[3]
 
     def head(self, plan: TurnPlan, history: Sequence[Turn]) -> tuple[Contents, int]:
         """The contents as an explicit cache would split them, and the length of their stable head."""

@@ -36,7 +36,22 @@ from .state import StubState
 LEVEL_ONLY = "gemini-4-argon"
 
 
-def _catalogue() -> list[dict[str, Any]]:
+# Gemini's limit, and its answer past it (a 400 INVALID_ARGUMENT with nothing structured beside the text)
+INPUT_LIMIT = 1_048_576
+OVER_LIMIT = "The input token count ({count}) exceeds the maximum number of tokens allowed ({limit})."
+
+
+def over_limit(stub: StubState, turns: list[tuple[str, str]], system: str, declared: str) -> Reply | None:
+    """Gemini's 400 for a request reading more than the model's input limit (counted as ``answer`` counts
+    its input); None when it fits."""
+    limit = stub.input_limit
+    prompt_tokens = sum(tokens(t) for _, t in turns) + tokens(system) + tokens(declared)
+    if limit is None or prompt_tokens <= limit:
+        return None
+    return error(400, OVER_LIMIT.format(count=prompt_tokens, limit=limit))
+
+
+def _catalogue(limit: int | None = None) -> list[dict[str, Any]]:
     """What ``GET models`` lists, in the real API's shape (an embedding model cannot converse)."""
     from ..gemini.models import DEFAULT_MODEL  # the stand-in serves the package's default
 
@@ -47,7 +62,7 @@ def _catalogue() -> list[dict[str, Any]]:
             "version": "001",
             "displayName": display,
             "description": f"{display} (stub)",
-            "inputTokenLimit": 1048576,
+            "inputTokenLimit": limit or INPUT_LIMIT,
             "outputTokenLimit": 65536,
             "supportedGenerationMethods": methods,
             "temperature": 1,
@@ -103,6 +118,9 @@ def generate(stub: StubState, body: dict[str, Any], fault: dict[str, Any] | None
     # a cache holds the declarations (the API refuses tools beside cachedContent)
     info.tools_declared = stub_tools.contents_declared(body) or list(cache_tools)
     info.tool_results = stub_tools.contents_results(contents)
+    refused = over_limit(stub, turns, system, declared)
+    if refused is not None:  # before a scripted round is taken: the request is refused unread
+        return refused
     calls = stub.tool_round(
         not info.tool_results,
         info.tools_declared,
@@ -210,6 +228,10 @@ def create_interaction(
         turns.append(("model", stored["output_text"]))
     turns.append(("tool" if info.tool_results else "user", input_text))
     turns += images.entries(info.images)
+    declared = json.dumps(body["tools"], sort_keys=True) if body.get("tools") else ""
+    refused = over_limit(stub, turns, system, declared)
+    if refused is not None:
+        return refused
     calls = stub.tool_round(
         not info.tool_results,
         info.tools_declared,
@@ -226,7 +248,6 @@ def create_interaction(
         None if calls else stub.take_script(info),
         calls,
     )
-    declared = json.dumps(body["tools"], sort_keys=True) if body.get("tools") else ""
     in_tokens += tokens(declared)  # the declarations are read with the prompt
     info.input_tokens = in_tokens
     cached = stub.read_prefix(model, [("system", system), ("tools", declared)] + turns, info)
@@ -267,10 +288,10 @@ def create_interaction(
     return interactions.streamed(interaction, text, calls, stub.tool_scripts.arguments)
 
 
-def list_models(query: dict[str, str]) -> Reply:
+def list_models(query: dict[str, str], limit: int | None = None) -> Reply:
     """One page of the catalogue; ``pageSize``/``pageToken`` as the real API pages (small
     pages by default, so a client's paging is exercised)."""
-    models = _catalogue()
+    models = _catalogue(limit)
     try:
         start = int(query.get("pageToken") or 0)
         size = int(query.get("pageSize") or 2)
@@ -295,7 +316,7 @@ def _serve(stub: StubState, record: RequestRecord, fault: dict[str, Any] | None)
     if kind == "interaction.get":
         return stub.interaction_store.get(name_in(INTERACTION_RE, record.path), record)
     if kind == "models.list":
-        return list_models(record.query)
+        return list_models(record.query, stub.input_limit)
     if kind == "cache.create":
         if data.get("model") == f"models/{LEVEL_ONLY}":
             return error(400, f"Explicit context caching is not supported for models/{LEVEL_ONLY}. (stub)")

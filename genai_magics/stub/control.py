@@ -12,7 +12,8 @@ functions calls them, a round a request: ``stub/tools.py``), ``POST /_stub/pace`
 can), ``GET /_stub/interactions``, ``DELETE /_stub/interactions/{id}``, ``GET /_stub/caches``
 (every cache made, with its lifetime), ``POST /_stub/clock`` (``{"advance": s}``),
 ``POST /_stub/caching`` (``{"implicit": bool, "missing_status": 403|404,
-"implicit_ttl_s": s, "implicit_minimum": {model: tokens}}``).
+"implicit_ttl_s": s, "implicit_minimum": {model: tokens}}``), ``POST /_stub/limit``
+(``{"input_tokens": n}``: every model's input limit; null: Gemini's).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class Steered(Protocol):
     @property
     def configure_caching(self) -> Callable[..., dict[str, Any]]: ...  # the caching model's keyword fields
     def forget_interaction(self, interaction_id: str) -> bool: ...
+    def limit_input(self, tokens: int | None) -> dict[str, Any]: ...
 
 
 class Refused(Exception):
@@ -115,6 +117,11 @@ def _caching(stub: Steered, body: Any, tail: str) -> Reply:
     return 200, stub.configure_caching(**body)
 
 
+def _limit(stub: Steered, body: Any, tail: str) -> Reply:
+    fields = _object(body, {"input_tokens"}, '{"input_tokens": n or null}')
+    return 200, stub.limit_input(fields.get("input_tokens"))
+
+
 def _forget_interaction(stub: Steered, body: Any, tail: str) -> Reply:
     ident = unquote(tail)
     found = stub.forget_interaction(ident)
@@ -133,6 +140,7 @@ ROUTES: dict[tuple[str, str], Handler] = {
     ("GET", "caches"): lambda stub, body, tail: (200, stub.caches),
     ("POST", "clock"): _clock,
     ("POST", "caching"): _caching,
+    ("POST", "limit"): _limit,
     ("GET", "interactions"): lambda stub, body, tail: (200, sorted(stub.interactions)),
     ("DELETE", "interactions/"): _forget_interaction,
 }

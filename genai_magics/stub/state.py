@@ -43,6 +43,7 @@ class StubState:
         self.implicit_minimums: dict[str, int] = {}
         self._prefixes: list[tuple[str, float, list[tuple[str, str]]]] = []  # (model, time, sequence)
         self._previous: dict[str, list[tuple[str, str]]] = {}  # model -> the sequence its last request read
+        self.input_limit: int | None = None  # every model's input limit in tokens (None: Gemini's, never reached)
 
     # -- inspection and control -------------------------------------------------
     @property
@@ -69,6 +70,7 @@ class StubState:
             self.implicit_ttl_s = IMPLICIT_TTL_S
             self.implicit_minimums = {}
             self.token_rate = 0.0
+            self.input_limit = None
             self._prefixes.clear()
             self._previous.clear()
 
@@ -108,6 +110,13 @@ class StubState:
                 "implicit_ttl_s": self.implicit_ttl_s,
                 "implicit_minimum": dict(self.implicit_minimums),
             }
+
+    def limit_input(self, tokens: int | None) -> dict[str, Any]:
+        """Give every model an input limit of ``tokens`` (None: back to Gemini's 1,048,576, never reached
+        here): a request reading more is answered Gemini's 400, and ``GET models`` lists it."""
+        with self._lock:
+            self.input_limit = None if tokens is None else int(tokens)
+            return {"input_tokens": self.input_limit}
 
     @property
     def caches(self) -> list[dict[str, Any]]:

@@ -280,6 +280,7 @@ def send(session: Session, planned: Planned, settings: Settings, display: TurnDi
         session.caches,
         session_spent=budget.total(session.spent),
         started=session.conversations.get(conv.name) is conv,
+        limits=session.limits,
     )
     try:
         return sender.run()

@@ -3,12 +3,15 @@
 Each step does one thing and hands down to the one below; every request of a turn, an edit's
 retry and a new chain included, takes the same lower steps::
 
-    run           the turn: the interrupt caught once, a failure told in one line, nothing kept of it
+    run           the turn: the interrupt caught once, a failure told in one line, nothing kept of it;
+                  a transcript that would pass the model's input limit compacted first
      └ edit       an edit whose edits do not apply is asked once more for the whole text
-        └ chain   a server chain the server lost (404) is started again once, with what the model needs
+        └ chain   a server chain the server lost (404), or grown past the input limit, is started
+                  again once, with what the model needs
            └ calls    the function-call loop: a request, its calls answered (read-only), the next
-              └ request   one request: admitted by the budget, under the explicit cache, on the wire;
-                          a cache the server lost is made again once and the request sent again
+              └ limit     a request Gemini refuses as past the input limit is compacted and sent once more
+                 └ request   one request: admitted by the budget, under the explicit cache, on the wire;
+                             a cache the server lost is made again once and the request sent again
 
 The rules of each step are stated where it lives. Nothing here touches the conversation but the
 chain step (a lost chain is forgotten, and put back when the new one fails too); the commit stage
@@ -22,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import messages
+from ..engine.contents import Squeeze, left_out
 from ..engine.conversation import Conversation, TurnPlan, Usage, added
 from ..engine.errors import UserError
 from ..engine.text import estimate_tokens
@@ -29,7 +33,8 @@ from ..engine.tools import ToolCall, ToolResult, ToolRound, bad_call, error_resu
 from ..gemini import budget
 from ..gemini.caching import CacheStep, ContextCaches, cache_is_gone
 from ..gemini.client import RetryNotices
-from ..gemini.errors import describe, status_code
+from ..gemini.errors import describe, over_input_limit, status_code
+from ..gemini.models import InputLimits
 from ..gemini.pricing import Price, turn_cost
 from ..gemini.transport import EditRetry, Reply, Transport, body_bytes
 from .edit_answer import settle
@@ -37,6 +42,9 @@ from .requests import Planned, Sent, Settings, TurnDisplay, TurnResult
 
 # What a call past max_tool_calls gets: the model reads it, and the next request turns calling off.
 LIMIT_REACHED = "the limit of function calls for this turn is reached: answer now with what you know"
+# The share of the model's input limit a request is kept under: the kernel's estimate (4 bytes a token of
+# the body) is not the server's count, and the turn's function results come after the first request.
+FILL = 0.8
 
 
 @dataclass
@@ -51,10 +59,13 @@ class TurnSend:
     caches: ContextCaches
     session_spent: float  # US$ of this session's earlier turns (max_session_cost)
     started: bool  # the conversation had a turn before this one (one that never started keeps no cache)
+    limits: InputLimits = field(default_factory=InputLimits)  # the session's: each model's input limit
     cache_step: CacheStep | None = None  # decided before the first request, carried out by it
     billed: Usage | None = None  # the turn's requests answered so far, or whose answer began (None: none yet)
     estimated: bool = False  # a request of ``billed`` failed after its answer began: its usage is the estimate
+    uncached: bool = False  # compacted after the cache step: its cache holds another head
     _step_pending: bool = field(default=True, repr=False)
+    _limit_retried: bool = field(default=False, repr=False)
 
     @property
     def conv(self) -> Conversation:
@@ -68,7 +79,9 @@ class TurnSend:
         if plan.new_chain_digest and conv.last_interaction_id:
             self.display.note(messages.CHAIN_TOO_LONG.render(versions=len(conv.chain_versions)))
         self.notices.start(self.display.note, self.transport.honours_retry_after)
+        previous = conv.last_interaction_id
         try:
+            plan = self.fit(plan)
             self.cache_step = self.caches.step(
                 conv,
                 self.transport,
@@ -86,6 +99,7 @@ class TurnSend:
                     result, plan.document, lambda retry: self.chain(sent, retry)[1], self.display.note
                 )
         except BaseException as exc:
+            conv.last_interaction_id = previous  # a chain given up for the limit is kept when the turn fails
             if not self.started:
                 self.caches.release(conv)
             if isinstance(exc, KeyboardInterrupt):
@@ -99,18 +113,72 @@ class TurnSend:
         usage = replace(result.usage, request_bytes=self.notices.turn_bytes or result.usage.request_bytes)
         return Sent(self.planned, plan, replace(result, usage=usage), answer)
 
+    # -- fit: the model's input limit, before the turn --------------------------------------
+    def fit(self, plan: TurnPlan) -> TurnPlan:
+        """Rule: a turn is never stuck at the model's input limit (``InputLimits``: what the API said, else
+        the table). When the first request would read more than ``FILL`` of it, contents mode leaves the
+        oldest turns out (``compact``); interactions mode, whose chain the server holds (its size is
+        the last turn's input), starts a new chain with the document, the context and a digest of the
+        earlier turns. One line says so; the record keeps every turn as it was."""
+        room = int(self.limits.of(self.transport.model) * FILL)
+        if plan.state_mode == "contents":
+            self.compact(plan, room, lambda: self.transport.request(plan, self.conv.history))
+            return plan
+        usage = self.conv.history[-1].usage if self.conv.history else None
+        if not plan.previous_interaction_id or usage is None or usage.input_tokens is None:
+            return plan
+        # the chain as its last turn read it (the mean of its requests: they differ by a function result),
+        # plus what that turn wrote and this turn adds
+        chain = usage.input_tokens // max(1, usage.requests) + (usage.output_tokens or 0)
+        if chain + _tokens(plan.payload) <= room:
+            return plan
+        self.display.note(messages.CHAIN_OVER_LIMIT.render(limit=self.limits.of(self.transport.model)))
+        self.conv.lose_chain()
+        return self.planned.resolved.plan(self.planned.pieces, self.settings)
+
+    def compact(self, plan: TurnPlan, room: int, body: Any, scale: float = 1.0, force: bool = False) -> None:
+        """contents mode: the transcript rendered to fit ``room`` tokens (``body()``: the request as it
+        would go, estimated, times ``scale``), its earlier results being markers already: the fewest
+        oldest turns left out that it takes (a turn of the document's versions never; all that can go,
+        if none fits). Untouched when it fits already and ``force`` is off, or when no turn can go; one
+        line says which turns were left out."""
+        transport, history = self.transport, self.conv.history
+        transport.squeeze = None
+        if not history or (not force and _tokens(body()) * scale <= room):
+            return
+
+        def fits(dropped: int) -> bool:
+            transport.squeeze = Squeeze(dropped)
+            return _tokens(body()) * scale <= room
+
+        low, high = 1, len(history)
+        while low < high:
+            middle = (low + high) // 2
+            low, high = (low, middle) if fits(middle) else (middle + 1, high)
+        gone = left_out(history, plan, low)
+        transport.squeeze = Squeeze(low) if gone else None
+        if gone:
+            limit = self.limits.of(transport.model)
+            self.display.note(messages.COMPACTED.render(limit=limit, first=gone[0], last=gone[-1]))
+
     # -- chain: a server chain lost --------------------------------------------------------
     def chain(self, plan: TurnPlan, retry: EditRetry | None = None) -> tuple[TurnPlan, TurnResult]:
         """Rule: when the server no longer knows the interaction a turn continues (404 on
-        ``previous_interaction_id``), the turn starts a new chain once, carrying what the model needs,
-        and says so; if that fails too, the conversation keeps its old chain. An edit's retry continues
-        the interaction its first answer made seconds ago: it is not restarted."""
+        ``previous_interaction_id``), or refuses it as past the model's input limit, the turn starts a
+        new chain once, carrying what the model needs, and says so; if that fails too, the conversation
+        keeps its old chain. An edit's retry continues the interaction its first answer made seconds
+        ago: it is not restarted."""
         try:
             return plan, self.calls(plan, retry)
         except Exception as exc:
-            if retry is not None or not (plan.previous_interaction_id and status_code(exc) == 404):
+            over = over_input_limit(exc)
+            if retry is not None or not (plan.previous_interaction_id and (status_code(exc) == 404 or over)):
                 raise
-        self.display.note(messages.CHAIN_LOST.render())
+        if over is not None:
+            self.limits.learn(self.transport.model, over[1])
+            self.display.note(messages.CHAIN_OVER_LIMIT.render(limit=over[1]))
+        else:
+            self.display.note(messages.CHAIN_LOST.render())
         conv = self.conv
         previous = conv.last_interaction_id
         conv.lose_chain()
@@ -150,7 +218,7 @@ class TurnSend:
         reply: Reply | None = None
         made = 0
         while True:
-            reply = self.request(plan, retry, rounds, reply, bool(rounds) and made >= max_calls)
+            reply = self.limit(plan, retry, rounds, reply, bool(rounds) and made >= max_calls)
             total = reply.usage if total is None else added(total, reply.usage)
             if not reply.calls or made >= max_calls:
                 return TurnResult(reply.text, total, reply.interaction_id, tuple(rounds))
@@ -159,6 +227,35 @@ class TurnSend:
             rounds.append(ToolRound(results, reply.model_content))
             if made >= max_calls:
                 self.display.note(messages.TOOL_LIMIT.render(count=max_calls))
+
+    # -- limit: a request refused as past the input limit ----------------------------------------
+    def limit(
+        self, plan: TurnPlan, retry: EditRetry | None, rounds: list[ToolRound], last: Reply | None, at_limit: bool
+    ) -> Reply:
+        """Rule: when Gemini refuses a contents-mode request as past the model's input limit (the estimate
+        was low, or the model's limit is below the table's), the limit it names is kept for the model, the
+        transcript is compacted to it (scaled by how far the estimate was off) and the request sent once
+        more, without the explicit cache (it holds the uncompacted head); a second refusal is the turn's
+        one line, naming the limit and the way on (``--new``, ``%gemini reset``)."""
+        try:
+            return self.request(plan, retry, rounds, last, at_limit)
+        except Exception as exc:
+            over = over_input_limit(exc)
+            if over is None or plan.state_mode != "contents" or self._limit_retried:
+                raise
+
+        def body() -> dict[str, Any]:
+            return self.transport.request(plan, self.conv.history, None, retry, rounds, last, at_limit)
+
+        count, allowed = over
+        self.limits.learn(self.transport.model, allowed)
+        self._limit_retried = self.uncached = True
+        sent = self.transport.squeeze
+        scale = max(1.0, count / max(1, _tokens(body())))  # the server's count against the estimate
+        self.compact(plan, int(allowed * FILL), body, scale, force=True)
+        if self.transport.squeeze in (None, sent):  # nothing more to leave out: it would fail again
+            raise UserError(messages.INPUT_LIMIT, limit=allowed)
+        return self.request(plan, retry, rounds, last, at_limit)
 
     # -- request: one on the wire ------------------------------------------------------------
     def request(
@@ -172,7 +269,7 @@ class TurnSend:
         transport, conv, history = self.transport, self.conv, self.conv.history
         self._admit(lambda: transport.request(plan, history, None, retry, rounds, last, at_limit))
         written = self._cache_prepared()
-        cache = self.caches.head(conv)
+        cache = None if self.uncached else self.caches.head(conv)
         try:
             reply = self._exchange(transport.request(plan, history, cache, retry, rounds, last, at_limit))
         except Exception as exc:
@@ -252,6 +349,11 @@ def priced(usage: Usage, price: Price | None, day: dt.date) -> Usage:
     cost = turn_cost(price, usage.input_tokens, usage.cached_tokens or 0, output, usage.cache_write_tokens)
     resend = turn_cost(price, usage.input_tokens, 0, output)
     return replace(usage, cost_usd=cost, resend_cost_usd=resend)
+
+
+def _tokens(body: dict[str, Any]) -> int:
+    """A request's input tokens as the kernel estimates them: four bytes a token of its JSON."""
+    return (body_bytes(body) + 3) // 4
 
 
 def _call_line(result: ToolResult) -> str:

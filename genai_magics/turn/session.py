@@ -17,7 +17,7 @@ from ..frontends.notebook_view import ExecutedCells
 from ..gemini.caching import CacheEntry, ContextCaches, worth_keeping
 from ..gemini.client import ClientSettings
 from ..gemini.errors import describe
-from ..gemini.models import ModelInfo, available_models
+from ..gemini.models import InputLimits, ModelInfo, available_models
 from ..gemini.pricing import billing_day, price_for
 from ..persistence.keeper import RecordKeeper
 from ..sources.outputs import OutputCapture
@@ -33,6 +33,7 @@ class Session:
     executed: ExecutedCells = field(default_factory=ExecutedCells)
     conversations: dict[str, Conversation] = field(default_factory=dict)
     caches: ContextCaches = field(default_factory=ContextCaches)
+    limits: InputLimits = field(default_factory=InputLimits)  # each model's input limit, as the API gave it
     keeper: RecordKeeper = field(default_factory=RecordKeeper)  # the notebook's record, this kernel's side
     outputs: OutputCapture = field(default_factory=OutputCapture)  # what each cell showed in this kernel
     clients: Clients = field(default_factory=Clients)
@@ -109,7 +110,7 @@ class Session:
         """The models the key can use (``client.models.list()``), or a UserError saying why not."""
         client, _ = self.clients.client(settings)
         try:
-            return available_models(client)
+            return available_models(client, self.limits)
         except Exception as exc:
             raise describe(exc, attempts=settings.retry_attempts, timeout_s=settings.timeout_s) from exc
 

@@ -11,7 +11,14 @@ from __future__ import annotations
 import pytest
 from helpers.benchmark import BENCHMARKS, smoke_run
 
-IN_PROCESS = ["kernel_overhead_ab.py", "outputs_economy.py", "record_load.py", "token_economy.py", "tools_economy.py"]
+IN_PROCESS = [
+    "kernel_overhead_ab.py",
+    "long_session.py",
+    "outputs_economy.py",
+    "record_load.py",
+    "token_economy.py",
+    "tools_economy.py",
+]
 KERNELS = ["bridge_ordering.py", "kernel_overhead.py"]  # their smoke runs start ipykernels
 ELSEWHERE = ["vscode_apply.py"]
 

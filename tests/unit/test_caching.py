@@ -13,7 +13,7 @@ from genai_magics.engine.contents import build_contents, cacheable, shared_prefi
 from genai_magics.engine.context import ContextPiece
 from genai_magics.engine.conversation import Conversation
 from genai_magics.engine.errors import UserError
-from genai_magics.gemini.caching import decide, pays_off, worth_keeping
+from genai_magics.gemini.caching import decide, folding_pays, pays_off, worth_keeping
 from genai_magics.gemini.pricing import PRICES, PRICES_AS_OF, Price, price_for, storage_cost, turn_cost
 
 FLASH = PRICES["gemini-3.8-flash"][0].price  # the introductory price, through 2026-12-31
@@ -60,6 +60,14 @@ def test_turn_cost_bills_cached_fresh_output_and_cache_writes():
     assert turn_cost(FLASH, 10_000, 8_000, 500) == pytest.approx((2_000 * 0.75 + 8_000 * 0.075 + 500 * 3.75) / 1e6)
     assert turn_cost(FLASH, 100, 0, 0, written_tokens=1000) == pytest.approx(1100 * 0.75 / 1e6)
     assert storage_cost(FLASH, 2.0) == pytest.approx(2e-6)
+
+
+def test_the_tail_is_folded_into_a_new_cache_when_its_reads_outweigh_reading_the_head_again():
+    # FLASH: input 0.75, cached 0.075 (0.675 saved a token read), storage 1.00 a token-hour
+    assert not folding_pays(FLASH, 600, head_tokens=8_000, tail_tokens=1_000, reads=2)  # 1,350 < 5,400 + 167
+    assert folding_pays(FLASH, 600, head_tokens=8_000, tail_tokens=5_000, reads=2)  # 6,750 > 5,400 + 833
+    assert not folding_pays(FLASH, 36_000, head_tokens=8_000, tail_tokens=5_000, reads=2)  # ten hours' storage
+    assert folding_pays(FLASH, 600, head_tokens=8_000, tail_tokens=1_000, reads=9)
 
 
 def test_a_cache_pays_off_when_the_reads_it_saves_outweigh_its_read_and_storage():

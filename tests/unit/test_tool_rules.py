@@ -10,7 +10,7 @@ import pytest
 
 from genai_magics.engine.contents import build_contents
 from genai_magics.engine.context import ContextPiece
-from genai_magics.engine.conversation import Conversation
+from genai_magics.engine.conversation import Conversation, StateMode
 from genai_magics.engine.record import NotebookRecord, dumps
 from genai_magics.engine.replay import RecordedConversation
 from genai_magics.engine.tools import (
@@ -62,8 +62,8 @@ def test_a_piece_the_model_holds_is_unchanged_and_short_a_new_version_is_whole()
     assert older.answer(ToolCall("inspect_variable", {"name": "df"}), [df]).response["sent"] == "in turn 1"
 
 
-def _tool_turn(conv: Conversation, prompt: str, piece: ContextPiece) -> None:
-    plan = conv.plan_turn("ask", prompt, None)
+def _tool_turn(conv: Conversation, prompt: str, piece: ContextPiece, state: StateMode = "contents") -> None:
+    plan = conv.plan_turn("ask", prompt, None, state_mode=state)
     held = holdings(len(conv.history) + 1, conv.sync.context_hashes, sent_turns(conv.history), plan.pieces)
     call = ToolCall("inspect_variable", {"name": "df"}, id=f"c{prompt}")
     result = held.answer(call, [piece])
@@ -73,16 +73,18 @@ def _tool_turn(conv: Conversation, prompt: str, piece: ContextPiece) -> None:
 
 def test_a_result_received_counts_as_held_and_an_older_one_becomes_a_marker_in_the_transcript():
     conv = Conversation("c")
-    v1, v2 = ContextPiece("variables", "df v1", "df"), ContextPiece("variables", "df v2", "df")
-    _tool_turn(conv, "1", v1)
+    v1, v2 = ContextPiece("variables", "df v1", "df"), ContextPiece("variables", "df v1 again", "df")
+    _tool_turn(conv, "1", v1, "interactions")  # the server chain holds what it received
     assert conv.sync.context_hashes["variables:df"] == v1.sha256
-    plan = conv.plan_turn("ask", "vars", None, [v1])
-    assert plan.pieces == () and plan.omitted == (v1,)  # --vars df after inspect_variable(df): nothing new
+    contents_turn = Conversation("d")
+    _tool_turn(contents_turn, "1", v1)  # contents: the result fades after its turn, so it is no longer held
+    assert "variables:df" not in contents_turn.sync.context_hashes
     _tool_turn(conv, "2", v2)
     contents = build_contents(conv.history, conv.plan_turn("ask", "3", None))
     responses = [p["functionResponse"]["response"] for c in contents for p in c["parts"] if "functionResponse" in p]
-    assert responses[0]["superseded"] is True and "text" not in responses[0]
-    assert responses[1]["text"] == "df v2"
+    # both turns' results faded: each a marker naming the call that fetches it again
+    assert responses == [{"sha256": r["sha256"], "fetch again": "inspect_variable(df)"} for r in responses]
+    assert len(responses) == 2
     # each call goes right before its answer, the model's content as it came
     kinds = [next(iter(c["parts"][0])) for c in contents]
     assert kinds == ["text", "functionCall", "functionResponse", "text"] * 2 + ["text"]

@@ -1,0 +1,285 @@
+"""Long sessions stay flat (issue 33): a 100-turn exploration of a real notebook, the model fetching what each
+question needs with functions, in bytes, tokens and dollars per turn.
+
+The notebook: ``tests/corpus/wtop_14_strings_and_regular_expressions.ipynb`` (63 code cells, pure Python, so
+every cell runs in the benchmark's process and has its real outputs). Every turn asks about one cell (the
+cells in a fixed stride, so turns 64-100 come back to cells asked before) and the stand-in plays a model
+that reads it with three parallel calls in one round: ``read_cell``, ``cell_outputs`` and one
+``search_cells`` for a word of the cell.
+
+Everything runs the real google-genai SDK over real HTTP against the bundled stand-in, the extension in an
+in-process IPython shell (``tests/helpers/shell.py``); every number is read from the stand-in's request
+records (``token_economy.take``) and its record of each explicit cache's life (storage).
+
+Runs, each under both implicit-caching extremes (never hits / always hits an identical prefix over the
+model's minimum):
+  contents      genai_magics' defaults (``cache auto``): results fade to markers, the faded turns in the
+                explicit cache's head (docs/token-economy.md);
+  interactions  the server chain (``--state interactions``);
+  (s)           stateless resend: each turn one request with the prompt and the three results whole;
+  floor         computed, the strict floor: each turn's prompt and each distinct result read once at full
+                price, the system instruction, the declarations and every earlier prompt and answer read
+                at the cached price, the answers' output as measured.
+
+Goals (issue 33): turn 40's full-price input <= 1.3x turn 5's; the whole session <= 1.3x the strict floor; no
+request over the model's input limit.
+
+    python benchmarks/long_session.py [--smoke] [--turns N]
+
+``--smoke``: 12 turns, implicit caching never hits, both modes; judges no goal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+for path in (ROOT, ROOT / "tests", ROOT / "benchmarks"):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+
+from helpers.kernel import FAKE_KEY  # noqa: E402
+from helpers.shell import Shell  # noqa: E402
+from smoke import Failures, add_flag  # noqa: E402
+from token_economy import TurnStat, take  # noqa: E402
+
+from genai_magics.engine.payloads import SYSTEM_INSTRUCTION, to_text  # noqa: E402
+from genai_magics.engine.text import estimate_tokens  # noqa: E402
+from genai_magics.engine.tools import TOOL_NAMES, TOOLS_INSTRUCTION, declarations  # noqa: E402
+from genai_magics.gemini.models import DEFAULT_MODEL, INPUT_LIMIT  # noqa: E402
+from genai_magics.gemini.pricing import Price, price_for  # noqa: E402
+from genai_magics.stub import StubServer  # noqa: E402
+
+MODEL = DEFAULT_MODEL
+NOTEBOOK = ROOT / "tests" / "corpus" / "wtop_14_strings_and_regular_expressions.ipynb"
+TURNS = 100
+SMOKE_TURNS = 12
+STRIDE = 8  # turn i asks about code cell (i * STRIDE) mod 63 (coprime: every cell once, then again)
+EXTREMES = (("never", "implicit caching never hits"), ("always", "implicit caching always hits"))
+SHOWN_TURNS = (1, 5, 10, 20, 40, 60, 80, 100)
+
+
+def code_cells() -> list[tuple[str, str]]:
+    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
+    code = [c for c in cells if c["cell_type"] == "code"]
+    return [(c.get("id") or f"cell-{i:02d}", "".join(c["source"])) for i, c in enumerate(code)]
+
+
+def word(source: str) -> str:
+    """The search of a turn: the cell's longest name (a word most cells share is no question)."""
+    names = re.findall(r"[A-Za-z_][A-Za-z0-9_]{2,}", source) or ["print"]
+    return max(names, key=len)
+
+
+@dataclass
+class Session:
+    stats: list[TurnStat]
+    largest: int  # the most tokens one request read
+    storage_usd: float
+    prompts: list[str]
+    results: list[list[dict]]  # each turn's function results as the model got them (name, response)
+
+
+def notebook(stub: StubServer) -> Shell:
+    os.environ["GOOGLE_GEMINI_BASE_URL"] = stub.url
+    os.environ["GEMINI_API_KEY"] = FAKE_KEY
+    os.environ.pop("GOOGLE_API_KEY", None)
+    shell = Shell()
+    for cell_id, source in code_cells():
+        shell.run(source, cell_id=cell_id)
+    return shell
+
+
+def fresh(stub: StubServer, shell: Shell, implicit: bool) -> None:
+    shell.run("%gemini reset --all", cell_id="reset")
+    stub.reset()
+    shell.magics.session.caches.clock = stub.now  # one simulated minute a turn: the cache manager reads it too
+    price = price_for(MODEL)
+    minimum = price.cache_minimum if price is not None else 4_096
+    stub.configure_caching(implicit=implicit, implicit_ttl_s=1e12, implicit_minimum={MODEL: minimum})
+
+
+def question(turn: int) -> tuple[str, list[dict]]:
+    cells = code_cells()
+    cell_id, source = cells[(turn * STRIDE) % len(cells)]
+    pattern = word(source)
+    calls = [
+        {"name": "read_cell", "args": {"ref": cell_id}},
+        {"name": "cell_outputs", "args": {"ref": cell_id}},
+        {"name": "search_cells", "args": {"pattern": pattern}},
+    ]
+    return f"Turn {turn}: what does cell {cell_id} do, and where else is {pattern} used?", calls
+
+
+def run_magics(stub: StubServer, shell: Shell, state: str, implicit: bool, turns: int, failures: Failures) -> Session:
+    fresh(stub, shell, implicit)
+    stats, prompts, results = [], [], []
+    largest = 0
+    for turn in range(1, turns + 1):
+        prompt, calls = question(turn)
+        stub.script_tools([calls])
+        new = " --new" if turn == 1 else ""
+        shown = shell.run(f"%%gemini_ask --state {state}{new}\n{prompt}", cell_id=f"ask-{state}-{turn}")
+        failures.check_quiet(shown.stderr, f"{state}, turn {turn}")
+        records = [r for r in stub.requests if r["kind"] in ("stream", "generate", "interaction.create")]
+        failures.check_requests(records, f"{state}, turn {turn}")
+        largest = max([largest, *(r["input_tokens"] for r in records)])
+        results.append([{"name": t["name"], "response": t["response"]} for r in records for t in r["tool_results"]])
+        prompts.append(prompt)
+        stats.append(take(stub, ""))
+        if not stats[-1].requests:
+            failures.add(f"{state}, turn {turn}: sent no request")
+    price = price_for(MODEL)
+    hours = sum(c["token_seconds"] for c in stub.caches) / 3600
+    storage = 1e-6 * hours * price.storage_hour if price is not None else 0.0
+    return Session(stats, largest, storage, prompts, results)
+
+
+def whole_results(session: Session) -> list[list[dict]]:
+    """Each turn's results whole: a result the model got as ``unchanged`` is the whole one an earlier turn got."""
+    seen: dict[str, dict] = {}
+    out = []
+    for turn in session.results:
+        for r in turn:
+            if "text" in r["response"]:
+                seen.setdefault(r["response"]["sha256"], r)
+        out.append([seen.get(r["response"].get("sha256", ""), r) for r in turn])
+    return out
+
+
+def run_stateless(stub: StubServer, shell: Shell, implicit: bool, reference: Session) -> list[TurnStat]:
+    """Each turn one request: the prompt and the three results whole, no memory, no functions."""
+    from google import genai
+
+    fresh(stub, shell, implicit)
+    client = genai.Client()
+    out = []
+    for prompt, results in zip(reference.prompts, whole_results(reference), strict=True):
+        text = to_text({"mode": "ask", "prompt": prompt, "results": results})
+        for _ in client.models.generate_content_stream(model=MODEL, contents=text):
+            pass
+        out.append(take(stub, ""))
+    return out
+
+
+def floor(reference: Session, price: Price) -> list[float]:
+    """The strict floor's dollars per turn (see the module's docstring)."""
+    fixed = estimate_tokens(SYSTEM_INSTRUCTION + TOOLS_INSTRUCTION + json.dumps(declarations(TOOL_NAMES)))
+    held, seen = 0, set()
+    out = []
+    for prompt, results, stat in zip(reference.prompts, whole_results(reference), reference.stats, strict=True):
+        new = estimate_tokens(prompt)
+        for r in results:
+            key = r["response"].get("sha256", "")
+            if key not in seen:
+                seen.add(key)
+                new += estimate_tokens(json.dumps(r["response"], ensure_ascii=False))
+        out.append(1e-6 * (new * price.input + (fixed + held) * price.cached_input + stat.output * price.output))
+        held += estimate_tokens(prompt) + stat.output  # the conversation the model holds from now on
+    return out
+
+
+def full_price(t: TurnStat) -> int:
+    return t.tokens - t.cached + t.written
+
+
+def report(title: str, runs: dict[str, Session], stateless: list[TurnStat], floors: list[float], smoke: bool) -> None:
+    price = price_for(MODEL)
+    assert price is not None
+    print(f"\n== {title} ==")
+    per = {k: [t.dollars(price) for t in s.stats] for k, s in runs.items()}
+    per["(s) stateless resend"] = [t.dollars(price) for t in stateless]
+    head = (
+        f"{'turn':>5} "
+        + " ".join(f"│ {k[:20]:<20} {'bytes':>8} {'full':>7} {'cached':>7} {'US$':>8}" for k in runs)
+        + f" │ {'(s) US$':>8} {'floor US$':>9}"
+    )
+    print(head)
+    print("─" * len(head))
+    for n in SHOWN_TURNS:
+        if n > len(floors):
+            continue
+        row = f"{n:>5} "
+        for s in runs.values():
+            t = s.stats[n - 1]
+            row += f"│ {'':<20} {t.bytes:>8,} {full_price(t):>7,} {t.cached:>7,} {t.dollars(price):>8.5f} "
+        print(row + f"│ {stateless[n - 1].dollars(price):>8.5f} {floors[n - 1]:>9.5f}")
+    total_floor = sum(floors)
+    total_stateless = sum(per["(s) stateless resend"])
+    print(
+        f"{'whole session':<22} {'bytes':>11} {'full-price':>11} {'cached':>10} {'storage $':>9} {'US$':>8}"
+        f" {'vs (s)':>7} {'vs floor':>8} {'t40/t5 full':>11} {'largest request':>15}"
+    )
+    for k, s in runs.items():
+        usd = sum(per[k]) + s.storage_usd
+        t5, t40 = (full_price(s.stats[n - 1]) if n <= len(s.stats) else 0 for n in (5, 40))
+        ratio = f"{t40 / t5:.2f}x" if t5 and t40 else "-"
+        print(
+            f"{k:<22} {sum(t.bytes for t in s.stats):>11,} {sum(full_price(t) for t in s.stats):>11,}"
+            f" {sum(t.cached for t in s.stats):>10,} {s.storage_usd:>9.5f} {usd:>8.4f}"
+            f" {usd / total_stateless:>6.2f}x {usd / total_floor:>7.2f}x {ratio:>11} {s.largest:>15,}"
+        )
+    print(
+        f"{'(s) stateless resend':<22} {sum(t.bytes for t in stateless):>11,} "
+        f"{sum(full_price(t) for t in stateless):>11,} {sum(t.cached for t in stateless):>10,}"
+        f" {0:>9.5f} {total_stateless:>8.4f}"
+    )
+    print(f"{'floor (computed)':<22} {'':>11} {'':>11} {'':>10} {'':>9} {total_floor:>8.4f}")
+    if smoke:
+        return
+    for k, s in runs.items():
+        usd = sum(per[k]) + s.storage_usd
+        t5, t40 = full_price(s.stats[4]), full_price(s.stats[39])
+        for goal, ok, measured in (
+            ("turn 40's full-price input <= 1.3x turn 5's", t40 <= 1.3 * t5, f"{t40:,} / {t5:,} = {t40 / t5:.2f}x"),
+            ("the session <= 1.3x the strict floor", usd <= 1.3 * total_floor, f"{usd / total_floor:.2f}x"),
+            ("no request over the input limit", s.largest <= INPUT_LIMIT, f"largest {s.largest:,} tokens"),
+        ):
+            print(f"target {title}, {k}: {goal}: measured {measured} — {'PASS' if ok else 'FAIL'}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_flag(parser)
+    parser.add_argument("--turns", type=int, default=TURNS)
+    args = parser.parse_args(argv)
+    turns = SMOKE_TURNS if args.smoke else args.turns
+    price = price_for(MODEL)
+    assert price is not None
+    failures = Failures()
+    tables = []
+    with StubServer() as stub:
+        shell = notebook(stub)
+        try:
+            for key, what in EXTREMES[: 1 if args.smoke else 2]:
+                implicit = key == "always"
+                runs = {
+                    "contents (default)": run_magics(stub, shell, "contents", implicit, turns, failures),
+                    "interactions": run_magics(stub, shell, "interactions", implicit, turns, failures),
+                }
+                if failures:
+                    break
+                stateless = run_stateless(stub, shell, implicit, runs["contents (default)"])
+                tables.append((f"{turns} turns, {what}", runs, stateless, floor(runs["contents (default)"], price)))
+        finally:
+            shell.close()
+    if failures:
+        return failures.exit_code()
+    print(f"model {MODEL} (genai_magics defaults: cache auto); {NOTEBOOK.name}, {len(code_cells())} code cells run;")
+    print("each turn asks about one cell: read_cell, cell_outputs and search_cells in one round, then the answer")
+    print(
+        "full = full-price input tokens (read minus cached, plus tokens written into a cache); US$ at the table's rates"
+    )
+    for title, runs, stateless, floors in tables:
+        report(title, runs, stateless, floors, args.smoke)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
