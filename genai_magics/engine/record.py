@@ -281,8 +281,10 @@ def with_cells_of(record: NotebookRecord, key: str) -> NotebookRecord:
 
     def renamed(value: Any) -> Any:
         if isinstance(value, str):
+            if not value.startswith(scheme) or any(c.isspace() for c in value):  # a cell id, not a text
+                return value
             cell = value.find("#")
-            return key + value[cell:] if value.startswith(scheme) and cell > 0 and "\n" not in value else value
+            return key + value[cell:] if cell > 0 else value
         if isinstance(value, list):
             return [renamed(v) for v in value]
         if isinstance(value, dict):
