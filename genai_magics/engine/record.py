@@ -273,6 +273,27 @@ def from_data(data: dict[str, Any]) -> NotebookRecord:
     return NotebookRecord(data["notebook"], data["created"], data["generation"], convs, billed=billed)
 
 
+def with_cells_of(record: NotebookRecord, key: str) -> NotebookRecord:
+    """The record of a notebook whose cell ids name its file (VS Code's cell URIs, ``<key>#<cell>``) once the
+    file was renamed: every such cell id in it names the file as ``key`` does now, its cell part kept (so the
+    recorded magic cells and documents are this notebook's cells again)."""
+    scheme = key.split(":", 1)[0] + ":"
+
+    def renamed(value: Any) -> Any:
+        if isinstance(value, str):
+            if not value.startswith(scheme) or any(c.isspace() for c in value):  # a cell id, not a text
+                return value
+            cell = value.find("#")
+            return key + value[cell:] if cell > 0 else value
+        if isinstance(value, list):
+            return [renamed(v) for v in value]
+        if isinstance(value, dict):
+            return {renamed(k): renamed(v) for k, v in value.items()}
+        return value
+
+    return from_data(renamed(json.loads(dumps(record))))
+
+
 def generation_of(text: str) -> int | None:
     """The generation of a record's text, or None when it cannot be read."""
     try:

@@ -64,6 +64,28 @@ class Presence:
     inbox: Path
     notebooks: frozenset[str]
     version: str
+    # the files and folders renamed in this window, oldest first (from, to): a renamed notebook's kernel ends
+    # with its old document, and the kernel of the new one learns here which file it was
+    renamed: tuple[tuple[str, str], ...] = ()
+
+
+def former_paths(path: Path, renamed: list[tuple[str, str]]) -> tuple[Path, ...]:
+    """The names ``path`` had before, newest first, by the renames of files and folders (oldest first)
+    that led to it: ``a.ipynb`` renamed to ``b.ipynb``, then ``b.ipynb`` to ``c.ipynb``, or its folder
+    renamed."""
+    found: list[Path] = []
+    at, left = path, list(renamed)
+    while left:
+        for i in range(len(left) - 1, -1, -1):
+            old, new = Path(left[i][0]), Path(left[i][1])
+            if at == new or new in at.parents:
+                at = old / at.relative_to(new)
+                found.append(at)
+                del left[i:]  # a rename before this one may have led here
+                break
+        else:
+            break
+    return tuple(found)
 
 
 def _alive(pid: int) -> bool:
@@ -83,7 +105,11 @@ def presences(directory: Path) -> list[Presence]:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             presence = Presence(
-                int(data["pid"]), Path(data["inbox"]), frozenset(data["notebooks"]), str(data.get("companion", ""))
+                int(data["pid"]),
+                Path(data["inbox"]),
+                frozenset(data["notebooks"]),
+                str(data.get("companion", "")),
+                tuple((str(r["from"]), str(r["to"])) for r in data.get("renamed") or ()),
             )
         except (OSError, ValueError, KeyError, TypeError):
             continue  # being replaced, or not ours
@@ -130,6 +156,14 @@ class Companion:
     @property
     def connected(self) -> bool:
         return self._presence() is not None
+
+    def former_paths(self, path: Path | None) -> tuple[Path, ...]:
+        """The names the notebook at ``path`` had before, newest first, as the companions saw it renamed in
+        VS Code (which ends the kernel of a renamed notebook: this kernel started with the new name). Only
+        once a VS Code cell ran in this kernel."""
+        if path is None or self.notebook is None:
+            return ()
+        return former_paths(path, [r for p in presences(self.dir) for r in p.renamed])
 
     def status(self) -> str:
         """One line for ``%gemini status``."""

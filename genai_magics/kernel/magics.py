@@ -126,6 +126,10 @@ class GeminiMagics(GeminiOptions):
     def _notebook_path(self) -> Path | None:
         return self.shell_state.location.path(self._start_path())
 
+    def _renamed_from(self, path: Path | None) -> tuple[tuple[Path, ...], str | None]:
+        companion = self.shell_state.companion  # VS Code ends a renamed notebook's kernel: its window saw it
+        return companion.former_paths(path), companion.notebook
+
     def path_reported(self, path: str | None) -> None:
         """A frontend named the notebook's file: renamed or moved since, its record follows it now (so a
         kernel restarted before the next turn finds it there); a line about it waits for the next magic."""

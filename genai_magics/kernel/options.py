@@ -162,7 +162,14 @@ class GeminiOptions(Magics):
         """The notebook's file now (``GeminiMagics``: as a live frontend named it last)."""
         return self._start_path()
 
+    def _renamed_from(self, path: Path | None) -> tuple[tuple[Path, ...], str | None]:
+        """The names the notebook at ``path`` had before, as a frontend saw it renamed, and what the frontend's
+        cell ids start with now where they name the file (``GeminiMagics``: VS Code's)."""
+        return (), None
+
     def _settings(self) -> Settings:
+        notebook = self._notebook_path()
+        formerly, cells = self._renamed_from(notebook)
         return Settings(
             model=self.model,
             state=self.state,
@@ -185,9 +192,11 @@ class GeminiOptions(Magics):
                 self.replay,
                 self.persist,
                 self.record_location,
-                self._notebook_path(),
+                notebook,
                 self.record_images,
                 self._start_path(),
+                formerly,
+                cells,
             ),
             caps=Caps(self.max_turn_cost, self.max_session_cost),
         )

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from .. import messages
 from ..engine.conversation import Conversation, Spent, Turn
 from ..engine.errors import UserError
-from ..engine.record import NotebookRecord
+from ..engine.record import NotebookRecord, with_cells_of
 from ..engine.replay import (
     RecordedConversation,
     TurnKey,
@@ -44,6 +44,11 @@ class RecordSettings:
     # the notebook's path when the kernel started (its environment): another than ``notebook`` once the
     # notebook was renamed (JupyterLab's first save), which a restarted kernel's environment still says
     started_as: Path | None = None
+    # the names the notebook had before, newest first, as a frontend saw it renamed (VS Code's companion: VS
+    # Code ends a renamed notebook's kernel, and the kernel of the new name started with the new name)
+    formerly: tuple[Path, ...] = ()
+    # where the frontend's cell ids name the notebook's file (VS Code's cell URIs), what they start with now
+    cells: str | None = None
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,7 @@ class RecordKeeper:
         renamed or moved, the notebook takes its record along; a copy of it leaves the record alone."""
         before, self.settings = self.settings, settings
         note, self.pending = self.pending, None
+        moved = False  # the record was taken over from the notebook's former name
         path = record_path(settings.location, settings.notebook) if settings.persist else None
         if path is None:
             self.store = self.record = None
@@ -86,11 +92,16 @@ class RecordKeeper:
                 note = self._follow(path, old) or note
             else:
                 self.store, self.record = RecordStore(path, private=private_location(settings.location)), None
-                note = self._take_over(settings) or note
+                taken, moved = self._take_over(settings)
+                note = taken or note
         if self.store is None or self.record is not None:
             return Restored(note=note)
         record, load_note = self.store.load()
         note = load_note or note
+        if record is not None and moved:
+            record.notebook = str(settings.notebook)
+            if settings.cells is not None:  # VS Code: its cells had URIs of the old name
+                record = with_cells_of(record, settings.cells)
         self.record = record or NotebookRecord(notebook="", created=time.time())
         self.spent_before += self.record.billed
         added = {name: rec.conversation for name, rec in self.record.conversations.items() if name not in existing}
@@ -111,20 +122,23 @@ class RecordKeeper:
         more = messages.RECORD_FOLLOWED_ASIDE.render(aside=aside.name) if aside else ""
         return messages.RECORD_FOLLOWED.render(path=notebook, aside=more)
 
-    def _take_over(self, settings: RecordSettings) -> str | None:
+    def _take_over(self, settings: RecordSettings) -> tuple[str | None, bool]:
         """A new place with no record, for a notebook renamed since its kernel started (the environment of a
-        restarted kernel still names the old file): the record at the old file's place, if that file is gone,
-        moves here; if it is still there this notebook is a copy, and the record stays with it."""
-        start, store = settings.started_as, self.store
-        if store is None or start is None or start == settings.notebook or store.path.exists():
-            return None
-        old = record_path(settings.location, start)
-        if old is None or old == store.path or not old.exists():
-            return None
-        if start.exists():
-            return messages.RECORD_COPY.render(path=settings.notebook, original=start)
-        RecordStore(old, private=store.private).move(store.path)
-        return messages.RECORD_FOLLOWED.render(path=settings.notebook, aside="")
+        restarted kernel still names the old file) or before it (VS Code, whose companion saw the rename): the
+        record at the old file's place, if that file is gone, moves here; if it is still there this notebook
+        is a copy, and the record stays with it. Its line, and whether the record moved here."""
+        store = self.store
+        if store is None or store.path.exists():
+            return None, False
+        for start in (settings.started_as, *settings.formerly):
+            old = record_path(settings.location, start) if start not in (None, settings.notebook) else None
+            if old is None or old == store.path or not old.exists():
+                continue
+            if start is not None and start.exists():
+                return messages.RECORD_COPY.render(path=settings.notebook, original=start), False
+            RecordStore(old, private=store.private).move(store.path)
+            return messages.RECORD_FOLLOWED.render(path=settings.notebook, aside=""), True
+        return None, False
 
     def held(self, note: str | None) -> None:
         """A line from an open between cells, for the next magic to show."""

@@ -105,7 +105,18 @@ def test_a_new_notebook_named_at_its_first_save_replays_and_its_buttons_write(
     restart_run_all_then_undo_and_apply(nb, stub_url, sent)
 
 
-@pytest.mark.parametrize("jupyter_server", ["lab"], indirect=True)
+def rename_in_the_app(jupyter_server, page, name: str) -> None:
+    """JupyterLab: File › Rename Notebook…; Notebook 7: a click on the notebook's name at the top. Both ask
+    for the name in the same dialog."""
+    if jupyter_server.app == "lab":
+        page.locator(".lm-MenuBar-itemLabel", has_text="File").click()
+        page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Rename Notebook")).click()
+    else:
+        page.locator("#jp-title h1").click()
+    dialog_rename(page, name)
+
+
+@pytest.mark.parametrize("jupyter_server", ["lab", "notebook"], indirect=True)
 def test_a_notebook_renamed_while_its_kernel_runs_replays_and_its_buttons_write(
     jupyter_server, page, artifacts, stub_url
 ):
@@ -120,8 +131,6 @@ def test_a_notebook_renamed_while_its_kernel_runs_replays_and_its_buttons_write(
     nb = NotebookPage(page, artifacts)
     nb.open(jupyter_server.notebook_url("draft.ipynb"), 3)
     sent = ask_and_apply(nb, stub_url)
-    page.locator(".lm-MenuBar-itemLabel", has_text="File").click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Rename Notebook")).click()
-    dialog_rename(page, "final.ipynb")
+    rename_in_the_app(jupyter_server, page, "final.ipynb")
     wait_renamed(page, jupyter_server.root / "draft.ipynb", jupyter_server.root / "final.ipynb")
     restart_run_all_then_undo_and_apply(nb, stub_url, sent)

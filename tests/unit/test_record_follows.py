@@ -6,12 +6,16 @@ to the stand-in, records in a private data folder of the test's own."""
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import pytest
+from helpers import protocol
 from helpers.wire import api_requests
 
 from genai_magics import messages
+from genai_magics.frontends.companion import former_paths
 from genai_magics.frontends.notebook_view import NotebookLocation, path_of_cell_uri, reported_path
 from genai_magics.persistence.store import record_path
 
@@ -114,3 +118,51 @@ def test_the_frontends_names_of_the_file_are_made_absolute(tmp_path):
     assert where.path(start) == start
     assert where.report("sub/a b.ipynb") and not where.report("sub/a b.ipynb")
     assert where.path(start) == nb
+
+
+def test_a_notebook_renamed_in_vscode_takes_its_record_to_the_kernel_of_its_new_name(
+    magic_shell, stub, notebooks, monkeypatch
+):
+    """VS Code ends a renamed notebook's kernel (the document is replaced); the next one starts with the new
+    name, and learns the old one from the companion's presence file (its window saw the rename)."""
+    draft, final = notebooks / "draft.ipynb", notebooks / "final.ipynb"
+    channel = notebooks.parent / "companion"
+    channel.mkdir()
+    monkeypatch.setenv("GENAI_MAGICS_COMPANION_DIR", str(channel))
+    draft.write_text("{}")
+    new_kernel(magic_shell, draft)
+    magic_shell.run("total = 1 + 2", cell_id=f"vscode-notebook-cell:{draft}#W1sZmlsZQ%3D%3D")
+    magic_shell.run(ASK, cell_id=f"vscode-notebook-cell:{draft}#W2sZmlsZQ%3D%3D")
+    assert len(api_requests(stub)) == 1
+    draft.rename(final)
+    presence = {
+        "version": 1,
+        "companion": "t",
+        "pid": os.getpid(),
+        "inbox": str(channel / "in-t"),
+        "notebooks": [],  # not this notebook: no requests to answer here
+        "renamed": [{"from": str(draft), "to": str(final)}],
+    }
+    protocol.check("Presence", presence, protocol.COMPANION_SCHEMA_PATH)
+    (channel / "companion-t.json").write_text(json.dumps(presence))
+    new_kernel(magic_shell, final)
+    # the cells of the new document: VS Code numbers them again, in order (the URI names the new file)
+    magic_shell.run("total = 1 + 2", cell_id=f"vscode-notebook-cell:{final}#W1sZmlsZQ%3D%3D")
+    sent = len(api_requests(stub))
+    shown = magic_shell.run(ASK, cell_id=f"vscode-notebook-cell:{final}#W2sZmlsZQ%3D%3D")
+    assert len(api_requests(stub)) == sent, "the turn was asked again"
+    assert messages.RECORD_FOLLOWED.shown(path=final, aside="") in shown.stderr
+    assert record_path("user", final).exists() and not record_path("user", draft).exists()
+
+
+def test_the_names_a_notebook_had_follow_renames_of_it_and_of_its_folders_newest_first():
+    renamed = [
+        ("/w/a.ipynb", "/w/b.ipynb"),
+        ("/w/other.ipynb", "/w/c.ipynb"),  # another notebook once had the name this one has later
+        ("/w/b.ipynb", "/w/c.ipynb"),
+        ("/w", "/x"),
+        ("/y/z.ipynb", "/y/q.ipynb"),
+    ]
+    assert former_paths(Path("/x/c.ipynb"), renamed) == (Path("/w/c.ipynb"), Path("/w/b.ipynb"), Path("/w/a.ipynb"))
+    assert former_paths(Path("/x/d.ipynb"), renamed) == (Path("/w/d.ipynb"),)
+    assert former_paths(Path("/v/c.ipynb"), renamed) == ()

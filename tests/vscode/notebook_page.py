@@ -133,6 +133,29 @@ class Notebook:
             self.shot("no-run-after-restart")
             self.command("Restart Kernel and Run All Cells")
 
+    def rename(self, name: str) -> None:
+        """Rename the notebook's file in VS Code's explorer (F2 on its row), as a user does; the editor
+        follows the file (VS Code closes the old notebook document and opens the new one)."""
+        page = self.page
+        old = self.path
+        self.command("View: Show Explorer")
+        row = page.locator(f".explorer-folders-view .monaco-list-row[aria-label='{old.name}']").first
+        row.wait_for(state="visible", timeout=20_000)
+        row.click()
+        page.keyboard.press("F2")
+        field = page.locator(".explorer-folders-view .monaco-inputbox input")
+        field.wait_for(state="visible", timeout=10_000)
+        field.fill(name)
+        page.keyboard.press("Enter")
+        self.path = old.with_name(name)
+        deadline = time.monotonic() + 30
+        while (old.exists() or not self.path.exists()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert self.path.exists() and not old.exists(), f"{old.name} was not renamed to {name}"
+        page.wait_for_selector(f".tab.active[aria-label*='{name}']", timeout=30_000)
+        page.wait_for_selector(".notebook-editor .cell-inner-container", timeout=60_000)
+        self.shot("renamed")
+
     # -------------------------------------------------------------- cells
     def row(self, i: int) -> Any:
         """Cell ``i``'s row (Monaco's list is virtualised: rows are found by their index, not DOM order)."""

@@ -4,7 +4,7 @@
 // Which cell an edit touches, and why one cannot be done, are the bridge's rules: labextension/src/cells.ts.
 import { createHash } from 'node:crypto';
 import * as path from 'node:path';
-import type { ICellType, IPresence, IRefusal, IRequest, IStoredCell } from './protocol';
+import type { ICellType, IPresence, IRefusal, IRenamed, IRequest, IStoredCell } from './protocol';
 
 export const PROTOCOL_VERSION = 1;
 
@@ -89,14 +89,27 @@ export function checkUnchanged(current: string, expectSha256: string | undefined
   }
 }
 
-/** The presence file: which notebooks this VS Code window has open, and where requests go. */
-export function presence(pid: number, notebooks: readonly string[], inbox: string, version: string): IPresence {
+/** How many renames the presence file keeps (the newest): a kernel needs the few since its notebook's last. */
+export const RENAMES_KEPT = 100;
+
+/**
+ * The presence file: which notebooks this VS Code window has open, where requests go, and the files and
+ * folders renamed in it (oldest first), which the kernel of a renamed notebook reads to find its record.
+ */
+export function presence(
+  pid: number,
+  notebooks: readonly string[],
+  inbox: string,
+  version: string,
+  renamed: readonly IRenamed[] = []
+): IPresence {
   return {
     version: PROTOCOL_VERSION,
     companion: version,
     pid,
     inbox,
-    notebooks: [...new Set(notebooks)].sort()
+    notebooks: [...new Set(notebooks)].sort(),
+    renamed: renamed.slice(-RENAMES_KEPT)
   };
 }
 

@@ -19,7 +19,7 @@ import {
   refusal,
   replyPathAllowed
 } from './channel';
-import type { ICellType, IReply, IRequest, IStoredCell } from './protocol';
+import type { ICellType, IRenamed, IReply, IRequest, IStoredCell } from './protocol';
 
 export function channelDir(): string {
   return process.env.GENAI_MAGICS_COMPANION_DIR || path.join(os.homedir(), '.cache', 'genai-magics', 'companion');
@@ -130,6 +130,9 @@ class Companion implements vscode.Disposable {
   private busy = false;
   private again = false;
   handled = 0;
+  // VS Code ends the kernel of a notebook renamed or moved (its document is replaced): the kernel of the new
+  // name reads here which file it was, and takes its record over (genai_magics/frontends/companion.py)
+  readonly renamed: IRenamed[] = [];
 
   constructor(
     readonly dir: string,
@@ -152,7 +155,7 @@ class Companion implements vscode.Disposable {
   }
 
   announce(): void {
-    const data = presence(process.pid, this.openNotebooks(), this.inbox, this.version);
+    const data = presence(process.pid, this.openNotebooks(), this.inbox, this.version, this.renamed);
     writeAtomic(this.file, JSON.stringify(data));
   }
 
@@ -248,6 +251,14 @@ export function activate(context: vscode.ExtensionContext): void {
     companion,
     vscode.workspace.onDidOpenNotebookDocument(announce),
     vscode.workspace.onDidCloseNotebookDocument(announce),
+    vscode.workspace.onDidRenameFiles(e => {
+      for (const { oldUri, newUri } of e.files) {
+        if (oldUri.scheme === 'file' && newUri.scheme === 'file') {
+          companion.renamed.push({ from: oldUri.fsPath, to: newUri.fsPath });
+        }
+      }
+      announce();
+    }),
     // an empty notebook gets its key with its first cell
     vscode.workspace.onDidChangeNotebookDocument(e => {
       if (e.contentChanges.length) announce();

@@ -8,6 +8,13 @@ export interface IPresence {
   pid: number;
   inbox: string;
   notebooks: string[];
+  renamed?: IRenamed[];
+}
+
+/** A file or folder renamed or moved in this window, oldest first: VS Code ends a renamed notebook's kernel, and the kernel of the new name takes the notebook's record over from the old one. */
+export interface IRenamed {
+  from: string;
+  to: string;
 }
 
 export type ICellType = 'code' | 'markdown' | 'raw';

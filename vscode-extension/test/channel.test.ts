@@ -7,6 +7,7 @@ import {
   notebookKey,
   parseRequest,
   presence,
+  RENAMES_KEPT,
   refusal,
   replyPathAllowed,
   sha256
@@ -74,8 +75,20 @@ test('the presence file lists each open notebook once, in order', () => {
     companion: '0.1.0',
     pid: 7,
     inbox: '/tmp/ch/in-7',
-    notebooks: ['a', 'b']
+    notebooks: ['a', 'b'],
+    renamed: []
   });
+});
+
+test('the presence file keeps the newest renames, oldest first', () => {
+  const renamed = Array.from({ length: RENAMES_KEPT + 2 }, (_, i) => ({
+    from: `/w/${i}.ipynb`,
+    to: `/w/${i + 1}.ipynb`
+  }));
+  const kept = presence(7, [], '/tmp/ch/in-7', '0.1.0', renamed).renamed ?? [];
+  assert.equal(kept.length, RENAMES_KEPT);
+  assert.deepEqual(kept[0], { from: '/w/2.ipynb', to: '/w/3.ipynb' });
+  assert.deepEqual(kept.at(-1), renamed.at(-1));
 });
 
 test('output bytes survive the round trip', () => {

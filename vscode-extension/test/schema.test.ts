@@ -30,6 +30,8 @@ const stored = {
 
 test('the presence file and a refusal are what the schema says', () => {
   assert.equal(wrong('Presence', presence(7, ['b', 'a'], '/c/in-7', '0.1.0')), null);
+  const renamed = [{ from: '/ws/draft.ipynb', to: '/ws/final.ipynb' }];
+  assert.equal(wrong('Presence', presence(7, ['b'], '/c/in-7', '0.1.0', renamed)), null);
   assert.equal(wrong('Reply', refusal(4, 'the notebook is not open in VS Code')), null);
 });
 
