@@ -36,6 +36,7 @@ sys.path[:0] = [str(REPO / "tests" / "vscode"), str(REPO / "tests" / "browser"),
 import importlib.util  # noqa: E402
 import re  # noqa: E402
 
+from helpers.pages import watch_console  # noqa: E402
 from notebook_page import Notebook, write_notebook  # noqa: E402
 from smoke import add_flag  # noqa: E402
 from test_lab_bridge import NotebookPage  # noqa: E402
@@ -73,6 +74,7 @@ def measure(variant: str, clicks: int, stub: StubServer, browser, root: Path, sh
     context = browser.new_context(viewport={"width": 1500, "height": 1100})
     try:
         page = context.new_page()
+        watch_console(page)  # the notebook page tells a kernel VS Code failed to start by its console
         folder = root / "ws"
         folder.mkdir()
         write_notebook(folder / "nb.ipynb", ["%load_ext genai_magics", CODE, MAGIC])

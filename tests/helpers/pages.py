@@ -68,15 +68,21 @@ def artifact_dir(root: Path, node) -> Path:
     return path
 
 
+def watch_console(page: Any) -> list[str]:
+    """The page's console lines (and uncaught errors) as they come, kept on it as ``page.console_log``."""
+    console: list[str] = []
+    page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
+    page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
+    page.console_log = console
+    return console
+
+
 def recorded_page(node, browser: Any, artifacts: Path, width: int, height: int) -> Iterator[Any]:
     """A page in its own context; its console goes to ``console.log``, a failure to ``failure.png``."""
     context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
     page.set_default_timeout(30_000)
-    console: list[str] = []
-    page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
-    page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
-    page.console_log = console
+    console = watch_console(page)
     yield page
     if failed(node):
         try:
