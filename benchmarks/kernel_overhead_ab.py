@@ -110,10 +110,17 @@ def main(argv: list[str] | None = None) -> int:
         archive = subprocess.run(["git", "archive", args.base], cwd=ROOT, capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", base], input=archive, check=True)
         runs: dict[str, list[dict]] = {"base": [], "this": []}
+        # the base is a copy that is gone afterwards: measuring its coverage (.ci/run's COVERAGE_PROCESS_START)
+        # would leave data for files that no longer exist
+        base_env = {k: v for k, v in os.environ.items() if k != "COVERAGE_PROCESS_START"}
         for _ in range(args.rounds):
             for name, root in (("base", base), ("this", str(ROOT))):
                 done = subprocess.run(
-                    [sys.executable, "-c", CHILD, root, str(args.calls)], capture_output=True, text=True, cwd=root
+                    [sys.executable, "-c", CHILD, root, str(args.calls)],
+                    capture_output=True,
+                    text=True,
+                    cwd=root,
+                    env=base_env if name == "base" else None,
                 )
                 if done.returncode != 0:
                     failures.add(f"the {name} run ({root}) failed: {done.stderr[-2000:]}")
