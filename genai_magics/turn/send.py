@@ -99,7 +99,7 @@ class TurnSend:
                     result, plan.document, lambda retry: self.chain(sent, retry)[1], self.display.note
                 )
         except BaseException as exc:
-            conv.last_interaction_id = previous  # a chain given up for the limit is kept when the turn fails
+            conv.last_interaction_id = previous  # a chain given up (lost, or past the limit) is kept when the turn fails
             if not self.started:
                 self.caches.release(conv)
             if isinstance(exc, KeyboardInterrupt):
@@ -179,15 +179,9 @@ class TurnSend:
             self.display.note(messages.CHAIN_OVER_LIMIT.render(limit=over[1]))
         else:
             self.display.note(messages.CHAIN_LOST.render())
-        conv = self.conv
-        previous = conv.last_interaction_id
-        conv.lose_chain()
+        self.conv.lose_chain()  # put back by ``run`` if the new chain fails too
         fresh = self.planned.resolved.plan(self.planned.pieces, self.settings)
-        try:
-            return fresh, self.calls(fresh, retry)
-        except BaseException:
-            conv.last_interaction_id = previous
-            raise
+        return fresh, self.calls(fresh, retry)
 
     # -- calls: the function-call loop -------------------------------------------------------
     def calls(self, plan: TurnPlan, retry: EditRetry | None = None) -> TurnResult:
