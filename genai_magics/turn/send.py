@@ -99,7 +99,9 @@ class TurnSend:
                     result, plan.document, lambda retry: self.chain(sent, retry)[1], self.display.note
                 )
         except BaseException as exc:
-            conv.last_interaction_id = previous  # a chain given up (lost, or past the limit) is kept when the turn fails
+            conv.last_interaction_id = (
+                previous  # a chain given up (lost, or past the limit) is kept when the turn fails
+            )
             if not self.started:
                 self.caches.release(conv)
             if isinstance(exc, KeyboardInterrupt):
