@@ -143,6 +143,23 @@ class TurnPlan:
     proposal_outcomes: dict[str, str]  # interactions: outcomes the server was not told yet
     new_chain_digest: tuple[Turn, ...]  # interactions: earlier turns the new chain must learn
     payload: dict[str, Any]  # the current user turn (docs/protocol.md)
+    restarted: bool = False  # interactions: a new chain started for its cost, seeded with every earlier turn
+
+
+def _digested(turn: Turn, whole: bool) -> dict[str, Any]:
+    """An earlier turn as a new chain learns it: its prompt and reply (``whole``, or clipped to keep a chain
+    started at the input limit small), its outcome, and what it fetched as the calls that fetch it again
+    (the results themselves are left out, as contents mode's markers leave them)."""
+    prompt, reply = turn.prompt, turn.response
+    if not whole:
+        prompt, reply = clip(prompt, DIGEST_PROMPT_CHARS), clip(reply, 400)
+    entry: dict[str, Any] = {"mode": turn.mode, "prompt": prompt, "reply": reply}
+    if turn.outcome != "none":
+        entry["outcome"] = turn.outcome
+    fetched = [r.call.label for round_ in turn.tool_rounds for r in round_.results if r.pieces]
+    if fetched:
+        entry["fetched"] = fetched
+    return entry
 
 
 def version_chain(history: Sequence[Turn], sha: str | None) -> tuple[Holder, ...] | None:
@@ -217,16 +234,19 @@ class Conversation:
         state_mode: StateMode | None = None,
         max_chain_versions: int = 0,
         patches: bool = True,
+        restart: bool = False,
     ) -> TurnPlan:
         state_mode = state_mode or self.state_mode
         interactions = state_mode == "interactions"
         # A new server chain holds nothing, so everything is sent again: after
-        # contents turns, when the server lost the chain, or when the chain holds
+        # contents turns, when the server lost the chain, when the chain holds
         # more than max_chain_versions full copies of the code (the server cannot
-        # compact them, and the model reads them all on every turn).
+        # compact them, and the model reads them all on every turn), or when the
+        # send stage found a new chain cheaper (``restart``: seeded with every earlier
+        # turn, what the model fetched as the calls that fetch it again).
         lost = self.last_interaction_id is None and bool(self.history)
         crowded = bool(max_chain_versions) and len(self.chain_versions) > max_chain_versions
-        new_chain = interactions and (lost or crowded)
+        new_chain = interactions and (lost or crowded or (restart and bool(self.history)))
         holds = SyncState() if new_chain else self.sync
         synchronized = (
             document is not None
@@ -253,13 +273,10 @@ class Conversation:
         )
         if (send_source or patch is not None) and document is not None:
             payload["document"] = document.label
-        digest = tuple(self.history[-DIGEST_TURNS:]) if new_chain else ()
+        whole = restart and not (lost or crowded)  # a chain given up for its cost: every turn, as said
+        digest = (tuple(self.history) if whole else tuple(self.history[-DIGEST_TURNS:])) if new_chain else ()
         if digest:
-            payload["earlierTurns"] = [
-                {"mode": t.mode, "prompt": clip(t.prompt, DIGEST_PROMPT_CHARS), "reply": clip(t.response, 400)}
-                | ({"outcome": t.outcome} if t.outcome != "none" else {})
-                for t in digest
-            ]
+            payload["earlierTurns"] = [_digested(t, whole) for t in digest]
         return TurnPlan(
             mode=mode,
             prompt=prompt,
@@ -275,6 +292,7 @@ class Conversation:
             proposal_outcomes=outcomes,
             new_chain_digest=digest,
             payload=payload,
+            restarted=new_chain and whole,
         )
 
     def _renders(self, document: Document) -> bool:

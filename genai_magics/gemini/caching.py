@@ -90,6 +90,28 @@ def folding_pays(price: Price, ttl_s: float, head_tokens: int, tail_tokens: int,
     return saved > extra
 
 
+def new_chain_pays(price: Price, chain_tokens: int, seed_tokens: int, reads: float, hit: float) -> bool:
+    """interactions mode: whether to start a new server chain seeded with the compacted transcript (every
+    earlier turn, what the model fetched as the calls that fetch it again) rather than continue the chain,
+    which keeps every result whole. ``chain_tokens``: what the turn's first request reads on the chain
+    (the chain and the turn's input); ``seed_tokens``: what it reads on a new one (the seed, the document,
+    the context and the turn's input); ``reads``: the turn's requests, as the last turn's; ``hit``: the
+    share of the last turn's input that implicit caching served (the chain's prefix reads at
+    ``e = input - hit x (input - cached)`` a token).
+
+    Each of the turn's requests reads ``seed`` instead of ``chain``; but the new chain's first request is
+    a prefix no implicit cache holds yet, so it pays the input price on the seed where the chain read at
+    ``e``::
+
+        restart  when  reads x (chain - seed) x e  >  seed x (input - e)
+
+    When implicit caching never hits (``e`` = input) that is whenever the seed is smaller; when it hits,
+    only once the results the chain keeps whole outweigh the seed several times over.
+    """
+    effective = price.input - hit * (price.input - price.cached_input)
+    return reads * (chain_tokens - seed_tokens) * effective > seed_tokens * (price.input - effective)
+
+
 def decide(
     *,
     mode: str,

@@ -137,10 +137,18 @@ class Resolved:
     def offered(self) -> tuple[str, ...]:
         return self.tools.offered if self.tools is not None else ()
 
-    def plan(self, pieces: tuple[ContextPiece, ...], settings: Settings) -> TurnPlan:
-        """What the conversation sends this turn with ``pieces`` as context (nothing is sent)."""
+    def plan(self, pieces: tuple[ContextPiece, ...], settings: Settings, restart: bool = False) -> TurnPlan:
+        """What the conversation sends this turn with ``pieces`` as context (nothing is sent; ``restart``:
+        on a new chain seeded with every earlier turn)."""
         return self.conv.plan_turn(
-            self.req.mode, self.req.prompt, self.doc, pieces, self.state, settings.max_chain_versions, settings.patches
+            self.req.mode,
+            self.req.prompt,
+            self.doc,
+            pieces,
+            self.state,
+            settings.max_chain_versions,
+            settings.patches,
+            restart=restart,
         )
 
 

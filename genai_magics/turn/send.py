@@ -4,7 +4,8 @@ Each step does one thing and hands down to the one below; every request of a tur
 retry and a new chain included, takes the same lower steps::
 
     run           the turn: the interrupt caught once, a failure told in one line, nothing kept of it;
-                  a transcript that would pass the model's input limit compacted first
+                  a transcript that would pass the model's input limit compacted first, and a server
+                  chain holding results whole given up for a new one when that is cheaper
      └ edit       an edit whose edits do not apply is asked once more for the whole text
         └ chain   a server chain the server lost (404), or grown past the input limit, is started
                   again once, with what the model needs
@@ -21,6 +22,7 @@ adds the turn.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -31,7 +33,7 @@ from ..engine.errors import UserError
 from ..engine.text import estimate_tokens
 from ..engine.tools import ToolCall, ToolResult, ToolRound, bad_call, error_result, holdings, sent_turns
 from ..gemini import budget
-from ..gemini.caching import CacheStep, ContextCaches, cache_is_gone
+from ..gemini.caching import CacheStep, ContextCaches, cache_is_gone, new_chain_pays
 from ..gemini.client import RetryNotices
 from ..gemini.errors import describe, over_input_limit, status_code
 from ..gemini.models import InputLimits
@@ -121,7 +123,8 @@ class TurnSend:
         the table). When the first request would read more than ``FILL`` of it, contents mode leaves the
         oldest turns out (``compact``); interactions mode, whose chain the server holds (its size is
         the last turn's input), starts a new chain with the document, the context and a digest of the
-        earlier turns. One line says so; the record keeps every turn as it was."""
+        earlier turns. One line says so; the record keeps every turn as it was. Under the limit, a chain may
+        still be given up for its cost (``restart``)."""
         room = int(self.limits.of(self.transport.model) * FILL)
         if plan.state_mode == "contents":
             self.compact(plan, room, lambda: self.transport.request(plan, self.conv.history))
@@ -133,10 +136,29 @@ class TurnSend:
         # plus what that turn wrote and this turn adds
         chain = usage.input_tokens // max(1, usage.requests) + (usage.output_tokens or 0)
         if chain + _tokens(plan.payload) <= room:
-            return plan
+            return self.restart(plan, chain + _tokens(plan.payload), usage, room)
         self.display.note(messages.CHAIN_OVER_LIMIT.render(limit=self.limits.of(self.transport.model)))
         self.conv.lose_chain()
         return self.planned.resolved.plan(self.planned.pieces, self.settings)
+
+    def restart(self, plan: TurnPlan, chain: int, usage: Usage, room: int) -> TurnPlan:
+        """Rule: the server keeps every result whole in its chain, so interactions mode starts a new chain
+        seeded with the compacted transcript (every earlier turn, what the model fetched as the calls that
+        fetch it again) when that is cheaper by the price table (``caching.new_chain_pays``: ``chain``, what
+        the first request reads on the chain; ``usage``, the last turn's), after a turn that fetched something
+        (its results are whole on the chain and calls in the seed; without them the two differ by noise). A
+        chain under the model's cache minimum could not show whether implicit caching hits: the rule then
+        takes it as hitting (the case where a restart costs most). No line: only the bill changes."""
+        price, last = self.planned.price, self.conv.history[-1]
+        if price is None or not any(r.pieces for round_ in last.tool_rounds for r in round_.results):
+            return plan
+        fresh = self.planned.resolved.plan(self.planned.pieces, self.settings, restart=True)
+        body = self.transport.request(fresh, self.conv.history)
+        # counted as the server counts the chain: the texts (not their JSON escapes) and the declarations
+        seed = budget.request_tokens(body, self.transport.model) + estimate_tokens(json.dumps(body.get("tools", [])))
+        seen = (usage.input_tokens or 0) // max(1, usage.requests) >= price.cache_minimum
+        hit = (usage.cached_tokens or 0) / max(1, usage.input_tokens or 0) if seen else 1.0
+        return fresh if seed <= room and new_chain_pays(price, chain, seed, usage.requests, hit) else plan
 
     def compact(self, plan: TurnPlan, room: int, body: Any, scale: float = 1.0, force: bool = False) -> None:
         """contents mode: the transcript rendered to fit ``room`` tokens (``body()``: the request as it
@@ -168,13 +190,15 @@ class TurnSend:
         """Rule: when the server no longer knows the interaction a turn continues (404 on
         ``previous_interaction_id``), or refuses it as past the model's input limit, the turn starts a
         new chain once, carrying what the model needs, and says so; if that fails too, the conversation
-        keeps its old chain. An edit's retry continues the interaction its first answer made seconds
-        ago: it is not restarted."""
+        keeps its old chain. A new chain started for its cost (``restart``) whose seed, every earlier turn
+        whole, passes the limit is started again the same way, with the short digest. An edit's retry
+        continues the interaction its first answer made seconds ago: it is not restarted."""
         try:
             return plan, self.calls(plan, retry)
         except Exception as exc:
             over = over_input_limit(exc)
-            if retry is not None or not (plan.previous_interaction_id and (status_code(exc) == 404 or over)):
+            continued = plan.previous_interaction_id and (status_code(exc) == 404 or over)
+            if retry is not None or not (continued or (plan.restarted and over)):
                 raise
         if over is not None:
             self.limits.learn(self.transport.model, over[1])

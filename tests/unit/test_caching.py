@@ -13,7 +13,7 @@ from genai_magics.engine.contents import build_contents, cacheable, shared_prefi
 from genai_magics.engine.context import ContextPiece
 from genai_magics.engine.conversation import Conversation
 from genai_magics.engine.errors import UserError
-from genai_magics.gemini.caching import decide, folding_pays, pays_off, worth_keeping
+from genai_magics.gemini.caching import decide, folding_pays, new_chain_pays, pays_off, worth_keeping
 from genai_magics.gemini.pricing import PRICES, PRICES_AS_OF, Price, price_for, storage_cost, turn_cost
 
 FLASH = PRICES["gemini-3.8-flash"][0].price  # the introductory price, through 2026-12-31
@@ -68,6 +68,18 @@ def test_the_tail_is_folded_into_a_new_cache_when_its_reads_outweigh_reading_the
     assert folding_pays(FLASH, 600, head_tokens=8_000, tail_tokens=5_000, reads=2)  # 6,750 > 5,400 + 833
     assert not folding_pays(FLASH, 36_000, head_tokens=8_000, tail_tokens=5_000, reads=2)  # ten hours' storage
     assert folding_pays(FLASH, 600, head_tokens=8_000, tail_tokens=1_000, reads=9)
+
+
+def test_a_new_chain_pays_when_its_reads_save_more_than_the_seed_read_uncached_costs():
+    # never hits: every token reads at the input price, so a smaller seed always pays
+    assert new_chain_pays(FLASH, chain_tokens=8_000, seed_tokens=7_900, reads=2, hit=0.0)
+    assert not new_chain_pays(FLASH, chain_tokens=8_000, seed_tokens=8_000, reads=2, hit=0.0)
+    # always hits (e = cached): 2 x 30,000 x 0.075 = 4,500 > 5,000 x 0.675 = 3,375; not when the chain is 5x the seed
+    assert new_chain_pays(FLASH, chain_tokens=35_000, seed_tokens=5_000, reads=2, hit=1.0)
+    assert not new_chain_pays(FLASH, chain_tokens=25_000, seed_tokens=5_000, reads=2, hit=1.0)
+    # half the input hitting: e = 0.4125; 2 x 3,000 x 0.4125 = 2,475 > 5,000 x 0.3375 = 1,688
+    assert new_chain_pays(FLASH, chain_tokens=8_000, seed_tokens=5_000, reads=2, hit=0.5)
+    assert not new_chain_pays(FLASH, chain_tokens=6_500, seed_tokens=5_000, reads=2, hit=0.5)
 
 
 def test_a_cache_pays_off_when_the_reads_it_saves_outweigh_its_read_and_storage():

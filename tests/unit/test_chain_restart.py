@@ -1,0 +1,57 @@
+"""Interactions mode: what the model fetched stops costing full price after its turn (issue 33.1). The server
+keeps every result whole in its chain, so when a new chain seeded with the compacted transcript (every earlier
+turn, each result as the call that fetches it again) is cheaper by the price table
+(``caching.new_chain_pays``), the turn starts one.
+
+The extension in an in-process IPython shell, the real SDK over real HTTP to the stand-in.
+"""
+
+from __future__ import annotations
+
+import pytest
+from helpers.wire import api_requests, current_payload
+
+# a short cell, a long output: what the model fetches is not in the cells the turn sends as context
+BIG = 'print("\\n".join(f"row_{i:05d} = {i * 3}" for i in range(1100)))'
+
+
+@pytest.fixture
+def notebook(magic_shell):
+    magic_shell.run("%gemini reset --all", cell_id="reset")
+    for name in ("tools", "max_tool_calls", "model", "cache"):
+        setattr(magic_shell.magics, name, magic_shell.magics.trait_defaults(name))
+    magic_shell.magics.max_output_chars = 20_000  # the output whole: the chain passes the cache minimum (two of them)
+    magic_shell.run(BIG, cell_id="big")
+    magic_shell.run(BIG.replace("row_", "col_"), cell_id="wide")
+    magic_shell.run("total = 1", cell_id="small")  # the document of the asks below
+    return magic_shell
+
+
+def test_after_a_large_fetched_result_the_next_turn_starts_a_chain_seeded_with_markers(notebook, stub):
+    stub.script_tools([[{"name": "cell_outputs", "args": {"ref": ref}} for ref in ("big", "wide")]])
+    notebook.run("%%gemini_ask --state interactions --new\nwhat does the big cell do?", cell_id="m1")
+    _, answered = api_requests(stub)
+    assert "row_01099" in answered["json"]["input"][0]["result"]  # this turn reads them whole
+    shown = notebook.run("%%gemini_ask --state interactions\nand in one word?", cell_id="m2")
+    request = api_requests(stub)[2]
+    assert "previous_interaction_id" not in request["json"], shown.stderr  # a new chain: the old one is dearer
+    payload = current_payload(request)
+    earlier = payload["earlierTurns"]
+    fetched = ["cell_outputs(big)", "cell_outputs(wide)"]
+    assert [(t["prompt"], t["fetched"]) for t in earlier] == [("what does the big cell do?", fetched)]
+    assert "row_01099" not in str(request["json"]["input"])  # the results went as the calls that fetch them
+    assert request["input_tokens"] < answered["input_tokens"] / 2
+    conv = notebook.magics.session.conversations["default"]
+    assert conv.last_interaction_id == request["interaction_id"]  # the next turn continues the new chain
+    sent = len(api_requests(stub))
+    notebook.run("%%gemini_ask --state interactions\nthanks", cell_id="m3")
+    third = api_requests(stub)[sent]
+    assert third["json"]["previous_interaction_id"] == request["interaction_id"]  # nothing fetched since
+
+
+def test_a_chain_without_fetched_results_is_continued(notebook, stub):
+    notebook.run("%%gemini_ask --state interactions --new --no-tools\nhello", cell_id="m1")
+    notebook.run("%%gemini_ask --state interactions --no-tools\nagain", cell_id="m2")
+    first, second = api_requests(stub)
+    assert second["json"]["previous_interaction_id"] == first["interaction_id"]
+    assert "earlierTurns" not in current_payload(second)
