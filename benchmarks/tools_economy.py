@@ -198,6 +198,14 @@ def table(runs: dict[str, list[TurnStat]]) -> list[str]:
             for label, usd in all_usd.items()
         )
     )
+    # issue 33's goal: tools at most 1.5x "flags up front" in each mode (all six questions)
+    lines.append(
+        "tools ÷ flags up front (goal <= 1.5x on 31 cells): "
+        + " · ".join(
+            f"{mode} {all_usd[f'(t) tools, {mode}'] / all_usd[f'(u) up front, {mode}']:.2f}x"
+            for mode in ("contents", "interactions")
+        )
+    )
     return lines
 
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .. import messages
-from ..engine.conversation import Conversation, Turn, TurnPlan
+from ..engine.conversation import Conversation, Turn, TurnPlan, Usage
 from ..engine.outputs import part_tokens
 from ..engine.payloads import SYSTEM_INSTRUCTION
 from ..engine.text import estimate_tokens
@@ -74,20 +74,33 @@ def pays_off(price: Price, ttl_s: float, expected_reads: float) -> bool:
     return saved > extra
 
 
-def folding_pays(price: Price, ttl_s: float, head_tokens: int, tail_tokens: int, reads: float) -> bool:
+def folding_pays(
+    price: Price, ttl_s: float, head_tokens: int, tail_tokens: int, reads: float, hit: float = 0.0
+) -> bool:
     """Whether to fold the tail (the turns after the cache's head that no longer change) into a new cache now,
     rather than keep the cache and read the tail at the input price on the ``reads`` requests until the next
     chance to fold (the next turn).
 
     Folding now re-reads the cached head at the input price once (creating the new cache) instead of the
-    cached price, and stores the tail too for the TTL; it saves the input-minus-cached price on the tail on
+    cached price, and stores the tail too for the TTL; it saves the input-minus-cached price on the share
+    of the tail implicit caching does not serve already (``hit``: ``implicit_share`` of the last turn) on
     each of those reads::
 
-        fold  when  reads x tail x (input - cached)  >  head x (input - cached) + tail x storage_hour x ttl/3600
+        fold  when  reads x tail x (1 - hit) x (input - cached)
+                      >  head x (input - cached) + tail x storage_hour x ttl/3600
     """
-    saved = reads * tail_tokens * (price.input - price.cached_input)
+    saved = reads * tail_tokens * (1 - hit) * (price.input - price.cached_input)
     extra = head_tokens * (price.input - price.cached_input) + tail_tokens * price.storage_hour * ttl_s / 3600
     return saved > extra
+
+
+def implicit_share(usage: Usage, explicit_tokens: int) -> float:
+    """The share of a turn's input past its explicit cache (``explicit_tokens`` a request; 0: none) that
+    implicit caching served: what the turn's requests reported cached beyond what the cache holds. 0 where
+    the API reports only the explicit cache's tokens."""
+    past = (usage.input_tokens or 0) - usage.requests * explicit_tokens
+    served = (usage.cached_tokens or 0) - usage.requests * explicit_tokens
+    return min(1.0, max(0.0, served / past)) if past > 0 else 0.0
 
 
 def new_chain_pays(price: Price, chain_tokens: int, seed_tokens: int, reads: float, hit: float) -> bool:
@@ -270,8 +283,10 @@ class ContextCaches:
         if _head_sha(transport.model, prefix, transport.tools) != entry.head_sha:
             return length  # the contents changed inside the cache's head: it can serve no more
         tail = sum(part_tokens(p, transport.model) for c in contents[entry.length : length] for p in c["parts"])
-        reads = max(1, history[-1].usage.requests) if history else 1  # this turn's, as the last one's
-        return length if folding_pays(price, ttl_s, entry.tokens, tail, reads) else entry.length
+        last = history[-1].usage if history else Usage()
+        reads = max(1, last.requests)  # this turn's, as the last one's
+        hit = implicit_share(last, entry.tokens)
+        return length if folding_pays(price, ttl_s, entry.tokens, tail, reads, hit) else entry.length
 
     def _measure(self, model: str, head: tuple[dict[str, Any], ...], tools: tuple[str, ...] = ()) -> tuple[int, str]:
         """The head's estimated tokens and sha; an unchanged head (compared, not serialized) is not hashed again:

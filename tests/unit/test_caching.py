@@ -11,9 +11,16 @@ from genai_magics import messages
 from genai_magics.engine.cells import Document
 from genai_magics.engine.contents import build_contents, cacheable, shared_prefix
 from genai_magics.engine.context import ContextPiece
-from genai_magics.engine.conversation import Conversation
+from genai_magics.engine.conversation import Conversation, Usage
 from genai_magics.engine.errors import UserError
-from genai_magics.gemini.caching import decide, folding_pays, new_chain_pays, pays_off, worth_keeping
+from genai_magics.gemini.caching import (
+    decide,
+    folding_pays,
+    implicit_share,
+    new_chain_pays,
+    pays_off,
+    worth_keeping,
+)
 from genai_magics.gemini.pricing import PRICES, PRICES_AS_OF, Price, price_for, storage_cost, turn_cost
 
 FLASH = PRICES["gemini-3.8-flash"][0].price  # the introductory price, through 2026-12-31
@@ -68,6 +75,16 @@ def test_the_tail_is_folded_into_a_new_cache_when_its_reads_outweigh_reading_the
     assert folding_pays(FLASH, 600, head_tokens=8_000, tail_tokens=5_000, reads=2)  # 6,750 > 5,400 + 833
     assert not folding_pays(FLASH, 36_000, head_tokens=8_000, tail_tokens=5_000, reads=2)  # ten hours' storage
     assert folding_pays(FLASH, 600, head_tokens=8_000, tail_tokens=1_000, reads=9)
+    # a tail implicit caching serves saves nothing folded: 9 x 1,000 x 0.2 x 0.675 = 1,215 < 5,400 + 167
+    assert not folding_pays(FLASH, 600, head_tokens=8_000, tail_tokens=1_000, reads=9, hit=0.8)
+
+
+def test_the_implicit_share_is_what_was_cached_past_the_explicit_cache():
+    two = Usage(input_tokens=30_000, cached_tokens=26_000, requests=2)  # a cache of 10,000 read twice
+    assert implicit_share(two, 10_000) == 0.6  # 6,000 of the 10,000 past it
+    assert implicit_share(Usage(input_tokens=30_000, cached_tokens=20_000, requests=2), 10_000) == 0.0
+    assert implicit_share(Usage(input_tokens=8_000, cached_tokens=2_000), 0) == 0.25  # no explicit cache
+    assert implicit_share(Usage(), 0) == 0.0
 
 
 def test_a_new_chain_pays_when_its_reads_save_more_than_the_seed_read_uncached_costs():

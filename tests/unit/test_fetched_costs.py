@@ -1,7 +1,9 @@
-"""Interactions mode: what the model fetched stops costing full price after its turn (issue 33.1). The server
-keeps every result whole in its chain, so when a new chain seeded with the compacted transcript (every earlier
-turn, each result as the call that fetches it again) is cheaper by the price table
-(``caching.new_chain_pays``), the turn starts one.
+"""What the model fetched stops costing full price after its turn (issue 33.1), by the price table.
+
+Interactions mode: the server keeps every result whole in its chain, so when a new chain seeded with the
+compacted transcript (every earlier turn, each result as the call that fetches it again) is cheaper
+(``caching.new_chain_pays``), the turn starts one. Contents mode: the faded turns fold into a new explicit
+cache when that pays (``caching.folding_pays``), not when implicit caching already serves them.
 
 The extension in an in-process IPython shell, the real SDK over real HTTP to the stand-in.
 """
@@ -55,3 +57,23 @@ def test_a_chain_without_fetched_results_is_continued(notebook, stub):
     first, second = api_requests(stub)
     assert second["json"]["previous_interaction_id"] == first["interaction_id"]
     assert "earlierTurns" not in current_payload(second)
+
+
+def long_prompt(i: int) -> str:
+    """2.5 kB no two alike: the faded turns after the cache's head grow ~700 tokens a turn."""
+    return f"question {i}: what does this log say?\n" + "".join(f"line {i}.{j}: {i * j:08d}\n" for j in range(120))
+
+
+@pytest.mark.parametrize(("implicit", "caches"), [(False, 2), (True, 1)])
+def test_the_faded_turns_fold_into_a_new_cache_unless_implicit_caching_serves_them(notebook, stub, implicit, caches):
+    notebook.run("doc = 1\n" + "".join(f"# comment line {i:05d} of the document\n" for i in range(600)), cell_id="d")
+    stub.configure_caching(implicit=implicit)
+    try:
+        for i in range(1, 8):
+            stub.script_tools([[{"name": "read_cell", "args": {"ref": "small"}}]])
+            flags = " --new" if i == 1 else ""
+            assert notebook.run(f"%%gemini_ask{flags}\n{long_prompt(i)}", cell_id=f"a{i}").stderr == ""
+    finally:
+        stub.configure_caching(implicit=False)
+    # never hitting, the tail is worth a cache of its own after a few turns; served implicitly, it never is
+    assert len(stub.caches) == caches, [c["tokens"] for c in stub.caches]
