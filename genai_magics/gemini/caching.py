@@ -75,32 +75,45 @@ def pays_off(price: Price, ttl_s: float, expected_reads: float) -> bool:
 
 
 def folding_pays(
-    price: Price, ttl_s: float, head_tokens: int, tail_tokens: int, reads: float, hit: float = 0.0
+    price: Price, ttl_s: float, head_tokens: int, tail_tokens: int, reads: float, turns: int = 1, hit: float = 0.0
 ) -> bool:
     """Whether to fold the tail (the turns after the cache's head that no longer change) into a new cache now,
-    rather than keep the cache and read the tail at the input price on the ``reads`` requests until the next
-    chance to fold (the next turn).
+    rather than keep the cache and go on reading the tail at the input price.
 
     Folding now re-reads the cached head at the input price once (creating the new cache) instead of the
-    cached price, and stores the tail too for the TTL; it saves the input-minus-cached price on the share
-    of the tail implicit caching does not serve already (``hit``: ``implicit_share`` of the last turn) on
-    each of those reads::
+    cached price, and stores the tail too for the TTL. Keeping the cache has cost, since it was made, the
+    input-minus-cached price on every full-price read of the tail: ``reads`` requests a turn over the
+    ``turns`` turns the tail holds, a tail grown about evenly from nothing (``turns + 1`` halves of it a
+    read), but for the share implicit caching served (``hit``: ``implicit_share`` of the last turn). Fold
+    once that has cost as much as a fold does (the rent-or-buy rule: for a tail growing by the same amount
+    each turn, folding at that point makes the least, head re-reads and tail reads together, per turn)::
 
-        fold  when  reads x tail x (1 - hit) x (input - cached)
+        fold  when  reads x tail x (turns + 1)/2 x (1 - hit) x (input - cached)
                       >  head x (input - cached) + tail x storage_hour x ttl/3600
     """
-    saved = reads * tail_tokens * (1 - hit) * (price.input - price.cached_input)
+    paid = reads * tail_tokens * (turns + 1) / 2 * (1 - hit) * (price.input - price.cached_input)
     extra = head_tokens * (price.input - price.cached_input) + tail_tokens * price.storage_hour * ttl_s / 3600
-    return saved > extra
+    return paid > extra
 
 
-def implicit_share(usage: Usage, explicit_tokens: int) -> float:
-    """The share of a turn's input past its explicit cache (``explicit_tokens`` a request; 0: none) that
-    implicit caching served: what the turn's requests reported cached beyond what the cache holds. 0 where
-    the API reports only the explicit cache's tokens."""
-    past = (usage.input_tokens or 0) - usage.requests * explicit_tokens
-    served = (usage.cached_tokens or 0) - usage.requests * explicit_tokens
-    return min(1.0, max(0.0, served / past)) if past > 0 else 0.0
+def implicit_share(usage: Usage) -> float:
+    """The share of a turn's input implicit caching served (no explicit cache in use)."""
+    return min(1.0, (usage.cached_tokens or 0) / usage.input_tokens) if usage.input_tokens else 0.0
+
+
+def tail_served(usage: Usage, explicit_tokens: int, tail_tokens: int, turns: int) -> float:
+    """The share of the tail (``tail_tokens`` now, grown over ``turns`` turns) that implicit caching served
+    on the last turn's requests, which read the explicit cache (``explicit_tokens``), then the tail but for
+    one turn's addition, then what was new to them. Of what each request read at full price, one turn's
+    addition (``tail / turns``, about what a request reads new) is taken as new; the rest is tail the
+    implicit cache missed. 0 with no earlier turn in the tail, or where the API reports only the explicit
+    cache's tokens (nothing past it is cached: the tail counts as missed)."""
+    earlier = tail_tokens * (turns - 1) // turns if turns > 1 else 0
+    if earlier <= 0 or not usage.input_tokens:
+        return 0.0
+    full = (usage.input_tokens - (usage.cached_tokens or 0)) / usage.requests
+    missed = max(0.0, full - tail_tokens / turns)
+    return max(0.0, 1 - missed / earlier) if (usage.cached_tokens or 0) > usage.requests * explicit_tokens else 0.0
 
 
 def new_chain_pays(price: Price, chain_tokens: int, seed_tokens: int, reads: float, hit: float) -> bool:
@@ -278,15 +291,18 @@ class ContextCaches:
         history: Sequence[Turn],
     ) -> int:
         """The head to cache: the cache's own while it is still the start of the contents and folding the
-        tail after it does not pay yet (``folding_pays``), else the new one (``length``)."""
+        tail after it does not pay yet (``folding_pays``, over the turns the tail holds: each ends with the
+        model's answer), else the new one (``length``)."""
         prefix = tuple(contents[: entry.length])
         if _head_sha(transport.model, prefix, transport.tools) != entry.head_sha:
             return length  # the contents changed inside the cache's head: it can serve no more
-        tail = sum(part_tokens(p, transport.model) for c in contents[entry.length : length] for p in c["parts"])
+        tail_contents = contents[entry.length : length]
+        tail = sum(part_tokens(p, transport.model) for c in tail_contents for p in c["parts"])
+        turns = sum(1 for c in tail_contents if c["role"] == "model" and any("text" in p for p in c["parts"]))
         last = history[-1].usage if history else Usage()
-        reads = max(1, last.requests)  # this turn's, as the last one's
-        hit = implicit_share(last, entry.tokens)
-        return length if folding_pays(price, ttl_s, entry.tokens, tail, reads, hit) else entry.length
+        reads = max(1, last.requests)  # a turn's, as the last one's
+        hit = tail_served(last, entry.tokens, tail, max(1, turns))
+        return length if folding_pays(price, ttl_s, entry.tokens, tail, reads, max(1, turns), hit) else entry.length
 
     def _measure(self, model: str, head: tuple[dict[str, Any], ...], tools: tuple[str, ...] = ()) -> tuple[int, str]:
         """The head's estimated tokens and sha; an unchanged head (compared, not serialized) is not hashed again:

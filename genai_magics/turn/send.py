@@ -157,7 +157,7 @@ class TurnSend:
         # counted as the server counts the chain: the texts (not their JSON escapes) and the declarations
         seed = budget.request_tokens(body, self.transport.model) + estimate_tokens(json.dumps(body.get("tools", [])))
         seen = (usage.input_tokens or 0) // max(1, usage.requests) >= price.cache_minimum
-        hit = implicit_share(usage, 0) if seen else 1.0
+        hit = implicit_share(usage) if seen else 1.0
         return fresh if seed <= room and new_chain_pays(price, chain, seed, usage.requests, hit) else plan
 
     def compact(self, plan: TurnPlan, room: int, body: Any, scale: float = 1.0, force: bool = False) -> None:

@@ -19,6 +19,7 @@ from genai_magics.gemini.caching import (
     implicit_share,
     new_chain_pays,
     pays_off,
+    tail_served,
     worth_keeping,
 )
 from genai_magics.gemini.pricing import PRICES, PRICES_AS_OF, Price, price_for, storage_cost, turn_cost
@@ -79,12 +80,23 @@ def test_the_tail_is_folded_into_a_new_cache_when_its_reads_outweigh_reading_the
     assert not folding_pays(FLASH, 600, head_tokens=8_000, tail_tokens=1_000, reads=9, hit=0.8)
 
 
-def test_the_implicit_share_is_what_was_cached_past_the_explicit_cache():
-    two = Usage(input_tokens=30_000, cached_tokens=26_000, requests=2)  # a cache of 10,000 read twice
-    assert implicit_share(two, 10_000) == 0.6  # 6,000 of the 10,000 past it
-    assert implicit_share(Usage(input_tokens=30_000, cached_tokens=20_000, requests=2), 10_000) == 0.0
-    assert implicit_share(Usage(input_tokens=8_000, cached_tokens=2_000), 0) == 0.25  # no explicit cache
-    assert implicit_share(Usage(), 0) == 0.0
+def test_a_tail_that_cost_a_fold_since_the_cache_was_made_is_folded():
+    # nine turns of a tail grown to 1,000: 2 x 1,000 x 5 x 0.675 = 6,750 paid > 5,400 + 167
+    assert folding_pays(FLASH, 600, head_tokens=8_000, tail_tokens=1_000, reads=2, turns=9)
+    assert not folding_pays(FLASH, 600, head_tokens=8_000, tail_tokens=1_000, reads=2, turns=6)  # 4,725
+
+
+def test_the_share_implicit_caching_served_is_read_from_the_usage():
+    assert implicit_share(Usage(input_tokens=8_000, cached_tokens=2_000)) == 0.25
+    assert implicit_share(Usage()) == 0.0
+    # a cache of 4,000 read twice, a tail of 3,000 over 10 turns: each request read 350 at full price, less
+    # than a turn's addition (300) and 50: all but 50 of the 2,700 earlier tail tokens were served
+    served = Usage(input_tokens=2 * (4_000 + 3_000 + 300), cached_tokens=2 * (4_000 + 2_950), requests=2)
+    assert tail_served(served, 4_000, tail_tokens=3_000, turns=10) == 1 - 50 / 2_700
+    # nothing cached past the explicit cache: the tail was read at full price
+    missed = Usage(input_tokens=2 * (4_000 + 3_000), cached_tokens=2 * 4_000, requests=2)
+    assert tail_served(missed, 4_000, tail_tokens=3_000, turns=10) == 0.0
+    assert tail_served(served, 4_000, tail_tokens=300, turns=1) == 0.0  # no earlier turn in the tail
 
 
 def test_a_new_chain_pays_when_its_reads_save_more_than_the_seed_read_uncached_costs():
