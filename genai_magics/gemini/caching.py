@@ -116,26 +116,29 @@ def tail_served(usage: Usage, explicit_tokens: int, tail_tokens: int, turns: int
     return max(0.0, 1 - missed / earlier) if (usage.cached_tokens or 0) > usage.requests * explicit_tokens else 0.0
 
 
-def new_chain_pays(price: Price, chain_tokens: int, seed_tokens: int, reads: float, hit: float) -> bool:
+def new_chain_pays(price: Price, chain_tokens: int, seed_tokens: int, reads: float, hit: float, turns: int = 1) -> bool:
     """interactions mode: whether to start a new server chain seeded with the compacted transcript (every
     earlier turn, what the model fetched as the calls that fetch it again) rather than continue the chain,
     which keeps every result whole. ``chain_tokens``: what the turn's first request reads on the chain
     (the chain and the turn's input); ``seed_tokens``: what it reads on a new one (the seed, the document,
-    the context and the turn's input); ``reads``: the turn's requests, as the last turn's; ``hit``: the
-    share of the last turn's input that implicit caching served (the chain's prefix reads at
-    ``e = input - hit x (input - cached)`` a token).
+    the context and the turn's input); ``reads``: a turn's requests, as the last turn's; ``hit``: the
+    share of the last turn's input that implicit caching served (a chain token reads at
+    ``e = input - hit x (input - cached)``); ``turns``: the turns the chain's excess over the seed took to
+    grow (about evenly, from nothing).
 
-    Each of the turn's requests reads ``seed`` instead of ``chain``; but the new chain's first request is
-    a prefix no implicit cache holds yet, so it pays the input price on the seed where the chain read at
-    ``e``::
+    The new chain's requests read ``seed`` instead of ``chain``; but its first request is a prefix no
+    implicit cache holds yet, so it pays the input price on the seed where the chain read at ``e``. Restart
+    once the excess has cost, over those turns, what a restart costs (the rent-or-buy rule, as
+    ``folding_pays``)::
 
-        restart  when  reads x (chain - seed) x e  >  seed x (input - e)
+        restart  when  reads x (chain - seed) x (turns + 1)/2 x e  >  seed x (input - e)
 
     When implicit caching never hits (``e`` = input) that is whenever the seed is smaller; when it hits,
-    only once the results the chain keeps whole outweigh the seed several times over.
+    once the results the chain keeps whole have cost a seed read at full price.
     """
     effective = price.input - hit * (price.input - price.cached_input)
-    return reads * (chain_tokens - seed_tokens) * effective > seed_tokens * (price.input - effective)
+    paid = reads * (chain_tokens - seed_tokens) * (turns + 1) / 2 * effective
+    return paid > seed_tokens * (price.input - effective)
 
 
 def decide(

@@ -150,7 +150,8 @@ class TurnSend:
         chain under the model's cache minimum could not show whether implicit caching hits: the rule then
         takes it as hitting (the case where a restart costs most). No line: only the bill changes."""
         price, last = self.planned.price, self.conv.history[-1]
-        if price is None or not any(r.pieces for round_ in last.tool_rounds for r in round_.results):
+        fetched = [r for round_ in last.tool_rounds for r in round_.results if r.pieces]
+        if price is None or not fetched:
             return plan
         fresh = self.planned.resolved.plan(self.planned.pieces, self.settings, restart=True)
         body = self.transport.request(fresh, self.conv.history)
@@ -158,7 +159,10 @@ class TurnSend:
         seed = budget.request_tokens(body, self.transport.model) + estimate_tokens(json.dumps(body.get("tools", [])))
         seen = (usage.input_tokens or 0) // max(1, usage.requests) >= price.cache_minimum
         hit = implicit_share(usage) if seen else 1.0
-        return fresh if seed <= room and new_chain_pays(price, chain, seed, usage.requests, hit) else plan
+        # the turns the chain's excess over the seed took to grow, at what the last turn's results added
+        grown = sum(estimate_tokens(json.dumps(r.response, ensure_ascii=False)) for r in fetched)
+        turns = max(1, (chain - seed) // max(1, grown))
+        return fresh if seed <= room and new_chain_pays(price, chain, seed, usage.requests, hit, turns) else plan
 
     def compact(self, plan: TurnPlan, room: int, body: Any, scale: float = 1.0, force: bool = False) -> None:
         """contents mode: the transcript rendered to fit ``room`` tokens (``body()``: the request as it

@@ -109,6 +109,8 @@ def test_a_new_chain_pays_when_its_reads_save_more_than_the_seed_read_uncached_c
     # half the input hitting: e = 0.4125; 2 x 3,000 x 0.4125 = 2,475 > 5,000 x 0.3375 = 1,688
     assert new_chain_pays(FLASH, chain_tokens=8_000, seed_tokens=5_000, reads=2, hit=0.5)
     assert not new_chain_pays(FLASH, chain_tokens=6_500, seed_tokens=5_000, reads=2, hit=0.5)
+    # the excess grew over 4 turns: 2 x 20,000 x 2.5 x 0.075 = 7,500 paid > 3,375
+    assert new_chain_pays(FLASH, chain_tokens=25_000, seed_tokens=5_000, reads=2, hit=1.0, turns=4)
 
 
 def test_a_cache_pays_off_when_the_reads_it_saves_outweigh_its_read_and_storage():
