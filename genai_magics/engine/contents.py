@@ -11,17 +11,19 @@ Earlier turns are rendered exactly as they were sent (``sourceSynchronized``,
 the longest prefix the protocol allows: what implicit caching can hit.
 
 What the model fetched with functions fades: a result stays whole in the requests of
-its own turn, then goes as a marker naming the call that fetches it again
-(``{"sha256": ..., "fetch again": "read_cell(5)"}``). Fading a turn or more later, and
-in batches, measured dearer in both caching extremes (benchmarks/tools_economy.py).
-The function-call / function-response pairs and the model's parts (thought
-signatures) stay as received: only a response's body changes.
+its own turn (the function calls and their answers as received, thought signatures intact);
+in later requests that turn carries, in its user content, only the calls that fetch it again
+(``"fetched": ["read_cell(5)"]``), its function-call / function-response pairs left out whole
+(a pair is never split; the signatures Gemini checks are those of the current turn's calls).
+Measured cheaper in both caching extremes than keeping each pair with its result as a marker
+(``{"sha256": ..., "fetch again": "read_cell(5)"}``, ~290 tokens a turn against ~120 with
+the calls listed: benchmarks/long_session.py), as a new interactions chain's seed lists them.
 
 With an explicit cache (``cacheable``) a user turn that carries the document or
 context in full is split in two user contents, the material first and the prompt
 after it, so the cache can hold the material while the prompt stays outside; once the
-model has fetched something, the faded turns, which no longer change until the next
-fade, belong to the head too (whether a cache takes them: gemini/caching.py).
+model has fetched something, the faded turns, which no longer change, belong to the head
+too (whether a cache takes them: gemini/caching.py).
 
 Near the model's input limit the send stage renders with a ``Squeeze``: every earlier
 result faded, then the oldest turns left out (one short user content says which),
@@ -32,7 +34,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from .context import ContextPiece
@@ -40,7 +42,7 @@ from .conversation import Turn, TurnPlan, version_chain
 from .outputs import inline_parts, sendable
 from .payloads import model_payload, to_text, user_payload
 from .redaction import redaction_keys
-from .tools import ToolRound, contents_round, faded_result, tool_pieces
+from .tools import tool_pieces
 
 Contents = list[dict[str, Any]]
 
@@ -89,7 +91,7 @@ def _user(texts: UserTexts, full: Sequence[ContextPiece]) -> tuple[dict[str, Any
 # redaction were most of a turn's rendering), keyed on everything it is made of and the keys redacted.
 @functools.lru_cache(maxsize=1024)
 def _history_user(args: tuple[Any, ...], label: str | None, keys: tuple[str, ...]) -> UserTexts:
-    mode, prompt, current, patch, synchronized, superseded_sha, full, superseded = args
+    mode, prompt, current, patch, synchronized, superseded_sha, full, superseded, fetched = args
     user = user_payload(
         mode,
         prompt,
@@ -102,6 +104,8 @@ def _history_user(args: tuple[Any, ...], label: str | None, keys: tuple[str, ...
     )
     if "currentSource" in user or "sourcePatch" in user:  # as sent; a compacted turn loses the label
         user["document"] = label
+    if fetched:
+        user["fetched"] = list(fetched)
     return _user_texts(user, full)
 
 
@@ -144,7 +148,7 @@ def render(history: Sequence[Turn], plan: TurnPlan, squeeze: Squeeze | None = No
     head = 0  # split contents up to the last one holding material in full, or ending a faded turn
     current = ("user", _user_texts(plan.payload, plan.pieces), plan.pieces, False)
     for role, texts, full, holds in (*_turns(history, plan, squeeze), current):
-        if role in ("call", "left out"):  # a function call and its answer as sent, or the note of turns left out
+        if role == "left out":  # the note of turns left out
             whole.append(texts)
             split.append(texts)
             continue
@@ -194,11 +198,9 @@ def _turns(history: Sequence[Turn], plan: TurnPlan, squeeze: Squeeze | None) -> 
             turn.base_sha256 if turn.sent_source or turn.source_patch else None,
             tuple(full),
             tuple(superseded),
+            tuple(r.call.label for round_ in turn.tool_rounds for r in round_.results if r.pieces),
         )
         yield "user", _history_user(user, turn.document_label, keys), full, False
-        for round_ in turn.tool_rounds:
-            for content in contents_round(_faded(round_)):
-                yield "call", content, (), False
         proposed = turn.proposal_source if (i, "model") in chain else None
         model = (
             "code_proposal" if turn.proposal_source is not None else "answer",
@@ -240,12 +242,6 @@ def _left_out_note(history: Sequence[Turn], left_out: set[int]) -> dict[str, Any
         "model's input limit; ask the user or call the functions again for what you need from them"
     }
     return _content("user", to_text(note))
-
-
-def _faded(round_: ToolRound) -> ToolRound:
-    """A round of an earlier turn as the transcript keeps it: the model's content as received, each result
-    with pieces as a marker (an error or ``unchanged`` result is short already)."""
-    return replace(round_, results=tuple(faded_result(r) if r.pieces else r for r in round_.results))
 
 
 def build_contents(history: Sequence[Turn], plan: TurnPlan) -> Contents:

@@ -149,7 +149,7 @@ class TurnPlan:
 def _digested(turn: Turn, whole: bool) -> dict[str, Any]:
     """An earlier turn as a new chain learns it: its prompt and reply (``whole``, or clipped to keep a chain
     started at the input limit small), its outcome, and what it fetched as the calls that fetch it again
-    (the results themselves are left out, as contents mode's markers leave them)."""
+    (the results themselves are left out, as contents mode leaves them out)."""
     prompt, reply = turn.prompt, turn.response
     if not whole:
         prompt, reply = clip(prompt, DIGEST_PROMPT_CHARS), clip(reply, 400)
@@ -420,7 +420,7 @@ class Conversation:
         if doc is not None:
             self.document_key = doc.key
         self.history.append(turn)
-        if plan.state_mode == "contents":  # a result is a marker in the next request: no longer held
+        if plan.state_mode == "contents":  # a result is left out of the next request: no longer held
             for key in faded_keys(self.history):
                 self.sync.context_hashes.pop(key, None)
         return turn

@@ -219,13 +219,6 @@ def error_result(call: ToolCall, message: str) -> ToolResult:
     return ToolResult(call, {"error": text}, "error", (), (("error", sha256_text(text)),))
 
 
-def faded_result(result: ToolResult) -> ToolResult:
-    """contents mode: a result of an earlier turn, which the model can fetch again, as the transcript keeps it:
-    its hash and the call that fetches it (the requests of its own turn had it whole: the answer rests on it)."""
-    marker = {"sha256": result.response.get("sha256", ""), "fetch again": result.call.label}
-    return ToolResult(result.call, marker, result.status, (), result.identity)
-
-
 def faded_keys(history: Sequence[Any]) -> set[str]:
     """The pieces the contents-mode transcript no longer holds whole once its turns' results faded: those
     whose latest whole copy came in a function result (a piece a flag sent later stays held)."""

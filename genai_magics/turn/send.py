@@ -166,7 +166,7 @@ class TurnSend:
 
     def compact(self, plan: TurnPlan, room: int, body: Any, scale: float = 1.0, force: bool = False) -> None:
         """contents mode: the transcript rendered to fit ``room`` tokens (``body()``: the request as it
-        would go, estimated, times ``scale``), its earlier results being markers already: the fewest
+        would go, estimated, times ``scale``), its earlier results left out already (the calls named): the fewest
         oldest turns left out that it takes (a turn of the document's versions never; all that can go,
         if none fits). Untouched when it fits already and ``force`` is off, or when no turn can go; one
         line says which turns were left out."""

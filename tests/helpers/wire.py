@@ -26,7 +26,9 @@ USER_KEYS = frozenset(
     }
 )
 # ... and as a contents-mode transcript carries it once later versions superseded its document or context
+# (and once the turn's function results faded: the calls that fetch them again)
 TRANSCRIPT_USER_KEYS = USER_KEYS | {
+    "fetched",
     "supersededSourceSha256",
     superseded_field(SECONDARY_FIELD),
     superseded_field(OUTPUTS_FIELD),

@@ -71,7 +71,7 @@ def _tool_turn(conv: Conversation, prompt: str, piece: ContextPiece, state: Stat
     conv.commit(plan, f"answer {prompt}", tool_rounds=(ToolRound((result,), model),))
 
 
-def test_a_result_received_counts_as_held_and_an_older_one_becomes_a_marker_in_the_transcript():
+def test_a_result_received_counts_as_held_and_an_older_one_becomes_the_call_that_fetches_it_again():
     conv = Conversation("c")
     v1, v2 = ContextPiece("variables", "df v1", "df"), ContextPiece("variables", "df v1 again", "df")
     _tool_turn(conv, "1", v1, "interactions")  # the server chain holds what it received
@@ -81,13 +81,12 @@ def test_a_result_received_counts_as_held_and_an_older_one_becomes_a_marker_in_t
     assert "variables:df" not in contents_turn.sync.context_hashes
     _tool_turn(conv, "2", v2)
     contents = build_contents(conv.history, conv.plan_turn("ask", "3", None))
-    responses = [p["functionResponse"]["response"] for c in contents for p in c["parts"] if "functionResponse" in p]
-    # both turns' results faded: each a marker naming the call that fetches it again
-    assert responses == [{"sha256": r["sha256"], "fetch again": "inspect_variable(df)"} for r in responses]
-    assert len(responses) == 2
-    # each call goes right before its answer, the model's content as it came
+    # both turns' results faded: each turn's user content names the call that fetches it again, and the
+    # call and its answer are left out together (never one without the other)
     kinds = [next(iter(c["parts"][0])) for c in contents]
-    assert kinds == ["text", "functionCall", "functionResponse", "text"] * 2 + ["text"]
+    assert kinds == ["text", "text"] * 2 + ["text"]
+    users = [json.loads(c["parts"][0]["text"]) for c in contents[:-1] if c["role"] == "user"]
+    assert [u.get("fetched") for u in users] == [["inspect_variable(df)"]] * 2
 
 
 def test_a_turn_with_calls_reads_back_from_the_record_whole():
