@@ -13,9 +13,11 @@ records (``token_economy.take``) and its record of each explicit cache's life (s
 
 Runs, each under both implicit-caching extremes (never hits / always hits an identical prefix over the
 model's minimum):
-  contents      genai_magics' defaults (``cache auto``): results fade to markers, the faded turns in the
-                explicit cache's head (docs/token-economy.md);
-  interactions  the server chain (``--state interactions``);
+  contents      genai_magics' defaults (``cache auto``): results fade (an earlier turn names the calls that
+                fetch them again), the faded turns folded into the explicit cache's head when that pays
+                (docs/token-economy.md);
+  interactions  the server chain (``--state interactions``), started again seeded with the compacted
+                transcript when that pays;
   (s)           stateless resend: each turn one request with the prompt and the three results whole;
   floor         computed, the strict floor: each turn's prompt and each distinct result read once at full
                 price, the system instruction, the declarations and every earlier prompt and answer read
