@@ -807,3 +807,14 @@ UNKNOWN_TOOLS = note(
     "tools: {names} is not one of the functions the model may call ({known}); the setting stays as it was",
     documented=True,
 )
+
+# -- the agent (%%gemini_agent: engine/agent.py, frontends/agent_actions.py): one line a step -----------
+AGENT_INSERTED = note("AGENT_INSERTED", "✎ inserted cell {id} after {after} ({lines} lines)")
+AGENT_EDITED = note("AGENT_EDITED", "✎ edited {label} ({count} edits)")
+AGENT_DELETED = note("AGENT_DELETED", "✗ deleted {label}")
+AGENT_RAN = note("AGENT_RAN", "▶ ran {label}: {chars:,} chars")
+AGENT_STEPS_LIMIT = note(
+    "AGENT_STEPS_LIMIT",
+    "{count} agent steps: the limit (max_agent_steps); the model is asked to answer without functions",
+    documented=True,
+)
