@@ -818,3 +818,22 @@ AGENT_STEPS_LIMIT = note(
     "{count} agent steps: the limit (max_agent_steps); the model is asked to answer without functions",
     documented=True,
 )
+AGENT_OWN_CELL = part(
+    "AGENT_OWN_CELL", "{name}: {label} is the cell running this agent turn: never touched", documented=True
+)
+AGENT_MAGIC_CELL = part(
+    "AGENT_MAGIC_CELL", "{name}: {label} holds a %%gemini_* magic: the agent never touches it", documented=True
+)
+AGENT_CANNOT_RUN = part("AGENT_CANNOT_RUN", "this frontend cannot run cells", documented=True)
+AGENT_CANNOT_WAIT = part(
+    "AGENT_CANNOT_WAIT",
+    "approval cannot be waited for here: the agent cell must hold the %%gemini_agent magic alone "
+    "(and the kernel be ipykernel >= 7.4)",
+    documented=True,
+)
+AGENT_WRITE_FAILED = part("AGENT_WRITE_FAILED", "{name}: the frontend did not make the change: {error}")
+AGENT_PROPOSAL = note(
+    "AGENT_PROPOSAL",
+    "no live notebook here: the agent's {count} change(s) are one --notebook proposal below (Copy)",
+    documented=True,
+)
