@@ -51,7 +51,9 @@ def lab(stub, tmp_path):
         yield ff
 
 
-def test_the_agent_inserts_edits_and_deletes_cells_live(lab, stub):
+@pytest.mark.parametrize("mode", ["contents", "interactions"])
+def test_the_agent_inserts_edits_and_deletes_cells_live(lab, stub, mode):
+    lab.execute_code(f"%config GeminiMagics.state = {mode!r}")
     stub.script_tools(
         [
             [call("insert_cell", after="a", source=TEST)],
@@ -73,7 +75,19 @@ def test_the_agent_inserts_edits_and_deletes_cells_live(lab, stub):
     assert messages.AGENT_INSERTED.within(plain, id=new.id, after="In[2]", lines=1)
     assert messages.AGENT_EDITED.within(plain, count=1)
     assert messages.AGENT_DELETED.within(plain, label="cell #4")
-    assert "turn 1 · ask" in plain and "Function results read" in plain  # the answer, then the footer
+    assert f"turn 1 · ask · {mode}" in plain and "Function results read" in plain  # the answer, then the footer
+
+
+def test_the_awaited_agent_cell_waits_for_each_reply_and_reads_a_refusal(lab, stub):
+    """The lone agent cell is awaited: a change the frontend refuses is an error result, not a success."""
+    lab.refuse_requests = "the notebook is read-only"
+    stub.script_tools([[call("insert_cell", after="a", source=TEST)]])
+    run = lab.execute("m")
+    (result,) = results(stub)
+    assert messages.AGENT_WRITE_FAILED.matches(result["response"]["error"], prefixed=False, name="insert_cell")
+    assert "the notebook is read-only" in result["response"]["error"]
+    assert [c.id for c in lab.cells] == ["setup", "a", "b", "q", "m"]
+    assert messages.TOOL_FAILED.within(run.plain, call="insert_cell(a)")
 
 
 def test_the_agents_own_cell_and_magic_cells_are_never_touched(lab, stub):

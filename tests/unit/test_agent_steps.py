@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from helpers.wire import api_requests
 
 from genai_magics import messages
 from genai_magics.engine.agent import (
@@ -160,3 +161,12 @@ def test_agent_help_names_its_flags_and_settings(magic_shell):
     assert "agent_approve" in settings and "max_agent_steps" in settings
     refused = magic_shell.run("%%gemini_agent --approve sometimes\ndo it")
     assert "argument --approve: invalid choice" in refused.stderr
+
+
+def test_an_agent_dry_run_shows_the_four_declarations_and_sends_nothing(magic_shell, stub):
+    magic_shell.run("x = 1")
+    shown = magic_shell.run("%%gemini_agent --dry-run\nadd a test").plain
+    for name in AGENT_FUNCTIONS:
+        assert f'"name": "{name}"' in shown
+    assert "insert_cell, edit_cell, delete_cell and run_cell" in shown  # the system instruction says so
+    assert api_requests(stub) == []
