@@ -22,8 +22,8 @@ from genai_magics.engine.agent import (
 )
 from genai_magics.engine.cells import Cell
 from genai_magics.engine.errors import UserError
-from genai_magics.frontends.agent_actions import AgentActions, TurnView, cannot_run
 from genai_magics.engine.tools import ToolCall, ToolResult, error_result
+from genai_magics.frontends.agent_actions import AgentActions, TurnView, cannot_run
 from genai_magics.turn.send import drive, drive_async
 
 
