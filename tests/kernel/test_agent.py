@@ -10,6 +10,8 @@ Real kernels (jupyter_client), the real SDK over real HTTP to the stand-in, whic
 from __future__ import annotations
 
 import html
+import threading
+import time
 
 import pytest
 from helpers.fake_frontend import FakeFrontend
@@ -168,3 +170,20 @@ def test_an_agent_turn_replays_with_zero_requests_and_changes_nothing_again(lab,
     again = lab.execute("m")
     assert len(api_requests(stub)) == sent + 2 and "replayed" not in again.plain
     assert lab.cells[0].source == "# notes"
+
+
+def test_the_kernels_interrupt_ends_an_agent_turn_waiting_at_an_await(lab, stub):
+    """The interrupt while the awaited cell waits for the frontend's reply: the turn ends as any turn's
+    interrupt does (one line, nothing recorded), at once."""
+    lab.answer_requests = False  # the reply never comes: the cell waits at its await
+    stub.script_tools([[call("insert_cell", after="a", source=TEST)]])
+    timer = threading.Timer(2.0, lab.km.interrupt_kernel)
+    timer.start()
+    started = time.monotonic()
+    run = lab.execute("m")
+    timer.join()
+    assert time.monotonic() - started < 15, "the interrupt did not end the turn"
+    assert messages.STOPPED.shown() in run.stderr
+    assert len(api_requests(stub)) == 1  # the turn stopped at the call: no request after it
+    status = lab.execute_code("%gemini status")
+    assert "no conversation yet" in status.plain  # nothing committed
