@@ -269,8 +269,6 @@ class GeminiMagics(GeminiOptions):
         if agent:
             actions = self._agent_actions(frontend, settings, display)
             frontend = replace(frontend, view=actions.view)  # the turn's reads see its own changes
-            if not args.dry_run:
-                self.shell_state.agent_changes = actions.changes
         if not args.dry_run:
             display.start(f"asking {request.model or settings.model}")
         steps = pipeline.steps(self.session, request, settings, display, frontend, reader)

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..engine.agent import TurnChanges
 from ..frontends.bridge import Bridge
 from ..frontends.cell_writer import StagedApply
 from ..frontends.companion import Companion
@@ -44,7 +43,6 @@ class ShellState:
     bridge: Bridge | None = None  # JupyterLab's live bridge, once a kernel's load attached it
     magics: LoadedMagics | None = None  # the magics registered now; None while unloaded
     location: NotebookLocation = field(default_factory=NotebookLocation)  # the notebook's file, as named last
-    agent_changes: TurnChanges | None = None  # what the latest agent turn changed (its Undo reads it)
 
 
 def state_of(shell: Any) -> ShellState:
