@@ -252,3 +252,38 @@ def test_a_change_that_would_write_a_magic_cell_is_refused():
     result = _actions().answer(ToolCall("insert_cell", {"after": "top", "source": "%%gemini_agent\nagain"}))
     assert isinstance(result, ToolResult) and result.status == "error"
     assert messages.AGENT_MAGIC_CELL.matches(result.response["error"], prefixed=False, name="insert_cell")
+
+
+def test_a_write_waits_for_its_approval_where_agent_approve_asks_for_it():
+    asked: list[str] = []
+
+    def declined(description: str) -> bool:
+        asked.append(description)
+        return False
+
+    actions = _actions()
+    actions.approve_write = declined
+    result = actions.answer(ToolCall("insert_cell", {"after": "a", "source": "y = 2\n"}))
+    assert isinstance(result, ToolResult)
+    assert result.response == {"error": messages.AGENT_WRITE_DECLINED.render(name="insert_cell")}
+    assert asked == ["insert a code cell after cell a (1 lines)"] and not actions.changes
+
+    async def approved(description: str) -> bool:
+        await asyncio.sleep(0)
+        return True
+
+    waiting = _actions(waits=True)
+    waiting.approve_write = approved
+    pending = waiting.answer(ToolCall("delete_cell", {"ref": "a"}))
+    assert not isinstance(pending, ToolResult) and not waiting.changes  # nothing before the click
+    done = asyncio.run(_awaited(pending))
+    assert done.response == {"label": "cell a"} and [c.id for c in waiting.view.cells()] == ["q", "m"]
+
+    cannot = _actions()  # a cell that cannot wait: never a hang
+    cannot.approve_write = approved
+    refused = cannot.answer(ToolCall("delete_cell", {"ref": "a"}))
+    assert isinstance(refused, ToolResult) and refused.response == {"error": messages.AGENT_CANNOT_WAIT.render()}
+
+
+async def _awaited(value):
+    return await value
