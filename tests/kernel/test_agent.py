@@ -77,7 +77,7 @@ def test_the_agent_inserts_edits_and_deletes_cells_live(lab, stub, mode):
     assert messages.AGENT_INSERTED.within(plain, id=new.id, after="In[2]", lines=1)
     assert messages.AGENT_EDITED.within(plain, count=1)
     assert messages.AGENT_DELETED.within(plain, label="cell #4")
-    assert f"turn 1 · ask · {mode}" in plain and "Function results read" in plain  # the answer, then the footer
+    assert f"turn 1 · agent · {mode}" in plain and "Function results read" in plain  # the answer, then the footer
 
 
 def test_the_awaited_agent_cell_waits_for_each_reply_and_reads_a_refusal(lab, stub):

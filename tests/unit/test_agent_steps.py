@@ -4,6 +4,7 @@ step lines, and the drivers of the send stage's steps (turn/send.py)."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from helpers.wire import api_requests
@@ -24,6 +25,8 @@ from genai_magics.engine.cells import Cell
 from genai_magics.engine.errors import UserError
 from genai_magics.engine.tools import ToolCall, ToolResult, error_result
 from genai_magics.frontends.agent_actions import AgentActions, TurnView, cannot_run
+from genai_magics.gemini import budget
+from genai_magics.gemini.pricing import price_for
 from genai_magics.turn.send import drive, drive_async
 
 
@@ -287,3 +290,34 @@ def test_a_write_waits_for_its_approval_where_agent_approve_asks_for_it():
 
 async def _awaited(value):
     return await value
+
+
+def test_the_budget_stops_an_agent_loop_before_the_request_over_its_cap(magic_shell, stub):
+    """max_turn_cost is checked before every request of the agent's loop, with what the earlier ones cost."""
+    magic_shell.run("%gemini reset --all", cell_id="reset")
+    magic_shell.run("x = 1", cell_id="c1")
+    shown = magic_shell.run("%%gemini_agent --dry-run\nadd a cell", cell_id="d")
+    (bundle,) = [b for b in shown.bundles if "dry run" in b.get("text/plain", "")]
+    body = json.loads(bundle["text/plain"].split("\n", 1)[1])
+    first = budget.estimate(price_for(magic_shell.magics.model), body, [], "")
+    magic_shell.magics.max_turn_cost = first * 1.05  # the first request goes, the second cannot
+    try:
+        insert = {"name": "insert_cell", "args": {"after": "c1", "source": "y = 2"}}
+        stub.script_tools([[insert], [insert]])
+        refused = magic_shell.run("%%gemini_agent\nadd a cell", cell_id="m")
+    finally:
+        magic_shell.magics.max_turn_cost = None
+    assert messages.BUDGET_STOPPED.within(refused.stderr)
+    assert len(api_requests(stub)) == 1  # the insert's result was never sent
+    assert "default" not in magic_shell.magics.session.conversations  # nothing recorded
+
+
+def test_the_one_line_agent_continues_the_conversation_of_an_ask(magic_shell, stub):
+    magic_shell.run("%gemini reset --all", cell_id="reset")
+    magic_shell.run("x = 1", cell_id="c1")
+    magic_shell.run("%%gemini_ask\nwhat is x?", cell_id="a1")
+    stub.script_tools([[{"name": "insert_cell", "args": {"after": "c1", "source": "print(x)"}}]])
+    shown = magic_shell.run("%gemini_agent print x in a new cell?", cell_id="m")
+    assert shown.stderr == ""
+    assert messages.AGENT_PROPOSAL.within(shown.plain, count=1)  # no live notebook in this shell
+    assert len(magic_shell.magics.session.conversations["default"].history) == 2
