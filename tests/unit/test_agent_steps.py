@@ -321,3 +321,25 @@ def test_the_one_line_agent_continues_the_conversation_of_an_ask(magic_shell, st
     assert shown.stderr == ""
     assert messages.AGENT_PROPOSAL.within(shown.plain, count=1)  # no live notebook in this shell
     assert len(magic_shell.magics.session.conversations["default"].history) == 2
+
+
+def test_an_agent_turn_that_acted_is_not_started_again_on_a_new_chain(magic_shell, stub):
+    """Past the input limit mid-loop (interactions), a new chain would ask the model again for what it did
+    already: the turn fails in one line instead, and nothing is recorded."""
+    magic_shell.run("%gemini reset --all", cell_id="reset")
+    magic_shell.magics.max_output_chars = 40_000
+    try:
+        magic_shell.run("%%gemini_ask --state interactions\nhi", cell_id="a1")
+        magic_shell.run("print('x' * 30_000)", cell_id="c2")  # what it showed goes only if asked for
+        magic_shell.run("x = 1", cell_id="c1")
+        stub.limit_input(4_000)  # the first request fits; the one carrying c2's output does not
+        insert = {"name": "insert_cell", "args": {"after": "c1", "source": "y = 2"}}
+        stub.script_tools([[insert, {"name": "cell_outputs", "args": {"ref": "c2"}}]])
+        failed = magic_shell.run("%%gemini_agent\nadd a cell", cell_id="m")
+    finally:
+        stub.limit_input(None)
+        magic_shell.magics.max_output_chars = magic_shell.magics.trait_defaults("max_output_chars")
+    assert failed.stderr.startswith(messages.PREFIX)
+    assert not messages.CHAIN_OVER_LIMIT.within(failed.plain)
+    assert messages.AGENT_INSERTED.within(failed.plain)  # the step it made is shown
+    assert len(magic_shell.magics.session.conversations["default"].history) == 1  # only the ask
