@@ -343,3 +343,12 @@ def test_an_agent_turn_that_acted_is_not_started_again_on_a_new_chain(magic_shel
     assert not messages.CHAIN_OVER_LIMIT.within(failed.plain)
     assert messages.AGENT_INSERTED.within(failed.plain)  # the step it made is shown
     assert len(magic_shell.magics.session.conversations["default"].history) == 1  # only the ask
+
+
+def test_a_runs_result_fades_to_reading_what_the_cell_showed_never_to_running_it_again():
+    from genai_magics.engine.outputs import OUTPUTS_FIELD, OutputPiece
+    from genai_magics.engine.tools import faded_result, whole_response
+
+    piece = OutputPiece(OUTPUTS_FIELD, "ValueError: bad", "c7", label="In[7]")
+    ran = ToolResult(ToolCall("run_cell", {"ref": "7"}), whole_response([piece]), "whole", (piece,))
+    assert faded_result(ran).response["fetch again"] == "cell_outputs(7)"
