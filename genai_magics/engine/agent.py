@@ -187,7 +187,8 @@ def step_line(result: ToolResult) -> str:
         return messages.AGENT_EDITED.render(label=response.get("label", ""), count=len(call.args.get("edits", [])))
     if call.name == "delete_cell":
         return messages.AGENT_DELETED.render(label=response.get("label", ""))
-    return messages.AGENT_RAN.render(label=response.get("label", ""), chars=result.chars)
+    ran = response.get("ran") or response.get("label", "")  # frontends/cell_runner.py names the cell it ran
+    return messages.AGENT_RAN.render(label=ran, chars=result.chars)
 
 
 def _ref(call: Any) -> str:

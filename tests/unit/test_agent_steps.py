@@ -94,6 +94,8 @@ def test_step_lines():
     assert (
         step_line(ToolResult(ToolCall("delete_cell", {"ref": "5"}), {"label": "In[5]"}, "whole")) == "✗ deleted In[5]"
     )
+    ran = ToolResult(ToolCall("run_cell", {"ref": "7"}), {"ran": "In[7]", "text": "4"}, "whole")
+    assert step_line(ran) == messages.AGENT_RAN.render(label="In[7]", chars=ran.chars)
     failed = error_result(ToolCall("delete_cell", {"ref": "9"}), "no cell 9")
     assert step_line(failed) == messages.TOOL_FAILED.render(call="delete_cell(9)", error="no cell 9")
 
