@@ -187,3 +187,17 @@ def test_the_kernels_interrupt_ends_an_agent_turn_waiting_at_an_await(lab, stub)
     assert len(api_requests(stub)) == 1  # the turn stopped at the call: no request after it
     status = lab.execute_code("%gemini status")
     assert "no conversation yet" in status.plain  # nothing committed
+
+
+def test_an_agent_cell_that_is_not_awaited_still_writes_and_never_hangs(lab, stub):
+    """Not the magic alone (a statement before it): the cell is not awaited; each change is sent to the
+    frontend and the model told it is made, without waiting for the reply the busy kernel reads later."""
+    lab.add_cell("n", "ready = True\n%gemini_agent add a test of parse", after="b")
+    stub.script_tools([[call("insert_cell", after="a", source=TEST)]])
+    started = time.monotonic()
+    run = lab.execute("n")
+    assert run.error is None, run.error
+    assert time.monotonic() - started < 15
+    (result,) = results(stub)
+    assert "error" not in result["response"]
+    assert [c.source for c in lab.cells if c.id == result["response"]["id"]] == [TEST]

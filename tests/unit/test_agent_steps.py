@@ -354,3 +354,19 @@ def test_a_runs_result_fades_to_reading_what_the_cell_showed_never_to_running_it
     piece = OutputPiece(OUTPUTS_FIELD, "ValueError: bad", "c7", label="In[7]")
     ran = ToolResult(ToolCall("run_cell", {"ref": "7"}), whole_response([piece]), "whole", (piece,))
     assert faded_result(ran).response["fetch again"] == "cell_outputs(7)"
+
+
+@pytest.mark.parametrize(
+    ("code", "awaited"),
+    [
+        ("get_ipython().run_cell_magic('gemini_agent', '', 'fix it\\n')", True),
+        ("get_ipython().run_line_magic('gemini_agent', 'fix it')", True),
+        ("get_ipython().run_cell_magic('gemini_edit', '', 'fix it\\n')", True),
+        ("get_ipython().run_cell_magic('gemini_ask', '', 'why\\n')", False),
+        ("x = 1\nget_ipython().run_line_magic('gemini_agent', 'fix it')", False),
+    ],
+)
+def test_a_lone_agent_or_edit_magic_call_is_the_one_awaited(code, awaited):
+    from genai_magics.frontends.waiting import sole_awaited_call
+
+    assert (sole_awaited_call(code) is not None) == awaited
