@@ -177,12 +177,18 @@ def test_the_kernels_interrupt_ends_an_agent_turn_waiting_at_an_await(lab, stub)
     interrupt does (one line, nothing recorded), at once."""
     lab.answer_requests = False  # the reply never comes: the cell waits at its await
     stub.script_tools([[call("insert_cell", after="a", source=TEST)]])
-    timer = threading.Timer(2.0, lab.km.interrupt_kernel)
-    timer.start()
-    started = time.monotonic()
+
+    def interrupt_once_asked() -> None:  # the insert request has come: the cell waits at its await now
+        deadline = time.monotonic() + 60
+        while not lab.requests_received and time.monotonic() < deadline:
+            time.sleep(0.05)
+        lab.km.interrupt_kernel()
+
+    interrupter = threading.Thread(target=interrupt_once_asked, daemon=True)
+    interrupter.start()
     run = lab.execute("m")
-    timer.join()
-    assert time.monotonic() - started < 15, "the interrupt did not end the turn"
+    interrupter.join()
+    assert lab.requests_received[-1]["op"] == "insert_cell"
     assert messages.STOPPED.shown() in run.stderr
     assert len(api_requests(stub)) == 1  # the turn stopped at the call: no request after it
     status = lab.execute_code("%gemini status")
