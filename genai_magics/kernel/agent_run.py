@@ -1,0 +1,66 @@
+"""An agent turn's run_cell and write approval wired to this shell: the results as ``cell_outputs`` gives them
+(sources/outputs.py, under its caps), an error's traceback as ``last_error`` trims it (sources/last_error.py), the
+approval widget (ui/approval.py) in the agent cell. What the agent's magic hands to its actions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..engine.agent import TurnChanges
+from ..engine.context import ContextPiece
+from ..frontends.cell_runner import (
+    Approvals,
+    ApproveWrite,
+    RunCell,
+    approval_wait,
+    make_approve_write,
+    make_run_cell,
+)
+from ..frontends.live_notebook import LiveNotebook
+from ..sources.last_error import CellForFilename, capture_last_error, render_error
+from ..sources.outputs import shown_pieces
+from ..turn.requests import Settings
+from ..turn.session import Session
+from ..ui.approval import show_approval
+
+
+def turn_run_cell(
+    shell: Any,
+    notebook: LiveNotebook | None,
+    session: Session,
+    settings: Settings,
+    cell_for_filename: CellForFilename,
+    approvals: Approvals,
+    awaited: bool,
+    changes: TurnChanges,
+    timeout_s: float,
+) -> RunCell:
+    """The ``RunCell`` of an agent turn in this shell: the results as ``cell_outputs`` gives them (under its caps),
+    the error's traceback as ``last_error`` trims it, the approval widget in the agent cell."""
+
+    def shown(cell_id: str, label: str) -> list[ContextPiece]:
+        caps = (settings.max_output_chars, settings.max_images, settings.max_image_bytes)
+        return shown_pieces(session.outputs, cell_id, label, *caps)
+
+    def last_error() -> str | None:
+        found = capture_last_error(shell, cell_for_filename)
+        return render_error(found) if found is not None else None
+
+    return make_run_cell(
+        shell,
+        notebook,
+        session.executed,
+        session.outputs,
+        shown,
+        last_error,
+        approvals,
+        show_approval,
+        approval_wait(awaited),
+        timeout_s=timeout_s,
+        changes=changes,
+    )
+
+
+def turn_approve_write(approvals: Approvals, awaited: bool, timeout_s: float) -> ApproveWrite:
+    """The hook each agent write calls first (it waits only with ``agent_approve = "all"``)."""
+    return make_approve_write(approvals, show_approval, approval_wait(awaited), timeout_s)
