@@ -808,6 +808,17 @@ UNKNOWN_TOOLS = note(
     documented=True,
 )
 
+# -- the agent (%%gemini_agent: engine/agent.py, frontends/agent_actions.py): one line a step -----------
+AGENT_INSERTED = note("AGENT_INSERTED", "✎ inserted cell {id} after {after} ({lines} lines)")
+AGENT_EDITED = note("AGENT_EDITED", "✎ edited {label} ({count} edits)")
+AGENT_DELETED = note("AGENT_DELETED", "✗ deleted {label}")
+AGENT_RAN = note("AGENT_RAN", "▶ ran {label}: {chars:,} chars")
+AGENT_STEPS_LIMIT = note(
+    "AGENT_STEPS_LIMIT",
+    "{count} agent steps: the limit (max_agent_steps); the model is asked to answer without functions",
+    documented=True,
+)
+
 # -- the agent's runs, their approval and the turn's Undo (frontends/cell_runner.py, ui/approval.py,
 # frontends/turn_undo.py): the model reads the first ones as error results ------------------------
 CANNOT_RUN_CELLS = part(

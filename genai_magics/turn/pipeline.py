@@ -22,6 +22,7 @@ from ..engine.outputs import images_estimate, piece_tokens
 from ..engine.redaction import MASK, redact, unmask
 from ..engine.replay import TurnKey
 from ..engine.text import estimate_tokens
+from ..engine.tools import ToolCall, ToolResult
 from ..frontends.notebook_view import NotebookView
 from ..gemini import budget
 from ..gemini.caching import CacheStep
@@ -42,7 +43,7 @@ from .requests import (
     TurnRequest,
     TurnResult,
 )
-from .send import TurnSend
+from .send import Steps, TurnSend, drive
 from .session import Session
 
 
@@ -53,11 +54,25 @@ def run(
     display: TurnDisplay,
     frontend: TurnFrontend | None = None,
     reader: ShellReader | None = None,
+    answer: Callable[[ToolCall], ToolResult] | None = None,
 ) -> TurnOutcome:
     """A turn as its stages: resolve, replay or plan, (dry run), send, commit, persist.
 
     ``frontend``: the notebook as this turn's frontend sees it (None: the kernel's record);
-    ``reader``: the shell the model's function calls read (None: no function is offered)."""
+    ``reader``: the shell the model's function calls read (None: no function is offered);
+    ``answer``: what answers the agent's calls (``send.drive``)."""
+    return drive(steps(session, req, settings, display, frontend, reader), answer)
+
+
+def steps(
+    session: Session,
+    req: TurnRequest,
+    settings: Settings,
+    display: TurnDisplay,
+    frontend: TurnFrontend | None = None,
+    reader: ShellReader | None = None,
+) -> Steps[TurnOutcome]:
+    """``run``'s stages as steps (``send.py``): an agent turn yields each of its calls to its driver."""
     resolved = resolve(session, req, settings, display, frontend, reader)
     shown = replayed(session, resolved)
     if shown is not None:
@@ -65,7 +80,7 @@ def run(
     planned = plan(session, resolved, settings, display)
     if resolved.req.dry_run:
         return dry_run(session, planned, settings)
-    sent = send(session, planned, settings, display)
+    sent = yield from send(session, planned, settings, display)
     turn = commit(session, sent, display)
     persist(session, sent, display)
     return TurnOutcome(sent.conv, sent.plan, resolved.model, turn=turn, target=resolved.target)
@@ -264,7 +279,7 @@ def _planned_head(step: CacheStep) -> CachedHead | None:
 
 
 # -- send ------------------------------------------------------------------------------------
-def send(session: Session, planned: Planned, settings: Settings, display: TurnDisplay) -> Sent:
+def send(session: Session, planned: Planned, settings: Settings, display: TurnDisplay) -> Steps[Sent]:
     """The turn's requests (``send.py``: the staircase of steps), priced; any failure leaves the
     conversation as it was, but what Gemini billed for the turn's requests before it is counted: in this
     session's spending (``%gemini cost``, ``max_session_cost``) and in the record's ledger."""
@@ -283,7 +298,7 @@ def send(session: Session, planned: Planned, settings: Settings, display: TurnDi
         limits=session.limits,
     )
     try:
-        return sender.run()
+        return (yield from sender.steps())
     except BaseException:
         if sender.billed is not None:
             spent = Spent(

@@ -7,6 +7,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..engine.agent import MAX_AGENT_STEPS
 from ..engine.cells import Cell, Document
 from ..engine.context import ContextPiece
 from ..engine.conversation import Conversation, Mode, StateMode, Turn, TurnPlan, Usage
@@ -40,6 +41,7 @@ class Settings:
     max_image_bytes: int = 1_000_000  # a larger image is downscaled (Pillow) or not sent
     tools: tuple[str, ...] = TOOL_NAMES  # the functions the model may call (engine/tools.py)
     max_tool_calls: int = MAX_TOOL_CALLS  # per turn; then it is asked to answer without
+    max_agent_steps: int = MAX_AGENT_STEPS  # an agent turn's calls (read-only ones included); then as above
     max_var_chars: int = 2_000  # inspect_variable's summary, as --vars
     record: RecordSettings = RecordSettings()  # where the record lives (none: no notebook path, no file named)
     caps: Caps = Caps()  # US$ a turn and the session may cost (max_turn_cost, max_session_cost)
@@ -63,6 +65,7 @@ class TurnRequest:
     outputs: bool = True  # what the document cell showed goes along (--no-outputs: not)
     output_cells: tuple[str, ...] = ()  # --outputs: other cells whose outputs go along
     tools: bool = True  # --no-tools: no function offered this turn
+    agent: bool = False  # %%gemini_agent: the agent's functions offered too (an ask that may act)
 
     def flags(self) -> tuple[str, ...]:
         """The flags that make a turn a different turn (for replay)."""
@@ -72,6 +75,7 @@ class TurnRequest:
             ("--new", self.new),
             ("--no-outputs", not self.outputs),
             ("--no-tools", not self.tools),
+            ("agent", self.agent),
         )
         return (
             tuple(f for f, on in named if on)
