@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from .. import messages
-from ..engine.agent import TurnChanges
 from ..engine.cells import Cell
 from ..engine.context import ContextPiece
 from ..engine.outputs import MAX_CELL_CHARS, MAX_CELL_OUTPUTS
@@ -320,7 +319,7 @@ class CellRunner:
     show: ShowAsked
     wait: Mechanism | None
     timeout_s: float
-    changes: TurnChanges = field(default_factory=TurnChanges)  # its ``ran``: the labels of the cells run
+    ran: list[str] = field(default_factory=list)  # the labels of the cells run this turn (Undo names them)
     failed_writes: list[str] = field(default_factory=list)  # set_outputs refused by the frontend
 
     def run_cell(self, cell: Cell, label: str) -> Awaitable[ToolResult] | ToolResult:
@@ -359,7 +358,7 @@ class CellRunner:
         if ran.interrupted:
             raise KeyboardInterrupt  # the stop button during the run ends the turn, as during a request
         label = f"In[{ran.execution_count}]" if ran.execution_count is not None else label
-        self.changes.ran.append(label)
+        self.ran.append(label)
         pieces = self.shown(cell.id, label)
         response: dict[str, Any] = {"ran": label, **whole_response(pieces)}
         if ran.error is not None:
@@ -403,13 +402,13 @@ def make_run_cell(
     wait: Mechanism | None,
     *,
     timeout_s: float = 300.0,
-    changes: TurnChanges | None = None,
+    ran: list[str] | None = None,
 ) -> RunCell:
     """The ``RunCell`` of one agent turn (frontends/agent_actions.py calls it with the target cell and its label);
     ui/approval.py's ``turn_run_cell`` builds one from the shell's session and settings."""
     runner = CellRunner(shell, notebook, executed, capture, shown, last_error, approvals, show, wait, timeout_s)
-    if changes is not None:
-        runner.changes = changes
+    if ran is not None:
+        runner.ran = ran
     return runner.run_cell
 
 

@@ -24,6 +24,19 @@ Step = Callable[[Done], None]  # one edit sent to the frontend; ``done`` gets it
 Listener = Callable[["TurnUndo"], None]
 
 
+def _left(changes: TurnChanges) -> dict[str, str | None]:
+    """cell id -> the text the turn left in it (None: it deleted the cell), for every cell it touched."""
+    out: dict[str, str | None] = {}
+    for change in changes.items:
+        if isinstance(change, Inserted):
+            out[change.cell_id] = change.source
+        elif isinstance(change, Edited):
+            out[change.cell_id] = change.after
+        elif isinstance(change.cell.get("id"), str):
+            out[change.cell["id"]] = None
+    return out
+
+
 def _delete(notebook: LiveNotebook, cell_id: str, done: Done) -> None:
     notebook.delete_cell(cell_id, done)
 
@@ -34,6 +47,7 @@ class TurnUndo:
 
     notebook: LiveNotebook
     changes: TurnChanges
+    ran: list[str]  # the labels of the cells the turn ran (which no Undo un-runs)
     label: Callable[[str], str]  # a cell id as the user knows it: In[3], or the cell's id
     message: str = ""
     state: str = "ready"  # ready -> undoing -> undone
@@ -41,7 +55,7 @@ class TurnUndo:
 
     @property
     def empty(self) -> bool:
-        return not self.changes.changes
+        return not self.changes.items
 
     def undo(self) -> None:
         """Start the Undo (a second click while it runs, or after it, only says so)."""
@@ -81,11 +95,11 @@ class TurnUndo:
         """The edits to send, newest change first, and the cells kept (changed by hand since)."""
         now = {cell.id: cell.source for cell in self.notebook.cells()}
         kept = [
-            cell_id for cell_id, left in self.changes.left().items() if left is not None and now.get(cell_id) != left
+            cell_id for cell_id, left in _left(self.changes).items() if left is not None and now.get(cell_id) != left
         ]
         steps: list[tuple[str, str, Step]] = []
         nb = self.notebook
-        for change in reversed(self.changes.changes):
+        for change in reversed(self.changes.items):
             if isinstance(change, Inserted) and change.cell_id not in kept:
                 steps.append(
                     (
@@ -124,8 +138,8 @@ class TurnUndo:
         if kept:
             lines.append(messages.TURN_UNDO_KEPT.render(cells=", ".join(kept)))
         lines += failures
-        if self.changes.ran:
-            lines.append(messages.TURN_UNDO_RAN.render(cells=", ".join(self.changes.ran)))
+        if self.ran:
+            lines.append(messages.TURN_UNDO_RAN.render(cells=", ".join(self.ran)))
         return "\n".join(lines)
 
     def _say(self, message: str) -> None:

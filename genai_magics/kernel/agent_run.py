@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engine.agent import TurnChanges
 from ..engine.context import ContextPiece
 from ..frontends.cell_runner import (
     Approvals,
@@ -32,7 +31,7 @@ def turn_run_cell(
     cell_for_filename: CellForFilename,
     approvals: Approvals,
     awaited: bool,
-    changes: TurnChanges,
+    ran: list[str],
     timeout_s: float,
 ) -> RunCell:
     """The ``RunCell`` of an agent turn in this shell: the results as ``cell_outputs`` gives them (under its caps),
@@ -57,7 +56,7 @@ def turn_run_cell(
         show_approval,
         approval_wait(awaited),
         timeout_s=timeout_s,
-        changes=changes,
+        ran=ran,
     )
 
 

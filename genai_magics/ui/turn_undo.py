@@ -60,14 +60,16 @@ class TurnUndoWidget:
         }
 
 
-def offer_undo(notebook: LiveNotebook, changes: TurnChanges, label: Callable[[str], str]) -> TurnUndo | None:
+def offer_undo(
+    notebook: LiveNotebook, changes: TurnChanges, ran: list[str], label: Callable[[str], str]
+) -> TurnUndo | None:
     """At the end of an agent turn that changed cells: its Undo button in the cell; the ``TurnUndo`` for the
     shell to keep (``%gemini undo``). None when the turn changed nothing."""
-    if not changes.changes:
+    if not changes:
         return None
     from IPython.display import display
 
-    undo = TurnUndo(notebook, changes, label)
+    undo = TurnUndo(notebook, changes, ran, label)
     display(TurnUndoWidget(undo))
     return undo
 
