@@ -153,9 +153,9 @@ def _on_proposal(action: str) -> Callable[[Call], None]:
 
 
 def _undo(call: Call) -> None:
-    """The latest agent turn, while it is not undone and no conversation is named; else the newest proposal."""
+    """The latest agent turn of the notebook, unless a conversation is named: then its newest proposal."""
     agent = call.state.agent_undo
-    if agent is not None and agent.state == "ready" and not call.args.conversation:
+    if agent is not None and not call.args.conversation:
         undo_latest(agent)
         return
     _on_proposal("undo")(call)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import io
 import sys
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -59,6 +60,7 @@ class OutputCapture:
     current: str | None = None
     _restore: list[Callable[[], None]] = field(default_factory=list)
     _streams: dict[str, Callable[[], None]] = field(default_factory=dict)  # the taps on stdout/stderr now
+    _writing: threading.local = field(default_factory=threading.local)  # in a stream tap's write (this thread)
     _publishing: int = 0  # inside a display door: what it prints (terminal IPython) is that output, not a stream
     # display id -> the cells that showed it: an update finds its outputs without a walk over every cell
     _displays: dict[str, set[str]] = field(default_factory=dict)
@@ -170,9 +172,16 @@ class OutputCapture:
                 continue
 
             def write_tap(text: Any, *args: Any, _write: Any = write, _name: str = name, **kwargs: Any) -> Any:
-                if isinstance(text, str):
+                # a cell run inside a running cell (the agent's run_cell) taps the stream again around the
+                # tee IPython put over the first tap: one write passes both, and is noted once
+                outer = not getattr(self._writing, "active", False)
+                if isinstance(text, str) and outer:
                     self.stream(_name, text)
-                return _write(text, *args, **kwargs)
+                self._writing.active = True
+                try:
+                    return _write(text, *args, **kwargs)
+                finally:
+                    self._writing.active = not outer
 
             write_tap._genai_magics_tap = True  # type: ignore[attr-defined]
             restore = self._wrap(stream, "write", write_tap)
