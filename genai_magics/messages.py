@@ -818,26 +818,32 @@ AGENT_STEPS_LIMIT = note(
     "{count} agent steps: the limit (max_agent_steps); the model is asked to answer without functions",
     documented=True,
 )
+AGENT_OWN_CELL = part(
+    "AGENT_OWN_CELL", "{name}: {label} is the cell running this agent turn: never touched", documented=True
+)
+AGENT_MAGIC_CELL = part(
+    "AGENT_MAGIC_CELL", "{name}: {label} holds a %%gemini_* magic: the agent never touches it", documented=True
+)
+AGENT_CANNOT_RUN = part("AGENT_CANNOT_RUN", "this frontend cannot run cells", documented=True)
+AGENT_CANNOT_WAIT = part(
+    "AGENT_CANNOT_WAIT",
+    "approval cannot be waited for here: the agent cell must hold the %%gemini_agent magic alone "
+    "(and the kernel be ipykernel >= 7.4)",
+    documented=True,
+)
+AGENT_WRITE_FAILED = part("AGENT_WRITE_FAILED", "{name}: the frontend did not make the change: {error}")
+AGENT_PROPOSAL = note(
+    "AGENT_PROPOSAL",
+    "no live notebook here: the agent's {count} change(s) are one --notebook proposal below (Copy)",
+    documented=True,
+)
 
 # -- the agent's runs, their approval and the turn's Undo (frontends/cell_runner.py, ui/approval.py,
 # frontends/turn_undo.py): the model reads the first ones as error results ------------------------
-CANNOT_RUN_CELLS = part(
-    "CANNOT_RUN_CELLS",
-    "this frontend cannot run cells (run_cell needs JupyterLab or Notebook 7 with the bridge, or VS Code with "
-    "the companion); ask the user to run the cell",
-    documented=True,
-)
 RUN_NOT_CODE = part("RUN_NOT_CODE", "run_cell: a {kind} cell has no code to run")
 RUN_TOP_LEVEL_AWAIT = part(
     "RUN_TOP_LEVEL_AWAIT",
     "run_cell: this cell uses top-level await, which cannot run inside the running agent cell; ask the user to run it",
-    documented=True,
-)
-APPROVAL_CANNOT_WAIT = part(
-    "APPROVAL_CANNOT_WAIT",
-    "{what} needs the user's approval, and approval cannot be waited for here (the agent cell is not a lone "
-    "%%gemini_agent cell, or this kernel cannot see a click while a cell runs); ask the user to run it, "
-    "or to set agent_approve",
     documented=True,
 )
 RUN_UNANSWERED = part("RUN_UNANSWERED", "{label} was not run: nobody clicked Run within {seconds:g} s", documented=True)

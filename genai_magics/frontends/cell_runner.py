@@ -329,7 +329,7 @@ class CellRunner:
             return error_result(call, why)
         decided = _waited(self.approvals, self.show, self.wait, self.timeout_s, "run", label, cell.source)
         if decided is None:
-            return error_result(call, messages.APPROVAL_CANNOT_WAIT.render(what=f"running {label}"))
+            return error_result(call, messages.AGENT_CANNOT_WAIT.render())
         if isinstance(decided, bool):
             return self._result(call, cell, label) if decided else self._refused(call, label)
 
@@ -340,7 +340,7 @@ class CellRunner:
 
     def _cannot_run(self, cell: Cell) -> str | None:
         if self.notebook is None or not self.notebook.connected:
-            return messages.CANNOT_RUN_CELLS.render()
+            return messages.AGENT_CANNOT_RUN.render()
         if cell.cell_type != "code":
             return messages.RUN_NOT_CODE.render(kind=cell.cell_type)
         try:

@@ -42,6 +42,7 @@ from .requests import (
     TurnOutcome,
     TurnRequest,
     TurnResult,
+    offered_functions,
 )
 from .send import Steps, TurnSend, drive
 from .session import Session
@@ -118,8 +119,10 @@ def resolve(
     display.document(doc.label if doc else None, target.source if target else "")
     shown = documents.output_pieces(frontend.view, req, doc, settings)
     pieces = documents.context_pieces(frontend.view, req, doc, settings) + shown.pieces
-    tools = _notebook_tools(session, frontend.view, reader, settings) if req.tools and settings.tools else None
-    offered = tools.offered if tools is not None else ()
+    # an agent turn reads with the read-only functions offered (maybe none) and acts with its four
+    with_tools = req.tools and (bool(settings.tools) or req.agent)
+    tools = _notebook_tools(session, frontend.view, reader, settings) if with_tools else None
+    offered = offered_functions(tools, req.agent)
     key = None
     if not req.dry_run:
         key = _turn_key(
@@ -187,7 +190,8 @@ def replayed(session: Session, resolved: Resolved) -> TurnOutcome | None:
     tools = resolved.tools
 
     def same_results(turn: Turn) -> bool:  # the recorded calls, run again now (read-only)
-        return tools is not None and tools.same_as_recorded(turn.tool_rounds)
+        # an agent turn's calls are not asked again: they read what the turn itself changed (replay.py, rule 4)
+        return resolved.req.agent or (tools is not None and tools.same_as_recorded(turn.tool_rounds))
 
     found = session.keeper.replay(resolved.req.conversation, resolved.key, resolved.req.rerun, same_results)
     if found is None:

@@ -120,7 +120,7 @@ class Connected(ListBridge):
 
 def test_without_a_live_notebook_run_cell_is_an_error_result_at_once():
     result = _runner(Approvals("none"), None).run_cell(Cell("t", "x = 1"), "In[1]")
-    assert result.status == "error" and result.response["error"] == messages.CANNOT_RUN_CELLS.render()
+    assert result.status == "error" and result.response["error"] == messages.AGENT_CANNOT_RUN.render()
 
 
 def test_a_markdown_cell_is_not_run():
@@ -133,7 +133,7 @@ def test_where_no_click_can_be_seen_a_run_needing_approval_is_refused_and_nothin
     runner = _runner(approvals, None, Connected())
     runner._cannot_run = lambda cell: None  # type: ignore[method-assign]  # no shell here to ask about await
     result = runner.run_cell(Cell("t", "x = 1"), "In[1]")
-    assert result.response["error"] == messages.APPROVAL_CANNOT_WAIT.render(what="running In[1]")
+    assert result.response["error"] == messages.AGENT_CANNOT_WAIT.render()
     assert approvals.asked == []
 
 

@@ -147,3 +147,16 @@ def test_a_cancel_at_an_await_is_thrown_in_as_the_interrupt():
     with pytest.raises(KeyboardInterrupt):
         asyncio.run(drive_async(_steps(log), cancelled))
     assert log == ["KeyboardInterrupt"]
+
+
+# -- the magic's help and settings (an in-process shell) ---------------------------------------------
+def test_agent_help_names_its_flags_and_settings(magic_shell):
+    shown = magic_shell.help("%%gemini_agent")
+    for flag in ("--conversation", "--model", "--state", "--dry-run", "--vars", "--error", "--outputs", "--approve"):
+        assert flag in shown
+    assert "  --notebook " not in shown and "insert_cell" in shown and "--approve WHAT" in shown
+    assert "the words after the flags" in magic_shell.help("%gemini_agent")
+    settings = magic_shell.run("%config GeminiMagics").stdout
+    assert "agent_approve" in settings and "max_agent_steps" in settings
+    refused = magic_shell.run("%%gemini_agent --approve sometimes\ndo it")
+    assert "argument --approve: invalid choice" in refused.stderr
