@@ -307,7 +307,7 @@ class Ran:
 
 @dataclass
 class CellRunner:
-    """Runs cells for one agent turn (``make_run_cell`` builds it; ``run_cell`` is its ``RunCell``)."""
+    """Runs cells for one agent turn (``make_run_cell`` builds it; called, it is the turn's ``RunCell``)."""
 
     shell: Any
     notebook: LiveNotebook | None
@@ -322,7 +322,9 @@ class CellRunner:
     ran: list[str] = field(default_factory=list)  # the labels of the cells run this turn (Undo names them)
     failed_writes: list[str] = field(default_factory=list)  # set_outputs refused by the frontend
 
-    def run_cell(self, cell: Cell, label: str) -> Awaitable[ToolResult] | ToolResult:
+    def __call__(self, cell: Cell, label: str) -> Awaitable[ToolResult] | ToolResult:
+        """The ``RunCell``: the cell run (after its approval) and what the model reads; an error result when it
+        cannot be (the agent's actions put their call on it)."""
         call = ToolCall("run_cell", {"ref": cell.id})
         why = self._cannot_run(cell)
         if why is not None:
@@ -402,14 +404,10 @@ def make_run_cell(
     wait: Mechanism | None,
     *,
     timeout_s: float = 300.0,
-    ran: list[str] | None = None,
-) -> RunCell:
-    """The ``RunCell`` of one agent turn (frontends/agent_actions.py calls it with the target cell and its label);
-    ui/approval.py's ``turn_run_cell`` builds one from the shell's session and settings."""
-    runner = CellRunner(shell, notebook, executed, capture, shown, last_error, approvals, show, wait, timeout_s)
-    if ran is not None:
-        runner.ran = ran
-    return runner.run_cell
+) -> CellRunner:
+    """The ``RunCell`` of one agent turn (frontends/agent_actions.py calls it with the target cell and its label;
+    its ``ran`` names the cells it ran); kernel/agent_run.py's ``turn_run_cell`` builds one for the shell."""
+    return CellRunner(shell, notebook, executed, capture, shown, last_error, approvals, show, wait, timeout_s)
 
 
 __all__: Sequence[str] = ["RunCell", "ApproveWrite", "Approvals", "CellOutputs", "make_run_cell", "make_approve_write"]

@@ -7,10 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..engine.context import ContextPiece
+from ..frontends.agent_actions import AgentActions
 from ..frontends.cell_runner import (
     Approvals,
     ApproveWrite,
-    RunCell,
+    CellRunner,
     approval_wait,
     make_approve_write,
     make_run_cell,
@@ -21,6 +22,8 @@ from ..sources.outputs import shown_pieces
 from ..turn.requests import Settings
 from ..turn.session import Session
 from ..ui.approval import show_approval
+from ..ui.turn_undo import offer_undo
+from .shell_state import ShellState
 
 
 def turn_run_cell(
@@ -31,9 +34,8 @@ def turn_run_cell(
     cell_for_filename: CellForFilename,
     approvals: Approvals,
     awaited: bool,
-    ran: list[str],
     timeout_s: float,
-) -> RunCell:
+) -> CellRunner:
     """The ``RunCell`` of an agent turn in this shell: the results as ``cell_outputs`` gives them (under its caps),
     the error's traceback as ``last_error`` trims it, the approval widget in the agent cell."""
 
@@ -56,10 +58,24 @@ def turn_run_cell(
         show_approval,
         approval_wait(awaited),
         timeout_s=timeout_s,
-        ran=ran,
     )
 
 
 def turn_approve_write(approvals: Approvals, awaited: bool, timeout_s: float) -> ApproveWrite:
     """The hook each agent write calls first (it waits only with ``agent_approve = "all"``)."""
     return make_approve_write(approvals, show_approval, approval_wait(awaited), timeout_s)
+
+
+def offer_turn_undo(state: ShellState, actions: AgentActions) -> None:
+    """At the end of an agent turn (answered, stopped or failed) that changed cells through the live notebook:
+    its Undo button, kept as the shell's latest agent turn for ``%gemini undo``."""
+    if actions.live is None or not actions.changes:
+        return
+    cells = {cell.id: cell for cell in actions.view.cells()}
+
+    def label(cell_id: str) -> str:
+        cell = cells.get(cell_id)
+        return actions.label(cell) if cell is not None else f"cell {cell_id[:12]}"
+
+    ran = actions.run.ran if isinstance(actions.run, CellRunner) else []
+    state.agent_undo = offer_undo(actions.live, actions.changes, ran, label)

@@ -25,11 +25,10 @@ from genai_magics.kernel.shell_state import state_of
 from genai_magics.kernel.agent_run import turn_run_cell
 from genai_magics.frontends.cell_runner import Approvals
 _ip = get_ipython(); _st = state_of(_ip); _m = _st.magics
-_ran = []
 
 def _runner(mode, awaited):
     return turn_run_cell(
-        _ip, _st.bridge, _st.session, _m._settings(), _m._cell_for_filename, Approvals(mode), awaited, _ran, 30
+        _ip, _st.bridge, _st.session, _m._settings(), _m._cell_for_filename, Approvals(mode), awaited, 30
     )
 
 async def agent(*targets, mode="runs"):

@@ -119,12 +119,12 @@ class Connected(ListBridge):
 
 
 def test_without_a_live_notebook_run_cell_is_an_error_result_at_once():
-    result = _runner(Approvals("none"), None).run_cell(Cell("t", "x = 1"), "In[1]")
+    result = _runner(Approvals("none"), None)(Cell("t", "x = 1"), "In[1]")
     assert result.status == "error" and result.response["error"] == messages.AGENT_CANNOT_RUN.render()
 
 
 def test_a_markdown_cell_is_not_run():
-    result = _runner(Approvals("none"), None, Connected()).run_cell(Cell("t", "# Title", "markdown"), "cell t")
+    result = _runner(Approvals("none"), None, Connected())(Cell("t", "# Title", "markdown"), "cell t")
     assert result.response["error"] == messages.RUN_NOT_CODE.render(kind="markdown")
 
 
@@ -132,7 +132,7 @@ def test_where_no_click_can_be_seen_a_run_needing_approval_is_refused_and_nothin
     approvals = Approvals("runs")
     runner = _runner(approvals, None, Connected())
     runner._cannot_run = lambda cell: None  # type: ignore[method-assign]  # no shell here to ask about await
-    result = runner.run_cell(Cell("t", "x = 1"), "In[1]")
+    result = runner(Cell("t", "x = 1"), "In[1]")
     assert result.response["error"] == messages.AGENT_CANNOT_WAIT.render()
     assert approvals.asked == []
 
@@ -141,7 +141,7 @@ def test_an_unanswered_run_is_not_run_and_the_model_reads_why():
     runner = _runner(Approvals("runs"), "async", Connected(), timeout_s=0.1)
     runner._cannot_run = lambda cell: None  # type: ignore[method-assign]
     runner.run = lambda cell: pytest.fail("ran without approval")  # type: ignore[method-assign]
-    result = asyncio.run(runner.run_cell(Cell("t", "x = 1"), "In[1]"))  # type: ignore[arg-type]
+    result = asyncio.run(runner(Cell("t", "x = 1"), "In[1]"))  # type: ignore[arg-type]
     assert result.response["error"] == messages.RUN_UNANSWERED.render(label="In[1]", seconds=0.1)
     assert runner.approvals.asked[0].choice == "unanswered"
 
