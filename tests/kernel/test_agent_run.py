@@ -14,6 +14,7 @@ import json
 import pytest
 from helpers.fake_frontend import FakeCell, FakeFrontend
 from helpers.kernel import FAKE_KEY
+from helpers.wire import api_requests
 
 from genai_magics import messages
 
@@ -64,12 +65,13 @@ def lab(stub, tmp_path, *cells: tuple[str, str] | FakeCell):
         yield ff
 
 
-def start(ff: FakeFrontend, code: str) -> str:
-    """Run the agent cell ``code`` without waiting (its id is ``agent``): the request's msg id."""
-    ff.add_cell("agent", code)
+def start(ff: FakeFrontend, code: str, cell_id: str = "agent") -> str:
+    """Run ``code`` as the cell ``cell_id`` (added when the notebook has none) without waiting: its msg id."""
+    if cell_id not in [c.id for c in ff.cells]:
+        ff.add_cell(cell_id, code)
     ff.push_snapshot()
     content = {"code": code, "silent": False, "store_history": True, "user_expressions": {}, "allow_stdin": False}
-    return ff._send_shell("execute_request", content, metadata={"cellId": "agent"})
+    return ff._send_shell("execute_request", content, metadata={"cellId": cell_id})
 
 
 def finish(ff: FakeFrontend, msg_id: str):
@@ -254,3 +256,32 @@ def test_undo_keeps_and_names_a_cell_changed_by_hand_since(stub, tmp_path):
         assert messages.TURN_UNDO_KEPT.render(cells="cell b") in said
         assert ff.source("b") == "b = 'mine'\n"
         assert [c.id for c in ff.cells if c.id != "agent"][:4] == ["setup", "a", "b", "c"]
+
+
+def test_the_agent_inserts_a_cell_runs_it_when_approved_reads_it_and_one_undo_takes_it_back(stub, tmp_path):
+    """%%gemini_agent end to end: the real SDK over HTTP to the stand-in, which plays the agent."""
+    prompt = "%%gemini_agent\nShow parse('5')."
+    with lab(stub, tmp_path, ("a", "def parse(s):\n    return int(s)\n"), ("m", prompt)) as ff:
+        ff.execute("a")
+        stub.script_tools(
+            [
+                [{"name": "insert_cell", "args": {"after": "a", "source": "print(parse('5') + 1)\n"}}],
+                [{"name": "run_cell", "args": {"ref": "{{id}}"}}],
+            ]
+        )
+        msg_id = start(ff, prompt, "m")
+        click_when_asked(ff, "Run")
+        run = finish(ff, msg_id)
+        assert run.status == "ok", run.error
+        (new,) = [c for c in ff.cells if c.id not in ("setup", "a", "m")]
+        ff.pump(0.5)
+        assert new.outputs == [{"output_type": "stream", "name": "stdout", "text": "6\n"}]
+        assert new.execution_count is not None
+        ran = [r for req in api_requests(stub) for r in req["tool_results"] if r["name"] == "run_cell"]
+        assert ran and "6" in ran[0]["response"]["text"] and "error" not in ran[0]["response"]
+        assert "6\n" not in [m["content"].get("text") for m in run.outputs if m["msg_type"] == "stream"]
+        # the turn's one Undo: the inserted cell goes, what ran is named
+        ff.click(ff.buttons()["Undo"])
+        said = _undone(ff)
+        assert [c.id for c in ff.cells] == ["setup", "a", "m"]
+        assert messages.TURN_UNDO_RAN.within(said)
