@@ -343,8 +343,6 @@ class CellRunner:
     def _cannot_run(self, cell: Cell) -> str | None:
         if self.notebook is None or not self.notebook.connected:
             return messages.AGENT_CANNOT_RUN.render()
-        if cell.cell_type != "code":
-            return messages.RUN_NOT_CODE.render(kind=cell.cell_type)
         try:
             transformed = self.shell.transform_cell(cell.source)
             awaits = self.shell.should_run_async(cell.source, transformed_cell=transformed)

@@ -123,11 +123,6 @@ def test_without_a_live_notebook_run_cell_is_an_error_result_at_once():
     assert result.status == "error" and result.response["error"] == messages.AGENT_CANNOT_RUN.render()
 
 
-def test_a_markdown_cell_is_not_run():
-    result = _runner(Approvals("none"), None, Connected())(Cell("t", "# Title", "markdown"), "cell t")
-    assert result.response["error"] == messages.RUN_NOT_CODE.render(kind="markdown")
-
-
 def test_where_no_click_can_be_seen_a_run_needing_approval_is_refused_and_nothing_is_asked():
     approvals = Approvals("runs")
     runner = _runner(approvals, None, Connected())
