@@ -845,6 +845,9 @@ RUN_TOP_LEVEL_AWAIT = part(
     "run_cell: this cell uses top-level await, which cannot run inside the running agent cell; ask the user to run it",
     documented=True,
 )
+OUTPUTS_NOT_SHOWN = part(
+    "OUTPUTS_NOT_SHOWN", "the cell ran, but the notebook does not show its outputs: {error}", documented=True
+)
 RUN_UNANSWERED = part("RUN_UNANSWERED", "{label} was not run: nobody clicked Run within {seconds:g} s", documented=True)
 APPROVAL_ASKS = status(
     "APPROVAL_ASKS", "{label} waits for your approval: Run it, Run all (the rest of this turn's runs), or Stop the turn"

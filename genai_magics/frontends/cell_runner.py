@@ -21,10 +21,11 @@ reads, never a hang. Stop raises KeyboardInterrupt: the turn ends as for the sto
 
 from __future__ import annotations
 
+import inspect
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from .. import messages
@@ -48,6 +49,7 @@ Kind = Literal["run", "write"]
 # the iopub messages a cell's output area is made of; everything else (status, comms) passes through
 OUTPUT_TYPES = ("stream", "display_data", "execute_result", "error", "clear_output", "update_display_data")
 FIRST_LINES = 8  # of a cell's code, shown where its run waits for approval
+REPLY_TIMEOUT_S = 30.0  # the frontend's reply to set_outputs; the bridge's own timeout answers before it
 
 
 # -- iopub messages -> nbformat v4 outputs ---------------------------------------------------------
@@ -320,7 +322,6 @@ class CellRunner:
     wait: Mechanism | None
     timeout_s: float
     ran: list[str] = field(default_factory=list)  # the labels of the cells run this turn (Undo names them)
-    failed_writes: list[str] = field(default_factory=list)  # set_outputs refused by the frontend
 
     def __call__(self, cell: Cell, label: str) -> Awaitable[ToolResult] | ToolResult:
         """The ``RunCell``: the cell run (after its approval) and what the model reads; an error result when it
@@ -336,7 +337,10 @@ class CellRunner:
             return self._result(call, cell, label) if decided else self._refused(call, label)
 
         async def after_click(decided: Awaitable[bool]) -> ToolResult:
-            return self._result(call, cell, label) if await decided else self._refused(call, label)
+            if not await decided:
+                return self._refused(call, label)
+            result = self._result(call, cell, label)
+            return await result if inspect.isawaitable(result) else result
 
         return after_click(decided)
 
@@ -353,8 +357,11 @@ class CellRunner:
     def _refused(self, call: ToolCall, label: str) -> ToolResult:
         return error_result(call, messages.RUN_UNANSWERED.render(label=label, seconds=self.timeout_s))
 
-    def _result(self, call: ToolCall, cell: Cell, label: str) -> ToolResult:
-        ran = self.run(cell)
+    def _result(self, call: ToolCall, cell: Cell, label: str) -> Awaitable[ToolResult] | ToolResult:
+        """What the model reads of the run; where the cell can wait, once the frontend said whether it shows the
+        outputs (a refusal is said: never a run reported shown that is not)."""
+        replies: list[str | None] = []
+        ran = self.run(cell, replies.append)
         if ran.interrupted:
             raise KeyboardInterrupt  # the stop button during the run ends the turn, as during a request
         label = f"In[{ran.execution_count}]" if ran.execution_count is not None else label
@@ -364,10 +371,22 @@ class CellRunner:
         if ran.error is not None:
             response["error"] = redact(ran.error)
         identity = tuple((p.key, p.sha256) for p in pieces)
-        return ToolResult(call, response, "whole", tuple(pieces), identity)
+        result = ToolResult(call, response, "whole", tuple(pieces), identity)
+        if self.wait != "async":
+            return result
 
-    def run(self, cell: Cell) -> Ran:
-        """The cell's code run in this kernel as the cell's own run; its outputs set on the cell."""
+        async def shown() -> ToolResult:
+            await waiting.wait_async(lambda: bool(replies), REPLY_TIMEOUT_S)
+            error = replies[0] if replies else None
+            if error is None:
+                return result
+            return replace(result, response={**response, "not_shown": messages.OUTPUTS_NOT_SHOWN.render(error=error)})
+
+        return shown()
+
+    def run(self, cell: Cell, done: Callable[[str | None], None]) -> Ran:
+        """The cell's code run in this kernel as the cell's own run; its outputs set on the cell (``done``: the
+        frontend's reply)."""
         agent_id, agent_current = self.executed.running_id, self.capture.current
         parent_id = kernel_compat.request_id(self.shell)
         outputs = CellOutputs()
@@ -382,12 +401,8 @@ class CellRunner:
             trimmed = self.last_error() or f"{type(error).__name__}: {error}"
         count = getattr(result, "execution_count", None)
         assert self.notebook is not None  # checked before the run
-        self.notebook.set_outputs(cell.id, outputs.nbformat(), count, self._set)
+        self.notebook.set_outputs(cell.id, outputs.nbformat(), count, done)
         return Ran(outputs.nbformat(), count, trimmed, isinstance(error, KeyboardInterrupt))
-
-    def _set(self, error: str | None) -> None:
-        if error:
-            self.failed_writes.append(error)
 
 
 def make_run_cell(

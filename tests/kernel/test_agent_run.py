@@ -144,6 +144,15 @@ def test_an_error_is_a_result_with_the_trimmed_traceback_and_the_cell_shows_it(s
         assert run.errors == []  # the agent cell shows no traceback
 
 
+def test_outputs_the_notebook_refuses_to_show_are_said_to_the_model(stub, tmp_path):
+    with lab(stub, tmp_path, ("t", TARGET)) as ff:
+        ff.refuse_requests = "the cell is no longer in the notebook"
+        run = ff.execute_code("await agent('t', mode='none')", cell_id="agent")
+        (result,) = results(run)
+        assert result["ran"] == "In[4]" and "42" in result["text"]
+        assert result["not_shown"] == messages.OUTPUTS_NOT_SHOWN.render(error="the cell is no longer in the notebook")
+
+
 def test_run_all_approves_the_rest_of_the_turn_and_an_injected_prompt_approves_nothing(stub, tmp_path):
     with lab(stub, tmp_path, ("i", INJECTION), ("t", TARGET), ("u", "print('third')\n")) as ff:
         msg_id = start(ff, "await agent('i', 't', 'u')")
