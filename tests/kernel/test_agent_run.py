@@ -294,3 +294,24 @@ def test_the_agent_inserts_a_cell_runs_it_when_approved_reads_it_and_one_undo_ta
         said = _undone(ff)
         assert [c.id for c in ff.cells] == ["setup", "a", "m"]
         assert messages.TURN_UNDO_RAN.within(said)
+
+
+def test_stop_ends_an_agent_turn_cleanly_and_what_it_wrote_stays_undoable(stub, tmp_path):
+    prompt = "%%gemini_agent\nAdd a cell and run it."
+    with lab(stub, tmp_path, ("a", "x = 1\n"), ("m", prompt)) as ff:
+        stub.script_tools(
+            [
+                [{"name": "insert_cell", "args": {"after": "a", "source": "print('never')\n"}}],
+                [{"name": "run_cell", "args": {"ref": "{{id}}"}}],
+            ]
+        )
+        msg_id = start(ff, prompt, "m")
+        click_when_asked(ff, "Stop")
+        run = finish(ff, msg_id)
+        assert messages.STOPPED.within(run.stderr), run.stderr
+        (new,) = [c for c in ff.cells if c.id not in ("setup", "a", "m")]
+        ff.pump(0.5)
+        assert new.outputs == [] and new.execution_count is None
+        ff.click(ff.buttons()["Undo"])
+        _undone(ff)
+        assert [c.id for c in ff.cells] == ["setup", "a", "m"]
