@@ -831,6 +831,7 @@ AGENT_CANNOT_WAIT = part(
     "(and the kernel be ipykernel >= 7.4)",
     documented=True,
 )
+AGENT_EDIT_REFUSED = part("AGENT_EDIT_REFUSED", "edit_cell: nothing written: {why}", documented=True)
 AGENT_WRITE_FAILED = part("AGENT_WRITE_FAILED", "{name}: the frontend did not make the change: {error}")
 AGENT_PROPOSAL = note(
     "AGENT_PROPOSAL",

@@ -116,7 +116,7 @@ def edited(source: str, args: dict[str, Any]) -> str:
     out = apply_edits(source, edits)
     if isinstance(out, str):
         return out
-    raise ValueError(f"edit_cell: nothing written: {out.describe()}")
+    raise ValueError(messages.AGENT_EDIT_REFUSED.render(why=out.describe()))
 
 
 # -- what a turn changed (Undo reads it; without a live notebook it is the turn's proposal) ----------

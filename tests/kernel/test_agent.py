@@ -10,6 +10,8 @@ Real kernels (jupyter_client), the real SDK over real HTTP to the stand-in, whic
 from __future__ import annotations
 
 import html
+import threading
+import time
 
 import pytest
 from helpers.fake_frontend import FakeFrontend
@@ -51,7 +53,9 @@ def lab(stub, tmp_path):
         yield ff
 
 
-def test_the_agent_inserts_edits_and_deletes_cells_live(lab, stub):
+@pytest.mark.parametrize("mode", ["contents", "interactions"])
+def test_the_agent_inserts_edits_and_deletes_cells_live(lab, stub, mode):
+    lab.execute_code(f"%config GeminiMagics.state = {mode!r}")
     stub.script_tools(
         [
             [call("insert_cell", after="a", source=TEST)],
@@ -73,7 +77,19 @@ def test_the_agent_inserts_edits_and_deletes_cells_live(lab, stub):
     assert messages.AGENT_INSERTED.within(plain, id=new.id, after="In[2]", lines=1)
     assert messages.AGENT_EDITED.within(plain, count=1)
     assert messages.AGENT_DELETED.within(plain, label="cell #4")
-    assert "turn 1 · ask" in plain and "Function results read" in plain  # the answer, then the footer
+    assert f"turn 1 · ask · {mode}" in plain and "Function results read" in plain  # the answer, then the footer
+
+
+def test_the_awaited_agent_cell_waits_for_each_reply_and_reads_a_refusal(lab, stub):
+    """The lone agent cell is awaited: a change the frontend refuses is an error result, not a success."""
+    lab.refuse_requests = "the notebook is read-only"
+    stub.script_tools([[call("insert_cell", after="a", source=TEST)]])
+    run = lab.execute("m")
+    (result,) = results(stub)
+    assert messages.AGENT_WRITE_FAILED.matches(result["response"]["error"], prefixed=False, name="insert_cell")
+    assert "the notebook is read-only" in result["response"]["error"]
+    assert [c.id for c in lab.cells] == ["setup", "a", "b", "q", "m"]
+    assert messages.TOOL_FAILED.within(run.plain, call="insert_cell(a)")
 
 
 def test_the_agents_own_cell_and_magic_cells_are_never_touched(lab, stub):
@@ -154,3 +170,20 @@ def test_an_agent_turn_replays_with_zero_requests_and_changes_nothing_again(lab,
     again = lab.execute("m")
     assert len(api_requests(stub)) == sent + 2 and "replayed" not in again.plain
     assert lab.cells[0].source == "# notes"
+
+
+def test_the_kernels_interrupt_ends_an_agent_turn_waiting_at_an_await(lab, stub):
+    """The interrupt while the awaited cell waits for the frontend's reply: the turn ends as any turn's
+    interrupt does (one line, nothing recorded), at once."""
+    lab.answer_requests = False  # the reply never comes: the cell waits at its await
+    stub.script_tools([[call("insert_cell", after="a", source=TEST)]])
+    timer = threading.Timer(2.0, lab.km.interrupt_kernel)
+    timer.start()
+    started = time.monotonic()
+    run = lab.execute("m")
+    timer.join()
+    assert time.monotonic() - started < 15, "the interrupt did not end the turn"
+    assert messages.STOPPED.shown() in run.stderr
+    assert len(api_requests(stub)) == 1  # the turn stopped at the call: no request after it
+    status = lab.execute_code("%gemini status")
+    assert "no conversation yet" in status.plain  # nothing committed

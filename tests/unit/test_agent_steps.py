@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from helpers.wire import api_requests
 
 from genai_magics import messages
 from genai_magics.engine.agent import (
@@ -20,7 +21,9 @@ from genai_magics.engine.agent import (
     step_line,
 )
 from genai_magics.engine.cells import Cell
+from genai_magics.engine.errors import UserError
 from genai_magics.engine.tools import ToolCall, ToolResult, error_result
+from genai_magics.frontends.agent_actions import AgentActions, TurnView, cannot_run
 from genai_magics.turn.send import drive, drive_async
 
 
@@ -160,3 +163,92 @@ def test_agent_help_names_its_flags_and_settings(magic_shell):
     assert "agent_approve" in settings and "max_agent_steps" in settings
     refused = magic_shell.run("%%gemini_agent --approve sometimes\ndo it")
     assert "argument --approve: invalid choice" in refused.stderr
+
+
+def test_an_agent_dry_run_shows_the_four_declarations_and_sends_nothing(magic_shell, stub):
+    magic_shell.run("x = 1")
+    shown = magic_shell.run("%%gemini_agent --dry-run\nadd a test").plain
+    for name in AGENT_FUNCTIONS:
+        assert f'"name": "{name}"' in shown
+    assert "insert_cell, edit_cell, delete_cell and run_cell" in shown  # the system instruction says so
+    assert api_requests(stub) == []
+
+
+# -- AgentActions over a notebook that answers at once ------------------------------------------------
+class _Notebook:
+    """A live notebook whose edits succeed at once (what the bridge's reply would say), over Cell objects."""
+
+    def __init__(self, cells: list[Cell]):
+        self.held = list(cells)
+        self.description = "test notebook"
+
+    def cells(self) -> list[Cell]:
+        return list(self.held)
+
+    def cell_above(self, cell_id: str) -> Cell | None:
+        return None
+
+    def insert_cell(self, after_id, source, cell_type, done, cell=None) -> str:
+        done(None)
+        return "new1"
+
+    def set_source(self, cell_id, source, done) -> None:
+        done(None)
+
+    def delete_cell(self, cell_id, done, on_removed=None) -> None:
+        if on_removed is not None:
+            on_removed({"id": cell_id, "cell_type": "code", "source": "x", "outputs": [{"output_type": "stream"}]})
+        done(None)
+
+
+def _actions(run=None, waits=False) -> AgentActions:
+    notebook = _Notebook([Cell("a", "x = 1"), Cell("q", "%%gemini_ask\nwhy?"), Cell("m", "%%gemini_agent\ngo")])
+    view = TurnView(notebook)
+
+    def find(ref: str, name: str) -> Cell:
+        found = [c for c in view.cells() if c.id.startswith(ref)]
+        if len(found) != 1:
+            raise UserError(messages.NO_SUCH_CELL, flag=name, ref=ref)
+        return found[0]
+
+    return AgentActions(
+        notebook,
+        view,
+        "m",
+        find,
+        lambda c: f"cell {c.id}",
+        run or cannot_run,
+        lambda _line: None,
+        waits,  # type: ignore[arg-type]
+    )
+
+
+def test_a_run_that_must_wait_where_the_cell_cannot_is_an_error_result_never_a_hang():
+    async def approved(cell: Cell, label: str) -> ToolResult:
+        raise AssertionError("never awaited here")
+
+    result = _actions(approved).answer(ToolCall("run_cell", {"ref": "a"}))
+    assert isinstance(result, ToolResult)
+    assert result.response == {"error": messages.AGENT_CANNOT_WAIT.render()}
+
+
+def test_the_turn_sees_its_changes_and_keeps_them_for_undo():
+    actions = _actions()
+    inserted = actions.answer(ToolCall("insert_cell", {"after": "a", "source": "y = 2"}))
+    assert isinstance(inserted, ToolResult) and inserted.response["id"] == "new1"
+    actions.answer(ToolCall("edit_cell", {"ref": "new1", "edits": [{"find": "2", "replace": "3"}]}))
+    actions.answer(ToolCall("delete_cell", {"ref": "a"}))
+    assert [(c.id, c.source) for c in actions.view.cells()] == [
+        ("new1", "y = 3"),
+        ("q", "%%gemini_ask\nwhy?"),
+        ("m", "%%gemini_agent\ngo"),
+    ]
+    first, edit, deleted = actions.changes.items
+    assert first == Inserted("new1", "y = 2", "code", "a") and edit == Edited("new1", "y = 2", "y = 3")
+    assert isinstance(deleted, Deleted) and deleted.cell["outputs"] and deleted.after_id is None
+
+
+def test_a_change_that_would_write_a_magic_cell_is_refused():
+    result = _actions().answer(ToolCall("insert_cell", {"after": "top", "source": "%%gemini_agent\nagain"}))
+    assert isinstance(result, ToolResult) and result.status == "error"
+    assert messages.AGENT_MAGIC_CELL.matches(result.response["error"], prefixed=False, name="insert_cell")
