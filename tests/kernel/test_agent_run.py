@@ -8,11 +8,13 @@ browser clicks them, while the agent cell runs (ipykernel >= 7.4 handles the cli
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import html
 import json
 
 import pytest
 from helpers.fake_frontend import FakeCell, FakeFrontend
+from helpers.images import png
 from helpers.kernel import FAKE_KEY
 from helpers.wire import api_requests
 
@@ -151,6 +153,25 @@ def test_outputs_the_notebook_refuses_to_show_are_said_to_the_model(stub, tmp_pa
         (result,) = results(run)
         assert result["ran"] == "In[4]" and "42" in result["text"]
         assert result["not_shown"] == messages.OUTPUTS_NOT_SHOWN.render(error="the cell is no longer in the notebook")
+
+
+def test_an_image_the_cell_shows_goes_to_the_model_as_an_image_part(stub, tmp_path):
+    """The agent reads the plot its run drew, as the real SDK sends it: a functionResponse with an inline image."""
+    plot = png(40, 30, seed=3)
+    draw = f"from IPython.display import Image, display\ndisplay(Image(data={plot!r}))\nprint('drawn')\n"
+    prompt = "%%gemini_agent\nDraw it."
+    with lab(stub, tmp_path, ("t", draw), ("m", prompt)) as ff:
+        stub.script_tools([[{"name": "run_cell", "args": {"ref": "t"}}]])
+        ff.execute_code("%config GeminiMagics.agent_approve = 'none'")
+        run = ff.execute("m")
+        assert run.status == "ok", run.error
+        ff.pump(0.5)
+        assert [o["output_type"] for o in ff.cell("t").outputs] == ["display_data", "stream"]
+        assert "image/png" in ff.cell("t").outputs[0]["data"]
+        (result,) = [r for req in api_requests(stub) for r in req["tool_results"] if r["name"] == "run_cell"]
+        assert result["response"]["images"][0]["width"] == 40 and "drawn" in result["response"]["text"]
+        sent = [image["sha256"] for image in api_requests(stub)[-1]["images"]]
+        assert hashlib.sha256(plot).hexdigest() in sent  # the image part itself, over HTTP
 
 
 def test_run_all_approves_the_rest_of_the_turn_and_an_injected_prompt_approves_nothing(stub, tmp_path):
