@@ -336,3 +336,21 @@ def test_stop_ends_an_agent_turn_cleanly_and_what_it_wrote_stays_undoable(stub, 
         ff.click(ff.buttons()["Undo"])
         _undone(ff)
         assert [c.id for c in ff.cells] == ["setup", "a", "m"]
+
+
+def test_the_kernels_interrupt_during_a_run_stops_the_turn_and_the_cell_shows_it(stub, tmp_path):
+    prompt = "%%gemini_agent\nRun the slow cell."
+    started = tmp_path / "started"
+    slow = f"import time, pathlib\nprint('started')\npathlib.Path({str(started)!r}).touch()\ntime.sleep(60)\n"
+    with lab(stub, tmp_path, ("t", slow), ("m", prompt)) as ff:
+        ff.execute_code("%config GeminiMagics.agent_approve = 'none'")
+        stub.script_tools([[{"name": "run_cell", "args": {"ref": "t"}}]])
+        msg_id = start(ff, prompt, "m")
+        assert ff.pump_until(started.exists, timeout=30)  # the cell runs (its print is the cell's, not here)
+        ff.km.interrupt_kernel()
+        run = finish(ff, msg_id)
+        assert messages.STOPPED.within(run.stderr), run.stderr
+        assert ff.pump_until(lambda: bool(ff.cell("t").outputs), timeout=10)
+        outputs = ff.cell("t").outputs
+        assert outputs[0]["text"] == "started\n" and outputs[-1]["ename"] == "KeyboardInterrupt"
+        assert not [r for req in api_requests(stub) for r in req["tool_results"] if r["name"] == "run_cell"]
