@@ -288,17 +288,22 @@ def test_undo_keeps_and_names_a_cell_changed_by_hand_since(stub, tmp_path):
         assert [c.id for c in ff.cells if c.id != "agent"][:4] == ["setup", "a", "b", "c"]
 
 
+def insert_then_run(stub, source: str) -> None:
+    """The stand-in's agent inserts ``source`` below the cell ``a``, then runs the new cell (``{{id}}``)."""
+    stub.script_tools(
+        [
+            [{"name": "insert_cell", "args": {"after": "a", "source": source}}],
+            [{"name": "run_cell", "args": {"ref": "{{id}}"}}],
+        ]
+    )
+
+
 def test_the_agent_inserts_a_cell_runs_it_when_approved_reads_it_and_one_undo_takes_it_back(stub, tmp_path):
     """%%gemini_agent end to end: the real SDK over HTTP to the stand-in, which plays the agent."""
     prompt = "%%gemini_agent\nShow parse('5')."
     with lab(stub, tmp_path, ("a", "def parse(s):\n    return int(s)\n"), ("m", prompt)) as ff:
         ff.execute("a")
-        stub.script_tools(
-            [
-                [{"name": "insert_cell", "args": {"after": "a", "source": "print(parse('5') + 1)\n"}}],
-                [{"name": "run_cell", "args": {"ref": "{{id}}"}}],
-            ]
-        )
+        insert_then_run(stub, "print(parse('5') + 1)\n")
         msg_id = start(ff, prompt, "m")
         click_when_asked(ff, "Run")
         run = finish(ff, msg_id)
@@ -320,12 +325,7 @@ def test_the_agent_inserts_a_cell_runs_it_when_approved_reads_it_and_one_undo_ta
 def test_stop_ends_an_agent_turn_cleanly_and_what_it_wrote_stays_undoable(stub, tmp_path):
     prompt = "%%gemini_agent\nAdd a cell and run it."
     with lab(stub, tmp_path, ("a", "x = 1\n"), ("m", prompt)) as ff:
-        stub.script_tools(
-            [
-                [{"name": "insert_cell", "args": {"after": "a", "source": "print('never')\n"}}],
-                [{"name": "run_cell", "args": {"ref": "{{id}}"}}],
-            ]
-        )
+        insert_then_run(stub, "print('never')\n")
         msg_id = start(ff, prompt, "m")
         click_when_asked(ff, "Stop")
         run = finish(ff, msg_id)
