@@ -11,13 +11,16 @@ Earlier turns are rendered exactly as they were sent (``sourceSynchronized``,
 the longest prefix the protocol allows: what implicit caching can hit.
 
 What the model fetched with functions fades: a result stays whole in the requests of
-its own turn (the function calls and their answers as received, thought signatures intact);
-in later requests that turn carries, in its user content, only the calls that fetch it again
-(``"fetched": ["read_cell(5)"]``), its function-call / function-response pairs left out whole
-(a pair is never split; the signatures Gemini checks are those of the current turn's calls).
-Measured cheaper in both caching extremes than keeping each pair with its result as a marker
-(``{"sha256": ..., "fetch again": "read_cell(5)"}``, ~290 tokens a turn against ~120 with
-the calls listed: benchmarks/long_session.py), as a new interactions chain's seed lists them.
+its own turn (the function calls and their answers as received, thought signatures intact).
+In later requests a turn whose calls were all read-only carries, in its user content, only
+the calls that fetch its results again (``"fetched": ["read_cell(5)"]``), its function-call /
+function-response pairs left out whole (a pair is never split; the signatures Gemini checks
+are those of the current turn's calls), as a new interactions chain's seed lists them:
+measured cheaper in both caching extremes than keeping each pair with its result as a marker
+(~120 tokens a turn against ~290: benchmarks/long_session.py). An agent turn's calls changed
+the notebook: they stay, each result as a marker naming the call that fetches it again
+(``{"sha256": ..., "fetch again": "cell_outputs(5)"}``: a run's outputs are read again, never
+run again).
 
 With an explicit cache (``cacheable``) a user turn that carries the document or
 context in full is split in two user contents, the material first and the prompt
@@ -34,7 +37,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .context import ContextPiece
@@ -42,7 +45,7 @@ from .conversation import Turn, TurnPlan, version_chain
 from .outputs import inline_parts, sendable
 from .payloads import model_payload, to_text, user_payload
 from .redaction import redaction_keys
-from .tools import tool_pieces
+from .tools import ToolRound, contents_round, faded_result, fetched, read_only, tool_pieces
 
 Contents = list[dict[str, Any]]
 
@@ -148,7 +151,7 @@ def render(history: Sequence[Turn], plan: TurnPlan, squeeze: Squeeze | None = No
     head = 0  # split contents up to the last one holding material in full, or ending a faded turn
     current = ("user", _user_texts(plan.payload, plan.pieces), plan.pieces, False)
     for role, texts, full, holds in (*_turns(history, plan, squeeze), current):
-        if role == "left out":  # the note of turns left out
+        if role in ("call", "left out"):  # an agent turn's call and its answer, or the note of turns left out
             whole.append(texts)
             split.append(texts)
             continue
@@ -179,12 +182,13 @@ def _turns(history: Sequence[Turn], plan: TurnPlan, squeeze: Squeeze | None) -> 
     keep = _latest_full_pieces(history, plan)
     keys = redaction_keys()
     gone = _left_out(history, chain, squeeze.dropped if squeeze is not None else 0)
-    fetched = False  # a turn so far called functions
+    called = False  # a turn so far called functions
     for i, turn in enumerate(history):
         if i in gone:
             if i == min(gone):
                 yield "left out", _left_out_note(history, gone), (), False
             continue
+        named = read_only(turn.tool_rounds)  # its calls left out, named in its user content
         full: list[ContextPiece] = []
         superseded: list[ContextPiece] = []
         for piece in turn.pieces:
@@ -198,9 +202,12 @@ def _turns(history: Sequence[Turn], plan: TurnPlan, squeeze: Squeeze | None) -> 
             turn.base_sha256 if turn.sent_source or turn.source_patch else None,
             tuple(full),
             tuple(superseded),
-            tuple(r.call.label for round_ in turn.tool_rounds for r in round_.results if r.pieces),
+            tuple(fetched(turn.tool_rounds)) if named else (),
         )
         yield "user", _history_user(user, turn.document_label, keys), full, False
+        for round_ in () if named else turn.tool_rounds:  # an agent turn's calls, each result faded
+            for content in contents_round(_faded(round_)):
+                yield "call", content, (), False
         proposed = turn.proposal_source if (i, "model") in chain else None
         model = (
             "code_proposal" if turn.proposal_source is not None else "answer",
@@ -212,8 +219,8 @@ def _turns(history: Sequence[Turn], plan: TurnPlan, squeeze: Squeeze | None) -> 
         )
         # edits, like a patch, leave the head as it was
         yield "model", _history_model(model, keys), (), proposed is not None and turn.proposal_edits is None
-        fetched = fetched or bool(turn.tool_rounds)
-        if fetched and i == len(history) - 1:
+        called = called or bool(turn.tool_rounds)
+        if called and i == len(history) - 1:
             yield "faded", None, (), False  # what the model fetched may go into the cache's head
 
 
@@ -242,6 +249,12 @@ def _left_out_note(history: Sequence[Turn], left_out: set[int]) -> dict[str, Any
         "model's input limit; ask the user or call the functions again for what you need from them"
     }
     return _content("user", to_text(note))
+
+
+def _faded(round_: ToolRound) -> ToolRound:
+    """A round of an earlier agent turn as the transcript keeps it: the model's content as received, each
+    result with pieces as a marker (an error or ``unchanged`` result is short already)."""
+    return replace(round_, results=tuple(faded_result(r) if r.pieces else r for r in round_.results))
 
 
 def build_contents(history: Sequence[Turn], plan: TurnPlan) -> Contents:

@@ -20,7 +20,7 @@ from .edits import Edits, edits_chars
 from .hashing import sha256_text
 from .payloads import user_payload
 from .text import clip
-from .tools import ToolRound, faded_keys, tool_pieces
+from .tools import ToolRound, faded_keys, fetched, tool_pieces
 
 Mode = Literal["ask", "edit"]
 StateMode = Literal["contents", "interactions"]
@@ -156,9 +156,9 @@ def _digested(turn: Turn, whole: bool) -> dict[str, Any]:
     entry: dict[str, Any] = {"mode": turn.mode, "prompt": prompt, "reply": reply}
     if turn.outcome != "none":
         entry["outcome"] = turn.outcome
-    fetched = [r.call.label for round_ in turn.tool_rounds for r in round_.results if r.pieces]
-    if fetched:
-        entry["fetched"] = fetched
+    calls = fetched(turn.tool_rounds)
+    if calls:
+        entry["fetched"] = calls
     return entry
 
 

@@ -219,6 +219,33 @@ def error_result(call: ToolCall, message: str) -> ToolResult:
     return ToolResult(call, {"error": text}, "error", (), (("error", sha256_text(text)),))
 
 
+def fetch_again(result: ToolResult) -> str:
+    """The call that fetches a result again: its own, but a run's outputs (the agent's ``run_cell``,
+    engine/agent.py) are read again, never run again."""
+    if result.call.name == "run_cell" and isinstance(result.call.args, dict):
+        return f"cell_outputs({clip(str(result.call.args.get('ref', '')), 60)})"
+    return result.call.label
+
+
+def faded_result(result: ToolResult) -> ToolResult:
+    """contents mode: a result of an earlier turn whose calls stay in the transcript (an agent turn's), which
+    the model can fetch again: its hash and the call that fetches it (the requests of its own turn had it
+    whole: the answer rests on it)."""
+    marker = {"sha256": result.response.get("sha256", ""), "fetch again": fetch_again(result)}
+    return ToolResult(result.call, marker, result.status, (), result.identity)
+
+
+def read_only(rounds: Iterable[ToolRound]) -> bool:
+    """Every call of the rounds is one of the read-only functions (``TOOL_NAMES``): nothing in the notebook
+    changed by them, so naming them is all an earlier turn needs to keep."""
+    return all(r.call.name in TOOL_NAMES for round_ in rounds for r in round_.results)
+
+
+def fetched(rounds: Iterable[ToolRound]) -> list[str]:
+    """The calls that fetch again what the rounds returned whole (an error or ``unchanged`` result is not)."""
+    return [fetch_again(r) for round_ in rounds for r in round_.results if r.pieces]
+
+
 def faded_keys(history: Sequence[Any]) -> set[str]:
     """The pieces the contents-mode transcript no longer holds whole once its turns' results faded: those
     whose latest whole copy came in a function result (a piece a flag sent later stays held)."""

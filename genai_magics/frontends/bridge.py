@@ -405,3 +405,6 @@ class Bridge:
                 on_removed(data["cell"])
 
         self._request("delete_cell", {"cell_id": cell_id}, done, keep)
+
+    def set_outputs(self, cell_id: str, outputs: list[dict[str, Any]], execution_count: int | None, done: Done) -> None:
+        self._request("set_outputs", {"cell_id": cell_id, "outputs": outputs, "execution_count": execution_count}, done)

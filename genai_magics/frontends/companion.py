@@ -301,9 +301,8 @@ class Companion:
             return ""
         new_id = str(data.get("cell_id", ""))
         old_id = cell.get("id") if cell is not None else None
-        if isinstance(old_id, str) and old_id != new_id:
-            self._real[old_id] = new_id
-            new_id = old_id
+        if isinstance(old_id, str):
+            new_id = self._call_by(old_id, new_id)
         self._cells[new_id] = Cell(new_id, source, cell_type_of(cell_type))
         index = self._order.index(after_id) + 1 if after_id in self._order else 0
         self._order.insert(index, new_id)
@@ -322,6 +321,23 @@ class Companion:
         if on_removed is not None and isinstance(data.get("cell"), dict):
             on_removed({**data["cell"], "id": cell_id})  # so that putting it back keeps its id for the kernel
         self._call(done, None)
+
+    def set_outputs(self, cell_id: str, outputs: list[dict[str, Any]], execution_count: int | None, done: Done) -> None:
+        """VS Code sets outputs only by replacing the cell (a new URI); the kernel keeps calling it ``cell_id``."""
+        fields = {"cell_id": self._real.get(cell_id, cell_id), "outputs": outputs, "execution_count": execution_count}
+        try:
+            data = self._request("set_outputs", fields)
+        except CompanionError as exc:
+            self._call(done, str(exc))
+            return
+        self._call_by(cell_id, str(data.get("cell_id", "")))
+        self._call(done, None)
+
+    def _call_by(self, kernel_id: str, uri: str) -> str:
+        """The cell VS Code now names ``uri`` stays ``kernel_id`` for the kernel; returns ``kernel_id``."""
+        if uri and uri != kernel_id:
+            self._real[kernel_id] = uri
+        return kernel_id
 
 
 class CompanionWriter(LiveWriter):

@@ -51,6 +51,10 @@ class LiveNotebook(NotebookView, Protocol):
     def delete_cell(self, cell_id: str, done: Done, on_removed: OnRemoved | None = None) -> None:
         """Delete a cell; ``on_removed`` gets it as the frontend held it, before ``done``."""
 
+    def set_outputs(self, cell_id: str, outputs: list[dict[str, Any]], execution_count: int | None, done: Done) -> None:
+        """Replace a code cell's outputs (nbformat v4 output dicts) and its execution count, as if the
+        frontend had run it (the kernel ran its code for the agent)."""
+
 
 class LiveWriter:
     """Apply writes into the cell in the live notebook."""

@@ -43,7 +43,7 @@ class _Shared:
 _SHARED: list[_Shared] = []  # made by the first proposal of this kernel
 
 
-def _shared_styles(w: Any) -> _Shared:
+def shared_styles(w: Any) -> _Shared:
     """The layouts and styles of every view that never changes its own: each default one is a widget of
     its own (a comm_open with its state), most of what a proposal takes to show. Shared across proposals,
     as ipywidgets allows; nothing here ever changes or closes them."""
@@ -61,6 +61,19 @@ def _shared_styles(w: Any) -> _Shared:
     return _SHARED[0]
 
 
+def undo_button(w: Any, tooltip: str) -> Any:
+    """An Undo button (a proposal's, an agent turn's), in the shared styles."""
+    styles = shared_styles(w)
+    return w.Button(
+        description="Undo",
+        button_style="warning",
+        icon="undo",
+        tooltip=tooltip,
+        layout=styles.button,
+        style=styles.button_style,
+    )
+
+
 class ProposalWidget:
     def __init__(self, controller: ProposalController):
         import ipywidgets as w
@@ -69,9 +82,8 @@ class ProposalWidget:
         self.controller = controller
         self._sides = controller.diff_sides
         self._show_diff(controller.diff)
-        styles = _shared_styles(w)
-        self._layout, self._style = styles.button, styles.button_style
-        shared = {"layout": self._layout, "style": self._style}
+        styles = shared_styles(w)
+        shared = {"layout": styles.button, "style": styles.button_style}
         # Each widget opens with its first state (a later change would be one more comm message each).
         self.view = w.HTML(value=self._view_html(), layout=styles.row, style=styles.html_style)
         self.apply_button = w.Button(
@@ -136,14 +148,7 @@ class ProposalWidget:
         self.apply_button.disabled = not c.enabled("apply")
         self.discard_button.disabled = not c.enabled("discard")
         if self.undo_button is None and c.turn.outcome in ("applied", "undone"):
-            self.undo_button = self._w.Button(
-                description="Undo",
-                button_style="warning",
-                icon="undo",
-                tooltip="Put back the code from before the proposal",
-                layout=self._layout,
-                style=self._style,
-            )
+            self.undo_button = undo_button(self._w, "Put back the code from before the proposal")
             self.undo_button.on_click(lambda _: self.controller.undo())
             self._add_button(self.undo_button)
         if self.undo_button is not None:
@@ -193,7 +198,7 @@ class OutcomeLine:
 
         label = controller.turn.document_label or "the cell"
         self._text = messages.WRITING.render(action=action.capitalize(), label=label)
-        self.view = w.HTML(value=self._html(), style=_shared_styles(w).html_style)
+        self.view = w.HTML(value=self._html(), style=shared_styles(w).html_style)
         self._controller = controller
         controller.listeners.append(self._said)
 

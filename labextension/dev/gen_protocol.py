@@ -9,7 +9,8 @@ VS Code companion's.
 tests/unit/test_comm_schema.py and tests/unit/test_companion_schema.py fail when a protocol.ts and its schema
 differ. Handles what the schemas use: const, enum, $ref, oneOf, arrays, type lists, objects without
 properties, required, additionalProperties; if/then is left to the run-time validation. Strings are
-quoted as the target's .prettierrc.json says, so the file passes its package's prettier.
+quoted, and a union too long for a line broken, as the target's .prettierrc.json says, so the file passes
+its package's prettier.
 """
 
 from __future__ import annotations
@@ -47,10 +48,13 @@ def ts_type(node: dict, quote: str) -> str:
     return PRIMITIVE[kind]
 
 
-def declaration(name: str, node: dict, quote: str) -> str:
+def declaration(name: str, node: dict, quote: str, width: int) -> str:
     doc = f"/** {node['description']} */\n" if "description" in node else ""
     if node.get("type") != "object":
-        return f"{doc}export type I{name} = {ts_type(node, quote)};\n"
+        line = f"export type I{name} = {ts_type(node, quote)};"
+        if len(line) > width and "oneOf" in node:  # as prettier breaks a union too long for one line
+            line = f"export type I{name} =\n" + "\n".join(f"  | {ts_type(n, quote)}" for n in node["oneOf"]) + ";"
+        return f"{doc}{line}\n"
     required = set(node.get("required", []))
     lines = [
         f"  {key}{'' if key in required else '?'}: {ts_type(prop, quote)};" for key, prop in node["properties"].items()
@@ -60,27 +64,29 @@ def declaration(name: str, node: dict, quote: str) -> str:
     return f"{doc}export interface I{name} {{\n" + "\n".join(lines) + "\n}\n"
 
 
-def quote_for(target: Path) -> str:
-    """The string quote of the prettier config that covers ``target`` (prettier's own default: double)."""
+def prettier_config(target: Path) -> dict:
+    """The prettier config that covers ``target`` (none: prettier's defaults)."""
     for folder in target.parents:
         config = folder / ".prettierrc.json"
         if config.is_file():
-            return "'" if json.loads(config.read_text()).get("singleQuote") else '"'
-    return '"'
+            return json.loads(config.read_text())
+    return {}
 
 
-def generate(schema: dict, source: str, quote: str) -> str:
+def generate(schema: dict, source: str, config: dict) -> str:
     head = (
         f"// Generated from {source} by labextension/dev/gen_protocol.py:\n"
         "// do not edit; change the schema and run the script.\n"
     )
-    return head + "".join("\n" + declaration(name, node, quote) for name, node in schema["$defs"].items())
+    quote = "'" if config.get("singleQuote") else '"'
+    width = config.get("printWidth", 80)
+    return head + "".join("\n" + declaration(name, node, quote, width) for name, node in schema["$defs"].items())
 
 
 def main(argv: list[str]) -> int:
     paths = [Path(a).resolve() for a in argv if a != "--check"]
     schema, target = paths if paths else (SCHEMA, TARGET)
-    text = generate(json.loads(schema.read_text()), schema.relative_to(ROOT).as_posix(), quote_for(target))
+    text = generate(json.loads(schema.read_text()), schema.relative_to(ROOT).as_posix(), prettier_config(target))
     if "--check" in argv:
         return 0 if target.read_text() == text else 1
     target.write_text(text)

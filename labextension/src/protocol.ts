@@ -21,6 +21,12 @@ export interface INotebookCell {
   [key: string]: unknown;
 }
 
+/** One nbformat v4 output (stream, display_data, execute_result or error), as a cell's outputs hold it. */
+export interface INotebookOutput {
+  output_type: 'stream' | 'display_data' | 'execute_result' | 'error';
+  [key: string]: unknown;
+}
+
 /** Frontend to kernel: the notebook's cells, in full or what changed since the last one. */
 export interface ISnapshot {
   type: 'snapshot';
@@ -47,12 +53,14 @@ export interface IReply {
 export interface IRequest {
   type: 'request';
   request_id: number;
-  op: 'set_source' | 'insert_cell' | 'delete_cell';
+  op: 'set_source' | 'insert_cell' | 'delete_cell' | 'set_outputs';
   cell_id: string;
   after_id?: string | null;
   source?: string;
   cell_type?: ICellType;
   cell?: INotebookCell;
+  outputs?: INotebookOutput[];
+  execution_count?: number | null;
 }
 
 /** Kernel to frontend: send a full snapshot. */

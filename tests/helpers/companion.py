@@ -44,6 +44,7 @@ class FakeCompanion:
         default = {CELLS[0]: "import os", CELLS[1]: "x = 1", CELLS[2]: "%%gemini_edit\nfix"}
         self.cells: dict[str, str] = dict(cells or default)
         self.types: dict[str, str] = {}
+        self.outputs: dict[str, tuple[list[dict], int | None]] = {}  # URI -> set_outputs' outputs, execution count
         self.requests: list[dict] = []
         self.bad: list[str] = []  # every message outside the schema, from either side
         self.closed = False
@@ -95,8 +96,7 @@ class FakeCompanion:
             after = request["after_id"]
             if after is not None and after not in order:
                 return {"ok": False, "error": "the cell to insert below is no longer in the notebook"}
-            self._made += 1
-            new_id = f"{NB}#new{self._made}"  # VS Code names every new cell, a cell put back too
+            new_id = self._new_uri()  # VS Code names every new cell, a cell put back too
             order.insert(0 if after is None else order.index(after) + 1, new_id)
             self.cells = {i: request["source"] if i == new_id else self.cells[i] for i in order}
             if request["cell_type"] == "markdown":  # as the extension: markdown, else code
@@ -109,7 +109,22 @@ class FakeCompanion:
             kind = self.types.pop(request["cell_id"], "code")
             stored = {"cell_type": kind, "source": source, "language": "python", "metadata": {}, "outputs": []}
             return {"ok": True, "cell_id": request["cell_id"], "cell": stored}
+        if op == "set_outputs":
+            old = request["cell_id"]
+            if old not in self.cells:
+                return {"ok": False, "error": "the cell is no longer in the notebook"}
+            if self.types.get(old, "code") != "code":
+                return {"ok": False, "error": "only a code cell has outputs"}
+            new_id = self._new_uri()  # the extension replaces the cell by a copy with the outputs: a new URI
+            self.cells = {new_id if i == old else i: s for i, s in self.cells.items()}
+            self.outputs.pop(old, None)
+            self.outputs[new_id] = (request["outputs"], request["execution_count"])
+            return {"ok": True, "cell_id": new_id}
         return {"ok": False, "error": f"unknown op {op}"}
+
+    def _new_uri(self) -> str:
+        self._made += 1
+        return f"{NB}#new{self._made}"
 
     def stop(self) -> None:
         self._stop.set()

@@ -9,11 +9,12 @@ It starts a real ipykernel and drives it the way JupyterLab with the
 - before each ``execute_request`` it pushes a snapshot of the cells that
   changed, as a shell ``comm_msg`` with no subshell id (the extension's
   behaviour), then sends the execute request with ``metadata.cellId``;
-- it answers ``set_source`` / ``insert_cell`` / ``delete_cell`` requests by
-  editing its notebook and replying ``ok`` or an error, as the extension does:
+- it answers ``set_source`` / ``insert_cell`` / ``delete_cell`` / ``set_outputs``
+  requests by editing its notebook and replying ``ok`` or an error, as the extension does:
   ``delete_cell`` replies with the removed cell's nbformat JSON (id, metadata,
   outputs, execution count), ``insert_cell`` with a ``cell`` puts that JSON
-  back as it was, right below ``after_id``;
+  back as it was, right below ``after_id``, ``set_outputs`` replaces a code
+  cell's outputs and execution count;
 - it tracks ipywidgets models (``jupyter.widget`` comm_open / comm_msg) so a
   test can click a button with :meth:`FakeFrontend.click`.
 
@@ -503,6 +504,13 @@ class FakeFrontend:
             cell = self._find(req.get("cell_id"))
             self.notebook.remove(cell)
             return {"cell_id": cell.id, "cell": cell.to_json()}
+        if op == "set_outputs":
+            cell = self._find(req.get("cell_id"))
+            if cell.cell_type != "code":
+                raise ValueError("only a code cell has outputs")  # the words of labextension/src/cells.ts
+            cell.outputs = copy.deepcopy(req["outputs"])
+            cell.execution_count = req["execution_count"]
+            return {"cell_id": cell.id}
         raise ValueError(f"unknown request {op}")
 
     def _find(self, cell_id: Any, what: str = "the cell") -> FakeCell:

@@ -136,6 +136,33 @@ def test_insert_and_delete(ff):
     assert view(ff) == notebook(ff)
 
 
+RAN = [
+    {"output_type": "stream", "name": "stdout", "text": "3\n"},
+    {"output_type": "error", "ename": "ValueError", "evalue": "no", "traceback": ["ValueError: no"]},
+]
+
+
+def test_set_outputs_and_a_new_cell_named_at_once(ff):
+    """set_outputs replaces a code cell's outputs and execution count; a cell just inserted is named in
+    set_outputs, set_source and delete_cell by the id insert_cell returned, before any reply came."""
+    run = ff.execute_code(
+        f"res = []\nB.set_outputs('b', {RAN!r}, 7, res.append)\n"
+        "new_id = B.insert_cell('b', 'print(1)', 'code', res.append)\n"
+        f"B.set_outputs(new_id, {RAN[:1]!r}, 8, res.append)\n"
+        "B.set_source(new_id, 'print(3)', res.append)\n"
+        f"B.set_outputs('notes', {RAN!r}, 9, res.append)\n"
+        "print(new_id)"
+    )
+    new_id = run.stdout.strip()
+    assert kernel_json(ff, "res") == [None, None, None, None, "only a code cell has outputs"]
+    assert (ff.cell("b").outputs, ff.cell("b").execution_count) == (RAN, 7)
+    new = ff.cell(new_id)
+    assert (new.source, new.outputs, new.execution_count) == ("print(3)", RAN[:1], 8)
+    assert ff.cell("notes").outputs == []
+    ff.execute_code(f"B.delete_cell({new_id!r}, res.append)")
+    assert kernel_json(ff, "res")[-1] is None and new_id not in [c.id for c in ff.cells]
+
+
 def test_request_without_reply_times_out():
     with FakeFrontend(cells=[("a", "x = 1")]) as ff:
         ff.execute_code(

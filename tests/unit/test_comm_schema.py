@@ -62,6 +62,18 @@ def test_the_bridge_modules_use_the_generated_types():
         ("Reply", {"type": "reply", "request_id": 1, "ok": "yes"}),
         ("Request", {"type": "request", "request_id": 1, "op": "set_source", "cell_id": "a"}),  # no source
         ("Request", {"type": "request", "request_id": 1, "op": "rename", "cell_id": "a"}),
+        ("Request", {"type": "request", "request_id": 1, "op": "set_outputs", "cell_id": "a", "outputs": []}),
+        (
+            "Request",
+            {
+                "type": "request",
+                "request_id": 1,
+                "op": "set_outputs",
+                "cell_id": "a",
+                "execution_count": 2,
+                "outputs": [{"output_type": "update_display_data"}],
+            },
+        ),
         ("CommOpen", {"version": 2}),
     ],
 )

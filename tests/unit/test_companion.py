@@ -150,6 +150,46 @@ def test_a_notebook_proposal_applied_and_undone_through_the_companion_puts_every
     assert {r["op"] for r in channel.requests} == {"snapshot", "set_source", "insert_cell", "delete_cell"}
 
 
+RAN = [
+    {"output_type": "stream", "name": "stdout", "text": "3\n"},
+    {"output_type": "execute_result", "execution_count": 7, "data": {"text/plain": "9"}, "metadata": {}},
+]
+
+
+def test_set_outputs_replaces_the_cell_and_the_kernel_keeps_calling_it_by_its_name(channel):
+    """VS Code sets outputs by replacing the cell (a new URI): snapshots and later edits still use the old
+    name; an inserted cell is named at once in set_outputs, set_source and delete_cell."""
+    companion = _companion(channel)
+    companion.cells()
+    results: list[str | None] = []
+    companion.set_outputs(CELLS[1], RAN, 7, results.append)
+    assert results == [None]
+    assert CELLS[1] not in channel.cells and list(channel.outputs.values()) == [(RAN, 7)]
+    assert [c.id for c in companion.cells()] == CELLS
+    companion.set_source(CELLS[1], "x = 3", results.append)
+    assert results == [None, None] and list(channel.cells.values())[1] == "x = 3"
+
+    new_id = companion.insert_cell(CELLS[1], "print(3)", "code", results.append)
+    companion.set_outputs(new_id, RAN[:1], 8, results.append)
+    companion.set_source(new_id, "print(4)", results.append)
+    assert results == [None] * 5 and list(channel.cells.values())[2] == "print(4)"
+    assert (RAN[:1], 8) in channel.outputs.values()
+    assert [c.id for c in companion.cells()] == [CELLS[0], CELLS[1], new_id, CELLS[2]]
+    companion.delete_cell(new_id, results.append)
+    assert results == [None] * 6 and len(channel.cells) == 3
+
+
+def test_set_outputs_of_a_markdown_cell_or_a_gone_one_is_refused(channel):
+    channel.types[CELLS[0]] = "markdown"
+    companion = _companion(channel)
+    companion.cells()
+    results: list[str | None] = []
+    companion.set_outputs(CELLS[0], RAN, 1, results.append)
+    companion.set_outputs(f"{NB}#gone", RAN, 1, results.append)
+    assert results == ["only a code cell has outputs", "the cell is no longer in the notebook"]
+    assert channel.outputs == {}
+
+
 def test_a_request_outside_the_schema_fails_the_stand_in(channel):
     companion = _companion(channel)
     companion.cells()

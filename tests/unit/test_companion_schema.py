@@ -51,6 +51,8 @@ def test_the_companion_modules_use_the_generated_types():
         ("Request", {**HEAD, "op": "insert_cell", "after_id": None, "source": "", "cell_type": "heading"}),
         ("Request", {**HEAD, "op": "rename", "cell_id": "a"}),
         ("Request", {**HEAD, "version": 2, "op": "snapshot"}),
+        ("Request", {**HEAD, "op": "set_outputs", "cell_id": "a", "outputs": []}),  # no execution_count
+        ("Request", {**HEAD, "op": "set_outputs", "cell_id": "a", "outputs": [{"text": "x"}], "execution_count": 1}),
         ("Reply", {"request_id": 1, "ok": True, "cells": [{"id": "a", "cell_type": "code"}], "path": ""}),
         ("Reply", {"request_id": 1, "ok": True, "cell_id": "a", "cell": {**STORED, "language": None}}),
         ("Reply", {"request_id": 1, "ok": False}),  # no error
@@ -67,6 +69,16 @@ def test_the_schema_refuses_what_no_side_may_write(definition, message):
     [
         ("Request", {**HEAD, "op": "insert_cell", "after_id": "a", "source": "", "cell_type": "raw", "cell": STORED}),
         ("Request", {**HEAD, "op": "insert_cell", "after_id": None, "source": "", "cell_type": "code"}),
+        (
+            "Request",
+            {
+                **HEAD,
+                "op": "set_outputs",
+                "cell_id": "a",
+                "outputs": [{"output_type": "error"}],
+                "execution_count": None,
+            },
+        ),
         ("Reply", {"request_id": 1, "ok": True, "cell_id": "a", "cell": STORED}),
         ("Reply", {"request_id": 1, "ok": True, "cells": [], "path": "/n.ipynb"}),
     ],

@@ -89,6 +89,23 @@ def test_a_result_received_counts_as_held_and_an_older_one_becomes_the_call_that
     assert [u.get("fetched") for u in users] == [["inspect_variable(df)"]] * 2
 
 
+def test_an_agent_turns_calls_stay_in_the_transcript_each_result_a_marker_a_run_read_again():
+    conv = Conversation("c")
+    plan = conv.plan_turn("ask", "run it", None)
+    held = holdings(1, {}, {}, plan.pieces)
+    ran = held.answer(ToolCall("run_cell", {"ref": "7"}, id="r1"), [ContextPiece("outputs", "Out: 3", "7")])
+    model = {"role": "model", "parts": [{"functionCall": {"id": "r1", "name": "run_cell", "args": {"ref": "7"}}}]}
+    conv.commit(plan, "ran it", tool_rounds=(ToolRound((ran,), model),))
+    _tool_turn(conv, "2", ContextPiece("variables", "df v1", "df"))  # a read-only turn after it
+    contents = build_contents(conv.history, conv.plan_turn("ask", "3", None))
+    # the run changed the notebook: its call and a marker stay (read again, never run again) ...
+    kinds = [next(iter(c["parts"][0])) for c in contents]
+    assert kinds == ["text", "functionCall", "functionResponse", "text", "text", "text", "text"]
+    assert contents[2]["parts"][0]["functionResponse"]["response"]["fetch again"] == "cell_outputs(7)"
+    # ... the read-only turn keeps only the call's name
+    assert json.loads(contents[4]["parts"][0]["text"])["fetched"] == ["inspect_variable(df)"]
+
+
 def test_a_turn_with_calls_reads_back_from_the_record_whole():
     conv = Conversation("c")
     _tool_turn(conv, "1", ContextPiece("variables", "df v1", "df"))

@@ -37,6 +37,12 @@ export interface IOutput {
   metadata?: Record<string, unknown>;
 }
 
+/** One nbformat v4 output (stream, display_data, execute_result or error), as a .ipynb file holds it. */
+export interface INotebookOutput {
+  output_type: 'stream' | 'display_data' | 'execute_result' | 'error';
+  [key: string]: unknown;
+}
+
 /** What a removed cell was, so Undo puts it back exactly; id: the kernel's name for it, added by the kernel when it sends the cell back. */
 export interface IStoredCell {
   id?: string;
@@ -93,8 +99,25 @@ export interface IDeleteCellRequest {
   cell_id: string;
 }
 
+/** Kernel: replace a code cell's outputs and execution count (a cell the kernel ran for the agent). */
+export interface ISetOutputsRequest {
+  version: 1;
+  request_id: number;
+  notebook: string;
+  reply_to: string;
+  op: 'set_outputs';
+  cell_id: string;
+  outputs: INotebookOutput[];
+  execution_count: number | null;
+}
+
 /** Kernel: a request file in the companion's inbox. */
-export type IRequest = ISnapshotRequest | ISetSourceRequest | IInsertCellRequest | IDeleteCellRequest;
+export type IRequest =
+  | ISnapshotRequest
+  | ISetSourceRequest
+  | IInsertCellRequest
+  | IDeleteCellRequest
+  | ISetOutputsRequest;
 
 /** Companion: the notebook's file and its cells in order. */
 export interface ISnapshotReply {
@@ -104,7 +127,7 @@ export interface ISnapshotReply {
   cells: ICell[];
 }
 
-/** Companion: a cell's text set, or a cell inserted (cell_id: its URI). */
+/** Companion: a cell's text or outputs set, or a cell inserted (cell_id: its URI). */
 export interface IEditReply {
   request_id: number;
   ok: true;
