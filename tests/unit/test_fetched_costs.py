@@ -51,6 +51,20 @@ def test_after_a_large_fetched_result_the_next_turn_starts_a_chain_seeded_with_m
     assert third["json"]["previous_interaction_id"] == request["interaction_id"]  # nothing fetched since
 
 
+def test_after_an_agent_turn_that_changed_the_notebook_the_chain_is_continued(notebook, stub):
+    """The seed would keep only the agent turn's answer; the chain keeps what it did."""
+    insert = {"name": "insert_cell", "args": {"after": "small", "source": "y = 2"}}
+    reads = [{"name": "cell_outputs", "args": {"ref": ref}} for ref in ("big", "wide")]
+    stub.script_tools([[insert, *reads]])
+    acted = notebook.run("%%gemini_agent --state interactions --new\nadd a cell after reading both", cell_id="g")
+    assert acted.stderr == ""
+    assert "row_01099" in str(api_requests(stub)[1]["json"]["input"])  # the outputs went whole
+    sent = len(api_requests(stub))
+    notebook.run("%%gemini_ask --state interactions\nand in one word?", cell_id="m2")
+    request = api_requests(stub)[sent]
+    assert request["json"]["previous_interaction_id"] == api_requests(stub)[sent - 1]["interaction_id"]
+
+
 def test_a_chain_without_fetched_results_is_continued(notebook, stub):
     notebook.run("%%gemini_ask --state interactions --new --no-tools\nhello", cell_id="m1")
     notebook.run("%%gemini_ask --state interactions --no-tools\nagain", cell_id="m2")
