@@ -131,7 +131,9 @@ async function answer(notebook: vscode.NotebookDocument, request: IRequest): Pro
       const cell = notebook.cellAt(index);
       const { outputs, executionCount } = runOutputs(cellType(cell), request);
       const data = new vscode.NotebookCellData(cell.kind, cell.document.getText(), cell.document.languageId);
-      data.metadata = { ...cell.metadata };
+      // the .ipynb writer takes a cell's execution count from its metadata, which VS Code keeps in step only
+      // for a cell it ran
+      data.metadata = { ...cell.metadata, execution_count: executionCount };
       data.outputs = outputs.map(output => cellOutput(outputSpec(output)));
       if (executionCount !== null) {
         const success = !outputs.some(output => output.output_type === 'error');
