@@ -2,7 +2,8 @@
 
 The kernel runs a cell's code itself and sets what it showed under that cell through the bridge: the
 page shows the outputs and the execution count under the cell, as if it had been run there, also
-under a cell the kernel inserted a moment before; the saved file holds them as nbformat.
+under a cell the kernel inserted a moment before (named at once by the id the kernel gave it, in
+set_outputs, set_source and delete_cell); the saved file holds them as nbformat.
 """
 
 from __future__ import annotations
@@ -40,8 +41,11 @@ def test_outputs_set_by_the_kernel_show_under_the_cell_and_a_new_one(jupyter_ser
             (
                 "runner",
                 f"res = []\nB.set_outputs('target', {RAN!r}, 42, res.append)\n"
-                "new = B.insert_cell('target', 'print(2)', 'code', res.append)\n"
-                f"B.set_outputs(new, {NEW!r}, 43, res.append)",
+                "new = B.insert_cell('target', 'print(1)', 'code', res.append)\n"
+                f"B.set_outputs(new, {NEW!r}, 43, res.append)\n"
+                "B.set_source(new, 'print(2)', res.append)\n"
+                "gone = B.insert_cell(new, 'x = 0', 'code', res.append)\n"
+                "B.delete_cell(gone, res.append)",
             ),
             ("check", "print('RES', res, 'OUTSIDE THE SCHEMA', _bridge_bad)"),
         ],
@@ -61,7 +65,7 @@ def test_outputs_set_by_the_kernel_show_under_the_cell_and_a_new_one(jupyter_ser
     expect(nb.output(2)).to_have_text("2")
     nb.shot("outputs-set")
     nb.run(4)
-    expect(nb.output(4)).to_contain_text("RES [None, None, None] OUTSIDE THE SCHEMA []")
+    expect(nb.output(4)).to_contain_text(f"RES {[None] * 6} OUTSIDE THE SCHEMA []")
 
     cells = {c["id"]: c for c in save(page, nb, path)}
     assert cells["target"]["execution_count"] == 42 and cells["target"]["source"] == "y = 1"

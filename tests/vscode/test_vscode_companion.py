@@ -152,15 +152,19 @@ NEW = [{"output_type": "stream", "name": "stdout", "text": "2\n"}]
 
 def test_outputs_set_by_the_kernel_show_under_the_cell_and_a_new_one(page, code_server, workspace, artifacts, stub):
     """set_outputs (the agent's run_cell): the outputs and the execution count under the cell, as a run there
-    leaves them, also under a cell inserted a moment before; the kernel keeps calling the cell (which VS Code
-    replaced) by its name; the saved file holds the outputs as nbformat."""
+    leaves them, also under a cell inserted a moment before (named at once in set_outputs, set_source and
+    delete_cell); the kernel keeps calling the cell (which VS Code replaced) by its name; the saved file holds
+    the outputs as nbformat."""
     runner = (
         "from genai_magics.kernel.shell_state import state_of\n"
         "C = state_of(get_ipython()).companion\n"
         "target = C.cells()[1].id\n"
         f"res = []\nC.set_outputs(target, {RAN!r}, 42, res.append)\n"
-        "new = C.insert_cell(target, 'print(2)', 'code', res.append)\n"
-        f"C.set_outputs(new, {NEW!r}, 43, res.append)"
+        "new = C.insert_cell(target, 'print(1)', 'code', res.append)\n"
+        f"C.set_outputs(new, {NEW!r}, 43, res.append)\n"
+        "C.set_source(new, 'print(2)', res.append)\n"
+        "gone = C.insert_cell(new, 'x = 0', 'code', res.append)\n"
+        "C.delete_cell(gone, res.append)"
     )
     check = "print('RES', res, [c.id for c in C.cells()][1:3] == [target, new])"
     nb = _open(page, code_server, workspace, artifacts, ["%load_ext genai_magics", "y = 1", runner, check])
@@ -174,7 +178,7 @@ def test_outputs_set_by_the_kernel_show_under_the_cell_and_a_new_one(page, code_
     assert nb.execution_order(2) == "[43]"
     nb.shot("outputs-set")
     nb.run(4)
-    nb.wait_output(r"RES \[None, None, None\] True")
+    nb.wait_output(r"RES \[None, None, None, None, None, None\] True")
 
     cells = nb.save().cells
     assert [c.source for c in cells[1:3]] == ["y = 1", "print(2)"]
