@@ -42,8 +42,8 @@ def test_outputs_set_by_the_kernel_show_under_the_cell_and_a_new_one(jupyter_ser
                 "runner",
                 f"res = []\nB.set_outputs('target', {RAN!r}, 42, res.append)\n"
                 "new = B.insert_cell('target', 'print(1)', 'code', res.append)\n"
-                f"B.set_outputs(new, {NEW!r}, 43, res.append)\n"
                 "B.set_source(new, 'print(2)', res.append)\n"
+                f"B.set_outputs(new, {NEW!r}, 43, res.append)\n"
                 "gone = B.insert_cell(new, 'x = 0', 'code', res.append)\n"
                 "B.delete_cell(gone, res.append)",
             ),

@@ -161,8 +161,8 @@ def test_outputs_set_by_the_kernel_show_under_the_cell_and_a_new_one(page, code_
         "target = C.cells()[1].id\n"
         f"res = []\nC.set_outputs(target, {RAN!r}, 42, res.append)\n"
         "new = C.insert_cell(target, 'print(1)', 'code', res.append)\n"
-        f"C.set_outputs(new, {NEW!r}, 43, res.append)\n"
         "C.set_source(new, 'print(2)', res.append)\n"
+        f"C.set_outputs(new, {NEW!r}, 43, res.append)\n"
         "gone = C.insert_cell(new, 'x = 0', 'code', res.append)\n"
         "C.delete_cell(gone, res.append)"
     )
