@@ -1,6 +1,6 @@
 """genai_magics: stateful Gemini cell magics for Jupyter.
 
-``%load_ext genai_magics`` registers ``%%gemini_ask``, ``%%gemini_edit`` and ``%gemini``.
+``%load_ext genai_magics`` registers ``%%gemini_ask``, ``%%gemini_edit``, ``%%gemini_agent`` and ``%gemini``.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def load_ipython_extension(ipython) -> None:
 
     magics.transformers.append((ipython.input_transformers_cleanup, one_line_questions))
     if getattr(ipython, "kernel", None) is not None and waiting.mechanism() == "async":
-        magics.transformers.append((ipython.input_transformers_post, waiting.await_edit_magic(ipython)))
+        magics.transformers.append((ipython.input_transformers_post, waiting.await_lone_magic(ipython)))
     for transformers, transform in magics.transformers:
         transformers.append(transform)
 
@@ -62,7 +62,7 @@ def unload_ipython_extension(ipython) -> None:
             transformers.remove(transform)
     magics.transformers.clear()
     for kind in ("cell", "line"):
-        for name in ("gemini_ask", "gemini_edit", "gemini"):
+        for name in ("gemini_ask", "gemini_edit", "gemini_agent", "gemini"):
             ipython.magics_manager.magics[kind].pop(name, None)
     if state.bridge is not None:
         state.bridge.close()

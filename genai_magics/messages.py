@@ -807,3 +807,34 @@ UNKNOWN_TOOLS = note(
     "tools: {names} is not one of the functions the model may call ({known}); the setting stays as it was",
     documented=True,
 )
+
+# -- the agent (%%gemini_agent: engine/agent.py, frontends/agent_actions.py): one line a step -----------
+AGENT_INSERTED = note("AGENT_INSERTED", "✎ inserted cell {id} after {after} ({lines} lines)")
+AGENT_EDITED = note("AGENT_EDITED", "✎ edited {label} ({count} edits)")
+AGENT_DELETED = note("AGENT_DELETED", "✗ deleted {label}")
+AGENT_RAN = note("AGENT_RAN", "▶ ran {label}: {chars:,} chars")
+AGENT_STEPS_LIMIT = note(
+    "AGENT_STEPS_LIMIT",
+    "{count} agent steps: the limit (max_agent_steps); the model is asked to answer without functions",
+    documented=True,
+)
+AGENT_OWN_CELL = part(
+    "AGENT_OWN_CELL", "{name}: {label} is the cell running this agent turn: never touched", documented=True
+)
+AGENT_MAGIC_CELL = part(
+    "AGENT_MAGIC_CELL", "{name}: {label} holds a %%gemini_* magic: the agent never touches it", documented=True
+)
+AGENT_CANNOT_RUN = part("AGENT_CANNOT_RUN", "this frontend cannot run cells", documented=True)
+AGENT_CANNOT_WAIT = part(
+    "AGENT_CANNOT_WAIT",
+    "approval cannot be waited for here: the agent cell must hold the %%gemini_agent magic alone "
+    "(and the kernel be ipykernel >= 7.4)",
+    documented=True,
+)
+AGENT_EDIT_REFUSED = part("AGENT_EDIT_REFUSED", "edit_cell: nothing written: {why}", documented=True)
+AGENT_WRITE_FAILED = part("AGENT_WRITE_FAILED", "{name}: the frontend did not make the change: {error}")
+AGENT_PROPOSAL = note(
+    "AGENT_PROPOSAL",
+    "no live notebook here: the agent's {count} change(s) are one --notebook proposal below (Copy)",
+    documented=True,
+)

@@ -12,7 +12,7 @@ from .text import clip
 CellType = Literal["code", "markdown", "raw"]
 _BY_NAME: dict[str, CellType] = {name: name for name in get_args(CellType)}
 
-MAGIC_PREFIXES = ("%%gemini_ask", "%%gemini_edit")
+MAGIC_PREFIXES = ("%%gemini_ask", "%%gemini_edit", "%%gemini_agent")
 # Lines that only steer the assistant; a cell made of nothing else is not code to work on.
 _STEERING_LINES = ("%gemini", "%load_ext genai_magics", "%reload_ext genai_magics", "%config GeminiMagics")
 

@@ -30,7 +30,12 @@ same kernel is always live.
    compared; a recorded key with no settings hash (a record written before it was kept)
    matches any settings; and the document may be any version of the turn's document the
    conversation knew from that turn on (its base, a proposal later applied), as Run All
-   runs the code cells as they are now. A document on one side only never matches.
+   runs the code cells as they are now; for an agent turn (``agent`` among its flags) also a
+   text its own ``edit_cell`` or ``insert_cell`` calls wrote (their results carry its short SHA-256:
+   the cell above the agent cell may be one it inserted), and its
+   function calls are not answered again (they read what the turn itself changed; its inserts,
+   edits, deletes and runs are never made again by a replay). A document on one side only never
+   matches.
 5. A replayed turn moves the cursor on; after the last turn the record holds, the
    conversation's document is the one it had after it.
 6. Continue: replay ends at the cursor and the conversation goes on after its last
@@ -51,6 +56,7 @@ from typing import Any
 from .cells import DocumentKey, key_from_store, stored_key
 from .context import SECONDARY_FIELD, ContextPiece
 from .conversation import Conversation, SyncState, Turn
+from .hashing import short
 from .outputs import held_after_restore
 
 
@@ -219,6 +225,14 @@ def _versions_from(history: list[Turn], position: int) -> set[str]:
             versions.add(t.base_sha256)
         if t.proposal_sha256 and t.outcome == "applied":
             versions.add(t.proposal_sha256)
+        versions.update(
+            r.response["sha256"]
+            for round_ in t.tool_rounds
+            for r in round_.results
+            if r.call.name in ("edit_cell", "insert_cell")
+            and r.status == "whole"
+            and isinstance(r.response.get("sha256"), str)
+        )
     return versions
 
 
@@ -245,7 +259,7 @@ def replay_match(rec: RecordedConversation, key: TurnKey) -> Turn | None:
         return None
     if (key.document_sha256 is None) != (was.document_sha256 is None):
         return None
-    if key.document_sha256 is not None and key.document_sha256 not in _versions_from(
+    if key.document_sha256 is not None and not {key.document_sha256, short(key.document_sha256)} & _versions_from(
         rec.conversation.history, rec.cursor
     ):
         return None

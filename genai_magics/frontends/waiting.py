@@ -6,8 +6,9 @@ Two ways exist:
 
 * ipykernel >= 7.4 dispatches comm messages while an async cell awaits. A cell
   becomes async only if its code awaits, so a post input transformer rewrites a
-  cell that is *exactly one* ``%gemini_edit`` / ``%%gemini_edit`` call (as
-  IPython spells it) into ``await awaited_call(lambda: <that call>)``, and only
+  cell that is *exactly one* ``%gemini_edit`` / ``%%gemini_edit`` call, or
+  one ``%gemini_agent`` / ``%%gemini_agent`` call (as IPython spells it)
+  into ``await awaited_call(lambda: <that call>)``, and only
   when the shell will run it on asyncio (autoawait on). ``awaited_call`` marks
   the call as awaited; the magic returns something to await only when it sees
   that mark. Any other spelling (a ``for`` loop, more statements, ``%autoawait
@@ -15,7 +16,9 @@ Two ways exist:
 * ipykernel 6 with jupyter-ui-poll: a blocking wait pumps the messages, in any
   spelling.
 
-ipykernel 7.0-7.3 process no comm message while a cell waits: Apply is staged.
+ipykernel 7.0-7.3 process no comm message while a cell waits: Apply is staged. An agent cell that
+is not awaited still writes, but cannot wait for an approval or a frontend's reply (its ``run_cell``
+gets an error result the model reads).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from typing import Any, Literal
 from . import kernel_compat
 
 Mechanism = Literal["async", "poll"]
-_EDIT = "'gemini_edit'"
+_AWAITED_MAGICS = ("gemini_edit", "gemini_agent")  # the magics whose lone call is awaited
 _MAGIC_CALLS = ("run_cell_magic", "run_line_magic")
 _awaited: contextvars.ContextVar[bool] = contextvars.ContextVar("genai_magics_awaited", default=False)
 
@@ -59,8 +62,8 @@ async def awaited_call(call: Callable[[], Any]) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
-def _is_edit_call(node: ast.AST) -> bool:
-    """``get_ipython().run_cell_magic('gemini_edit', ...)`` or the ``run_line_magic`` form."""
+def _is_awaited_call(node: ast.AST) -> bool:
+    """``get_ipython().run_cell_magic('gemini_edit', ...)`` (or ``'gemini_agent'``) or the ``run_line_magic`` form."""
     return (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
@@ -70,28 +73,28 @@ def _is_edit_call(node: ast.AST) -> bool:
         and node.func.value.func.id == "get_ipython"
         and bool(node.args)
         and isinstance(node.args[0], ast.Constant)
-        and node.args[0].value == "gemini_edit"
+        and node.args[0].value in _AWAITED_MAGICS
     )
 
 
-def sole_edit_call(code: str) -> str | None:
-    """The call's source when ``code`` is one statement that is exactly an edit magic call."""
-    if _EDIT not in code:  # cheap: most cells are not
+def sole_awaited_call(code: str) -> str | None:
+    """The call's source when ``code`` is one statement that is exactly an edit or agent magic call."""
+    if not any(f"'{name}'" in code for name in _AWAITED_MAGICS):  # cheap: most cells are not
         return None
     try:
         tree = ast.parse(code)
     except SyntaxError:
         return None
-    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Expr) or not _is_edit_call(tree.body[0].value):
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Expr) or not _is_awaited_call(tree.body[0].value):
         return None
     return ast.get_source_segment(code, tree.body[0].value)
 
 
-def await_edit_magic(shell: Any) -> Callable[[list[str]], list[str]]:
-    """An IPython post input transformer making a lone edit magic call an awaited one."""
+def await_lone_magic(shell: Any) -> Callable[[list[str]], list[str]]:
+    """An IPython post input transformer making a lone edit or agent magic call an awaited one."""
 
     def transform(lines: list[str]) -> list[str]:
-        call = sole_edit_call("".join(lines))
+        call = sole_awaited_call("".join(lines))
         if call is None or not kernel_compat.runs_async_cells(shell):
             return lines
         return [

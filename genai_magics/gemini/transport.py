@@ -21,6 +21,7 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..engine.agent import AGENT_INSTRUCTION, agent_declarations
 from ..engine.contents import Contents, Rendered, Squeeze, render
 from ..engine.conversation import Turn, TurnPlan, Usage
 from ..engine.outputs import interaction_inputs
@@ -140,10 +141,13 @@ class _Transport:
         self.squeeze: Squeeze | None = None
 
     def instruction(self) -> str:
-        return f"{SYSTEM_INSTRUCTION}{TOOLS_INSTRUCTION}\n" if self.tools else SYSTEM_INSTRUCTION
+        if not self.tools:
+            return SYSTEM_INSTRUCTION
+        acting = f"{AGENT_INSTRUCTION}\n" if agent_declarations(self.tools) else ""
+        return f"{SYSTEM_INSTRUCTION}{TOOLS_INSTRUCTION}\n{acting}"
 
     def declared(self) -> list[dict[str, Any]]:
-        return declarations(self.tools)
+        return declarations(self.tools) + agent_declarations(self.tools)
 
 
 class ContentsTransport(_Transport):

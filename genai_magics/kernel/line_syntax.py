@@ -3,7 +3,7 @@
 IPython turns any line ending in ``?`` into a help lookup (its ``HelpEnd``
 token transformer) before a magic sees it, so ``%gemini_ask what does parse
 do?`` would print "Object `do` not found". A cleanup transformer (these run
-before the token transformers) writes lines starting with ``%gemini_ask`` /
+before the token transformers) writes lines starting with ``%gemini_ask``, ``%gemini_agent`` /
 ``%gemini_edit`` as the magic call IPython would have made itself, and
 touches nothing else (``%%`` cells, ``%gemini_ask?`` help, other lines).
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-_LINE = re.compile(r"^([ \t]*)%(gemini_ask|gemini_edit)(?=[ \t])(.*?)(\r?\n)?$")
+_LINE = re.compile(r"^([ \t]*)%(gemini_ask|gemini_edit|gemini_agent)(?=[ \t])(.*?)(\r?\n)?$")
 
 
 def _call(match: re.Match) -> str:

@@ -14,14 +14,30 @@ from ..engine.conversation import STATE_MODES, Mode
 from ..sources.explicit import ExplicitContext
 from ..turn.requests import TurnRequest
 
+# The flags an agent turn takes (``%%gemini_agent``): the others keep their defaults there.
+AGENT_FLAGS = (
+    "--cell",
+    "--conversation",
+    "--new",
+    "--model",
+    "--state",
+    "--dry-run",
+    "--error",
+    "--vars",
+    "--rerun",
+    "--outputs",
+    "--approve",
+)
+APPROVALS = ("runs", "all", "none")  # agent_approve: what waits for the user's click
+
 
 def turn_arguments(magic: str, form: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """The flags shared by %%gemini_ask and %%gemini_edit, and the help of ``form``
-    ("cell": the prompt is the cell body; "line": the words after the flags)."""
+    """The flags shared by %%gemini_ask and %%gemini_edit (%%gemini_agent: ``AGENT_FLAGS``), and the help
+    of ``form`` ("cell": the prompt is the cell body; "line": the words after the flags)."""
+    agent = magic == "gemini_agent"
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
-        decorators = [
-            magic_arguments(),
+        flags = [
             argument(
                 "--cell",
                 metavar="REF",
@@ -86,9 +102,21 @@ def turn_arguments(magic: str, form: str) -> Callable[[Callable[..., Any]], Call
                 action="store_true",
                 help="offer the model no function to call this turn (no declarations sent)",
             ),
-            argument("words", nargs="*", help=argparse.SUPPRESS if form == "cell" else "the prompt"),
+            argument(
+                "--approve",
+                choices=APPROVALS,
+                metavar="WHAT",
+                help="what waits for your click this turn: runs (each run_cell), all (every change too) or none "
+                "(default: %%config GeminiMagics.agent_approve)",
+            ),
         ]
-        for decorator in reversed(decorators):
+        names = ["--cell", "--notebook", "--conversation", "--new", "--model", "--state", "--no-context"]
+        names += ["--dry-run", "--interpolate", "--error", "--vars", "--rerun", "--no-outputs", "--outputs"]
+        names += ["--no-tools", "--approve"]
+        wanted = AGENT_FLAGS if agent else tuple(n for n in names if n != "--approve")
+        chosen = [flag for name, flag in zip(names, flags, strict=True) if name in wanted]
+        words = argument("words", nargs="*", help=argparse.SUPPRESS if form == "cell" else "the prompt")
+        for decorator in reversed([magic_arguments(), *chosen, words]):
             func = decorator(func)
         func.parser.allow_abbrev = False  # type: ignore[attr-defined]  # a mistyped flag is an error, not a guess
         # argparse %-formats the usage: '%%' is one '%'.
@@ -118,10 +146,12 @@ def plain_help(usage: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]
     return decorate
 
 
-def turn_request(mode: Mode, args: argparse.Namespace, asked: ExplicitContext) -> TurnRequest:
-    """The request a turn magic's parsed flags and its gathered context make."""
+def turn_request(mode: Mode, args: argparse.Namespace, asked: ExplicitContext, agent: bool = False) -> TurnRequest:
+    """The request a turn magic's parsed flags and its gathered context make (``agent``: %%gemini_agent's,
+    an ask that may act)."""
     return TurnRequest(
         mode=mode,
+        agent=agent,
         prompt=asked.prompt,
         conversation=args.conversation,
         cell=args.cell,
@@ -138,6 +168,14 @@ def turn_request(mode: Mode, args: argparse.Namespace, asked: ExplicitContext) -
         output_cells=tuple(ref.strip() for ref in (args.outputs or "").split(",") if ref.strip()),
         tools=not args.no_tools,
     )
+
+
+def with_defaults(args: argparse.Namespace) -> argparse.Namespace:
+    """An agent magic's parsed flags with the flags it does not take at their defaults (as not given)."""
+    for name in ("notebook", "no_context", "interpolate", "no_outputs", "no_tools"):
+        setattr(args, name, getattr(args, name, False))
+    args.approve = getattr(args, "approve", None)
+    return args
 
 
 def documented(doc: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -13,6 +13,7 @@ import copy
 import functools
 from argparse import Namespace
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 
 from IPython.core.error import UsageError
@@ -21,19 +22,26 @@ from IPython.core.magic import cell_magic, line_magic, magics_class, no_var_expa
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from .. import messages
-from ..engine.conversation import Mode
+from ..engine.agent import agent_results, step_line
+from ..engine.cells import WHOLE_NOTEBOOK, is_genai_magic
+from ..engine.conversation import Mode, Turn
 from ..engine.errors import UserError
+from ..engine.hashing import sha256_text
+from ..engine.notebook_text import notebook_text
 from ..engine.redaction import redact, remember_keys
 from ..frontends import frontend as frontends
-from ..frontends import kernel_compat
+from ..frontends import kernel_compat, waiting
+from ..frontends.agent_actions import AgentActions, RunCell, TurnView, cannot_run
 from ..frontends.bridge import Bridge
 from ..frontends.cell_writer import write_staged
+from ..frontends.live_notebook import LiveNotebook
 from ..frontends.notebook_view import path_of_cell_uri
 from ..frontends.terminal import is_terminal, typed_source
 from ..sources.explicit import explicit_context
 from ..sources.tools import ShellReader
 from ..turn import pipeline
-from ..turn.requests import TurnOutcome
+from ..turn.requests import Settings, TurnOutcome
+from ..turn.send import drive, drive_async
 from ..turn.session import Session
 from ..ui import report
 from ..ui.display import NotebookDisplay, TerminalDisplay
@@ -41,7 +49,7 @@ from ..ui.proposal import ProposalController
 from ..ui.proposal_display import Place, Proposed, show_proposal
 from .line_commands import COMMANDS, HELP, Call, chosen
 from .line_syntax import split_prompt
-from .magic_flags import documented, plain_help, takes_value, turn_arguments, turn_request
+from .magic_flags import documented, plain_help, takes_value, turn_arguments, turn_request, with_defaults
 from .options import GeminiOptions
 from .shell_state import ShellState, state_of
 
@@ -86,17 +94,18 @@ class GeminiMagics(GeminiOptions):
     # -- what the kernel knows -------------------------------------------------
     def _frontend(self) -> frontends.Frontend:
         """What this run's (or click's) frontend can do, decided once from what the kernel knows now."""
-        return frontends.for_run(
-            frontends.KernelSide(
-                terminal=is_terminal(self.shell),
-                bridge=self.shell_state.bridge,
-                companion=self.shell_state.companion,
-                executed=self.session.executed,
-                notebook_path=self._notebook_path(),
-                staged=self.shell_state.staged,
-                set_next_input=lambda text: self.shell.set_next_input(text, replace=True),
-                apply_wait=self.apply_wait,
-            )
+        return frontends.for_run(self._kernel_side())
+
+    def _kernel_side(self) -> frontends.KernelSide:
+        return frontends.KernelSide(
+            terminal=is_terminal(self.shell),
+            bridge=self.shell_state.bridge,
+            companion=self.shell_state.companion,
+            executed=self.session.executed,
+            notebook_path=self._notebook_path(),
+            staged=self.shell_state.staged,
+            set_next_input=lambda text: self.shell.set_next_input(text, replace=True),
+            apply_wait=self.apply_wait,
         )
 
     def pre_run_cell(self, info) -> None:
@@ -192,8 +201,30 @@ class GeminiMagics(GeminiOptions):
         are the instruction (%gemini_edit --error alone asks to fix the last error)."""
         return self._turn("edit", self.gemini_edit_line, line, None)
 
-    def _turn(self, mode: Mode, magic, line: str, cell: str | None) -> Awaitable[None] | None:
-        """Run one turn; what IPython gets back is None, or an awaitable while a proposal waits for its click."""
+    @no_var_expand
+    @turn_arguments("gemini_agent", "cell")
+    @cell_magic("gemini_agent")  # type: ignore[arg-type]  # IPython types a named marker as taking Never
+    def gemini_agent(self, line, cell):
+        """Ask Gemini to do a task in the notebook; the cell body is the task.
+
+        The model reads the notebook with the read-only functions and acts with four more:
+        insert_cell, edit_cell, delete_cell and run_cell (a run waits for your Run, see
+        agent_approve), one line per step in this cell, then its answer and the footer.
+        It never touches this cell nor another %%gemini_* cell. Without a live notebook
+        the changes are one --notebook proposal (Copy) and no cell runs.
+        """
+        return self._turn("ask", self.gemini_agent, line, cell, agent=True)
+
+    @no_var_expand
+    @turn_arguments("gemini_agent", "line")
+    @line_magic("gemini_agent")  # type: ignore[arg-type]  # IPython types a named marker as taking Never
+    def gemini_agent_line(self, line):
+        """Ask Gemini to do a task in the notebook in one line: the words after the flags are the task."""
+        return self._turn("ask", self.gemini_agent_line, line, None, agent=True)
+
+    def _turn(self, mode: Mode, magic, line: str, cell: str | None, agent: bool = False) -> Awaitable[None] | None:
+        """Run one turn; what IPython gets back is None, or an awaitable while a proposal waits for its click
+        (an awaited agent cell: the awaitable drives the whole turn)."""
         record = self.session.executed
         if write_staged(self.shell_state.staged, record, lambda text: self.shell.set_next_input(text, replace=True)):
             print(messages.PREFIX + messages.STAGED_WRITTEN.render())
@@ -203,11 +234,13 @@ class GeminiMagics(GeminiOptions):
         try:
             args = _parsed(magic, line)
         except UsageError as exc:
-            NotebookDisplay.error(
-                messages.USAGE.render(error=exc, magic=f"{'%' if cell is not None else ''}gemini_{mode}")
-            )
+            name = "gemini_agent" if agent else f"gemini_{mode}"
+            NotebookDisplay.error(messages.USAGE.render(error=exc, magic=f"{'%' if cell is not None else ''}{name}"))
             return None
         settings = self._settings()
+        if agent:
+            args = with_defaults(args)
+            settings = replace(settings, agent_approve=args.approve or settings.agent_approve)
         display = TerminalDisplay(mode) if is_terminal(self.shell) else NotebookDisplay(mode)
         body = "\n".join(part for part in (words, " ".join(args.words), cell or "") if part)
         size = len(body.encode("utf-8", "surrogatepass"))
@@ -228,27 +261,101 @@ class GeminiMagics(GeminiOptions):
         except UserError as exc:
             display.error(str(exc))
             return None
-        request = turn_request(mode, args, asked)
+        request = turn_request(mode, args, asked, agent)
         if frontend.stale:
             display.note(messages.VIEW_BEHIND.render())
+        reader = ShellReader(self.shell, self._cell_for_filename)
+        actions = None
+        if agent:
+            actions = self._agent_actions(frontend, settings, display)
+            frontend = replace(frontend, view=actions.view)  # the turn's reads see its own changes
+        if not args.dry_run:
+            display.start(f"asking {request.model or settings.model}")
+        steps = pipeline.steps(self.session, request, settings, display, frontend, reader)
+        if actions is not None and actions.waits:
+            return self._agent_awaited(steps, actions, frontend, asked.prompt, display)
         try:
-            if not args.dry_run:
-                display.start(f"asking {request.model or settings.model}")
             with kernel_compat.interruptible():
-                reader = ShellReader(self.shell, self._cell_for_filename)
-                outcome = pipeline.run(self.session, request, settings, display, frontend, reader)
+                outcome = drive(steps, actions.answer if actions is not None else None)  # type: ignore[arg-type]
         except Exception as exc:  # a UserError, or a bug of ours: one line unless debugging
             display.failed(exc, self.debug)
             return None
-        return self._shown(mode, outcome, frontend, asked.prompt, display)
+        return self._shown(mode, outcome, frontend, asked.prompt, display, actions)
 
-    def _shown(self, mode: Mode, outcome: TurnOutcome, frontend, instruction: str, display) -> Awaitable[None] | None:
-        """The answer (or the dry run's request) and its footer; an edit's proposal with its buttons."""
+    # -- the agent -------------------------------------------------------------
+    def _agent_actions(self, frontend: frontends.Frontend, settings: Settings, display) -> AgentActions:
+        """What answers this agent turn's calls: through the live notebook where there is one, waiting for
+        its replies (and approvals) only where the cell is awaited (frontends/waiting.py)."""
+        live = frontends.live_of(self._kernel_side())
+        live = live if frontend.kind in (frontends.Kind.LIVE, frontends.Kind.COMPANION) else None
+        view = TurnView(frontend.view)
+        documents = self.session.documents
+        return AgentActions(
+            live=live,
+            view=view,
+            own_id=self.session.executed.running_id,
+            find=lambda ref, name: documents.find_cell(view, ref, name),
+            label=lambda cell: documents.label(view, cell),
+            run=self._run_cell(live, settings, display),
+            note=display.note,
+            waits=waiting.will_be_awaited(),
+        )
+
+    def _run_cell(self, live: LiveNotebook | None, settings: Settings, display) -> RunCell:
+        """How run_cell runs a cell here (frontends/cell_runner.py's, once it is there): none runs yet."""
+        return cannot_run
+
+    async def _agent_awaited(self, steps, actions: AgentActions, frontend, prompt: str, display) -> None:
+        """The awaited agent cell: the turn driven with its calls' answers awaited (``send.drive_async``)."""
+        try:
+            outcome = await drive_async(steps, actions.answer)
+        except Exception as exc:  # a UserError (STOPPED included), or a bug of ours: one line
+            display.failed(exc, self.debug)
+            return
+        shown = self._shown("ask", outcome, frontend, prompt, display, actions)
+        if shown is not None:
+            await shown
+
+    def _agent_proposal(self, outcome: TurnOutcome, actions: AgentActions, frontend, prompt: str, display):
+        """No live notebook: the turn's changes as one --notebook proposal (Copy), its diff and buttons."""
+        own = actions.own_id
+
+        def text(cells) -> str:
+            return notebook_text(c for c in cells if c.id != own and not is_genai_magic(c.source))
+
+        base, proposal = text(actions.view.base.cells()), text(actions.view.cells())
+        display.note(messages.AGENT_PROPOSAL.render(count=len(actions.changes.items)))
+        turn = outcome.turn
+        assert turn is not None
+        proposed_turn = Turn(
+            turn.index,
+            "edit",
+            turn.prompt,
+            turn.state_mode,
+            document_key=WHOLE_NOTEBOOK,
+            document_label="the notebook",
+            base_source=base,
+            base_sha256=sha256_text(base),
+            proposal_source=proposal,
+            proposal_sha256=sha256_text(proposal),
+            outcome="proposed",
+        )
+        proposed = Proposed(outcome.conversation, proposed_turn, None, prompt, False)
+        return show_proposal(proposed, frontend, self._place(), lambda: None)
+
+    def _shown(
+        self, mode: Mode, outcome: TurnOutcome, frontend, instruction: str, display, actions: AgentActions | None = None
+    ) -> Awaitable[None] | None:
+        """The answer (or the dry run's request) and its footer; an edit's proposal with its buttons; an agent
+        turn's changes without a live notebook as one proposal."""
         if outcome.request is not None and outcome.plan is not None:  # a dry run
             display.request(outcome.request, outcome.plan.state_mode, outcome.cache_plan)
             return None
         turn = outcome.turn
         assert turn is not None  # only a dry run has no turn
+        if actions is not None and outcome.replayed is not None:  # its steps as they were: nothing made again
+            for result in agent_results(turn.tool_rounds):
+                display.note(step_line(result))
         empty = messages.PROPOSAL_BELOW if mode == "edit" else messages.EMPTY_ANSWER
         display.finish(turn.response or empty.render())
         if outcome.replayed is not None:
@@ -256,11 +363,17 @@ class GeminiMagics(GeminiOptions):
         else:
             assert outcome.plan is not None  # a turn that was sent has its plan
             footer = report.footer(turn, outcome.plan, outcome.model)
+        if actions is not None and actions.live is None and actions.changes and outcome.replayed is None:
+            display.footer(footer)
+            return self._agent_proposal(outcome, actions, frontend, instruction, display)
         if mode != "edit" or turn.proposal_source is None:
             display.footer(footer)
             return None
         proposed = Proposed(outcome.conversation, turn, outcome.target, instruction, outcome.replayed is not None)
-        place = Place(
+        return show_proposal(proposed, frontend, self._place(), lambda: display.footer(footer))
+
+    def _place(self) -> Place:
+        return Place(
             staged=self.shell_state.staged,
             latest=self.shell_state.latest,
             current_source=lambda cell_id: self._frontend().current_source(cell_id),  # at the click: the view then
@@ -268,7 +381,6 @@ class GeminiMagics(GeminiOptions):
             prefill=self.shell.set_next_input,
             ran_source=self.session.executed.ran.get,
         )
-        return show_proposal(proposed, frontend, place, lambda: display.footer(footer))
 
     def _cell_for_filename(self, filename: str):
         """A traceback frame's file -> the cell it was compiled from (id, label)."""

@@ -14,6 +14,7 @@ from IPython.core.magic import Magics
 from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, TraitType, Unicode, validate
 
 from .. import messages
+from ..engine.agent import MAX_AGENT_STEPS
 from ..engine.conversation import STATE_MODES
 from ..engine.errors import UserError
 from ..engine.tools import MAX_TOOL_CALLS, TOOL_NAMES, unknown_tools
@@ -147,6 +148,18 @@ class GeminiOptions(Magics):
         MAX_TOOL_CALLS, help="function calls a turn answers at most; then the model is asked to answer without"
     ).tag(config=True)
 
+    agent_approve = Enum(
+        ["runs", "all", "none"],
+        default_value="runs",
+        help="%%gemini_agent: what waits for your click: runs (each run_cell; writes are made at once), "
+        "all (every change too) or none (nothing waits)",
+    ).tag(config=True)
+    max_agent_steps = Int(
+        MAX_AGENT_STEPS,
+        help="%%gemini_agent: function calls (the agent's and the read-only ones) one turn answers at most; "
+        "then the model is asked to answer without",
+    ).tag(config=True)
+
     @validate("tools")
     def _known_tools(self, proposal):
         unknown = unknown_tools(proposal["value"])
@@ -187,6 +200,8 @@ class GeminiOptions(Magics):
             max_image_bytes=self.max_image_bytes,
             tools=tuple(n for n in TOOL_NAMES if n in self.tools) if self.max_tool_calls > 0 else (),
             max_tool_calls=self.max_tool_calls,
+            max_agent_steps=self.max_agent_steps,
+            agent_approve=self.agent_approve,
             max_var_chars=self.max_var_chars,
             record=RecordSettings(
                 self.replay,

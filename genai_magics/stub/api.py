@@ -126,6 +126,7 @@ def generate(stub: StubState, body: dict[str, Any], fault: dict[str, Any] | None
         info.tools_declared,
         stub_tools.contents_calling_off(body),
         lambda: own_calls(turns, info.tool_results, info.tools_declared, info.edit),
+        info.tool_results,
     )
     user_texts = [t for r, t in turns if r == "user"]
     text, prompt_tokens, out_tokens = answer(
@@ -237,6 +238,7 @@ def create_interaction(
         info.tools_declared,
         stub_tools.interaction_calling_off(body),
         lambda: own_calls(turns, info.tool_results, info.tools_declared, info.edit),
+        info.tool_results,
     )
     prompts = [t for r, t in turns if r == "user"]
     text, in_tokens, out_tokens = answer(

@@ -205,13 +205,15 @@ class StubState:
         declared: list[str],
         calling_off: bool,
         own: Callable[[], list[dict[str, Any]] | None],
+        results: list[dict[str, Any]] | None = None,
     ) -> list[dict[str, Any]] | None:
         """The calls this request answers with: the running script's round, else, in a turn no script
-        runs, the calls the model makes on its own (``own``: ``model.own_calls``); None: it answers in text."""
+        runs, the calls the model makes on its own (``own``: ``model.own_calls``); None: it answers in text.
+        ``results``: the function responses the request carries."""
         if not declared:
             return None
         with self._lock:
-            calls = self.tool_scripts.round(new_turn, calling_off)
+            calls = self.tool_scripts.round(new_turn, calling_off, results)
             if calls is not None or self.tool_scripts.running is not None or calling_off:
                 return calls
             mine = own()

@@ -6,7 +6,10 @@ declares functions (a new turn) answers the first round's calls, each later requ
 naming the results it read. Calling off (contents ``toolConfig`` mode ``NONE``; interactions
 ``tool_choice`` ``none``) ends the script at once. As Gemini 3 does, the first call of a round
 carries a thought signature, and a request that sends a round back without it, or answers a call
-with another id or name, is refused with a 400. Standard library only.
+with another id or name, is refused with a 400. An agent's script (``%%gemini_agent``) names a cell
+the turn inserted by ``{{id}}`` in a call's string arguments: the stand-in puts there the ``id`` of
+the latest function response that carried one (``insert_cell``'s), as a model reads it from the result.
+Standard library only.
 """
 
 from __future__ import annotations
@@ -35,15 +38,24 @@ class ToolScripts:
     running: dict[str, Any] | None = None
     done: int = 0  # rounds of the running script answered
     next_id: int = 1
+    last_cell: str = ""  # the latest ``id`` a function response of the running script carried ({{id}})
 
     def reset(self) -> None:
         self.waiting.clear()
         self.running, self.done, self.next_id = None, 0, 1
 
-    def round(self, new_turn: bool, calling_off: bool) -> list[dict[str, Any]] | None:
-        """The calls this request answers with, or None: the model answers in text."""
+    def round(
+        self, new_turn: bool, calling_off: bool, results: list[dict[str, Any]] | None = None
+    ) -> list[dict[str, Any]] | None:
+        """The calls this request answers with, or None: the model answers in text. ``results``: the function
+        responses the request carries (an ``id`` among them fills ``{{id}}``)."""
         if new_turn:
             self.running, self.done = (self.waiting.pop(0) if self.waiting else None), 0
+            self.last_cell = ""
+        for result in results or []:
+            response = result.get("response")
+            if isinstance(response, dict) and isinstance(response.get("id"), str):
+                self.last_cell = response["id"]
         if self.running is None or calling_off or self.done >= len(self.running["rounds"]):
             self.running = None if calling_off else self.running
             return None
@@ -55,13 +67,25 @@ class ToolScripts:
         """A round's calls with their ids (``call_0001``...), as the model sends them."""
         calls = []
         for call in round_:
-            calls.append({"id": f"call_{self.next_id:04d}", "name": call["name"], "args": call.get("args", {})})
+            args = _filled(call.get("args", {}), self.last_cell)
+            calls.append({"id": f"call_{self.next_id:04d}", "name": call["name"], "args": args})
             self.next_id += 1
         return calls
 
     @property
     def arguments(self) -> str:
         return self.running["arguments"] if self.running else "whole"
+
+
+def _filled(value: Any, cell_id: str) -> Any:
+    """``value`` with ``{{id}}`` in its strings replaced by ``cell_id``."""
+    if isinstance(value, str):
+        return value.replace("{{id}}", cell_id)
+    if isinstance(value, list):
+        return [_filled(v, cell_id) for v in value]
+    if isinstance(value, dict):
+        return {k: _filled(v, cell_id) for k, v in value.items()}
+    return value
 
 
 # -- reading requests ---------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from ..engine.outputs import images_estimate, piece_tokens
 from ..engine.redaction import MASK, redact, unmask
 from ..engine.replay import TurnKey
 from ..engine.text import estimate_tokens
+from ..engine.tools import ToolCall, ToolResult
 from ..frontends.notebook_view import NotebookView
 from ..gemini import budget
 from ..gemini.caching import CacheStep
@@ -41,8 +42,9 @@ from .requests import (
     TurnOutcome,
     TurnRequest,
     TurnResult,
+    offered_functions,
 )
-from .send import TurnSend
+from .send import Steps, TurnSend, drive
 from .session import Session
 
 
@@ -53,11 +55,25 @@ def run(
     display: TurnDisplay,
     frontend: TurnFrontend | None = None,
     reader: ShellReader | None = None,
+    answer: Callable[[ToolCall], ToolResult] | None = None,
 ) -> TurnOutcome:
     """A turn as its stages: resolve, replay or plan, (dry run), send, commit, persist.
 
     ``frontend``: the notebook as this turn's frontend sees it (None: the kernel's record);
-    ``reader``: the shell the model's function calls read (None: no function is offered)."""
+    ``reader``: the shell the model's function calls read (None: no function is offered);
+    ``answer``: what answers the agent's calls (``send.drive``)."""
+    return drive(steps(session, req, settings, display, frontend, reader), answer)
+
+
+def steps(
+    session: Session,
+    req: TurnRequest,
+    settings: Settings,
+    display: TurnDisplay,
+    frontend: TurnFrontend | None = None,
+    reader: ShellReader | None = None,
+) -> Steps[TurnOutcome]:
+    """``run``'s stages as steps (``send.py``): an agent turn yields each of its calls to its driver."""
     resolved = resolve(session, req, settings, display, frontend, reader)
     shown = replayed(session, resolved)
     if shown is not None:
@@ -65,7 +81,7 @@ def run(
     planned = plan(session, resolved, settings, display)
     if resolved.req.dry_run:
         return dry_run(session, planned, settings)
-    sent = send(session, planned, settings, display)
+    sent = yield from send(session, planned, settings, display)
     turn = commit(session, sent, display)
     persist(session, sent, display)
     return TurnOutcome(sent.conv, sent.plan, resolved.model, turn=turn, target=resolved.target)
@@ -103,8 +119,10 @@ def resolve(
     display.document(doc.label if doc else None, target.source if target else "")
     shown = documents.output_pieces(frontend.view, req, doc, settings)
     pieces = documents.context_pieces(frontend.view, req, doc, settings) + shown.pieces
-    tools = _notebook_tools(session, frontend.view, reader, settings) if req.tools and settings.tools else None
-    offered = tools.offered if tools is not None else ()
+    # an agent turn reads with the read-only functions offered (maybe none) and acts with its four
+    with_tools = req.tools and (bool(settings.tools) or req.agent)
+    tools = _notebook_tools(session, frontend.view, reader, settings) if with_tools else None
+    offered = offered_functions(tools, req.agent)
     key = None
     if not req.dry_run:
         key = _turn_key(
@@ -172,7 +190,8 @@ def replayed(session: Session, resolved: Resolved) -> TurnOutcome | None:
     tools = resolved.tools
 
     def same_results(turn: Turn) -> bool:  # the recorded calls, run again now (read-only)
-        return tools is not None and tools.same_as_recorded(turn.tool_rounds)
+        # an agent turn's calls are not asked again: they read what the turn itself changed (replay.py, rule 4)
+        return resolved.req.agent or (tools is not None and tools.same_as_recorded(turn.tool_rounds))
 
     found = session.keeper.replay(resolved.req.conversation, resolved.key, resolved.req.rerun, same_results)
     if found is None:
@@ -264,7 +283,7 @@ def _planned_head(step: CacheStep) -> CachedHead | None:
 
 
 # -- send ------------------------------------------------------------------------------------
-def send(session: Session, planned: Planned, settings: Settings, display: TurnDisplay) -> Sent:
+def send(session: Session, planned: Planned, settings: Settings, display: TurnDisplay) -> Steps[Sent]:
     """The turn's requests (``send.py``: the staircase of steps), priced; any failure leaves the
     conversation as it was, but what Gemini billed for the turn's requests before it is counted: in this
     session's spending (``%gemini cost``, ``max_session_cost``) and in the record's ledger."""
@@ -283,7 +302,7 @@ def send(session: Session, planned: Planned, settings: Settings, display: TurnDi
         limits=session.limits,
     )
     try:
-        return sender.run()
+        return (yield from sender.steps())
     except BaseException:
         if sender.billed is not None:
             spent = Spent(

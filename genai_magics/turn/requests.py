@@ -7,6 +7,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..engine.agent import AGENT_FUNCTIONS, MAX_AGENT_STEPS
 from ..engine.cells import Cell, Document
 from ..engine.context import ContextPiece
 from ..engine.conversation import Conversation, Mode, StateMode, Turn, TurnPlan, Usage
@@ -40,6 +41,8 @@ class Settings:
     max_image_bytes: int = 1_000_000  # a larger image is downscaled (Pillow) or not sent
     tools: tuple[str, ...] = TOOL_NAMES  # the functions the model may call (engine/tools.py)
     max_tool_calls: int = MAX_TOOL_CALLS  # per turn; then it is asked to answer without
+    max_agent_steps: int = MAX_AGENT_STEPS  # an agent turn's calls (read-only ones included); then as above
+    agent_approve: str = "runs"  # what of an agent turn waits for the user's click: runs, all, none
     max_var_chars: int = 2_000  # inspect_variable's summary, as --vars
     record: RecordSettings = RecordSettings()  # where the record lives (none: no notebook path, no file named)
     caps: Caps = Caps()  # US$ a turn and the session may cost (max_turn_cost, max_session_cost)
@@ -63,6 +66,7 @@ class TurnRequest:
     outputs: bool = True  # what the document cell showed goes along (--no-outputs: not)
     output_cells: tuple[str, ...] = ()  # --outputs: other cells whose outputs go along
     tools: bool = True  # --no-tools: no function offered this turn
+    agent: bool = False  # %%gemini_agent: the agent's functions offered too (an ask that may act)
 
     def flags(self) -> tuple[str, ...]:
         """The flags that make a turn a different turn (for replay)."""
@@ -72,6 +76,7 @@ class TurnRequest:
             ("--new", self.new),
             ("--no-outputs", not self.outputs),
             ("--no-tools", not self.tools),
+            ("agent", self.agent),
         )
         return (
             tuple(f for f, on in named if on)
@@ -135,13 +140,20 @@ class Resolved:
 
     @property
     def offered(self) -> tuple[str, ...]:
-        return self.tools.offered if self.tools is not None else ()
+        return offered_functions(self.tools, self.req.agent)
 
     def plan(self, pieces: tuple[ContextPiece, ...], settings: Settings) -> TurnPlan:
         """What the conversation sends this turn with ``pieces`` as context (nothing is sent)."""
         return self.conv.plan_turn(
             self.req.mode, self.req.prompt, self.doc, pieces, self.state, settings.max_chain_versions, settings.patches
         )
+
+
+def offered_functions(tools: NotebookTools | None, agent: bool) -> tuple[str, ...]:
+    """The functions a turn offers: the read-only ones, and an agent turn's four (none without ``tools``)."""
+    if tools is None:
+        return ()
+    return tools.offered + (AGENT_FUNCTIONS if agent else ())
 
 
 @dataclass(frozen=True)

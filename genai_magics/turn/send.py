@@ -16,20 +16,30 @@ retry and a new chain included, takes the same lower steps::
 The rules of each step are stated where it lives. Nothing here touches the conversation but the
 chain step (a lost chain is forgotten, and put back when the new one fails too); the commit stage
 adds the turn.
+
+The steps from run down to calls are generators (sans-IO, as h11): the function-call loop yields each
+call of the agent's functions (engine/agent.py) that needs an answer and is sent its ``ToolResult``;
+read-only calls are answered inside. ``drive`` answers the yielded calls synchronously (ask and edit
+never yield one), ``drive_async`` awaits their answers (the awaited agent cell: an approval, a
+frontend's reply).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import inspect
+from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import messages
+from ..engine.agent import AGENT_FUNCTIONS, bad_agent_call
 from ..engine.contents import Squeeze, left_out
 from ..engine.conversation import Conversation, TurnPlan, Usage, added
 from ..engine.errors import UserError
 from ..engine.text import estimate_tokens
 from ..engine.tools import ToolCall, ToolResult, ToolRound, bad_call, error_result, holdings, sent_turns
+from ..frontends import kernel_compat
 from ..gemini import budget
 from ..gemini.caching import CacheStep, ContextCaches, cache_is_gone
 from ..gemini.client import RetryNotices
@@ -45,6 +55,59 @@ LIMIT_REACHED = "the limit of function calls for this turn is reached: answer no
 # The share of the model's input limit a request is kept under: the kernel's estimate (4 bytes a token of
 # the body) is not the server's count, and the turn's function results come after the first request.
 FILL = 0.8
+
+T = TypeVar("T")
+# A step that may need the agent's calls answered: yields each one, is sent its result, returns ``T``.
+Steps = Generator[ToolCall, ToolResult, T]
+# What answers an agent call: its result, or something to await for it (the awaited agent cell).
+Answer = Callable[[ToolCall], "ToolResult | Awaitable[ToolResult]"]
+
+
+def drive(steps: Steps[T], answer: Callable[[ToolCall], ToolResult] | None = None) -> T:
+    """The steps run to their end on this thread, each yielded call answered by ``answer`` (None: an
+    error result the model reads, for a turn that offered no agent function); a failure of the answer
+    (the interrupt) is thrown into the steps, so ``run`` reports it as for any turn."""
+    result: ToolResult | None = None
+    failure: BaseException | None = None
+    while True:
+        try:
+            call = steps.send(result) if failure is None else steps.throw(failure)  # type: ignore[arg-type]
+        except StopIteration as done:
+            return done.value
+        result, failure = None, None
+        try:
+            result = answer(call) if answer is not None else error_result(call, NOT_HERE.format(name=call.name))
+        except BaseException as exc:  # noqa: BLE001 - thrown into the steps: they end the turn
+            failure = exc
+
+
+async def drive_async(steps: Steps[T], answer: Answer) -> T:
+    """The steps run from an awaited cell: each ``send`` synchronously (the requests), with SIGINT
+    raising KeyboardInterrupt there (main thread only: ipykernel's own handler would wait for the
+    coroutine to yield); each yielded call's answer awaited. A cancel or interrupt at an await is
+    thrown into the steps as KeyboardInterrupt: ``run`` ends the turn with ``messages.STOPPED``."""
+    import asyncio  # only here: %load_ext must not pay for it
+
+    result: ToolResult | None = None
+    failure: BaseException | None = None
+    while True:
+        try:
+            with kernel_compat.interruptible():
+                call = steps.send(result) if failure is None else steps.throw(failure)  # type: ignore[arg-type]
+        except StopIteration as done:
+            return done.value
+        result, failure = None, None
+        try:
+            value = answer(call)
+            result = await value if inspect.isawaitable(value) else value
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            failure = KeyboardInterrupt()
+        except Exception as exc:  # noqa: BLE001 - thrown into the steps: they end the turn, one line
+            failure = exc
+
+
+# What an agent call gets where no answer is given for it (a turn driven without one).
+NOT_HERE = "{name} cannot be answered here"
 
 
 @dataclass
@@ -72,9 +135,13 @@ class TurnSend:
         return self.planned.resolved.conv
 
     # -- run: the whole stage ------------------------------------------------------------
-    def run(self) -> Sent:
+    def run(self, answer: Callable[[ToolCall], ToolResult] | None = None) -> Sent:
+        """The turn's steps driven on this thread (``drive``)."""
+        return drive(self.steps(), answer)
+
+    def steps(self) -> Steps[Sent]:
         """The turn sent and priced; any failure leaves the conversation as it was (a UserError, or
-        ``messages.STOPPED`` for the kernel's interrupt)."""
+        ``messages.STOPPED`` for the kernel's interrupt, also one thrown in at an agent call)."""
         plan, conv = self.planned.plan, self.conv
         if plan.new_chain_digest and conv.last_interaction_id:
             self.display.note(messages.CHAIN_TOO_LONG.render(versions=len(conv.chain_versions)))
@@ -91,12 +158,12 @@ class TurnSend:
                 self.planned.price,
                 self.settings.cache_ttl_s,
             )
-            plan, result = self.chain(plan)
+            plan, result = yield from self.chain(plan)
             answer = None
-            if plan.mode == "edit":
+            if plan.mode == "edit":  # an edit offers no agent function: its retry is driven here
                 sent = plan
                 result, answer = settle(
-                    result, plan.document, lambda retry: self.chain(sent, retry)[1], self.display.note
+                    result, plan.document, lambda retry: drive(self.chain(sent, retry))[1], self.display.note
                 )
         except BaseException as exc:
             conv.last_interaction_id = (
@@ -164,14 +231,14 @@ class TurnSend:
             self.display.note(messages.COMPACTED.render(limit=limit, first=gone[0], last=gone[-1]))
 
     # -- chain: a server chain lost --------------------------------------------------------
-    def chain(self, plan: TurnPlan, retry: EditRetry | None = None) -> tuple[TurnPlan, TurnResult]:
+    def chain(self, plan: TurnPlan, retry: EditRetry | None = None) -> Steps[tuple[TurnPlan, TurnResult]]:
         """Rule: when the server no longer knows the interaction a turn continues (404 on
         ``previous_interaction_id``), or refuses it as past the model's input limit, the turn starts a
         new chain once, carrying what the model needs, and says so; if that fails too, the conversation
         keeps its old chain. An edit's retry continues the interaction its first answer made seconds
         ago: it is not restarted."""
         try:
-            return plan, self.calls(plan, retry)
+            return plan, (yield from self.calls(plan, retry))
         except Exception as exc:
             over = over_input_limit(exc)
             if retry is not None or not (plan.previous_interaction_id and (status_code(exc) == 404 or over)):
@@ -183,25 +250,27 @@ class TurnSend:
             self.display.note(messages.CHAIN_LOST.render())
         self.conv.lose_chain()  # put back by ``run`` if the new chain fails too
         fresh = self.planned.resolved.plan(self.planned.pieces, self.settings)
-        return fresh, self.calls(fresh, retry)
+        return fresh, (yield from self.calls(fresh, retry))
 
     # -- calls: the function-call loop -------------------------------------------------------
-    def calls(self, plan: TurnPlan, retry: EditRetry | None = None) -> TurnResult:
-        """Rules: the calls of a reply are answered in order, read-only, each with its line in the cell;
-        a call to a function not offered, or with bad arguments, gets an error result the model reads.
-        Past ``max_tool_calls`` a call gets the limit's error result, the cell says so once, and the
-        next request turns calling off; the loop ends at the first reply without calls (or at the
-        limit). A result the model holds unchanged goes as a short marker (engine/tools.py)."""
-        tools, max_calls = self.planned.resolved.tools, self.settings.max_tool_calls
+    def calls(self, plan: TurnPlan, retry: EditRetry | None = None) -> Steps[TurnResult]:
+        """Rules: the calls of a reply are answered in order, each with its line in the cell: read-only ones
+        here, the agent's (engine/agent.py: offered by ``%%gemini_agent`` only) yielded to the driver, which
+        sends back their result; a call to a function not offered, or with bad arguments, gets an error
+        result the model reads. Past the turn's bound (``max_tool_calls``; an agent turn's every call
+        counts against ``max_agent_steps``) a call gets the limit's error result, the cell names the bound
+        once, and the next request turns calling off; the loop ends at the first reply without calls (or
+        at the bound). A result the model holds unchanged goes as a short marker (engine/tools.py)."""
+        tools = self.planned.resolved.tools
         conv = self.conv
         new_chain = plan.state_mode == "interactions" and plan.previous_interaction_id is None
         index = conv.history[-1].index + 1 if conv.history else 1
         held = holdings(index, {} if new_chain else conv.sync.context_hashes, sent_turns(conv.history), plan.pieces)
         offered = self.transport.tools if tools is not None else ()
+        agent = any(name in offered for name in AGENT_FUNCTIONS)
+        max_calls = self.settings.max_agent_steps if agent else self.settings.max_tool_calls
 
-        def answered(call: ToolCall, made: int) -> ToolResult:
-            if made >= max_calls:
-                return error_result(call, LIMIT_REACHED)
+        def read_only(call: ToolCall) -> ToolResult:
             why = bad_call(call, offered)
             if why is not None or tools is None:
                 return error_result(call, why or "")
@@ -218,11 +287,23 @@ class TurnSend:
             total = reply.usage if total is None else added(total, reply.usage)
             if not reply.calls or made >= max_calls:
                 return TurnResult(reply.text, total, reply.interaction_id, tuple(rounds))
-            results = tuple(answered(call, made + i) for i, call in enumerate(reply.calls))
-            made += len(reply.calls)
-            rounds.append(ToolRound(results, reply.model_content))
+            results: list[ToolResult] = []
+            for call in reply.calls:
+                if made >= max_calls:
+                    result = error_result(call, LIMIT_REACHED)
+                elif call.name in AGENT_FUNCTIONS and call.name in offered:
+                    why = bad_agent_call(call)
+                    result = error_result(call, why) if why is not None else (yield call)
+                    if why is not None:
+                        self.display.note(_call_line(result))
+                else:
+                    result = read_only(call)
+                made += 1
+                results.append(result)
+            rounds.append(ToolRound(tuple(results), reply.model_content))
             if made >= max_calls:
-                self.display.note(messages.TOOL_LIMIT.render(count=max_calls))
+                bound = messages.AGENT_STEPS_LIMIT if agent else messages.TOOL_LIMIT
+                self.display.note(bound.render(count=max_calls))
 
     # -- limit: a request refused as past the input limit ----------------------------------------
     def limit(

@@ -1,0 +1,207 @@
+"""The agent's four functions (``%%gemini_agent``): their declarations, the checks of a call, the
+changes a turn made (for Undo and the fallback proposal) and the line each step shows.
+
+Pure: the functions act on the notebook through the frontend (``frontends/agent_actions.py``);
+here is only what a call means. They are offered beside the six read-only ones (engine/tools.py),
+by the agent magic only; their wire shapes are the read-only ones' (docs/protocol.md).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import messages
+from .cells import Cell, CellType, cell_type_of
+from .edits import Edits, apply_edits, parse_edits
+from .text import clip
+from .tools import ToolResult
+
+AGENT_FUNCTIONS = ("insert_cell", "edit_cell", "delete_cell", "run_cell")
+TOP = "top"  # insert_cell's ``after`` for the first place in the notebook
+MAX_AGENT_STEPS = 20  # calls an agent turn answers at most, by default (GeminiMagics.max_agent_steps)
+
+_REF = {
+    "type": "string",
+    "description": "the cell: an execution count (5 or In[5]), a cell id (one insert_cell returned included) "
+    "or a unique prefix, or -1 (the latest run)",
+}
+_DECLARATIONS: dict[str, dict[str, Any]] = {
+    "insert_cell": {
+        "description": "Insert a new cell below another; returns the new cell's id (use it in later calls) and label.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "after": {"type": "string", "description": f'the cell above the new one (a ref), or "{TOP}"'},
+                "source": {"type": "string", "description": "the new cell's text"},
+                "cell_type": {"type": "string", "enum": ["code", "markdown", "raw"], "description": "default code"},
+            },
+            "required": ["after", "source"],
+        },
+    },
+    "edit_cell": {
+        "description": "Change a cell's text by find/replace pairs, applied in order; each find must occur "
+        "exactly once in the text the edits before it left (else nothing is written).",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "ref": _REF,
+                "edits": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {"find": {"type": "string"}, "replace": {"type": "string"}},
+                        "required": ["find", "replace"],
+                    },
+                },
+            },
+            "required": ["ref", "edits"],
+        },
+    },
+    "delete_cell": {
+        "description": "Delete a cell.",
+        "parameters": {"type": "object", "properties": {"ref": _REF}, "required": ["ref"]},
+    },
+    "run_cell": {
+        "description": "Run a code cell as the user's Shift+Enter would (after the user's approval); returns "
+        "what it showed: its text, its error with the traceback trimmed, its images.",
+        "parameters": {"type": "object", "properties": {"ref": _REF}, "required": ["ref"]},
+    },
+}
+_ARGUMENTS = {name: tuple(d["parameters"]["properties"]) for name, d in _DECLARATIONS.items()}
+
+# What the system instruction adds when the agent's functions are offered.
+AGENT_INSTRUCTION = (
+    "In this turn you may also act on the notebook: insert_cell, edit_cell, delete_cell and run_cell. "
+    "Do what the user asked, no more: run a cell to check your work, read its result, fix and run again "
+    "until it works, then answer with what you did. Never touch the cell that asked you."
+)
+
+
+def agent_declarations(enabled: Iterable[str]) -> list[dict[str, Any]]:
+    """The agent functions' declarations among ``enabled``, in ``AGENT_FUNCTIONS`` order (new dicts each time)."""
+    chosen = set(enabled)
+    return [{"name": name, **copy.deepcopy(_DECLARATIONS[name])} for name in AGENT_FUNCTIONS if name in chosen]
+
+
+def bad_agent_call(call: Any) -> str | None:
+    """Why an agent call cannot be carried out as sent (its arguments), as the model reads it; None: it can."""
+    name, args = call.name, call.args
+    if not isinstance(args, dict):
+        return f"{name}: the arguments must be a JSON object"
+    extra = sorted(set(args) - set(_ARGUMENTS[name]))
+    if extra:
+        return f"{name}: unexpected argument(s) {', '.join(map(str, extra))}"
+    required = _DECLARATIONS[name]["parameters"]["required"]
+    for wanted in (w for w in required if w != "edits"):
+        if not isinstance(args.get(wanted), str):
+            return f"{name}: {wanted!r} is required and must be a string"
+    if name == "insert_cell" and args.get("cell_type", "code") not in ("code", "markdown", "raw"):
+        return "insert_cell: 'cell_type' must be code, markdown or raw"
+    if name == "edit_cell" and not parse_edits(args.get("edits")):
+        return "edit_cell: 'edits' must be a non-empty list of {find, replace} strings"
+    return None
+
+
+def inserted_type(args: dict[str, Any]) -> CellType:
+    return cell_type_of(args.get("cell_type", "code"))
+
+
+def edited(source: str, args: dict[str, Any]) -> str:
+    """The cell's text with the call's edits applied strictly (engine/edits.py); a ``ValueError`` saying
+    which edit refused (nothing is written then)."""
+    edits: Edits = parse_edits(args["edits"]) or ()
+    out = apply_edits(source, edits)
+    if isinstance(out, str):
+        return out
+    raise ValueError(messages.AGENT_EDIT_REFUSED.render(why=out.describe()))
+
+
+# -- what a turn changed (Undo reads it; without a live notebook it is the turn's proposal) ----------
+@dataclass(frozen=True)
+class Inserted:
+    cell_id: str
+    source: str = ""
+    cell_type: CellType = "code"
+    after_id: str | None = None  # None: at the top
+
+
+@dataclass(frozen=True)
+class Edited:
+    cell_id: str
+    before: str
+    after: str
+
+
+@dataclass(frozen=True)
+class Deleted:
+    cell: dict[str, Any]  # nbformat JSON as the frontend held it (outputs included, where it says)
+    after_id: str | None  # the cell it was below (None: the top)
+
+
+Change = Inserted | Edited | Deleted
+
+
+@dataclass
+class TurnChanges:
+    """The changes of one agent turn, in the order they were made."""
+
+    items: list[Change] = field(default_factory=list)
+
+    def add(self, change: Change) -> None:
+        self.items.append(change)
+
+    def replace(self, old: Change, new: Change) -> None:
+        """``new`` where ``old`` was (a deleted cell as the frontend's reply gave it)."""
+        self.items[self.items.index(old)] = new
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def applied(self, cells: Sequence[Cell]) -> list[Cell]:
+        """``cells`` with the turn's changes made, in order: the notebook as the turn left it (a change the
+        cells hold already, from a newer snapshot, is made once)."""
+        out = list(cells)
+        for change in self.items:
+            ids = [c.id for c in out]
+            if isinstance(change, Inserted):
+                if change.cell_id in ids:
+                    continue
+                at = ids.index(change.after_id) + 1 if change.after_id in ids else 0
+                out.insert(at, Cell(change.cell_id, change.source, change.cell_type))
+            elif isinstance(change, Edited):
+                if change.cell_id in ids:
+                    old = out[ids.index(change.cell_id)]
+                    out[ids.index(change.cell_id)] = Cell(old.id, change.after, old.cell_type, old.execution_count)
+            elif change.cell.get("id") in ids:
+                out.pop(ids.index(change.cell["id"]))
+        return out
+
+
+# -- the line each step shows in the agent cell, live and replayed -----------------------------------
+def step_line(result: ToolResult) -> str:
+    """A carried-out agent call's line (an error result's is the read-only calls' ``TOOL_FAILED``)."""
+    call, response = result.call, result.response
+    if result.status == "error":
+        return messages.TOOL_FAILED.render(call=f"{call.name}({clip(_ref(call), 60)})", error=response["error"])
+    if call.name == "insert_cell":
+        lines = len(str(call.args.get("source", "")).splitlines())
+        return messages.AGENT_INSERTED.render(id=response.get("id", ""), after=response.get("after", ""), lines=lines)
+    if call.name == "edit_cell":
+        return messages.AGENT_EDITED.render(label=response.get("label", ""), count=len(call.args.get("edits", [])))
+    if call.name == "delete_cell":
+        return messages.AGENT_DELETED.render(label=response.get("label", ""))
+    return messages.AGENT_RAN.render(label=response.get("label", ""), chars=result.chars)
+
+
+def _ref(call: Any) -> str:
+    args = call.args if isinstance(call.args, dict) else {}
+    value = args.get("after" if call.name == "insert_cell" else "ref")
+    return value if isinstance(value, str) else ""
+
+
+def agent_results(rounds: Iterable[Any]) -> list[ToolResult]:
+    """The agent calls' results of a turn's rounds, in order (a replay shows their lines)."""
+    return [r for round_ in rounds for r in round_.results if r.call.name in AGENT_FUNCTIONS]

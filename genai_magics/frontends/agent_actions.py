@@ -1,0 +1,215 @@
+"""The agent's calls carried out (``%%gemini_agent``): insert, edit and delete through the live notebook,
+``run_cell`` through the ``RunCell`` given (``frontends/cell_runner.py``).
+
+Every change is recorded in the turn's ``TurnChanges`` (Undo reads them) and the turn's view of the
+notebook (``TurnView``) holds it at once, so a later call of the same turn finds a cell the turn
+inserted or the text it wrote, before the frontend's next snapshot. Never touched: the agent's own
+cell, a cell holding a ``%%gemini_*`` magic (an error result the model reads). Without a live
+notebook (nbclient, Colab, a terminal, JupyterLab without the extension) nothing is written: the
+changes stay in the turn's view and become one ``--notebook`` proposal (the magic shows it), and
+``run_cell`` gets the error result ``this frontend cannot run cells``.
+
+An awaited agent cell (``waiting.awaited_call``) waits for the frontend's reply to each change, so a
+refused change is an error result; elsewhere the change is sent and the model told it is made.
+"""
+
+from __future__ import annotations
+
+import inspect
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+from .. import messages
+from ..engine.agent import Change, Deleted, Edited, Inserted, TurnChanges, edited, inserted_type, step_line
+from ..engine.cells import Cell, is_genai_magic
+from ..engine.errors import UserError
+from ..engine.hashing import sha256_text, short
+from ..engine.tools import ToolCall, ToolResult, error_result
+from .live_notebook import LiveNotebook
+from .notebook_view import NotebookView
+
+# Runs a cell (the target and its label) and gives what the model reads (frontends/cell_runner.py).
+RunCell = Callable[[Cell, str], "Awaitable[ToolResult] | ToolResult"]
+REPLY_TIMEOUT_S = 30.0  # an awaited change's reply; the bridge's own timeout answers before it
+
+
+def cannot_run(cell: Cell, label: str) -> ToolResult:
+    """The ``RunCell`` of a frontend that cannot run cells."""
+    return error_result(ToolCall("run_cell", {"ref": cell.id}), messages.AGENT_CANNOT_RUN.render())
+
+
+@dataclass
+class TurnView:
+    """The notebook as the agent turn left it so far: the frontend's view with the turn's changes made."""
+
+    base: NotebookView
+    changes: TurnChanges = field(default_factory=TurnChanges)
+
+    @property
+    def description(self) -> str:
+        return self.base.description
+
+    def cells(self) -> Sequence[Cell]:
+        return self.changes.applied(self.base.cells())
+
+    def cell_above(self, cell_id: str) -> Cell | None:
+        above = None
+        for cell in self.cells():
+            if cell.id == cell_id:
+                return above
+            above = cell if cell.cell_type == "code" else above
+        return None
+
+
+@dataclass
+class AgentActions:
+    """Answers the agent's four calls of one turn (``answer``: what ``send.drive_async`` is given)."""
+
+    live: LiveNotebook | None
+    view: TurnView
+    own_id: str | None  # the agent's cell
+    find: Callable[[str, str], Cell]  # a REF as --cell reads it, over ``view`` (ref, the function's name)
+    label: Callable[[Cell], str]
+    run: RunCell = cannot_run
+    note: Callable[[str], None] = lambda _line: None
+    waits: bool = False  # the cell is awaited: each change waits for the frontend's reply
+
+    @property
+    def changes(self) -> TurnChanges:
+        return self.view.changes
+
+    def answer(self, call: ToolCall) -> ToolResult | Awaitable[ToolResult]:
+        try:
+            done = getattr(self, f"_{call.name}")(call)
+        except (UserError, ValueError) as exc:
+            return self._shown(error_result(call, str(exc)))
+        if inspect.isawaitable(done):
+            if not self.waits:  # an approval (or a reply) this cell cannot wait for: never a hang
+                getattr(done, "close", lambda: None)()
+                return self._shown(error_result(call, messages.AGENT_CANNOT_WAIT.render()))
+            return self._awaited(call, done)
+        return self._shown(replace(done, call=call))
+
+    async def _awaited(self, call: ToolCall, done: Awaitable[ToolResult]) -> ToolResult:
+        return self._shown(replace(await done, call=call))
+
+    def _shown(self, result: ToolResult) -> ToolResult:
+        self.note(step_line(result))
+        return result
+
+    # -- the four calls -------------------------------------------------------------------------
+    def _insert_cell(self, call: ToolCall) -> ToolResult | Awaitable[ToolResult]:
+        args = call.args
+        after = None if args["after"].strip() == "top" else self._target(args["after"], "insert_cell", own_ok=True)
+        source, cell_type = args["source"], inserted_type(args)
+        if is_genai_magic(source) and source.lstrip().startswith("%%gemini"):
+            raise ValueError(messages.AGENT_MAGIC_CELL.render(name="insert_cell", label="the new cell"))
+        after_id = after.id if after is not None else None
+        after_label = self.label(after) if after is not None else "top"
+        if self.live is None:
+            new_id = f"c-{uuid.uuid4().hex[:8]}"
+            pending = None
+        else:
+            pending = _Reply()
+            new_id = self.live.insert_cell(after_id, source, cell_type, pending.done)
+        change = Inserted(new_id, source, cell_type, after_id)
+        self.changes.add(change)
+
+        def result() -> ToolResult:
+            cell = next(c for c in self.view.cells() if c.id == new_id)
+            response = {"id": new_id, "label": self.label(cell), "after": after_label, "sha256": short(cell.sha256)}
+            return ToolResult(call, response, "whole")
+
+        return self._confirmed(call, pending, change, result)
+
+    def _edit_cell(self, call: ToolCall) -> ToolResult | Awaitable[ToolResult]:
+        cell = self._target(call.args["ref"], "edit_cell")
+        after = edited(cell.source, call.args)
+        if is_genai_magic(after) and after.lstrip().startswith("%%gemini"):
+            raise ValueError(messages.AGENT_MAGIC_CELL.render(name="edit_cell", label=self.label(cell)))
+        pending = None
+        if self.live is not None:
+            pending = _Reply()
+            self.live.set_source(cell.id, after, pending.done)
+        change = Edited(cell.id, cell.source, after)
+        self.changes.add(change)
+        response = {"label": self.label(cell), "sha256": short(sha256_text(after))}
+        return self._confirmed(call, pending, change, lambda: ToolResult(call, response, "whole"))
+
+    def _delete_cell(self, call: ToolCall) -> ToolResult | Awaitable[ToolResult]:
+        cell = self._target(call.args["ref"], "delete_cell")
+        label = self.label(cell)
+        ids = [c.id for c in self.view.cells()]
+        at = ids.index(cell.id)
+        change = Deleted(
+            {"id": cell.id, "cell_type": cell.cell_type, "source": cell.source}, ids[at - 1] if at else None
+        )
+        self.changes.add(change)  # before the frontend's reply: the companion's comes within the call
+        pending = None
+        if self.live is not None:
+            pending = _Reply()
+            current = [change]
+
+            def removed(held: dict) -> None:  # the cell as the frontend held it: outputs too, for Undo
+                kept = Deleted(held, change.after_id)
+                self.changes.replace(current[0], kept)
+                current[0] = kept
+
+            self.live.delete_cell(cell.id, pending.done, removed)
+        return self._confirmed(call, pending, change, lambda: ToolResult(call, {"label": label}, "whole"))
+
+    def _run_cell(self, call: ToolCall) -> ToolResult | Awaitable[ToolResult]:
+        cell = self._target(call.args["ref"], "run_cell")
+        if cell.cell_type != "code":
+            raise ValueError(f"run_cell: {self.label(cell)} is a {cell.cell_type} cell: only code cells run")
+        if self.live is None:
+            return cannot_run(cell, self.label(cell))
+        return self.run(cell, self.label(cell))
+
+    # -- what every call shares ----------------------------------------------------------------
+    def _target(self, ref: str, name: str, own_ok: bool = False) -> Cell:
+        """The cell a REF names in the turn's view; refused when it is the agent's own or a magic cell."""
+        cell = self.find(ref, name)
+        if cell.id == self.own_id and not own_ok:
+            raise ValueError(messages.AGENT_OWN_CELL.render(name=name, label=self.label(cell)))
+        if cell.id != self.own_id and is_genai_magic(cell.source) and not own_ok:
+            raise ValueError(messages.AGENT_MAGIC_CELL.render(name=name, label=self.label(cell)))
+        return cell
+
+    def _confirmed(
+        self, call: ToolCall, pending: _Reply | None, change: Change, result: Callable[[], ToolResult]
+    ) -> ToolResult | Awaitable[ToolResult]:
+        """The result now (no live notebook, or a cell that cannot wait), or once the frontend replied:
+        a refusal takes the change back out of the turn and is an error result."""
+        if pending is None or not self.waits:
+            return result()
+
+        async def replied() -> ToolResult:
+            error = await pending.wait()
+            if error is None:
+                return result()
+            if change in self.changes.items:
+                self.changes.items.remove(change)
+            return error_result(call, messages.AGENT_WRITE_FAILED.render(name=call.name, error=error))
+
+        return replied()
+
+
+class _Reply:
+    """A frontend's reply to one change (``Done``), awaited with ``asyncio.sleep`` polling as the
+    approval's wait is (the reply comes on the kernel's own loop while the cell awaits)."""
+
+    def __init__(self) -> None:
+        self.came = False
+        self.error: str | None = None
+
+    def done(self, error: str | None) -> None:
+        self.came, self.error = True, error
+
+    async def wait(self) -> str | None:
+        from . import waiting
+
+        if not await waiting.wait_async(lambda: self.came, REPLY_TIMEOUT_S):
+            return messages.FRONTEND_NO_REPLY.render(timeout=REPLY_TIMEOUT_S, op="agent change")
+        return self.error

@@ -1,0 +1,254 @@
+"""The agent's functions without a kernel: their declarations and checks, the turn's changes, the
+step lines, and the drivers of the send stage's steps (turn/send.py)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from helpers.wire import api_requests
+
+from genai_magics import messages
+from genai_magics.engine.agent import (
+    AGENT_FUNCTIONS,
+    Deleted,
+    Edited,
+    Inserted,
+    TurnChanges,
+    agent_declarations,
+    bad_agent_call,
+    edited,
+    step_line,
+)
+from genai_magics.engine.cells import Cell
+from genai_magics.engine.errors import UserError
+from genai_magics.engine.tools import ToolCall, ToolResult, error_result
+from genai_magics.frontends.agent_actions import AgentActions, TurnView, cannot_run
+from genai_magics.turn.send import drive, drive_async
+
+
+def test_declarations_have_the_issue_names_and_parameters():
+    declared = {d["name"]: d["parameters"] for d in agent_declarations(AGENT_FUNCTIONS)}
+    assert list(declared) == ["insert_cell", "edit_cell", "delete_cell", "run_cell"]
+    assert list(declared["insert_cell"]["properties"]) == ["after", "source", "cell_type"]
+    assert declared["insert_cell"]["required"] == ["after", "source"]
+    assert list(declared["edit_cell"]["properties"]) == ["ref", "edits"]
+    assert declared["delete_cell"]["required"] == ["ref"] == declared["run_cell"]["required"]
+    assert agent_declarations(["run_cell", "list_variables"]) == [
+        {"name": "run_cell", **{k: v for k, v in agent_declarations(AGENT_FUNCTIONS)[3].items() if k != "name"}}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "why"),
+    [
+        ("insert_cell", {"after": "top", "source": "x = 1"}, None),
+        ("insert_cell", {"after": "top"}, "'source' is required"),
+        ("insert_cell", {"after": "3", "source": "", "cell_type": "sql"}, "must be code, markdown or raw"),
+        ("edit_cell", {"ref": "3", "edits": [{"find": "a", "replace": "b"}]}, None),
+        ("edit_cell", {"ref": "3", "edits": []}, "non-empty list"),
+        ("edit_cell", {"ref": "3", "edits": [{"find": "a"}]}, "non-empty list"),
+        ("delete_cell", {"ref": 3}, "'ref' is required and must be a string"),
+        ("run_cell", {"ref": "3", "force": True}, "unexpected argument(s) force"),
+        ("run_cell", ["3"], "must be a JSON object"),
+    ],
+)
+def test_a_bad_call_is_told_why(name, args, why):
+    found = bad_agent_call(ToolCall(name, args))
+    assert (found is None) if why is None else (why in (found or ""))
+
+
+def test_edits_apply_strictly_or_write_nothing():
+    assert edited("a = 1\nb = 2\n", {"edits": [{"find": "b = 2", "replace": "b = 3"}]}) == "a = 1\nb = 3\n"
+    with pytest.raises(ValueError, match="edit 2 of 2: its find text was not found"):
+        edited("a = 1\n", {"edits": [{"find": "a", "replace": "c"}, {"find": "zzz", "replace": ""}]})
+
+
+def test_turn_changes_make_the_notebook_as_the_turn_left_it_once():
+    cells = [Cell("a", "x = 1"), Cell("b", "y = 2"), Cell("m", "%%gemini_agent\nfix")]
+    changes = TurnChanges()
+    changes.add(Inserted("n1", "z = 3", "code", "a"))
+    changes.add(Edited("b", "y = 2", "y = 20"))
+    changes.add(Deleted({"id": "a", "cell_type": "code", "source": "x = 1"}, None))
+    changes.add(Inserted("n0", "# top", "markdown", None))
+    after = changes.applied(cells)
+    assert [(c.id, c.source) for c in after] == [
+        ("n0", "# top"),
+        ("n1", "z = 3"),
+        ("b", "y = 20"),
+        ("m", cells[2].source),
+    ]
+    assert [c.id for c in changes.applied(after)] == [c.id for c in after]  # a newer snapshot holding them
+
+
+def test_step_lines():
+    insert = ToolResult(
+        ToolCall("insert_cell", {"after": "3", "source": "a\nb\n"}), {"id": "c-9f2", "after": "In[3]"}, "whole"
+    )
+    assert step_line(insert) == messages.AGENT_INSERTED.render(id="c-9f2", after="In[3]", lines=2)
+    edit = ToolResult(ToolCall("edit_cell", {"ref": "4", "edits": [{}, {}]}), {"label": "In[4]"}, "whole")
+    assert step_line(edit) == "✎ edited In[4] (2 edits)"
+    assert (
+        step_line(ToolResult(ToolCall("delete_cell", {"ref": "5"}), {"label": "In[5]"}, "whole")) == "✗ deleted In[5]"
+    )
+    failed = error_result(ToolCall("delete_cell", {"ref": "9"}), "no cell 9")
+    assert step_line(failed) == messages.TOOL_FAILED.render(call="delete_cell(9)", error="no cell 9")
+
+
+# -- the drivers ---------------------------------------------------------------------------------
+def _steps(log: list):
+    """Steps yielding two agent calls and returning what they were sent; an exception thrown in is logged."""
+    try:
+        first = yield ToolCall("insert_cell", {"after": "top", "source": "x"})
+        second = yield ToolCall("run_cell", {"ref": "1"})
+    except BaseException as exc:
+        log.append(type(exc).__name__)
+        raise
+    return [first.response, second.response]
+
+
+def _ok(call: ToolCall) -> ToolResult:
+    return ToolResult(call, {"done": call.name}, "whole")
+
+
+def test_drive_answers_each_call_in_order():
+    assert drive(_steps([]), _ok) == [{"done": "insert_cell"}, {"done": "run_cell"}]
+
+
+def test_drive_without_an_answer_gives_error_results():
+    out = drive(_steps([]))
+    assert out[0] == {"error": "insert_cell cannot be answered here"}
+
+
+def test_drive_throws_a_failed_answer_into_the_steps():
+    log: list = []
+
+    def stop(call: ToolCall) -> ToolResult:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        drive(_steps(log), stop)
+    assert log == ["KeyboardInterrupt"]
+
+
+def test_drive_async_awaits_the_answers():
+    async def later(call: ToolCall) -> ToolResult:
+        await asyncio.sleep(0)
+        return _ok(call)
+
+    answers = iter([later, _ok])  # an awaitable answer, then a plain one
+    out = asyncio.run(drive_async(_steps([]), lambda call: next(answers)(call)))
+    assert out == [{"done": "insert_cell"}, {"done": "run_cell"}]
+
+
+def test_a_cancel_at_an_await_is_thrown_in_as_the_interrupt():
+    log: list = []
+
+    async def cancelled(call: ToolCall) -> ToolResult:
+        raise asyncio.CancelledError
+
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(drive_async(_steps(log), cancelled))
+    assert log == ["KeyboardInterrupt"]
+
+
+# -- the magic's help and settings (an in-process shell) ---------------------------------------------
+def test_agent_help_names_its_flags_and_settings(magic_shell):
+    shown = magic_shell.help("%%gemini_agent")
+    for flag in ("--conversation", "--model", "--state", "--dry-run", "--vars", "--error", "--outputs", "--approve"):
+        assert flag in shown
+    assert "  --notebook " not in shown and "insert_cell" in shown and "--approve WHAT" in shown
+    assert "the words after the flags" in magic_shell.help("%gemini_agent")
+    settings = magic_shell.run("%config GeminiMagics").stdout
+    assert "agent_approve" in settings and "max_agent_steps" in settings
+    refused = magic_shell.run("%%gemini_agent --approve sometimes\ndo it")
+    assert "argument --approve: invalid choice" in refused.stderr
+
+
+def test_an_agent_dry_run_shows_the_four_declarations_and_sends_nothing(magic_shell, stub):
+    magic_shell.run("x = 1")
+    shown = magic_shell.run("%%gemini_agent --dry-run\nadd a test").plain
+    for name in AGENT_FUNCTIONS:
+        assert f'"name": "{name}"' in shown
+    assert "insert_cell, edit_cell, delete_cell and run_cell" in shown  # the system instruction says so
+    assert api_requests(stub) == []
+
+
+# -- AgentActions over a notebook that answers at once ------------------------------------------------
+class _Notebook:
+    """A live notebook whose edits succeed at once (what the bridge's reply would say), over Cell objects."""
+
+    def __init__(self, cells: list[Cell]):
+        self.held = list(cells)
+        self.description = "test notebook"
+
+    def cells(self) -> list[Cell]:
+        return list(self.held)
+
+    def cell_above(self, cell_id: str) -> Cell | None:
+        return None
+
+    def insert_cell(self, after_id, source, cell_type, done, cell=None) -> str:
+        done(None)
+        return "new1"
+
+    def set_source(self, cell_id, source, done) -> None:
+        done(None)
+
+    def delete_cell(self, cell_id, done, on_removed=None) -> None:
+        if on_removed is not None:
+            on_removed({"id": cell_id, "cell_type": "code", "source": "x", "outputs": [{"output_type": "stream"}]})
+        done(None)
+
+
+def _actions(run=None, waits=False) -> AgentActions:
+    notebook = _Notebook([Cell("a", "x = 1"), Cell("q", "%%gemini_ask\nwhy?"), Cell("m", "%%gemini_agent\ngo")])
+    view = TurnView(notebook)
+
+    def find(ref: str, name: str) -> Cell:
+        found = [c for c in view.cells() if c.id.startswith(ref)]
+        if len(found) != 1:
+            raise UserError(messages.NO_SUCH_CELL, flag=name, ref=ref)
+        return found[0]
+
+    return AgentActions(
+        notebook,
+        view,
+        "m",
+        find,
+        lambda c: f"cell {c.id}",
+        run or cannot_run,
+        lambda _line: None,
+        waits,  # type: ignore[arg-type]
+    )
+
+
+def test_a_run_that_must_wait_where_the_cell_cannot_is_an_error_result_never_a_hang():
+    async def approved(cell: Cell, label: str) -> ToolResult:
+        raise AssertionError("never awaited here")
+
+    result = _actions(approved).answer(ToolCall("run_cell", {"ref": "a"}))
+    assert isinstance(result, ToolResult)
+    assert result.response == {"error": messages.AGENT_CANNOT_WAIT.render()}
+
+
+def test_the_turn_sees_its_changes_and_keeps_them_for_undo():
+    actions = _actions()
+    inserted = actions.answer(ToolCall("insert_cell", {"after": "a", "source": "y = 2"}))
+    assert isinstance(inserted, ToolResult) and inserted.response["id"] == "new1"
+    actions.answer(ToolCall("edit_cell", {"ref": "new1", "edits": [{"find": "2", "replace": "3"}]}))
+    actions.answer(ToolCall("delete_cell", {"ref": "a"}))
+    assert [(c.id, c.source) for c in actions.view.cells()] == [
+        ("new1", "y = 3"),
+        ("q", "%%gemini_ask\nwhy?"),
+        ("m", "%%gemini_agent\ngo"),
+    ]
+    first, edit, deleted = actions.changes.items
+    assert first == Inserted("new1", "y = 2", "code", "a") and edit == Edited("new1", "y = 2", "y = 3")
+    assert isinstance(deleted, Deleted) and deleted.cell["outputs"] and deleted.after_id is None
+
+
+def test_a_change_that_would_write_a_magic_cell_is_refused():
+    result = _actions().answer(ToolCall("insert_cell", {"after": "top", "source": "%%gemini_agent\nagain"}))
+    assert isinstance(result, ToolResult) and result.status == "error"
+    assert messages.AGENT_MAGIC_CELL.matches(result.response["error"], prefixed=False, name="insert_cell")
