@@ -838,3 +838,42 @@ AGENT_PROPOSAL = note(
     "no live notebook here: the agent's {count} change(s) are one --notebook proposal below (Copy)",
     documented=True,
 )
+
+# -- the agent's runs, their approval and the turn's Undo (frontends/cell_runner.py, ui/approval.py,
+# frontends/turn_undo.py): the model reads the first ones as error results ------------------------
+RUN_TOP_LEVEL_AWAIT = part(
+    "RUN_TOP_LEVEL_AWAIT",
+    "run_cell: this cell uses top-level await, which cannot run inside the running agent cell; ask the user to run it",
+    documented=True,
+)
+OUTPUTS_NOT_SHOWN = part(
+    "OUTPUTS_NOT_SHOWN", "the cell ran, but the notebook does not show its outputs: {error}", documented=True
+)
+RUN_UNANSWERED = part("RUN_UNANSWERED", "{label} was not run: nobody clicked Run within {seconds:g} s", documented=True)
+APPROVAL_ASKS = status(
+    "APPROVAL_ASKS", "{label} waits for your approval: Run it, Run all (the rest of this turn's runs), or Stop the turn"
+)
+APPROVAL_ASKS_WRITE = status(
+    "APPROVAL_ASKS_WRITE",
+    "{label}: waits for your approval: Write it, Write all (the rest of this turn's writes), or Stop",
+)
+APPROVED_ONCE = status("APPROVED_ONCE", "approved: {label}")
+APPROVED_ALL = status("APPROVED_ALL", "approved: {label} and the rest of this turn's {what}")
+APPROVAL_STOPPED = status("APPROVAL_STOPPED", "stopped: the turn ends here ({label} was not run)")
+APPROVAL_UNANSWERED = status("APPROVAL_UNANSWERED", "not approved in time: {label} was not run")
+TURN_UNDONE = output("TURN_UNDONE", "Undone: the agent's turn ({done})")
+TURN_UNDO_NOTHING = output("TURN_UNDO_NOTHING", "Nothing to undo: the agent's turn changed no cell")
+TURN_UNDO_KEPT = output(
+    "TURN_UNDO_KEPT", "kept {cells}: changed by hand since the agent's turn (undo those yourself)", documented=True
+)
+TURN_UNDO_FAILED = output("TURN_UNDO_FAILED", "could not undo {what}: {error}", documented=True)
+TURN_UNDO_RAN = output(
+    "TURN_UNDO_RAN", "What ran cannot be un-run: {cells} ran, and what they did in the kernel stays", documented=True
+)
+TURN_UNDO_ONCE = output("TURN_UNDO_ONCE", "This agent turn was undone already")
+NO_AGENT_TURN = output("NO_AGENT_TURN", "No agent turn to undo in this kernel yet")
+UNDO_NEEDS_LIVE = output(
+    "UNDO_NEEDS_LIVE",
+    "Undo of an agent turn needs the live notebook (the bridge or the companion), which does not answer now",
+    documented=True,
+)

@@ -33,6 +33,8 @@ from .text import sendable as sendable_text
 OUTPUTS_FIELD = "outputs"
 IMAGE_TYPES = ("image/png", "image/jpeg")
 WIDGET_TYPE = "application/vnd.jupyter.widget-view+json"
+MAX_CELL_CHARS = 1_000_000  # stream text kept per cell (captured, or set on a cell the agent ran); far above any cap
+MAX_CELL_OUTPUTS = 200  # outputs kept per cell
 _NOT_SENT = ("application/javascript", "text/html", "image/svg+xml", "application/pdf")
 
 OutputKind = Literal["stream", "execute_result", "display_data"]

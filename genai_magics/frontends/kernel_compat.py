@@ -111,6 +111,16 @@ def current_subshell(shell: Any) -> str | None:
         return None
 
 
+def request_id(shell: Any) -> str | None:
+    """The msg_id of the request being handled now (None outside a kernel): the parent every output of the
+    running cell is sent with."""
+    try:
+        msg_id = (shell.kernel.get_parent().get("header") or {}).get("msg_id")
+    except Exception:  # not in a kernel
+        return None
+    return msg_id if isinstance(msg_id, str) else None
+
+
 def call_soon(shell: Any, func: Callable, *args: Any) -> None:
     """Run on the kernel's main event loop when there is one (thread-safe), else now."""
     loop = getattr(getattr(shell, "kernel", None), "io_loop", None)

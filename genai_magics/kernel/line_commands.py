@@ -19,6 +19,7 @@ from ..gemini.pricing import PRICES, periods, price_for, storage_cost, table_tex
 from ..persistence.keeper import RecordKeeper
 from ..ui import report
 from ..ui.display import NotebookDisplay
+from ..ui.turn_undo import undo_latest
 from ..ui.widgets import OutcomeLine
 from .options import GeminiOptions
 from .shell_state import ShellState
@@ -151,6 +152,15 @@ def _on_proposal(action: str) -> Callable[[Call], None]:
     return run
 
 
+def _undo(call: Call) -> None:
+    """The latest agent turn of the notebook, unless a conversation is named: then its newest proposal."""
+    agent = call.state.agent_undo
+    if agent is not None and not call.args.conversation:
+        undo_latest(agent)
+        return
+    _on_proposal("undo")(call)
+
+
 def _help(call: Call) -> None:
     print(call.help.rstrip())
 
@@ -177,7 +187,9 @@ COMMANDS: dict[str, Command] = {
     "debug": Command("on|off", "full tracebacks for unexpected errors", _debug),
     "apply": Command("[-c N]", "apply the newest proposal (for frontends without buttons)", _on_proposal("apply")),
     "discard": Command("[-c N]", "discard the newest proposal", _on_proposal("discard")),
-    "undo": Command("[-c N]", "undo the newest applied proposal", _on_proposal("undo")),
+    "undo": Command(
+        "[-c N]", "undo the latest agent turn (all its cell changes), else the newest applied proposal", _undo
+    ),
     "help": Command("", "this help: every subcommand and flag", _help),
 }
 

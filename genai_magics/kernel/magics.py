@@ -15,6 +15,7 @@ from argparse import Namespace
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import cast
 
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
@@ -33,6 +34,7 @@ from ..frontends import frontend as frontends
 from ..frontends import kernel_compat, waiting
 from ..frontends.agent_actions import AgentActions, RunCell, TurnView, cannot_run
 from ..frontends.bridge import Bridge
+from ..frontends.cell_runner import Approvals, Approve
 from ..frontends.cell_writer import write_staged
 from ..frontends.live_notebook import LiveNotebook
 from ..frontends.notebook_view import path_of_cell_uri
@@ -47,6 +49,7 @@ from ..ui import report
 from ..ui.display import NotebookDisplay, TerminalDisplay
 from ..ui.proposal import ProposalController
 from ..ui.proposal_display import Place, Proposed, show_proposal
+from .agent_run import offer_turn_undo, turn_run_cell
 from .line_commands import COMMANDS, HELP, Call, chosen
 from .line_syntax import split_prompt
 from .magic_flags import documented, plain_help, takes_value, turn_arguments, turn_request, with_defaults
@@ -279,8 +282,13 @@ class GeminiMagics(GeminiOptions):
                 outcome = drive(steps, actions.answer if actions is not None else None)  # type: ignore[arg-type]
         except Exception as exc:  # a UserError, or a bug of ours: one line unless debugging
             display.failed(exc, self.debug)
+            if actions is not None:  # stopped or failed: what the turn wrote stays, undoable
+                offer_turn_undo(self.shell_state, actions)
             return None
-        return self._shown(mode, outcome, frontend, asked.prompt, display, actions)
+        shown = self._shown(mode, outcome, frontend, asked.prompt, display, actions)
+        if actions is not None:
+            offer_turn_undo(self.shell_state, actions)
+        return shown
 
     # -- the agent -------------------------------------------------------------
     def _agent_actions(self, frontend: frontends.Frontend, settings: Settings, display) -> AgentActions:
@@ -302,8 +310,21 @@ class GeminiMagics(GeminiOptions):
         )
 
     def _run_cell(self, live: LiveNotebook | None, settings: Settings, display) -> RunCell:
-        """How run_cell runs a cell here (frontends/cell_runner.py's, once it is there): none runs yet."""
-        return cannot_run
+        """How run_cell runs a cell here: by this kernel, through the live notebook, after the approval that
+        ``agent_approve`` asks for (kernel/agent_run.py); without a live notebook, none runs."""
+        if live is None:
+            return cannot_run
+        approvals = Approvals(cast(Approve, settings.agent_approve))
+        return turn_run_cell(
+            self.shell,
+            live,
+            self.session,
+            settings,
+            self._cell_for_filename,
+            approvals,
+            waiting.will_be_awaited(),
+            self.apply_wait,
+        )
 
     async def _agent_awaited(self, steps, actions: AgentActions, frontend, prompt: str, display) -> None:
         """The awaited agent cell: the turn driven with its calls' answers awaited (``send.drive_async``)."""
@@ -311,8 +332,10 @@ class GeminiMagics(GeminiOptions):
             outcome = await drive_async(steps, actions.answer)
         except Exception as exc:  # a UserError (STOPPED included), or a bug of ours: one line
             display.failed(exc, self.debug)
+            offer_turn_undo(self.shell_state, actions)
             return
         shown = self._shown("ask", outcome, frontend, prompt, display, actions)
+        offer_turn_undo(self.shell_state, actions)
         if shown is not None:
             await shown
 

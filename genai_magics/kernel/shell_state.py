@@ -17,6 +17,7 @@ from ..frontends.bridge import Bridge
 from ..frontends.cell_writer import StagedApply
 from ..frontends.companion import Companion
 from ..frontends.notebook_view import NotebookLocation
+from ..frontends.turn_undo import TurnUndo
 from ..turn.session import Session
 from ..ui.proposal import ProposalController
 
@@ -43,6 +44,7 @@ class ShellState:
     bridge: Bridge | None = None  # JupyterLab's live bridge, once a kernel's load attached it
     magics: LoadedMagics | None = None  # the magics registered now; None while unloaded
     location: NotebookLocation = field(default_factory=NotebookLocation)  # the notebook's file, as named last
+    agent_undo: TurnUndo | None = None  # the Undo of the latest agent turn that changed cells (%gemini undo)
 
 
 def state_of(shell: Any) -> ShellState:

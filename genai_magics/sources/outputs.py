@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import io
 import sys
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -27,6 +28,9 @@ from typing import Any
 from .. import messages
 from ..engine.context import ContextPiece
 from ..engine.outputs import (
+    MAX_CELL_CHARS,
+    MAX_CELL_OUTPUTS,
+    OUTPUTS_FIELD,
     ImagePiece,
     Output,
     OutputKind,
@@ -38,8 +42,6 @@ from ..engine.outputs import (
 from ..engine.text import cut
 
 MAX_CELLS = 500  # cells whose outputs are kept (the oldest go first)
-MAX_CELL_CHARS = 1_000_000  # stream text kept per cell; far above any max_output_chars
-MAX_CELL_OUTPUTS = 200  # outputs kept per cell
 
 
 @dataclass
@@ -58,6 +60,7 @@ class OutputCapture:
     current: str | None = None
     _restore: list[Callable[[], None]] = field(default_factory=list)
     _streams: dict[str, Callable[[], None]] = field(default_factory=dict)  # the taps on stdout/stderr now
+    _writing: threading.local = field(default_factory=threading.local)  # in a stream tap's write (this thread)
     _publishing: int = 0  # inside a display door: what it prints (terminal IPython) is that output, not a stream
     # display id -> the cells that showed it: an update finds its outputs without a walk over every cell
     _displays: dict[str, set[str]] = field(default_factory=dict)
@@ -169,9 +172,16 @@ class OutputCapture:
                 continue
 
             def write_tap(text: Any, *args: Any, _write: Any = write, _name: str = name, **kwargs: Any) -> Any:
-                if isinstance(text, str):
+                # a cell run inside a running cell (the agent's run_cell) taps the stream again around the
+                # tee IPython put over the first tap: one write passes both, and is noted once
+                outer = not getattr(self._writing, "active", False)
+                if isinstance(text, str) and outer:
                     self.stream(_name, text)
-                return _write(text, *args, **kwargs)
+                self._writing.active = True
+                try:
+                    return _write(text, *args, **kwargs)
+                finally:
+                    self._writing.active = not outer
 
             write_tap._genai_magics_tap = True  # type: ignore[attr-defined]
             restore = self._wrap(stream, "write", write_tap)
@@ -290,10 +300,31 @@ def cell_pieces(capture: OutputCapture, key: str, label: str, max_chars: int, ma
     return fit_images(cell_output_pieces(key, label, capture.outputs(key), max_chars), max_image_bytes)
 
 
+def shown_pieces(
+    capture: OutputCapture, key: str, label: str, max_chars: int, max_images: int, max_image_bytes: int
+) -> list[ContextPiece]:
+    """What ``cell_outputs`` (and a ``run_cell`` result) gives the model of a cell: its text, and its images under
+    ``max_images`` / ``max_image_bytes``; one line saying it showed nothing when it did not."""
+    found = cell_pieces(capture, key, label, max_chars, max_image_bytes).pieces
+    images = [p for p in found if isinstance(p, ImagePiece)]
+    kept = [p for p in found if not isinstance(p, ImagePiece)] + images[: max(0, max_images)]
+    if not kept:
+        return [OutputPiece(OUTPUTS_FIELD, "(this cell showed nothing in this kernel)", key, label=label)]
+    return kept
+
+
 def over_image_cap(sent: Sequence[ContextPiece], max_images: int) -> list[ContextPiece]:
     """The images a turn would send beyond ``max_images`` (the later ones): they wait for a later turn."""
     images: list[ContextPiece] = [p for p in sent if isinstance(p, ImagePiece)]
     return images[max_images:] if max_images >= 0 else []
 
 
-__all__ = ["OutputCapture", "OutputPieces", "cell_pieces", "fit_images", "over_image_cap", "OutputPiece"]
+__all__ = [
+    "OutputCapture",
+    "OutputPieces",
+    "cell_pieces",
+    "fit_images",
+    "over_image_cap",
+    "OutputPiece",
+    "shown_pieces",
+]

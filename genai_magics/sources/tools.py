@@ -26,13 +26,12 @@ from .. import messages
 from ..engine.cells import Cell, is_genai_magic
 from ..engine.context import ContextPiece, LabelledPiece
 from ..engine.errors import UserError
-from ..engine.outputs import OUTPUTS_FIELD, ImagePiece, OutputPiece
 from ..engine.redaction import redact
 from ..engine.text import clip, one_line
 from ..engine.tools import CALL_SECONDS, Holdings, ToolCall, ToolResult, ToolRound, bad_call, error_result
 from .bounds import Deadline, PastBound, bounded
 from .last_error import CellForFilename, capture_last_error, error_piece
-from .outputs import OutputCapture, cell_pieces
+from .outputs import OutputCapture, shown_pieces
 from .variables import variable_list, variable_pieces
 
 CELL_FIELD = "cells"  # read_cell: a cell's source, keyed by its id
@@ -124,13 +123,9 @@ class NotebookTools:
 
     def _outputs(self, cell: Cell) -> list[ContextPiece]:
         """As --outputs sends them: the text, and the images under max_images / max_image_bytes."""
-        label = self.label(cell)
-        found = cell_pieces(self.outputs, cell.id, label, self.max_output_chars, self.max_image_bytes).pieces
-        images = [p for p in found if isinstance(p, ImagePiece)]
-        kept = [p for p in found if not isinstance(p, ImagePiece)] + images[: max(0, self.max_images)]
-        if not kept:
-            return [OutputPiece(OUTPUTS_FIELD, "(this cell showed nothing in this kernel)", cell.id, label=label)]
-        return kept
+        return shown_pieces(
+            self.outputs, cell.id, self.label(cell), self.max_output_chars, self.max_images, self.max_image_bytes
+        )
 
     def _search(self, pattern: str, deadline: Deadline) -> ContextPiece:
         """Cells whose source, as the model may see it (keys masked), holds the pattern: a regular

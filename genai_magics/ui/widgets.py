@@ -43,7 +43,7 @@ class _Shared:
 _SHARED: list[_Shared] = []  # made by the first proposal of this kernel
 
 
-def _shared_styles(w: Any) -> _Shared:
+def shared_styles(w: Any) -> _Shared:
     """The layouts and styles of every view that never changes its own: each default one is a widget of
     its own (a comm_open with its state), most of what a proposal takes to show. Shared across proposals,
     as ipywidgets allows; nothing here ever changes or closes them."""
@@ -69,7 +69,7 @@ class ProposalWidget:
         self.controller = controller
         self._sides = controller.diff_sides
         self._show_diff(controller.diff)
-        styles = _shared_styles(w)
+        styles = shared_styles(w)
         self._layout, self._style = styles.button, styles.button_style
         shared = {"layout": self._layout, "style": self._style}
         # Each widget opens with its first state (a later change would be one more comm message each).
@@ -193,7 +193,7 @@ class OutcomeLine:
 
         label = controller.turn.document_label or "the cell"
         self._text = messages.WRITING.render(action=action.capitalize(), label=label)
-        self.view = w.HTML(value=self._html(), style=_shared_styles(w).html_style)
+        self.view = w.HTML(value=self._html(), style=shared_styles(w).html_style)
         self._controller = controller
         controller.listeners.append(self._said)
 

@@ -7,6 +7,7 @@ them may split the cell, address another cell, or show up as a change.
 
 from __future__ import annotations
 
+from helpers.list_bridge import ListBridge
 from helpers.properties import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -120,45 +121,6 @@ def test_a_model_that_drops_the_blank_lines_or_escapes_changes_nothing_it_did_no
     cells = [Cell("a", "x = 1"), Cell("b", "y = 2")]
     assert parse_blocks("# %% id=a\nx = 1\n# %% id=b\ny = 2") == blocks_of(cells)
     assert parse_blocks("# %% id=a\n# %% Display\nx = 1\n") == [Block("a", "code", "# %% Display\nx = 1")]
-
-
-class ListBridge:
-    """The bridge's cell-edit requests over an in-memory notebook, answered later, as the extension's
-    replies arrive after the request (``answer`` delivers them)."""
-
-    def __init__(self, cells: list[dict]):
-        self.nb = [dict(c) for c in cells]
-        self.replies: list = []
-        self.count = 0
-
-    def cells(self) -> list[Cell]:
-        return [Cell(c["id"], c["source"], c["cell_type"]) for c in self.nb]
-
-    def _at(self, cell_id) -> int:
-        return next(i for i, c in enumerate(self.nb) if c["id"] == cell_id)
-
-    def set_source(self, cell_id, source, done):
-        self.nb[self._at(cell_id)]["source"] = source
-        self.replies.append(lambda: done(None))
-
-    def insert_cell(self, after_id, source, cell_type, done, cell=None):
-        self.count += 1
-        new = (
-            dict(cell)
-            if cell
-            else {"id": f"new-{self.count}", "cell_type": cell_type, "source": source, "metadata": {}}
-        )
-        self.nb.insert(0 if after_id is None else self._at(after_id) + 1, new)
-        self.replies.append(lambda: done(None))
-        return new["id"]
-
-    def delete_cell(self, cell_id, done, on_removed=None):
-        gone = self.nb.pop(self._at(cell_id))
-        self.replies.append(lambda: (on_removed(dict(gone)) if on_removed else None, done(None)))
-
-    def answer(self) -> None:
-        while self.replies:
-            self.replies.pop(0)()
 
 
 UNMANAGED = {"setup", "ask", "m"}  # genai magic cells: never part of the document

@@ -1,0 +1,148 @@
+"""One Undo for a whole agent turn, through the live notebook.
+
+The turn's changes (``engine/agent.py``'s ``TurnChanges``) are reversed newest first: an inserted
+cell deleted, an edited one set back, a deleted one put back where it was with its outputs (the
+frontend's ``insert_cell`` given the cell's JSON). A cell changed by hand since the turn left it
+(another text, or gone) is kept as it is and named, with every change of the turn to it. Each edit
+waits for the frontend's reply before the next is sent, so the order holds. What ran stays run:
+Undo says so.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .. import messages
+from ..engine.agent import Deleted, Edited, Inserted, TurnChanges
+from ..engine.cells import cell_type_of
+from .cell_writer import Done
+from .live_notebook import LiveNotebook
+
+Step = Callable[[Done], None]  # one edit sent to the frontend; ``done`` gets its error or None
+Listener = Callable[["TurnUndo"], None]
+
+
+def _left(changes: TurnChanges) -> dict[str, str | None]:
+    """cell id -> the text the turn left in it (None: it deleted the cell), for every cell it touched."""
+    out: dict[str, str | None] = {}
+    for change in changes.items:
+        if isinstance(change, Inserted):
+            out[change.cell_id] = change.source
+        elif isinstance(change, Edited):
+            out[change.cell_id] = change.after
+        elif isinstance(change.cell.get("id"), str):
+            out[change.cell["id"]] = None
+    return out
+
+
+def _delete(notebook: LiveNotebook, cell_id: str, done: Done) -> None:
+    notebook.delete_cell(cell_id, done)
+
+
+@dataclass
+class TurnUndo:
+    """The Undo of one agent turn: done at most once; ``message`` says what it did once it is done."""
+
+    notebook: LiveNotebook
+    changes: TurnChanges
+    ran: list[str]  # the labels of the cells the turn ran (which no Undo un-runs)
+    label: Callable[[str], str]  # a cell id as the user knows it: In[3], or the cell's id
+    message: str = ""
+    state: str = "ready"  # ready -> undoing -> undone
+    listeners: list[Listener] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not self.changes.items
+
+    def undo(self) -> None:
+        """Start the Undo (a second click while it runs, or after it, only says so)."""
+        if self.state != "ready":
+            self._say(messages.TURN_UNDO_ONCE.render())
+            return
+        if self.empty:
+            self._say(messages.TURN_UNDO_NOTHING.render())
+            return
+        if not self.notebook.connected:
+            self._say(messages.UNDO_NEEDS_LIVE.render())
+            return
+        self.state = "undoing"
+        steps, kept = self._plan()
+        failures: list[str] = []
+        counts = {"deleted": 0, "set back": 0, "put back": 0}
+
+        def next_step(i: int) -> None:
+            if i == len(steps):
+                self.state = "undone"
+                self._say(self._summary(counts, kept, failures))
+                return
+            kind, what, step = steps[i]
+
+            def done(error: str | None) -> None:
+                if error:
+                    failures.append(messages.TURN_UNDO_FAILED.render(what=what, error=error))
+                else:
+                    counts[kind] += 1
+                next_step(i + 1)
+
+            step(done)
+
+        next_step(0)
+
+    def _plan(self) -> tuple[list[tuple[str, str, Step]], list[str]]:
+        """The edits to send, newest change first, and the cells kept (changed by hand since)."""
+        now = {cell.id: cell.source for cell in self.notebook.cells()}
+        kept = [
+            cell_id for cell_id, left in _left(self.changes).items() if left is not None and now.get(cell_id) != left
+        ]
+        steps: list[tuple[str, str, Step]] = []
+        nb = self.notebook
+        for change in reversed(self.changes.items):
+            if isinstance(change, Inserted) and change.cell_id not in kept:
+                steps.append(
+                    (
+                        "deleted",
+                        f"the inserted {self.label(change.cell_id)}",
+                        functools.partial(_delete, nb, change.cell_id),
+                    )
+                )
+            elif isinstance(change, Edited) and change.cell_id not in kept:
+                steps.append(
+                    (
+                        "set back",
+                        self.label(change.cell_id),
+                        functools.partial(nb.set_source, change.cell_id, change.before),
+                    )
+                )
+            elif isinstance(change, Deleted) and change.cell.get("id") not in now:
+                steps.append(
+                    ("put back", f"the deleted {self.label(str(change.cell.get('id')))}", self._put_back(change))
+                )
+        return steps, [self.label(cell_id) for cell_id in kept]
+
+    def _put_back(self, change: Deleted) -> Step:
+        cell = change.cell
+        source = cell.get("source", "")
+        text = "".join(source) if isinstance(source, list) else str(source)
+
+        def step(done: Done) -> None:
+            self.notebook.insert_cell(change.after_id, text, cell_type_of(cell.get("cell_type")), done, cell=cell)
+
+        return step
+
+    def _summary(self, counts: dict[str, int], kept: list[str], failures: list[str]) -> str:
+        done = ", ".join(f"{n} cell(s) {kind}" for kind, n in counts.items() if n) or "nothing written"
+        lines = [messages.TURN_UNDONE.render(done=done)]
+        if kept:
+            lines.append(messages.TURN_UNDO_KEPT.render(cells=", ".join(kept)))
+        lines += failures
+        if self.ran:
+            lines.append(messages.TURN_UNDO_RAN.render(cells=", ".join(self.ran)))
+        return "\n".join(lines)
+
+    def _say(self, message: str) -> None:
+        self.message = message
+        for listener in list(self.listeners):
+            listener(self)

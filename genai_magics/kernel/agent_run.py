@@ -1,0 +1,81 @@
+"""An agent turn's run_cell and write approval wired to this shell: the results as ``cell_outputs`` gives them
+(sources/outputs.py, under its caps), an error's traceback as ``last_error`` trims it (sources/last_error.py), the
+approval widget (ui/approval.py) in the agent cell. What the agent's magic hands to its actions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..engine.context import ContextPiece
+from ..frontends.agent_actions import AgentActions
+from ..frontends.cell_runner import (
+    Approvals,
+    ApproveWrite,
+    CellRunner,
+    approval_wait,
+    make_approve_write,
+    make_run_cell,
+)
+from ..frontends.live_notebook import LiveNotebook
+from ..sources.last_error import CellForFilename, capture_last_error, render_error
+from ..sources.outputs import shown_pieces
+from ..turn.requests import Settings
+from ..turn.session import Session
+from ..ui.approval import show_approval
+from ..ui.turn_undo import offer_undo
+from .shell_state import ShellState
+
+
+def turn_run_cell(
+    shell: Any,
+    notebook: LiveNotebook | None,
+    session: Session,
+    settings: Settings,
+    cell_for_filename: CellForFilename,
+    approvals: Approvals,
+    awaited: bool,
+    timeout_s: float,
+) -> CellRunner:
+    """The ``RunCell`` of an agent turn in this shell: the results as ``cell_outputs`` gives them (under its caps),
+    the error's traceback as ``last_error`` trims it, the approval widget in the agent cell."""
+
+    def shown(cell_id: str, label: str) -> list[ContextPiece]:
+        caps = (settings.max_output_chars, settings.max_images, settings.max_image_bytes)
+        return shown_pieces(session.outputs, cell_id, label, *caps)
+
+    def last_error() -> str | None:
+        found = capture_last_error(shell, cell_for_filename)
+        return render_error(found) if found is not None else None
+
+    return make_run_cell(
+        shell,
+        notebook,
+        session.executed,
+        session.outputs,
+        shown,
+        last_error,
+        approvals,
+        show_approval,
+        approval_wait(awaited),
+        timeout_s=timeout_s,
+    )
+
+
+def turn_approve_write(approvals: Approvals, awaited: bool, timeout_s: float) -> ApproveWrite:
+    """The hook each agent write calls first (it waits only with ``agent_approve = "all"``)."""
+    return make_approve_write(approvals, show_approval, approval_wait(awaited), timeout_s)
+
+
+def offer_turn_undo(state: ShellState, actions: AgentActions) -> None:
+    """At the end of an agent turn (answered, stopped or failed) that changed cells through the live notebook:
+    its Undo button, kept as the shell's latest agent turn for ``%gemini undo``."""
+    if actions.live is None or not actions.changes:
+        return
+    cells = {cell.id: cell for cell in actions.view.cells()}
+
+    def label(cell_id: str) -> str:
+        cell = cells.get(cell_id)
+        return actions.label(cell) if cell is not None else f"cell {cell_id[:12]}"
+
+    ran = actions.run.ran if isinstance(actions.run, CellRunner) else []
+    state.agent_undo = offer_undo(actions.live, actions.changes, ran, label)

@@ -1,0 +1,92 @@
+"""The agent's approval in its cell: the cell's label and first lines, and Run / Run all / Stop.
+
+Rendering only: a click answers the ``Asked`` (frontends/cell_runner.py), which keeps the turn's
+approvals. The buttons are the only way to approve: nothing the model sends or a cell shows can.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from .. import messages
+from ..frontends.cell_runner import Asked, Choice
+from .widgets import shared_styles
+
+_BUTTONS: dict[str, tuple[tuple[str, Choice, str, str], ...]] = {
+    "run": (
+        ("Run", "once", "success", "play"),
+        ("Run all", "all", "", "forward"),
+        ("Stop", "stop", "danger", "stop"),
+    ),
+    "write": (
+        ("Write", "once", "success", "check"),
+        ("Write all", "all", "", "forward"),
+        ("Stop", "stop", "danger", "stop"),
+    ),
+}
+
+
+def said(asked: Asked) -> str:
+    """The status line under the cell's lines: what it waits for, or how it was answered."""
+    label = asked.label
+    if asked.choice is None:
+        asks = messages.APPROVAL_ASKS if asked.kind == "run" else messages.APPROVAL_ASKS_WRITE
+        return asks.render(label=label)
+    if asked.choice == "once":
+        return messages.APPROVED_ONCE.render(label=label)
+    if asked.choice == "all":
+        return messages.APPROVED_ALL.render(label=label, what="runs" if asked.kind == "run" else "writes")
+    if asked.choice == "stop":
+        return messages.APPROVAL_STOPPED.render(label=label)
+    return messages.APPROVAL_UNANSWERED.render(label=label)
+
+
+class ApprovalWidget:
+    """One run (or write) waiting in the agent cell; the buttons go grey once it is answered."""
+
+    def __init__(self, asked: Asked):
+        import ipywidgets as w
+
+        styles = shared_styles(w)
+        self.asked = asked
+        self.view = w.HTML(value=self._html(), layout=styles.row, style=styles.html_style)
+        self.buttons: list[Any] = []
+        for description, choice, style, icon in _BUTTONS[asked.kind]:
+            button = w.Button(description=description, button_style=style, icon=icon, layout=styles.button)
+            button.on_click(lambda _b, c=choice: self.asked.choose(c))
+            self.buttons.append(button)
+        self.box = w.Box([self.view, *self.buttons], layout=styles.box, _dom_classes=("genai-magics-approval",))
+        asked.listeners.append(self._answered)
+
+    def _html(self) -> str:
+        code = (
+            f'<pre style="margin:2px 0;font-size:12px">{html.escape(self.asked.lines)}</pre>'
+            if self.asked.lines
+            else ""
+        )
+        line = f'<div style="font-size:12px;margin-top:4px">{html.escape(said(self.asked))}</div>'
+        return f"<b>{html.escape(self.asked.label)}</b>{code}{line}"
+
+    def _answered(self, asked: Asked) -> None:
+        for button in self.buttons:
+            button.disabled = True
+        self.view.value = self._html()
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        # where no widget manager renders it (a saved notebook), the text of what was asked and answered
+        return {
+            "text/plain": f"{self.asked.label}\n{self.asked.lines}\n{said(self.asked)}",
+            "application/vnd.jupyter.widget-view+json": {
+                "version_major": 2,
+                "version_minor": 0,
+                "model_id": self.box.model_id,
+            },
+        }
+
+
+def show_approval(asked: Asked) -> None:
+    """The ``ShowAsked`` of a notebook: the widget displayed in the running agent cell."""
+    from IPython.display import display
+
+    display(ApprovalWidget(asked))
