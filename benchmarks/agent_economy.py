@@ -1,9 +1,9 @@
 """The model acts (issue 34): tokens and dollars of an agent turn of k rounds, against a stateless agent.
 
-The task: a notebook (30 cells of tests/corpus's wtop_14 notebook, not run, then two cells) whose
-last cell fails (``KeyError: 'qty'``). The stand-in plays an agent (``/_stub/script_tools``, the
-inserted cell named by ``{{id}}`` in later calls) that inserts a fix below it, runs it, reads the
-error, edits it, runs it again, ... for k rounds of calls, then answers.
+The task: a notebook (the 62 code cells of tests/corpus's handson-ml2_19 notebook, not run, then
+two cells; ~4,000 tokens of code) whose last cell fails (``KeyError: 'qty'``). The stand-in plays an
+agent (``/_stub/script_tools``, the inserted cell named by ``{{id}}`` in later calls) that inserts a
+fix below it, runs it, reads the error, edits it, runs it again, ... for k rounds of calls, then answers.
 Each run of the cell fails with a traceback until the last edit. The run is approved up front
 (``--approve none``): the benchmark measures the bill, not the click.
 
@@ -47,7 +47,6 @@ for path in (ROOT, ROOT / "tests", ROOT / "benchmarks"):
 
 from helpers.fake_frontend import FakeFrontend  # noqa: E402
 from helpers.kernel import FAKE_KEY  # noqa: E402
-from long_session import NOTEBOOK, code_cells  # noqa: E402
 from smoke import Failures, add_flag  # noqa: E402
 
 from genai_magics.gemini.models import DEFAULT_MODEL  # noqa: E402
@@ -56,7 +55,8 @@ from genai_magics.stub import StubServer  # noqa: E402
 
 MODEL = DEFAULT_MODEL
 READS = ("stream", "generate", "interaction.create")
-OTHER_CELLS = 30  # cells of a real notebook above the task's (tests/corpus, as long_session.py reads it)
+NOTEBOOK = ROOT / "tests" / "corpus" / "handson-ml2_19_training_and_deploying_at_scale.ipynb"
+OTHER_CELLS = 62  # the code cells of that real notebook, above the task's (not run: the model reads them)
 DATA = "rows = [{'price': p, 'count': c, 'region': 'nsew'[p % 4]} for p, c in zip(range(1, 400), range(400, 1, -1))]\n"
 FAILING = "revenue = sum(r['price'] * r['qty'] for r in rows)\nprint(f'revenue: {revenue}')\n"
 TASK = "The revenue cell fails. Add a fixed version below it, run it, and iterate until it works."
@@ -122,7 +122,8 @@ def records(stub: StubServer) -> list[Request]:
 
 
 def other_cells(count: int) -> list[tuple[str, str]]:
-    return code_cells()[:count]
+    cells = [c for c in json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
+    return [(c.get("id") or f"cell-{i:02d}", "".join(c["source"])) for i, c in enumerate(cells[:count])]
 
 
 def frontend(stub: StubServer, workdir: str, others: int) -> FakeFrontend:
