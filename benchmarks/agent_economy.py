@@ -142,8 +142,27 @@ def caching(stub: StubServer, implicit: bool) -> None:
     stub.configure_caching(implicit=implicit, implicit_ttl_s=1e12, implicit_minimum={MODEL: minimum})
 
 
-def run_agent(stub: StubServer, k: int, state: str, implicit: bool, others: int, failures: Failures) -> list[Request]:
-    """One agent turn of k rounds in a fresh kernel and notebook: its requests."""
+@dataclass
+class Run:
+    requests: list[Request]
+    written: int = 0  # tokens written into explicit caches (full input price)
+    storage_usd: float = 0.0  # those caches' storage over the life they were given (their TTL)
+
+    def totals(self, price: Price) -> tuple[int, int, float]:
+        """Full-price tokens (the caches' writes included), input tokens, US$ (storage included)."""
+        full = sum(r.full_price for r in self.requests) + self.written
+        usd = sum(r.dollars(price) for r in self.requests) + 1e-6 * self.written * price.input + self.storage_usd
+        return full, sum(r.tokens for r in self.requests), usd
+
+
+def caches_of(stub: StubServer, price: Price) -> tuple[int, float]:
+    written = sum(r["input_tokens"] for r in stub.requests if r["kind"] == "cache.create")
+    token_hours = sum(c["tokens"] * (c["expire"] - c["created"]) for c in stub.caches if c["expire"]) / 3600
+    return written, 1e-6 * token_hours * price.storage_hour
+
+
+def run_agent(stub: StubServer, k: int, state: str, implicit: bool, others: int, failures: Failures) -> Run:
+    """One agent turn of k rounds in a fresh kernel and notebook: its requests and caches."""
     with tempfile.TemporaryDirectory() as workdir:
         ff = frontend(stub, workdir, others)
         try:
@@ -157,14 +176,14 @@ def run_agent(stub: StubServer, k: int, state: str, implicit: bool, others: int,
             made = records(stub)
             if len(made) != k + 1:
                 failures.add(f"{state}, k={k}: {len(made)} requests, expected {k + 1}")
-            return made
+            price = price_for(MODEL)
+            assert price is not None
+            return Run(made, *caches_of(stub, price))
         finally:
             ff.close()
 
 
-def run_stateless(
-    stub: StubServer, k: int, implicit: bool, reference: list[dict], first: dict, others: int
-) -> list[Request]:
+def run_stateless(stub: StubServer, k: int, implicit: bool, reference: list[dict], first: dict, others: int) -> Run:
     """The same rounds by an agent without memory: each round resends the notebook, the task and every
     call and result so far (those the genai_magics run got) as one text, with the system instruction and
     the function declarations of genai_magics' first request (``first``: its body), so it could act too."""
@@ -186,7 +205,7 @@ def run_stateless(
         client.models.generate_content(
             model=MODEL, contents=f"{notebook}\n\n{TASK}\n\nSteps so far: {so_far}", config=config
         )
-    return records(stub)
+    return Run(records(stub))
 
 
 def results_of(stub_requests: list[dict]) -> list[dict]:
@@ -197,10 +216,6 @@ def results_of(stub_requests: list[dict]) -> list[dict]:
         if r["kind"] in READS
         for t in r["tool_results"]
     ]
-
-
-def total(reqs: list[Request], price: Price) -> tuple[int, int, float]:
-    return sum(r.full_price for r in reqs), sum(r.tokens for r in reqs), sum(r.dollars(price) for r in reqs)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -225,19 +240,21 @@ def main(argv: list[str] | None = None) -> int:
             print("|---|---|---|---|---|---|---|---|")
             per_round: dict[str, list[Request]] = {}
             for k in ks:
-                runs: dict[str, list[Request]] = {}
+                runs: dict[str, Run] = {}
                 reference: list[dict] = []
                 first: dict = {}
                 for state in states:
                     runs[state] = run_agent(stub, k, state, implicit, others, failures)
                     if state == "contents":
                         reference = results_of(stub.requests)
-                        first = next(r["json"] for r in stub.requests if r["kind"] in READS)
+                        # the system instruction and declarations, from the request or the cache holding them
+                        first = next(r["json"] for r in stub.requests if "systemInstruction" in (r["json"] or {}))
                 runs["stateless"] = run_stateless(stub, k, implicit, reference, first, others)
-                new = [r.added for r in runs["contents"]]
-                base = total(runs["stateless"], price)[2]
-                for name, reqs in runs.items():
-                    full, tokens, usd = total(reqs, price)
+                new = [r.added for r in runs["contents"].requests]
+                base = runs["stateless"].totals(price)[2]
+                for name, run in runs.items():
+                    reqs = run.requests
+                    full, tokens, usd = run.totals(price)
                     old = [max(0, r.full_price - n) for r, n in zip(reqs, new, strict=False)]
                     growth = f"{old[-1] / old[1]:.2f}x" if len(old) > 1 and old[1] else "-"
                     ratio = f"{usd / base:.2f}x" if base else "-"
