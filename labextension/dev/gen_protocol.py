@@ -9,7 +9,7 @@ VS Code companion's.
 tests/unit/test_comm_schema.py and tests/unit/test_companion_schema.py fail when a protocol.ts and its schema
 differ. Handles what the schemas use: const, enum, $ref, oneOf, arrays, type lists, objects without
 properties, required, additionalProperties; if/then is left to the run-time validation. Strings are
-quoted, and a union too long for a line broken, as the target's .prettierrc.json says, so the file passes
+quoted, and a type too long for its line broken, as the target's .prettierrc.json says, so the file passes
 its package's prettier.
 """
 
@@ -52,8 +52,8 @@ def declaration(name: str, node: dict, quote: str, width: int) -> str:
     doc = f"/** {node['description']} */\n" if "description" in node else ""
     if node.get("type") != "object":
         line = f"export type I{name} = {ts_type(node, quote)};"
-        if len(line) > width and "oneOf" in node:  # as prettier breaks a union too long for one line
-            line = f"export type I{name} =\n" + "\n".join(f"  | {ts_type(n, quote)}" for n in node["oneOf"]) + ";"
+        if len(line) > width:  # as prettier breaks a type too long for its line (one that fits the next)
+            line = f"export type I{name} =\n  {ts_type(node, quote)};"
         return f"{doc}{line}\n"
     required = set(node.get("required", []))
     lines = [

@@ -7,8 +7,8 @@ import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 
 import { keepOffSubshells, sendOnMainShell } from './send';
-import { cellIndex, cellType, insertIndex, insertedCell } from './cells';
-import { ICell, IRequest, IToFrontend } from './protocol';
+import { NOT_CODE, cellIndex, cellType, insertIndex, insertedCell, runOutputs } from './cells';
+import { ICell, INotebookOutput, IRequest, IToFrontend } from './protocol';
 import { Done, replyTo } from './reply';
 import { ISent, VERSION, sentState, snapshotBody, snapshotMessage } from './snapshot';
 import { markStale } from './stale';
@@ -27,6 +27,17 @@ function isToFrontend(data: object): data is IToFrontend {
 /** A shared cell's Yjs undo manager: YBaseCell has one, the ISharedCell interface does not say so. */
 function hasUndoManager(cell: object): cell is { undoManager: { stopCapturing(): void } | null } {
   return 'undoManager' in cell;
+}
+
+/** What set_outputs writes in a code cell's model (CodeCellModel; the ICellModel interface does not have it). */
+interface IRunModel {
+  outputs: { clear(): void; add(output: INotebookOutput): number };
+  executionCount: number | null;
+  trusted: boolean;
+}
+
+function hasOutputs(cell: object): cell is IRunModel {
+  return 'outputs' in cell && 'executionCount' in cell;
 }
 
 /**
@@ -362,6 +373,21 @@ export class NotebookBridge {
           cell_id: req.cell_id,
           cell: { ...removed, cell_type: cellType(removed.cell_type) }
         };
+      }
+      case 'set_outputs': {
+        const cell = model.cells.get(cellIndex(order, req.cell_id));
+        const { outputs, executionCount } = runOutputs(cell.type, req);
+        if (!hasOutputs(cell)) {
+          throw new Error(NOT_CODE);
+        }
+        // as a run by the frontend leaves the cell: trusted (it ran), its outputs anew, its count
+        cell.trusted = true;
+        cell.outputs.clear();
+        for (const output of outputs) {
+          cell.outputs.add(output);
+        }
+        cell.executionCount = executionCount;
+        return { cell_id: req.cell_id };
       }
       default:
         throw new Error(`unknown request ${(req as IRequest).op}`);

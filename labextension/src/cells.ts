@@ -1,16 +1,23 @@
 /**
- * The three cell edits the kernel asks a frontend for (set_source, insert_cell, delete_cell), as
- * pure rules over the notebook's cell ids in order: which cell an edit touches, or the one line
+ * The cell edits the kernel asks a frontend for (set_source, insert_cell, delete_cell, set_outputs),
+ * as pure rules over the notebook's cell ids in order: which cell an edit touches, or the one line
  * that says why it cannot be done (thrown: the kernel shows the error's message as it is). Both
  * frontends follow them, then edit with their own API: the JupyterLab bridge (bridge.ts) and the
  * VS Code companion (vscode-extension/src/extension.ts, whose bundle takes this file in). No
  * JupyterLab, VS Code or Node.js API here, so node's test runner covers it (test/cells.test.ts).
  */
-import type { ICellType, INotebookCell, IRequest } from './protocol';
+import type { ICellType, INotebookCell, INotebookOutput, IRequest } from './protocol';
 
 export const CELL_GONE = 'the cell is no longer in the notebook';
 const ANCHOR_GONE = 'the cell to insert below is no longer in the notebook';
+export const NOT_CODE = 'only a code cell has outputs';
 const CELL_TYPES: readonly string[] = ['code', 'markdown', 'raw'] satisfies ICellType[];
+const OUTPUT_TYPES: readonly unknown[] = [
+  'stream',
+  'display_data',
+  'execute_result',
+  'error'
+] satisfies INotebookOutput['output_type'][];
 
 /** Where set_source writes and which cell delete_cell removes: the index of the cell `id`. */
 export function cellIndex(order: readonly string[], id: string | undefined): number {
@@ -72,4 +79,27 @@ export function insertedCell(request: Pick<IRequest, 'cell' | 'cell_id' | 'cell_
     cell.id = request.cell_id;
   }
   return cell;
+}
+
+/**
+ * What set_outputs leaves in a cell, as if the frontend had run it (the kernel ran its code for the
+ * agent): its outputs, nbformat v4 as the request carries them, and its execution count (null when
+ * the request has none). Refused for a cell that is not code, and for an output of a kind a run does
+ * not leave in a cell (update_display_data, clear_output: the kernel applied those already).
+ */
+export function runOutputs(
+  type: string,
+  request: Pick<IRequest, 'outputs' | 'execution_count'>
+): { outputs: INotebookOutput[]; executionCount: number | null } {
+  if (type !== 'code') {
+    throw new Error(NOT_CODE);
+  }
+  const outputs = request.outputs ?? [];
+  for (const output of outputs) {
+    if (!OUTPUT_TYPES.includes(output.output_type)) {
+      throw new Error(`unknown output type ${String(output.output_type)}`);
+    }
+  }
+  const count = request.execution_count;
+  return { outputs, executionCount: typeof count === 'number' && Number.isInteger(count) ? count : null };
 }

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { CELL_GONE, cellIndex, cellType, insertIndex, insertedCell } from '../src/cells';
+import { CELL_GONE, NOT_CODE, cellIndex, cellType, insertIndex, insertedCell, runOutputs } from '../src/cells';
 
 const ORDER = ['a', 'b', 'c'];
 
@@ -63,4 +63,23 @@ test('a removed cell comes back whole, under the id the kernel gives it', () => 
     id: 'new'
   });
   assert.equal(insertedCell({ cell: removed, cell_id: 'new', source: 'z' }).source, 'z');
+});
+
+const RAN = [
+  { output_type: 'stream' as const, name: 'stdout', text: '3\n' },
+  { output_type: 'execute_result' as const, execution_count: 7, data: { 'text/plain': '9' }, metadata: {} },
+  { output_type: 'error' as const, ename: 'ValueError', evalue: 'no', traceback: ['ValueError: no'] }
+];
+
+test('set_outputs leaves the outputs of a run and its count in a code cell', () => {
+  assert.deepEqual(runOutputs('code', { outputs: RAN, execution_count: 7 }), { outputs: RAN, executionCount: 7 });
+  assert.deepEqual(runOutputs('code', { outputs: [], execution_count: null }), { outputs: [], executionCount: null });
+  // as a request from the comm may say it (JSON, not checked against the types)
+  assert.equal(runOutputs('code', JSON.parse('{"outputs": [], "execution_count": 1.5}')).executionCount, null);
+});
+
+test('set_outputs refuses a cell that is not code, and an output a run does not leave', () => {
+  assert.throws(() => runOutputs('markdown', { outputs: RAN, execution_count: 1 }), { message: NOT_CODE });
+  const odd = JSON.parse('{"outputs": [{"output_type": "update_display_data"}], "execution_count": 1}');
+  assert.throws(() => runOutputs('code', odd), /unknown output type update_display_data/);
 });

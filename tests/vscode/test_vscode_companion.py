@@ -137,3 +137,50 @@ def test_notebook_apply_changes_adds_and_removes_cells_and_undo_restores_the_fil
     nb.click("Undo")
     nb.wait_output("Undone: the code from before the proposal is now in")
     assert [c.source for c in nb.save().cells] == [c.source for c in before.cells]
+
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+RAN = [
+    {"output_type": "stream", "name": "stdout", "text": "ran 3\n"},
+    {"output_type": "stream", "name": "stderr", "text": "careful\n"},
+    {"output_type": "display_data", "data": {"image/png": PNG, "text/plain": "<Figure>"}, "metadata": {}},
+    {"output_type": "execute_result", "execution_count": 42, "data": {"text/plain": "9"}, "metadata": {}},
+    {"output_type": "error", "ename": "ValueError", "evalue": "bad input", "traceback": ["ValueError: bad input"]},
+]
+NEW = [{"output_type": "stream", "name": "stdout", "text": "2\n"}]
+
+
+def test_outputs_set_by_the_kernel_show_under_the_cell_and_a_new_one(page, code_server, workspace, artifacts, stub):
+    """set_outputs (the agent's run_cell): the outputs and the execution count under the cell, as a run there
+    leaves them, also under a cell inserted a moment before (named at once in set_outputs, set_source and
+    delete_cell); the kernel keeps calling the cell (which VS Code replaced) by its name; the saved file holds
+    the outputs as nbformat."""
+    runner = (
+        "from genai_magics.kernel.shell_state import state_of\n"
+        "C = state_of(get_ipython()).companion\n"
+        "target = C.cells()[1].id\n"
+        f"res = []\nC.set_outputs(target, {RAN!r}, 42, res.append)\n"
+        "new = C.insert_cell(target, 'print(1)', 'code', res.append)\n"
+        "C.set_source(new, 'print(2)', res.append)\n"
+        f"C.set_outputs(new, {NEW!r}, 43, res.append)\n"
+        "gone = C.insert_cell(new, 'x = 0', 'code', res.append)\n"
+        "C.delete_cell(gone, res.append)"
+    )
+    check = "print('RES', res, [c.id for c in C.cells()][1:3] == [target, new])"
+    nb = _open(page, code_server, workspace, artifacts, ["%load_ext genai_magics", "y = 1", runner, check])
+    nb.run(0)
+    nb.run(2)
+    nb.wait_output("bad input")
+    assert nb.execution_order(1) == "[42]"
+    text = nb.wait_output("ran 3")
+    assert all(shown in text for shown in ("careful", "9", "ValueError", "2"))
+    nb.wait_finished(2, None, 30)
+    assert nb.execution_order(2) == "[43]"
+    nb.shot("outputs-set")
+    nb.run(4)
+    nb.wait_output(r"RES \[None, None, None, None, None, None\] True")
+
+    cells = nb.save().cells
+    assert [c.source for c in cells[1:3]] == ["y = 1", "print(2)"]
+    assert (cells[1].execution_count, [dict(o) for o in cells[1].outputs]) == (42, RAN)
+    assert (cells[2].execution_count, [dict(o) for o in cells[2].outputs]) == (43, NEW)

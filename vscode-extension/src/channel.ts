@@ -4,7 +4,7 @@
 // Which cell an edit touches, and why one cannot be done, are the bridge's rules: labextension/src/cells.ts.
 import { createHash } from 'node:crypto';
 import * as path from 'node:path';
-import type { ICellType, IPresence, IRefusal, IRenamed, IRequest, IStoredCell } from './protocol';
+import type { ICellType, INotebookOutput, IPresence, IRefusal, IRenamed, IRequest, IStoredCell } from './protocol';
 
 export const PROTOCOL_VERSION = 1;
 
@@ -66,6 +66,17 @@ export function parseRequest(text: string): IRequest | string {
     case 'delete_cell':
       if (!isString(data.cell_id)) return 'delete_cell needs cell_id';
       return { ...head, op, cell_id: data.cell_id };
+    case 'set_outputs': {
+      const { cell_id, outputs, execution_count } = data;
+      if (
+        !isString(cell_id) ||
+        !Array.isArray(outputs) ||
+        !(execution_count === null || typeof execution_count === 'number')
+      ) {
+        return 'set_outputs needs cell_id, outputs and execution_count';
+      }
+      return { ...head, op, cell_id, outputs: outputs as INotebookOutput[], execution_count };
+    }
     default:
       return `unknown op ${String(op)}`;
   }
@@ -129,4 +140,86 @@ export function encodeBytes(data: Uint8Array): string {
 
 export function decodeBytes(data: string): Uint8Array {
   return new Uint8Array(Buffer.from(data, 'base64'));
+}
+
+/** One item of a VS Code cell output: text under a MIME type, bytes (a decoded image), or an error. */
+export type ItemSpec =
+  | { mime: string; text: string }
+  | { mime: string; bytes: Uint8Array }
+  | { error: { name: string; message: string; stack: string } };
+
+/** A VS Code cell output, to be made into a NotebookCellOutput: its items and metadata. */
+export interface IOutputSpec {
+  items: ItemSpec[];
+  metadata: Record<string, unknown>;
+}
+
+const STDOUT = 'application/vnd.code.notebook.stdout';
+const STDERR = 'application/vnd.code.notebook.stderr';
+// the order of VS Code's .ipynb reader (extensions/ipynb, deserializers.ts): its items come richest first
+const DISPLAY_ORDER = [
+  'application/vnd.*',
+  'application/vdom.*',
+  'application/geo+json',
+  'application/x-nteract-model-debug+json',
+  'text/html',
+  'application/javascript',
+  'image/gif',
+  'text/latex',
+  'text/markdown',
+  'image/png',
+  'image/svg+xml',
+  'image/jpeg',
+  'application/json',
+  'text/plain'
+];
+
+function joined(value: unknown, separator = ''): string {
+  return Array.isArray(value) ? value.map(String).join(separator) : isString(value) ? value : '';
+}
+
+function displayRank(mime: string): number {
+  return DISPLAY_ORDER.findIndex(m => (m.endsWith('*') ? mime.startsWith(m.slice(0, -1)) : m === mime));
+}
+
+function dataItem(mime: string, value: unknown): ItemSpec {
+  if (mime.startsWith('image/') && mime !== 'image/svg+xml' && isString(value)) {
+    return { mime, bytes: decodeBytes(value) }; // nbformat holds images as base64; VS Code renders bytes
+  }
+  if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+    return { mime, text: JSON.stringify(value) };
+  }
+  return { mime, text: joined(value) };
+}
+
+/**
+ * An nbformat v4 output as VS Code's own .ipynb reader makes it a cell output, so that saving the
+ * notebook writes it back as it was: a stream as one stdout or stderr item, an error as one error
+ * item (its traceback as the stack), rich data as one item per MIME type, richest first; the
+ * metadata keeps its output_type, metadata and execution count.
+ */
+export function outputSpec(output: INotebookOutput): IOutputSpec {
+  const metadata: Record<string, unknown> = { outputType: output.output_type };
+  if (output.transient) metadata.transient = output.transient;
+  switch (output.output_type) {
+    case 'stream':
+      return { items: [{ mime: output.name === 'stderr' ? STDERR : STDOUT, text: joined(output.text) }], metadata };
+    case 'error': {
+      const error = {
+        name: joined(output.ename),
+        message: joined(output.evalue),
+        stack: joined(output.traceback, '\n')
+      };
+      return { items: [{ error }], metadata: { ...metadata, originalError: output } };
+    }
+    default: {
+      const data = typeof output.data === 'object' && output.data !== null ? output.data : {};
+      const items = Object.entries(data).map(([mime, value]) => dataItem(mime, value));
+      const rank = (item: ItemSpec) => ('mime' in item ? displayRank(item.mime) : -1);
+      return {
+        items: items.sort((a, b) => rank(a) - rank(b)),
+        metadata: { ...metadata, executionCount: output.execution_count, metadata: output.metadata ?? {} }
+      };
+    }
+  }
 }

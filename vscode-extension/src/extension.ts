@@ -7,12 +7,14 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { cellIndex, insertIndex } from '../../labextension/src/cells';
+import { cellIndex, insertIndex, runOutputs } from '../../labextension/src/cells';
 import {
   checkUnchanged,
   decodeBytes,
   encodeBytes,
+  IOutputSpec,
   notebookKey,
+  outputSpec,
   parseRequest,
   presence,
   presenceFile,
@@ -75,6 +77,17 @@ function cellData(notebook: vscode.NotebookDocument, source: string, type: strin
   return data;
 }
 
+function cellOutput(spec: IOutputSpec): vscode.NotebookCellOutput {
+  const items = spec.items.map(item =>
+    'error' in item
+      ? vscode.NotebookCellOutputItem.error(item.error)
+      : 'bytes' in item
+        ? new vscode.NotebookCellOutputItem(item.bytes, item.mime)
+        : vscode.NotebookCellOutputItem.text(item.text, item.mime)
+  );
+  return new vscode.NotebookCellOutput(items, spec.metadata);
+}
+
 async function apply(edit: vscode.WorkspaceEdit): Promise<void> {
   if (!(await vscode.workspace.applyEdit(edit))) throw new Error('VS Code refused the edit');
 }
@@ -108,6 +121,26 @@ async function answer(notebook: vscode.NotebookDocument, request: IRequest): Pro
       const edit = new vscode.WorkspaceEdit();
       const data = cellData(notebook, request.source, request.cell_type, request.cell);
       edit.set(notebook.uri, [vscode.NotebookEdit.insertCells(index, [data])]);
+      await apply(edit);
+      return { ...done, cell_id: notebook.cellAt(index).document.uri.toString() };
+    }
+    case 'set_outputs': {
+      // An extension sets outputs only by replacing the cell: a copy with the same text, language and
+      // metadata, and the outputs of the run the kernel made (a new cell, so a new URI, which the reply names).
+      const index = cellIndex(order(), request.cell_id);
+      const cell = notebook.cellAt(index);
+      const { outputs, executionCount } = runOutputs(cellType(cell), request);
+      const data = new vscode.NotebookCellData(cell.kind, cell.document.getText(), cell.document.languageId);
+      // the .ipynb writer takes a cell's execution count from its metadata, which VS Code keeps in step only
+      // for a cell it ran
+      data.metadata = { ...cell.metadata, execution_count: executionCount };
+      data.outputs = outputs.map(output => cellOutput(outputSpec(output)));
+      if (executionCount !== null) {
+        const success = !outputs.some(output => output.output_type === 'error');
+        data.executionSummary = { executionOrder: executionCount, success };
+      }
+      const edit = new vscode.WorkspaceEdit();
+      edit.set(notebook.uri, [vscode.NotebookEdit.replaceCells(new vscode.NotebookRange(index, index + 1), [data])]);
       await apply(edit);
       return { ...done, cell_id: notebook.cellAt(index).document.uri.toString() };
     }

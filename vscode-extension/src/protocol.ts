@@ -113,11 +113,7 @@ export interface ISetOutputsRequest {
 
 /** Kernel: a request file in the companion's inbox. */
 export type IRequest =
-  | ISnapshotRequest
-  | ISetSourceRequest
-  | IInsertCellRequest
-  | IDeleteCellRequest
-  | ISetOutputsRequest;
+  ISnapshotRequest | ISetSourceRequest | IInsertCellRequest | IDeleteCellRequest | ISetOutputsRequest;
 
 /** Companion: the notebook's file and its cells in order. */
 export interface ISnapshotReply {

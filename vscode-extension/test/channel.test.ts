@@ -5,6 +5,7 @@ import {
   decodeBytes,
   encodeBytes,
   notebookKey,
+  outputSpec,
   parseRequest,
   presence,
   RENAMES_KEPT,
@@ -94,4 +95,54 @@ test('the presence file keeps the newest renames, oldest first', () => {
 test('output bytes survive the round trip', () => {
   const bytes = new Uint8Array([0, 255, 10, 13, 200]);
   assert.deepEqual(decodeBytes(encodeBytes(bytes)), bytes);
+});
+
+test('a stream is one stdout or stderr item, its lines joined', () => {
+  const out = outputSpec({ output_type: 'stream', name: 'stdout', text: ['1\n', '2\n'] });
+  assert.deepEqual(out, {
+    items: [{ mime: 'application/vnd.code.notebook.stdout', text: '1\n2\n' }],
+    metadata: { outputType: 'stream' }
+  });
+  const err = outputSpec({ output_type: 'stream', name: 'stderr', text: 'careful\n' });
+  assert.deepEqual(err.items, [{ mime: 'application/vnd.code.notebook.stderr', text: 'careful\n' }]);
+});
+
+test('an error is one error item, its traceback the stack, the output kept for saving', () => {
+  const output = {
+    output_type: 'error' as const,
+    ename: 'ValueError',
+    evalue: 'bad input',
+    traceback: ['Traceback', 'ValueError: bad input']
+  };
+  assert.deepEqual(outputSpec(output), {
+    items: [{ error: { name: 'ValueError', message: 'bad input', stack: 'Traceback\nValueError: bad input' } }],
+    metadata: { outputType: 'error', originalError: output }
+  });
+});
+
+test('rich data is one item per MIME type, richest first, images as bytes', () => {
+  const png = encodeBytes(new Uint8Array([137, 80, 78, 71]));
+  const out = outputSpec({
+    output_type: 'execute_result',
+    execution_count: 4,
+    data: { 'text/plain': ['<Figure>', ' 1'], 'image/png': png, 'application/json': { a: 1 }, 'text/html': '<b>x</b>' },
+    metadata: { 'image/png': { width: 10 } }
+  });
+  assert.deepEqual(out, {
+    items: [
+      { mime: 'text/html', text: '<b>x</b>' },
+      { mime: 'image/png', bytes: new Uint8Array([137, 80, 78, 71]) },
+      { mime: 'application/json', text: '{"a":1}' },
+      { mime: 'text/plain', text: '<Figure> 1' }
+    ],
+    metadata: { outputType: 'execute_result', executionCount: 4, metadata: { 'image/png': { width: 10 } } }
+  });
+});
+
+test('set_outputs is read with its outputs and execution count, or refused', () => {
+  const outputs = [{ output_type: 'stream', name: 'stdout', text: '3\n' }];
+  const ok = parseRequest(JSON.stringify({ ...base, op: 'set_outputs', cell_id: CELL, outputs, execution_count: 3 }));
+  assert.deepEqual(ok, { ...base, op: 'set_outputs', cell_id: CELL, outputs, execution_count: 3 });
+  const none = parseRequest(JSON.stringify({ ...base, op: 'set_outputs', cell_id: CELL, outputs }));
+  assert.match(String(none), /set_outputs needs/);
 });

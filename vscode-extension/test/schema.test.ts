@@ -48,7 +48,14 @@ test('every request the kernel may write is read as a request the schema holds',
       cell_type: 'code',
       cell: stored
     },
-    { ...head, op: 'delete_cell', cell_id: `${NB}#a` }
+    { ...head, op: 'delete_cell', cell_id: `${NB}#a` },
+    {
+      ...head,
+      op: 'set_outputs',
+      cell_id: `${NB}#a`,
+      outputs: [{ output_type: 'stream', name: 'stdout', text: '1\n' }],
+      execution_count: 2
+    }
   ]) {
     assert.equal(wrong('Request', request), null, request.op);
     const parsed = parseRequest(JSON.stringify(request));
@@ -62,7 +69,8 @@ test('what the companion refuses to read, the schema refuses too', () => {
     { ...head, op: 'rename', cell_id: 'a' },
     { ...head, op: 'set_source', cell_id: 'a' },
     { ...head, version: 2, op: 'snapshot' },
-    { ...head, op: 'insert_cell', source: '' }
+    { ...head, op: 'insert_cell', source: '' },
+    { ...head, op: 'set_outputs', cell_id: 'a', outputs: [] }
   ]) {
     assert.equal(typeof parseRequest(JSON.stringify(request)), 'string', request.op);
     assert.notEqual(wrong('Request', request), null, request.op);
