@@ -371,9 +371,9 @@ def test_debug_on_shows_traceback_of_an_unexpected_error(failures_kernel, stub):
     failures_kernel.run(CELL, cell_id="cell-bug")
     patch = (
         "import genai_magics.turn.pipeline as _p\n"
-        "_orig_run = _p.run\n"
+        "_orig_resolve = _p.resolve\n"
         "def _boom(*a, **k):\n    raise ZeroDivisionError('simulated bug')\n"
-        "_p.run = _boom"
+        "_p.resolve = _boom"
     )
     failures_kernel.run(patch, cell_id="patch")
     try:
@@ -385,7 +385,7 @@ def test_debug_on_shows_traceback_of_an_unexpected_error(failures_kernel, stub):
         assert on.errors == []
         assert "Traceback (most recent call last)" in on.stderr and "_boom" in on.stderr
     finally:
-        failures_kernel.run("_p.run = _orig_run", cell_id="unpatch")
+        failures_kernel.run("_p.resolve = _orig_resolve", cell_id="unpatch")
 
 
 @pytest.mark.parametrize("mode", MODES)
