@@ -4,18 +4,23 @@ Apply writes the proposal into the code cell the conversation is about, after
 the magic cell has finished; Undo writes the old code back; Ctrl+Z in the cell
 undoes an Apply; a cell edited since is never overwritten; a --notebook
 proposal changes, adds and removes cells and Undo restores the file exactly,
-also a second time.
+also a second time. Outputs the kernel sets (set_outputs) show under their
+cell; %%gemini_agent inserts a cell, runs it after the click, and one Undo
+takes it back.
 Judged by the saved .ipynb and the widget's text.
 """
 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from helpers import screenshots
 from notebook_page import open_notebook as _open
 from notebook_page import stub_turns
+
+from genai_magics import messages
 
 COMPANION = True  # conftest installs the companion's VSIX for this module
 pytestmark = pytest.mark.usefixtures("code_server")
@@ -184,3 +189,42 @@ def test_outputs_set_by_the_kernel_show_under_the_cell_and_a_new_one(page, code_
     assert [c.source for c in cells[1:3]] == ["y = 1", "print(2)"]
     assert (cells[1].execution_count, [dict(o) for o in cells[1].outputs]) == (42, RAN)
     assert (cells[2].execution_count, [dict(o) for o in cells[2].outputs]) == (43, NEW)
+
+
+def test_the_agent_inserts_a_cell_runs_it_after_the_click_and_one_undo_takes_it_back(
+    page, code_server, workspace, artifacts, stub
+):
+    """%%gemini_agent through the companion: the stand-in plays the agent (insert below In[2], then run the
+    new cell by the id insert_cell gave); the run waits for Run; its output and execution order show under
+    the new cell (which VS Code replaced to set them), never in the agent cell; one Undo takes the cell back
+    and says what ran stays."""
+    parse, agent, new = (
+        "def parse(s):\n    return int(s)",
+        "%%gemini_agent\nShow parse('5') plus one.",
+        "print(parse('5') + 1)\n",
+    )
+    sources = ["%load_ext genai_magics", parse, agent, "x = 0"]
+    stub.script_tools(
+        [
+            [{"name": "insert_cell", "args": {"after": "In[2]", "source": new}}],
+            [{"name": "run_cell", "args": {"ref": "{{id}}"}}],
+        ]
+    )
+    nb = _open(page, code_server, workspace, artifacts, sources)
+    nb.run(0)
+    nb.run(1)
+    nb.run(2, wait=False)  # the agent cell waits for the click
+    nb.click("Run")
+    nb.wait_finished(3, None, 90)  # the agent cell, one down
+    assert re.fullmatch(r"\[\d+\]", nb.execution_order(2))
+    nb.shot("ran")
+    cells = nb.save().cells
+    assert [c.source for c in cells] == [sources[0], parse, new, agent, "x = 0"]
+    assert [dict(o) for o in cells[2].outputs] == [{"output_type": "stream", "name": "stdout", "text": "6\n"}]
+    assert isinstance(cells[2].execution_count, int)
+    assert not [o for o in cells[3].outputs if o.get("output_type") == "stream" and "6" in o.get("text", "")]
+
+    nb.click("Undo")
+    nb.wait_output(messages.TURN_UNDO_RAN.pattern(prefixed=False).pattern)
+    nb.shot("undone")
+    assert nb.sources() == sources
