@@ -16,23 +16,25 @@ import time
 import urllib.request
 
 import pytest
+from helpers.agent_scenario import (
+    AFTER,
+    AGENT,
+    END,
+    NEW,
+    NEW_RAN,
+    PARSE,
+    PARSE_EDITED,
+    ROUNDS,
+    SCRATCH,
+    SETUP,
+    printed_by,
+)
 from test_lab_bridge import NotebookPage, write_notebook
 from test_lab_notebook_edit import save
 
 from genai_magics import messages
 
 pytestmark = pytest.mark.stand_in  # the server's kernels talk to the stand-in (browser/conftest.py: server_env)
-
-PARSE = "def parse(s):\n    return int(s)"
-SCRATCH = "scratch = 1\nscratch"
-AGENT = "%%gemini_agent\nShow parse('5') plus one, strip the input, drop the scratch cell."
-NEW = "print(parse('5') + 1)\n"
-ROUNDS = [  # the stand-in's agent: a round a request; {{id}} is the cell insert_cell made
-    [{"name": "insert_cell", "args": {"after": "In[2]", "source": NEW}}],
-    [{"name": "edit_cell", "args": {"ref": "In[2]", "edits": [{"find": "int(s)", "replace": "int(s.strip())"}]}}],
-    [{"name": "delete_cell", "args": {"ref": "In[3]"}}],
-    [{"name": "run_cell", "args": {"ref": "{{id}}"}}],
-]
 
 
 def script_agent(stub_url: str, rounds: list) -> None:
@@ -59,7 +61,7 @@ def test_the_agent_inserts_edits_deletes_runs_after_the_click_and_one_undo_takes
     from playwright.sync_api import expect
 
     path = jupyter_server.root / "agent.ipynb"
-    cells = [("setup", "%load_ext genai_magics"), ("a", PARSE), ("scratch", SCRATCH), ("m", AGENT), ("end", "x = 0")]
+    cells = [("setup", SETUP), ("a", PARSE), ("scratch", SCRATCH), ("m", AGENT), ("end", END)]
     write_notebook(path, cells)
     script_agent(stub_url, ROUNDS)
     nb = NotebookPage(page, artifacts)
@@ -71,7 +73,7 @@ def test_the_agent_inserts_edits_deletes_runs_after_the_click_and_one_undo_takes
     page.keyboard.press("Shift+Enter")  # the agent cell runs, and waits for the click
 
     expect(nb.editor(2)).to_have_text(NEW.strip(), timeout=30_000)  # the new cell, below In[2], before the run
-    expect(nb.editor(1)).to_have_text(PARSE.replace("int(s)", "int(s.strip())"))
+    expect(nb.editor(1)).to_have_text(PARSE_EDITED)
     expect(page.locator(".jp-Notebook .jp-Cell .jp-InputArea", has_text="scratch = 1")).to_have_count(0)
     agent = nb.cell(3)
     run = button(agent, "Run")
@@ -87,17 +89,9 @@ def test_the_agent_inserts_edits_deletes_runs_after_the_click_and_one_undo_takes
     expect(button(agent, "Undo")).to_be_visible()  # the turn's one Undo, at its end
     nb.shot("ran")
     saved = save(page, nb, path)
-    assert [c["source"] for c in kept(saved)] == [
-        before[0]["source"],
-        PARSE.replace("int(s)", "int(s.strip())"),
-        NEW,
-        "x = 0",
-    ]
-    inserted = kept(saved)[2]
-    assert [dict(o) for o in inserted["outputs"]] == [{"output_type": "stream", "name": "stdout", "text": "6\n"}]
-    assert isinstance(inserted["execution_count"], int)
-    (agent_saved,) = [c for c in saved if c["id"] == "m"]
-    assert not [o for o in agent_saved["outputs"] if o.get("output_type") == "stream" and "6" in o.get("text", "")]
+    assert [c["source"] for c in saved] == AFTER
+    assert [dict(o) for o in saved[2]["outputs"]] == NEW_RAN and isinstance(saved[2]["execution_count"], int)
+    assert not printed_by(saved[3], "6")  # nothing of the run in the agent cell
 
     button(agent, "Undo").click()
     said = agent.locator(".jp-OutputArea")
