@@ -94,11 +94,52 @@ def test_the_agent_inserts_edits_deletes_runs_after_the_click_and_one_undo_takes
     assert not printed_by(saved[3], "6")  # nothing of the run in the agent cell
 
     button(agent, "Undo").click()
-    said = agent.locator(".jp-OutputArea")
-    deadline = time.monotonic() + 15
-    while not messages.TURN_UNDO_RAN.within(said.inner_text()):  # "what ran cannot be un-run"
-        assert time.monotonic() < deadline, said.inner_text()
-        time.sleep(0.2)
+    wait_said(agent, messages.TURN_UNDO_RAN)  # "what ran cannot be un-run"
     nb.shot("undone")
     # text, type, order, ids, metadata; the scratch cell back with its output and count
     assert kept(save(page, nb, path)) == before
+
+
+def wait_said(cell, message, timeout: float = 15) -> str:
+    """Until ``message`` is in the cell's outputs; their text."""
+    said = cell.locator(".jp-OutputArea")
+    deadline = time.monotonic() + timeout
+    while not message.within(said.inner_text()):
+        assert time.monotonic() < deadline, said.inner_text()
+        time.sleep(0.2)
+    return said.inner_text()
+
+
+@pytest.mark.parametrize("jupyter_server", ["lab"], indirect=True)
+def test_stop_ends_the_turn_at_once_what_was_written_stays_and_undo_takes_it_back(
+    jupyter_server, page, artifacts, stub_url
+):
+    from playwright.sync_api import expect
+
+    path = jupyter_server.root / "stop.ipynb"
+    cells = [("setup", SETUP), ("a", PARSE), ("m", AGENT), ("u", "%gemini undo"), ("end", END)]
+    write_notebook(path, cells)
+    script_agent(stub_url, [ROUNDS[0], ROUNDS[-1]])  # insert, then run the new cell
+    nb = NotebookPage(page, artifacts)
+    nb.open(jupyter_server.notebook_url("stop.ipynb"), 5)
+    nb.run(0)
+    nb.run(1)
+    nb.editor(2).click()
+    page.keyboard.press("Shift+Enter")
+    expect(nb.editor(2)).to_have_text(NEW.strip(), timeout=30_000)
+    agent = nb.cell(3)
+    stop = button(agent, "Stop")
+    expect(stop).to_be_visible(timeout=30_000)
+    stop.click()
+    expect(agent.locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[\d+\]:"), timeout=30_000)
+    wait_said(agent, messages.STOPPED)
+    nb.shot("stopped")
+    new = nb.cell(2)
+    expect(new.locator(".jp-InputPrompt")).to_have_text("[ ]:")  # never ran
+    expect(new.locator(".jp-OutputArea-output")).to_have_count(0)
+
+    nb.editor(4).click()
+    page.keyboard.press("Shift+Enter")  # %gemini undo: the inserted cell goes (nb.run would watch the cell below)
+    expect(page.locator(".jp-Notebook .jp-Cell")).to_have_count(5, timeout=15_000)
+    nb.shot("undone")
+    assert [c["source"] for c in save(page, nb, path)] == [SETUP, PARSE, AGENT, "%gemini undo", END]
