@@ -832,6 +832,7 @@ AGENT_CANNOT_WAIT = part(
     documented=True,
 )
 AGENT_EDIT_REFUSED = part("AGENT_EDIT_REFUSED", "edit_cell: nothing written: {why}", documented=True)
+AGENT_WRITE_DECLINED = part("AGENT_WRITE_DECLINED", "{name}: the user declined this change: nothing written")
 AGENT_WRITE_FAILED = part("AGENT_WRITE_FAILED", "{name}: the frontend did not make the change: {error}")
 AGENT_PROPOSAL = note(
     "AGENT_PROPOSAL",

@@ -16,6 +16,7 @@ from typing import Any
 from .. import messages
 from .cells import Cell, CellType, cell_type_of
 from .edits import Edits, apply_edits, parse_edits
+from .payloads import EDIT_RESPONSE_SCHEMA
 from .text import clip
 from .tools import ToolResult
 
@@ -48,14 +49,7 @@ _DECLARATIONS: dict[str, dict[str, Any]] = {
             "type": "object",
             "properties": {
                 "ref": _REF,
-                "edits": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {"find": {"type": "string"}, "replace": {"type": "string"}},
-                        "required": ["find", "replace"],
-                    },
-                },
+                "edits": EDIT_RESPONSE_SCHEMA["properties"]["edits"],  # as an edit answer's (copied per call)
             },
             "required": ["ref", "edits"],
         },
@@ -193,7 +187,8 @@ def step_line(result: ToolResult) -> str:
         return messages.AGENT_EDITED.render(label=response.get("label", ""), count=len(call.args.get("edits", [])))
     if call.name == "delete_cell":
         return messages.AGENT_DELETED.render(label=response.get("label", ""))
-    return messages.AGENT_RAN.render(label=response.get("label", ""), chars=result.chars)
+    ran = response.get("ran") or response.get("label", "")  # frontends/cell_runner.py names the cell it ran
+    return messages.AGENT_RAN.render(label=ran, chars=result.chars)
 
 
 def _ref(call: Any) -> str:

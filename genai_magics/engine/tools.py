@@ -222,7 +222,10 @@ def error_result(call: ToolCall, message: str) -> ToolResult:
 def faded_result(result: ToolResult) -> ToolResult:
     """contents mode: a result of an earlier turn, which the model can fetch again, as the transcript keeps it:
     its hash and the call that fetches it (the requests of its own turn had it whole: the answer rests on it)."""
-    marker = {"sha256": result.response.get("sha256", ""), "fetch again": result.call.label}
+    fetch = result.call.label
+    if result.call.name == "run_cell" and isinstance(result.call.args, dict):  # the agent's (engine/agent.py)
+        fetch = f"cell_outputs({clip(str(result.call.args.get('ref', '')), 60)})"  # read again, never run again
+    marker = {"sha256": result.response.get("sha256", ""), "fetch again": fetch}
     return ToolResult(result.call, marker, result.status, (), result.identity)
 
 

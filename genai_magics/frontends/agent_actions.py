@@ -74,6 +74,8 @@ class AgentActions:
     run: RunCell = cannot_run
     note: Callable[[str], None] = lambda _line: None
     waits: bool = False  # the cell is awaited: each change waits for the frontend's reply
+    # asked before each write (agent_approve "all": frontends/cell_runner.py's): yes, no, or either awaited
+    approve_write: Callable[[str], Awaitable[bool] | bool] | None = None
 
     @property
     def changes(self) -> TurnChanges:
@@ -84,6 +86,8 @@ class AgentActions:
             done = getattr(self, f"_{call.name}")(call)
         except (UserError, ValueError) as exc:
             return self._shown(error_result(call, str(exc)))
+        if isinstance(done, _Write):
+            done = self._written(call, done)
         if inspect.isawaitable(done):
             if not self.waits:  # an approval (or a reply) this cell cannot wait for: never a hang
                 getattr(done, "close", lambda: None)()
@@ -98,8 +102,27 @@ class AgentActions:
         self.note(step_line(result))
         return result
 
+    def _written(self, call: ToolCall, write: _Write) -> ToolResult | Awaitable[ToolResult]:
+        """The write made once approved (``approve_write``: ``agent_approve`` "all"), else the refusal's
+        error result; an approval to wait for is awaited by ``answer``'s caller."""
+        approved = self.approve_write(write.description) if self.approve_write is not None else True
+        declined = messages.AGENT_WRITE_DECLINED.render(name=call.name)
+        if not inspect.isawaitable(approved):
+            return write.make() if approved else error_result(call, declined)
+        if not self.waits:  # a click this cell cannot wait for: never a hang
+            getattr(approved, "close", lambda: None)()
+            return error_result(call, messages.AGENT_CANNOT_WAIT.render())
+
+        async def once_approved() -> ToolResult:
+            if not await approved:
+                return error_result(call, declined)
+            made = write.make()
+            return await made if inspect.isawaitable(made) else made
+
+        return once_approved()
+
     # -- the four calls -------------------------------------------------------------------------
-    def _insert_cell(self, call: ToolCall) -> ToolResult | Awaitable[ToolResult]:
+    def _insert_cell(self, call: ToolCall) -> _Write:
         args = call.args
         after = None if args["after"].strip() == "top" else self._target(args["after"], "insert_cell", own_ok=True)
         source, cell_type = args["source"], inserted_type(args)
@@ -107,57 +130,69 @@ class AgentActions:
             raise ValueError(messages.AGENT_MAGIC_CELL.render(name="insert_cell", label="the new cell"))
         after_id = after.id if after is not None else None
         after_label = self.label(after) if after is not None else "top"
-        if self.live is None:
-            new_id = f"c-{uuid.uuid4().hex[:8]}"
-            pending = None
-        else:
-            pending = _Reply()
-            new_id = self.live.insert_cell(after_id, source, cell_type, pending.done)
-        change = Inserted(new_id, source, cell_type, after_id)
-        self.changes.add(change)
 
-        def result() -> ToolResult:
-            cell = next(c for c in self.view.cells() if c.id == new_id)
-            response = {"id": new_id, "label": self.label(cell), "after": after_label, "sha256": short(cell.sha256)}
-            return ToolResult(call, response, "whole")
+        def make() -> ToolResult | Awaitable[ToolResult]:
+            if self.live is None:
+                new_id = f"c-{uuid.uuid4().hex[:8]}"
+                pending = None
+            else:
+                pending = _Reply()
+                new_id = self.live.insert_cell(after_id, source, cell_type, pending.done)
+            change = Inserted(new_id, source, cell_type, after_id)
+            self.changes.add(change)
 
-        return self._confirmed(call, pending, change, result)
+            def result() -> ToolResult:
+                cell = next(c for c in self.view.cells() if c.id == new_id)
+                response = {"id": new_id, "label": self.label(cell), "after": after_label, "sha256": short(cell.sha256)}
+                return ToolResult(call, response, "whole")
 
-    def _edit_cell(self, call: ToolCall) -> ToolResult | Awaitable[ToolResult]:
+            return self._confirmed(call, pending, change, result)
+
+        return _Write(f"insert a {cell_type} cell after {after_label} ({len(source.splitlines())} lines)", make)
+
+    def _edit_cell(self, call: ToolCall) -> _Write:
         cell = self._target(call.args["ref"], "edit_cell")
         after = edited(cell.source, call.args)
         if is_genai_magic(after) and after.lstrip().startswith("%%gemini"):
             raise ValueError(messages.AGENT_MAGIC_CELL.render(name="edit_cell", label=self.label(cell)))
-        pending = None
-        if self.live is not None:
-            pending = _Reply()
-            self.live.set_source(cell.id, after, pending.done)
-        change = Edited(cell.id, cell.source, after)
-        self.changes.add(change)
-        response = {"label": self.label(cell), "sha256": short(sha256_text(after))}
-        return self._confirmed(call, pending, change, lambda: ToolResult(call, response, "whole"))
+        label = self.label(cell)
 
-    def _delete_cell(self, call: ToolCall) -> ToolResult | Awaitable[ToolResult]:
+        def make() -> ToolResult | Awaitable[ToolResult]:
+            pending = None
+            if self.live is not None:
+                pending = _Reply()
+                self.live.set_source(cell.id, after, pending.done)
+            change = Edited(cell.id, cell.source, after)
+            self.changes.add(change)
+            response = {"label": label, "sha256": short(sha256_text(after))}
+            return self._confirmed(call, pending, change, lambda: ToolResult(call, response, "whole"))
+
+        return _Write(f"edit {label} ({len(call.args['edits'])} edits)", make)
+
+    def _delete_cell(self, call: ToolCall) -> _Write:
         cell = self._target(call.args["ref"], "delete_cell")
         label = self.label(cell)
         ids = [c.id for c in self.view.cells()]
         at = ids.index(cell.id)
-        change = Deleted(
-            {"id": cell.id, "cell_type": cell.cell_type, "source": cell.source}, ids[at - 1] if at else None
-        )
-        self.changes.add(change)  # before the frontend's reply: the companion's comes within the call
-        pending = None
-        if self.live is not None:
-            pending = _Reply()
-            current = [change]
+        held = {"id": cell.id, "cell_type": cell.cell_type, "source": cell.source}  # until the frontend's reply
 
-            def removed(held: dict) -> None:  # the cell as the frontend held it: outputs too, for Undo
-                kept = Deleted(held, change.after_id)
-                self.changes.replace(current[0], kept)
-                current[0] = kept
+        def make() -> ToolResult | Awaitable[ToolResult]:
+            change = Deleted(held, ids[at - 1] if at else None)
+            self.changes.add(change)  # before the frontend's reply: the companion's comes within the call
+            pending = None
+            if self.live is not None:
+                pending = _Reply()
+                current = [change]
 
-            self.live.delete_cell(cell.id, pending.done, removed)
-        return self._confirmed(call, pending, change, lambda: ToolResult(call, {"label": label}, "whole"))
+                def removed(cell_json: dict) -> None:  # the cell as the frontend held it: outputs too, for Undo
+                    kept = Deleted(cell_json, change.after_id)
+                    self.changes.replace(current[0], kept)
+                    current[0] = kept
+
+                self.live.delete_cell(cell.id, pending.done, removed)
+            return self._confirmed(call, pending, change, lambda: ToolResult(call, {"label": label}, "whole"))
+
+        return _Write(f"delete {label}", make)
 
     def _run_cell(self, call: ToolCall) -> ToolResult | Awaitable[ToolResult]:
         cell = self._target(call.args["ref"], "run_cell")
@@ -194,6 +229,14 @@ class AgentActions:
             return error_result(call, messages.AGENT_WRITE_FAILED.render(name=call.name, error=error))
 
         return replied()
+
+
+@dataclass(frozen=True)
+class _Write:
+    """A change checked and ready: what its approval shows, and the change made (its result, or awaited)."""
+
+    description: str
+    make: Callable[[], ToolResult | Awaitable[ToolResult]]
 
 
 class _Reply:

@@ -129,6 +129,7 @@ class TurnSend:
     uncached: bool = False  # compacted after the cache step: its cache holds another head
     _step_pending: bool = field(default=True, repr=False)
     _limit_retried: bool = field(default=False, repr=False)
+    _acted: bool = field(default=False, repr=False)  # an agent call was answered: the notebook changed
 
     @property
     def conv(self) -> Conversation:
@@ -236,12 +237,14 @@ class TurnSend:
         ``previous_interaction_id``), or refuses it as past the model's input limit, the turn starts a
         new chain once, carrying what the model needs, and says so; if that fails too, the conversation
         keeps its old chain. An edit's retry continues the interaction its first answer made seconds
-        ago: it is not restarted."""
+        ago: it is not restarted; nor is an agent turn that acted already (the turn fails, its changes stay)."""
         try:
             return plan, (yield from self.calls(plan, retry))
         except Exception as exc:
             over = over_input_limit(exc)
             if retry is not None or not (plan.previous_interaction_id and (status_code(exc) == 404 or over)):
+                raise
+            if self._acted:  # a new chain would ask the model again for what it already did in the notebook
                 raise
         if over is not None:
             self.limits.learn(self.transport.model, over[1])
@@ -293,6 +296,7 @@ class TurnSend:
                     result = error_result(call, LIMIT_REACHED)
                 elif call.name in AGENT_FUNCTIONS and call.name in offered:
                     why = bad_agent_call(call)
+                    self._acted = self._acted or why is None
                     result = error_result(call, why) if why is not None else (yield call)
                     if why is not None:
                         self.display.note(_call_line(result))

@@ -49,10 +49,11 @@ def bill(usage: Usage) -> str:
     return messages.FOOTER_SEPARATOR.join(parts)
 
 
-def footer(turn: Turn, plan: TurnPlan, model: str) -> str:
+def footer(turn: Turn, plan: TurnPlan, model: str, magic: str | None = None) -> str:
+    """The turn's footer; ``magic`` names it where the turn's mode does not (an agent turn is an ask)."""
     usage = turn.usage
     parts = [
-        messages.FOOTER_TURN.render(turn=turn.index, mode=turn.mode, state=turn.state_mode, model=model),
+        messages.FOOTER_TURN.render(turn=turn.index, mode=magic or turn.mode, state=turn.state_mode, model=model),
         bill(usage),
         messages.FOOTER_REQUEST.render(size=usage.request_bytes)
         if usage.requests == 1

@@ -77,7 +77,7 @@ def test_the_agent_inserts_edits_and_deletes_cells_live(lab, stub, mode):
     assert messages.AGENT_INSERTED.within(plain, id=new.id, after="In[2]", lines=1)
     assert messages.AGENT_EDITED.within(plain, count=1)
     assert messages.AGENT_DELETED.within(plain, label="cell #4")
-    assert f"turn 1 · ask · {mode}" in plain and "Function results read" in plain  # the answer, then the footer
+    assert f"turn 1 · agent · {mode}" in plain and "Function results read" in plain  # the answer, then the footer
 
 
 def test_the_awaited_agent_cell_waits_for_each_reply_and_reads_a_refusal(lab, stub):
@@ -177,13 +177,33 @@ def test_the_kernels_interrupt_ends_an_agent_turn_waiting_at_an_await(lab, stub)
     interrupt does (one line, nothing recorded), at once."""
     lab.answer_requests = False  # the reply never comes: the cell waits at its await
     stub.script_tools([[call("insert_cell", after="a", source=TEST)]])
-    timer = threading.Timer(2.0, lab.km.interrupt_kernel)
-    timer.start()
-    started = time.monotonic()
+
+    def interrupt_once_asked() -> None:  # the insert request has come: the cell waits at its await now
+        deadline = time.monotonic() + 60
+        while not lab.requests_received and time.monotonic() < deadline:
+            time.sleep(0.05)
+        lab.km.interrupt_kernel()
+
+    interrupter = threading.Thread(target=interrupt_once_asked, daemon=True)
+    interrupter.start()
     run = lab.execute("m")
-    timer.join()
-    assert time.monotonic() - started < 15, "the interrupt did not end the turn"
+    interrupter.join()
+    assert lab.requests_received[-1]["op"] == "insert_cell"
     assert messages.STOPPED.shown() in run.stderr
     assert len(api_requests(stub)) == 1  # the turn stopped at the call: no request after it
     status = lab.execute_code("%gemini status")
     assert "no conversation yet" in status.plain  # nothing committed
+
+
+def test_an_agent_cell_that_is_not_awaited_still_writes_and_never_hangs(lab, stub):
+    """Not the magic alone (a statement before it): the cell is not awaited; each change is sent to the
+    frontend and the model told it is made, without waiting for the reply the busy kernel reads later."""
+    lab.add_cell("n", "ready = True\n%gemini_agent add a test of parse", after="b")
+    stub.script_tools([[call("insert_cell", after="a", source=TEST)]])
+    started = time.monotonic()
+    run = lab.execute("n")
+    assert run.error is None, run.error
+    assert time.monotonic() - started < 15
+    (result,) = results(stub)
+    assert "error" not in result["response"]
+    assert [c.source for c in lab.cells if c.id == result["response"]["id"]] == [TEST]

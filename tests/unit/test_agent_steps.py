@@ -4,6 +4,7 @@ step lines, and the drivers of the send stage's steps (turn/send.py)."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from helpers.wire import api_requests
@@ -24,6 +25,8 @@ from genai_magics.engine.cells import Cell
 from genai_magics.engine.errors import UserError
 from genai_magics.engine.tools import ToolCall, ToolResult, error_result
 from genai_magics.frontends.agent_actions import AgentActions, TurnView, cannot_run
+from genai_magics.gemini import budget
+from genai_magics.gemini.pricing import price_for
 from genai_magics.turn.send import drive, drive_async
 
 
@@ -91,6 +94,8 @@ def test_step_lines():
     assert (
         step_line(ToolResult(ToolCall("delete_cell", {"ref": "5"}), {"label": "In[5]"}, "whole")) == "✗ deleted In[5]"
     )
+    ran = ToolResult(ToolCall("run_cell", {"ref": "7"}), {"ran": "In[7]", "text": "4"}, "whole")
+    assert step_line(ran) == messages.AGENT_RAN.render(label="In[7]", chars=ran.chars)
     failed = error_result(ToolCall("delete_cell", {"ref": "9"}), "no cell 9")
     assert step_line(failed) == messages.TOOL_FAILED.render(call="delete_cell(9)", error="no cell 9")
 
@@ -252,3 +257,116 @@ def test_a_change_that_would_write_a_magic_cell_is_refused():
     result = _actions().answer(ToolCall("insert_cell", {"after": "top", "source": "%%gemini_agent\nagain"}))
     assert isinstance(result, ToolResult) and result.status == "error"
     assert messages.AGENT_MAGIC_CELL.matches(result.response["error"], prefixed=False, name="insert_cell")
+
+
+def test_a_write_waits_for_its_approval_where_agent_approve_asks_for_it():
+    asked: list[str] = []
+
+    def declined(description: str) -> bool:
+        asked.append(description)
+        return False
+
+    actions = _actions()
+    actions.approve_write = declined
+    result = actions.answer(ToolCall("insert_cell", {"after": "a", "source": "y = 2\n"}))
+    assert isinstance(result, ToolResult)
+    assert result.response == {"error": messages.AGENT_WRITE_DECLINED.render(name="insert_cell")}
+    assert asked == ["insert a code cell after cell a (1 lines)"] and not actions.changes
+
+    async def approved(description: str) -> bool:
+        await asyncio.sleep(0)
+        return True
+
+    waiting = _actions(waits=True)
+    waiting.approve_write = approved
+    pending = waiting.answer(ToolCall("delete_cell", {"ref": "a"}))
+    assert not isinstance(pending, ToolResult) and not waiting.changes  # nothing before the click
+    done = asyncio.run(_awaited(pending))
+    assert done.response == {"label": "cell a"} and [c.id for c in waiting.view.cells()] == ["q", "m"]
+
+    cannot = _actions()  # a cell that cannot wait: never a hang
+    cannot.approve_write = approved
+    refused = cannot.answer(ToolCall("delete_cell", {"ref": "a"}))
+    assert isinstance(refused, ToolResult) and refused.response == {"error": messages.AGENT_CANNOT_WAIT.render()}
+
+
+async def _awaited(value):
+    return await value
+
+
+def test_the_budget_stops_an_agent_loop_before_the_request_over_its_cap(magic_shell, stub):
+    """max_turn_cost is checked before every request of the agent's loop, with what the earlier ones cost."""
+    magic_shell.run("%gemini reset --all", cell_id="reset")
+    magic_shell.run("x = 1", cell_id="c1")
+    shown = magic_shell.run("%%gemini_agent --dry-run\nadd a cell", cell_id="d")
+    (bundle,) = [b for b in shown.bundles if "dry run" in b.get("text/plain", "")]
+    body = json.loads(bundle["text/plain"].split("\n", 1)[1])
+    first = budget.estimate(price_for(magic_shell.magics.model), body, [], "")
+    magic_shell.magics.max_turn_cost = first * 1.05  # the first request goes, the second cannot
+    try:
+        insert = {"name": "insert_cell", "args": {"after": "c1", "source": "y = 2"}}
+        stub.script_tools([[insert], [insert]])
+        refused = magic_shell.run("%%gemini_agent\nadd a cell", cell_id="m")
+    finally:
+        magic_shell.magics.max_turn_cost = None
+    assert messages.BUDGET_STOPPED.within(refused.stderr)
+    assert len(api_requests(stub)) == 1  # the insert's result was never sent
+    assert "default" not in magic_shell.magics.session.conversations  # nothing recorded
+
+
+def test_the_one_line_agent_continues_the_conversation_of_an_ask(magic_shell, stub):
+    magic_shell.run("%gemini reset --all", cell_id="reset")
+    magic_shell.run("x = 1", cell_id="c1")
+    magic_shell.run("%%gemini_ask\nwhat is x?", cell_id="a1")
+    stub.script_tools([[{"name": "insert_cell", "args": {"after": "c1", "source": "print(x)"}}]])
+    shown = magic_shell.run("%gemini_agent print x in a new cell?", cell_id="m")
+    assert shown.stderr == ""
+    assert messages.AGENT_PROPOSAL.within(shown.plain, count=1)  # no live notebook in this shell
+    assert len(magic_shell.magics.session.conversations["default"].history) == 2
+
+
+def test_an_agent_turn_that_acted_is_not_started_again_on_a_new_chain(magic_shell, stub):
+    """Past the input limit mid-loop (interactions), a new chain would ask the model again for what it did
+    already: the turn fails in one line instead, and nothing is recorded."""
+    magic_shell.run("%gemini reset --all", cell_id="reset")
+    magic_shell.magics.max_output_chars = 40_000
+    try:
+        magic_shell.run("%%gemini_ask --state interactions\nhi", cell_id="a1")
+        magic_shell.run("print('x' * 30_000)", cell_id="c2")  # what it showed goes only if asked for
+        magic_shell.run("x = 1", cell_id="c1")
+        stub.limit_input(4_000)  # the first request fits; the one carrying c2's output does not
+        insert = {"name": "insert_cell", "args": {"after": "c1", "source": "y = 2"}}
+        stub.script_tools([[insert, {"name": "cell_outputs", "args": {"ref": "c2"}}]])
+        failed = magic_shell.run("%%gemini_agent\nadd a cell", cell_id="m")
+    finally:
+        stub.limit_input(None)
+        magic_shell.magics.max_output_chars = magic_shell.magics.trait_defaults("max_output_chars")
+    assert failed.stderr.startswith(messages.PREFIX)
+    assert not messages.CHAIN_OVER_LIMIT.within(failed.plain)
+    assert messages.AGENT_INSERTED.within(failed.plain)  # the step it made is shown
+    assert len(magic_shell.magics.session.conversations["default"].history) == 1  # only the ask
+
+
+def test_a_runs_result_fades_to_reading_what_the_cell_showed_never_to_running_it_again():
+    from genai_magics.engine.outputs import OUTPUTS_FIELD, OutputPiece
+    from genai_magics.engine.tools import faded_result, whole_response
+
+    piece = OutputPiece(OUTPUTS_FIELD, "ValueError: bad", "c7", label="In[7]")
+    ran = ToolResult(ToolCall("run_cell", {"ref": "7"}), whole_response([piece]), "whole", (piece,))
+    assert faded_result(ran).response["fetch again"] == "cell_outputs(7)"
+
+
+@pytest.mark.parametrize(
+    ("code", "awaited"),
+    [
+        ("get_ipython().run_cell_magic('gemini_agent', '', 'fix it\\n')", True),
+        ("get_ipython().run_line_magic('gemini_agent', 'fix it')", True),
+        ("get_ipython().run_cell_magic('gemini_edit', '', 'fix it\\n')", True),
+        ("get_ipython().run_cell_magic('gemini_ask', '', 'why\\n')", False),
+        ("x = 1\nget_ipython().run_line_magic('gemini_agent', 'fix it')", False),
+    ],
+)
+def test_a_lone_agent_or_edit_magic_call_is_the_one_awaited(code, awaited):
+    from genai_magics.frontends.waiting import sole_awaited_call
+
+    assert (sole_awaited_call(code) is not None) == awaited
