@@ -299,9 +299,8 @@ LastError = Callable[[], "str | None"]  # the last exception's trimmed traceback
 
 @dataclass(frozen=True)
 class Ran:
-    """One run of a cell's code: its outputs as nbformat has them, its count, the error it raised."""
+    """One run of a cell's code: its count, the error it raised (its outputs went to the cell)."""
 
-    outputs: list[dict[str, Any]]
     execution_count: int | None
     error: str | None  # the trimmed traceback the model reads
     interrupted: bool
@@ -402,7 +401,7 @@ class CellRunner:
         count = getattr(result, "execution_count", None)
         assert self.notebook is not None  # checked before the run
         self.notebook.set_outputs(cell.id, outputs.nbformat(), count, done)
-        return Ran(outputs.nbformat(), count, trimmed, isinstance(error, KeyboardInterrupt))
+        return Ran(count, trimmed, isinstance(error, KeyboardInterrupt))
 
 
 def make_run_cell(

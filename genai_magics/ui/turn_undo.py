@@ -12,7 +12,7 @@ from .. import messages
 from ..engine.agent import TurnChanges
 from ..frontends.live_notebook import LiveNotebook
 from ..frontends.turn_undo import TurnUndo
-from .widgets import shared_styles
+from .widgets import shared_styles, undo_button
 
 
 class TurnUndoWidget:
@@ -27,14 +27,7 @@ class TurnUndoWidget:
         self.button: Any = None
         children = [self.view]
         if button:
-            self.button = w.Button(
-                description="Undo",
-                button_style="warning",
-                icon="undo",
-                tooltip="Undo every change of this agent turn (what ran stays run)",
-                layout=styles.button,
-                style=styles.button_style,
-            )
+            self.button = undo_button(w, "Undo every change of this agent turn (what ran stays run)")
             self.button.on_click(lambda _b: self.undo.undo())
             children.insert(0, self.button)
         self.box = w.Box(children, layout=styles.box, _dom_classes=("genai-magics-turn-undo",))

@@ -61,6 +61,19 @@ def shared_styles(w: Any) -> _Shared:
     return _SHARED[0]
 
 
+def undo_button(w: Any, tooltip: str) -> Any:
+    """An Undo button (a proposal's, an agent turn's), in the shared styles."""
+    styles = shared_styles(w)
+    return w.Button(
+        description="Undo",
+        button_style="warning",
+        icon="undo",
+        tooltip=tooltip,
+        layout=styles.button,
+        style=styles.button_style,
+    )
+
+
 class ProposalWidget:
     def __init__(self, controller: ProposalController):
         import ipywidgets as w
@@ -70,8 +83,7 @@ class ProposalWidget:
         self._sides = controller.diff_sides
         self._show_diff(controller.diff)
         styles = shared_styles(w)
-        self._layout, self._style = styles.button, styles.button_style
-        shared = {"layout": self._layout, "style": self._style}
+        shared = {"layout": styles.button, "style": styles.button_style}
         # Each widget opens with its first state (a later change would be one more comm message each).
         self.view = w.HTML(value=self._view_html(), layout=styles.row, style=styles.html_style)
         self.apply_button = w.Button(
@@ -136,14 +148,7 @@ class ProposalWidget:
         self.apply_button.disabled = not c.enabled("apply")
         self.discard_button.disabled = not c.enabled("discard")
         if self.undo_button is None and c.turn.outcome in ("applied", "undone"):
-            self.undo_button = self._w.Button(
-                description="Undo",
-                button_style="warning",
-                icon="undo",
-                tooltip="Put back the code from before the proposal",
-                layout=self._layout,
-                style=self._style,
-            )
+            self.undo_button = undo_button(self._w, "Put back the code from before the proposal")
             self.undo_button.on_click(lambda _: self.controller.undo())
             self._add_button(self.undo_button)
         if self.undo_button is not None:

@@ -8,11 +8,13 @@ browser clicks them, while the agent cell runs (ipykernel >= 7.4 handles the cli
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import html
 import json
 
 import pytest
 from helpers.fake_frontend import FakeCell, FakeFrontend
+from helpers.images import png
 from helpers.kernel import FAKE_KEY
 from helpers.wire import api_requests
 
@@ -153,6 +155,25 @@ def test_outputs_the_notebook_refuses_to_show_are_said_to_the_model(stub, tmp_pa
         assert result["not_shown"] == messages.OUTPUTS_NOT_SHOWN.render(error="the cell is no longer in the notebook")
 
 
+def test_an_image_the_cell_shows_goes_to_the_model_as_an_image_part(stub, tmp_path):
+    """The agent reads the plot its run drew, as the real SDK sends it: a functionResponse with an inline image."""
+    plot = png(40, 30, seed=3)
+    draw = f"from IPython.display import Image, display\ndisplay(Image(data={plot!r}))\nprint('drawn')\n"
+    prompt = "%%gemini_agent\nDraw it."
+    with lab(stub, tmp_path, ("t", draw), ("m", prompt)) as ff:
+        stub.script_tools([[{"name": "run_cell", "args": {"ref": "t"}}]])
+        ff.execute_code("%config GeminiMagics.agent_approve = 'none'")
+        run = ff.execute("m")
+        assert run.status == "ok", run.error
+        ff.pump(0.5)
+        assert [o["output_type"] for o in ff.cell("t").outputs] == ["display_data", "stream"]
+        assert "image/png" in ff.cell("t").outputs[0]["data"]
+        (result,) = [r for req in api_requests(stub) for r in req["tool_results"] if r["name"] == "run_cell"]
+        assert result["response"]["images"][0]["width"] == 40 and "drawn" in result["response"]["text"]
+        sent = [image["sha256"] for image in api_requests(stub)[-1]["images"]]
+        assert hashlib.sha256(plot).hexdigest() in sent  # the image part itself, over HTTP
+
+
 def test_run_all_approves_the_rest_of_the_turn_and_an_injected_prompt_approves_nothing(stub, tmp_path):
     with lab(stub, tmp_path, ("i", INJECTION), ("t", TARGET), ("u", "print('third')\n")) as ff:
         msg_id = start(ff, "await agent('i', 't', 'u')")
@@ -267,17 +288,22 @@ def test_undo_keeps_and_names_a_cell_changed_by_hand_since(stub, tmp_path):
         assert [c.id for c in ff.cells if c.id != "agent"][:4] == ["setup", "a", "b", "c"]
 
 
+def insert_then_run(stub, source: str) -> None:
+    """The stand-in's agent inserts ``source`` below the cell ``a``, then runs the new cell (``{{id}}``)."""
+    stub.script_tools(
+        [
+            [{"name": "insert_cell", "args": {"after": "a", "source": source}}],
+            [{"name": "run_cell", "args": {"ref": "{{id}}"}}],
+        ]
+    )
+
+
 def test_the_agent_inserts_a_cell_runs_it_when_approved_reads_it_and_one_undo_takes_it_back(stub, tmp_path):
     """%%gemini_agent end to end: the real SDK over HTTP to the stand-in, which plays the agent."""
     prompt = "%%gemini_agent\nShow parse('5')."
     with lab(stub, tmp_path, ("a", "def parse(s):\n    return int(s)\n"), ("m", prompt)) as ff:
         ff.execute("a")
-        stub.script_tools(
-            [
-                [{"name": "insert_cell", "args": {"after": "a", "source": "print(parse('5') + 1)\n"}}],
-                [{"name": "run_cell", "args": {"ref": "{{id}}"}}],
-            ]
-        )
+        insert_then_run(stub, "print(parse('5') + 1)\n")
         msg_id = start(ff, prompt, "m")
         click_when_asked(ff, "Run")
         run = finish(ff, msg_id)
@@ -294,3 +320,37 @@ def test_the_agent_inserts_a_cell_runs_it_when_approved_reads_it_and_one_undo_ta
         said = _undone(ff)
         assert [c.id for c in ff.cells] == ["setup", "a", "m"]
         assert messages.TURN_UNDO_RAN.within(said)
+
+
+def test_stop_ends_an_agent_turn_cleanly_and_what_it_wrote_stays_undoable(stub, tmp_path):
+    prompt = "%%gemini_agent\nAdd a cell and run it."
+    with lab(stub, tmp_path, ("a", "x = 1\n"), ("m", prompt)) as ff:
+        insert_then_run(stub, "print('never')\n")
+        msg_id = start(ff, prompt, "m")
+        click_when_asked(ff, "Stop")
+        run = finish(ff, msg_id)
+        assert messages.STOPPED.within(run.stderr), run.stderr
+        (new,) = [c for c in ff.cells if c.id not in ("setup", "a", "m")]
+        ff.pump(0.5)
+        assert new.outputs == [] and new.execution_count is None
+        ff.click(ff.buttons()["Undo"])
+        _undone(ff)
+        assert [c.id for c in ff.cells] == ["setup", "a", "m"]
+
+
+def test_the_kernels_interrupt_during_a_run_stops_the_turn_and_the_cell_shows_it(stub, tmp_path):
+    prompt = "%%gemini_agent\nRun the slow cell."
+    started = tmp_path / "started"
+    slow = f"import time, pathlib\nprint('started')\npathlib.Path({str(started)!r}).touch()\ntime.sleep(60)\n"
+    with lab(stub, tmp_path, ("t", slow), ("m", prompt)) as ff:
+        ff.execute_code("%config GeminiMagics.agent_approve = 'none'")
+        stub.script_tools([[{"name": "run_cell", "args": {"ref": "t"}}]])
+        msg_id = start(ff, prompt, "m")
+        assert ff.pump_until(started.exists, timeout=30)  # the cell runs (its print is the cell's, not here)
+        ff.km.interrupt_kernel()
+        run = finish(ff, msg_id)
+        assert messages.STOPPED.within(run.stderr), run.stderr
+        assert ff.pump_until(lambda: bool(ff.cell("t").outputs), timeout=10)
+        outputs = ff.cell("t").outputs
+        assert outputs[0]["text"] == "started\n" and outputs[-1]["ename"] == "KeyboardInterrupt"
+        assert not [r for req in api_requests(stub) for r in req["tool_results"] if r["name"] == "run_cell"]
