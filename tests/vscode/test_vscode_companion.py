@@ -21,6 +21,7 @@ from helpers.agent_scenario import (
     AFTER,
     AGENT,
     END,
+    NEW,
     NEW_RAN,
     PARSE,
     RAN,
@@ -220,3 +221,25 @@ def test_the_agent_inserts_edits_deletes_runs_after_the_click_and_one_undo_takes
     assert [c.outputs for c in after[:3] + after[4:]] == [c.outputs for c in before[:3] + before[4:]]
     # the deleted cell back with its count; an edited cell's count VS Code clears, as after any edit of its text
     assert after[2].execution_count == before[2].execution_count == 3 and after[1].execution_count is None
+
+
+def test_stop_ends_the_agents_turn_at_once_what_was_written_stays_and_undo_takes_it_back(
+    page, code_server, workspace, artifacts, stub
+):
+    sources = [SETUP, PARSE, AGENT, "%gemini undo", END]
+    stub.script_tools([ROUNDS[0], ROUNDS[-1]])  # insert, then run the new cell
+    nb = _open(page, code_server, workspace, artifacts, sources)
+    nb.run(0)
+    nb.run(1)
+    nb.run(2, wait=False)
+    nb.click("Stop")
+    nb.wait_finished(3, None, 60)  # the agent cell, one down
+    nb.wait_output(messages.STOPPED.pattern(prefixed=False).pattern)
+    nb.shot("stopped")
+    cells = nb.save().cells
+    assert [c.source for c in cells] == [SETUP, PARSE, NEW, AGENT, "%gemini undo", END]
+    assert cells[2].outputs == [] and cells[2].execution_count is None  # never ran
+
+    nb.run(4, wait=False)  # %gemini undo: the inserted cell goes
+    nb.wait_output(messages.TURN_UNDONE.pattern(prefixed=False).pattern)
+    assert nb.sources() == sources
