@@ -49,7 +49,7 @@ from ..ui import report
 from ..ui.display import NotebookDisplay, TerminalDisplay
 from ..ui.proposal import ProposalController
 from ..ui.proposal_display import Place, Proposed, show_proposal
-from .agent_run import offer_turn_undo, turn_run_cell
+from .agent_run import offer_turn_undo, turn_approve_write, turn_run_cell
 from .line_commands import COMMANDS, HELP, Call, chosen
 from .line_syntax import split_prompt
 from .magic_flags import documented, plain_help, takes_value, turn_arguments, turn_request, with_defaults
@@ -298,32 +298,27 @@ class GeminiMagics(GeminiOptions):
         live = live if frontend.kind in (frontends.Kind.LIVE, frontends.Kind.COMPANION) else None
         view = TurnView(frontend.view)
         documents = self.session.documents
+        awaited = waiting.will_be_awaited()
+        approvals = Approvals(cast(Approve, settings.agent_approve))  # one per turn: Run all covers its runs
         return AgentActions(
             live=live,
             view=view,
             own_id=self.session.executed.running_id,
             find=lambda ref, name: documents.find_cell(view, ref, name),
             label=lambda cell: documents.label(view, cell),
-            run=self._run_cell(live, settings, display),
+            run=self._run_cell(live, settings, approvals, awaited),
             note=display.note,
-            waits=waiting.will_be_awaited(),
+            waits=awaited,
+            approve_write=turn_approve_write(approvals, awaited, self.apply_wait) if live is not None else None,
         )
 
-    def _run_cell(self, live: LiveNotebook | None, settings: Settings, display) -> RunCell:
+    def _run_cell(self, live: LiveNotebook | None, settings: Settings, approvals: Approvals, awaited: bool) -> RunCell:
         """How run_cell runs a cell here: by this kernel, through the live notebook, after the approval that
         ``agent_approve`` asks for (kernel/agent_run.py); without a live notebook, none runs."""
         if live is None:
             return cannot_run
-        approvals = Approvals(cast(Approve, settings.agent_approve))
         return turn_run_cell(
-            self.shell,
-            live,
-            self.session,
-            settings,
-            self._cell_for_filename,
-            approvals,
-            waiting.will_be_awaited(),
-            self.apply_wait,
+            self.shell, live, self.session, settings, self._cell_for_filename, approvals, awaited, self.apply_wait
         )
 
     async def _agent_awaited(self, steps, actions: AgentActions, frontend, prompt: str, display) -> None:

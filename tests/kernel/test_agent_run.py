@@ -322,6 +322,24 @@ def test_the_agent_inserts_a_cell_runs_it_when_approved_reads_it_and_one_undo_ta
         assert messages.TURN_UNDO_RAN.within(said)
 
 
+def test_with_approve_all_a_write_waits_for_its_click_before_anything_is_written(stub, tmp_path):
+    """agent_approve "all": the insert waits for Write; the run after it waits for Run as always."""
+    prompt = "%%gemini_agent --approve all\nShow parse('5')."
+    with lab(stub, tmp_path, ("a", "def parse(s):\n    return int(s)\n"), ("m", prompt)) as ff:
+        ff.execute("a")
+        insert_then_run(stub, "print(parse('5') + 1)\n")
+        msg_id = start(ff, prompt, "m")
+        assert ff.pump_until(lambda: len(approval_boxes(ff)) >= 1, timeout=30)
+        assert [c.id for c in ff.cells] == ["setup", "a", "m"]  # nothing written before the click
+        click_when_asked(ff, "Write")
+        click_when_asked(ff, "Run", asked=2)
+        run = finish(ff, msg_id)
+        assert run.status == "ok", run.error
+        (new,) = [c for c in ff.cells if c.id not in ("setup", "a", "m")]
+        ff.pump(0.5)
+        assert new.outputs == [{"output_type": "stream", "name": "stdout", "text": "6\n"}]
+
+
 def test_stop_ends_an_agent_turn_cleanly_and_what_it_wrote_stays_undoable(stub, tmp_path):
     prompt = "%%gemini_agent\nAdd a cell and run it."
     with lab(stub, tmp_path, ("a", "x = 1\n"), ("m", prompt)) as ff:
