@@ -143,3 +143,30 @@ def test_stop_ends_the_turn_at_once_what_was_written_stays_and_undo_takes_it_bac
     expect(page.locator(".jp-Notebook .jp-Cell")).to_have_count(5, timeout=15_000)
     nb.shot("undone")
     assert [c["source"] for c in save(page, nb, path)] == [SETUP, PARSE, AGENT, "%gemini undo", END]
+
+
+@pytest.mark.parametrize("jupyter_server", ["lab"], indirect=True)
+def test_with_approve_all_a_write_waits_for_its_click_before_the_notebook_changes(
+    jupyter_server, page, artifacts, stub_url
+):
+    from playwright.sync_api import expect
+
+    path = jupyter_server.root / "approve.ipynb"
+    agent = AGENT.replace("%%gemini_agent", "%%gemini_agent --approve all")
+    write_notebook(path, [("setup", SETUP), ("a", PARSE), ("m", agent), ("end", END)])
+    script_agent(stub_url, [ROUNDS[0], ROUNDS[-1]])  # insert, then run the new cell
+    nb = NotebookPage(page, artifacts)
+    nb.open(jupyter_server.notebook_url("approve.ipynb"), 4)
+    nb.run(0)
+    nb.run(1)
+    nb.editor(2).click()
+    page.keyboard.press("Shift+Enter")
+    write = button(nb.cell(2), "Write")
+    expect(write).to_be_visible(timeout=30_000)
+    expect(page.locator(".jp-Notebook .jp-Cell")).to_have_count(4)  # nothing written before the click
+    nb.shot("waiting-for-write")
+    write.click()
+    expect(nb.editor(2)).to_have_text(NEW.strip(), timeout=15_000)
+    button(nb.cell(3), "Run").click()
+    expect(nb.cell(2).locator(".jp-OutputArea")).to_have_text("6", timeout=30_000)
+    expect(nb.cell(3).locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[\d+\]:"), timeout=60_000)
