@@ -19,7 +19,7 @@ IN_PROCESS = [
     "token_economy.py",
     "tools_economy.py",
 ]
-KERNELS = ["bridge_ordering.py", "kernel_overhead.py"]  # their smoke runs start ipykernels
+KERNELS = ["agent_economy.py", "bridge_ordering.py", "kernel_overhead.py"]  # their smoke runs start ipykernels
 ELSEWHERE = ["vscode_apply.py"]
 
 
