@@ -110,22 +110,27 @@ def wait_said(cell, message, timeout: float = 15) -> str:
     return said.inner_text()
 
 
+def start_agent(jupyter_server, page, artifacts, stub_url: str, agent: str, below: str = END) -> NotebookPage:
+    """SETUP and PARSE run, then ``agent`` started (it does not finish: it asks for a click), with ``below``
+    under it; the stand-in inserts a cell below In[2] and asks to run it."""
+    write_notebook(jupyter_server.root / "agent.ipynb", [("setup", SETUP), ("a", PARSE), ("m", agent), ("u", below)])
+    script_agent(stub_url, [ROUNDS[0], ROUNDS[-1]])
+    nb = NotebookPage(page, artifacts)
+    nb.open(jupyter_server.notebook_url("agent.ipynb"), 4)
+    nb.run(0)
+    nb.run(1)
+    nb.editor(2).click()
+    page.keyboard.press("Shift+Enter")
+    return nb
+
+
 @pytest.mark.parametrize("jupyter_server", ["lab"], indirect=True)
 def test_stop_ends_the_turn_at_once_what_was_written_stays_and_undo_takes_it_back(
     jupyter_server, page, artifacts, stub_url
 ):
     from playwright.sync_api import expect
 
-    path = jupyter_server.root / "stop.ipynb"
-    cells = [("setup", SETUP), ("a", PARSE), ("m", AGENT), ("u", "%gemini undo"), ("end", END)]
-    write_notebook(path, cells)
-    script_agent(stub_url, [ROUNDS[0], ROUNDS[-1]])  # insert, then run the new cell
-    nb = NotebookPage(page, artifacts)
-    nb.open(jupyter_server.notebook_url("stop.ipynb"), 5)
-    nb.run(0)
-    nb.run(1)
-    nb.editor(2).click()
-    page.keyboard.press("Shift+Enter")
+    nb = start_agent(jupyter_server, page, artifacts, stub_url, AGENT, below="%gemini undo")
     expect(nb.editor(2)).to_have_text(NEW.strip(), timeout=30_000)
     agent = nb.cell(3)
     stop = button(agent, "Stop")
@@ -140,9 +145,10 @@ def test_stop_ends_the_turn_at_once_what_was_written_stays_and_undo_takes_it_bac
 
     nb.editor(4).click()
     page.keyboard.press("Shift+Enter")  # %gemini undo: the inserted cell goes (nb.run would watch the cell below)
-    expect(page.locator(".jp-Notebook .jp-Cell")).to_have_count(5, timeout=15_000)
+    expect(page.locator(".jp-Notebook .jp-Cell")).to_have_count(5, timeout=15_000)  # and a new empty one
     nb.shot("undone")
-    assert [c["source"] for c in save(page, nb, path)] == [SETUP, PARSE, AGENT, "%gemini undo", END]
+    saved = save(page, nb, jupyter_server.root / "agent.ipynb")
+    assert [c["source"] for c in saved] == [SETUP, PARSE, AGENT, "%gemini undo", ""]
 
 
 @pytest.mark.parametrize("jupyter_server", ["lab"], indirect=True)
@@ -151,16 +157,8 @@ def test_with_approve_all_a_write_waits_for_its_click_before_the_notebook_change
 ):
     from playwright.sync_api import expect
 
-    path = jupyter_server.root / "approve.ipynb"
     agent = AGENT.replace("%%gemini_agent", "%%gemini_agent --approve all")
-    write_notebook(path, [("setup", SETUP), ("a", PARSE), ("m", agent), ("end", END)])
-    script_agent(stub_url, [ROUNDS[0], ROUNDS[-1]])  # insert, then run the new cell
-    nb = NotebookPage(page, artifacts)
-    nb.open(jupyter_server.notebook_url("approve.ipynb"), 4)
-    nb.run(0)
-    nb.run(1)
-    nb.editor(2).click()
-    page.keyboard.press("Shift+Enter")
+    nb = start_agent(jupyter_server, page, artifacts, stub_url, agent)
     write = button(nb.cell(2), "Write")
     expect(write).to_be_visible(timeout=30_000)
     expect(page.locator(".jp-Notebook .jp-Cell")).to_have_count(4)  # nothing written before the click
