@@ -29,7 +29,7 @@ from helpers.agent_scenario import (
     SETUP,
     printed_by,
 )
-from test_lab_bridge import NotebookPage, write_notebook
+from test_lab_bridge import APPS, NotebookPage, write_notebook
 from test_lab_notebook_edit import save
 
 from genai_magics import messages
@@ -54,7 +54,7 @@ def kept(cells: list) -> list[dict]:
     return [dict(c) for c in cells if not c["source"].startswith("%%gemini_agent")]
 
 
-@pytest.mark.parametrize("jupyter_server", ["lab", "notebook"], indirect=True)
+@pytest.mark.parametrize("jupyter_server", APPS, indirect=True)
 def test_the_agent_inserts_edits_deletes_runs_after_the_click_and_one_undo_takes_it_all_back(
     jupyter_server, page, artifacts, stub_url
 ):
@@ -124,7 +124,7 @@ def start_agent(jupyter_server, page, artifacts, stub_url: str, agent: str, belo
     return nb
 
 
-@pytest.mark.parametrize("jupyter_server", ["lab"], indirect=True)
+@pytest.mark.parametrize("jupyter_server", APPS, indirect=True)
 def test_stop_ends_the_turn_at_once_what_was_written_stays_and_undo_takes_it_back(
     jupyter_server, page, artifacts, stub_url
 ):
@@ -151,7 +151,7 @@ def test_stop_ends_the_turn_at_once_what_was_written_stays_and_undo_takes_it_bac
     assert [c["source"] for c in saved] == [SETUP, PARSE, AGENT, "%gemini undo", ""]
 
 
-@pytest.mark.parametrize("jupyter_server", ["lab"], indirect=True)
+@pytest.mark.parametrize("jupyter_server", APPS, indirect=True)
 def test_with_approve_all_a_write_waits_for_its_click_before_the_notebook_changes(
     jupyter_server, page, artifacts, stub_url
 ):
