@@ -1,9 +1,10 @@
 """``%%gemini_agent`` in a real JupyterLab 4 and Notebook 7 (headless Chromium), through the live bridge.
 
-The stand-in plays the agent (``/_stub/script_tools``: the second call names the inserted cell by
-``{{id}}``): it inserts a cell below ``In[2]``, asks to run it, and the run waits for the Run click in
-the agent cell; the kernel runs the cell's code and its output and execution count show under the
-new cell, never in the agent cell; the turn's one Undo takes the cell back and says what ran stays.
+The stand-in plays the agent (``/_stub/script_tools``; the last call names the inserted cell by
+``{{id}}``): it inserts a cell below ``In[2]``, edits ``In[2]``, deletes ``In[3]`` and asks to run the
+new cell; the writes show at once, the run waits for the Run click in the agent cell; the kernel runs
+the cell's code and its output and execution count show under the new cell, never in the agent cell;
+the turn's one Undo puts every cell back (the deleted one with its output) and says what ran stays.
 What the page holds is read back from the file JupyterLab saves.
 """
 
@@ -15,16 +16,25 @@ import time
 import urllib.request
 
 import pytest
-from test_lab_bridge import NotebookPage, write_notebook
+from helpers.agent_scenario import (
+    AFTER,
+    AGENT,
+    END,
+    NEW,
+    NEW_RAN,
+    PARSE,
+    PARSE_EDITED,
+    ROUNDS,
+    SCRATCH,
+    SETUP,
+    printed_by,
+)
+from test_lab_bridge import APPS, NotebookPage, write_notebook
 from test_lab_notebook_edit import save
 
 from genai_magics import messages
 
 pytestmark = pytest.mark.stand_in  # the server's kernels talk to the stand-in (browser/conftest.py: server_env)
-
-PARSE = "def parse(s):\n    return int(s)"
-AGENT = "%%gemini_agent\nShow parse('5') plus one."
-NEW = "print(parse('5') + 1)\n"
 
 
 def script_agent(stub_url: str, rounds: list) -> None:
@@ -39,31 +49,32 @@ def button(cell, label: str):
     return cell.locator("button", has_text=re.compile(rf"^\s*{label}\s*$"))
 
 
-@pytest.mark.parametrize("jupyter_server", ["lab", "notebook"], indirect=True)
-def test_the_agent_inserts_a_cell_runs_it_after_the_click_and_one_undo_takes_it_back(
+def kept(cells: list) -> list[dict]:
+    """What the agent's turn may change and Undo must put back: every cell but the agent's, as saved."""
+    return [dict(c) for c in cells if not c["source"].startswith("%%gemini_agent")]
+
+
+@pytest.mark.parametrize("jupyter_server", APPS, indirect=True)
+def test_the_agent_inserts_edits_deletes_runs_after_the_click_and_one_undo_takes_it_all_back(
     jupyter_server, page, artifacts, stub_url
 ):
     from playwright.sync_api import expect
 
     path = jupyter_server.root / "agent.ipynb"
-    write_notebook(path, [("setup", "%load_ext genai_magics"), ("a", PARSE), ("m", AGENT), ("end", "x = 0")])
-    script_agent(
-        stub_url,
-        [
-            [{"name": "insert_cell", "args": {"after": "In[2]", "source": NEW}}],
-            [{"name": "run_cell", "args": {"ref": "{{id}}"}}],
-        ],
-    )
+    cells = [("setup", SETUP), ("a", PARSE), ("scratch", SCRATCH), ("m", AGENT), ("end", END)]
+    write_notebook(path, cells)
+    script_agent(stub_url, ROUNDS)
     nb = NotebookPage(page, artifacts)
-    nb.open(jupyter_server.notebook_url("agent.ipynb"), 4)
-    nb.run(0)
-    nb.run(1)
-    nb.editor(2).click()
+    nb.open(jupyter_server.notebook_url("agent.ipynb"), 5)
+    for i in range(3):
+        nb.run(i)
+    before = kept(save(page, nb, path))
+    nb.editor(3).click()
     page.keyboard.press("Shift+Enter")  # the agent cell runs, and waits for the click
 
-    cells = page.locator(".jp-Notebook .jp-Cell")
-    expect(cells).to_have_count(5, timeout=30_000)  # the new cell, below In[2], before the run
-    expect(nb.editor(2)).to_have_text(NEW.strip())
+    expect(nb.editor(2)).to_have_text(NEW.strip(), timeout=30_000)  # the new cell, below In[2], before the run
+    expect(nb.editor(1)).to_have_text(PARSE_EDITED)
+    expect(page.locator(".jp-Notebook .jp-Cell .jp-InputArea", has_text="scratch = 1")).to_have_count(0)
     agent = nb.cell(3)
     run = button(agent, "Run")
     expect(run).to_be_visible(timeout=30_000)
@@ -75,20 +86,85 @@ def test_the_agent_inserts_a_cell_runs_it_after_the_click_and_one_undo_takes_it_
     expect(new.locator(".jp-OutputArea")).to_have_text("6", timeout=30_000)
     expect(new.locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[\d+\]:"))
     expect(agent.locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[\d+\]:"), timeout=60_000)  # finished
-    expect(agent.locator(".jp-OutputArea")).to_contain_text("Undo")  # the turn's one Undo, at its end
+    expect(button(agent, "Undo")).to_be_visible()  # the turn's one Undo, at its end
     nb.shot("ran")
-    saved = {c["id"]: c for c in save(page, nb, path)}
-    (inserted,) = [c for c in saved.values() if c["source"] == NEW]
-    assert [dict(o) for o in inserted["outputs"]] == [{"output_type": "stream", "name": "stdout", "text": "6\n"}]
-    assert isinstance(inserted["execution_count"], int)
-    assert not [o for o in saved["m"]["outputs"] if o.get("output_type") == "stream" and "6" in o.get("text", "")]
+    saved = save(page, nb, path)
+    assert [c["source"] for c in saved] == AFTER
+    assert [dict(o) for o in saved[2]["outputs"]] == NEW_RAN and isinstance(saved[2]["execution_count"], int)
+    assert not printed_by(saved[3], "6")  # nothing of the run in the agent cell
 
     button(agent, "Undo").click()
-    expect(cells).to_have_count(4, timeout=30_000)
-    said = nb.cell(2).locator(".jp-OutputArea")  # the agent cell, one up
-    deadline = time.monotonic() + 15
-    while not messages.TURN_UNDO_RAN.within(said.inner_text()):  # "what ran cannot be un-run"
+    wait_said(agent, messages.TURN_UNDO_RAN)  # "what ran cannot be un-run"
+    nb.shot("undone")
+    # text, type, order, ids, metadata; the scratch cell back with its output and count
+    assert kept(save(page, nb, path)) == before
+
+
+def wait_said(cell, message, timeout: float = 15) -> str:
+    """Until ``message`` is in the cell's outputs; their text."""
+    said = cell.locator(".jp-OutputArea")
+    deadline = time.monotonic() + timeout
+    while not message.within(said.inner_text()):
         assert time.monotonic() < deadline, said.inner_text()
         time.sleep(0.2)
+    return said.inner_text()
+
+
+def start_agent(jupyter_server, page, artifacts, stub_url: str, agent: str, below: str = END) -> NotebookPage:
+    """SETUP and PARSE run, then ``agent`` started (it does not finish: it asks for a click), with ``below``
+    under it; the stand-in inserts a cell below In[2] and asks to run it."""
+    write_notebook(jupyter_server.root / "agent.ipynb", [("setup", SETUP), ("a", PARSE), ("m", agent), ("u", below)])
+    script_agent(stub_url, [ROUNDS[0], ROUNDS[-1]])
+    nb = NotebookPage(page, artifacts)
+    nb.open(jupyter_server.notebook_url("agent.ipynb"), 4)
+    nb.run(0)
+    nb.run(1)
+    nb.editor(2).click()
+    page.keyboard.press("Shift+Enter")
+    return nb
+
+
+@pytest.mark.parametrize("jupyter_server", APPS, indirect=True)
+def test_stop_ends_the_turn_at_once_what_was_written_stays_and_undo_takes_it_back(
+    jupyter_server, page, artifacts, stub_url
+):
+    from playwright.sync_api import expect
+
+    nb = start_agent(jupyter_server, page, artifacts, stub_url, AGENT, below="%gemini undo")
+    expect(nb.editor(2)).to_have_text(NEW.strip(), timeout=30_000)
+    agent = nb.cell(3)
+    stop = button(agent, "Stop")
+    expect(stop).to_be_visible(timeout=30_000)
+    stop.click()
+    expect(agent.locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[\d+\]:"), timeout=30_000)
+    wait_said(agent, messages.STOPPED)
+    nb.shot("stopped")
+    new = nb.cell(2)
+    expect(new.locator(".jp-InputPrompt")).to_have_text("[ ]:")  # never ran
+    expect(new.locator(".jp-OutputArea-output")).to_have_count(0)
+
+    nb.editor(4).click()
+    page.keyboard.press("Shift+Enter")  # %gemini undo: the inserted cell goes (nb.run would watch the cell below)
+    expect(page.locator(".jp-Notebook .jp-Cell")).to_have_count(5, timeout=15_000)  # and a new empty one
     nb.shot("undone")
-    assert [c["source"] for c in save(page, nb, path)] == ["%load_ext genai_magics", PARSE, AGENT, "x = 0"]
+    saved = save(page, nb, jupyter_server.root / "agent.ipynb")
+    assert [c["source"] for c in saved] == [SETUP, PARSE, AGENT, "%gemini undo", ""]
+
+
+@pytest.mark.parametrize("jupyter_server", APPS, indirect=True)
+def test_with_approve_all_a_write_waits_for_its_click_before_the_notebook_changes(
+    jupyter_server, page, artifacts, stub_url
+):
+    from playwright.sync_api import expect
+
+    agent = AGENT.replace("%%gemini_agent", "%%gemini_agent --approve all")
+    nb = start_agent(jupyter_server, page, artifacts, stub_url, agent)
+    write = button(nb.cell(2), "Write")
+    expect(write).to_be_visible(timeout=30_000)
+    expect(page.locator(".jp-Notebook .jp-Cell")).to_have_count(4)  # nothing written before the click
+    nb.shot("waiting-for-write")
+    write.click()
+    expect(nb.editor(2)).to_have_text(NEW.strip(), timeout=15_000)
+    button(nb.cell(3), "Run").click()
+    expect(nb.cell(2).locator(".jp-OutputArea")).to_have_text("6", timeout=30_000)
+    expect(nb.cell(3).locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[\d+\]:"), timeout=60_000)

@@ -10,18 +10,9 @@ from __future__ import annotations
 
 import pytest
 from helpers import protocol
+from helpers.agent_scenario import RAN, RAN_NEW, SHOWN, set_outputs_code
 from test_lab_bridge import NotebookPage, write_notebook
 from test_lab_notebook_edit import save
-
-PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
-RAN = [
-    {"output_type": "stream", "name": "stdout", "text": "ran 3\n"},
-    {"output_type": "stream", "name": "stderr", "text": "careful\n"},
-    {"output_type": "display_data", "data": {"image/png": PNG, "text/plain": "<Figure>"}, "metadata": {}},
-    {"output_type": "execute_result", "execution_count": 42, "data": {"text/plain": "9"}, "metadata": {}},
-    {"output_type": "error", "ename": "ValueError", "evalue": "bad input", "traceback": ["ValueError: bad input"]},
-]
-NEW = [{"output_type": "stream", "name": "stdout", "text": "2\n"}]
 
 
 @pytest.mark.parametrize("jupyter_server", ["lab", "notebook"], indirect=True)
@@ -29,24 +20,16 @@ def test_outputs_set_by_the_kernel_show_under_the_cell_and_a_new_one(jupyter_ser
     from playwright.sync_api import expect
 
     path = jupyter_server.root / "outputs.ipynb"
+    attach = (
+        protocol.check_in_kernel()
+        + "from genai_magics.frontends.bridge import Bridge\nB = Bridge.attach(get_ipython())"
+    )
     write_notebook(
         path,
         [
-            (
-                "setup",
-                protocol.check_in_kernel()
-                + "from genai_magics.frontends.bridge import Bridge\nB = Bridge.attach(get_ipython())",
-            ),
+            ("setup", attach),
             ("target", "y = 1"),
-            (
-                "runner",
-                f"res = []\nB.set_outputs('target', {RAN!r}, 42, res.append)\n"
-                "new = B.insert_cell('target', 'print(1)', 'code', res.append)\n"
-                "B.set_source(new, 'print(2)', res.append)\n"
-                f"B.set_outputs(new, {NEW!r}, 43, res.append)\n"
-                "gone = B.insert_cell(new, 'x = 0', 'code', res.append)\n"
-                "B.delete_cell(gone, res.append)",
-            ),
+            ("runner", "target = 'target'\n" + set_outputs_code("B")),
             ("check", "print('RES', res, 'OUTSIDE THE SCHEMA', _bridge_bad)"),
         ],
     )
@@ -57,7 +40,7 @@ def test_outputs_set_by_the_kernel_show_under_the_cell_and_a_new_one(jupyter_ser
     expect(page.locator(".jp-Notebook .jp-Cell")).to_have_count(5, timeout=10_000)
     target, new = nb.cell(1), nb.cell(2)
     expect(target.locator(".jp-InputPrompt")).to_have_text("[42]:", timeout=10_000)
-    for shown in ("ran 3", "careful", "9", "ValueError", "bad input"):
+    for shown in SHOWN:
         expect(target.locator(".jp-OutputArea")).to_contain_text(shown)
     expect(target.locator(".jp-OutputArea img")).to_have_count(1)
     expect(nb.editor(2)).to_have_text("print(2)")
@@ -71,4 +54,4 @@ def test_outputs_set_by_the_kernel_show_under_the_cell_and_a_new_one(jupyter_ser
     assert cells["target"]["execution_count"] == 42 and cells["target"]["source"] == "y = 1"
     assert [dict(o) for o in cells["target"]["outputs"]] == RAN
     inserted = [c for c in cells.values() if c["source"] == "print(2)"]
-    assert [(c["execution_count"], [dict(o) for o in c["outputs"]]) for c in inserted] == [(43, NEW)]
+    assert [(c["execution_count"], [dict(o) for o in c["outputs"]]) for c in inserted] == [(43, RAN_NEW)]

@@ -4,18 +4,39 @@ Apply writes the proposal into the code cell the conversation is about, after
 the magic cell has finished; Undo writes the old code back; Ctrl+Z in the cell
 undoes an Apply; a cell edited since is never overwritten; a --notebook
 proposal changes, adds and removes cells and Undo restores the file exactly,
-also a second time.
+also a second time. Outputs the kernel sets (set_outputs) show under their
+cell; %%gemini_agent inserts a cell, runs it after the click, and one Undo
+takes it back.
 Judged by the saved .ipynb and the widget's text.
 """
 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from helpers import screenshots
+from helpers.agent_scenario import (
+    AFTER,
+    AGENT,
+    END,
+    NEW,
+    NEW_RAN,
+    PARSE,
+    RAN,
+    RAN_NEW,
+    ROUNDS,
+    SCRATCH,
+    SETUP,
+    SHOWN,
+    printed_by,
+    set_outputs_code,
+)
 from notebook_page import open_notebook as _open
 from notebook_page import stub_turns
+
+from genai_magics import messages
 
 COMPANION = True  # conftest installs the companion's VSIX for this module
 pytestmark = pytest.mark.usefixtures("code_server")
@@ -139,17 +160,6 @@ def test_notebook_apply_changes_adds_and_removes_cells_and_undo_restores_the_fil
     assert [c.source for c in nb.save().cells] == [c.source for c in before.cells]
 
 
-PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
-RAN = [
-    {"output_type": "stream", "name": "stdout", "text": "ran 3\n"},
-    {"output_type": "stream", "name": "stderr", "text": "careful\n"},
-    {"output_type": "display_data", "data": {"image/png": PNG, "text/plain": "<Figure>"}, "metadata": {}},
-    {"output_type": "execute_result", "execution_count": 42, "data": {"text/plain": "9"}, "metadata": {}},
-    {"output_type": "error", "ename": "ValueError", "evalue": "bad input", "traceback": ["ValueError: bad input"]},
-]
-NEW = [{"output_type": "stream", "name": "stdout", "text": "2\n"}]
-
-
 def test_outputs_set_by_the_kernel_show_under_the_cell_and_a_new_one(page, code_server, workspace, artifacts, stub):
     """set_outputs (the agent's run_cell): the outputs and the execution count under the cell, as a run there
     leaves them, also under a cell inserted a moment before (named at once in set_outputs, set_source and
@@ -158,13 +168,7 @@ def test_outputs_set_by_the_kernel_show_under_the_cell_and_a_new_one(page, code_
     runner = (
         "from genai_magics.kernel.shell_state import state_of\n"
         "C = state_of(get_ipython()).companion\n"
-        "target = C.cells()[1].id\n"
-        f"res = []\nC.set_outputs(target, {RAN!r}, 42, res.append)\n"
-        "new = C.insert_cell(target, 'print(1)', 'code', res.append)\n"
-        "C.set_source(new, 'print(2)', res.append)\n"
-        f"C.set_outputs(new, {NEW!r}, 43, res.append)\n"
-        "gone = C.insert_cell(new, 'x = 0', 'code', res.append)\n"
-        "C.delete_cell(gone, res.append)"
+        "target = C.cells()[1].id\n" + set_outputs_code("C")
     )
     check = "print('RES', res, [c.id for c in C.cells()][1:3] == [target, new])"
     nb = _open(page, code_server, workspace, artifacts, ["%load_ext genai_magics", "y = 1", runner, check])
@@ -173,7 +177,7 @@ def test_outputs_set_by_the_kernel_show_under_the_cell_and_a_new_one(page, code_
     nb.wait_output("bad input")
     assert nb.execution_order(1) == "[42]"
     text = nb.wait_output("ran 3")
-    assert all(shown in text for shown in ("careful", "9", "ValueError", "2"))
+    assert all(shown in text for shown in SHOWN)
     nb.wait_finished(2, None, 30)
     assert nb.execution_order(2) == "[43]"
     nb.shot("outputs-set")
@@ -183,4 +187,59 @@ def test_outputs_set_by_the_kernel_show_under_the_cell_and_a_new_one(page, code_
     cells = nb.save().cells
     assert [c.source for c in cells[1:3]] == ["y = 1", "print(2)"]
     assert (cells[1].execution_count, [dict(o) for o in cells[1].outputs]) == (42, RAN)
-    assert (cells[2].execution_count, [dict(o) for o in cells[2].outputs]) == (43, NEW)
+    assert (cells[2].execution_count, [dict(o) for o in cells[2].outputs]) == (43, RAN_NEW)
+
+
+def test_the_agent_inserts_edits_deletes_runs_after_the_click_and_one_undo_takes_it_all_back(
+    page, code_server, workspace, artifacts, stub
+):
+    """%%gemini_agent through the companion (the stand-in plays the agent): the writes at once, the run after
+    the Run click; its output and execution order under the new cell (which VS Code replaced to set them),
+    never in the agent cell; one Undo puts every cell back (the deleted one with its output) and says what
+    ran stays."""
+    sources = [SETUP, PARSE, SCRATCH, AGENT, END]
+    stub.script_tools(ROUNDS)
+    nb = _open(page, code_server, workspace, artifacts, sources)
+    for i in range(3):
+        nb.run(i)
+    before = nb.save().cells
+    nb.run(3, wait=False)  # the agent cell waits for the click
+    nb.click("Run")
+    nb.wait_finished(3, None, 90)  # the agent cell
+    assert re.fullmatch(r"\[\d+\]", nb.execution_order(2))
+    nb.shot("ran")
+    cells = nb.save().cells
+    assert [c.source for c in cells] == AFTER
+    assert [dict(o) for o in cells[2].outputs] == NEW_RAN and isinstance(cells[2].execution_count, int)
+    assert not printed_by(cells[3], "6")  # nothing of the run in the agent cell
+
+    nb.click("Undo")
+    nb.wait_output(messages.TURN_UNDO_RAN.pattern(prefixed=False).pattern)
+    nb.shot("undone")
+    after = nb.save().cells
+    assert [c.source for c in after] == sources
+    assert [c.outputs for c in after[:3] + after[4:]] == [c.outputs for c in before[:3] + before[4:]]
+    # the deleted cell back with its count; an edited cell's count VS Code clears, as after any edit of its text
+    assert after[2].execution_count == before[2].execution_count == 3 and after[1].execution_count is None
+
+
+def test_stop_ends_the_agents_turn_at_once_what_was_written_stays_and_undo_takes_it_back(
+    page, code_server, workspace, artifacts, stub
+):
+    sources = [SETUP, PARSE, AGENT, "%gemini undo", END]
+    stub.script_tools([ROUNDS[0], ROUNDS[-1]])  # insert, then run the new cell
+    nb = _open(page, code_server, workspace, artifacts, sources)
+    nb.run(0)
+    nb.run(1)
+    nb.run(2, wait=False)
+    nb.click("Stop")
+    nb.wait_finished(3, None, 60)  # the agent cell, one down
+    nb.wait_output(messages.STOPPED.pattern(prefixed=False).pattern)
+    nb.shot("stopped")
+    cells = nb.save().cells
+    assert [c.source for c in cells] == [SETUP, PARSE, NEW, AGENT, "%gemini undo", END]
+    assert cells[2].outputs == [] and cells[2].execution_count is None  # never ran
+
+    nb.run(4, wait=False)  # %gemini undo: the inserted cell goes
+    nb.wait_output(messages.TURN_UNDONE.pattern(prefixed=False).pattern)
+    assert nb.sources() == sources
