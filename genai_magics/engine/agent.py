@@ -182,7 +182,10 @@ def step_line(result: ToolResult) -> str:
         return messages.TOOL_FAILED.render(call=f"{call.name}({clip(_ref(call), 60)})", error=response["error"])
     if call.name == "insert_cell":
         lines = len(str(call.args.get("source", "")).splitlines())
-        return messages.AGENT_INSERTED.render(id=response.get("id", ""), after=response.get("after", ""), lines=lines)
+        name = str(response.get("id", ""))
+        if ":" in name:  # a VS Code cell's URI (its whole notebook path): the line names it by its place
+            name = str(response.get("label", name))
+        return messages.AGENT_INSERTED.render(id=name, after=response.get("after", ""), lines=lines)
     if call.name == "edit_cell":
         return messages.AGENT_EDITED.render(label=response.get("label", ""), count=len(call.args.get("edits", [])))
     if call.name == "delete_cell":

@@ -89,6 +89,9 @@ def test_step_lines():
         ToolCall("insert_cell", {"after": "3", "source": "a\nb\n"}), {"id": "c-9f2", "after": "In[3]"}, "whole"
     )
     assert step_line(insert) == messages.AGENT_INSERTED.render(id="c-9f2", after="In[3]", lines=2)
+    uri = "vscode-notebook-cell:/home/me/work/analysis.ipynb#W5sZmlsZQ%3D%3D"
+    in_vscode = ToolResult(insert.call, {"id": uri, "label": "cell #5", "after": "In[3]"}, "whole")
+    assert step_line(in_vscode) == messages.AGENT_INSERTED.render(id="cell #5", after="In[3]", lines=2)
     edit = ToolResult(ToolCall("edit_cell", {"ref": "4", "edits": [{}, {}]}), {"label": "In[4]"}, "whole")
     assert step_line(edit) == "✎ edited In[4] (2 edits)"
     assert (
