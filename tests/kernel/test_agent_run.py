@@ -298,13 +298,19 @@ def insert_then_run(stub, source: str) -> None:
     )
 
 
-def test_the_agent_inserts_a_cell_runs_it_when_approved_reads_it_and_one_undo_takes_it_back(stub, tmp_path):
-    """%%gemini_agent end to end: the real SDK over HTTP to the stand-in, which plays the agent."""
-    prompt = "%%gemini_agent\nShow parse('5')."
+@contextlib.contextmanager
+def parse_agent(stub, tmp_path, prompt: str):
+    """A notebook with parse() run, the stand-in scripted to insert a cell using it and run it, and the agent cell
+    ``prompt`` started (not waited for): (the frontend, the agent cell's request id)."""
     with lab(stub, tmp_path, ("a", "def parse(s):\n    return int(s)\n"), ("m", prompt)) as ff:
         ff.execute("a")
         insert_then_run(stub, "print(parse('5') + 1)\n")
-        msg_id = start(ff, prompt, "m")
+        yield ff, start(ff, prompt, "m")
+
+
+def test_the_agent_inserts_a_cell_runs_it_when_approved_reads_it_and_one_undo_takes_it_back(stub, tmp_path):
+    """%%gemini_agent end to end: the real SDK over HTTP to the stand-in, which plays the agent."""
+    with parse_agent(stub, tmp_path, "%%gemini_agent\nShow parse('5').") as (ff, msg_id):
         click_when_asked(ff, "Run")
         run = finish(ff, msg_id)
         assert run.status == "ok", run.error
@@ -324,11 +330,7 @@ def test_the_agent_inserts_a_cell_runs_it_when_approved_reads_it_and_one_undo_ta
 
 def test_with_approve_all_a_write_waits_for_its_click_before_anything_is_written(stub, tmp_path):
     """agent_approve "all": the insert waits for Write; the run after it waits for Run as always."""
-    prompt = "%%gemini_agent --approve all\nShow parse('5')."
-    with lab(stub, tmp_path, ("a", "def parse(s):\n    return int(s)\n"), ("m", prompt)) as ff:
-        ff.execute("a")
-        insert_then_run(stub, "print(parse('5') + 1)\n")
-        msg_id = start(ff, prompt, "m")
+    with parse_agent(stub, tmp_path, "%%gemini_agent --approve all\nShow parse('5').") as (ff, msg_id):
         assert ff.pump_until(lambda: len(approval_boxes(ff)) >= 1, timeout=30)
         assert [c.id for c in ff.cells] == ["setup", "a", "m"]  # nothing written before the click
         click_when_asked(ff, "Write")
