@@ -824,6 +824,9 @@ AGENT_OWN_CELL = part(
 AGENT_MAGIC_CELL = part(
     "AGENT_MAGIC_CELL", "{name}: {label} holds a %%gemini_* magic: the agent never touches it", documented=True
 )
+AGENT_APPROVE_NONE = note(
+    "AGENT_APPROVE_NONE", "agent_approve is none: the agent's changes and runs do not wait for your click this turn"
+)
 AGENT_CANNOT_RUN = part("AGENT_CANNOT_RUN", "this frontend cannot run cells", documented=True)
 AGENT_CANNOT_WAIT = part(
     "AGENT_CANNOT_WAIT",

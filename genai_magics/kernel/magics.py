@@ -271,6 +271,8 @@ class GeminiMagics(GeminiOptions):
         actions = None
         if agent:
             actions = self._agent_actions(frontend, settings, display)
+            if settings.agent_approve == "none" and actions.live is not None:
+                display.note(messages.AGENT_APPROVE_NONE.render())  # said every turn: nothing will ask
             frontend = replace(frontend, view=actions.view)  # the turn's reads see its own changes
         if not args.dry_run:
             display.start(f"asking {request.model or settings.model}")

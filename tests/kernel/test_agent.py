@@ -78,6 +78,16 @@ def test_the_agent_inserts_edits_and_deletes_cells_live(lab, stub, mode):
     assert messages.AGENT_EDITED.within(plain, count=1)
     assert messages.AGENT_DELETED.within(plain, label="cell #4")
     assert f"turn 1 · agent · {mode}" in plain and "Function results read" in plain  # the answer, then the footer
+    assert not messages.AGENT_APPROVE_NONE.within(plain)
+
+
+def test_with_agent_approve_none_every_turn_says_that_nothing_waits(lab, stub):
+    lab.execute_code("%config GeminiMagics.agent_approve = 'none'")
+    for turn in (1, 2):
+        stub.script_tools([[call("insert_cell", after="a", source=f"x = {turn}\n")]])
+        run = lab.execute("m")
+        assert run.error is None, run.error
+        assert messages.AGENT_APPROVE_NONE.within(run.plain), (turn, run.plain)
 
 
 def test_the_awaited_agent_cell_waits_for_each_reply_and_reads_a_refusal(lab, stub):
