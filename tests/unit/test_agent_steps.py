@@ -7,6 +7,7 @@ import asyncio
 import json
 
 import pytest
+from helpers import aio
 from helpers.wire import api_requests
 
 from genai_magics import messages
@@ -145,7 +146,7 @@ def test_drive_async_awaits_the_answers():
         return _ok(call)
 
     answers = iter([later, _ok])  # an awaitable answer, then a plain one
-    out = asyncio.run(drive_async(_steps([]), lambda call: next(answers)(call)))
+    out = aio.run(drive_async(_steps([]), lambda call: next(answers)(call)))
     assert out == [{"done": "insert_cell"}, {"done": "run_cell"}]
 
 
@@ -156,7 +157,7 @@ def test_a_cancel_at_an_await_is_thrown_in_as_the_interrupt():
         raise asyncio.CancelledError
 
     with pytest.raises(KeyboardInterrupt):
-        asyncio.run(drive_async(_steps(log), cancelled))
+        aio.run(drive_async(_steps(log), cancelled))
     assert log == ["KeyboardInterrupt"]
 
 
@@ -284,7 +285,7 @@ def test_a_write_waits_for_its_approval_where_agent_approve_asks_for_it():
     waiting.approve_write = approved
     pending = waiting.answer(ToolCall("delete_cell", {"ref": "a"}))
     assert not isinstance(pending, ToolResult) and not waiting.changes  # nothing before the click
-    done = asyncio.run(_awaited(pending))
+    done = aio.run(_awaited(pending))
     assert done.response == {"label": "cell a"} and [c.id for c in waiting.view.cells()] == ["q", "m"]
 
     cannot = _actions()  # a cell that cannot wait: never a hang

@@ -3,10 +3,10 @@ waits, the refusals the model reads, and the turn's Undo over an in-memory live 
 
 from __future__ import annotations
 
-import asyncio
 import copy
 
 import pytest
+from helpers import aio
 from helpers.list_bridge import ListBridge
 from helpers.properties import examples
 from hypothesis import given, settings
@@ -136,7 +136,7 @@ def test_an_unanswered_run_is_not_run_and_the_model_reads_why():
     runner = _runner(Approvals("runs"), "async", Connected(), timeout_s=0.1)
     runner._cannot_run = lambda cell: None  # type: ignore[method-assign]
     runner.run = lambda cell: pytest.fail("ran without approval")  # type: ignore[method-assign]
-    result = asyncio.run(runner(Cell("t", "x = 1"), "In[1]"))  # type: ignore[arg-type]
+    result = aio.run(runner(Cell("t", "x = 1"), "In[1]"))  # type: ignore[arg-type]
     assert result.response["error"] == messages.RUN_UNANSWERED.render(label="In[1]", seconds=0.1)
     assert runner.approvals.asked[0].choice == "unanswered"
 
@@ -148,7 +148,7 @@ def test_stop_raises_keyboard_interrupt_into_the_turn_and_a_write_waits_in_all_m
     pending = approve("insert a cell after In[2]")
     shown[0].choose("stop")
     with pytest.raises(KeyboardInterrupt):
-        asyncio.run(pending)  # type: ignore[arg-type]
+        aio.run(pending)  # type: ignore[arg-type]
     assert make_approve_write(Approvals("runs"), shown.append, None, 5.0)("edit In[2]") is True
     assert make_approve_write(Approvals("all"), shown.append, None, 5.0)("edit In[2]") is False
 

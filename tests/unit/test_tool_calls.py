@@ -159,7 +159,7 @@ def test_bad_calls_get_error_results_the_model_reads_never_a_traceback(notebook,
         [
             [
                 call("inspect_variable", name="nope"),
-                call("read_cell", ref="999"),
+                call("read_cell", ref="99999999"),  # no In[n] so high, however many cells the session ran
                 call("last_error"),  # not offered now
                 {"name": "inspect_variable", "args": {"name": 5}},  # garbage: a number
                 {"name": "read_cell", "args": {}},  # garbage: no ref
@@ -173,7 +173,7 @@ def test_bad_calls_get_error_results_the_model_reads_never_a_traceback(notebook,
     got = [r["response"] for r in results(stub)]
     assert [set(r) for r in got[:6]] == [{"error"}] * 6
     assert got[0]["error"] == messages.TOOL_NO_VARIABLE.render(name="nope")
-    assert got[1]["error"] == messages.NO_CELL_WITH_COUNT_OR_ID.render(flag="read_cell", ref="999")
+    assert got[1]["error"] == messages.NO_CELL_WITH_COUNT_OR_ID.render(flag="read_cell", ref="99999999")
     assert "last_error" in got[2]["error"] and "offered" in got[2]["error"]
     assert "searched as text" in got[6]["text"] and "hello from c2" in got[6]["text"]
     assert messages.TOOL_FAILED.render(call="inspect_variable(nope)", error=got[0]["error"]) in shown.plain
