@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
@@ -42,6 +43,18 @@ def is_genai_magic(source: str) -> bool:
         return True
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return bool(lines) and all(line.startswith(_STEERING_LINES) for line in lines)
+
+
+def code_cell_above(cells: Iterable[Cell], cell_id: str) -> Cell | None:
+    """The nearest code cell above ``cell_id`` in ``cells`` (in notebook order) that is not a genai magic
+    cell; None when there is none or ``cell_id`` is not among them."""
+    above = None
+    for cell in cells:
+        if cell.id == cell_id:
+            return above
+        if cell.cell_type == "code" and not is_genai_magic(cell.source):
+            above = cell
+    return None
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 
 from .. import messages
 from ..engine.agent import Change, Deleted, Edited, Inserted, TurnChanges, edited, inserted_type, step_line
-from ..engine.cells import Cell, is_genai_magic
+from ..engine.cells import Cell, code_cell_above, is_genai_magic
 from ..engine.errors import UserError
 from ..engine.hashing import sha256_text, short
 from ..engine.tools import ToolCall, ToolResult, error_result
@@ -54,12 +54,7 @@ class TurnView:
         return self.changes.applied(self.base.cells())
 
     def cell_above(self, cell_id: str) -> Cell | None:
-        above = None
-        for cell in self.cells():
-            if cell.id == cell_id:
-                return above
-            above = cell if cell.cell_type == "code" else above
-        return None
+        return code_cell_above(self.cells(), cell_id)
 
 
 @dataclass

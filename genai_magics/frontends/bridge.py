@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import messages
-from ..engine.cells import Cell, cell_type_of, is_genai_magic
+from ..engine.cells import Cell, cell_type_of, code_cell_above
 from . import kernel_compat
 from .cell_writer import Done
 from .live_notebook import LiveWriter, OnRemoved, cell_from_wire
@@ -161,16 +161,7 @@ class Bridge:
             return self._cells.get(cell_id)
 
     def cell_above(self, cell_id: str) -> Cell | None:
-        """The nearest code cell above ``cell_id`` that is not a genai magic cell."""
-        with self._lock:
-            if cell_id not in self._cells or cell_id not in self._order:
-                return None
-            index = self._order.index(cell_id)
-            for other in reversed(self._order[:index]):
-                cell = self._cells.get(other)
-                if cell is not None and cell.cell_type == "code" and not is_genai_magic(cell.source):
-                    return cell
-        return None
+        return code_cell_above(self.cells(), cell_id)
 
     def is_fresh_for(self, cell_id: str, running_source: str) -> bool:
         """Whether the snapshot has ``cell_id`` holding exactly ``running_source``.

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import messages
-from ..engine.cells import Cell, cell_type_of, is_genai_magic
+from ..engine.cells import Cell, cell_type_of, code_cell_above
 from ..engine.hashing import sha256_text
 from . import kernel_compat
 from .cell_writer import Done
@@ -250,15 +250,7 @@ class Companion:
         return self._cells.get(cell_id)
 
     def cell_above(self, cell_id: str) -> Cell | None:
-        """The nearest code cell above ``cell_id`` that is not a genai magic cell."""
-        self._fresh()
-        if cell_id not in self._order:
-            return None
-        for other in reversed(self._order[: self._order.index(cell_id)]):
-            cell = self._cells[other]
-            if cell.cell_type == "code" and not is_genai_magic(cell.source):
-                return cell
-        return None
+        return code_cell_above(self.cells(), cell_id)
 
     def is_fresh_for(self, cell_id: str, running_source: str) -> bool:
         cell = self.cell(cell_id)

@@ -255,6 +255,8 @@ def test_the_turn_sees_its_changes_and_keeps_them_for_undo():
     first, edit, deleted = actions.changes.items
     assert first == Inserted("new1", "y = 2", "code", "a") and edit == Edited("new1", "y = 2", "y = 3")
     assert isinstance(deleted, Deleted) and deleted.cell["outputs"] and deleted.after_id is None
+    # the code cell above the agent's, as the bridge finds it: the inserted one, never the magic between
+    assert actions.view.cell_above("m") == Cell("new1", "y = 3") and actions.view.cell_above("new1") is None
 
 
 def test_a_change_that_would_write_a_magic_cell_is_refused():
