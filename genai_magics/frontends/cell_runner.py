@@ -308,7 +308,8 @@ class Ran:
 
 @dataclass
 class CellRunner:
-    """Runs cells for one agent turn (``make_run_cell`` builds it; called, it is the turn's ``RunCell``)."""
+    """Runs cells for one agent turn (kernel/agent_run.py's ``turn_run_cell`` builds it for the shell; called, it is
+    the turn's ``RunCell``)."""
 
     shell: Any
     notebook: LiveNotebook | None
@@ -404,22 +405,4 @@ class CellRunner:
         return Ran(count, trimmed, isinstance(error, KeyboardInterrupt))
 
 
-def make_run_cell(
-    shell: Any,
-    notebook: LiveNotebook | None,
-    executed: ExecutedCells,
-    capture: Capture,
-    shown: Shown,
-    last_error: LastError,
-    approvals: Approvals,
-    show: ShowAsked,
-    wait: Mechanism | None,
-    *,
-    timeout_s: float = 300.0,
-) -> CellRunner:
-    """The ``RunCell`` of one agent turn (frontends/agent_actions.py calls it with the target cell and its label;
-    its ``ran`` names the cells it ran); kernel/agent_run.py's ``turn_run_cell`` builds one for the shell."""
-    return CellRunner(shell, notebook, executed, capture, shown, last_error, approvals, show, wait, timeout_s)
-
-
-__all__: Sequence[str] = ["RunCell", "ApproveWrite", "Approvals", "CellOutputs", "make_run_cell", "make_approve_write"]
+__all__: Sequence[str] = ["RunCell", "ApproveWrite", "Approvals", "CellOutputs", "CellRunner", "make_approve_write"]

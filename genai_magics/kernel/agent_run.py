@@ -14,7 +14,6 @@ from ..frontends.cell_runner import (
     CellRunner,
     approval_wait,
     make_approve_write,
-    make_run_cell,
 )
 from ..frontends.live_notebook import LiveNotebook
 from ..sources.last_error import CellForFilename, capture_last_error, render_error
@@ -47,7 +46,7 @@ def turn_run_cell(
         found = capture_last_error(shell, cell_for_filename)
         return render_error(found) if found is not None else None
 
-    return make_run_cell(
+    return CellRunner(
         shell,
         notebook,
         session.executed,

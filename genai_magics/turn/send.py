@@ -314,7 +314,7 @@ class TurnSend:
         agent = any(name in offered for name in AGENT_FUNCTIONS)
         max_calls = self.settings.max_agent_steps if agent else self.settings.max_tool_calls
 
-        def read_only(call: ToolCall) -> ToolResult:
+        def answered_here(call: ToolCall) -> ToolResult:
             why = bad_call(call, offered)
             if why is not None or tools is None:
                 return error_result(call, why or "")
@@ -342,7 +342,7 @@ class TurnSend:
                     if why is not None:
                         self.display.note(_call_line(result))
                 else:
-                    result = read_only(call)
+                    result = answered_here(call)
                 made += 1
                 results.append(result)
             rounds.append(ToolRound(tuple(results), reply.model_content))
