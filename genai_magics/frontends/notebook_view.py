@@ -198,7 +198,7 @@ def _read_cells(path_text: str, mtime_ns: int, size: int) -> tuple[Cell, ...]:
     return tuple(
         Cell(
             id=c.get("id") or f"file-{i}",
-            source=_text(c.get("source", "")),
+            source=source_text(c.get("source", "")),
             cell_type=cell_type_of(c.get("cell_type")),
         )
         for i, c in enumerate(nb["cells"])
@@ -206,7 +206,7 @@ def _read_cells(path_text: str, mtime_ns: int, size: int) -> tuple[Cell, ...]:
     )
 
 
-def _text(source: object) -> str:
+def source_text(source: object) -> str:
     """A cell's source as nbformat stores it: a string or a list of lines."""
     return "".join(source) if isinstance(source, list) else str(source)
 

@@ -19,6 +19,7 @@ from ..engine.agent import Deleted, Edited, Inserted, TurnChanges
 from ..engine.cells import cell_type_of
 from .cell_writer import Done
 from .live_notebook import LiveNotebook
+from .notebook_view import source_text
 
 Step = Callable[[Done], None]  # one edit sent to the frontend; ``done`` gets its error or None
 Listener = Callable[["TurnUndo"], None]
@@ -35,10 +36,6 @@ def _left(changes: TurnChanges) -> dict[str, str | None]:
         elif isinstance(change.cell.get("id"), str):
             out[change.cell["id"]] = None
     return out
-
-
-def _delete(notebook: LiveNotebook, cell_id: str, done: Done) -> None:
-    notebook.delete_cell(cell_id, done)
 
 
 @dataclass
@@ -105,7 +102,7 @@ class TurnUndo:
                     (
                         "deleted",
                         f"the inserted {self.label(change.cell_id)}",
-                        functools.partial(_delete, nb, change.cell_id),
+                        functools.partial(nb.delete_cell, change.cell_id),
                     )
                 )
             elif isinstance(change, Edited) and change.cell_id not in kept:
@@ -124,8 +121,7 @@ class TurnUndo:
 
     def _put_back(self, change: Deleted) -> Step:
         cell = change.cell
-        source = cell.get("source", "")
-        text = "".join(source) if isinstance(source, list) else str(source)
+        text = source_text(cell.get("source", ""))
 
         def step(done: Done) -> None:
             self.notebook.insert_cell(change.after_id, text, cell_type_of(cell.get("cell_type")), done, cell=cell)
