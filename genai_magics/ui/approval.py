@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import messages
 from ..frontends.cell_runner import Asked, Choice
-from .widgets import shared_styles
+from .widgets import shared_styles, widget_bundle
 
 _BUTTONS: dict[str, tuple[tuple[str, Choice, str, str], ...]] = {
     "run": (
@@ -75,14 +75,7 @@ class ApprovalWidget:
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         # where no widget manager renders it (a saved notebook), the text of what was asked and answered
-        return {
-            "text/plain": f"{self.asked.label}\n{self.asked.lines}\n{said(self.asked)}",
-            "application/vnd.jupyter.widget-view+json": {
-                "version_major": 2,
-                "version_minor": 0,
-                "model_id": self.box.model_id,
-            },
-        }
+        return widget_bundle(self.box.model_id, f"{self.asked.label}\n{self.asked.lines}\n{said(self.asked)}")
 
 
 def show_approval(asked: Asked) -> None:

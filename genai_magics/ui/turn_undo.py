@@ -12,7 +12,7 @@ from .. import messages
 from ..engine.agent import TurnChanges
 from ..frontends.live_notebook import LiveNotebook
 from ..frontends.turn_undo import TurnUndo
-from .widgets import shared_styles, undo_button
+from .widgets import shared_styles, undo_button, widget_bundle
 
 
 class TurnUndoWidget:
@@ -43,14 +43,7 @@ class TurnUndoWidget:
         self.view.value = self._html()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        return {
-            "text/plain": self.undo.message or "Undo: every change of this agent turn",
-            "application/vnd.jupyter.widget-view+json": {
-                "version_major": 2,
-                "version_minor": 0,
-                "model_id": self.box.model_id,
-            },
-        }
+        return widget_bundle(self.box.model_id, self.undo.message or "Undo: every change of this agent turn")
 
 
 def offer_undo(

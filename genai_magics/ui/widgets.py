@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import messages
+from ..engine.outputs import WIDGET_TYPE
 from ..engine.redaction import redact
 from .diff import diff_html, diff_text
 from .proposal import ProposalController
@@ -29,6 +30,16 @@ RESTART_NOTE = (
     '<div class="genai-magics-restart-note" style="font-size:12px;margin-top:4px;font-weight:600;color:#b45309">'
     f"{html.escape(messages.KERNEL_GONE.render(what='restarted'), quote=False)}</div>"
 )
+
+
+def widget_bundle(model_id: str, text: str, html_text: str | None = None) -> dict[str, Any]:
+    """A widget's display bundle with our own text (and HTML) for where no widget manager renders it (a saved
+    notebook, nbconvert, a console): ipywidgets' own text/plain is a repr of the whole widget tree."""
+    bundle: dict[str, Any] = {"text/plain": text}
+    if html_text is not None:
+        bundle["text/html"] = html_text
+    bundle[WIDGET_TYPE] = {"version_major": 2, "version_minor": 0, "model_id": model_id}
+    return bundle
 
 
 @dataclass(frozen=True)
@@ -176,16 +187,7 @@ class ProposalWidget:
         # Where no widget manager renders the view (a saved notebook on GitHub or nbviewer,
         # nbconvert, a console), the same bundle shows the diff and what Apply will do, as
         # they were when the proposal appeared.
-        # (ipywidgets' own bundle, without its text/plain: a repr of the whole widget tree, thrown away here)
-        return {
-            "text/plain": f"{self._diff_text}\n{self.controller.message}",
-            "text/html": self._html,
-            "application/vnd.jupyter.widget-view+json": {
-                "version_major": 2,
-                "version_minor": 0,
-                "model_id": self.box.model_id,
-            },
-        }
+        return widget_bundle(self.box.model_id, f"{self._diff_text}\n{self.controller.message}", self._html)
 
 
 class OutcomeLine:
@@ -212,11 +214,4 @@ class OutcomeLine:
         self.view.value = self._html()
 
     def _repr_mimebundle_(self, **kwargs):
-        return {
-            "text/plain": self._text,
-            "application/vnd.jupyter.widget-view+json": {
-                "version_major": 2,
-                "version_minor": 0,
-                "model_id": self.view.model_id,
-            },
-        }
+        return widget_bundle(self.view.model_id, self._text)
