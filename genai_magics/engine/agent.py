@@ -18,7 +18,7 @@ from .cells import Cell, CellType, cell_type_of
 from .edits import Edits, apply_edits, parse_edits
 from .payloads import EDIT_RESPONSE_SCHEMA
 from .text import clip
-from .tools import ToolResult
+from .tools import ToolResult, argument_problem
 
 AGENT_FUNCTIONS = ("insert_cell", "edit_cell", "delete_cell", "run_cell")
 TOP = "top"  # insert_cell's ``after`` for the first place in the notebook
@@ -83,15 +83,10 @@ def agent_declarations(enabled: Iterable[str]) -> list[dict[str, Any]]:
 def bad_agent_call(call: Any) -> str | None:
     """Why an agent call cannot be carried out as sent (its arguments), as the model reads it; None: it can."""
     name, args = call.name, call.args
-    if not isinstance(args, dict):
-        return f"{name}: the arguments must be a JSON object"
-    extra = sorted(set(args) - set(_ARGUMENTS[name]))
-    if extra:
-        return f"{name}: unexpected argument(s) {', '.join(map(str, extra))}"
-    required = _DECLARATIONS[name]["parameters"]["required"]
-    for wanted in (w for w in required if w != "edits"):
-        if not isinstance(args.get(wanted), str):
-            return f"{name}: {wanted!r} is required and must be a string"
+    strings = [w for w in _DECLARATIONS[name]["parameters"]["required"] if w != "edits"]
+    why = argument_problem(name, args, _ARGUMENTS[name], strings)
+    if why is not None:
+        return why
     if name == "insert_cell" and args.get("cell_type", "code") not in ("code", "markdown", "raw"):
         return "insert_cell: 'cell_type' must be code, markdown or raw"
     if name == "edit_cell" and not parse_edits(args.get("edits")):

@@ -121,14 +121,22 @@ def bad_call(call: ToolCall, offered: Sequence[str]) -> str | None:
     """Why the call cannot run (a function not offered, garbage arguments), as the model reads it; None: it can."""
     if call.name not in offered:
         return f"no function {call.name!r} is offered here; the functions are: {', '.join(offered) or 'none'}"
-    if not isinstance(call.args, dict):
-        return f"{call.name}: the arguments must be a JSON object"
-    wanted = ARGUMENT[call.name]
-    extra = sorted(set(call.args) - ({wanted} if wanted else set()))
+    argument = ARGUMENT[call.name]
+    wanted = () if argument is None else (argument,)
+    return argument_problem(call.name, call.args, wanted, wanted)
+
+
+def argument_problem(name: str, args: Any, allowed: Iterable[str], strings: Iterable[str]) -> str | None:
+    """What is wrong with a call's arguments as sent, as the model reads it: not a JSON object, one beyond
+    ``allowed``, one of ``strings`` missing or not a string; None: nothing (engine/agent.py checks its four too)."""
+    if not isinstance(args, dict):
+        return f"{name}: the arguments must be a JSON object"
+    extra = sorted(set(args) - set(allowed))
     if extra:
-        return f"{call.name}: unexpected argument(s) {', '.join(map(str, extra))}"
-    if wanted is not None and not isinstance(call.args.get(wanted), str):
-        return f"{call.name}: {wanted!r} is required and must be a string"
+        return f"{name}: unexpected argument(s) {', '.join(map(str, extra))}"
+    for wanted in strings:
+        if not isinstance(args.get(wanted), str):
+            return f"{name}: {wanted!r} is required and must be a string"
     return None
 
 
