@@ -43,6 +43,8 @@ METADATA_KEY = "genai_magics"
 OnOk = Callable[[dict], None]  # gets a successful reply's data
 PROTOCOL_VERSION = 1
 DEFAULT_TIMEOUT = 10.0
+GROUPED_OPS = ("insert_cell", "set_source", "delete_cell")  # what one_undo_step groups (not set_outputs: a run)
+KEPT_GROUPS = 8  # one_undo_step's latest requests: the turns that may still be writing
 
 
 def _new_cell_id() -> str:
@@ -74,6 +76,7 @@ class Bridge:
         self._next_request = 0
         self._pending: dict[int, tuple[dict, Done, threading.Timer | None, OnOk | None]] = {}
         self._reply_routes: dict[int, str | None] = {}
+        self._one_step: list[str] = []  # the kernel requests whose edits are one undo step (one_undo_step)
 
     # ------------------------------------------------------------------ setup
     @classmethod
@@ -334,6 +337,9 @@ class Bridge:
                 timer = threading.Timer(self.timeout, self._on_timeout, args=(request_id,))
                 timer.daemon = True
                 request = {"type": "request", "request_id": request_id, "op": op, **fields}
+                group = kernel_compat.request_id(self.shell) if op in GROUPED_OPS else None
+                if group is not None and group in self._one_step:
+                    request["undo_group"] = group
                 self._pending[request_id] = (request, done, timer, on_ok)
                 self._reply_routes[request_id] = self._current_subshell()
         if error is not None:
@@ -369,6 +375,15 @@ class Bridge:
             if timer is not None:
                 timer.cancel()
             done(error)
+
+    def one_undo_step(self) -> None:
+        """Every insert, edit and delete asked from now on while handling the kernel request being handled now
+        (an agent turn's cell) is one step of the notebook's undo: each names that request (``undo_group``).
+        A later request (the Undo button's click, ``%gemini undo``) makes steps of its own."""
+        group = kernel_compat.request_id(self.shell)
+        if group is not None:
+            with self._lock:
+                self._one_step = [*self._one_step[-(KEPT_GROUPS - 1) :], group]
 
     def set_source(self, cell_id: str, source: str, done: Done) -> None:
         self._request("set_source", {"cell_id": cell_id, "source": source}, done)

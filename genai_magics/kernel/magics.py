@@ -298,6 +298,8 @@ class GeminiMagics(GeminiOptions):
         its replies (and approvals) only where the cell is awaited (frontends/waiting.py)."""
         live = frontends.live_of(self._kernel_side())
         live = live if frontend.kind in (frontends.Kind.LIVE, frontends.Kind.COMPANION) else None
+        if isinstance(live, Bridge):
+            live.one_undo_step()  # the turn's writes: one step of JupyterLab's notebook undo
         view = TurnView(frontend.view)
         documents = self.session.documents
         awaited = waiting.will_be_awaited()

@@ -12,6 +12,7 @@ import { ICell, INotebookOutput, IRequest, IToFrontend } from './protocol';
 import { Done, replyTo } from './reply';
 import { ISent, VERSION, sentState, snapshotBody, snapshotMessage } from './snapshot';
 import { markStale } from './stale';
+import { IUndoStack, UndoGroups } from './undo';
 
 const TARGET = 'genai_magics.bridge';
 /** The key this extension adds to every execute request's metadata: `{path}`, the notebook's file now. */
@@ -27,6 +28,11 @@ function isToFrontend(data: object): data is IToFrontend {
 /** A shared cell's Yjs undo manager: YBaseCell has one, the ISharedCell interface does not say so. */
 function hasUndoManager(cell: object): cell is { undoManager: { stopCapturing(): void } | null } {
   return 'undoManager' in cell;
+}
+
+/** The notebook's Yjs undo manager: YNotebook has one, the ISharedNotebook interface does not say so. */
+function hasUndoStack(model: object): model is { undoManager: IUndoStack } {
+  return 'undoManager' in model;
 }
 
 /** What set_outputs writes in a code cell's model (CodeCellModel; the ICellModel interface does not have it). */
@@ -344,17 +350,25 @@ export class NotebookBridge {
     }
     const shared = model.sharedModel;
     const order = shared.cells.map(cell => cell.getId());
+    const notebookUndo = hasUndoStack(shared) ? shared.undoManager : null;
+    // An edit of a group is made as the notebook's (its undo tracks it), the group one step of it (undo.ts).
+    const asStep = <T>(edit: () => T): T => this._undoGroups.edit(notebookUndo, req.undo_group, edit);
     switch (req.op) {
       case 'set_source': {
         if (typeof req.source !== 'string') {
           throw new Error('set_source needs a source string');
         }
+        const source = req.source;
         const cell = shared.cells[cellIndex(order, req.cell_id)];
-        if (cell.getSource() !== req.source) {
-          // One undo step of its own, never merged with typing just before or after.
+        if (cell.getSource() === source) {
+          // nothing to write
+        } else if (req.undo_group !== undefined) {
+          asStep(() => shared.transact(() => cell.setSource(source)));
+        } else {
+          // One undo step of its own in the cell, never merged with typing just before or after.
           const undo = hasUndoManager(cell) ? cell.undoManager : null;
           undo?.stopCapturing();
-          cell.setSource(req.source);
+          cell.setSource(source);
           undo?.stopCapturing();
         }
         return { cell_id: req.cell_id };
@@ -363,12 +377,12 @@ export class NotebookBridge {
         const index = insertIndex(order, req.after_id, req.cell_id);
         // The cell's JSON came over the comm; the generated protocol types its fields `unknown`.
         const cell = insertedCell(req) as Parameters<typeof shared.insertCell>[1];
-        return { cell_id: shared.insertCell(index, cell).getId() };
+        return { cell_id: asStep(() => shared.insertCell(index, cell)).getId() };
       }
       case 'delete_cell': {
         const i = cellIndex(order, req.cell_id);
         const removed = shared.cells[i].toJSON();
-        shared.deleteCell(i);
+        asStep(() => shared.deleteCell(i));
         return {
           cell_id: req.cell_id,
           cell: { ...removed, cell_type: cellType(removed.cell_type) }
@@ -400,4 +414,5 @@ export class NotebookBridge {
   private _sent: ISent | null = null;
   private _seq = 0;
   private _timer: ReturnType<typeof setTimeout> | null = null;
+  private _undoGroups = new UndoGroups();
 }

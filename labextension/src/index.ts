@@ -34,7 +34,8 @@
  * Modules: bridge.ts (one notebook's bridge), cells.ts (the cell edits'
  * rules, shared with the VS Code companion: pure, unit-tested), snapshot.ts
  * (what a snapshot holds: pure, unit-tested), send.ts (the one private
- * send), stale.ts (the stale-button line, keyed on genai_magics' own
+ * send), undo.ts (an agent turn's edits as one step of the notebook's undo:
+ * unit-tested on a real YNotebook), stale.ts (the stale-button line, keyed on genai_magics' own
  * classes).
  */
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';

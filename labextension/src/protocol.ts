@@ -61,6 +61,7 @@ export interface IRequest {
   cell?: INotebookCell;
   outputs?: INotebookOutput[];
   execution_count?: number | null;
+  undo_group?: string;
 }
 
 /** Kernel to frontend: send a full snapshot. */

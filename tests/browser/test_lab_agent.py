@@ -54,10 +54,9 @@ def kept(cells: list) -> list[dict]:
     return [dict(c) for c in cells if not c["source"].startswith("%%gemini_agent")]
 
 
-@pytest.mark.parametrize("jupyter_server", APPS, indirect=True)
-def test_the_agent_inserts_edits_deletes_runs_after_the_click_and_one_undo_takes_it_all_back(
-    jupyter_server, page, artifacts, stub_url
-):
+def run_turn(jupyter_server, page, artifacts, stub_url):
+    """The notebook's first three cells run, then the agent's turn (insert, edit, delete, run after the click) to
+    its end; the page, the agent cell and every cell but the agent's as saved before the turn."""
     from playwright.sync_api import expect
 
     path = jupyter_server.root / "agent.ipynb"
@@ -88,6 +87,15 @@ def test_the_agent_inserts_edits_deletes_runs_after_the_click_and_one_undo_takes
     expect(agent.locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[\d+\]:"), timeout=60_000)  # finished
     expect(button(agent, "Undo")).to_be_visible()  # the turn's one Undo, at its end
     nb.shot("ran")
+    return nb, agent, before
+
+
+@pytest.mark.parametrize("jupyter_server", APPS, indirect=True)
+def test_the_agent_inserts_edits_deletes_runs_after_the_click_and_one_undo_takes_it_all_back(
+    jupyter_server, page, artifacts, stub_url
+):
+    path = jupyter_server.root / "agent.ipynb"
+    nb, agent, before = run_turn(jupyter_server, page, artifacts, stub_url)
     saved = save(page, nb, path)
     assert [c["source"] for c in saved] == AFTER
     assert [dict(o) for o in saved[2]["outputs"]] == NEW_RAN and isinstance(saved[2]["execution_count"], int)
@@ -96,6 +104,23 @@ def test_the_agent_inserts_edits_deletes_runs_after_the_click_and_one_undo_takes
     button(agent, "Undo").click()
     wait_said(agent, messages.TURN_UNDO_RAN)  # "what ran cannot be un-run"
     nb.shot("undone")
+    # text, type, order, ids, metadata; the scratch cell back with its output and count
+    assert kept(save(page, nb, path)) == before
+
+
+@pytest.mark.parametrize("jupyter_server", APPS, indirect=True)
+def test_one_z_in_command_mode_takes_the_whole_agent_turn_back(jupyter_server, page, artifacts, stub_url):
+    """The turn's insert, edit and delete are one step of the notebook's undo, as a user undoes: the key z in
+    command mode, once."""
+    from playwright.sync_api import expect
+
+    path = jupyter_server.root / "agent.ipynb"
+    nb, _agent, before = run_turn(jupyter_server, page, artifacts, stub_url)
+    nb.cell(0).locator(".jp-InputPrompt").click()
+    page.keyboard.press("Escape")
+    page.keyboard.press("z")
+    expect(page.locator(".jp-Notebook .jp-Cell .jp-InputArea", has_text="scratch = 1")).to_have_count(1, timeout=10_000)
+    nb.shot("z")
     # text, type, order, ids, metadata; the scratch cell back with its output and count
     assert kept(save(page, nb, path)) == before
 
