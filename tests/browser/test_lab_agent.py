@@ -29,8 +29,10 @@ from helpers.agent_scenario import (
     SETUP,
     printed_by,
 )
+from helpers.pages import shown_as
 from test_lab_bridge import APPS, NotebookPage, write_notebook
 from test_lab_notebook_edit import save
+from test_lab_replay import api_requests
 
 from genai_magics import messages
 
@@ -54,27 +56,30 @@ def kept(cells: list) -> list[dict]:
     return [dict(c) for c in cells if not c["source"].startswith("%%gemini_agent")]
 
 
-def run_turn(jupyter_server, page, artifacts, stub_url):
-    """The notebook's first three cells run, then the agent's turn (insert, edit, delete, run after the click) to
-    its end; the page, the agent cell and every cell but the agent's as saved before the turn."""
+CELLS = [("setup", SETUP), ("a", PARSE), ("scratch", SCRATCH), ("m", AGENT), ("end", END)]
+
+
+def run_turn(jupyter_server, page, artifacts, stub_url, cells=CELLS):
+    """The cells above the agent's (``m``) run, then the agent's turn (insert, edit, delete, run after the click)
+    to its end; the page, the agent cell and every cell but the agent's as saved before the turn."""
     from playwright.sync_api import expect
 
     path = jupyter_server.root / "agent.ipynb"
-    cells = [("setup", SETUP), ("a", PARSE), ("scratch", SCRATCH), ("m", AGENT), ("end", END)]
+    at = [cell_id for cell_id, _ in cells].index("m")  # where the agent cell is, before and after the turn
     write_notebook(path, cells)
     script_agent(stub_url, ROUNDS)
     nb = NotebookPage(page, artifacts)
-    nb.open(jupyter_server.notebook_url("agent.ipynb"), 5)
-    for i in range(3):
+    nb.open(jupyter_server.notebook_url("agent.ipynb"), len(cells))
+    for i in range(at):
         nb.run(i)
     before = kept(save(page, nb, path))
-    nb.editor(3).click()
+    nb.editor(at).click()
     page.keyboard.press("Shift+Enter")  # the agent cell runs, and waits for the click
 
     expect(nb.editor(2)).to_have_text(NEW.strip(), timeout=30_000)  # the new cell, below In[2], before the run
     expect(nb.editor(1)).to_have_text(PARSE_EDITED)
     expect(page.locator(".jp-Notebook .jp-Cell .jp-InputArea", has_text="scratch = 1")).to_have_count(0)
-    agent = nb.cell(3)
+    agent = nb.cell(at)
     run = button(agent, "Run")
     expect(run).to_be_visible(timeout=30_000)
     expect(agent.locator(".jp-OutputArea")).to_contain_text("print(parse('5') + 1)")  # what would run
@@ -123,6 +128,43 @@ def test_one_z_in_command_mode_takes_the_whole_agent_turn_back(jupyter_server, p
     nb.shot("z")
     # text, type, order, ids, metadata; the scratch cell back with its output and count
     assert kept(save(page, nb, path)) == before
+
+
+@pytest.mark.parametrize("jupyter_server", APPS, indirect=True)
+def test_restart_and_run_all_replays_the_turn_with_no_request_and_inserts_deletes_runs_nothing(
+    jupyter_server, page, artifacts, stub_url
+):
+    """After the turn, Restart Kernel and Run All: the agent cell shows its steps and answer from the record,
+    the stand-in gets no request, and the notebook's cells are as the turn left them, each run once by Run
+    All (counts 1 to 6: the agent ran nothing again). Its document, the cell above it, is one the turn left
+    as it was."""
+    from playwright.sync_api import expect
+
+    path = jupyter_server.root / "agent.ipynb"
+    cells = [*CELLS[:3], ("keep", "kept = 2"), *CELLS[3:]]
+    nb, agent, _before = run_turn(jupyter_server, page, artifacts, stub_url, cells)
+    answer = agent.locator(".jp-OutputArea").inner_text().split("turn 1")[0].strip().splitlines()[-1]
+    after = save(page, nb, path)
+    sent = len(api_requests(stub_url))
+
+    page.locator('[data-command="notebook:restart-run-all"]').first.click()
+    page.locator(".jp-Dialog-button.jp-mod-accept").click()
+    expect(nb.cell(5).locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[6\]:"), timeout=60_000)
+    expect(agent).to_contain_text(shown_as(messages.REPLAYED_FOOTER, turn=1), timeout=30_000)
+    for step in (
+        shown_as(messages.AGENT_INSERTED, id=after[2]["id"], after="In[2]"),
+        shown_as(messages.AGENT_EDITED, count=1),
+        shown_as(messages.AGENT_DELETED),
+        shown_as(messages.AGENT_RAN),
+    ):
+        expect(agent).to_contain_text(step)
+    expect(agent).to_contain_text(answer)
+    nb.shot("replayed")
+    assert len(api_requests(stub_url)) == sent, "Run All after the restart sent a request"
+    replayed = save(page, nb, path)
+    assert [(c["id"], c["source"]) for c in replayed] == [(c["id"], c["source"]) for c in after]
+    assert [c["execution_count"] for c in replayed] == [1, 2, 3, 4, 5, 6]
+    assert [dict(o) for o in replayed[2]["outputs"]] == NEW_RAN  # shown once, by Run All's own run
 
 
 def wait_said(cell, message, timeout: float = 15) -> str:
