@@ -132,7 +132,7 @@ export class NotebookBridge {
     }
   }
 
-  /** Say in every genai_magics proposal on screen that its buttons are dead, and disable them. */
+  /** Say in every genai_magics widget with buttons on screen that its buttons are dead, and disable them. */
   private _markStale(what: string): void {
     if (this._panel.isDisposed) {
       return;

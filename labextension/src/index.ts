@@ -21,8 +21,9 @@
  * on a restart (the proposal's own CSS shows a line on that, see
  * genai_magics/ui/widgets.py). When the notebook's kernel restarts, stops or
  * is changed, this extension writes one line into every genai_magics
- * proposal still on screen (class `genai-magics-proposal`), saying which,
- * and disables its buttons.
+ * widget with buttons still on screen (classes `genai-magics-proposal`,
+ * `genai-magics-approval`, `genai-magics-turn-undo`), saying which, and
+ * disables its buttons.
  *
  * Every execute request of the notebook carries the notebook's path in its
  * metadata (`genai_magics: {path}`), read by the kernel before the cell runs;

@@ -33,6 +33,7 @@ from helpers.pages import shown_as
 from test_lab_bridge import APPS, NotebookPage, write_notebook
 from test_lab_notebook_edit import save
 from test_lab_replay import api_requests
+from test_lab_restart import STALE, restart_kernel
 
 from genai_magics import messages
 
@@ -165,6 +166,46 @@ def test_restart_and_run_all_replays_the_turn_with_no_request_and_inserts_delete
     assert [(c["id"], c["source"]) for c in replayed] == [(c["id"], c["source"]) for c in after]
     assert [c["execution_count"] for c in replayed] == [1, 2, 3, 4, 5, 6]
     assert [dict(o) for o in replayed[2]["outputs"]] == NEW_RAN  # shown once, by Run All's own run
+
+
+def stale(box):
+    """The stale line the labextension shows in a widget's box."""
+    return box.get_by_text(STALE).filter(visible=True)
+
+
+@pytest.mark.parametrize("jupyter_server", APPS, indirect=True)
+def test_after_a_restart_the_turns_undo_and_approval_say_they_are_stale_and_click_nothing(
+    jupyter_server, page, artifacts, stub_url
+):
+    """A turn's Undo and its (answered) approval from before Kernel > Restart Kernel…: one line in each says the
+    buttons no longer work, and the Undo button is disabled."""
+    from playwright.sync_api import expect
+
+    nb, agent, _before = run_turn(jupyter_server, page, artifacts, stub_url)
+    undo, approval = agent.locator(".genai-magics-turn-undo"), agent.locator(".genai-magics-approval")
+    expect(button(undo, "Undo")).to_be_enabled()
+    expect(stale(undo)).to_have_count(0)
+    restart_kernel(nb)
+    for box in (undo, approval):
+        expect(stale(box)).to_have_count(1, timeout=10_000)
+    expect(button(undo, "Undo")).to_be_disabled()
+    nb.shot("stale")
+
+
+@pytest.mark.parametrize("jupyter_server", APPS, indirect=True)
+def test_a_run_waiting_for_its_click_at_a_restart_says_it_is_stale_and_its_buttons_are_disabled(
+    jupyter_server, page, artifacts, stub_url
+):
+    from playwright.sync_api import expect
+
+    nb = start_agent(jupyter_server, page, artifacts, stub_url, AGENT)
+    approval = nb.cell(3).locator(".genai-magics-approval")
+    expect(button(approval, "Run")).to_be_enabled(timeout=30_000)
+    restart_kernel(nb)
+    expect(stale(approval)).to_have_count(1, timeout=10_000)
+    for label in ("Run", "Run all", "Stop"):
+        expect(button(approval, label)).to_be_disabled()
+    nb.shot("stale")
 
 
 def wait_said(cell, message, timeout: float = 15) -> str:
