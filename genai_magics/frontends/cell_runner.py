@@ -17,6 +17,10 @@ Stop), ``"all"`` every write too (``approve_write``), ``"none"`` nothing. What w
 it. A wait happens only where the kernel lets a running cell see a click (an awaited cell on
 ipykernel >= 7.4, or jupyter-ui-poll); elsewhere a run needing approval is an error result the model
 reads, never a hang. Stop raises KeyboardInterrupt: the turn ends as for the stop button.
+
+The agent cell keeps its own execution count (:class:`OwnCount`): ipykernel numbers a cell's
+execute_reply ``shell.execution_count - 1`` once the cell has ended, which after the runs is the last
+run's count, and JupyterLab shows the reply's.
 """
 
 from __future__ import annotations
@@ -297,6 +301,30 @@ Shown = Callable[[str, str], Sequence[ContextPiece]]  # (cell id, label) -> what
 LastError = Callable[[], "str | None"]  # the last exception's trimmed traceback, as the model reads it
 
 
+class OwnCount:
+    """The agent cell's own count in its execute_reply. IPython numbers each run after the agent cell's (counts
+    own+1, own+2, ...); when the agent cell itself ends (its ``post_run_cell``, after every count was taken and
+    right before ipykernel computes the reply), the counter is set just past the agent cell's count, and set back
+    on the kernel's loop, which runs that before it reads the next request: the next cell counts on after the
+    last run. Without a loop to set it back on, it is set back at once (the reply keeps the last run's count)."""
+
+    def __init__(self, shell: Any):
+        self.shell = shell
+        self.own = shell.execution_count - 1  # the agent cell's, taken before its first run
+        self.running = False  # a run of the agent's is going on: its post_run_cell is not the agent cell's end
+        shell.events.register("post_run_cell", self._ended)
+
+    def _ended(self, result: Any) -> None:
+        if self.running:
+            return
+        self.shell.events.unregister("post_run_cell", self._ended)
+        if getattr(result, "execution_count", None) != self.own:  # not stored in the history: no count of its own
+            return
+        after = self.shell.execution_count
+        self.shell.execution_count = self.own + 1
+        kernel_compat.call_soon(self.shell, setattr, self.shell, "execution_count", after)
+
+
 @dataclass(frozen=True)
 class Ran:
     """One run of a cell's code: its count, the error it raised (its outputs went to the cell)."""
@@ -322,6 +350,7 @@ class CellRunner:
     wait: Mechanism | None
     timeout_s: float
     ran: list[str] = field(default_factory=list)  # the labels of the cells run this turn (Undo names them)
+    own_count: OwnCount | None = None  # from the turn's first run on
 
     def __call__(self, cell: Cell, label: str) -> Awaitable[ToolResult] | ToolResult:
         """The ``RunCell``: the cell run (after its approval) and what the model reads; an error result when it
@@ -390,11 +419,15 @@ class CellRunner:
         agent_id, agent_current = self.executed.running_id, self.capture.current
         parent_id = kernel_compat.request_id(self.shell)
         outputs = CellOutputs()
+        if self.own_count is None:
+            self.own_count = OwnCount(self.shell)
+        self.own_count.running = True
         try:
             with captured_outputs(self.shell, parent_id, outputs), kernel_compat.interruptible():
                 result = self.shell.run_cell(cell.source, store_history=True, cell_id=cell.id)
         finally:  # the agent cell runs on: what it shows and runs next is its own again
             self.executed.running_id, self.capture.current = agent_id, agent_current
+            self.own_count.running = False
         error = getattr(result, "error_before_exec", None) or getattr(result, "error_in_exec", None)
         trimmed = None
         if error is not None:

@@ -100,11 +100,15 @@ def run_turn(jupyter_server, page, artifacts, stub_url, cells=CELLS):
 def test_the_agent_inserts_edits_deletes_runs_after_the_click_and_one_undo_takes_it_all_back(
     jupyter_server, page, artifacts, stub_url
 ):
+    from playwright.sync_api import expect
+
     path = jupyter_server.root / "agent.ipynb"
     nb, agent, before = run_turn(jupyter_server, page, artifacts, stub_url)
     saved = save(page, nb, path)
     assert [c["source"] for c in saved] == AFTER
-    assert [dict(o) for o in saved[2]["outputs"]] == NEW_RAN and isinstance(saved[2]["execution_count"], int)
+    assert [dict(o) for o in saved[2]["outputs"]] == NEW_RAN
+    assert (saved[3]["execution_count"], saved[2]["execution_count"]) == (4, 5)  # the agent cell's own, the run's
+    expect(agent.locator(".jp-InputPrompt")).to_have_text("[4]:")
     assert not printed_by(saved[3], "6")  # nothing of the run in the agent cell
 
     button(agent, "Undo").click()
