@@ -382,7 +382,7 @@ class GeminiMagics(GeminiOptions):
             footer = report.replay_footer(turn, outcome.replayed.at)
         else:
             assert outcome.plan is not None  # a turn that was sent has its plan
-            footer = report.footer(turn, outcome.plan, outcome.model, "agent" if actions is not None else None)
+            footer = report.footer(turn, outcome.plan, outcome.model)
         if actions is not None and actions.live is None and actions.changes and outcome.replayed is None:
             display.footer(footer)
             return self._agent_proposal(outcome, actions, frontend, instruction, display)

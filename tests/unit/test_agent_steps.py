@@ -384,3 +384,28 @@ def test_a_lone_agent_or_edit_magic_call_is_the_one_awaited(code, awaited):
     from genai_magics.frontends.waiting import sole_awaited_call
 
     assert (sole_awaited_call(code) is not None) == awaited
+
+
+def test_gemini_history_and_tokens_name_an_agent_turn_agent_also_read_back_from_the_record(magic_shell, stub):
+    """Issue 34: %gemini history listed an agent turn as ``ask`` (its mode: it answers), while its footer said
+    ``agent``; the turn now keeps which magic asked it, and the record keeps it for the next kernel."""
+    from genai_magics.engine.record import NotebookRecord, dumps
+    from genai_magics.engine.replay import RecordedConversation
+    from genai_magics.persistence.schema import loads
+
+    magic_shell.run("%gemini reset --all", cell_id="reset")
+    magic_shell.run("x = 1", cell_id="c1")
+    magic_shell.run("%%gemini_ask\nwhat is x?", cell_id="a1")
+    stub.script_tools([[{"name": "insert_cell", "args": {"after": "c1", "source": "print(x)"}}]])
+    shown = magic_shell.run("%%gemini_agent\nprint x in a new cell", cell_id="m")
+    assert messages.FOOTER_TURN.within(shown.plain, turn=2, mode="agent")
+    history = magic_shell.run("%gemini history", cell_id="h").stdout.splitlines()
+    assert [line.split()[:2] for line in history[1::2]] == [["1", "ask"], ["2", "agent"]]
+    tokens = magic_shell.run("%gemini tokens", cell_id="t").stdout.splitlines()
+    assert [row.split()[:2] for row in tokens[2:4]] == [["1", "ask"], ["2", "agent"]]
+    conv = magic_shell.magics.session.conversations["default"]
+    record = NotebookRecord("/nb.ipynb", 1.0, conversations={"default": RecordedConversation(conv, created=1.0)})
+    text = dumps(record)
+    assert text.count('"agent":true') == 1  # written for the agent turn only: an ask's turn is as it was
+    back = loads(text).conversations["default"].conversation.history
+    assert [t.magic for t in back] == ["ask", "agent"]
