@@ -25,7 +25,7 @@ from genai_magics.engine.agent import (
 )
 from genai_magics.engine.cells import Cell
 from genai_magics.engine.errors import UserError
-from genai_magics.engine.tools import ToolCall, ToolResult, error_result
+from genai_magics.engine.tools import ACTS_ON, ToolCall, ToolResult, error_result
 from genai_magics.frontends.agent_actions import AgentActions, TurnView, cannot_run
 from genai_magics.gemini import budget
 from genai_magics.gemini.pricing import price_for
@@ -39,6 +39,7 @@ def test_declarations_have_the_issue_names_and_parameters():
     assert declared["insert_cell"]["required"] == ["after", "source"]
     assert list(declared["edit_cell"]["properties"]) == ["ref", "edits"]
     assert declared["delete_cell"]["required"] == ["ref"] == declared["run_cell"]["required"]
+    assert all(ACTS_ON[name] in declared[name]["required"] for name in declared)  # what a call's label names
     assert agent_declarations(["run_cell", "list_variables"]) == [
         {"name": "run_cell", **{k: v for k, v in agent_declarations(AGENT_FUNCTIONS)[3].items() if k != "name"}}
     ]
@@ -409,3 +410,26 @@ def test_gemini_history_and_tokens_name_an_agent_turn_agent_also_read_back_from_
     assert text.count('"agent":true') == 1  # written for the agent turn only: an ask's turn is as it was
     back = loads(text).conversations["default"].conversation.history
     assert [t.magic for t in back] == ["ask", "agent"]
+
+
+def test_an_agent_calls_line_names_its_cell_wherever_it_is_refused_and_a_write_is_read_never_made_again(
+    magic_shell, stub
+):
+    """A bad call caught by the send stage showed as ``edit_cell()``, one the agent's actions refused as
+    ``edit_cell(c1)``; and the call that fetches a faded agent result again named the write itself."""
+    from genai_magics.engine.tools import fetch_again
+
+    magic_shell.run("%gemini reset --all", cell_id="reset")
+    magic_shell.run("x = 1", cell_id="c1")
+    bad = {"name": "edit_cell", "args": {"ref": "c1", "edits": []}}  # its shape: caught by the send stage
+    missing = {"name": "edit_cell", "args": {"ref": "c1", "edits": [{"find": "zzz", "replace": "y"}]}}
+    insert = {"name": "insert_cell", "args": {"after": "c1", "source": "y = 2"}}
+    stub.script_tools([[bad, missing, insert]])
+    shown = magic_shell.run("%%gemini_agent\nadd a cell", cell_id="m")
+    failed = [line for line in shown.plain.splitlines() if messages.TOOL_FAILED.matches(line, prefixed=False)]
+    assert [messages.TOOL_FAILED.parse(line)["call"] for line in failed] == ["edit_cell(c1)", "edit_cell(c1)"]
+    (turn,) = magic_shell.magics.session.conversations["default"].history
+    (round_,) = turn.tool_rounds
+    assert round_.results[2].call.label == "insert_cell(after=c1)"
+    new_id = round_.results[2].response["id"]
+    assert [fetch_again(r) for r in round_.results] == ["read_cell(c1)", "read_cell(c1)", f"read_cell({new_id})"]
