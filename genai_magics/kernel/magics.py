@@ -296,8 +296,7 @@ class GeminiMagics(GeminiOptions):
     def _agent_actions(self, frontend: frontends.Frontend, settings: Settings, display) -> AgentActions:
         """What answers this agent turn's calls: through the live notebook where there is one, waiting for
         its replies (and approvals) only where the cell is awaited (frontends/waiting.py)."""
-        live = frontends.live_of(self._kernel_side())
-        live = live if frontend.kind in (frontends.Kind.LIVE, frontends.Kind.COMPANION) else None
+        live = frontend.live
         view = TurnView(frontend.view)
         documents = self.session.documents
         awaited = waiting.will_be_awaited()
