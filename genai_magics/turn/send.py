@@ -141,7 +141,7 @@ class TurnSend:
     _step_pending: bool = field(default=True, repr=False)
     _limit_retried: bool = field(default=False, repr=False)
     _acted: bool = field(default=False, repr=False)  # an agent call was answered: the notebook changed
-    _capped: bool = field(default=False, repr=False)  # the budget turned calling off: the next reply is the answer
+    _capped: bool = field(default=False, repr=False)  # the budget turned calling off: a reply now is the answer
 
     @property
     def conv(self) -> Conversation:
@@ -456,10 +456,10 @@ class TurnSend:
         UserError and the request not sent. Rule: a request goes only when its estimated cost keeps the
         turn under ``max_turn_cost`` and the session under ``max_session_cost``. In a turn that offers
         functions it goes with calling on only when the request answering its calls fits too (estimated
-        as this one again: it carries all this one does, and more); otherwise it goes with calling off,
-        the model answers with what it has and the cell names the cap once; only a request that does not
-        fit even alone stops the turn (``body(off)``: the request with calling on or off, made only when
-        a cap is set)."""
+        as this one again: it carries all this one does, and more); otherwise it goes with calling off
+        (and calling stays off for the rest of the turn), the model answers with what it has and the cell
+        names the cap once; only a request that does not fit even alone stops the turn (``body(off)``:
+        the request with calling on or off, made only when a cap is set)."""
         caps, price = self.settings.caps, self.planned.price
         if price is None or (caps.turn is None and caps.session is None):
             return at_limit  # no cap, or no price to estimate with: tokens only
@@ -469,6 +469,7 @@ class TurnSend:
             expected = budget.estimate(price, body(off), self.conv.history, self.planned.resolved.model)
             return budget.refusal(expected * requests, caps, spent or 0.0, self.session_spent, first=spent is None)
 
+        at_limit = at_limit or self._capped  # the budget turned calling off: off for the turn (an edit's retry)
         pair = None
         if self.transport.tools and not at_limit:
             pair = refused(False, 2)
@@ -477,7 +478,7 @@ class TurnSend:
         alone = refused(at_limit or pair is not None, 1)
         if alone is not None:
             raise alone
-        if pair is not None and not self._capped:
+        if pair is not None:
             self._capped = True
             self.display.note(messages.BUDGET_ANSWER_NOW.render(**pair.fields))
         return at_limit or pair is not None
