@@ -325,6 +325,12 @@ BUDGET_STOPPED = error(
     "before its next request (the earlier ones were sent and billed)",
     documented=True,
 )
+BUDGET_ANSWER_NOW = note(
+    "BUDGET_ANSWER_NOW",
+    "~${estimate} estimated with the request answering the model's calls > {name} ${cap}; "
+    "the model is asked to answer without functions",
+    documented=True,
+)
 
 # Retries the SDK makes (gemini/transport.py), announced while it waits.
 RETRYING = note("RETRYING", "{why}; retrying in ~{wait} s ({attempt}/{attempts})", documented=True)

@@ -17,10 +17,9 @@ from .. import messages
 from .cells import Cell, CellType, cell_type_of
 from .edits import Edits, apply_edits, parse_edits
 from .payloads import EDIT_RESPONSE_SCHEMA
-from .text import clip
-from .tools import ToolResult, argument_problem
+from .tools import ACTS_ON, ToolResult, argument_problem
 
-AGENT_FUNCTIONS = ("insert_cell", "edit_cell", "delete_cell", "run_cell")
+AGENT_FUNCTIONS = tuple(ACTS_ON)  # insert_cell, edit_cell, delete_cell, run_cell, in this order
 TOP = "top"  # insert_cell's ``after`` for the first place in the notebook
 MAX_AGENT_STEPS = 20  # calls an agent turn answers at most, by default (GeminiMagics.max_agent_steps)
 
@@ -174,7 +173,7 @@ def step_line(result: ToolResult) -> str:
     """A carried-out agent call's line (an error result's is the read-only calls' ``TOOL_FAILED``)."""
     call, response = result.call, result.response
     if result.status == "error":
-        return messages.TOOL_FAILED.render(call=f"{call.name}({clip(_ref(call), 60)})", error=response["error"])
+        return messages.TOOL_FAILED.render(call=call.label, error=response["error"])
     if call.name == "insert_cell":
         lines = len(str(call.args.get("source", "")).splitlines())
         name = str(response.get("id", ""))
@@ -187,12 +186,6 @@ def step_line(result: ToolResult) -> str:
         return messages.AGENT_DELETED.render(label=response.get("label", ""))
     ran = response.get("ran") or response.get("label", "")  # frontends/cell_runner.py names the cell it ran
     return messages.AGENT_RAN.render(label=ran, chars=result.chars)
-
-
-def _ref(call: Any) -> str:
-    args = call.args if isinstance(call.args, dict) else {}
-    value = args.get("after" if call.name == "insert_cell" else "ref")
-    return value if isinstance(value, str) else ""
 
 
 def agent_results(rounds: Iterable[Any]) -> list[ToolResult]:

@@ -109,6 +109,12 @@ class Turn:
     usage: Usage = field(default_factory=Usage)
     saved_tokens: int = 0
     tool_rounds: tuple[ToolRound, ...] = ()  # the functions the model called, each request's calls and results
+    agent: bool = False  # asked by %%gemini_agent: its mode is ask (it answers), and it may act
+
+    @property
+    def magic(self) -> str:
+        """The magic that asked the turn, as the footer and %gemini history name it: ask, edit or agent."""
+        return "agent" if self.agent else self.mode
 
     @property
     def holds_valid_proposal(self) -> bool:
@@ -358,6 +364,7 @@ class Conversation:
         usage: Usage = Usage(),
         saved_tokens: int = 0,
         tool_rounds: tuple[ToolRound, ...] = (),
+        agent: bool = False,
     ) -> Turn:
         doc = plan.document
         turn = Turn(
@@ -383,6 +390,7 @@ class Conversation:
             usage=usage,
             saved_tokens=saved_tokens,
             tool_rounds=tool_rounds,
+            agent=agent,
         )
         if plan.state_mode == "interactions":
             if plan.previous_interaction_id is None:  # a new chain holds only what this turn sends

@@ -38,6 +38,8 @@ _SHARED = (("base_source", "base_sha256"), ("proposal_source", "proposal_sha256"
 def _turn_dict(t: Turn, sources: dict[str, str], images: bool = False) -> dict[str, Any]:
     """One turn; each version of the code goes into ``sources`` once, turns name it by sha."""
     d = {k: v for k, v in t.__dict__.items() if k not in _OWN_FIELDS}
+    if not t.agent:  # written only for an agent turn: other turns stay as they were
+        del d["agent"]
     for text_field, sha_field in _SHARED:
         text = getattr(t, text_field)
         if text is not None:

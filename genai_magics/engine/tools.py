@@ -73,6 +73,9 @@ _DECLARATIONS: dict[str, dict[str, Any]] = {
 }
 # The one argument each function takes (None: none), for the checks and the line in the cell.
 ARGUMENT = {name: next(iter(d["parameters"].get("required", [])), None) for name, d in _DECLARATIONS.items()}
+# The argument naming the cell each of the agent's functions acts on (engine/agent.py declares them), for
+# the line in the cell: ``edit_cell(c-9f2)``, and ``insert_cell(after=c1)`` (the new cell goes after it).
+ACTS_ON = {"insert_cell": "after", "edit_cell": "ref", "delete_cell": "ref", "run_cell": "ref"}
 
 # What the system instruction adds when functions are offered.
 TOOLS_INSTRUCTION = (
@@ -107,14 +110,18 @@ class ToolCall:
 
     @property
     def argument(self) -> str:
-        """The call's argument as the line in the cell shows it (``df`` of ``inspect_variable(df)``)."""
-        wanted = ARGUMENT.get(self.name)
+        """The call's argument as the line in the cell shows it (``df`` of ``inspect_variable(df)``, the cell
+        an agent function acts on)."""
+        wanted = ARGUMENT.get(self.name) or ACTS_ON.get(self.name)
         value = self.args.get(wanted) if isinstance(self.args, dict) and wanted else None
         return clip(value, 60) if isinstance(value, str) else ""
 
     @property
     def label(self) -> str:
-        return f"{clip(self.name, 60)}({self.argument})"
+        """How the cell's lines name the call: ``inspect_variable(df)``, ``edit_cell(c-9f2)``,
+        ``insert_cell(after=c1)``."""
+        named = "after=" if ACTS_ON.get(self.name) == "after" and self.argument else ""
+        return f"{clip(self.name, 60)}({named}{self.argument})"
 
 
 def bad_call(call: ToolCall, offered: Sequence[str]) -> str | None:
@@ -228,11 +235,15 @@ def error_result(call: ToolCall, message: str) -> ToolResult:
 
 
 def fetch_again(result: ToolResult) -> str:
-    """The call that fetches a result again: its own, but a run's outputs (the agent's ``run_cell``,
-    engine/agent.py) are read again, never run again."""
-    if result.call.name == "run_cell" and isinstance(result.call.args, dict):
-        return f"cell_outputs({clip(str(result.call.args.get('ref', '')), 60)})"
-    return result.call.label
+    """The call that fetches a result again: a read-only call's own; an agent call (engine/agent.py) is never
+    suggested again: what it left is read, a run's outputs by ``cell_outputs`` of its cell, a write's cell by
+    ``read_cell`` (an insert's: the new cell's id)."""
+    call = result.call
+    if call.name not in ACTS_ON:
+        return call.label
+    cell = result.response.get("id") if call.name == "insert_cell" else call.argument
+    reader = "cell_outputs" if call.name == "run_cell" else "read_cell"
+    return f"{reader}({clip(str(cell or ''), 60)})"
 
 
 def faded_result(result: ToolResult) -> ToolResult:

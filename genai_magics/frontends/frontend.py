@@ -73,6 +73,7 @@ class Frontend:
     waits: waiting.Mechanism | None = None  # a running cell that waits for the click, and how
     live_view: bool = False  # the view is the live notebook's (a cell it lacks is gone)
     stale: bool = False  # a live view is there but has not caught up with the running cell
+    live: LiveNotebook | None = None  # the live notebook (bridge or companion) this run writes through
 
     def default_target(self) -> Cell | None:
         """The code cell directly above the magic where the layout is known, else the newest run one."""
@@ -184,6 +185,7 @@ def choose(
             cell_above=bridge.cell_above if bridge_fresh else None,
             make_notebook_writer=notebook_writer,
             live_view=bridge_fresh,
+            live=bridge,
         )
     if magic_id and magic_id.startswith(VSCODE_CELL):
         mechanism = waiting.mechanism()

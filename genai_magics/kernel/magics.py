@@ -25,7 +25,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from .. import messages
 from ..engine.agent import agent_results, step_line
 from ..engine.cells import WHOLE_NOTEBOOK, is_genai_magic
-from ..engine.conversation import Mode, Turn
+from ..engine.conversation import Conversation, Mode, Turn
 from ..engine.errors import UserError
 from ..engine.hashing import sha256_text
 from ..engine.notebook_text import notebook_text
@@ -278,14 +278,14 @@ class GeminiMagics(GeminiOptions):
             display.start(f"asking {request.model or settings.model}")
         steps = pipeline.steps(self.session, request, settings, display, frontend, reader)
         if actions is not None and actions.waits:
-            return self._agent_awaited(steps, actions, frontend, asked.prompt, display)
+            return self._agent_awaited(steps, actions, frontend, request.conversation, asked.prompt, display)
         try:
             with kernel_compat.interruptible():
                 outcome = drive(steps, actions.answer if actions is not None else None)  # type: ignore[arg-type]
         except Exception as exc:  # a UserError, or a bug of ours: one line unless debugging
             display.failed(exc, self.debug)
-            if actions is not None:  # stopped or failed: what the turn wrote stays, undoable
-                offer_turn_undo(self.shell_state, actions)
+            if actions is not None:
+                return self._agent_unfinished(actions, frontend, request.conversation, asked.prompt, display)
             return None
         shown = self._shown(mode, outcome, frontend, asked.prompt, display, actions)
         if actions is not None:
@@ -296,8 +296,7 @@ class GeminiMagics(GeminiOptions):
     def _agent_actions(self, frontend: frontends.Frontend, settings: Settings, display) -> AgentActions:
         """What answers this agent turn's calls: through the live notebook where there is one, waiting for
         its replies (and approvals) only where the cell is awaited (frontends/waiting.py)."""
-        live = frontends.live_of(self._kernel_side())
-        live = live if frontend.kind in (frontends.Kind.LIVE, frontends.Kind.COMPANION) else None
+        live = frontend.live
         if isinstance(live, Bridge):
             live.one_undo_step()  # the turn's writes: one step of JupyterLab's notebook undo
         view = TurnView(frontend.view)
@@ -325,21 +324,39 @@ class GeminiMagics(GeminiOptions):
             self.shell, live, self.session, settings, self._cell_for_filename, approvals, awaited, self.apply_wait
         )
 
-    async def _agent_awaited(self, steps, actions: AgentActions, frontend, prompt: str, display) -> None:
+    async def _agent_awaited(
+        self, steps, actions: AgentActions, frontend, conversation: str, prompt: str, display
+    ) -> None:
         """The awaited agent cell: the turn driven with its calls' answers awaited (``send.drive_async``)."""
         try:
             outcome = await drive_async(steps, actions.answer)
         except Exception as exc:  # a UserError (STOPPED included), or a bug of ours: one line
             display.failed(exc, self.debug)
-            offer_turn_undo(self.shell_state, actions)
+            unfinished = self._agent_unfinished(actions, frontend, conversation, prompt, display)
+            if unfinished is not None:
+                await unfinished
             return
         shown = self._shown("ask", outcome, frontend, prompt, display, actions)
         offer_turn_undo(self.shell_state, actions)
         if shown is not None:
             await shown
 
-    def _agent_proposal(self, outcome: TurnOutcome, actions: AgentActions, frontend, prompt: str, display):
-        """No live notebook: the turn's changes as one --notebook proposal (Copy), its diff and buttons."""
+    def _agent_unfinished(
+        self, actions: AgentActions, frontend, conversation: str, prompt: str, display
+    ) -> Awaitable[None] | None:
+        """Rule: an agent turn stopped or failed (its one line shown) loses nothing it wrote: through the live
+        notebook its writes stay, undoable as one; without one, the writes made so far are one --notebook
+        proposal (Copy), as a finished turn's are."""
+        offer_turn_undo(self.shell_state, actions)
+        if actions.live is not None or not actions.changes:
+            return None
+        conv = self.session.conversations.get(conversation) or Conversation(conversation)  # none if it was the first
+        index = conv.history[-1].index + 1 if conv.history else 1
+        return self._agent_proposal(conv, index, actions, frontend, prompt, display)
+
+    def _agent_proposal(self, conv: Conversation, index: int, actions: AgentActions, frontend, prompt: str, display):
+        """No live notebook: the turn's changes (``index`` of ``conv``) as one --notebook proposal (Copy), its
+        diff and buttons."""
         own = actions.own_id
 
         def text(cells) -> str:
@@ -347,13 +364,11 @@ class GeminiMagics(GeminiOptions):
 
         base, proposal = text(actions.view.base.cells()), text(actions.view.cells())
         display.note(messages.AGENT_PROPOSAL.render(count=len(actions.changes.items)))
-        turn = outcome.turn
-        assert turn is not None
         proposed_turn = Turn(
-            turn.index,
+            index,
             "edit",
-            turn.prompt,
-            turn.state_mode,
+            prompt,
+            conv.state_mode,
             document_key=WHOLE_NOTEBOOK,
             document_label="the notebook",
             base_source=base,
@@ -362,7 +377,7 @@ class GeminiMagics(GeminiOptions):
             proposal_sha256=sha256_text(proposal),
             outcome="proposed",
         )
-        proposed = Proposed(outcome.conversation, proposed_turn, None, prompt, False)
+        proposed = Proposed(conv, proposed_turn, None, prompt, False)
         return show_proposal(proposed, frontend, self._place(), lambda: None)
 
     def _shown(
@@ -384,10 +399,10 @@ class GeminiMagics(GeminiOptions):
             footer = report.replay_footer(turn, outcome.replayed.at)
         else:
             assert outcome.plan is not None  # a turn that was sent has its plan
-            footer = report.footer(turn, outcome.plan, outcome.model, "agent" if actions is not None else None)
+            footer = report.footer(turn, outcome.plan, outcome.model)
         if actions is not None and actions.live is None and actions.changes and outcome.replayed is None:
             display.footer(footer)
-            return self._agent_proposal(outcome, actions, frontend, instruction, display)
+            return self._agent_proposal(outcome.conversation, turn.index, actions, frontend, instruction, display)
         if mode != "edit" or turn.proposal_source is None:
             display.footer(footer)
             return None

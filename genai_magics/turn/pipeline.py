@@ -317,7 +317,7 @@ def send(session: Session, planned: Planned, settings: Settings, display: TurnDi
 def commit(session: Session, sent: Sent, display: TurnDisplay) -> Turn:
     """The answer recorded as the conversation's turn; the conversation exists from now on."""
     conv = sent.conv
-    turn = _committed(conv, sent.plan, sent.result, display, sent.answer)
+    turn = _committed(conv, sent.plan, sent.result, display, sent.answer, sent.planned.resolved.req.agent)
     replaced = session.conversations.get(conv.name)
     if replaced is not None and replaced is not conv:  # --new started it over
         replaced.closed = True
@@ -333,7 +333,12 @@ def _spent(sent: Sent) -> Spent:
 
 
 def _committed(
-    conv: Conversation, plan: TurnPlan, result: TurnResult, display: TurnDisplay, answer: EditAnswer | None
+    conv: Conversation,
+    plan: TurnPlan,
+    result: TurnResult,
+    display: TurnDisplay,
+    answer: EditAnswer | None,
+    agent: bool,
 ) -> Turn:
     saved = sum(piece_tokens(p) for p in plan.omitted)
     if plan.synchronized and plan.document is not None:
@@ -361,6 +366,7 @@ def _committed(
         usage=result.usage,
         saved_tokens=saved,
         tool_rounds=result.rounds,
+        agent=agent,
     )
 
 

@@ -141,6 +141,7 @@ class TurnSend:
     _step_pending: bool = field(default=True, repr=False)
     _limit_retried: bool = field(default=False, repr=False)
     _acted: bool = field(default=False, repr=False)  # an agent call was answered: the notebook changed
+    _capped: bool = field(default=False, repr=False)  # the budget turned calling off: a reply now is the answer
 
     @property
     def conv(self) -> Conversation:
@@ -303,8 +304,9 @@ class TurnSend:
         sends back their result; a call to a function not offered, or with bad arguments, gets an error
         result the model reads. Past the turn's bound (``max_tool_calls``; an agent turn's every call
         counts against ``max_agent_steps``) a call gets the limit's error result, the cell names the bound
-        once, and the next request turns calling off; the loop ends at the first reply without calls (or
-        at the bound). A result the model holds unchanged goes as a short marker (engine/tools.py)."""
+        once, and the next request turns calling off; a request the budget lets go only with calling off
+        (``request``) is the last. The loop ends at the first reply without calls (or at a bound). A result
+        the model holds unchanged goes as a short marker (engine/tools.py)."""
         tools = self.planned.resolved.tools
         conv = self.conv
         new_chain = plan.state_mode == "interactions" and plan.previous_interaction_id is None
@@ -329,7 +331,7 @@ class TurnSend:
         while True:
             reply = self.limit(plan, retry, rounds, reply, bool(rounds) and made >= max_calls)
             total = reply.usage if total is None else added(total, reply.usage)
-            if not reply.calls or made >= max_calls:
+            if not reply.calls or made >= max_calls or self._capped:
                 return TurnResult(reply.text, total, reply.interaction_id, tuple(rounds))
             results: list[ToolResult] = []
             for call in reply.calls:
@@ -383,13 +385,14 @@ class TurnSend:
     def request(
         self, plan: TurnPlan, retry: EditRetry | None, rounds: list[ToolRound], last: Reply | None, at_limit: bool
     ) -> Reply:
-        """Rules: every request is admitted by the budget first, as the model reads it (whole: a cache
-        makes it cheaper, never dearer) with what the turn's earlier requests cost; the first request
+        """Rules: every request is admitted by the budget first (``_admit``), as the model reads it (whole:
+        a cache makes it cheaper, never dearer) with what the turn's earlier requests cost, and may go with
+        calling off instead of being stopped; the first request
         of the turn carries out the cache step decided for it (make, use, refresh or drop), the later
         ones name the cache it left; a request whose cache the server lost (403/404) makes it again
         once and is sent again."""
         transport, conv, history = self.transport, self.conv, self.conv.history
-        self._admit(lambda: transport.request(plan, history, None, retry, rounds, last, at_limit))
+        at_limit = self._admit(lambda off: transport.request(plan, history, None, retry, rounds, last, off), at_limit)
         written = self._cache_prepared()
         cache = None if self.uncached else self.caches.head(conv)
         try:
@@ -448,17 +451,37 @@ class TurnSend:
         )
         return written
 
-    def _admit(self, body: Any) -> None:
-        """A UserError, and the request not sent, when its estimated cost would take the turn past
-        ``max_turn_cost`` or the session past ``max_session_cost`` (``body``: made only when a cap is set)."""
+    def _admit(self, body: Callable[[bool], dict[str, Any]], at_limit: bool) -> bool:
+        """Whether the request goes with calling off (``at_limit`` already, or turned off here), or a
+        UserError and the request not sent. Rule: a request goes only when its estimated cost keeps the
+        turn under ``max_turn_cost`` and the session under ``max_session_cost``. In a turn that offers
+        functions it goes with calling on only when the request answering its calls fits too (estimated
+        as this one again: it carries all this one does, and more); otherwise it goes with calling off
+        (and calling stays off for the rest of the turn), the model answers with what it has and the cell
+        names the cap once; only a request that does not fit even alone stops the turn (``body(off)``:
+        the request with calling on or off, made only when a cap is set)."""
         caps, price = self.settings.caps, self.planned.price
         if price is None or (caps.turn is None and caps.session is None):
-            return  # no cap, or no price to estimate with: tokens only
-        expected = budget.estimate(price, body(), self.conv.history, self.planned.resolved.model)
+            return at_limit  # no cap, or no price to estimate with: tokens only
         spent = None if self.billed is None else self.billed.cost_usd or 0.0
-        refused = budget.refusal(expected, caps, spent or 0.0, self.session_spent, first=spent is None)
-        if refused is not None:
-            raise refused
+
+        def refused(off: bool, requests: int) -> UserError | None:
+            expected = budget.estimate(price, body(off), self.conv.history, self.planned.resolved.model)
+            return budget.refusal(expected * requests, caps, spent or 0.0, self.session_spent, first=spent is None)
+
+        at_limit = at_limit or self._capped  # the budget turned calling off: off for the turn (an edit's retry)
+        pair = None
+        if self.transport.tools and not at_limit:
+            pair = refused(False, 2)
+            if pair is None:
+                return False
+        alone = refused(at_limit or pair is not None, 1)
+        if alone is not None:
+            raise alone
+        if pair is not None:
+            self._capped = True
+            self.display.note(messages.BUDGET_ANSWER_NOW.render(**pair.fields))
+        return at_limit or pair is not None
 
 
 def priced(usage: Usage, price: Price | None, day: dt.date) -> Usage:

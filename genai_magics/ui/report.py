@@ -49,11 +49,11 @@ def bill(usage: Usage) -> str:
     return messages.FOOTER_SEPARATOR.join(parts)
 
 
-def footer(turn: Turn, plan: TurnPlan, model: str, magic: str | None = None) -> str:
-    """The turn's footer; ``magic`` names it where the turn's mode does not (an agent turn is an ask)."""
+def footer(turn: Turn, plan: TurnPlan, model: str) -> str:
+    """The turn's footer, naming the magic that asked it (``Turn.magic``)."""
     usage = turn.usage
     parts = [
-        messages.FOOTER_TURN.render(turn=turn.index, mode=magic or turn.mode, state=turn.state_mode, model=model),
+        messages.FOOTER_TURN.render(turn=turn.index, mode=turn.magic, state=turn.state_mode, model=model),
         bill(usage),
         messages.FOOTER_REQUEST.render(size=usage.request_bytes)
         if usage.requests == 1
@@ -128,7 +128,7 @@ def replayed_proposal(turn: Turn, holds: str | None) -> str:
 
 def token_table(conv: Conversation) -> str:
     header = (
-        f"{'turn':>4}  {'mode':<4}  {'state':<12}  {'in tok':>8}  {'cached':>8}  {'out tok':>8}  "
+        f"{'turn':>4}  {'mode':<5}  {'state':<12}  {'in tok':>8}  {'cached':>8}  {'out tok':>8}  "
         f"{'req bytes':>10}  {'doc':<6}  {'images':>6}  {'saved':>7}  {'cost $':>9}  {'saved $':>9}"
     )
     rows = [f"conversation {conv.name!r}", header]
@@ -137,7 +137,7 @@ def token_table(conv: Conversation) -> str:
         u = t.usage
         images = sum(isinstance(p, ImagePiece) for p in t.pieces)  # sent by this turn; "in tok" counts them
         rows.append(
-            f"{t.index:>4}  {t.mode:<4}  {t.state_mode:<12}  {_n(u.input_tokens):>8}  {u.cached_tokens or 0:>8,}  "
+            f"{t.index:>4}  {t.magic:<5}  {t.state_mode:<12}  {_n(u.input_tokens):>8}  {u.cached_tokens or 0:>8,}  "
             f"{_n(u.output_tokens):>8}  {u.request_bytes:>10,}  {doc:<6}  {images:>6}  {t.saved_tokens:>7,}  "
             f"{_dollars(u.cost_usd):>9}  {_dollars(_saved(u)):>9}"
         )
@@ -156,7 +156,7 @@ def _total_row(label: str, usages: Sequence[Usage], saved_tokens: int) -> str:
     unpriced = len(usages) - len(priced)
     note = f"  ({unpriced} turn(s) of a model with no price: tokens only)" if priced and unpriced else ""
     return (
-        f"{label:>4}  {'':<4}  {'':<12}  {sum(u.input_tokens or 0 for u in usages):>8,}  "
+        f"{label:>4}  {'':<5}  {'':<12}  {sum(u.input_tokens or 0 for u in usages):>8,}  "
         f"{sum(u.cached_tokens or 0 for u in usages):>8,}  {sum(u.output_tokens or 0 for u in usages):>8,}  "
         f"{sum(u.request_bytes for u in usages):>10,}  {'':<6}  {'':>6}  {saved_tokens:>7,}  {_dollars(cost):>9}  "
         f"{_dollars(saved):>9}{note}"
@@ -244,6 +244,6 @@ def history(conv: Conversation, width: int = 100) -> str:
         reply = cut(" ".join(t.response.split()), width)
         outcome = f" [{t.outcome}]" if t.outcome != "none" else ""
         target = f" on {t.document_label}" if t.document_label else ""
-        lines.append(f"{t.index:>3} {t.mode}{target}{outcome}: {prompt}")
+        lines.append(f"{t.index:>3} {t.magic}{target}{outcome}: {prompt}")
         lines.append(f"    -> {reply}")
     return "\n".join(lines)

@@ -51,3 +51,11 @@ def current_payload(record: dict[str, Any]) -> dict[str, Any]:
 def transcript(record: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """(role, payload) for every content of a contents-mode request."""
     return [(c["role"], json.loads(c["parts"][0]["text"])) for c in record["json"]["contents"]]
+
+
+def calling_off(record: dict[str, Any]) -> bool:
+    """The request turned function calling off (contents: toolConfig mode NONE; interactions: tool_choice none)."""
+    from genai_magics.stub.tools import contents_calling_off, interaction_calling_off
+
+    off = interaction_calling_off if record["kind"] == "interaction.create" else contents_calling_off
+    return off(record["json"])

@@ -99,7 +99,7 @@ def test_the_awaited_agent_cell_waits_for_each_reply_and_reads_a_refusal(lab, st
     assert messages.AGENT_WRITE_FAILED.matches(result["response"]["error"], prefixed=False, name="insert_cell")
     assert "the notebook is read-only" in result["response"]["error"]
     assert [c.id for c in lab.cells] == ["setup", "a", "b", "q", "m"]
-    assert messages.TOOL_FAILED.within(run.plain, call="insert_cell(a)")
+    assert messages.TOOL_FAILED.within(run.plain, call="insert_cell(after=a)")
 
 
 def test_the_agents_own_cell_and_magic_cells_are_never_touched(lab, stub):

@@ -8,7 +8,8 @@ import json
 
 import pytest
 from helpers import aio
-from helpers.wire import api_requests
+from helpers.footer import footer_line
+from helpers.wire import api_requests, calling_off
 
 from genai_magics import messages
 from genai_magics.engine.agent import (
@@ -24,7 +25,7 @@ from genai_magics.engine.agent import (
 )
 from genai_magics.engine.cells import Cell
 from genai_magics.engine.errors import UserError
-from genai_magics.engine.tools import ToolCall, ToolResult, error_result
+from genai_magics.engine.tools import ACTS_ON, ToolCall, ToolResult, error_result
 from genai_magics.frontends.agent_actions import AgentActions, TurnView, cannot_run
 from genai_magics.gemini import budget
 from genai_magics.gemini.pricing import price_for
@@ -38,6 +39,7 @@ def test_declarations_have_the_issue_names_and_parameters():
     assert declared["insert_cell"]["required"] == ["after", "source"]
     assert list(declared["edit_cell"]["properties"]) == ["ref", "edits"]
     assert declared["delete_cell"]["required"] == ["ref"] == declared["run_cell"]["required"]
+    assert all(ACTS_ON[name] in declared[name]["required"] for name in declared)  # what a call's label names
     assert agent_declarations(["run_cell", "list_variables"]) == [
         {"name": "run_cell", **{k: v for k, v in agent_declarations(AGENT_FUNCTIONS)[3].items() if k != "name"}}
     ]
@@ -300,24 +302,31 @@ async def _awaited(value):
     return await value
 
 
-def test_the_budget_stops_an_agent_loop_before_the_request_over_its_cap(magic_shell, stub):
-    """max_turn_cost is checked before every request of the agent's loop, with what the earlier ones cost."""
+def test_at_the_turn_cap_the_agent_is_asked_to_answer_without_functions(magic_shell, stub):
+    """Issue 34.6: max_turn_cost is checked before every request of the agent's loop, with what the earlier
+    ones cost; a request whose calls could not be answered under the cap goes with calling off, the model
+    answers, the cell names the cap, and the turn stays under it (before: the turn stopped, BUDGET_STOPPED)."""
     magic_shell.run("%gemini reset --all", cell_id="reset")
     magic_shell.run("x = 1", cell_id="c1")
     shown = magic_shell.run("%%gemini_agent --dry-run\nadd a cell", cell_id="d")
     (bundle,) = [b for b in shown.bundles if "dry run" in b.get("text/plain", "")]
     body = json.loads(bundle["text/plain"].split("\n", 1)[1])
     first = budget.estimate(price_for(magic_shell.magics.model), body, [], "")
-    magic_shell.magics.max_turn_cost = first * 1.05  # the first request goes, the second cannot
+    cap = magic_shell.magics.max_turn_cost = first * 2.05  # the first request and its answer fit, not a third
     try:
-        insert = {"name": "insert_cell", "args": {"after": "c1", "source": "y = 2"}}
-        stub.script_tools([[insert], [insert]])
-        refused = magic_shell.run("%%gemini_agent\nadd a cell", cell_id="m")
+        inserts = [[{"name": "insert_cell", "args": {"after": "c1", "source": f"y{i} = 2"}}] for i in range(6)]
+        stub.script_tools(inserts)
+        answered = magic_shell.run("%%gemini_agent\nadd a cell", cell_id="m")
     finally:
         magic_shell.magics.max_turn_cost = None
-    assert messages.BUDGET_STOPPED.within(refused.stderr)
-    assert len(api_requests(stub)) == 1  # the insert's result was never sent
-    assert "default" not in magic_shell.magics.session.conversations  # nothing recorded
+    requests = api_requests(stub)
+    assert len(requests) >= 2 and [calling_off(r) for r in requests] == [False] * (len(requests) - 1) + [True]
+    assert answered.stderr == "" and "Stub answer to: add a cell" in answered.plain
+    assert messages.BUDGET_ANSWER_NOW.within(answered.plain, name="max_turn_cost", cap=budget.exact(cap))
+    assert messages.AGENT_INSERTED.within(answered.plain)  # the steps before the cap are shown
+    (turn,) = magic_shell.magics.session.conversations["default"].history  # recorded, under the cap
+    assert turn.usage.cost_usd is not None and turn.usage.cost_usd <= cap
+    assert f"~${turn.usage.cost_usd:.2g}" in footer_line(answered.plain)
 
 
 def test_the_one_line_agent_continues_the_conversation_of_an_ask(magic_shell, stub):
@@ -376,3 +385,51 @@ def test_a_lone_agent_or_edit_magic_call_is_the_one_awaited(code, awaited):
     from genai_magics.frontends.waiting import sole_awaited_call
 
     assert (sole_awaited_call(code) is not None) == awaited
+
+
+def test_gemini_history_and_tokens_name_an_agent_turn_agent_also_read_back_from_the_record(magic_shell, stub):
+    """Issue 34: %gemini history listed an agent turn as ``ask`` (its mode: it answers), while its footer said
+    ``agent``; the turn now keeps which magic asked it, and the record keeps it for the next kernel."""
+    from genai_magics.engine.record import NotebookRecord, dumps
+    from genai_magics.engine.replay import RecordedConversation
+    from genai_magics.persistence.schema import loads
+
+    magic_shell.run("%gemini reset --all", cell_id="reset")
+    magic_shell.run("x = 1", cell_id="c1")
+    magic_shell.run("%%gemini_ask\nwhat is x?", cell_id="a1")
+    stub.script_tools([[{"name": "insert_cell", "args": {"after": "c1", "source": "print(x)"}}]])
+    shown = magic_shell.run("%%gemini_agent\nprint x in a new cell", cell_id="m")
+    assert messages.FOOTER_TURN.within(shown.plain, turn=2, mode="agent")
+    history = magic_shell.run("%gemini history", cell_id="h").stdout.splitlines()
+    assert [line.split()[:2] for line in history[1::2]] == [["1", "ask"], ["2", "agent"]]
+    tokens = magic_shell.run("%gemini tokens", cell_id="t").stdout.splitlines()
+    assert [row.split()[:2] for row in tokens[2:4]] == [["1", "ask"], ["2", "agent"]]
+    conv = magic_shell.magics.session.conversations["default"]
+    record = NotebookRecord("/nb.ipynb", 1.0, conversations={"default": RecordedConversation(conv, created=1.0)})
+    text = dumps(record)
+    assert text.count('"agent":true') == 1  # written for the agent turn only: an ask's turn is as it was
+    back = loads(text).conversations["default"].conversation.history
+    assert [t.magic for t in back] == ["ask", "agent"]
+
+
+def test_an_agent_calls_line_names_its_cell_wherever_it_is_refused_and_a_write_is_read_never_made_again(
+    magic_shell, stub
+):
+    """A bad call caught by the send stage showed as ``edit_cell()``, one the agent's actions refused as
+    ``edit_cell(c1)``; and the call that fetches a faded agent result again named the write itself."""
+    from genai_magics.engine.tools import fetch_again
+
+    magic_shell.run("%gemini reset --all", cell_id="reset")
+    magic_shell.run("x = 1", cell_id="c1")
+    bad = {"name": "edit_cell", "args": {"ref": "c1", "edits": []}}  # its shape: caught by the send stage
+    missing = {"name": "edit_cell", "args": {"ref": "c1", "edits": [{"find": "zzz", "replace": "y"}]}}
+    insert = {"name": "insert_cell", "args": {"after": "c1", "source": "y = 2"}}
+    stub.script_tools([[bad, missing, insert]])
+    shown = magic_shell.run("%%gemini_agent\nadd a cell", cell_id="m")
+    failed = [line for line in shown.plain.splitlines() if messages.TOOL_FAILED.matches(line, prefixed=False)]
+    assert [messages.TOOL_FAILED.parse(line)["call"] for line in failed] == ["edit_cell(c1)", "edit_cell(c1)"]
+    (turn,) = magic_shell.magics.session.conversations["default"].history
+    (round_,) = turn.tool_rounds
+    assert round_.results[2].call.label == "insert_cell(after=c1)"
+    new_id = round_.results[2].response["id"]
+    assert [fetch_again(r) for r in round_.results] == ["read_cell(c1)", "read_cell(c1)", f"read_cell({new_id})"]

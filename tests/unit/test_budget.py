@@ -190,11 +190,11 @@ def test_a_new_chain_after_a_lost_one_is_checked_before_it_is_sent(shell, stub, 
     assert stub.forget_interaction(chained)
     admitted, real = [], TurnSend._admit
 
-    def admit(send, body):
-        admitted.append(body())
+    def admit(send, body, at_limit):
+        admitted.append(body(at_limit))
         if "previous_interaction_id" not in admitted[-1]:  # the new chain's request
             send.settings = replace(send.settings, caps=Caps(turn=0.0))
-        real(send, body)
+        return real(send, body, at_limit)
 
     monkeypatch.setattr(TurnSend, "_admit", admit)
     requests = len(stub.requests)
