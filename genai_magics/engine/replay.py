@@ -35,7 +35,9 @@ same kernel is always live.
    the cell above the agent cell may be one it inserted), and its
    function calls are not answered again (they read what the turn itself changed; its inserts,
    edits, deletes and runs are never made again by a replay). A document on one side only never
-   matches.
+   matches. An agent turn named by its magic cell on both sides matches whatever its document
+   and explicit context are now: the turn itself may have deleted or rewritten the cell above
+   it, or fixed the error it was given, and going live would make its changes a second time.
 5. A replayed turn moves the cursor on; after the last turn the record holds, the
    conversation's document is the one it had after it.
 6. Continue: replay ends at the cursor and the conversation goes on after its last
@@ -245,17 +247,20 @@ def replay_match(rec: RecordedConversation, key: TurnKey) -> Turn | None:
     if meta is None:
         return None
     was = meta.key
-    same = (was.mode, was.prompt, was.model, was.state_mode, was.flags, was.pieces) == (
+    same = (was.mode, was.prompt, was.model, was.state_mode, was.flags) == (
         key.mode,
         key.prompt,
         key.model,
         key.state_mode,
         key.flags,
-        key.pieces,
     )
     if not same or (was.magic_cell and key.magic_cell and was.magic_cell != key.magic_cell):
         return None
     if was.settings is not None and was.settings != key.settings:  # another temperature, instruction...
+        return None
+    if "agent" in was.flags and was.magic_cell and was.magic_cell == key.magic_cell:
+        return turn  # its own changes made the notebook what it is now
+    if was.pieces != key.pieces:
         return None
     if (key.document_sha256 is None) != (was.document_sha256 is None):
         return None

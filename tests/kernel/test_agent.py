@@ -182,6 +182,21 @@ def test_an_agent_turn_replays_with_zero_requests_and_changes_nothing_again(lab,
     assert lab.cells[0].source == "# notes"
 
 
+def test_an_agent_turn_that_deleted_the_cell_above_it_still_replays(lab, stub):
+    """The turn deletes its own document (the code cell above the agent cell): after a restart Run All
+    finds another cell above it, and the turn still replays, by its cell, with no request."""
+    stub.script_tools([[call("delete_cell", ref="b")]])
+    assert lab.execute("m").error is None
+    assert "b" not in [c.id for c in lab.cells]
+    sent = len(api_requests(stub))
+    lab.restart()
+    for cell_id in ("setup", "a"):
+        lab.execute(cell_id)
+    replayed = lab.execute("m")
+    assert len(api_requests(stub)) == sent, "a replay sent requests"
+    assert messages.AGENT_DELETED.within(replayed.plain) and messages.REPLAYED_FOOTER.within(replayed.plain, turn=1)
+
+
 def test_the_kernels_interrupt_ends_an_agent_turn_waiting_at_an_await(lab, stub):
     """The interrupt while the awaited cell waits for the frontend's reply: the turn ends as any turn's
     interrupt does (one line, nothing recorded), at once."""

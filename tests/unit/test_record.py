@@ -151,6 +151,25 @@ def test_replay_matches_in_order_and_accepts_later_versions_of_the_document():
     assert replay_match(back, first) is None, "turn 1 is not replayed twice"
 
 
+def test_an_agent_turn_named_by_its_cell_replays_whatever_its_document_and_context_are_now():
+    """The agent's own changes (the cell above deleted or rewritten, the error it was given fixed) make
+    the notebook Run All sees: its turn still replays, by its magic cell; without a cell id on both
+    sides, or with any other part of its key changed, it does not."""
+    rec, _, _ = session("contents", turns=1)
+    agent = TurnKey(**{**rec.meta[1].key.__dict__, "flags": ("agent",)})
+    rec.meta[1] = TurnMeta(agent, 1.0, rec.meta[1].after)
+    back = loads(dumps(NotebookRecord("/nb.ipynb", 1.0, conversations={"default": rec}))).conversations["default"]
+    for now in (dict(document_sha256="0" * 64), dict(document_sha256=None), dict(pieces=(("error", "1" * 64),))):
+        assert replay_match(back, TurnKey(**{**agent.__dict__, **now})) is back.conversation.history[0], now
+    for changed in (
+        dict(document_sha256="0" * 64, magic_cell=None),
+        dict(document_sha256="0" * 64, magic_cell="another"),
+        dict(prompt="other"),
+        dict(flags=("--new", "agent")),
+    ):
+        assert replay_match(back, TurnKey(**{**agent.__dict__, **changed})) is None, changed
+
+
 def test_the_record_format_is_refused_when_damaged_or_newer():
     rec, _, _ = session("contents")
     text = dumps(NotebookRecord("/nb.ipynb", 1.0, conversations={"default": rec}))
