@@ -876,6 +876,11 @@ TURN_UNDO_NOTHING = output("TURN_UNDO_NOTHING", "Nothing to undo: the agent's tu
 TURN_UNDO_KEPT = output(
     "TURN_UNDO_KEPT", "kept {cells}: changed by hand since the agent's turn (undo those yourself)", documented=True
 )
+TURN_UNDO_ALREADY = output(
+    "TURN_UNDO_ALREADY",
+    "{count} cell(s) already as before the turn (the notebook's own undo took them back)",
+    documented=True,
+)
 TURN_UNDO_FAILED = output("TURN_UNDO_FAILED", "could not undo {what}: {error}", documented=True)
 TURN_UNDO_RAN = output(
     "TURN_UNDO_RAN", "What ran cannot be un-run: {cells} ran, and what they did in the kernel stays", documented=True

@@ -25,6 +25,19 @@ Step = Callable[[Done], None]  # one edit sent to the frontend; ``done`` gets it
 Listener = Callable[["TurnUndo"], None]
 
 
+def _before(changes: TurnChanges) -> dict[str, str | None]:
+    """cell id -> its text before the turn (None: the turn inserted it), for every cell it touched."""
+    out: dict[str, str | None] = {}
+    for change in changes.items:
+        if isinstance(change, Inserted):
+            out.setdefault(change.cell_id, None)
+        elif isinstance(change, Edited):
+            out.setdefault(change.cell_id, change.before)
+        elif isinstance(change.cell.get("id"), str):
+            out.setdefault(change.cell["id"], source_text(change.cell.get("source", "")))
+    return out
+
+
 def _left(changes: TurnChanges) -> dict[str, str | None]:
     """cell id -> the text the turn left in it (None: it deleted the cell), for every cell it touched."""
     out: dict[str, str | None] = {}
@@ -48,6 +61,7 @@ class TurnUndo:
     label: Callable[[str], str]  # a cell id as the user knows it: In[3], or the cell's id
     message: str = ""
     state: str = "ready"  # ready -> undoing -> undone
+    already: int = 0  # cells found as before the turn (taken back by the notebook's own undo)
     listeners: list[Listener] = field(default_factory=list)
 
     @property
@@ -91,12 +105,25 @@ class TurnUndo:
     def _plan(self) -> tuple[list[tuple[str, str, Step]], list[str]]:
         """The edits to send, newest change first, and the cells kept (changed by hand since)."""
         now = {cell.id: cell.source for cell in self.notebook.cells()}
+        # A cell the turn changed that is as the turn found it again was taken back already (the notebook's
+        # own undo, z in JupyterLab): it gets no edit. Cells the turn left as it found them (inserted and
+        # deleted again) keep theirs, as other steps may be placed after them, unless every cell is back.
+        left, before = _left(self.changes), _before(self.changes)
+        settled = {cell_id for cell_id, was in before.items() if now.get(cell_id) == was}
+        taken_back = {cell_id for cell_id in settled if left.get(cell_id) != before[cell_id]}
+        back = settled if settled == set(before) else taken_back
+        self.already = len(taken_back)
         kept = [
-            cell_id for cell_id, left in _left(self.changes).items() if left is not None and now.get(cell_id) != left
+            cell_id
+            for cell_id, text in left.items()
+            if text is not None and now.get(cell_id) != text and cell_id not in back
         ]
         steps: list[tuple[str, str, Step]] = []
         nb = self.notebook
         for change in reversed(self.changes.items):
+            cell_id = change.cell_id if isinstance(change, Inserted | Edited) else change.cell.get("id")
+            if cell_id in back:
+                continue
             if isinstance(change, Inserted) and change.cell_id not in kept:
                 steps.append(
                     (
@@ -131,6 +158,8 @@ class TurnUndo:
     def _summary(self, counts: dict[str, int], kept: list[str], failures: list[str]) -> str:
         done = ", ".join(f"{n} cell(s) {kind}" for kind, n in counts.items() if n) or "nothing written"
         lines = [messages.TURN_UNDONE.render(done=done)]
+        if self.already:
+            lines.append(messages.TURN_UNDO_ALREADY.render(count=self.already))
         if kept:
             lines.append(messages.TURN_UNDO_KEPT.render(cells=", ".join(kept)))
         lines += failures

@@ -125,13 +125,18 @@ def test_one_z_in_command_mode_takes_the_whole_agent_turn_back(jupyter_server, p
     from playwright.sync_api import expect
 
     path = jupyter_server.root / "agent.ipynb"
-    nb, _agent, before = run_turn(jupyter_server, page, artifacts, stub_url)
+    nb, agent, before = run_turn(jupyter_server, page, artifacts, stub_url)
     nb.cell(0).locator(".jp-InputPrompt").click()
     page.keyboard.press("Escape")
     page.keyboard.press("z")
     expect(page.locator(".jp-Notebook .jp-Cell .jp-InputArea", has_text="scratch = 1")).to_have_count(1, timeout=10_000)
     nb.shot("z")
     # text, type, order, ids, metadata; the scratch cell back with its output and count
+    assert kept(save(page, nb, path)) == before
+    # the turn's Undo after that finds every cell as the turn found it: it writes nothing and says so
+    button(agent, "Undo").click()
+    wait_said(agent, messages.TURN_UNDO_ALREADY)
+    expect(agent).not_to_contain_text("changed by hand")
     assert kept(save(page, nb, path)) == before
 
 
