@@ -325,6 +325,12 @@ BUDGET_STOPPED = error(
     "before its next request (the earlier ones were sent and billed)",
     documented=True,
 )
+LIMIT_ANSWER_NOW = note(
+    "LIMIT_ANSWER_NOW",
+    "the function results would take the request past the model's input limit ({limit:,} tokens): "
+    "they are left out, and the model is asked to answer without functions",
+    documented=True,
+)
 BUDGET_ANSWER_NOW = note(
     "BUDGET_ANSWER_NOW",
     "~${estimate} estimated with the request answering the model's calls > {name} ${cap}; "

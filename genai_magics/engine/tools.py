@@ -254,6 +254,29 @@ def faded_result(result: ToolResult) -> ToolResult:
     return ToolResult(result.call, marker, result.status, (), result.identity)
 
 
+# Why a result is not in the request that answers its call (the request would pass the model's input limit).
+LEFT_OUT = "left out: with this result the request passes your input limit; answer now with what you know"
+
+
+def results_left_out(rounds: Sequence[ToolRound]) -> list[ToolRound]:
+    """The rounds as one request carries them when their results would take it past the model's input limit:
+    each result that carries something fetched (a cell, its outputs, a search's finds) a short error saying
+    so and naming the call that fetches it again; a write's short result, the calls, and the model's
+    content with its thought signatures, as they were. The turn keeps its results whole."""
+    return [
+        ToolRound(
+            tuple(
+                ToolResult(r.call, {"error": LEFT_OUT, "fetch again": fetch_again(r)}, "error", (), r.identity)
+                if r.status == "whole" and r.pieces
+                else r
+                for r in round_.results
+            ),
+            round_.model_content,
+        )
+        for round_ in rounds
+    ]
+
+
 def read_only(rounds: Iterable[ToolRound]) -> bool:
     """Every call of the rounds is one of the read-only functions (``TOOL_NAMES``): nothing in the notebook
     changed by them, so naming them is all an earlier turn needs to keep."""

@@ -48,6 +48,7 @@ from ..engine.tools import (
     error_result,
     holdings,
     read_only,
+    results_left_out,
     sent_turns,
 )
 from ..frontends import kernel_compat
@@ -356,30 +357,63 @@ class TurnSend:
     def limit(
         self, plan: TurnPlan, retry: EditRetry | None, rounds: list[ToolRound], last: Reply | None, at_limit: bool
     ) -> Reply:
-        """Rule: when Gemini refuses a contents-mode request as past the model's input limit (the estimate
-        was low, or the model's limit is below the table's), the limit it names is kept for the model, the
-        transcript is compacted to it (scaled by how far the estimate was off) and the request sent once
-        more, without the explicit cache (it holds the uncompacted head); a second refusal is the turn's
-        one line, naming the limit and the way on (``--new``, ``%gemini reset``)."""
+        """Rules: when Gemini refuses a request as past the model's input limit (the estimate was low, or the
+        model's limit is below the table's), the limit it names is kept for the model, and, once a turn:
+        in contents mode the transcript is compacted to it (scaled by how far the estimate was off) and the
+        request sent once more, without the explicit cache (it holds the uncompacted head); a request
+        carrying this turn's function results that is still refused, or that compacting cannot shorten
+        (interactions mode: the server holds the chain), goes once more with those results left out
+        (``tools.results_left_out``) and calling off: the model answers with what it has, and the cell names the
+        limit. Refused after that, or with no result to leave out, the turn's one line names the limit and
+        the way on (``--new``, ``%gemini reset``); a first request in interactions mode is the chain
+        step's."""
         try:
             return self.request(plan, retry, rounds, last, at_limit)
         except Exception as exc:
             over = over_input_limit(exc)
-            if over is None or plan.state_mode != "contents" or self._limit_retried:
+            if over is None or self._limit_retried or (plan.state_mode != "contents" and not rounds):
                 raise
+        count, allowed = over
+        self.limits.learn(self.transport.model, allowed)
+        self._limit_retried = True
+        if plan.state_mode == "contents" and self._compacted(plan, retry, rounds, last, at_limit, count, allowed):
+            try:
+                return self.request(plan, retry, rounds, last, at_limit)
+            except Exception as exc:
+                if over_input_limit(exc) is None or not rounds:
+                    raise
+        if not rounds:
+            raise UserError(messages.INPUT_LIMIT, limit=allowed)
+        self._capped = True  # the model answers now: a call in its reply is not answered
+        self.display.note(messages.LIMIT_ANSWER_NOW.render(limit=allowed))
+        try:
+            return self.request(plan, retry, results_left_out(rounds), last, True)
+        except Exception as exc:
+            if over_input_limit(exc) is None:
+                raise
+        raise UserError(messages.INPUT_LIMIT, limit=allowed)
+
+    def _compacted(
+        self,
+        plan: TurnPlan,
+        retry: EditRetry | None,
+        rounds: list[ToolRound],
+        last: Reply | None,
+        at_limit: bool,
+        count: int,
+        allowed: int,
+    ) -> bool:
+        """contents mode: the transcript compacted to ``allowed`` tokens, the estimate scaled by the server's
+        ``count``; whether more turns were left out than before (else it would be refused again)."""
 
         def body() -> dict[str, Any]:
             return self.transport.request(plan, self.conv.history, None, retry, rounds, last, at_limit)
 
-        count, allowed = over
-        self.limits.learn(self.transport.model, allowed)
-        self._limit_retried = self.uncached = True
+        self.uncached = True
         sent = self.transport.squeeze
         scale = max(1.0, count / max(1, _tokens(body())))  # the server's count against the estimate
         self.compact(plan, int(allowed * FILL), body, scale, force=True)
-        if self.transport.squeeze in (None, sent):  # nothing more to leave out: it would fail again
-            raise UserError(messages.INPUT_LIMIT, limit=allowed)
-        return self.request(plan, retry, rounds, last, at_limit)
+        return self.transport.squeeze not in (None, sent)
 
     # -- request: one on the wire ------------------------------------------------------------
     def request(

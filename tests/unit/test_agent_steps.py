@@ -25,7 +25,7 @@ from genai_magics.engine.agent import (
 )
 from genai_magics.engine.cells import Cell
 from genai_magics.engine.errors import UserError
-from genai_magics.engine.tools import ACTS_ON, ToolCall, ToolResult, error_result
+from genai_magics.engine.tools import ACTS_ON, LEFT_OUT, ToolCall, ToolResult, error_result
 from genai_magics.frontends.agent_actions import AgentActions, TurnView, cannot_run
 from genai_magics.gemini import budget
 from genai_magics.gemini.pricing import price_for
@@ -340,26 +340,41 @@ def test_the_one_line_agent_continues_the_conversation_of_an_ask(magic_shell, st
     assert len(magic_shell.magics.session.conversations["default"].history) == 2
 
 
-def test_an_agent_turn_that_acted_is_not_started_again_on_a_new_chain(magic_shell, stub):
-    """Past the input limit mid-loop (interactions), a new chain would ask the model again for what it did
-    already: the turn fails in one line instead, and nothing is recorded."""
+@pytest.mark.parametrize("state", ["contents", "interactions"])
+def test_past_the_input_limit_mid_loop_the_results_are_left_out_and_the_model_answers(magic_shell, stub, state):
+    """Issue 34.6 at the model's input limit: the request carrying a result too large for it is refused; the
+    earlier turns compacted cannot make it fit, so it goes once more with that result left out (the call
+    that fetches it named) and calling off; the model answers, the cell names the limit, the insert made
+    before stays, and the turn is recorded. Interactions mode goes on on its chain: a new chain would ask
+    the model again for what it did already (before: the turn failed in one line)."""
     magic_shell.run("%gemini reset --all", cell_id="reset")
     magic_shell.magics.max_output_chars = 40_000
     try:
-        magic_shell.run("%%gemini_ask --state interactions\nhi", cell_id="a1")
+        magic_shell.run(f"%%gemini_ask --state {state}\nhi", cell_id="a1")
         magic_shell.run("print('x' * 30_000)", cell_id="c2")  # what it showed goes only if asked for
         magic_shell.run("x = 1", cell_id="c1")
         stub.limit_input(4_000)  # the first request fits; the one carrying c2's output does not
         insert = {"name": "insert_cell", "args": {"after": "c1", "source": "y = 2"}}
-        stub.script_tools([[insert, {"name": "cell_outputs", "args": {"ref": "c2"}}]])
-        failed = magic_shell.run("%%gemini_agent\nadd a cell", cell_id="m")
+        stub.script_tools([[insert, {"name": "cell_outputs", "args": {"ref": "c2"}}], []])
+        answered = magic_shell.run("%%gemini_agent\nadd a cell", cell_id="m")
     finally:
         stub.limit_input(None)
         magic_shell.magics.max_output_chars = magic_shell.magics.trait_defaults("max_output_chars")
-    assert failed.stderr.startswith(messages.PREFIX)
-    assert not messages.CHAIN_OVER_LIMIT.within(failed.plain)
-    assert messages.AGENT_INSERTED.within(failed.plain)  # the step it made is shown
-    assert len(magic_shell.magics.session.conversations["default"].history) == 1  # only the ask
+    assert answered.stderr == "" and "Stub answer to: add a cell" in answered.plain
+    assert messages.LIMIT_ANSWER_NOW.within(answered.plain, limit=4_000)
+    assert not messages.CHAIN_OVER_LIMIT.within(answered.plain)
+    assert messages.AGENT_INSERTED.within(answered.plain)  # the step it made is shown
+    last = api_requests(stub)[-1]
+    assert calling_off(last)
+    inserted, outputs = last["tool_results"]
+    assert "error" not in inserted["response"]  # a write's short result goes as it was
+    assert outputs["response"] == {"error": LEFT_OUT, "fetch again": "cell_outputs(c2)"}
+    assert "x" * 1_000 not in json.dumps(last["json"])
+    if state == "interactions":
+        assert last["json"].get("previous_interaction_id")  # the same chain
+    history = magic_shell.magics.session.conversations["default"].history
+    assert [t.magic for t in history] == ["ask", "agent"]  # recorded, its results whole in the record
+    assert any("x" * 1_000 in json.dumps(r.response) for rnd in history[1].tool_rounds for r in rnd.results)
 
 
 def test_a_runs_result_fades_to_reading_what_the_cell_showed_never_to_running_it_again():
