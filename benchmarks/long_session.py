@@ -170,8 +170,10 @@ def run_stateless(stub: StubServer, shell: Shell, implicit: bool, reference: Ses
     return out
 
 
-def floor(reference: Session, price: Price) -> list[float]:
-    """The strict floor's dollars per turn (see the module's docstring)."""
+def floor(reference: Session, price: Price, requests: int = 1) -> list[float]:
+    """The strict floor's dollars per turn (see the module's docstring); ``requests=2``: the least a turn that
+    fetches with functions pays, its second request reading again at the cached price what the first read
+    (the instructions, the declarations, the conversation and the prompt), for information."""
     fixed = estimate_tokens(SYSTEM_INSTRUCTION + TOOLS_INSTRUCTION + json.dumps(declarations(TOOL_NAMES)))
     held, seen = 0, set()
     out = []
@@ -182,7 +184,10 @@ def floor(reference: Session, price: Price) -> list[float]:
             if key not in seen:
                 seen.add(key)
                 new += estimate_tokens(json.dumps(r["response"], ensure_ascii=False))
-        out.append(1e-6 * (new * price.input + (fixed + held) * price.cached_input + stat.output * price.output))
+        again = (requests - 1) * (fixed + held + estimate_tokens(prompt))
+        out.append(
+            1e-6 * (new * price.input + (fixed + held + again) * price.cached_input + stat.output * price.output)
+        )
         held += estimate_tokens(prompt) + stat.output  # the conversation the model holds from now on
     return out
 
@@ -191,7 +196,9 @@ def full_price(t: TurnStat) -> int:
     return t.tokens - t.cached + t.written
 
 
-def report(title: str, runs: dict[str, Session], stateless: list[TurnStat], floors: list[float], smoke: bool) -> None:
+def report(
+    title: str, runs: dict[str, Session], stateless: list[TurnStat], floors: list[float], twice: float, smoke: bool
+) -> None:
     price = price_for(MODEL)
     assert price is not None
     print(f"\n== {title} ==")
@@ -233,6 +240,7 @@ def report(title: str, runs: dict[str, Session], stateless: list[TurnStat], floo
         f" {0:>9.5f} {total_stateless:>8.4f}"
     )
     print(f"{'floor (computed)':<22} {'':>11} {'':>11} {'':>10} {'':>9} {total_floor:>8.4f}")
+    print(f"{'floor, two requests':<22} {'':>11} {'':>11} {'':>10} {'':>9} {twice:>8.4f}  (for information)")
     if smoke:
         return
     for k, s in runs.items():
@@ -244,6 +252,13 @@ def report(title: str, runs: dict[str, Session], stateless: list[TurnStat], floo
             ("no request over the input limit", s.largest <= INPUT_LIMIT, f"largest {s.largest:,} tokens"),
         ):
             print(f"target {title}, {k}: {goal}: measured {measured} — {'PASS' if ok else 'FAIL'}")
+        first = next((i for i, t in enumerate(s.stats) if t.cached or t.written), len(s.stats))
+        early = sum(full_price(t) for t in s.stats[:first])
+        print(
+            f"information {title}, {k}: the session / the floor of two requests a turn: {usd / twice:.2f}x;"
+            f" turns 1-{first}, before any input was cached, hold {early:,} of"
+            f" {sum(full_price(t) for t in s.stats):,} full-price input tokens"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -268,7 +283,9 @@ def main(argv: list[str] | None = None) -> int:
                 if failures:
                     break
                 stateless = run_stateless(stub, shell, implicit, runs["contents (default)"])
-                tables.append((f"{turns} turns, {what}", runs, stateless, floor(runs["contents (default)"], price)))
+                reference = runs["contents (default)"]
+                twice = sum(floor(reference, price, requests=2))
+                tables.append((f"{turns} turns, {what}", runs, stateless, floor(reference, price), twice))
         finally:
             shell.close()
     if failures:
@@ -278,8 +295,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         "full = full-price input tokens (read minus cached, plus tokens written into a cache); US$ at the table's rates"
     )
-    for title, runs, stateless, floors in tables:
-        report(title, runs, stateless, floors, args.smoke)
+    for title, runs, stateless, floors, twice in tables:
+        report(title, runs, stateless, floors, twice, args.smoke)
     return 0
 
 
