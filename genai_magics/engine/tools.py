@@ -258,11 +258,14 @@ def faded_result(result: ToolResult) -> ToolResult:
 LEFT_OUT = "left out: with this result the request passes your input limit; answer now with what you know"
 
 
-def results_left_out(rounds: Sequence[ToolRound]) -> list[ToolRound]:
+def results_left_out(rounds: Sequence[ToolRound]) -> list[ToolRound] | None:
     """The rounds as one request carries them when their results would take it past the model's input limit:
     each result that carries something fetched (a cell, its outputs, a search's finds) a short error saying
     so and naming the call that fetches it again; a write's short result, the calls, and the model's
-    content with its thought signatures, as they were. The turn keeps its results whole."""
+    content with its thought signatures, as they were. None when no result carries anything fetched (the
+    request would be the same). The turn keeps its results whole."""
+    if not any(r.status == "whole" and r.pieces for round_ in rounds for r in round_.results):
+        return None
     return [
         ToolRound(
             tuple(

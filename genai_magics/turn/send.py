@@ -362,11 +362,11 @@ class TurnSend:
         in contents mode the transcript is compacted to it (scaled by how far the estimate was off) and the
         request sent once more, without the explicit cache (it holds the uncompacted head); a request
         carrying this turn's function results that is still refused, or that compacting cannot shorten
-        (interactions mode: the server holds the chain), goes once more with those results left out
-        (``tools.results_left_out``) and calling off: the model answers with what it has, and the cell names the
-        limit. Refused after that, or with no result to leave out, the turn's one line names the limit and
-        the way on (``--new``, ``%gemini reset``); a first request in interactions mode is the chain
-        step's."""
+        (interactions mode: the server holds the chain), goes once more with its fetched results left out
+        (``tools.results_left_out``) and calling off: the model answers with what it has, and the cell
+        names the limit. Refused after that, or with no fetched result to leave out (a write's own call
+        too large), the turn's one line names the limit and the way on (``--new``, ``%gemini reset``); a
+        first request in interactions mode is the chain step's."""
         try:
             return self.request(plan, retry, rounds, last, at_limit)
         except Exception as exc:
@@ -382,12 +382,13 @@ class TurnSend:
             except Exception as exc:
                 if over_input_limit(exc) is None or not rounds:
                     raise
-        if not rounds:
+        shorter = results_left_out(rounds)
+        if shorter is None:
             raise UserError(messages.INPUT_LIMIT, limit=allowed)
         self._capped = True  # the model answers now: a call in its reply is not answered
         self.display.note(messages.LIMIT_ANSWER_NOW.render(limit=allowed))
         try:
-            return self.request(plan, retry, results_left_out(rounds), last, True)
+            return self.request(plan, retry, shorter, last, True)
         except Exception as exc:
             if over_input_limit(exc) is None:
                 raise

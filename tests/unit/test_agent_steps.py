@@ -359,6 +359,7 @@ def test_past_the_input_limit_mid_loop_the_results_are_left_out_and_the_model_an
         answered = magic_shell.run("%%gemini_agent\nadd a cell", cell_id="m")
     finally:
         stub.limit_input(None)
+        magic_shell.magics.session.limits.learned.clear()  # the session outlives the test: the limit must not
         magic_shell.magics.max_output_chars = magic_shell.magics.trait_defaults("max_output_chars")
     assert answered.stderr == "" and "Stub answer to: add a cell" in answered.plain
     assert messages.LIMIT_ANSWER_NOW.within(answered.plain, limit=4_000)
