@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .. import messages
-from ..engine.agent import Deleted, Edited, Inserted, TurnChanges
+from ..engine.agent import Change, Deleted, Edited, Inserted, TurnChanges
 from ..engine.cells import cell_type_of
 from .cell_writer import Done
 from .live_notebook import LiveNotebook
@@ -25,30 +25,30 @@ Step = Callable[[Done], None]  # one edit sent to the frontend; ``done`` gets it
 Listener = Callable[["TurnUndo"], None]
 
 
-def _before(changes: TurnChanges) -> dict[str, str | None]:
-    """cell id -> its text before the turn (None: the turn inserted it), for every cell it touched."""
-    out: dict[str, str | None] = {}
-    for change in changes.items:
-        if isinstance(change, Inserted):
-            out.setdefault(change.cell_id, None)
-        elif isinstance(change, Edited):
-            out.setdefault(change.cell_id, change.before)
-        elif isinstance(change.cell.get("id"), str):
-            out.setdefault(change.cell["id"], source_text(change.cell.get("source", "")))
-    return out
+def _touched(change: Change) -> tuple[str | None, str | None, str | None]:
+    """The cell a change touched, its text before the change and after it (None: no cell then); a deleted cell
+    whose JSON has no id names none."""
+    if isinstance(change, Inserted):
+        return change.cell_id, None, change.source
+    if isinstance(change, Edited):
+        return change.cell_id, change.before, change.after
+    cell_id = change.cell.get("id")
+    return (
+        (cell_id, source_text(change.cell.get("source", "")), None) if isinstance(cell_id, str) else (None, None, None)
+    )
 
 
-def _left(changes: TurnChanges) -> dict[str, str | None]:
-    """cell id -> the text the turn left in it (None: it deleted the cell), for every cell it touched."""
-    out: dict[str, str | None] = {}
+def _before_and_left(changes: TurnChanges) -> tuple[dict[str, str | None], dict[str, str | None]]:
+    """cell id -> its text before the turn, and -> the text the turn left in it (None: no such cell then), for
+    every cell the turn touched."""
+    before: dict[str, str | None] = {}
+    left: dict[str, str | None] = {}
     for change in changes.items:
-        if isinstance(change, Inserted):
-            out[change.cell_id] = change.source
-        elif isinstance(change, Edited):
-            out[change.cell_id] = change.after
-        elif isinstance(change.cell.get("id"), str):
-            out[change.cell["id"]] = None
-    return out
+        cell_id, was, now = _touched(change)
+        if cell_id is not None:
+            before.setdefault(cell_id, was)
+            left[cell_id] = now
+    return before, left
 
 
 @dataclass
@@ -61,7 +61,6 @@ class TurnUndo:
     label: Callable[[str], str]  # a cell id as the user knows it: In[3], or the cell's id
     message: str = ""
     state: str = "ready"  # ready -> undoing -> undone
-    already: int = 0  # cells found as before the turn (taken back by the notebook's own undo)
     listeners: list[Listener] = field(default_factory=list)
 
     @property
@@ -80,14 +79,14 @@ class TurnUndo:
             self._say(messages.UNDO_NEEDS_LIVE.render())
             return
         self.state = "undoing"
-        steps, kept = self._plan()
+        steps, kept, already = self._plan()
         failures: list[str] = []
         counts = {"deleted": 0, "set back": 0, "put back": 0}
 
         def next_step(i: int) -> None:
             if i == len(steps):
                 self.state = "undone"
-                self._say(self._summary(counts, kept, failures))
+                self._say(self._summary(counts, kept, already, failures))
                 return
             kind, what, step = steps[i]
 
@@ -102,17 +101,17 @@ class TurnUndo:
 
         next_step(0)
 
-    def _plan(self) -> tuple[list[tuple[str, str, Step]], list[str]]:
-        """The edits to send, newest change first, and the cells kept (changed by hand since)."""
+    def _plan(self) -> tuple[list[tuple[str, str, Step]], list[str], int]:
+        """The edits to send, newest change first, the cells kept (changed by hand since), and how many cells
+        the turn changed are as it found them again."""
         now = {cell.id: cell.source for cell in self.notebook.cells()}
         # A cell the turn changed that is as the turn found it again was taken back already (the notebook's
         # own undo, z in JupyterLab): it gets no edit. Cells the turn left as it found them (inserted and
         # deleted again) keep theirs, as other steps may be placed after them, unless every cell is back.
-        left, before = _left(self.changes), _before(self.changes)
+        before, left = _before_and_left(self.changes)
         settled = {cell_id for cell_id, was in before.items() if now.get(cell_id) == was}
-        taken_back = {cell_id for cell_id in settled if left.get(cell_id) != before[cell_id]}
+        taken_back = {cell_id for cell_id in settled if left[cell_id] != before[cell_id]}
         back = settled if settled == set(before) else taken_back
-        self.already = len(taken_back)
         kept = [
             cell_id
             for cell_id, text in left.items()
@@ -121,8 +120,7 @@ class TurnUndo:
         steps: list[tuple[str, str, Step]] = []
         nb = self.notebook
         for change in reversed(self.changes.items):
-            cell_id = change.cell_id if isinstance(change, Inserted | Edited) else change.cell.get("id")
-            if cell_id in back:
+            if _touched(change)[0] in back:
                 continue
             if isinstance(change, Inserted) and change.cell_id not in kept:
                 steps.append(
@@ -144,7 +142,7 @@ class TurnUndo:
                 steps.append(
                     ("put back", f"the deleted {self.label(str(change.cell.get('id')))}", self._put_back(change))
                 )
-        return steps, [self.label(cell_id) for cell_id in kept]
+        return steps, [self.label(cell_id) for cell_id in kept], len(taken_back)
 
     def _put_back(self, change: Deleted) -> Step:
         cell = change.cell
@@ -155,11 +153,11 @@ class TurnUndo:
 
         return step
 
-    def _summary(self, counts: dict[str, int], kept: list[str], failures: list[str]) -> str:
+    def _summary(self, counts: dict[str, int], kept: list[str], already: int, failures: list[str]) -> str:
         done = ", ".join(f"{n} cell(s) {kind}" for kind, n in counts.items() if n) or "nothing written"
         lines = [messages.TURN_UNDONE.render(done=done)]
-        if self.already:
-            lines.append(messages.TURN_UNDO_ALREADY.render(count=self.already))
+        if already:
+            lines.append(messages.TURN_UNDO_ALREADY.render(count=already))
         if kept:
             lines.append(messages.TURN_UNDO_KEPT.render(cells=", ".join(kept)))
         lines += failures
