@@ -142,7 +142,7 @@ class TurnSend:
     _step_pending: bool = field(default=True, repr=False)
     _limit_retried: bool = field(default=False, repr=False)
     _acted: bool = field(default=False, repr=False)  # an agent call was answered: the notebook changed
-    _capped: bool = field(default=False, repr=False)  # the budget turned calling off: a reply now is the answer
+    _capped: bool = field(default=False, repr=False)  # the budget or the input limit turned calling off for good
 
     @property
     def conv(self) -> Conversation:
@@ -383,15 +383,14 @@ class TurnSend:
                 if over_input_limit(exc) is None or not rounds:
                     raise
         shorter = results_left_out(rounds)
-        if shorter is None:
-            raise UserError(messages.INPUT_LIMIT, limit=allowed)
-        self._capped = True  # the model answers now: a call in its reply is not answered
-        self.display.note(messages.LIMIT_ANSWER_NOW.render(limit=allowed))
-        try:
-            return self.request(plan, retry, shorter, last, True)
-        except Exception as exc:
-            if over_input_limit(exc) is None:
-                raise
+        if shorter is not None:
+            self._capped = True  # the model answers now: a call in its reply is not answered
+            self.display.note(messages.LIMIT_ANSWER_NOW.render(limit=allowed))
+            try:
+                return self.request(plan, retry, shorter, last, True)
+            except Exception as exc:
+                if over_input_limit(exc) is None:
+                    raise
         raise UserError(messages.INPUT_LIMIT, limit=allowed)
 
     def _compacted(
@@ -504,7 +503,7 @@ class TurnSend:
             expected = budget.estimate(price, body(off), self.conv.history, self.planned.resolved.model)
             return budget.refusal(expected * requests, caps, spent or 0.0, self.session_spent, first=spent is None)
 
-        at_limit = at_limit or self._capped  # the budget turned calling off: off for the turn (an edit's retry)
+        at_limit = at_limit or self._capped  # calling turned off: off for the turn (an edit's retry)
         pair = None
         if self.transport.tools and not at_limit:
             pair = refused(False, 2)
