@@ -424,11 +424,16 @@ def loads(text: str, private: bool = False, journal: bytes = b"") -> NotebookRec
         _fail(": no schema version")
     if data["schema"] > SCHEMA_VERSION:
         raise NotOurs(f"written by a newer genai_magics (schema {data['schema']}, this one reads {SCHEMA_VERSION})")
-    data = journaled(data, journal)
-    problem = compiled(Record)(data)
-    if problem is not None:
-        _fail(problem)
-    _references(data)
+    try:
+        data = journaled(data, journal)
+        problem = compiled(Record)(data)
+        if problem is not None:
+            _fail(problem)
+        _references(data)
+    except Damaged:
+        if not ours:  # JSON with a schema field that does not begin as ours writes it: never set aside
+            raise NotOurs("not a genai_magics record (another program's file?)") from None
+        raise
     return from_data(data)
 
 
