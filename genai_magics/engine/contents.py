@@ -24,9 +24,9 @@ run again).
 
 With an explicit cache (``cacheable``) a user turn that carries the document or
 context in full is split in two user contents, the material first and the prompt
-after it, so the cache can hold the material while the prompt stays outside; once the
-model has fetched something, the faded turns, which no longer change, belong to the head
-too (whether a cache takes them: gemini/caching.py).
+after it, so the cache can hold the material while the prompt stays outside; the finished turns after it, which
+no longer change (their results faded, or none fetched), belong to the head too (whether a
+cache takes them: gemini/caching.py).
 
 Near the model's input limit the send stage renders with a ``Squeeze``: every earlier
 result faded, then the oldest turns left out (one short user content says which),
@@ -176,13 +176,12 @@ Rendering = tuple[str, Any, Sequence[ContextPiece], bool]  # role, its texts (Us
 
 def _turns(history: Sequence[Turn], plan: TurnPlan, squeeze: Squeeze | None) -> Iterator[Rendering]:
     """(role, its texts, context sent in full, whether a model turn holds the code in full) per history turn;
-    ("faded", ...) after the last turn whose results faded, ("left out", the note's content, ...) once."""
+    ("faded", ...) after the last history turn, ("left out", the note's content, ...) once."""
     # the turns that render the version the current turn builds on stay as sent; other versions become markers
     chain = _chain(history, plan)
     keep = _latest_full_pieces(history, plan)
     keys = redaction_keys()
     gone = _left_out(history, chain, squeeze.dropped if squeeze is not None else 0)
-    called = False  # a turn so far called functions
     for i, turn in enumerate(history):
         if i in gone:
             if i == min(gone):
@@ -219,9 +218,8 @@ def _turns(history: Sequence[Turn], plan: TurnPlan, squeeze: Squeeze | None) -> 
         )
         # edits, like a patch, leave the head as it was
         yield "model", _history_model(model, keys), (), proposed is not None and turn.proposal_edits is None
-        called = called or bool(turn.tool_rounds)
-        if called and i == len(history) - 1:
-            yield "faded", None, (), False  # what the model fetched may go into the cache's head
+        if i == len(history) - 1:  # finished turns (their results faded) may go into the cache's head
+            yield "faded", None, (), False
 
 
 def _chain(history: Sequence[Turn], plan: TurnPlan) -> set[tuple[int, str]]:
@@ -265,8 +263,8 @@ def build_contents(history: Sequence[Turn], plan: TurnPlan) -> Contents:
 def cacheable(history: Sequence[Turn], plan: TurnPlan) -> tuple[Contents, int]:
     """The contents with material split from prompts, and how many leading ones form the stable head.
 
-    The head ends with the last content holding the document or context in full
-    (0 when none does); the current prompt is never part of it.
+    The head ends with the last finished turn, or the current turn's document or context in
+    full (0 when there is neither); the current prompt is never part of it.
     """
     rendered = render(history, plan)
     return rendered.split, rendered.head

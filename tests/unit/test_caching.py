@@ -14,6 +14,7 @@ from genai_magics.engine.context import ContextPiece
 from genai_magics.engine.conversation import Conversation, Usage
 from genai_magics.engine.errors import UserError
 from genai_magics.gemini.caching import (
+    FOLD_PATIENCE,
     decide,
     folding_pays,
     implicit_share,
@@ -70,20 +71,23 @@ def test_turn_cost_bills_cached_fresh_output_and_cache_writes():
     assert storage_cost(FLASH, 2.0) == pytest.approx(2e-6)
 
 
-def test_the_tail_is_folded_into_a_new_cache_when_its_reads_outweigh_reading_the_head_again():
-    # FLASH: input 0.75, cached 0.075 (0.675 saved a token read), storage 1.00 a token-hour
-    assert not folding_pays(FLASH, 600, head_tokens=8_000, tail_tokens=1_000, reads=2)  # 1,350 < 5,400 + 167
-    assert folding_pays(FLASH, 600, head_tokens=8_000, tail_tokens=5_000, reads=2)  # 6,750 > 5,400 + 833
-    assert not folding_pays(FLASH, 36_000, head_tokens=8_000, tail_tokens=5_000, reads=2)  # ten hours' storage
-    assert folding_pays(FLASH, 600, head_tokens=8_000, tail_tokens=1_000, reads=9)
-    # a tail implicit caching serves saves nothing folded: 9 x 1,000 x 0.2 x 0.675 = 1,215 < 5,400 + 167
-    assert not folding_pays(FLASH, 600, head_tokens=8_000, tail_tokens=1_000, reads=9, hit=0.8)
+def test_the_tail_is_folded_into_a_new_cache_when_its_reads_outweigh_reading_the_head_again_twice():
+    # FLASH: input 0.75, cached 0.075 (0.675 saved a token read), storage 1.00 a token-hour; a fold of an
+    # 8,000-token head and a 1,000-token tail for 600 s costs 5,400 + 167, and folding waits for two of them
+    assert not folding_pays(FLASH, 600, head_tokens=8_000, tail_tokens=1_000, reads=2)  # 1,350 < 2 x 5,567
+    assert folding_pays(FLASH, 600, head_tokens=8_000, tail_tokens=12_000, reads=2)  # 16,200 > 2 x (5,400 + 2,000)
+    assert not folding_pays(FLASH, 600, head_tokens=8_000, tail_tokens=9_000, reads=2)  # 12,150 < 2 x 6,900: one
+    assert not folding_pays(FLASH, 36_000, head_tokens=8_000, tail_tokens=12_000, reads=2)  # ten hours' storage
+    assert folding_pays(FLASH, 600, head_tokens=8_000, tail_tokens=1_000, reads=18)  # 12,150 > 11,133
+    # a tail implicit caching serves saves nothing folded: 18 x 1,000 x 0.2 x 0.675 = 2,430 < 11,133
+    assert not folding_pays(FLASH, 600, head_tokens=8_000, tail_tokens=1_000, reads=18, hit=0.8)
 
 
-def test_a_tail_that_cost_a_fold_since_the_cache_was_made_is_folded():
-    # nine turns of a tail grown to 1,000: 2 x 1,000 x 5 x 0.675 = 6,750 paid > 5,400 + 167
-    assert folding_pays(FLASH, 600, head_tokens=8_000, tail_tokens=1_000, reads=2, turns=9)
-    assert not folding_pays(FLASH, 600, head_tokens=8_000, tail_tokens=1_000, reads=2, turns=6)  # 4,725
+def test_a_tail_that_cost_two_folds_since_the_cache_was_made_is_folded():
+    # sixteen turns of a tail grown to 1,000: 2 x 1,000 x 17/2 x 0.675 = 11,475 paid > 2 x (5,400 + 167)
+    assert folding_pays(FLASH, 600, head_tokens=8_000, tail_tokens=1_000, reads=2, turns=16)
+    assert not folding_pays(FLASH, 600, head_tokens=8_000, tail_tokens=1_000, reads=2, turns=15)  # 10,800
+    assert FOLD_PATIENCE == 2
 
 
 def test_the_share_implicit_caching_served_is_read_from_the_usage():
@@ -180,7 +184,9 @@ def test_the_stable_head_ends_with_the_content_holding_the_document_and_leaves_t
     conv.commit(plan, "a1")
     plan2 = conv.plan_turn("ask", "q2", DOC, [ctx])
     contents2, head2 = cacheable(conv.history, plan2)
-    assert head2 == 1 and contents2[:2] == contents  # the head and the first prompt are as before
+    assert contents2[:2] == contents  # the material and the first prompt are as before: a cache of them serves
+    # the finished turn no longer changes, so the head may take it (whether a cache does: folding_pays)
+    assert head2 == 3 and json.loads(contents2[head2]["parts"][0]["text"])["prompt"] == "q2"
     assert shared_prefix(build_contents(conv.history, plan2), contents2) == 0  # unsplit: one content per turn
 
 

@@ -3,7 +3,8 @@
 Interactions mode: the server keeps every result whole in its chain, so when a new chain seeded with the
 compacted transcript (every earlier turn, each result as the call that fetches it again) is cheaper
 (``caching.new_chain_pays``), the turn starts one. Contents mode: the faded turns fold into a new explicit
-cache when that pays (``caching.folding_pays``), not when implicit caching already serves them.
+cache when that pays (``caching.folding_pays``), not when implicit caching already serves them; so do the
+finished questions and answers of a turn that fetched nothing.
 
 The extension in an in-process IPython shell, the real SDK over real HTTP to the stand-in.
 """
@@ -78,18 +79,37 @@ def long_prompt(i: int) -> str:
     return f"question {i}: what does this log say?\n" + "".join(f"line {i}.{j}: {i * j:08d}\n" for j in range(120))
 
 
-# never hitting, the tail folds each time its full-price reads since the cache was made cost what a fold
-# does (twice in these turns; a rule weighing one turn's reads against a fold folded once); served
-# implicitly, it never does
+# never hitting, the tail folds each time its full-price reads since the cache was made cost what two folds
+# do (twice in these eight turns); served implicitly, it never does
 @pytest.mark.parametrize(("implicit", "caches"), [(False, 3), (True, 1)])
 def test_the_faded_turns_fold_into_a_new_cache_unless_implicit_caching_serves_them(notebook, stub, implicit, caches):
     notebook.run("doc = 1\n" + "".join(f"# comment line {i:05d} of the document\n" for i in range(600)), cell_id="d")
     stub.configure_caching(implicit=implicit)
     try:
-        for i in range(1, 8):
+        for i in range(1, 9):
             stub.script_tools([[{"name": "read_cell", "args": {"ref": "small"}}]])
             flags = " --new" if i == 1 else ""
             assert notebook.run(f"%%gemini_ask{flags}\n{long_prompt(i)}", cell_id=f"a{i}").stderr == ""
     finally:
         stub.configure_caching(implicit=False)
     assert len(stub.caches) == caches, [c["tokens"] for c in stub.caches]
+
+
+# without functions the finished questions and answers after the cached document no longer change either:
+# never hitting, they fold by the same rule (before, they stayed outside the cache, read at full price on every
+# later turn); served implicitly, they never do
+@pytest.mark.parametrize(("implicit", "caches"), [(False, 2), (True, 1)])
+def test_a_tail_of_questions_and_answers_folds_into_a_new_cache_by_the_same_rule(notebook, stub, implicit, caches):
+    notebook.run("doc = 1\n" + "".join(f"# comment line {i:05d} of the document\n" for i in range(600)), cell_id="d")
+    stub.configure_caching(implicit=implicit)
+    try:
+        for i in range(1, 8):
+            flags = " --new" if i == 1 else ""
+            shown = notebook.run(f"%%gemini_ask --no-tools{flags}\n{long_prompt(i)}", cell_id=f"a{i}")
+            assert shown.stderr == ""
+    finally:
+        stub.configure_caching(implicit=False)
+    assert len(stub.caches) == caches, [c["tokens"] for c in stub.caches]
+    last = [r for r in stub.requests if r["kind"] == "stream"][-1]
+    used = next(c for c in stub.caches if c["name"] == last["cached_content"])
+    assert (used["tokens"] > stub.caches[0]["tokens"] + 700) == (not implicit)  # earlier turns in the cache

@@ -73,8 +73,10 @@ def test_a_small_hand_edit_is_a_patch_and_the_head_stays_as_it_was_sent():
     ]
     assert plan.patch_base_sha256 == sha256_text(BASE)
     contents, head = cacheable(conv.history, plan)
-    # the material of turn 1 is unchanged and still the whole head: an explicit cache of it stays valid
-    assert head == first_head and contents[:head] == first_contents[:first_head]
+    # the material of turn 1 is unchanged: an explicit cache of it stays valid; the head may take the finished
+    # turn after it, never the patch, which goes in the current turn
+    assert contents[:first_head] == first_contents[:first_head] and head == first_head + 2
+    assert "sourcePatch" in json.loads(contents[head]["parts"][0]["text"])
     assert model_holds(conv, plan) == edited
     conv.commit(plan, "answer")
     follow = conv.plan_turn("ask", "and now?", doc(edited))
