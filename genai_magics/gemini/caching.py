@@ -4,9 +4,10 @@ The stable head of a conversation (system instruction, then the contents up to
 the one holding the document or context in full) goes into an explicit cache
 when it is over the model's cache minimum and caching pays off by the price
 table; the next turns reference it, and the API then bills those tokens at the
-cached rate. Once the model has fetched something, the head may take every earlier
-turn; a cache still at the start of the contents is kept until folding the turns
-after it into a new one pays off (``folding_pays``). A request naming a cache may not carry ``system_instruction``,
+cached rate. The head may take every finished turn (they no longer change: what the
+model fetched has faded); a cache still at the start of the contents is kept until folding
+the turns after it into a new one pays off (``folding_pays``), for a tail of questions and
+answers as for one of faded results. A request naming a cache may not carry ``system_instruction``,
 ``tools`` or ``tool_config`` (a 400), so the system instruction lives in the
 cache. A cache is refreshed (its TTL patched) when used and close to expiry,
 replaced when the head changes, and deleted on reset, ``--new`` and unload; at
@@ -135,8 +136,8 @@ def new_chain_pays(price: Price, chain_tokens: int, seed_tokens: int, reads: flo
 
     The new chain's requests read ``seed`` instead of ``chain``; but its first request is a prefix no
     implicit cache holds yet, so it pays the input price on the seed where the chain read at ``e``. Restart
-    once the excess has cost, over those turns, what a restart costs (the rent-or-buy rule, as
-    ``folding_pays``)::
+    once the excess has cost, over those turns, what a restart costs (the plain rent-or-buy rule:
+    a restart's cost is one seed read, small beside a fold's head)::
 
         restart  when  reads x (chain - seed) x (turns + 1)/2 x e  >  seed x (input - e)
 
