@@ -79,34 +79,23 @@ def long_prompt(i: int) -> str:
     return f"question {i}: what does this log say?\n" + "".join(f"line {i}.{j}: {i * j:08d}\n" for j in range(120))
 
 
-# never hitting, the tail folds each time its full-price reads since the cache was made cost what two folds
-# do (twice in these eight turns); served implicitly, it never does
-@pytest.mark.parametrize(("implicit", "caches"), [(False, 3), (True, 1)])
-def test_the_faded_turns_fold_into_a_new_cache_unless_implicit_caching_serves_them(notebook, stub, implicit, caches):
+# never hitting, the finished turns after the cache's head fold each time their full-price reads since the cache
+# was made cost what two folds do; served implicitly, they never do. Turns that fetched something (their results
+# faded) and, since this stop, questions and answers alone (before, they stayed at full price after the cache)
+@pytest.mark.parametrize(
+    ("fetching", "implicit", "caches"), [(True, False, 3), (True, True, 1), (False, False, 2), (False, True, 1)]
+)
+def test_the_finished_turns_fold_into_a_new_cache_unless_implicit_caching_serves_them(
+    notebook, stub, fetching, implicit, caches
+):
     notebook.run("doc = 1\n" + "".join(f"# comment line {i:05d} of the document\n" for i in range(600)), cell_id="d")
     stub.configure_caching(implicit=implicit)
     try:
         for i in range(1, 9):
-            stub.script_tools([[{"name": "read_cell", "args": {"ref": "small"}}]])
-            flags = " --new" if i == 1 else ""
+            if fetching:
+                stub.script_tools([[{"name": "read_cell", "args": {"ref": "small"}}]])
+            flags = ("" if fetching else " --no-tools") + (" --new" if i == 1 else "")
             assert notebook.run(f"%%gemini_ask{flags}\n{long_prompt(i)}", cell_id=f"a{i}").stderr == ""
-    finally:
-        stub.configure_caching(implicit=False)
-    assert len(stub.caches) == caches, [c["tokens"] for c in stub.caches]
-
-
-# without functions the finished questions and answers after the cached document no longer change either:
-# never hitting, they fold by the same rule (before, they stayed outside the cache, read at full price on every
-# later turn); served implicitly, they never do
-@pytest.mark.parametrize(("implicit", "caches"), [(False, 2), (True, 1)])
-def test_a_tail_of_questions_and_answers_folds_into_a_new_cache_by_the_same_rule(notebook, stub, implicit, caches):
-    notebook.run("doc = 1\n" + "".join(f"# comment line {i:05d} of the document\n" for i in range(600)), cell_id="d")
-    stub.configure_caching(implicit=implicit)
-    try:
-        for i in range(1, 8):
-            flags = " --new" if i == 1 else ""
-            shown = notebook.run(f"%%gemini_ask --no-tools{flags}\n{long_prompt(i)}", cell_id=f"a{i}")
-            assert shown.stderr == ""
     finally:
         stub.configure_caching(implicit=False)
     assert len(stub.caches) == caches, [c["tokens"] for c in stub.caches]
