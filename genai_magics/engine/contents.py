@@ -155,7 +155,7 @@ def render(history: Sequence[Turn], plan: TurnPlan, squeeze: Squeeze | None = No
             whole.append(texts)
             split.append(texts)
             continue
-        if role == "faded":  # a turn that no longer changes until the next fade ended here
+        if role == "faded":  # a turn that no longer changes ended here
             head = len(split)
             continue
         if role == "model":
@@ -176,12 +176,13 @@ Rendering = tuple[str, Any, Sequence[ContextPiece], bool]  # role, its texts (Us
 
 def _turns(history: Sequence[Turn], plan: TurnPlan, squeeze: Squeeze | None) -> Iterator[Rendering]:
     """(role, its texts, context sent in full, whether a model turn holds the code in full) per history turn;
-    ("faded", ...) after the last history turn, ("left out", the note's content, ...) once."""
+    ("faded", ...) after each finished turn that may go into the head, ("left out", the note's content, ...) once."""
     # the turns that render the version the current turn builds on stay as sent; other versions become markers
     chain = _chain(history, plan)
     keep = _latest_full_pieces(history, plan)
     keys = redaction_keys()
     gone = _left_out(history, chain, squeeze.dropped if squeeze is not None else 0)
+    settled = True  # no earlier turn's proposal waits for Apply or Discard
     for i, turn in enumerate(history):
         if i in gone:
             if i == min(gone):
@@ -218,7 +219,10 @@ def _turns(history: Sequence[Turn], plan: TurnPlan, squeeze: Squeeze | None) -> 
         )
         # edits, like a patch, leave the head as it was
         yield "model", _history_model(model, keys), (), proposed is not None and turn.proposal_edits is None
-        if i == len(history) - 1:  # finished turns (their results faded) may go into the cache's head
+        # a finished turn no longer changes (its results faded), so it may go into the cache's head; but a
+        # proposal still waiting for Apply or Discard will say what became of it, and so will every turn after it
+        settled = settled and turn.outcome != "proposed"
+        if settled:
             yield "faded", None, (), False
 
 

@@ -12,6 +12,7 @@ from genai_magics.engine.cells import Document
 from genai_magics.engine.contents import build_contents, cacheable, shared_prefix
 from genai_magics.engine.context import ContextPiece
 from genai_magics.engine.conversation import Conversation, Usage
+from genai_magics.engine.edits import Edit
 from genai_magics.engine.errors import UserError
 from genai_magics.gemini.caching import (
     FOLD_PATIENCE,
@@ -170,6 +171,7 @@ def test_a_used_cache_is_refreshed_when_half_its_ttl_is_gone():
 
 
 DOC = Document(key="cell-a", label="In[1]", source="def f():\n    return 1\n")
+EDITS = (Edit(find="return 1", replace="return 2"),)  # a small change, answered as edits
 
 
 def test_the_stable_head_ends_with_the_content_holding_the_document_and_leaves_the_prompt_out():
@@ -188,6 +190,20 @@ def test_the_stable_head_ends_with_the_content_holding_the_document_and_leaves_t
     # the finished turn no longer changes, so the head may take it (whether a cache does: folding_pays)
     assert head2 == 3 and json.loads(contents2[head2]["parts"][0]["text"])["prompt"] == "q2"
     assert shared_prefix(build_contents(conv.history, plan2), contents2) == 0  # unsplit: one content per turn
+
+
+def test_a_proposal_waiting_for_apply_ends_the_head_before_it_until_the_user_acts():
+    """Its outcome is still to come (and changes its content): a cache holding it would serve one turn."""
+    conv = Conversation("c")
+    conv.commit(conv.plan_turn("ask", "q1", DOC), "a1")
+    turn = conv.commit(
+        conv.plan_turn("edit", "e1", DOC), "why", proposal_edits=EDITS, proposal_source="def f():\n    return 2\n"
+    )
+    contents, head = cacheable(conv.history, conv.plan_turn("ask", "q2", None))  # an ask about no cell
+    assert head == 2 and json.loads(contents[head]["parts"][0]["text"])["prompt"] == "e1"  # through q1's answer
+    conv.apply(turn)
+    contents, head = cacheable(conv.history, conv.plan_turn("ask", "q2", None))
+    assert head == 4 and json.loads(contents[head - 1]["parts"][0]["text"])["outcome"] == "applied"
 
 
 def test_an_applied_proposal_moves_the_head_to_the_model_turn_holding_it():
