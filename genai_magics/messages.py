@@ -235,6 +235,11 @@ CACHE_NOT_WORTH = part(
     "CACHE_NOT_WORTH",
     "a cache of ~{tokens:,} tokens would not pay off at {model}'s prices within a TTL of {ttl_s:g} s",
 )
+CACHE_IMPLICIT_SERVES = part(
+    "CACHE_IMPLICIT_SERVES",
+    "implicit caching served {share:.0%} of what the last turn read beyond any explicit cache: "
+    "an explicit cache of ~{tokens:,} tokens would save less than its storage costs",
+)
 CACHE_REPLACE = part("CACHE_REPLACE", "replace the cache: the head changed (~{tokens:,} tokens)")
 CACHE_HEAD = part("CACHE_HEAD", "cache the stable head (~{tokens:,} tokens)")
 

@@ -44,7 +44,7 @@ from ..engine.tools import declarations
 from .errors import status_code
 from .models import traits
 from .pricing import Price
-from .transport import CachedHead
+from .transport import SPLIT, CachedHead, Head
 
 CACHE_MODES = ("auto", "off")
 CacheAction = Literal["none", "use", "create", "drop"]
@@ -64,16 +64,22 @@ class Decision:
     reason: str
 
 
-def pays_off(price: Price, ttl_s: float, expected_reads: float) -> bool:
-    """Whether a new cache saves more than it costs, per token of the head.
+def pays_off(price: Price, ttl_s: float, expected_reads: float, hit: float = 0.0) -> bool:
+    """Whether a cache saves more than it costs, per token of the head: made, or kept for another TTL.
 
-    Without a cache every read is billed at the input price. With one, creation
-    bills the head once at the input price (as the read it replaces would), then
-    every read, this turn's included, at the cached price, plus storage for the
-    TTL. So a cache pays off when the later reads it saves outweigh this turn's
-    cached read and the storage.
+    Without a cache every read is billed at the input price, but for the share implicit caching
+    serves (``hit``, as the last turn measured it: ``implicit_share``, or ``tail_served`` beside an
+    explicit cache). With one, creation bills the head once at the input price (as the read it
+    replaces would), then every read, this turn's included, at the cached price, plus storage for
+    the TTL. So a cache pays off when the later reads it saves outweigh this turn's cached read and
+    the storage::
+
+        pays  when  reads x (1 - hit) x (input - cached)  >  cached + storage_hour x ttl/3600
+
+    With implicit caching serving the conversation (``hit`` near 1) an explicit cache saves nothing
+    and costs its storage: none is made, and one in use is deleted.
     """
-    saved = expected_reads * (price.input - price.cached_input)
+    saved = expected_reads * (1 - hit) * (price.input - price.cached_input)
     extra = price.cached_input + price.storage_hour * ttl_s / 3600
     return saved > extra
 
@@ -161,8 +167,10 @@ def decide(
     now: float,
     ttl_s: float,
     expected_reads: float = 1.0,
+    hit: float = 0.0,
 ) -> Decision:
-    """What to do about the explicit cache for this turn; pure."""
+    """What to do about the explicit cache for this turn; pure. ``hit``: the share of the last turn's input
+    implicit caching served beyond any explicit cache (``pays_off``)."""
     held = existing_sha is not None
 
     def without(reason: str) -> Decision:
@@ -178,11 +186,13 @@ def decide(
         return without(
             messages.CACHE_UNDER_MINIMUM.render(tokens=head_tokens, model=model, minimum=price.cache_minimum)
         )
+    if not pays_off(price, ttl_s, expected_reads, hit):
+        if hit:
+            return without(messages.CACHE_IMPLICIT_SERVES.render(share=hit, tokens=head_tokens))
+        return without(messages.CACHE_NOT_WORTH.render(tokens=head_tokens, model=model, ttl_s=ttl_s))
     if existing_sha == head_sha:
         remaining = (existing_expires or now) - now
         return Decision("use", remaining < ttl_s / 2, messages.CACHE_UNCHANGED.render(tokens=head_tokens))
-    if not pays_off(price, ttl_s, expected_reads):
-        return without(messages.CACHE_NOT_WORTH.render(tokens=head_tokens, model=model, ttl_s=ttl_s))
     reason = messages.CACHE_REPLACE if held else messages.CACHE_HEAD
     return Decision("create", False, reason.render(tokens=head_tokens))
 
@@ -227,6 +237,9 @@ class CacheStep:
     head_tokens: int = 0
     head_sha: str | None = None
     entry: CacheEntry | None = None
+    # no cache, because implicit caching serves the prefix the conversation's cached requests read: the
+    # requests keep that prefix (``transport.SPLIT``)
+    split: bool = False
 
     def describe(self, ttl_s: float) -> str:
         """The cache plan in words (the dry run shows it)."""
@@ -253,6 +266,10 @@ class ContextCaches:
     ended: list[tuple[str, float]] = field(default_factory=list)  # (model, token-seconds) of deleted caches
     # the latest head measured: ((model, its texts), tokens, sha)
     _measured: tuple[Any, int, str] | None = None
+    # conversations whose last turn went without an explicit cache: their usage measures implicit caching alone
+    _uncached: dict[int, Conversation] = field(default_factory=dict)
+    # conversations without a cache because implicit caching serves the prefix their cached requests read
+    _split: dict[int, Conversation] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- deciding ---------------------------------------------------------------
@@ -272,8 +289,11 @@ class ContextCaches:
                 Decision("drop" if entry else "none", False, messages.CACHE_INTERACTIONS.render()), entry=entry
             )
         contents, length = transport.head(plan, history)
-        if entry is not None and entry.model == transport.model and price is not None and length > entry.length:
-            length = self._kept(entry, contents, length, transport, price, ttl_s, history)
+        last = history[-1].usage if history else Usage()
+        # what implicit caching served: measured on the whole input only when no explicit cache was in use
+        hit = implicit_share(last) if id(conv) in self._uncached and entry is None else 0.0
+        if entry is not None and entry.model == transport.model and price is not None:
+            length, hit = self._kept(entry, contents, length, transport, price, ttl_s, last)
         head = tuple(contents[:length])
         tokens, sha = self._measure(transport.model, head, transport.tools) if length else (0, None)
         decision = decide(
@@ -286,10 +306,12 @@ class ContextCaches:
             existing_expires=entry.expires if entry else None,
             now=self.clock(),
             ttl_s=ttl_s,
+            hit=hit,
         )
         if decision.action == "none" and entry is not None:  # another model's cache: of no use now
             decision = replace(decision, action="drop")
-        return CacheStep(decision, head, tokens, sha, entry)
+        served = decision.action in ("none", "drop") and hit > 0 and (entry is not None or id(conv) in self._split)
+        return CacheStep(decision, head, tokens, sha, entry, split=served)
 
     def _kept(
         self,
@@ -299,21 +321,22 @@ class ContextCaches:
         transport: Any,
         price: Price,
         ttl_s: float,
-        history: Sequence[Turn],
-    ) -> int:
+        last: Usage,
+    ) -> tuple[int, float]:
         """The head to cache: the cache's own while it is still the start of the contents and folding the
         tail after it does not pay yet (``folding_pays``, over the turns the tail holds: each ends with the
-        model's answer), else the new one (``length``)."""
+        model's answer), else the new one (``length``); and the share of the tail implicit caching served
+        on the last turn (0 when the cache can serve no more)."""
         prefix = tuple(contents[: entry.length])
         if _head_sha(transport.model, prefix, transport.tools) != entry.head_sha:
-            return length  # the contents changed inside the cache's head: it can serve no more
+            return length, 0.0  # the contents changed inside the cache's head: it can serve no more
         tail_contents = contents[entry.length : length]
         tail = sum(part_tokens(p, transport.model) for c in tail_contents for p in c["parts"])
         turns = sum(1 for c in tail_contents if c["role"] == "model" and any("text" in p for p in c["parts"]))
-        last = history[-1].usage if history else Usage()
         reads = max(1, last.requests)  # a turn's, as the last one's
         hit = tail_served(last, entry.tokens, tail, max(1, turns))
-        return length if folding_pays(price, ttl_s, entry.tokens, tail, reads, max(1, turns), hit) else entry.length
+        folds = length > entry.length and folding_pays(price, ttl_s, entry.tokens, tail, reads, max(1, turns), hit)
+        return (length if folds else entry.length), hit
 
     def _measure(self, model: str, head: tuple[dict[str, Any], ...], tools: tuple[str, ...] = ()) -> tuple[int, str]:
         """The head's estimated tokens and sha; an unchanged head (compared, not serialized) is not hashed again:
@@ -347,6 +370,17 @@ class ContextCaches:
         self, conv: Conversation, transport: Any, step: CacheStep, note: Callable[[str], None], ttl_s: float
     ) -> tuple[CachedHead | None, int]:
         """Create, refresh or drop as decided; the cache to reference and the tokens written into it."""
+        head, written = self._carried_out(conv, transport, step, note, ttl_s)
+        for kept, record in ((head is None, self._uncached), (step.split, self._split)):
+            if kept:
+                record[id(conv)] = conv
+            else:
+                record.pop(id(conv), None)
+        return head, written
+
+    def _carried_out(
+        self, conv: Conversation, transport: Any, step: CacheStep, note: Callable[[str], None], ttl_s: float
+    ) -> tuple[CachedHead | None, int]:
         action, entry = step.decision.action, step.entry
         if action == "use" and entry is not None:
             if step.decision.refresh and not self._refresh(entry, ttl_s):
@@ -421,6 +455,8 @@ class ContextCaches:
         """Delete the conversation's cache (if any), one attempt within ``timeout_s``; returns its name."""
         with self._lock:
             entry = self.entries.pop(id(conv), None)
+            for record in (self._uncached, self._split):  # an ended conversation; ``prepare`` sets them again
+                record.pop(id(conv), None)
         if entry is None:
             return None
         now = self.clock()
@@ -462,10 +498,13 @@ class ContextCaches:
             out[model] = out.get(model, 0.0) + seconds / 3600
         return out
 
-    def head(self, conv: Conversation) -> CachedHead | None:
-        """The cache the conversation's turn referenced (a second request of the turn names it too)."""
+    def head(self, conv: Conversation) -> Head:
+        """The cache the conversation's turn referenced (a second request of the turn names it too), or
+        ``SPLIT`` for one that implicit caching serves instead."""
         entry = self.entries.get(id(conv))
-        return CachedHead(entry.name, entry.length) if entry else None
+        if entry is not None:
+            return CachedHead(entry.name, entry.length)
+        return SPLIT if id(conv) in self._split else None
 
     def name_of(self, conv: Conversation) -> str | None:
         entry = self.entries.get(id(conv))

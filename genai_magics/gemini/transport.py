@@ -48,6 +48,15 @@ class CachedHead:
     length: int
 
 
+class Split:
+    """No explicit cache, the contents split as one would hold them: the prefix the conversation's cached
+    requests read, which implicit caching holds (``caching.ContextCaches.head``)."""
+
+
+SPLIT = Split()
+Head = CachedHead | Split | None  # what a contents-mode request reads its head from
+
+
 @dataclass(frozen=True)
 class EditRetry:
     """The second request of an edit whose edits did not apply: that answer, then the ask for the whole text."""
@@ -90,7 +99,7 @@ class Transport(Protocol):
         self,
         plan: TurnPlan,
         history: Sequence[Turn],
-        cache: CachedHead | None = None,
+        cache: Head = None,
         retry: EditRetry | None = None,
         rounds: Sequence[ToolRound] = (),
         last: Reply | None = None,
@@ -188,7 +197,7 @@ class ContentsTransport(_Transport):
         self,
         plan: TurnPlan,
         history: Sequence[Turn],
-        cache: CachedHead | None = None,
+        cache: Head = None,
         retry: EditRetry | None = None,
         rounds: Sequence[ToolRound] = (),
         last: Reply | None = None,
@@ -203,13 +212,13 @@ class ContentsTransport(_Transport):
             cache = None
             if self.tools:
                 config["tool_config"] = {"function_calling_config": {"mode": "NONE"}}
-        if cache is None:
-            contents = list(rendered.whole)
-        else:  # the cache holds the system instruction and tools: the API refuses them beside cached_content
-            del config["system_instruction"]
+        if isinstance(cache, CachedHead):  # it holds the system instruction and tools: the API refuses them
+            del config["system_instruction"]  # beside cached_content
             config.pop("tools", None)
             config["cached_content"] = cache.name
             contents = rendered.split[cache.length :]
+        else:
+            contents = list(rendered.split if isinstance(cache, Split) else rendered.whole)
         earlier = retry.rounds if retry is not None else ()
         contents += [c for r in (*earlier, *rounds) for c in contents_round(r)]
         if retry is not None:
@@ -262,7 +271,7 @@ class InteractionsTransport(_Transport):
         self,
         plan: TurnPlan,
         history: Sequence[Turn],
-        cache: CachedHead | None = None,
+        cache: Head = None,
         retry: EditRetry | None = None,
         rounds: Sequence[ToolRound] = (),
         last: Reply | None = None,

@@ -27,7 +27,7 @@ from ..frontends.notebook_view import NotebookView
 from ..gemini import budget
 from ..gemini.caching import CacheStep
 from ..gemini.pricing import price_for
-from ..gemini.transport import TRANSPORTS, CachedHead, request_settings
+from ..gemini.transport import SPLIT, TRANSPORTS, CachedHead, Head, request_settings
 from ..sources.outputs import over_image_cap
 from ..sources.tools import NotebookTools, ShellReader
 from .requests import (
@@ -273,8 +273,10 @@ def dry_run(session: Session, planned: Planned, settings: Settings) -> TurnOutco
     )
 
 
-def _planned_head(step: CacheStep) -> CachedHead | None:
+def _planned_head(step: CacheStep) -> Head:
     """The cache a dry run's request would name (a cache still to be made has no name yet)."""
+    if step.split:
+        return SPLIT
     if step.decision.action == "use" and step.entry is not None:
         return CachedHead(step.entry.name, step.entry.length)
     if step.decision.action == "create":

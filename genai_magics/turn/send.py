@@ -58,7 +58,7 @@ from ..gemini.client import RetryNotices
 from ..gemini.errors import describe, over_input_limit, status_code
 from ..gemini.models import InputLimits
 from ..gemini.pricing import Price, turn_cost
-from ..gemini.transport import EditRetry, Reply, Transport, body_bytes
+from ..gemini.transport import CachedHead, EditRetry, Reply, Transport, body_bytes
 from .edit_answer import settle
 from .requests import Planned, Sent, Settings, TurnDisplay, TurnResult
 
@@ -432,7 +432,7 @@ class TurnSend:
         try:
             reply = self._exchange(transport.request(plan, history, cache, retry, rounds, last, at_limit))
         except Exception as exc:
-            if cache is None or self.cache_step is None or not cache_is_gone(exc):
+            if not isinstance(cache, CachedHead) or self.cache_step is None or not cache_is_gone(exc):
                 raise
             cache_head, written = self.caches.remade(
                 conv, transport, self.cache_step, self.display.note, self.settings.cache_ttl_s
