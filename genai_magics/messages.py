@@ -238,7 +238,7 @@ CACHE_NOT_WORTH = part(
 CACHE_IMPLICIT_SERVES = part(
     "CACHE_IMPLICIT_SERVES",
     "implicit caching served {share:.0%} of what the last turn read beyond any explicit cache: "
-    "an explicit cache of ~{tokens:,} tokens would save less than its storage costs",
+    "an explicit cache of ~{tokens:,} tokens would cost more than it saves",
 )
 CACHE_REPLACE = part("CACHE_REPLACE", "replace the cache: the head changed (~{tokens:,} tokens)")
 CACHE_HEAD = part("CACHE_HEAD", "cache the stable head (~{tokens:,} tokens)")

@@ -186,13 +186,14 @@ def decide(
         return without(
             messages.CACHE_UNDER_MINIMUM.render(tokens=head_tokens, model=model, minimum=price.cache_minimum)
         )
-    if not pays_off(price, ttl_s, expected_reads, hit):
+    served = pays_off(price, ttl_s, expected_reads, hit)  # the cache, against what implicit caching serves
+    if existing_sha == head_sha and (served or not hit):
+        remaining = (existing_expires or now) - now
+        return Decision("use", remaining < ttl_s / 2, messages.CACHE_UNCHANGED.render(tokens=head_tokens))
+    if not served:
         if hit:
             return without(messages.CACHE_IMPLICIT_SERVES.render(share=hit, tokens=head_tokens))
         return without(messages.CACHE_NOT_WORTH.render(tokens=head_tokens, model=model, ttl_s=ttl_s))
-    if existing_sha == head_sha:
-        remaining = (existing_expires or now) - now
-        return Decision("use", remaining < ttl_s / 2, messages.CACHE_UNCHANGED.render(tokens=head_tokens))
     reason = messages.CACHE_REPLACE if held else messages.CACHE_HEAD
     return Decision("create", False, reason.render(tokens=head_tokens))
 

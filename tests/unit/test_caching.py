@@ -123,6 +123,8 @@ def test_a_cache_pays_off_when_the_reads_it_saves_outweigh_its_read_and_storage(
     assert not pays_off(FLASH, 3600, 1)  # an hour of storage (1.00) + 0.075 > 0.675
     assert pays_off(FLASH, 3600, 2)
     assert not pays_off(Price(1, 0.5, 1, 10, 1), 600, 1)
+    # what implicit caching serves an explicit cache does not save: 0.675 x (1 - hit) against 0.242
+    assert pays_off(FLASH, 600, 1, hit=0.6) and not pays_off(FLASH, 600, 1, hit=0.7)  # 0.270 / 0.2025
 
 
 def test_at_exit_a_cache_is_kept_while_its_storage_until_expiry_costs_less_than_creating_it_again():
@@ -158,6 +160,12 @@ FLASH_MINIMUM = dict(model="gemini-3.8-flash", minimum=4096)
         ),
         # a model with implicit caching only is never sent a cache (the stand-in refuses one, as the API does)
         ({"model": "gemini-4-argon"}, "none", messages.CACHE_IMPLICIT_ONLY.render(model="gemini-4-argon")),
+        # implicit caching served the last turn: no cache is made, and one in use goes; a cache it does not
+        # serve enough stays, and a cache that does not pay for its TTL stays as before when nothing was served
+        ({"hit": 0.9}, "none", messages.CACHE_IMPLICIT_SERVES.render(share=0.9, tokens=10_000)),
+        ({"hit": 0.9, "existing_sha": "h1"}, "drop", messages.CACHE_IMPLICIT_SERVES.render(share=0.9, tokens=10_000)),
+        ({"hit": 0.5, "existing_sha": "h1"}, "use", messages.CACHE_UNCHANGED.render(tokens=10_000)),
+        ({"ttl_s": 3600.0, "existing_sha": "h1"}, "use", messages.CACHE_UNCHANGED.render(tokens=10_000)),
     ],
 )
 def test_decide(change, action, reason):

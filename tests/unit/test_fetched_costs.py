@@ -80,8 +80,9 @@ def long_prompt(i: int) -> str:
 
 
 # never hitting, the finished turns after the cache's head fold each time their full-price reads since the cache
-# was made cost what two folds do; served implicitly, they never do. Turns that fetched something (their results
-# faded) and, since this stop, questions and answers alone (before, they stayed at full price after the cache)
+# was made cost what two folds do: turns that fetched something (their results faded) and, since this stop,
+# questions and answers alone (before, they stayed at full price after the cache). Served implicitly, they never
+# fold, and the cache itself goes once implicit caching is seen to serve what follows it (below)
 @pytest.mark.parametrize(
     ("fetching", "implicit", "caches"), [(True, False, 3), (True, True, 1), (False, False, 2), (False, True, 1)]
 )
@@ -100,5 +101,32 @@ def test_the_finished_turns_fold_into_a_new_cache_unless_implicit_caching_serves
         stub.configure_caching(implicit=False)
     assert len(stub.caches) == caches, [c["tokens"] for c in stub.caches]
     last = [r for r in stub.requests if r["kind"] == "stream"][-1]
-    used = next(c for c in stub.caches if c["name"] == last["cached_content"])
-    assert (used["tokens"] > stub.caches[0]["tokens"] + 700) == (not implicit)  # earlier turns in the cache
+    if implicit:
+        assert last["cached_content"] is None and last["cached_tokens"] > 0.9 * last["input_tokens"]
+    else:  # the last request reads a cache holding earlier turns
+        used = next(c for c in stub.caches if c["name"] == last["cached_content"])
+        assert used["tokens"] > stub.caches[0]["tokens"] + 700
+
+
+@pytest.mark.parametrize("implicit", [False, True])
+def test_a_cache_implicit_caching_is_seen_to_serve_goes_and_the_requests_keep_its_prefix(notebook, stub, implicit):
+    """The explicit cache costs its storage and saves what implicit caching would not; once the tail after it
+    was served implicitly (the third turn, the first that can tell), it is deleted, and the requests keep the
+    split contents the cached ones read, so implicit caching goes on serving their whole prefix."""
+    notebook.run("doc = 1\n" + "".join(f"# comment line {i:05d} of the document\n" for i in range(600)), cell_id="d")
+    stub.configure_caching(implicit=implicit)
+    try:
+        for i in range(1, 6):
+            flags = " --no-tools" + (" --new" if i == 1 else "")
+            assert notebook.run(f"%%gemini_ask{flags}\nquestion {i}: " + "why " * 60, cell_id=f"q{i}").stderr == ""
+    finally:
+        stub.configure_caching(implicit=False)
+    kinds = [(r["kind"], r["cached_content"] is not None) for r in stub.requests if r["kind"] != "models.list"]
+    named = [("cache.create", False), ("stream", True), ("stream", True)]
+    if implicit:
+        assert kinds == [*named, ("cache.delete", False), *[("stream", False)] * 3]
+        streams = [r for r in stub.requests if r["kind"] == "stream"]
+        assert all(r["cached_tokens"] >= p["input_tokens"] for p, r in zip(streams, streams[1:], strict=False))
+        assert [c["state"] for c in stub.caches] == ["deleted"]
+    else:
+        assert kinds == [*named, *[("stream", True)] * 3]
