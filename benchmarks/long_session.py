@@ -22,6 +22,14 @@ model's minimum):
   floor         computed, the strict floor: each turn's prompt and each distinct result read once at full
                 price, the system instruction, the declarations and every earlier prompt and answer read
                 at the cached price, the answers' output as measured.
+  bound         computed, for information: the least any implementation pays under the API's rules for
+                what the floor counts. A question answered with functions takes two requests, each
+                reading the conversation (the system instruction, the declarations, every earlier prompt
+                and answer); a read is at the cached price only where a cache can hold it, and nothing
+                under the model's cache minimum is cached (a conversation under it counted as padded up
+                to it, where that is cheaper); each prompt and distinct result once at full price, the
+                output as measured; cache writes and storage not counted. With a cache (contents mode,
+                and implicit caching always hitting) and without (interactions mode never hitting).
 
 Goals (issue 33): turn 40's full-price input <= 1.3x turn 5's; the whole session <= 1.3x the strict floor; no
 request over the model's input limit.
@@ -86,6 +94,7 @@ class Session:
     storage_usd: float
     prompts: list[str]
     results: list[list[dict]]  # each turn's function results as the model got them (name, response)
+    answers: list[int]  # each turn's answer, in output tokens (its last request's)
 
 
 def notebook(stub: StubServer) -> Shell:
@@ -121,7 +130,7 @@ def question(turn: int) -> tuple[str, list[dict]]:
 
 def run_magics(stub: StubServer, shell: Shell, state: str, implicit: bool, turns: int, failures: Failures) -> Session:
     fresh(stub, shell, implicit)
-    stats, prompts, results = [], [], []
+    stats, prompts, results, answers = [], [], [], []
     largest = 0
     for turn in range(1, turns + 1):
         prompt, calls = question(turn)
@@ -134,13 +143,14 @@ def run_magics(stub: StubServer, shell: Shell, state: str, implicit: bool, turns
         largest = max([largest, *(r["input_tokens"] for r in records)])
         results.append([{"name": t["name"], "response": t["response"]} for r in records for t in r["tool_results"]])
         prompts.append(prompt)
+        answers.append(records[-1]["response_tokens"] if records else 0)
         stats.append(take(stub, ""))
         if not stats[-1].requests:
             failures.add(f"{state}, turn {turn}: sent no request")
     price = price_for(MODEL)
     hours = sum(c["token_seconds"] for c in stub.caches) / 3600
     storage = 1e-6 * hours * price.storage_hour if price is not None else 0.0
-    return Session(stats, largest, storage, prompts, results)
+    return Session(stats, largest, storage, prompts, results, answers)
 
 
 def whole_results(session: Session) -> list[list[dict]]:
@@ -192,12 +202,48 @@ def floor(reference: Session, price: Price, requests: int = 1) -> list[float]:
     return out
 
 
+def bound(reference: Session, price: Price, cache: bool) -> float:
+    """The least any implementation pays, in dollars (see the module's docstring; ``cache``: one may be used)."""
+    fixed = estimate_tokens(SYSTEM_INSTRUCTION + TOOLS_INSTRUCTION + json.dumps(declarations(TOOL_NAMES)))
+    held, seen, total = 0, set(), 0.0
+    for prompt, results, stat, answer in zip(
+        reference.prompts, whole_results(reference), reference.stats, reference.answers, strict=True
+    ):
+        new = estimate_tokens(prompt)
+        for r in results:
+            key = r["response"].get("sha256", "")
+            if key not in seen:
+                seen.add(key)
+                new += estimate_tokens(json.dumps(r["response"], ensure_ascii=False))
+        read = (fixed + held) * price.input
+        if cache:
+            read = min(read, max(fixed + held, price.cache_minimum) * price.cached_input)
+        total += 1e-6 * (2 * read + new * price.input + stat.output * price.output)
+        held += estimate_tokens(prompt) + answer
+    return total
+
+
+@dataclass
+class Floors:
+    """What a session is measured against (the module's docstring)."""
+
+    strict: list[float]  # the strict floor's dollars per turn
+    twice: float  # the floor of two requests a turn
+    bound: float  # the least any implementation pays, a cache usable
+    uncached: float  # the same without any cache (interactions mode, implicit caching never hitting)
+
+    @classmethod
+    def of(cls, reference: Session, price: Price) -> Floors:
+        twice = sum(floor(reference, price, requests=2))
+        return cls(floor(reference, price), twice, bound(reference, price, True), bound(reference, price, False))
+
+
 def full_price(t: TurnStat) -> int:
     return t.tokens - t.cached + t.written
 
 
 def report(
-    title: str, runs: dict[str, Session], stateless: list[TurnStat], floors: list[float], twice: float, smoke: bool
+    title: str, runs: dict[str, Session], stateless: list[TurnStat], floors: Floors, implicit: bool, smoke: bool
 ) -> None:
     price = price_for(MODEL)
     assert price is not None
@@ -212,14 +258,14 @@ def report(
     print(head)
     print("─" * len(head))
     for n in SHOWN_TURNS:
-        if n > len(floors):
+        if n > len(floors.strict):
             continue
         row = f"{n:>5} "
         for s in runs.values():
             t = s.stats[n - 1]
             row += f"│ {'':<20} {t.bytes:>8,} {full_price(t):>7,} {t.cached:>7,} {t.dollars(price):>8.5f} "
-        print(row + f"│ {stateless[n - 1].dollars(price):>8.5f} {floors[n - 1]:>9.5f}")
-    total_floor = sum(floors)
+        print(row + f"│ {stateless[n - 1].dollars(price):>8.5f} {floors.strict[n - 1]:>9.5f}")
+    total_floor = sum(floors.strict)
     total_stateless = sum(per["(s) stateless resend"])
     print(
         f"{'whole session':<22} {'bytes':>11} {'full-price':>11} {'cached':>10} {'storage $':>9} {'US$':>8}"
@@ -240,7 +286,9 @@ def report(
         f" {0:>9.5f} {total_stateless:>8.4f}"
     )
     print(f"{'floor (computed)':<22} {'':>11} {'':>11} {'':>10} {'':>9} {total_floor:>8.4f}")
-    print(f"{'floor, two requests':<22} {'':>11} {'':>11} {'':>10} {'':>9} {twice:>8.4f}  (for information)")
+    for name, usd in (("floor, two requests", floors.twice), ("bound, a cache", floors.bound)):
+        print(f"{name:<22} {'':>11} {'':>11} {'':>10} {'':>9} {usd:>8.4f}  (for information)")
+    print(f"{'bound, no cache':<22} {'':>11} {'':>11} {'':>10} {'':>9} {floors.uncached:>8.4f}  (for information)")
     if smoke:
         return
     for k, s in runs.items():
@@ -254,9 +302,11 @@ def report(
             print(f"target {title}, {k}: {goal}: measured {measured} — {'PASS' if ok else 'FAIL'}")
         first = next((i for i, t in enumerate(s.stats) if t.cached or t.written), len(s.stats))
         early = sum(full_price(t) for t in s.stats[:first])
+        least = floors.uncached if k == "interactions" and not implicit else floors.bound
         print(
-            f"information {title}, {k}: the session / the floor of two requests a turn: {usd / twice:.2f}x;"
-            f" turns 1-{first}, before any input was cached, hold {early:,} of"
+            f"information {title}, {k}: the session / the floor of two requests a turn: {usd / floors.twice:.2f}x;"
+            f" / the least any implementation pays here: {usd / least:.2f}x ({least / total_floor:.2f}x the strict"
+            f" floor); turns 1-{first}, before any input was cached, hold {early:,} of"
             f" {sum(full_price(t) for t in s.stats):,} full-price input tokens"
         )
 
@@ -283,9 +333,8 @@ def main(argv: list[str] | None = None) -> int:
                 if failures:
                     break
                 stateless = run_stateless(stub, shell, implicit, runs["contents (default)"])
-                reference = runs["contents (default)"]
-                twice = sum(floor(reference, price, requests=2))
-                tables.append((f"{turns} turns, {what}", runs, stateless, floor(reference, price), twice))
+                floors = Floors.of(runs["contents (default)"], price)
+                tables.append((f"{turns} turns, {what}", runs, stateless, floors, implicit))
         finally:
             shell.close()
     if failures:
@@ -295,8 +344,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         "full = full-price input tokens (read minus cached, plus tokens written into a cache); US$ at the table's rates"
     )
-    for title, runs, stateless, floors, twice in tables:
-        report(title, runs, stateless, floors, twice, args.smoke)
+    for title, runs, stateless, floors, implicit in tables:
+        report(title, runs, stateless, floors, implicit, args.smoke)
     return 0
 
 
