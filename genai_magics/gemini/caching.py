@@ -13,7 +13,10 @@ cache. A cache is refreshed (its TTL patched) when used and close to expiry,
 replaced when the head changes, and deleted on reset, ``--new`` and unload; at
 kernel exit too, unless the record names it and keeping it for the rest of its
 TTL costs less than creating it again (``worth_keeping``): the restarted kernel
-adopts it (Restart and Run All), or it ends with its TTL.
+adopts it (Restart and Run All), or it ends with its TTL. A cache is made or kept only
+while it pays against what implicit caching serves (``pays_off``'s ``hit``, as the last
+turn measured it); deleted for that, the requests keep the contents split as the cached
+ones read them (``transport.SPLIT``), the prefix implicit caching holds.
 
 Interactions mode makes no explicit caches: the SDK's ``interactions.create``
 type has a ``cached_content`` field, but Google's Interactions overview
