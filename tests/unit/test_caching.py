@@ -15,7 +15,6 @@ from genai_magics.engine.conversation import Conversation, Usage
 from genai_magics.engine.edits import Edit
 from genai_magics.engine.errors import UserError
 from genai_magics.gemini.caching import (
-    FOLD_PATIENCE,
     decide,
     folding_pays,
     implicit_share,
@@ -88,7 +87,6 @@ def test_a_tail_that_cost_two_folds_since_the_cache_was_made_is_folded():
     # sixteen turns of a tail grown to 1,000: 2 x 1,000 x 17/2 x 0.675 = 11,475 paid > 2 x (5,400 + 167)
     assert folding_pays(FLASH, 600, head_tokens=8_000, tail_tokens=1_000, reads=2, turns=16)
     assert not folding_pays(FLASH, 600, head_tokens=8_000, tail_tokens=1_000, reads=2, turns=15)  # 10,800
-    assert FOLD_PATIENCE == 2
 
 
 def test_the_share_implicit_caching_served_is_read_from_the_usage():
