@@ -46,6 +46,7 @@ import json
 import os
 import re
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -180,32 +181,15 @@ def run_stateless(stub: StubServer, shell: Shell, implicit: bool, reference: Ses
     return out
 
 
-def floor(reference: Session, price: Price, requests: int = 1) -> list[float]:
-    """The strict floor's dollars per turn (see the module's docstring); ``requests=2``: the least a turn that
-    fetches with functions pays, its second request reading again at the cached price what the first read
-    (the instructions, the declarations, the conversation and the prompt), for information."""
-    fixed = estimate_tokens(SYSTEM_INSTRUCTION + TOOLS_INSTRUCTION + json.dumps(declarations(TOOL_NAMES)))
-    held, seen = 0, set()
-    out = []
-    for prompt, results, stat in zip(reference.prompts, whole_results(reference), reference.stats, strict=True):
-        new = estimate_tokens(prompt)
-        for r in results:
-            key = r["response"].get("sha256", "")
-            if key not in seen:
-                seen.add(key)
-                new += estimate_tokens(json.dumps(r["response"], ensure_ascii=False))
-        again = (requests - 1) * (fixed + held + estimate_tokens(prompt))
-        out.append(
-            1e-6 * (new * price.input + (fixed + held + again) * price.cached_input + stat.output * price.output)
-        )
-        held += estimate_tokens(prompt) + stat.output  # the conversation the model holds from now on
-    return out
+def fixed_tokens() -> int:
+    """What every request reads first: the system instruction, the tools' instruction and the declarations."""
+    return estimate_tokens(SYSTEM_INSTRUCTION + TOOLS_INSTRUCTION + json.dumps(declarations(TOOL_NAMES)))
 
 
-def bound(reference: Session, price: Price, cache: bool) -> float:
-    """The least any implementation pays, in dollars (see the module's docstring; ``cache``: one may be used)."""
-    fixed = estimate_tokens(SYSTEM_INSTRUCTION + TOOLS_INSTRUCTION + json.dumps(declarations(TOOL_NAMES)))
-    held, seen, total = 0, set(), 0.0
+def new_reads(reference: Session) -> Iterator[tuple[int, int, TurnStat, int]]:
+    """Per turn: its prompt's tokens, what it read new (the prompt and each result no earlier turn got whole),
+    its stats and its answer's output tokens."""
+    seen: set[str] = set()
     for prompt, results, stat, answer in zip(
         reference.prompts, whole_results(reference), reference.stats, reference.answers, strict=True
     ):
@@ -215,11 +199,32 @@ def bound(reference: Session, price: Price, cache: bool) -> float:
             if key not in seen:
                 seen.add(key)
                 new += estimate_tokens(json.dumps(r["response"], ensure_ascii=False))
+        yield estimate_tokens(prompt), new, stat, answer
+
+
+def floor(reference: Session, price: Price, requests: int = 1) -> list[float]:
+    """The strict floor's dollars per turn (see the module's docstring); ``requests=2``: the least a turn that
+    fetches with functions pays, its second request reading again at the cached price what the first read
+    (the instructions, the declarations, the conversation and the prompt), for information."""
+    fixed, held, out = fixed_tokens(), 0, []
+    for prompt, new, stat, _ in new_reads(reference):
+        again = (requests - 1) * (fixed + held + prompt)
+        out.append(
+            1e-6 * (new * price.input + (fixed + held + again) * price.cached_input + stat.output * price.output)
+        )
+        held += prompt + stat.output  # the conversation the model holds from now on
+    return out
+
+
+def bound(reference: Session, price: Price, cache: bool) -> float:
+    """The least any implementation pays, in dollars (see the module's docstring; ``cache``: one may be used)."""
+    fixed, held, total = fixed_tokens(), 0, 0.0
+    for prompt, new, stat, answer in new_reads(reference):
         read = (fixed + held) * price.input
         if cache:
             read = min(read, max(fixed + held, price.cache_minimum) * price.cached_input)
         total += 1e-6 * (2 * read + new * price.input + stat.output * price.output)
-        held += estimate_tokens(prompt) + answer
+        held += prompt + answer
     return total
 
 
