@@ -291,9 +291,12 @@ def report(
         f" {0:>9.5f} {total_stateless:>8.4f}"
     )
     print(f"{'floor (computed)':<22} {'':>11} {'':>11} {'':>10} {'':>9} {total_floor:>8.4f}")
-    for name, usd in (("floor, two requests", floors.twice), ("bound, a cache", floors.bound)):
+    for name, usd in (
+        ("floor, two requests", floors.twice),
+        ("bound, a cache", floors.bound),
+        ("bound, no cache", floors.uncached),
+    ):
         print(f"{name:<22} {'':>11} {'':>11} {'':>10} {'':>9} {usd:>8.4f}  (for information)")
-    print(f"{'bound, no cache':<22} {'':>11} {'':>11} {'':>10} {'':>9} {floors.uncached:>8.4f}  (for information)")
     if smoke:
         return
     for k, s in runs.items():

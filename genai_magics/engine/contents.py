@@ -148,14 +148,14 @@ def render(history: Sequence[Turn], plan: TurnPlan, squeeze: Squeeze | None = No
     the input limit; None: the results fade by the rule alone)."""
     whole: Contents = []
     split: Contents = []
-    head = 0  # split contents up to the last one holding material in full, or ending a faded turn
+    head = 0  # split contents up to the last one holding material in full, or ending a finished turn
     current = ("user", _user_texts(plan.payload, plan.pieces), plan.pieces, False)
     for role, texts, full, holds in (*_turns(history, plan, squeeze), current):
         if role in ("call", "left out"):  # an agent turn's call and its answer, or the note of turns left out
             whole.append(texts)
             split.append(texts)
             continue
-        if role == "faded":  # a turn that no longer changes ended here
+        if role == "finished":  # a turn that no longer changes ended here
             head = len(split)
             continue
         if role == "model":
@@ -176,7 +176,7 @@ Rendering = tuple[str, Any, Sequence[ContextPiece], bool]  # role, its texts (Us
 
 def _turns(history: Sequence[Turn], plan: TurnPlan, squeeze: Squeeze | None) -> Iterator[Rendering]:
     """(role, its texts, context sent in full, whether a model turn holds the code in full) per history turn;
-    ("faded", ...) after each finished turn that may go into the head, ("left out", the note's content, ...) once."""
+    ("finished", ...) after each turn that may go into the head, ("left out", the note's content, ...) once."""
     # the turns that render the version the current turn builds on stay as sent; other versions become markers
     chain = _chain(history, plan)
     keep = _latest_full_pieces(history, plan)
@@ -223,7 +223,7 @@ def _turns(history: Sequence[Turn], plan: TurnPlan, squeeze: Squeeze | None) -> 
         # proposal still waiting for Apply or Discard will say what became of it, and so will every turn after it
         settled = settled and turn.outcome != "proposed"
         if settled:
-            yield "faded", None, (), False
+            yield "finished", None, (), False
 
 
 def _chain(history: Sequence[Turn], plan: TurnPlan) -> set[tuple[int, str]]:

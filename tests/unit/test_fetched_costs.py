@@ -79,6 +79,9 @@ def long_prompt(i: int) -> str:
     return f"question {i}: what does this log say?\n" + "".join(f"line {i}.{j}: {i * j:08d}\n" for j in range(120))
 
 
+DOCUMENT = "doc = 1\n" + "".join(f"# comment line {i:05d} of the document\n" for i in range(600))  # over the minimum
+
+
 # never hitting, the finished turns after the cache's head fold each time their full-price reads since the cache
 # was made cost what two folds do: turns that fetched something (their results faded) and, since this stop,
 # questions and answers alone (before, they stayed at full price after the cache). Served implicitly, they never
@@ -89,7 +92,7 @@ def long_prompt(i: int) -> str:
 def test_the_finished_turns_fold_into_a_new_cache_unless_implicit_caching_serves_them(
     notebook, stub, fetching, implicit, caches
 ):
-    notebook.run("doc = 1\n" + "".join(f"# comment line {i:05d} of the document\n" for i in range(600)), cell_id="d")
+    notebook.run(DOCUMENT, cell_id="d")
     stub.configure_caching(implicit=implicit)
     try:
         for i in range(1, 9):
@@ -113,7 +116,7 @@ def test_a_cache_implicit_caching_is_seen_to_serve_goes_and_the_requests_keep_it
     """The explicit cache costs its storage and saves what implicit caching would not; once the tail after it
     was served implicitly (the third turn, the first that can tell), it is deleted, and the requests keep the
     split contents the cached ones read, so implicit caching goes on serving their whole prefix."""
-    notebook.run("doc = 1\n" + "".join(f"# comment line {i:05d} of the document\n" for i in range(600)), cell_id="d")
+    notebook.run(DOCUMENT, cell_id="d")
     stub.configure_caching(implicit=implicit)
     try:
         for i in range(1, 6):
