@@ -897,6 +897,11 @@ TURN_UNDO_RAN = output(
     "TURN_UNDO_RAN", "What ran cannot be un-run: {cells} ran, and what they did in the kernel stays", documented=True
 )
 TURN_UNDO_ONCE = output("TURN_UNDO_ONCE", "This agent turn was undone already")
+TURN_UNDO_LATER_FIRST = output(
+    "TURN_UNDO_LATER_FIRST",
+    "Not undone yet: a later agent turn changed {cells} after this one; undo that turn first, then this Undo",
+    documented=True,
+)
 NO_AGENT_TURN = output("NO_AGENT_TURN", "No agent turn to undo in this kernel yet")
 UNDO_NEEDS_LIVE = output(
     "UNDO_NEEDS_LIVE",

@@ -127,6 +127,20 @@ class Edited:
 class Deleted:
     cell: dict[str, Any]  # nbformat JSON as the frontend held it (outputs included, where it says)
     after_id: str | None  # the cell it was below (None: the top)
+    above: tuple[str, ...] = ()  # every cell above it then, top first (its old index is their count)
+
+
+def put_back_after(change: Deleted, ids: Sequence[str]) -> str | None:
+    """Where Undo puts a deleted cell back in a notebook of ``ids`` (None: the top): below the nearest cell that
+    was above it and is still there (the one it followed may be gone: deleted by hand, or by a later turn),
+    else at its old index."""
+    above = change.above or (() if change.after_id is None else (change.after_id,))
+    present = set(ids)
+    nearest = next((cell_id for cell_id in reversed(above) if cell_id in present), None)
+    if nearest is not None:
+        return nearest
+    at = min(len(above), len(ids))
+    return ids[at - 1] if at else None
 
 
 Change = Inserted | Edited | Deleted

@@ -172,7 +172,7 @@ class AgentActions:
         held = {"id": cell.id, "cell_type": cell.cell_type, "source": cell.source}  # until the frontend's reply
 
         def make() -> ToolResult | Awaitable[ToolResult]:
-            change = Deleted(held, ids[at - 1] if at else None)
+            change = Deleted(held, ids[at - 1] if at else None, tuple(ids[:at]))
             self.changes.add(change)  # before the frontend's reply: the companion's comes within the call
             pending = None
             if self.live is not None:
@@ -180,7 +180,7 @@ class AgentActions:
                 current = [change]
 
                 def removed(cell_json: dict) -> None:  # the cell as the frontend held it: outputs too, for Undo
-                    kept = Deleted(cell_json, change.after_id)
+                    kept = Deleted(cell_json, change.after_id, change.above)
                     self.changes.replace(current[0], kept)
                     current[0] = kept
 

@@ -1,11 +1,13 @@
 """One Undo for a whole agent turn, through the live notebook.
 
 The turn's changes (``engine/agent.py``'s ``TurnChanges``) are reversed newest first: an inserted
-cell deleted, an edited one set back, a deleted one put back where it was with its outputs (the
-frontend's ``insert_cell`` given the cell's JSON). A cell changed by hand since the turn left it
-(another text, or gone) is kept as it is and named, with every change of the turn to it. Each edit
-waits for the frontend's reply before the next is sent, so the order holds. What ran stays run:
-Undo says so.
+cell deleted, an edited one set back, a deleted one put back with its outputs (the frontend's
+``insert_cell`` given the cell's JSON) below the nearest cell above it that is still there, else at
+its old index. A cell changed by hand since the turn left it (another text, or gone) is kept as it
+is and named, with every change of the turn to it. A later agent turn whose change to one of the
+same cells still stands is undone first: till then this Undo says so and stays ready (so undoing
+two turns in either order gives back the notebook as before both). Each edit waits for the
+frontend's reply before the next is sent, so the order holds. What ran stays run: Undo says so.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .. import messages
-from ..engine.agent import Change, Deleted, Edited, Inserted, TurnChanges
+from ..engine.agent import Change, Deleted, Edited, Inserted, TurnChanges, put_back_after
 from ..engine.cells import cell_type_of
 from .cell_writer import Done
 from .live_notebook import LiveNotebook
@@ -51,7 +53,7 @@ def _before_and_left(changes: TurnChanges) -> tuple[dict[str, str | None], dict[
     return before, left
 
 
-@dataclass
+@dataclass(eq=False)  # one turn's Undo is itself only (``turns`` holds it)
 class TurnUndo:
     """The Undo of one agent turn: done at most once; ``message`` says what it did once it is done."""
 
@@ -62,6 +64,7 @@ class TurnUndo:
     message: str = ""
     state: str = "ready"  # ready -> undoing -> undone
     listeners: list[Listener] = field(default_factory=list)
+    turns: list[TurnUndo] = field(default_factory=list)  # every agent turn's Undo in this kernel, in order
 
     @property
     def empty(self) -> bool:
@@ -77,6 +80,10 @@ class TurnUndo:
             return
         if not self.notebook.connected:
             self._say(messages.UNDO_NEEDS_LIVE.render())
+            return
+        later = self._later_first()
+        if later:  # stays ready: it works once the later turn is undone
+            self._say(messages.TURN_UNDO_LATER_FIRST.render(cells=", ".join(later)))
             return
         self.state = "undoing"
         steps, kept, already = self._plan()
@@ -100,6 +107,21 @@ class TurnUndo:
             step(done)
 
         next_step(0)
+
+    def _later_first(self) -> list[str]:
+        """The cells a later agent turn changed after this one, whose change still stands (that turn's Undo
+        goes first: its change is no hand edit for this one to keep)."""
+        now = {cell.id: cell.source for cell in self.notebook.cells()}
+        mine = set(_before_and_left(self.changes)[0])
+        later = self.turns[self.turns.index(self) + 1 :] if self in self.turns else []
+        cells: list[str] = []
+        for turn in later:
+            if turn.state == "undone":
+                continue
+            for cell_id, text in _before_and_left(turn.changes)[1].items():
+                if cell_id in mine and now.get(cell_id) == text and self.label(cell_id) not in cells:
+                    cells.append(self.label(cell_id))
+        return cells
 
     def _plan(self) -> tuple[list[tuple[str, str, Step]], list[str], int]:
         """The edits to send, newest change first, the cells kept (changed by hand since), and how many cells
@@ -148,8 +170,9 @@ class TurnUndo:
         cell = change.cell
         text = source_text(cell.get("source", ""))
 
-        def step(done: Done) -> None:
-            self.notebook.insert_cell(change.after_id, text, cell_type_of(cell.get("cell_type")), done, cell=cell)
+        def step(done: Done) -> None:  # where, once the steps before it are made
+            after = put_back_after(change, [c.id for c in self.notebook.cells()])
+            self.notebook.insert_cell(after, text, cell_type_of(cell.get("cell_type")), done, cell=cell)
 
         return step
 

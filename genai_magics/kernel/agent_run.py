@@ -77,4 +77,4 @@ def offer_turn_undo(state: ShellState, actions: AgentActions) -> None:
         return actions.label(cell) if cell is not None else f"cell {cell_id[:12]}"
 
     ran = actions.run.ran if isinstance(actions.run, CellRunner) else []
-    state.agent_undo = offer_undo(actions.live, actions.changes, ran, label)
+    state.agent_undo = offer_undo(actions.live, actions.changes, ran, label, state.agent_undos)

@@ -45,6 +45,7 @@ class ShellState:
     magics: LoadedMagics | None = None  # the magics registered now; None while unloaded
     location: NotebookLocation = field(default_factory=NotebookLocation)  # the notebook's file, as named last
     agent_undo: TurnUndo | None = None  # the Undo of the latest agent turn that changed cells (%gemini undo)
+    agent_undos: list[TurnUndo] = field(default_factory=list)  # every such turn's, oldest first (one waits on another)
 
 
 def state_of(shell: Any) -> ShellState:
