@@ -761,6 +761,12 @@ STOPPED = error(
     "stopped: the answer was interrupted; nothing was recorded and the conversation is as before",
     documented=True,
 )
+AGENT_STOPPED = error(
+    "AGENT_STOPPED",
+    "stopped: the agent's turn was interrupted; what it wrote stays in the notebook (its Undo below takes it "
+    "back), and the conversation is as before this turn",
+    documented=True,
+)
 MAGIC_IN_DOCUMENT = error(
     "MAGIC_IN_DOCUMENT",
     "{where} was this conversation's document and now {now}, so no cell has the code the model has: "
@@ -882,6 +888,7 @@ APPROVED_ONCE = status("APPROVED_ONCE", "approved: {label}")
 APPROVED_ALL = status("APPROVED_ALL", "approved: {label} and the rest of this turn's {what}")
 APPROVAL_STOPPED = status("APPROVAL_STOPPED", "stopped: the turn ends here ({label} was not run)")
 APPROVAL_UNANSWERED = status("APPROVAL_UNANSWERED", "not approved in time: {label} was not run")
+APPROVAL_ENDED = status("APPROVAL_ENDED", "the turn has ended: {label} was not {done}", documented=True)
 TURN_UNDONE = output("TURN_UNDONE", "Undone: the agent's turn ({done})")
 TURN_UNDO_NOTHING = output("TURN_UNDO_NOTHING", "Nothing to undo: the agent's turn changed no cell")
 TURN_UNDO_KEPT = output(
@@ -897,6 +904,14 @@ TURN_UNDO_RAN = output(
     "TURN_UNDO_RAN", "What ran cannot be un-run: {cells} ran, and what they did in the kernel stays", documented=True
 )
 TURN_UNDO_ONCE = output("TURN_UNDO_ONCE", "This agent turn was undone already")
+AGENT_REPLAYED_UNDONE = note(
+    "AGENT_REPLAYED_UNDONE", "this turn was undone afterwards: its changes are not in the notebook", documented=True
+)
+TURN_UNDONE_BY_NOTEBOOK = output(
+    "TURN_UNDONE_BY_NOTEBOOK",
+    "Undone by the notebook's own undo: every cell the agent's turn changed is as before it",
+    documented=True,
+)
 TURN_UNDO_LATER_FIRST = output(
     "TURN_UNDO_LATER_FIRST",
     "Not undone yet: a later agent turn changed {cells} after this one; undo that turn first, then this Undo",

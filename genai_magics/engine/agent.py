@@ -202,6 +202,11 @@ def step_line(result: ToolResult) -> str:
     return messages.AGENT_RAN.render(label=ran, chars=result.chars)
 
 
+def wrote(rounds: Iterable[Any]) -> bool:
+    """Whether an agent turn's calls changed a cell (an insert, edit or delete carried out)."""
+    return any(r.call.name != "run_cell" and r.status != "error" for r in agent_results(rounds))
+
+
 def agent_results(rounds: Iterable[Any]) -> list[ToolResult]:
     """The agent calls' results of a turn's rounds, in order (a replay shows their lines)."""
     return [r for round_ in rounds for r in round_.results if r.call.name in AGENT_FUNCTIONS]

@@ -65,6 +65,7 @@ class Bridge:
         # its first snapshot is on its way, behind the cells already queued (Restart & Run All).
         self.announced = False
         self.on_path: Callable[[str], None] | None = None  # the frontend named another file (a rename, a move)
+        self.on_snapshot: list[Callable[[], None]] = []  # called after each snapshot (an agent turn's Undo watches)
         self.writer = LiveWriter(self)
         self._lock = threading.RLock()
         self._comm: Any = None
@@ -267,6 +268,8 @@ class Bridge:
             self._send({"type": "resync"})
         if moved and self.on_path is not None and self._path is not None:
             self.on_path(self._path)
+        for listener in list(self.on_snapshot):
+            listener()
 
     def _on_reply(self, data: dict) -> None:
         request_id = data.get("request_id")

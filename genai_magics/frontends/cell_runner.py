@@ -48,7 +48,7 @@ RunCell = Callable[[Cell, str], "Awaitable[ToolResult] | ToolResult"]
 ApproveWrite = Callable[[str], "Awaitable[bool] | bool"]
 Approve = Literal["runs", "all", "none"]
 APPROVE_MODES: tuple[Approve, ...] = ("runs", "all", "none")
-Choice = Literal["once", "all", "stop", "unanswered"]
+Choice = Literal["once", "all", "stop", "unanswered", "ended"]  # ended: the turn ended while it waited
 Kind = Literal["run", "write"]
 # the iopub messages a cell's output area is made of; everything else (status, comms) passes through
 OUTPUT_TYPES = ("stream", "display_data", "execute_result", "error", "clear_output", "update_display_data")
@@ -229,6 +229,12 @@ class Approvals:
         asked.listeners.append(self._answered)
         self.asked.append(asked)
         return asked
+
+    def end(self) -> None:
+        """The turn ended (answered, stopped, interrupted, failed): an approval still waiting was not given, and
+        no later click can give it (the first answer stands)."""
+        for asked in self.asked:
+            asked.choose("ended")
 
     def _answered(self, asked: Asked) -> None:
         if asked.choice == "all":

@@ -65,6 +65,8 @@ class TurnUndo:
     state: str = "ready"  # ready -> undoing -> undone
     listeners: list[Listener] = field(default_factory=list)
     turns: list[TurnUndo] = field(default_factory=list)  # every agent turn's Undo in this kernel, in order
+    # once undone (by this Undo or the notebook's own): the turn's record says so; a line when it cannot be written
+    on_undone: Callable[[], str | None] | None = None
 
     @property
     def empty(self) -> bool:
@@ -92,8 +94,7 @@ class TurnUndo:
 
         def next_step(i: int) -> None:
             if i == len(steps):
-                self.state = "undone"
-                self._say(self._summary(counts, kept, already, failures))
+                self._undone(self._summary(counts, kept, already, failures))
                 return
             kind, what, step = steps[i]
 
@@ -107,6 +108,21 @@ class TurnUndo:
             step(done)
 
         next_step(0)
+
+    def notice_taken_back(self) -> None:
+        """After the notebook's own undo (z, Ctrl+Z) put every cell the turn changed back as the turn found it:
+        the turn is undone, and its line says so without a click."""
+        if self.state != "ready" or self.empty or not self.notebook.connected:
+            return
+        now = {cell.id: cell.source for cell in self.notebook.cells()}
+        before, left = _before_and_left(self.changes)
+        if before != left and all(now.get(cell_id) == was for cell_id, was in before.items()):
+            self._undone(messages.TURN_UNDONE_BY_NOTEBOOK.render())
+
+    def _undone(self, message: str) -> None:
+        self.state = "undone"
+        note = self.on_undone() if self.on_undone is not None else None
+        self._say("\n".join(line for line in (message, note) if line))
 
     def _later_first(self) -> list[str]:
         """The cells a later agent turn changed after this one, whose change still stands (that turn's Undo

@@ -49,7 +49,7 @@ from ..ui import report
 from ..ui.display import NotebookDisplay, TerminalDisplay
 from ..ui.proposal import ProposalController
 from ..ui.proposal_display import Place, Proposed, show_proposal
-from .agent_run import offer_turn_undo, turn_approve_write, turn_run_cell
+from .agent_run import agent_failure, end_agent_turn, turn_approve_write, turn_run_cell, turn_undone
 from .line_commands import COMMANDS, HELP, Call, chosen
 from .line_syntax import split_prompt
 from .magic_flags import documented, plain_help, takes_value, turn_arguments, turn_request, with_defaults
@@ -232,6 +232,8 @@ class GeminiMagics(GeminiOptions):
         if write_staged(self.shell_state.staged, record, lambda text: self.shell.set_next_input(text, replace=True)):
             print(messages.PREFIX + messages.STAGED_WRITTEN.render())
             return None
+        for undo in self.shell_state.agent_undos:  # the notebook's own undo took one back: this request says so
+            undo.notice_taken_back()
         # a flag's name after the first word of the prompt is prompt text (also on a %% line)
         line, words = split_prompt(line, takes_value(magic))
         try:
@@ -283,13 +285,13 @@ class GeminiMagics(GeminiOptions):
             with kernel_compat.interruptible():
                 outcome = drive(steps, actions.answer if actions is not None else None)  # type: ignore[arg-type]
         except Exception as exc:  # a UserError, or a bug of ours: one line unless debugging
-            display.failed(exc, self.debug)
+            display.failed(agent_failure(exc, actions), self.debug)
             if actions is not None:
                 return self._agent_unfinished(actions, frontend, request.conversation, asked.prompt, display)
             return None
         shown = self._shown(mode, outcome, frontend, asked.prompt, display, actions)
         if actions is not None:
-            offer_turn_undo(self.shell_state, actions)
+            end_agent_turn(self.shell_state, actions, turn_undone(self.session, outcome))
         return shown
 
     # -- the agent -------------------------------------------------------------
@@ -331,13 +333,13 @@ class GeminiMagics(GeminiOptions):
         try:
             outcome = await drive_async(steps, actions.answer)
         except Exception as exc:  # a UserError (STOPPED included), or a bug of ours: one line
-            display.failed(exc, self.debug)
+            display.failed(agent_failure(exc, actions), self.debug)
             unfinished = self._agent_unfinished(actions, frontend, conversation, prompt, display)
             if unfinished is not None:
                 await unfinished
             return
         shown = self._shown("ask", outcome, frontend, prompt, display, actions)
-        offer_turn_undo(self.shell_state, actions)
+        end_agent_turn(self.shell_state, actions, turn_undone(self.session, outcome))
         if shown is not None:
             await shown
 
@@ -347,7 +349,7 @@ class GeminiMagics(GeminiOptions):
         """Rule: an agent turn stopped or failed (its one line shown) loses nothing it wrote: through the live
         notebook its writes stay, undoable as one; without one, the writes made so far are one --notebook
         proposal (Copy), as a finished turn's are."""
-        offer_turn_undo(self.shell_state, actions)
+        end_agent_turn(self.shell_state, actions)
         if actions.live is not None or not actions.changes:
             return None
         conv = self.session.conversations.get(conversation) or Conversation(conversation)  # none if it was the first
@@ -393,6 +395,8 @@ class GeminiMagics(GeminiOptions):
         if actions is not None and outcome.replayed is not None:  # its steps as they were: nothing made again
             for result in agent_results(turn.tool_rounds):
                 display.note(step_line(result))
+            if turn.outcome == "undone":
+                display.note(messages.AGENT_REPLAYED_UNDONE.render())
         empty = messages.PROPOSAL_BELOW if mode == "edit" else messages.EMPTY_ANSWER
         display.finish(turn.response or empty.render())
         if outcome.replayed is not None:

@@ -39,6 +39,8 @@ def said(asked: Asked) -> str:
         return messages.APPROVED_ALL.render(label=label, what="runs" if asked.kind == "run" else "writes")
     if asked.choice == "stop":
         return messages.APPROVAL_STOPPED.render(label=label)
+    if asked.choice == "ended":
+        return messages.APPROVAL_ENDED.render(label=label, done="run" if asked.kind == "run" else "written")
     return messages.APPROVAL_UNANSWERED.render(label=label)
 
 

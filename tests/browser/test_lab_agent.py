@@ -133,9 +133,9 @@ def test_one_z_in_command_mode_takes_the_whole_agent_turn_back(jupyter_server, p
     nb.shot("z")
     # text, type, order, ids, metadata; the scratch cell back with its output and count
     assert kept(save(page, nb, path)) == before
-    # the turn's Undo after that finds every cell as the turn found it: it writes nothing and says so
-    button(agent, "Undo").click()
-    wait_said(agent, messages.TURN_UNDO_ALREADY)
+    # the turn's Undo says so without a click (the bridge's snapshot after the edit), its button disabled
+    wait_said(agent, messages.TURN_UNDONE_BY_NOTEBOOK)
+    expect(button(agent, "Undo")).to_be_disabled()
     expect(agent).not_to_contain_text("changed by hand")
     assert kept(save(page, nb, path)) == before
 

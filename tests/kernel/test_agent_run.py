@@ -349,7 +349,7 @@ def test_stop_ends_an_agent_turn_cleanly_and_what_it_wrote_stays_undoable(stub, 
         msg_id = start(ff, prompt, "m")
         click_when_asked(ff, "Stop")
         run = finish(ff, msg_id)
-        assert messages.STOPPED.within(run.stderr), run.stderr
+        assert messages.AGENT_STOPPED.within(run.stderr), run.stderr
         (new,) = [c for c in ff.cells if c.id not in ("setup", "a", "m")]
         ff.pump(0.5)
         assert new.outputs == [] and new.execution_count is None
