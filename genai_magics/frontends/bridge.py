@@ -65,7 +65,8 @@ class Bridge:
         # its first snapshot is on its way, behind the cells already queued (Restart & Run All).
         self.announced = False
         self.on_path: Callable[[str], None] | None = None  # the frontend named another file (a rename, a move)
-        self.on_snapshot: list[Callable[[], None]] = []  # called after each snapshot (an agent turn's Undo watches)
+        # called after each snapshot read while no request waits for its reply (an agent turn's Undo watches)
+        self.on_snapshot: list[Callable[[], None]] = []
         self.writer = LiveWriter(self)
         self._lock = threading.RLock()
         self._comm: Any = None
@@ -268,7 +269,9 @@ class Bridge:
             self._send({"type": "resync"})
         if moved and self.on_path is not None and self._path is not None:
             self.on_path(self._path)
-        for listener in list(self.on_snapshot):
+        with self._lock:
+            settled = not self._pending  # else the snapshot may predate a change whose reply is on its way
+        for listener in list(self.on_snapshot) if settled else ():
             listener()
 
     def _on_reply(self, data: dict) -> None:
