@@ -15,6 +15,7 @@ from ..frontends.cell_runner import (
     approval_wait,
     make_approve_write,
 )
+from ..frontends.code_check import shell_check
 from ..frontends.live_notebook import LiveNotebook
 from ..sources.last_error import CellForFilename, capture_last_error, render_error
 from ..sources.outputs import shown_pieces
@@ -57,6 +58,7 @@ def turn_run_cell(
         show_approval,
         approval_wait(awaited),
         timeout_s=timeout_s,
+        check=shell_check(shell),
     )
 
 

@@ -36,6 +36,7 @@ from ..frontends.agent_actions import AgentActions, RunCell, TurnView, cannot_ru
 from ..frontends.bridge import Bridge
 from ..frontends.cell_runner import Approvals, Approve
 from ..frontends.cell_writer import write_staged
+from ..frontends.code_check import shell_check
 from ..frontends.live_notebook import LiveNotebook
 from ..frontends.notebook_view import path_of_cell_uri
 from ..frontends.terminal import is_terminal, typed_source
@@ -313,6 +314,8 @@ class GeminiMagics(GeminiOptions):
             note=display.note,
             waits=awaited,
             approve_write=turn_approve_write(approvals, awaited, self.apply_wait) if live is not None else None,
+            writes_shown=lambda: live is not None and approvals.needed("write"),
+            check=shell_check(self.shell),
         )
 
     def _run_cell(self, live: LiveNotebook | None, settings: Settings, approvals: Approvals, awaited: bool) -> RunCell:
