@@ -23,11 +23,16 @@ automagic and line continuations read as the kernel reads them), then parsed (``
 - a line whose first word is one of our magics or ``alias_magic`` used as a command (automagic, where
   no shell transformed the cell), and, where the code does not parse, any of the words above.
 
-Knowingly not caught (each still needs the user's Run to do anything, and the run's approval shows the
-code and its risk line, engine/code_risks.py): names built at run time (``getattr(ip, "run_" + "line_magic")``,
-``exec`` / ``eval`` of a string that is not a literal, ``importlib``), code read from elsewhere (``%run``,
-``%load``, a module or file the cell imports, ``%macro`` of the history), and a user's own magic that
-calls ours.
+An edit is refused where it adds a finding (the cell's findings after it, counted, less those before it):
+steering code the user wrote stays editable around.
+
+Why static: the guard answers before anything is written or run, costs no request, and reads the code the
+kernel would run, not what a model says of it. Knowingly not caught (under ``agent_approve = "runs"`` each
+still needs the user's Run to do anything, and that approval shows the code and its risk line,
+engine/code_risks.py): names built at run time (``getattr(ip, "run_" + "line_" + "magic")``, ``exec`` /
+``eval`` of a string that is not a literal, ``importlib``), code read from elsewhere (``%run``, ``%load``,
+a module or file the cell imports, ``%macro`` of the history), a user's own magic that calls ours, and an
+edit of the code around steering code the cell already held (a condition that guards it).
 """
 
 from __future__ import annotations

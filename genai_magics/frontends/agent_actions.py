@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import inspect
 import uuid
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -223,14 +224,14 @@ class AgentActions:
     # -- what every call shares ----------------------------------------------------------------
     def _unsteered(self, call: ToolCall, label: str, cell_type: str, before: str, after: str) -> None:
         """Refused (a ``ValueError`` the model reads): a code cell's write, not shown to the user for approval,
-        that adds code steering the assistant or its approvals (engine/steering.py); what the cell held already
-        is the user's and stays."""
+        that adds code steering the assistant or its approvals (engine/steering.py), once more included; the
+        steering code the cell held already is the user's and may stay as it is (the code around it may change:
+        knowingly, a condition that guards it too)."""
         if cell_type != "code" or self.writes_shown():
             return
-        held = self.check.steering(before)
-        added = [found for found in self.check.steering(after) if found not in held]
+        added = Counter(self.check.steering(after)) - Counter(self.check.steering(before))
         if added:
-            code = clip(added[0], 80)
+            code = clip(next(iter(added)), 80)
             raise ValueError(messages.AGENT_STEERING_WRITE.render(name=call.name, label=label, code=code))
 
     def _risks(self, cell_type: str, source: str) -> tuple[str, ...]:

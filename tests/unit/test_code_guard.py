@@ -196,6 +196,8 @@ def test_an_edit_keeps_what_steered_before_but_adds_nothing():
     assert actions.answer(keep).status == "whole"
     change = ToolCall("edit_cell", {"ref": "a", "edits": [{"find": "model flash", "replace": "model pro"}]})
     assert messages.AGENT_STEERING_WRITE.matches(_error(actions.answer(change)), prefixed=False, name="edit_cell")
+    again = ToolCall("edit_cell", {"ref": "a", "edits": [{"find": "x = 2", "replace": "%gemini model flash"}]})
+    assert messages.AGENT_STEERING_WRITE.matches(_error(actions.answer(again)), prefixed=False, name="edit_cell")
 
 
 def test_run_cell_refuses_a_cell_that_calls_our_magics():
