@@ -99,7 +99,8 @@ def magic_steers(name: str, line: str, ours: Ours = ours_by_name) -> bool:
 
 
 def steering(source: str, to_python: ToPython, ours: Ours = ours_by_name) -> tuple[str, ...]:
-    """What in ``source`` steers the assistant or its approvals (each as the code says it), none: nothing."""
+    """What in ``source`` steers the assistant or its approvals, each as the code says it, as often as it does;
+    none: nothing."""
     found: list[str] = []
     for line in source.splitlines():  # automagic: a magic's name used as a command, without its %
         m = _COMMAND_LINE.match(line)
@@ -109,9 +110,9 @@ def steering(source: str, to_python: ToPython, ours: Ours = ours_by_name) -> tup
     tree = _parsed(python if python is not None else source)
     if tree is None:  # not Python: every word that could reach us counts
         found += [clip(m.group(0), 120) for m in _REGISTRY_RE.finditer(source)]
-        return tuple(dict.fromkeys(found))
+        return tuple(found)
     found += _calls(tree, to_python, ours)
-    return tuple(dict.fromkeys(found))
+    return tuple(found)
 
 
 def _parsed(python: str) -> ast.Module | None:
