@@ -688,6 +688,11 @@ BILL_NOT_RECORDED = note(
     "BILL_NOT_RECORDED", "what this turn was billed is counted in this kernel but not in the record ({error})"
 )
 RECORD_UNUSABLE = error("RECORD_UNUSABLE", "conversation record: {error}")
+MAGIC_IN_AGENT_RUN = error(
+    "MAGIC_IN_AGENT_RUN",
+    "%{magic} does not run inside a cell the agent runs: nothing was asked, changed or recorded; run it yourself",
+    documented=True,
+)
 USAGE = error("USAGE", "{error} (see %{magic}?)", documented=True)  # magic: "%gemini_ask", "gemini"
 PROMPT_OVER_CAP = error(
     "PROMPT_OVER_CAP",

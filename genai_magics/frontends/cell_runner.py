@@ -359,6 +359,7 @@ class CellRunner:
     ran: list[str] = field(default_factory=list)  # the labels of the cells run this turn (Undo names them)
     own_count: OwnCount | None = None  # from the turn's first run on
     check: CodeCheck = field(default_factory=CodeCheck)  # the risk line of a run's approval
+    while_running: Callable[[bool], None] = lambda _now: None  # told when a run starts (True) and ends
 
     def __call__(self, cell: Cell, label: str) -> Awaitable[ToolResult] | ToolResult:
         """The ``RunCell``: the cell run (after its approval) and what the model reads; an error result when it
@@ -431,12 +432,14 @@ class CellRunner:
         if self.own_count is None:
             self.own_count = OwnCount(self.shell)
         self.own_count.running = True
+        self.while_running(True)
         try:
             with captured_outputs(self.shell, parent_id, outputs), kernel_compat.interruptible():
                 result = self.shell.run_cell(cell.source, store_history=True, cell_id=cell.id)
         finally:  # the agent cell runs on: what it shows and runs next is its own again
             self.executed.running_id, self.capture.current = agent_id, agent_current
             self.own_count.running = False
+            self.while_running(False)
         error = getattr(result, "error_before_exec", None) or getattr(result, "error_in_exec", None)
         trimmed = None
         if error is not None:

@@ -23,7 +23,7 @@ from ..turn.requests import Settings
 from ..turn.session import Session
 from ..ui.approval import show_approval
 from ..ui.turn_undo import offer_undo
-from .shell_state import ShellState
+from .shell_state import ShellState, state_of
 
 
 def turn_run_cell(
@@ -59,6 +59,7 @@ def turn_run_cell(
         approval_wait(awaited),
         timeout_s=timeout_s,
         check=shell_check(shell),
+        while_running=lambda now: setattr(state_of(shell), "agent_running", now),
     )
 
 

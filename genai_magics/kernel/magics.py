@@ -229,6 +229,8 @@ class GeminiMagics(GeminiOptions):
     def _turn(self, mode: Mode, magic, line: str, cell: str | None, agent: bool = False) -> Awaitable[None] | None:
         """Run one turn; what IPython gets back is None, or an awaitable while a proposal waits for its click
         (an awaited agent cell: the awaitable drives the whole turn)."""
+        if self._inside_agent_run("gemini_agent" if agent else f"gemini_{mode}"):
+            return None
         record = self.session.executed
         if write_staged(self.shell_state.staged, record, lambda text: self.shell.set_next_input(text, replace=True)):
             print(messages.PREFIX + messages.STAGED_WRITTEN.render())
@@ -292,6 +294,13 @@ class GeminiMagics(GeminiOptions):
         if actions is not None:
             offer_turn_undo(self.shell_state, actions)
         return shown
+
+    def _inside_agent_run(self, magic: str) -> bool:
+        """A cell the agent runs called this magic (whatever way its code reached it): refused with one line."""
+        if not self.shell_state.agent_running:
+            return False
+        NotebookDisplay.error(messages.MAGIC_IN_AGENT_RUN.render(magic=magic))
+        return True
 
     # -- the agent -------------------------------------------------------------
     def _agent_actions(self, frontend: frontends.Frontend, settings: Settings, display) -> AgentActions:
@@ -453,6 +462,8 @@ class GeminiMagics(GeminiOptions):
     @line_magic
     @documented(HELP)
     def gemini(self, line):
+        if self._inside_agent_run("gemini"):
+            return
         try:
             args = parse_argstring(self.gemini, line)
         except UsageError as exc:

@@ -45,6 +45,9 @@ class ShellState:
     magics: LoadedMagics | None = None  # the magics registered now; None while unloaded
     location: NotebookLocation = field(default_factory=NotebookLocation)  # the notebook's file, as named last
     agent_undo: TurnUndo | None = None  # the Undo of the latest agent turn that changed cells (%gemini undo)
+    # an agent turn runs a cell now: our magics refuse to start inside it (a turn inside the turn would answer
+    # outside its record; the static check, engine/steering.py, cannot see every way code reaches them)
+    agent_running: bool = False
 
 
 def state_of(shell: Any) -> ShellState:

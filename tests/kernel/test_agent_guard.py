@@ -142,3 +142,20 @@ def test_a_cell_the_turn_deleted_cannot_be_read_edited_or_run_later_in_the_turn(
             error = result["response"].get("error", "")
             assert messages.AGENT_CELL_DELETED.matches(error, prefixed=False, name=result["name"]), result
         assert runs.read_text() == "b" and "b" not in [c.id for c in ff.cells]  # the user's run only
+
+
+def test_a_magic_the_static_check_cannot_see_does_not_run_inside_the_agents_run(stub, tmp_path):
+    """A name built at run time escapes every static check; the magic itself refuses to start inside a cell the
+    agent runs, so no turn answers inside the turn, outside its record (agent_approve "none": nothing stops the
+    run itself). Before: the nested ask went to the model and only %gemini cost knew of it."""
+    hidden = 'f = getattr(get_ipython(), "run_" + "cell_" + "magic")\nf("gemini_ask", "", "why?")\n'
+    with lab(stub, tmp_path, ("h", hidden), ("m", PROMPT)) as ff:
+        ff.execute_code("%config GeminiMagics.agent_approve = 'none'")
+        stub.script_tools([[call("run_cell", ref="h")]])
+        run = finish(ff, start(ff, PROMPT, "m"))
+        assert run.status == "ok", run.error
+        (ran,) = results(stub)
+        assert messages.MAGIC_IN_AGENT_RUN.render(magic="gemini_ask") in ran["response"]["text"], ran
+        assert len(api_requests(stub)) == 2  # the call's request and the one answering it: no nested ask
+        history = ff.execute_code("%gemini history").plain
+        assert "why?" not in history
