@@ -59,15 +59,19 @@ def test_no_write_unseen_sets_up_a_run(stub, tmp_path):
 def test_run_cell_never_runs_a_cell_that_calls_our_magics_even_through_an_alias(stub, tmp_path):
     """The user's cell calls %gemini through an alias the user made: the agent's run_cell refuses it, even with
     agent_approve "none" (a turn inside the turn's run would answer outside the record)."""
-    with lab(stub, tmp_path, ("s", "%gs status\n"), ("m", PROMPT)) as ff:
+    nested = "get_ipython().run_cell_magic('gemini_agent', '--approve none', 'go')\n"
+    with lab(stub, tmp_path, ("s", "%gs status\n"), ("n", nested), ("m", PROMPT)) as ff:
         ff.execute_code("%alias_magic gs gemini")
         ff.execute_code("%config GeminiMagics.agent_approve = 'none'")
-        stub.script_tools([[call("run_cell", ref="s")]])
+        stub.script_tools([[call("run_cell", ref="s"), call("run_cell", ref="n")]])
         run = finish(ff, start(ff, PROMPT, "m"))
         assert run.status == "ok", run.error
-        (ran,) = results(stub)
-        assert messages.AGENT_STEERING_RUN.matches(ran["response"].get("error", ""), prefixed=False), ran
-        assert ff.cell("s").execution_count is None and ff.cell("s").outputs == []
+        assert len(results(stub)) == 2
+        for ran in results(stub):
+            assert messages.AGENT_STEERING_RUN.matches(ran["response"].get("error", ""), prefixed=False), ran
+        for cell in ("s", "n"):
+            assert ff.cell(cell).execution_count is None and ff.cell(cell).outputs == []
+        assert len(api_requests(stub)) == 2  # no turn inside the turn
 
 
 def test_a_write_approval_shows_the_text_and_the_diff_it_writes_with_hidden_characters_marked_and_risks(stub, tmp_path):
