@@ -163,3 +163,17 @@ def test_a_magic_the_static_check_cannot_see_does_not_run_inside_the_agents_run(
         assert len(api_requests(stub)) == 2  # the call's request and the one answering it: no nested ask
         history = ff.execute_code("%gemini history").plain
         assert "why?" not in history
+
+
+def test_a_gemini_edit_proposals_diff_marks_bidirectional_and_zero_width_characters(kernel, stub):
+    """The proposal's diff (HTML and its text form) shows each hidden character by its code point: the code read
+    is the code Apply writes. Before: the diff held the characters themselves, reordering what a person reads."""
+    kernel.run("role = 'user'\n", cell_id="a")
+    stub.script_edit("role = 'user\u202e \u2066# admin\u2069 \u2066'\nok\u200b = 1\n")
+    run = kernel.run("%%gemini_edit\nTidy.", cell_id="e")
+    assert run.stderr == "", run.stderr
+    diffs = [html.unescape(v) for v in kernel.html_values() if "+++" in html.unescape(v)]
+    assert diffs, kernel.html_values()
+    assert all(ch not in diffs[-1] for ch in "\u202e\u2066\u2069\u200b")
+    assert ">U+202E</span>" in diffs[-1] and ">U+200B</span>" in diffs[-1]
+    assert "⟪U+202E⟫" in run.plain and "\u202e" not in run.plain
