@@ -688,6 +688,11 @@ BILL_NOT_RECORDED = note(
     "BILL_NOT_RECORDED", "what this turn was billed is counted in this kernel but not in the record ({error})"
 )
 RECORD_UNUSABLE = error("RECORD_UNUSABLE", "conversation record: {error}")
+MAGIC_IN_AGENT_RUN = error(
+    "MAGIC_IN_AGENT_RUN",
+    "%{magic} does not run inside a cell the agent runs: nothing was asked, changed or recorded; run it yourself",
+    documented=True,
+)
 USAGE = error("USAGE", "{error} (see %{magic}?)", documented=True)  # magic: "%gemini_ask", "gemini"
 PROMPT_OVER_CAP = error(
     "PROMPT_OVER_CAP",
@@ -847,6 +852,20 @@ AGENT_OWN_CELL = part(
 AGENT_MAGIC_CELL = part(
     "AGENT_MAGIC_CELL", "{name}: {label} holds a %%gemini_* magic: the agent never touches it", documented=True
 )
+AGENT_STEERING_WRITE = part(
+    "AGENT_STEERING_WRITE",
+    "{name}: nothing written: {label} would steer the assistant or its approvals ({code}); "
+    'unless you approve each write (agent_approve "all") the agent never writes that',
+    documented=True,
+)
+AGENT_STEERING_RUN = part(
+    "AGENT_STEERING_RUN",
+    "run_cell: {label} calls the assistant's magics or settings ({code}): the agent never runs it; ask the user to",
+    documented=True,
+)
+AGENT_CELL_DELETED = part(
+    "AGENT_CELL_DELETED", "{name}: {label} was deleted earlier in this turn: it no longer exists", documented=True
+)
 AGENT_APPROVE_NONE = note(
     "AGENT_APPROVE_NONE", "agent_approve is none: the agent's changes and runs do not wait for your click this turn"
 )
@@ -883,6 +902,10 @@ APPROVAL_ASKS = status(
 APPROVAL_ASKS_WRITE = status(
     "APPROVAL_ASKS_WRITE",
     "{label}: waits for your approval: Write it, Write all (the rest of this turn's writes), or Stop",
+)
+APPROVAL_RISKS = status("APPROVAL_RISKS", "⚠ look twice: this code {risks}")
+APPROVAL_HIDDEN = status(
+    "APPROVAL_HIDDEN", "⚠ {count} invisible or bidirectional character(s), marked U+…: the text holds them as marked"
 )
 APPROVED_ONCE = status("APPROVED_ONCE", "approved: {label}")
 APPROVED_ALL = status("APPROVED_ALL", "approved: {label} and the rest of this turn's {what}")

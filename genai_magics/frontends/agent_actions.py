@@ -3,8 +3,12 @@
 
 Every change is recorded in the turn's ``TurnChanges`` (Undo reads them) and the turn's view of the
 notebook (``TurnView``) holds it at once, so a later call of the same turn finds a cell the turn
-inserted or the text it wrote, before the frontend's next snapshot. Never touched: the agent's own
-cell, a cell holding a ``%%gemini_*`` magic (an error result the model reads). Without a live
+inserted or the text it wrote, before the frontend's next snapshot; a cell it deleted is found no
+more (an error result the model reads, as for a ref that names nothing). Never touched: the agent's own
+cell, a cell holding a ``%%gemini_*`` magic (an error result the model reads). Unless the user approves
+each write (``agent_approve = "all"``), no write may add code that steers the assistant or its approvals
+(engine/steering.py: ``%gemini_agent --approve none``, ``%config GeminiMagics…``, ``%alias_magic``…),
+and ``run_cell`` never runs a cell that calls our magics, whoever wrote it. Without a live
 notebook (nbclient, Colab, a terminal, JupyterLab without the extension) nothing is written: the
 changes stay in the turn's view and become one ``--notebook`` proposal (the magic shows it), and
 ``run_cell`` gets the error result ``this frontend cannot run cells``.
@@ -17,15 +21,19 @@ from __future__ import annotations
 
 import inspect
 import uuid
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from .. import messages
 from ..engine.agent import Change, Deleted, Edited, Inserted, TurnChanges, edited, inserted_type, step_line
 from ..engine.cells import Cell, code_cell_above, is_genai_magic
+from ..engine.diff import unified_diff
 from ..engine.errors import UserError
 from ..engine.hashing import sha256_text, short
+from ..engine.text import clip
 from ..engine.tools import ToolCall, ToolResult, error_result
+from .code_check import CodeCheck
 from .live_notebook import LiveNotebook
 from .notebook_view import NotebookView
 
@@ -56,6 +64,11 @@ class TurnView:
     def cell_above(self, cell_id: str) -> Cell | None:
         return code_cell_above(self.cells(), cell_id)
 
+    def deleted(self, cell_id: str) -> bool:
+        """The turn deleted this cell: a ref that still finds it (the kernel ran it) finds nothing."""
+        gone = any(isinstance(c, Deleted) and c.cell.get("id") == cell_id for c in self.changes.items)
+        return gone and all(c.id != cell_id for c in self.cells())
+
 
 @dataclass
 class AgentActions:
@@ -70,7 +83,9 @@ class AgentActions:
     note: Callable[[str], None] = lambda _line: None
     waits: bool = False  # the cell is awaited: each change waits for the frontend's reply
     # asked before each write (agent_approve "all": frontends/cell_runner.py's): yes, no, or either awaited
-    approve_write: Callable[[str], Awaitable[bool] | bool] | None = None
+    approve_write: Callable[[str, str, tuple[str, ...]], Awaitable[bool] | bool] | None = None
+    writes_shown: Callable[[], bool] = lambda: False  # each write waits for a click that shows it ("all")
+    check: CodeCheck = field(default_factory=CodeCheck)  # what steers the assistant, the risk line
 
     @property
     def changes(self) -> TurnChanges:
@@ -100,7 +115,9 @@ class AgentActions:
     def _written(self, call: ToolCall, write: _Write) -> ToolResult | Awaitable[ToolResult]:
         """The write made once approved (``approve_write``: ``agent_approve`` "all"), else the refusal's
         error result; an approval to wait for is awaited by ``answer``'s caller."""
-        approved = self.approve_write(write.description) if self.approve_write is not None else True
+        approved: Awaitable[bool] | bool = True
+        if self.approve_write is not None:
+            approved = self.approve_write(write.description, write.shown, write.risks)
         declined = messages.AGENT_WRITE_DECLINED.render(name=call.name)
         if not inspect.isawaitable(approved):
             return write.make() if approved else error_result(call, declined)
@@ -123,6 +140,7 @@ class AgentActions:
         source, cell_type = args["source"], inserted_type(args)
         if is_genai_magic(source) and source.lstrip().startswith("%%gemini"):
             raise ValueError(messages.AGENT_MAGIC_CELL.render(name="insert_cell", label="the new cell"))
+        self._unsteered(call, "the new cell", cell_type, "", source)
         after_id = after.id if after is not None else None
         after_label = self.label(after) if after is not None else "top"
 
@@ -143,7 +161,8 @@ class AgentActions:
 
             return self._confirmed(call, pending, change, result)
 
-        return _Write(f"insert a {cell_type} cell after {after_label} ({len(source.splitlines())} lines)", make)
+        what = f"insert a {cell_type} cell after {after_label} ({len(source.splitlines())} lines)"
+        return _Write(what, make, source, self._risks(cell_type, source))
 
     def _edit_cell(self, call: ToolCall) -> _Write:
         cell = self._target(call.args["ref"], "edit_cell")
@@ -151,6 +170,7 @@ class AgentActions:
         if is_genai_magic(after) and after.lstrip().startswith("%%gemini"):
             raise ValueError(messages.AGENT_MAGIC_CELL.render(name="edit_cell", label=self.label(cell)))
         label = self.label(cell)
+        self._unsteered(call, label, cell.cell_type, cell.source, after)
 
         def make() -> ToolResult | Awaitable[ToolResult]:
             pending = None
@@ -162,7 +182,8 @@ class AgentActions:
             response = {"label": label, "sha256": short(sha256_text(after))}
             return self._confirmed(call, pending, change, lambda: ToolResult(call, response, "whole"))
 
-        return _Write(f"edit {label} ({len(call.args['edits'])} edits)", make)
+        diff = unified_diff(cell.source, after, label)
+        return _Write(f"edit {label} ({len(call.args['edits'])} edits)", make, diff, self._risks(cell.cell_type, after))
 
     def _delete_cell(self, call: ToolCall) -> _Write:
         cell = self._target(call.args["ref"], "delete_cell")
@@ -187,17 +208,35 @@ class AgentActions:
                 self.live.delete_cell(cell.id, pending.done, removed)
             return self._confirmed(call, pending, change, lambda: ToolResult(call, {"label": label}, "whole"))
 
-        return _Write(f"delete {label}", make)
+        return _Write(f"delete {label}", make, cell.source)
 
     def _run_cell(self, call: ToolCall) -> ToolResult | Awaitable[ToolResult]:
         cell = self._target(call.args["ref"], "run_cell")
         if cell.cell_type != "code":
             raise ValueError(f"run_cell: {self.label(cell)} is a {cell.cell_type} cell: only code cells run")
+        steers = self.check.steering(cell.source)
+        if steers:
+            raise ValueError(messages.AGENT_STEERING_RUN.render(label=self.label(cell), code=clip(steers[0], 80)))
         if self.live is None:
             return cannot_run(cell, self.label(cell))
         return self.run(cell, self.label(cell))
 
     # -- what every call shares ----------------------------------------------------------------
+    def _unsteered(self, call: ToolCall, label: str, cell_type: str, before: str, after: str) -> None:
+        """Refused (a ``ValueError`` the model reads): a code cell's write, not shown to the user for approval,
+        that adds code steering the assistant or its approvals (engine/steering.py), once more included; the
+        steering code the cell held already is the user's and may stay as it is (the code around it may change:
+        knowingly, a condition that guards it too)."""
+        if cell_type != "code" or self.writes_shown():
+            return
+        added = Counter(self.check.steering(after)) - Counter(self.check.steering(before))
+        if added:
+            code = clip(next(iter(added)), 80)
+            raise ValueError(messages.AGENT_STEERING_WRITE.render(name=call.name, label=label, code=code))
+
+    def _risks(self, cell_type: str, source: str) -> tuple[str, ...]:
+        return self.check.risks(source) if cell_type == "code" else ()
+
     def _target(self, ref: str, name: str, own_ok: bool = False) -> Cell:
         """The cell a REF names in the turn's view; refused when it is the agent's own or a magic cell."""
         cell = self.find(ref, name)
@@ -232,6 +271,8 @@ class _Write:
 
     description: str
     make: Callable[[], ToolResult | Awaitable[ToolResult]]
+    shown: str = ""  # what its approval shows: an insert's text, an edit's diff, a deleted cell's text
+    risks: tuple[str, ...] = ()  # of the code it writes (frontends/code_check.py)
 
 
 class _Reply:

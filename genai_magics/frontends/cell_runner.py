@@ -40,19 +40,21 @@ from ..engine.redaction import redact
 from ..engine.text import clip
 from ..engine.tools import ToolCall, ToolResult, error_result, whole_response
 from . import kernel_compat, waiting
+from .code_check import CodeCheck
 from .live_notebook import LiveNotebook
 from .notebook_view import ExecutedCells
 from .waiting import Mechanism
 
 RunCell = Callable[[Cell, str], "Awaitable[ToolResult] | ToolResult"]
-ApproveWrite = Callable[[str], "Awaitable[bool] | bool"]
+# (what the write does, the text it writes or its diff, the risks of the code it writes) -> approved
+ApproveWrite = Callable[[str, str, "tuple[str, ...]"], "Awaitable[bool] | bool"]
 Approve = Literal["runs", "all", "none"]
 APPROVE_MODES: tuple[Approve, ...] = ("runs", "all", "none")
 Choice = Literal["once", "all", "stop", "unanswered", "ended"]  # ended: the turn ended while it waited
 Kind = Literal["run", "write"]
 # the iopub messages a cell's output area is made of; everything else (status, comms) passes through
 OUTPUT_TYPES = ("stream", "display_data", "execute_result", "error", "clear_output", "update_display_data")
-FIRST_LINES = 8  # of a cell's code, shown where its run waits for approval
+SHOWN_CHARS = 20_000  # of the code (or a write's text) an approval shows, scrolled; the risk line reads it all
 REPLY_TIMEOUT_S = 30.0  # the frontend's reply to set_outputs; the bridge's own timeout answers before it
 
 
@@ -193,7 +195,8 @@ class Asked:
 
     kind: Kind
     label: str  # the cell's label (a run) or what the write does
-    lines: str  # the cell's first lines, key masked
+    lines: str  # what it approves: the cell's code, an insert's text, an edit's diff (key masked)
+    risks: tuple[str, ...] = ()  # what the code does that deserves a second look (engine/code_risks.py)
     choice: Choice | None = None
     listeners: list[Callable[[Asked], None]] = field(default_factory=list)
 
@@ -221,11 +224,10 @@ class Approvals:
             return self.mode in ("runs", "all") and not self.runs_approved
         return self.mode == "all" and not self.writes_approved
 
-    def ask(self, kind: Kind, label: str, source: str) -> Asked:
-        lines = source.splitlines()
-        more = len(lines) - FIRST_LINES
-        shown = "\n".join(lines[:FIRST_LINES]) + (f"\n… {more} more lines" if more > 0 else "")
-        asked = Asked(kind, label, redact(shown))
+    def ask(self, kind: Kind, label: str, source: str, risks: tuple[str, ...] = ()) -> Asked:
+        more = len(source) - SHOWN_CHARS
+        shown = source[:SHOWN_CHARS] + (f"\n… {more:,} more characters" if more > 0 else "")
+        asked = Asked(kind, label, redact(shown), risks)
         asked.listeners.append(self._answered)
         self.asked.append(asked)
         return asked
@@ -263,14 +265,19 @@ def _decided(asked: Asked) -> bool:
 
 
 def _waited(
-    approvals: Approvals, show: ShowAsked, how: Mechanism | None, timeout_s: float, kind: Kind, label: str, source: str
+    approvals: Approvals,
+    show: ShowAsked,
+    how: Mechanism | None,
+    timeout_s: float,
+    asked_for: tuple[Kind, str, str, tuple[str, ...]],
 ) -> bool | Awaitable[bool] | None:
-    """True: go on now; an awaitable: the click decides; None: approval needed but cannot be waited for."""
-    if not approvals.needed(kind):
+    """True: go on now; an awaitable: the click decides; None: approval needed but cannot be waited for.
+    ``asked_for``: what ``Approvals.ask`` shows."""
+    if not approvals.needed(asked_for[0]):
         return True
     if how is None:
         return None
-    asked = approvals.ask(kind, label, source)
+    asked = approvals.ask(*asked_for)
     show(asked)
     if how == "poll":
         if not waiting.wait_poll(lambda: asked.choice is not None, timeout_s):
@@ -289,8 +296,8 @@ def make_approve_write(approvals: Approvals, show: ShowAsked, how: Mechanism | N
     """The hook the agent's writes call first (``"all"`` mode): True to write, False to refuse (the model gets an
     error result), or an awaitable of that; Stop raises KeyboardInterrupt."""
 
-    def approve_write(description: str) -> Awaitable[bool] | bool:
-        decided = _waited(approvals, show, how, timeout_s, "write", description, "")
+    def approve_write(description: str, shown: str, risks: tuple[str, ...]) -> Awaitable[bool] | bool:
+        decided = _waited(approvals, show, how, timeout_s, ("write", description, shown, risks))
         return False if decided is None else decided
 
     return approve_write
@@ -357,6 +364,8 @@ class CellRunner:
     timeout_s: float
     ran: list[str] = field(default_factory=list)  # the labels of the cells run this turn (Undo names them)
     own_count: OwnCount | None = None  # from the turn's first run on
+    check: CodeCheck = field(default_factory=CodeCheck)  # the risk line of a run's approval
+    while_running: Callable[[bool], None] = lambda _now: None  # told when a run starts (True) and ends
 
     def __call__(self, cell: Cell, label: str) -> Awaitable[ToolResult] | ToolResult:
         """The ``RunCell``: the cell run (after its approval) and what the model reads; an error result when it
@@ -365,7 +374,8 @@ class CellRunner:
         why = self._cannot_run(cell)
         if why is not None:
             return error_result(call, why)
-        decided = _waited(self.approvals, self.show, self.wait, self.timeout_s, "run", label, cell.source)
+        asked_for: tuple[Kind, str, str, tuple[str, ...]] = ("run", label, cell.source, self.check.risks(cell.source))
+        decided = _waited(self.approvals, self.show, self.wait, self.timeout_s, asked_for)
         if decided is None:
             return error_result(call, messages.AGENT_CANNOT_WAIT.render())
         if isinstance(decided, bool):
@@ -428,12 +438,14 @@ class CellRunner:
         if self.own_count is None:
             self.own_count = OwnCount(self.shell)
         self.own_count.running = True
+        self.while_running(True)
         try:
             with captured_outputs(self.shell, parent_id, outputs), kernel_compat.interruptible():
                 result = self.shell.run_cell(cell.source, store_history=True, cell_id=cell.id)
         finally:  # the agent cell runs on: what it shows and runs next is its own again
             self.executed.running_id, self.capture.current = agent_id, agent_current
             self.own_count.running = False
+            self.while_running(False)
         error = getattr(result, "error_before_exec", None) or getattr(result, "error_in_exec", None)
         trimmed = None
         if error is not None:

@@ -19,6 +19,7 @@ from ..frontends.cell_runner import (
     approval_wait,
     make_approve_write,
 )
+from ..frontends.code_check import shell_check
 from ..frontends.live_notebook import LiveNotebook
 from ..sources.last_error import CellForFilename, capture_last_error, render_error
 from ..sources.outputs import shown_pieces
@@ -26,7 +27,7 @@ from ..turn.requests import Settings, TurnOutcome
 from ..turn.session import Session
 from ..ui.approval import show_approval
 from ..ui.turn_undo import offer_undo
-from .shell_state import ShellState
+from .shell_state import ShellState, state_of
 
 Undone = Callable[[], "str | None"]  # an undone turn's outcome recorded; a line when the record cannot be written
 
@@ -63,6 +64,8 @@ def turn_run_cell(
         show_approval,
         approval_wait(awaited),
         timeout_s=timeout_s,
+        check=shell_check(shell),
+        while_running=lambda now: setattr(state_of(shell), "agent_running", now),
     )
 
 

@@ -36,6 +36,7 @@ from ..frontends.agent_actions import AgentActions, RunCell, TurnView, cannot_ru
 from ..frontends.bridge import Bridge
 from ..frontends.cell_runner import Approvals, Approve
 from ..frontends.cell_writer import write_staged
+from ..frontends.code_check import shell_check
 from ..frontends.live_notebook import LiveNotebook
 from ..frontends.notebook_view import path_of_cell_uri
 from ..frontends.terminal import is_terminal, typed_source
@@ -228,6 +229,8 @@ class GeminiMagics(GeminiOptions):
     def _turn(self, mode: Mode, magic, line: str, cell: str | None, agent: bool = False) -> Awaitable[None] | None:
         """Run one turn; what IPython gets back is None, or an awaitable while a proposal waits for its click
         (an awaited agent cell: the awaitable drives the whole turn)."""
+        if self._inside_agent_run("gemini_agent" if agent else f"gemini_{mode}"):
+            return None
         record = self.session.executed
         if write_staged(self.shell_state.staged, record, lambda text: self.shell.set_next_input(text, replace=True)):
             print(messages.PREFIX + messages.STAGED_WRITTEN.render())
@@ -294,6 +297,13 @@ class GeminiMagics(GeminiOptions):
             end_agent_turn(self.shell_state, actions, turn_undone(self.session, outcome))
         return shown
 
+    def _inside_agent_run(self, magic: str) -> bool:
+        """A cell the agent runs called this magic (whatever way its code reached it): refused with one line."""
+        if not self.shell_state.agent_running:
+            return False
+        NotebookDisplay.error(messages.MAGIC_IN_AGENT_RUN.render(magic=magic))
+        return True
+
     # -- the agent -------------------------------------------------------------
     def _agent_actions(self, frontend: frontends.Frontend, settings: Settings, display) -> AgentActions:
         """What answers this agent turn's calls: through the live notebook where there is one, waiting for
@@ -315,6 +325,8 @@ class GeminiMagics(GeminiOptions):
             note=display.note,
             waits=awaited,
             approve_write=turn_approve_write(approvals, awaited, self.apply_wait) if live is not None else None,
+            writes_shown=lambda: live is not None and approvals.needed("write"),
+            check=shell_check(self.shell),
         )
 
     def _run_cell(self, live: LiveNotebook | None, settings: Settings, approvals: Approvals, awaited: bool) -> RunCell:
@@ -454,6 +466,8 @@ class GeminiMagics(GeminiOptions):
     @line_magic
     @documented(HELP)
     def gemini(self, line):
+        if self._inside_agent_run("gemini"):
+            return
         try:
             args = parse_argstring(self.gemini, line)
         except UsageError as exc:

@@ -46,6 +46,9 @@ class ShellState:
     location: NotebookLocation = field(default_factory=NotebookLocation)  # the notebook's file, as named last
     agent_undo: TurnUndo | None = None  # the Undo of the latest agent turn that changed cells (%gemini undo)
     agent_undos: list[TurnUndo] = field(default_factory=list)  # every such turn's, oldest first (one waits on another)
+    # an agent turn runs a cell now: our magics refuse to start inside it (a turn inside the turn would answer
+    # outside its record; the static check, engine/steering.py, cannot see every way code reaches them)
+    agent_running: bool = False
 
 
 def state_of(shell: Any) -> ShellState:

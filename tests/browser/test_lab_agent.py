@@ -279,6 +279,8 @@ def test_with_approve_all_a_write_waits_for_its_click_before_the_notebook_change
     write = button(nb.cell(2), "Write")
     expect(write).to_be_visible(timeout=30_000)
     expect(page.locator(".jp-Notebook .jp-Cell")).to_have_count(4)  # nothing written before the click
+    # the approval shows the text it writes, as a run's shows the code (issue 40.3)
+    expect(nb.cell(2).locator(".genai-magics-approval pre")).to_have_text(NEW.strip())
     nb.shot("waiting-for-write")
     write.click()
     expect(nb.editor(2)).to_have_text(NEW.strip(), timeout=15_000)

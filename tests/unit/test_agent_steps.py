@@ -268,10 +268,10 @@ def test_a_change_that_would_write_a_magic_cell_is_refused():
 
 
 def test_a_write_waits_for_its_approval_where_agent_approve_asks_for_it():
-    asked: list[str] = []
+    asked: list[tuple[str, str, tuple[str, ...]]] = []
 
-    def declined(description: str) -> bool:
-        asked.append(description)
+    def declined(description: str, shown: str, risks: tuple[str, ...]) -> bool:
+        asked.append((description, shown, risks))
         return False
 
     actions = _actions()
@@ -279,9 +279,9 @@ def test_a_write_waits_for_its_approval_where_agent_approve_asks_for_it():
     result = actions.answer(ToolCall("insert_cell", {"after": "a", "source": "y = 2\n"}))
     assert isinstance(result, ToolResult)
     assert result.response == {"error": messages.AGENT_WRITE_DECLINED.render(name="insert_cell")}
-    assert asked == ["insert a code cell after cell a (1 lines)"] and not actions.changes
+    assert asked == [("insert a code cell after cell a (1 lines)", "y = 2\n", ())] and not actions.changes
 
-    async def approved(description: str) -> bool:
+    async def approved(description: str, shown: str, risks: tuple[str, ...]) -> bool:
         await asyncio.sleep(0)
         return True
 

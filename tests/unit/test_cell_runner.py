@@ -17,6 +17,7 @@ from genai_magics.engine.agent import Deleted, Edited, Inserted, TurnChanges
 from genai_magics.engine.cells import Cell
 from genai_magics.engine.outputs import MAX_CELL_OUTPUTS
 from genai_magics.frontends.cell_runner import (
+    SHOWN_CHARS,
     Approvals,
     CellOutputs,
     CellRunner,
@@ -83,8 +84,10 @@ def test_what_waits_for_approval_in_each_mode(mode, run, write):
 
 def test_run_all_approves_the_rest_of_the_turns_runs_and_the_first_answer_stands():
     approvals = Approvals("all")
-    asked = approvals.ask("run", "In[3]", "\n".join(f"line {i}" for i in range(20)))
-    assert asked.lines.endswith("… 12 more lines") and asked.lines.startswith("line 0\n")
+    code = "\n".join(f"line {i}" for i in range(20))
+    assert approvals.ask("run", "In[3]", code).lines == code  # every line it approves, not the first few
+    asked = approvals.ask("run", "In[3]", "x" * (SHOWN_CHARS + 5))
+    assert asked.lines == "x" * SHOWN_CHARS + "\n… 5 more characters"
     asked.choose("all")
     asked.choose("stop")  # a second click changes nothing
     assert asked.choice == "all" and not approvals.needed("run") and approvals.needed("write")
@@ -145,12 +148,12 @@ def test_stop_raises_keyboard_interrupt_into_the_turn_and_a_write_waits_in_all_m
     approvals = Approvals("all")
     shown: list = []
     approve = make_approve_write(approvals, shown.append, "async", 5.0)
-    pending = approve("insert a cell after In[2]")
+    pending = approve("insert a cell after In[2]", "x = 1", ())
     shown[0].choose("stop")
     with pytest.raises(KeyboardInterrupt):
         aio.run(pending)  # type: ignore[arg-type]
-    assert make_approve_write(Approvals("runs"), shown.append, None, 5.0)("edit In[2]") is True
-    assert make_approve_write(Approvals("all"), shown.append, None, 5.0)("edit In[2]") is False
+    assert make_approve_write(Approvals("runs"), shown.append, None, 5.0)("edit In[2]", "", ()) is True
+    assert make_approve_write(Approvals("all"), shown.append, None, 5.0)("edit In[2]", "", ()) is False
 
 
 # -- the turn's Undo ---------------------------------------------------------------------------------
