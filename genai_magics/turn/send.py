@@ -229,7 +229,8 @@ class TurnSend:
         never in a conversation whose agent turns changed the notebook (the seed would keep only their
         answers: the chain keeps what they did). A chain under the model's cache minimum could not show
         whether implicit caching hits: the rule then takes it as hitting (the case where a restart costs
-        most). No line: only the bill changes."""
+        most). One line says so; the record keeps every turn as it was (the new chain is the turn's
+        ``interaction_id``, as after a lost chain), so replay and ``--rerun`` read it as any other turn."""
         history = self.conv.history
         price, last = self.planned.price, history[-1]
         fetched = [r for round_ in last.tool_rounds for r in round_.results if r.pieces]
@@ -244,7 +245,10 @@ class TurnSend:
         # the turns the chain's excess over the seed took to grow, at what the last turn's results added
         grown = sum(estimate_tokens(json.dumps(r.response, ensure_ascii=False)) for r in fetched)
         turns = max(1, (chain - seed) // max(1, grown))
-        return fresh if seed <= room and new_chain_pays(price, chain, seed, usage.requests, hit, turns) else plan
+        if seed > room or not new_chain_pays(price, chain, seed, usage.requests, hit, turns):
+            return plan
+        self.display.note(messages.CHAIN_RESTARTED.render())
+        return fresh
 
     def compact(self, plan: TurnPlan, room: int, body: Any, scale: float = 1.0, force: bool = False) -> None:
         """contents mode: the transcript rendered to fit ``room`` tokens (``body()``: the request as it

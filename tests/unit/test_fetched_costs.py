@@ -14,6 +14,8 @@ from __future__ import annotations
 import pytest
 from helpers.wire import api_requests, current_payload
 
+from genai_magics import messages
+
 # a short cell, a long output: what the model fetches is not in the cells the turn sends as context
 BIG = 'print("\\n".join(f"row_{i:05d} = {i * 3}" for i in range(1100)))'
 
@@ -38,6 +40,7 @@ def test_after_a_large_fetched_result_the_next_turn_starts_a_chain_seeded_with_m
     shown = notebook.run("%%gemini_ask --state interactions\nand in one word?", cell_id="m2")
     request = api_requests(stub)[2]
     assert "previous_interaction_id" not in request["json"], shown.stderr  # a new chain: the old one is dearer
+    assert messages.CHAIN_RESTARTED.render() in shown.plain  # one line says so
     payload = current_payload(request)
     earlier = payload["earlierTurns"]
     fetched = ["cell_outputs(big)", "cell_outputs(wide)"]
@@ -47,8 +50,9 @@ def test_after_a_large_fetched_result_the_next_turn_starts_a_chain_seeded_with_m
     conv = notebook.magics.session.conversations["default"]
     assert conv.last_interaction_id == request["interaction_id"]  # the next turn continues the new chain
     sent = len(api_requests(stub))
-    notebook.run("%%gemini_ask --state interactions\nthanks", cell_id="m3")
+    kept = notebook.run("%%gemini_ask --state interactions\nthanks", cell_id="m3")
     third = api_requests(stub)[sent]
+    assert messages.CHAIN_RESTARTED.render() not in kept.plain
     assert third["json"]["previous_interaction_id"] == request["interaction_id"]  # nothing fetched since
 
 
