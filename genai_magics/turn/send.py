@@ -58,7 +58,7 @@ from ..gemini.client import RetryNotices
 from ..gemini.errors import describe, over_input_limit, status_code
 from ..gemini.models import InputLimits
 from ..gemini.pricing import Price, turn_cost
-from ..gemini.transport import CachedHead, EditRetry, Reply, Transport, body_bytes
+from ..gemini.transport import SPLIT, CachedHead, EditRetry, Reply, Transport, body_bytes
 from .edit_answer import settle
 from .requests import Planned, Sent, Settings, TurnDisplay, TurnResult
 
@@ -431,7 +431,7 @@ class TurnSend:
         once and is sent again."""
         transport, conv, history = self.transport, self.conv, self.conv.history
         at_limit = self._admit(lambda off: transport.request(plan, history, None, retry, rounds, last, off), at_limit)
-        written = self._cache_prepared()
+        written = self._cache_prepared() + self._rounds_folded(plan, retry, rounds, last, at_limit)
         cache = None if self.uncached else self.caches.head(conv)
         try:
             reply = self._exchange(transport.request(plan, history, cache, retry, rounds, last, at_limit))
@@ -448,6 +448,28 @@ class TurnSend:
         reply = replace(reply, usage=priced(reply.usage, self.planned.price, self.planned.day))
         self._bill(reply.usage)
         return reply
+
+    def _rounds_folded(
+        self, plan: TurnPlan, retry: EditRetry | None, rounds: list[ToolRound], last: Reply | None, at_limit: bool
+    ) -> int:
+        """Rule: inside a turn in contents mode, the turn's earlier rounds of calls fold into the explicit cache
+        by the rule between turns (``caching.folding_pays``), so the requests after the fold read them at the
+        cached price; the tokens written. Not on the turn's first request (it carries out the cache step), nor
+        without a cache, nor once compacted, nor at the limit of calls (a request naming a cache may carry no
+        tool_config)."""
+        if not rounds or last is None or at_limit or self.uncached or plan.state_mode != "contents":
+            return 0
+        contents = self.transport.request(plan, self.conv.history, SPLIT, retry, rounds[:-1], last)["contents"]
+        return self.caches.folded(
+            self.conv,
+            self.transport,
+            contents,
+            self.planned.price,
+            self.settings.cache_ttl_s,
+            last.usage,
+            max(1, len(rounds) - 1),  # the requests the folded rounds were read by, the newest one after
+            self.display.note,
+        )
 
     def _bill(self, usage: Usage) -> None:
         self.billed = usage if self.billed is None else added(self.billed, usage)

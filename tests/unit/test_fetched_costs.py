@@ -137,3 +137,33 @@ def test_a_cache_implicit_caching_is_seen_to_serve_goes_and_the_requests_keep_it
         assert [c["state"] for c in stub.caches] == ["deleted"]
     else:
         assert kinds == [*named, *[("stream", True)] * 3]
+
+
+@pytest.mark.parametrize("implicit", [False, True])
+def test_a_turns_earlier_rounds_fold_into_the_cache_unless_implicit_caching_serves_them(notebook, stub, implicit):
+    """Inside one turn, each request reads the turn's earlier rounds again; never hitting, once that has cost two
+    folds (``caching.folding_pays``, the rule between turns) the cache is replaced by one holding them, and the
+    requests after it read them at the cached price. Served implicitly, they never fold."""
+    for n in range(3, 6):
+        notebook.run(BIG.replace("row_", f"r{n}_"), cell_id=f"w{n}")
+    notebook.run(DOCUMENT, cell_id="d")
+    refs = ("big", "wide", "w3", "w4", "w5")
+    stub.script_tools([[{"name": "cell_outputs", "args": {"ref": ref}}] for ref in refs])
+    stub.configure_caching(implicit=implicit)
+    try:
+        shown = notebook.run("%%gemini_ask --new\nwhat do these outputs say?", cell_id="q")
+    finally:
+        stub.configure_caching(implicit=False)
+    assert shown.stderr == ""
+    kinds = [r["kind"] for r in stub.requests if r["kind"] in ("cache.create", "cache.delete", "stream")]
+    streams = [r for r in stub.requests if r["kind"] == "stream"]
+    assert len(streams) == len(refs) + 1
+    if implicit:
+        assert kinds.count("cache.create") == 1
+        return
+    # the fifth request is the first whose earlier rounds (three results of ~4,400 tokens) have cost two folds
+    assert kinds == ["cache.create", *["stream"] * 4, "cache.delete", "cache.create", "stream", "stream"]
+    first, folded = (c["name"] for c in stub.caches)
+    assert [r["cached_content"] for r in streams] == [first] * 4 + [folded] * 2
+    assert streams[4]["cached_tokens"] > streams[3]["cached_tokens"] + 3 * 4_000  # the rounds, cached
+    assert streams[4]["input_tokens"] - streams[4]["cached_tokens"] < 6_000  # the newest round alone at full price
