@@ -456,10 +456,11 @@ class TurnSend:
         by the rule between turns (``caching.folding_pays``), so the requests after the fold read them at the
         cached price; the tokens written. Not on the turn's first request (it carries out the cache step), nor
         without a cache, nor once compacted, nor at the limit of calls (a request naming a cache may carry no
-        tool_config)."""
-        if not rounds or last is None or at_limit or self.uncached or plan.state_mode != "contents":
+        tool_config), nor in an edit's retry (its answer and ask follow the rounds: a cache cannot hold them)."""
+        off = at_limit or self.uncached or retry is not None or plan.state_mode != "contents"
+        if not rounds or last is None or off:
             return 0
-        contents = self.transport.request(plan, self.conv.history, SPLIT, retry, rounds[:-1], last)["contents"]
+        contents = self.transport.request(plan, self.conv.history, SPLIT, None, rounds[:-1], last)["contents"]
         return self.caches.folded(
             self.conv,
             self.transport,
