@@ -803,6 +803,13 @@ CHAIN_TOO_LONG = note(
     "(%config GeminiMagics.max_chain_versions)",
     documented=True,
 )
+CHAIN_RESTARTED = note(
+    "CHAIN_RESTARTED",
+    "the server chain keeps every fetched result whole, and reading it again has cost more than a new chain "
+    "costs: starting one with the document, the context and every earlier turn (what it fetched as the calls "
+    "that fetch it again); the record keeps every turn",
+    documented=True,
+)
 IMAGES_WAIT = note(
     "IMAGES_WAIT",
     "{count} image(s) not sent this turn: max_images is {cap} (%config GeminiMagics.max_images); {then}",
