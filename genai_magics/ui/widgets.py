@@ -32,12 +32,16 @@ RESTART_NOTE = (
 )
 
 
-def widget_bundle(model_id: str, text: str, html_text: str | None = None) -> dict[str, Any]:
+def widget_bundle(model_id: str, text: str, html_text: str | None = None, *, buttons: bool = True) -> dict[str, Any]:
     """A widget's display bundle with our own text (and HTML) for where no widget manager renders it (a saved
-    notebook, nbconvert, a console): ipywidgets' own text/plain is a repr of the whole widget tree."""
-    bundle: dict[str, Any] = {"text/plain": text}
+    notebook, nbconvert, a console): ipywidgets' own text/plain is a repr of the whole widget tree. A widget
+    with buttons ends it in one line saying they come back when its cell runs: a reopened notebook shows this
+    text where the widget's model is gone (JupyterLab and Notebook 7 through the extension, VS Code)."""
+    saved = messages.SAVED_VIEW.render() if buttons else None
+    bundle: dict[str, Any] = {"text/plain": text if saved is None else f"{text}\n{saved}"}
     if html_text is not None:
-        bundle["text/html"] = html_text
+        line = "" if saved is None else f'<div style="font-size:12px;margin-top:4px">{html.escape(saved)}</div>'
+        bundle["text/html"] = html_text + line
     bundle[WIDGET_TYPE] = {"version_major": 2, "version_minor": 0, "model_id": model_id}
     return bundle
 
@@ -214,4 +218,4 @@ class OutcomeLine:
         self.view.value = self._html()
 
     def _repr_mimebundle_(self, **kwargs):
-        return widget_bundle(self.view.model_id, self._text)
+        return widget_bundle(self.view.model_id, self._text, buttons=False)

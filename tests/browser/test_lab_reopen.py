@@ -1,0 +1,82 @@
+"""Yesterday's notebook, reopened in a real JupyterLab and Notebook 7: a widget whose model is gone.
+
+Its kernel stopped, the notebook opened again with a new kernel: the widgets' models died with the
+old one, and ipywidgets alone shows "Error displaying widget: model not found" where the diff was.
+With the extension each such view shows the output's saved text instead (the diff, what it said,
+one line that the buttons come back when the cell runs), and the cell run again has live buttons.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.request
+
+import pytest
+from test_lab_bridge import APPS, NotebookPage, write_notebook
+
+from genai_magics import messages
+
+pytestmark = pytest.mark.stand_in  # the server's kernels talk to the stand-in (browser/conftest.py: server_env)
+
+GONE = "Error displaying widget"
+
+
+def end_sessions(server) -> None:
+    """Every session of the server ended, its kernel shut down (as when the server stopped overnight)."""
+
+    def call(method: str, path: str):
+        request = urllib.request.Request(
+            f"{server.url}/api/{path}", method=method, headers={"Authorization": f"token {server.token}"}
+        )
+        with urllib.request.urlopen(request, timeout=20) as response:
+            return json.load(response) if method == "GET" else None
+
+    sessions = call("GET", "sessions")
+    assert sessions
+    for session in sessions:
+        call("DELETE", f"sessions/{session['id']}")
+
+
+@pytest.mark.parametrize("jupyter_server", APPS, indirect=True)
+def test_a_reopened_notebook_shows_the_saved_diff_where_the_widget_was(jupyter_server, page, artifacts):
+    from playwright.sync_api import expect
+
+    name = "yesterday.ipynb"
+    write_notebook(
+        jupyter_server.root / name,
+        [("setup", "%load_ext genai_magics"), ("code", "t = 1"), ("magic", "%%gemini_edit\nAdd a comment")],
+    )
+    nb = NotebookPage(page, artifacts)
+    nb.open(jupyter_server.notebook_url(name), 3)
+    for i in range(3):
+        nb.run(i)
+    apply = nb.cell(2).locator(".jp-OutputArea button", has_text=re.compile(r"^\s*Apply\s*$"))
+    expect(apply).to_be_enabled(timeout=30_000)
+    saved_line = nb.cell(2).get_by_text(messages.SAVED_VIEW.render()).filter(visible=True)
+    expect(saved_line).to_have_count(0)  # the live widget: its buttons, not the saved text
+    page.keyboard.press("Escape")
+    page.keyboard.press("Control+s")
+    expect(page.locator(".jp-mod-dirty")).to_have_count(0, timeout=10_000)
+    nb.shot("live")
+
+    end_sessions(jupyter_server)
+    nb.open(jupyter_server.notebook_url(name), 3)  # a new kernel, which never had the widgets
+    output = nb.cell(2).locator(".jp-OutputArea")
+    expect(saved_line).to_have_count(1, timeout=30_000)
+    expect(output).to_contain_text("+# stub edit: Add a comment")  # the diff
+    expect(output).to_contain_text(messages.LIVE_APPLY.render())  # what it said
+    expect(page.get_by_text(GONE)).to_have_count(0)
+    expect(output.locator("button")).to_have_count(0)
+    # the saved HTML is shown as an untrusted output is: sanitized, nothing of it runs
+    expect(output.locator("script, style")).to_have_count(0)
+    nb.shot("reopened")
+
+    # the cell run again: live buttons, the saved text gone
+    nb.run(0)
+    nb.run(2)
+    expect(nb.cell(2).locator(".jp-OutputArea button", has_text=re.compile(r"^\s*Discard\s*$"))).to_be_visible(
+        timeout=30_000
+    )
+    expect(saved_line).to_have_count(0)
+    nb.shot("run-again")
