@@ -45,10 +45,16 @@ def test_a_reopened_notebook_shows_the_saved_diff_where_the_widget_was(jupyter_s
     name = "yesterday.ipynb"
     write_notebook(
         jupyter_server.root / name,
-        [("setup", "%load_ext genai_magics"), ("code", "t = 1"), ("magic", "%%gemini_edit\nAdd a comment")],
+        # a last cell: Shift+Enter in the magic cell adds none
+        [
+            ("setup", "%load_ext genai_magics"),
+            ("code", "t = 1"),
+            ("magic", "%%gemini_edit\nAdd a comment"),
+            ("end", ""),
+        ],
     )
     nb = NotebookPage(page, artifacts)
-    nb.open(jupyter_server.notebook_url(name), 3)
+    nb.open(jupyter_server.notebook_url(name), 4)
     for i in range(3):
         nb.run(i)
     apply = nb.cell(2).locator(".jp-OutputArea button", has_text=re.compile(r"^\s*Apply\s*$"))
@@ -61,7 +67,7 @@ def test_a_reopened_notebook_shows_the_saved_diff_where_the_widget_was(jupyter_s
     nb.shot("live")
 
     end_sessions(jupyter_server)
-    nb.open(jupyter_server.notebook_url(name), 3)  # a new kernel, which never had the widgets
+    nb.open(jupyter_server.notebook_url(name), 4)  # a new kernel, which never had the widgets
     output = nb.cell(2).locator(".jp-OutputArea")
     expect(saved_line).to_have_count(1, timeout=30_000)
     expect(output).to_contain_text("+# stub edit: Add a comment")  # the diff
