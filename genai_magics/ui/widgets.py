@@ -9,6 +9,7 @@ diff takes the box's first row, the buttons wrap to the next) and adds Undo, the
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +41,11 @@ def widget_bundle(model_id: str, text: str, html_text: str | None = None, *, but
     saved = messages.SAVED_VIEW.render() if buttons else None
     bundle: dict[str, Any] = {"text/plain": text if saved is None else f"{text}\n{saved}"}
     if html_text is not None:
-        line = "" if saved is None else f'<div style="font-size:12px;margin-top:4px">{html.escape(saved)}</div>'
+        line = (
+            ""
+            if saved is None
+            else f'<div style="font-size:12px;margin-top:4px;font-style:italic">{html.escape(saved)}</div>'
+        )
         bundle["text/html"] = html_text + line
     bundle[WIDGET_TYPE] = {"version_major": 2, "version_minor": 0, "model_id": model_id}
     return bundle
@@ -53,6 +58,9 @@ class _Shared:
     html_style: Any
     row: Any  # the diff's Layout: a row of its own
     box: Any  # the proposal's Layout: rows that wrap
+
+
+SaveView = Callable[[str, dict[str, str]], None]  # (widget model id, its saved text): LiveNotebook.save_view
 
 
 _SHARED: list[_Shared] = []  # made by the first proposal of this kernel
@@ -90,11 +98,12 @@ def undo_button(w: Any, tooltip: str) -> Any:
 
 
 class ProposalWidget:
-    def __init__(self, controller: ProposalController):
+    def __init__(self, controller: ProposalController, save_view: SaveView | None = None):
         import ipywidgets as w
 
         self._w = w
         self.controller = controller
+        self._save_view = save_view  # the live notebook's: what happened goes into the saved text too
         self._sides = controller.diff_sides
         self._show_diff(controller.diff)
         styles = shared_styles(w)
@@ -130,7 +139,7 @@ class ProposalWidget:
         # The class is what the labextension looks for to mark the buttons stale after a kernel restart
         # (our own, never ipywidgets' internal ones: labextension/src/stale.ts).
         self.box = w.Box([self.view, *self.buttons], layout=styles.box, _dom_classes=("genai-magics-proposal",))
-        controller.listeners.append(lambda c: self.refresh())
+        controller.listeners.append(lambda c: self._changed())
         self.refresh()
 
     def _show_diff(self, diff: str) -> None:
@@ -181,6 +190,12 @@ class ProposalWidget:
             self._sides = c.diff_sides
             self._show_diff(c.diff)
         self.view.value = self._view_html()
+
+    def _changed(self) -> None:
+        self.refresh()
+        if self._save_view is not None:
+            bundle = self._repr_mimebundle_()
+            self._save_view(self.box.model_id, {k: v for k, v in bundle.items() if k != WIDGET_TYPE})
 
     def _view_html(self) -> str:
         status = f'<div style="font-size:12px;margin-top:4px">{html.escape(self.controller.status.text)}</div>'

@@ -45,3 +45,34 @@ export interface IRenderedNode {
 export function gaveUp(node: IRenderedNode): boolean {
   return node.childElementCount === 0 && node.classList.contains(WIDGETS_ERROR_CLASS);
 }
+
+/** The widget model an output shows, if it is a widget view. */
+export function modelId(data: ReadonlyPartialJSONObject): string | null {
+  const view = data[WIDGET_VIEW];
+  const id =
+    view && typeof view === 'object' && !Array.isArray(view) ? (view as ReadonlyPartialJSONObject).model_id : undefined;
+  return typeof id === 'string' && id ? id : null;
+}
+
+/**
+ * An output with the saved text the kernel sent for its widget (saved_view:
+ * what happened to a proposal since it was shown); null when the output
+ * shows another widget, or no widget. The widget view stays as it is.
+ */
+export function resaved<T extends { readonly [key: string]: unknown }>(
+  output: T,
+  id: string,
+  saved: { readonly [mime: string]: unknown }
+): T | null {
+  const data = output.data as ReadonlyPartialJSONObject | undefined;
+  if (!data || modelId(data) !== id) {
+    return null;
+  }
+  const text: { [mime: string]: string } = {};
+  for (const [mime, value] of Object.entries(saved)) {
+    if (mime !== WIDGET_VIEW && typeof value === 'string') {
+      text[mime] = value;
+    }
+  }
+  return { ...output, data: { ...data, ...text } };
+}

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { gaveUp, savedData, WIDGET_VIEW, WIDGETS_ERROR_CLASS } from '../src/saved';
+import { gaveUp, modelId, resaved, savedData, WIDGET_VIEW, WIDGETS_ERROR_CLASS } from '../src/saved';
 
 const VIEW = { version_major: 2, version_minor: 0, model_id: 'abc' };
 
@@ -26,4 +26,25 @@ test('a live view, or one still loading, is left alone', () => {
   assert.equal(gaveUp({ childElementCount: 1, classList: classes([]) }), false); // the view's element
   assert.equal(gaveUp({ childElementCount: 0, classList: classes([]) }), false); // "Loading widget..."
   assert.equal(gaveUp({ childElementCount: 1, classList: classes([WIDGETS_ERROR_CLASS]) }), false);
+});
+
+test('the saved text the kernel sends goes into the outputs of that widget only', () => {
+  const output = { output_type: 'display_data', metadata: {}, data: { [WIDGET_VIEW]: VIEW, 'text/plain': 'old' } };
+  const saved = { 'text/plain': 'Applied', 'text/html': '<div>Applied</div>' };
+  assert.deepEqual(resaved(output, 'abc', saved), {
+    output_type: 'display_data',
+    metadata: {},
+    data: { [WIDGET_VIEW]: VIEW, 'text/plain': 'Applied', 'text/html': '<div>Applied</div>' }
+  });
+  assert.equal(resaved(output, 'other', saved), null);
+  assert.equal(resaved({ output_type: 'stream', text: 'x' }, 'abc', saved), null);
+  // the widget view itself is never replaced, and only text is taken
+  const odd = { [WIDGET_VIEW]: { model_id: 'x' }, 'text/plain': 3 };
+  assert.deepEqual(resaved(output, 'abc', odd)?.data, output.data);
+});
+
+test('the model an output shows', () => {
+  assert.equal(modelId({ [WIDGET_VIEW]: VIEW }), 'abc');
+  assert.equal(modelId({ [WIDGET_VIEW]: { model_id: '' } }), null); // a closed view
+  assert.equal(modelId({ 'text/plain': 'x' }), null);
 });

@@ -2,7 +2,7 @@
 
 Its kernel stopped, the notebook opened again with a new kernel: the widgets' models died with the
 old one, and ipywidgets alone shows "Error displaying widget: model not found" where the diff was.
-With the extension each such view shows the output's saved text instead (the diff, what it said,
+With the extension each such view shows the output's saved text instead (the diff, what happened to it,
 one line that the buttons come back when the cell runs), and the cell run again has live buttons.
 """
 
@@ -61,6 +61,10 @@ def test_a_reopened_notebook_shows_the_saved_diff_where_the_widget_was(jupyter_s
     expect(apply).to_be_enabled(timeout=30_000)
     saved_line = nb.cell(2).get_by_text(messages.SAVED_VIEW.render()).filter(visible=True)
     expect(saved_line).to_have_count(0)  # the live widget: its buttons, not the saved text
+    apply.click()  # what happened goes into the saved text too (the bridge's saved_view)
+    expect(nb.editor(1).locator(".cm-line")).to_have_text(["# stub edit: Add a comment", "t = 1"], timeout=10_000)
+    expect(nb.cell(2).locator(".jp-OutputArea button", has_text=re.compile(r"^\s*Undo\s*$"))).to_be_enabled()
+    expect(nb.cell(2).locator(".jp-OutputArea button")).to_have_count(4)  # the live view stays one view
     page.keyboard.press("Escape")
     page.keyboard.press("Control+s")
     expect(page.locator(".jp-mod-dirty")).to_have_count(0, timeout=10_000)
@@ -71,7 +75,10 @@ def test_a_reopened_notebook_shows_the_saved_diff_where_the_widget_was(jupyter_s
     output = nb.cell(2).locator(".jp-OutputArea")
     expect(saved_line).to_have_count(1, timeout=30_000)
     expect(output).to_contain_text("+# stub edit: Add a comment")  # the diff
-    expect(output).to_contain_text(messages.LIVE_APPLY.render())  # what it said
+    # what happened to it: applied, not what Apply would do
+    expect(output).to_contain_text(messages.LIVE_DONE.pattern(prefixed=False, verb="Applied"))
+    expect(output).to_contain_text("(applied)")
+    expect(output).not_to_contain_text(messages.LIVE_APPLY.render())
     expect(page.get_by_text(GONE)).to_have_count(0)
     expect(output.locator("button")).to_have_count(0)
     # the saved HTML is shown as an untrusted output is: sanitized, nothing of it runs

@@ -103,7 +103,9 @@ def test_a_proposal_shows_the_diff_as_text_where_widgets_do_not_render(magic_she
     assert not bundle["text/plain"].startswith("VBox(")
     assert re.match(r"--- In\[\d+\] \(current\)\n\+\+\+ In\[\d+\] \(proposed\)\n", bundle["text/plain"])
     assert "+# stub edit: Add validation" in bundle["text/plain"]
-    assert bundle["text/plain"].endswith(messages.KERNEL_STATE_APPLY.render())  # what Apply will do here
+    # what Apply will do here, then where the model is gone (a reopened notebook) that the buttons come back
+    assert bundle["text/plain"].endswith(f"{messages.KERNEL_STATE_APPLY.render()}\n{messages.SAVED_VIEW.render()}")
+    assert bundle["text/html"].endswith(f"{html.escape(messages.SAVED_VIEW.render())}</div>")
     assert "<pre" in bundle["text/html"] and "+# stub edit: Add validation" in bundle["text/html"]
 
 
