@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 from test_lab_bridge import APPS, NotebookPage, write_notebook
+from test_lab_notebook_edit import save
 
 from genai_magics import messages
 
 pytestmark = pytest.mark.stand_in  # the server's kernels talk to the stand-in (browser/conftest.py: server_env)
 
 GONE = "Error displaying widget"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 def end_sessions(server) -> None:
@@ -36,6 +40,13 @@ def end_sessions(server) -> None:
     assert sessions
     for session in sessions:
         call("DELETE", f"sessions/{session['id']}")
+
+
+def saved_text(page, nb: NotebookPage, path: Path) -> str:
+    """Saved with Ctrl+S: the text/plain of the proposal's output in the file."""
+    cells = save(page, nb, path)
+    (proposal,) = [o for o in cells[2].outputs if WIDGET_VIEW in o.get("data", {})]
+    return proposal["data"]["text/plain"]
 
 
 @pytest.mark.parametrize("jupyter_server", APPS, indirect=True)
@@ -65,9 +76,11 @@ def test_a_reopened_notebook_shows_the_saved_diff_where_the_widget_was(jupyter_s
     expect(nb.editor(1).locator(".cm-line")).to_have_text(["# stub edit: Add a comment", "t = 1"], timeout=10_000)
     expect(nb.cell(2).locator(".jp-OutputArea button", has_text=re.compile(r"^\s*Undo\s*$"))).to_be_enabled()
     expect(nb.cell(2).locator(".jp-OutputArea button")).to_have_count(4)  # the live view stays one view
-    page.keyboard.press("Escape")
-    page.keyboard.press("Control+s")
-    expect(page.locator(".jp-mod-dirty")).to_have_count(0, timeout=10_000)
+    # saved: the file holds what happened (the bridge's saved_view follows the click's widget updates)
+    applied = messages.LIVE_DONE.pattern(prefixed=False, verb="Applied")
+    deadline = time.monotonic() + 15
+    while not applied.search(saved_text(page, nb, jupyter_server.root / name)):
+        assert time.monotonic() < deadline, "the saved text never said what happened"
     nb.shot("live")
 
     end_sessions(jupyter_server)
@@ -76,7 +89,7 @@ def test_a_reopened_notebook_shows_the_saved_diff_where_the_widget_was(jupyter_s
     expect(saved_line).to_have_count(1, timeout=30_000)
     expect(output).to_contain_text("+# stub edit: Add a comment")  # the diff
     # what happened to it: applied, not what Apply would do
-    expect(output).to_contain_text(messages.LIVE_DONE.pattern(prefixed=False, verb="Applied"))
+    assert applied.search(output.inner_text()), output.inner_text()
     expect(output).to_contain_text("(applied)")
     expect(output).not_to_contain_text(messages.LIVE_APPLY.render())
     expect(page.get_by_text(GONE)).to_have_count(0)
