@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from test_lab_bridge import APPS, NotebookPage, write_notebook
 from test_lab_notebook_edit import save
+from test_lab_restart import restart_kernel
 
 from genai_magics import messages
 
@@ -50,7 +51,9 @@ def saved_text(page, nb: NotebookPage, path: Path) -> str:
 
 
 @pytest.mark.parametrize("jupyter_server", APPS, indirect=True)
-def test_a_reopened_notebook_shows_the_saved_diff_where_the_widget_was(jupyter_server, page, artifacts):
+@pytest.mark.parametrize("how", ["shutdown", "restart"])
+def test_a_reopened_notebook_shows_the_saved_diff_where_the_widget_was(jupyter_server, page, artifacts, how):
+    """Its kernel shut down and the notebook opened again; or Kernel > Restart Kernel… and the page reloaded."""
     from playwright.sync_api import expect
 
     name = "yesterday.ipynb"
@@ -83,8 +86,11 @@ def test_a_reopened_notebook_shows_the_saved_diff_where_the_widget_was(jupyter_s
         assert time.monotonic() < deadline, "the saved text never said what happened"
     nb.shot("live")
 
-    end_sessions(jupyter_server)
-    nb.open(jupyter_server.notebook_url(name), 4)  # a new kernel, which never had the widgets
+    if how == "shutdown":
+        end_sessions(jupyter_server)
+    else:
+        restart_kernel(nb)
+    nb.open(jupyter_server.notebook_url(name), 4)  # a kernel which never had the widgets
     output = nb.cell(2).locator(".jp-OutputArea")
     expect(saved_line).to_have_count(1, timeout=30_000)
     expect(output).to_contain_text("+# stub edit: Add a comment")  # the diff
