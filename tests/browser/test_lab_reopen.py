@@ -15,6 +15,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from helpers.agent_scenario import AFTER, AGENT, NEW
+from test_lab_agent import run_turn
 from test_lab_bridge import APPS, NotebookPage, write_notebook
 from test_lab_notebook_edit import save
 from test_lab_restart import restart_kernel
@@ -112,3 +114,21 @@ def test_a_reopened_notebook_shows_the_saved_diff_where_the_widget_was(jupyter_s
     )
     expect(saved_line).to_have_count(0)
     nb.shot("run-again")
+
+
+@pytest.mark.parametrize("jupyter_server", APPS, indirect=True)
+def test_a_reopened_agent_turn_shows_its_question_and_undo_as_saved(jupyter_server, page, artifacts, stub_url):
+    """An agent turn's Run question and its Undo, their kernel shut down, the notebook opened again."""
+    from playwright.sync_api import expect
+
+    nb, agent, _before = run_turn(jupyter_server, page, artifacts, stub_url)
+    save(page, nb, jupyter_server.root / "agent.ipynb")
+    end_sessions(jupyter_server)
+    nb.open(jupyter_server.notebook_url("agent.ipynb"), len(AFTER))
+    output = nb.cell(AFTER.index(AGENT)).locator(".jp-OutputArea")
+    # the question (what would run) and the Undo, each with the line; no button, no ipywidgets error
+    expect(output.get_by_text(messages.SAVED_VIEW.render())).to_have_count(2, timeout=30_000)
+    expect(output).to_contain_text(NEW.strip())
+    expect(page.get_by_text(GONE)).to_have_count(0)
+    expect(output.locator("button")).to_have_count(0)
+    nb.shot("reopened")
