@@ -28,7 +28,8 @@
  * Saved text: a widget view whose model is gone (the notebook reopened
  * after its kernel stopped, the page reloaded after a restart) shows the
  * output's saved text instead of ipywidgets' "Error displaying widget:
- * model not found" (saved.ts, gone.ts).
+ * model not found" (saved.ts, gone.ts); the kernel's `saved_view` sets a
+ * proposal's saved text anew after each click (what happened to it).
  *
  * Every execute request of the notebook carries the notebook's path in its
  * metadata (`genai_magics: {path}`), read by the kernel before the cell runs;

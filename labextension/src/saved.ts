@@ -9,7 +9,9 @@
  * happened, and one line saying the buttons come back when the cell runs:
  * genai_magics/ui/widgets.py's `widget_bundle`); that is shown instead, as
  * VS Code's widget renderer does (it falls back to the output's next mime
- * type). Pure: gone.ts does the rendering.
+ * type). A proposal's saved text follows its status: the kernel sends it
+ * anew after each click (`saved_view`), set in the output by bridge.ts, so
+ * the file says what happened. Pure: gone.ts does the rendering.
  */
 import type { ReadonlyPartialJSONObject, ReadonlyPartialJSONValue } from '@lumino/coreutils';
 
