@@ -549,6 +549,13 @@ CHANGED_SINCE = status(
 WRITE_FAILED = status("WRITE_FAILED", "{action} failed: {error}. Nothing changed.", documented=True)
 NO_CHANGE = status("NO_CHANGE", "No change: the proposal is the same as the current code; there is nothing to apply.")
 DISCARDED = status("DISCARDED", "Discarded: the cell keeps its code; the model is told it was discarded.")
+# The last line of a widget's saved text (ui/widgets.py's widget_bundle): what a reopened notebook shows
+# where the widget's model is gone (JupyterLab and Notebook 7 through the extension, VS Code, GitHub).
+SAVED_VIEW = status(
+    "SAVED_VIEW",
+    "Saved view: the buttons come back when this cell runs.",
+    documented=True,
+)
 KERNEL_GONE = status(
     "KERNEL_GONE",
     "The kernel {what}: these buttons no longer work. Run the magic cell again (with the notebook's record, "

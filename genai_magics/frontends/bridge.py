@@ -420,3 +420,6 @@ class Bridge:
 
     def set_outputs(self, cell_id: str, outputs: list[dict[str, Any]], execution_count: int | None, done: Done) -> None:
         self._request("set_outputs", {"cell_id": cell_id, "outputs": outputs, "execution_count": execution_count}, done)
+
+    def save_view(self, model_id: str, data: dict[str, str]) -> None:
+        self._send({"type": "saved_view", "model_id": model_id, "data": data})

@@ -152,6 +152,7 @@ class FakeFrontend:
         self.path = path
         self.timeout = timeout
         self.requests_received: list[dict[str, Any]] = []  # bridge requests from the kernel
+        self.saved_views: list[dict[str, Any]] = []  # the kernel's saved_view messages (a widget's saved text)
         self.snapshots_sent: list[dict[str, Any]] = []
         self.widget_models: dict[str, dict[str, Any]] = {}  # widget model id -> state
         self.comm_messages: list[dict[str, Any]] = []  # every comm_open/msg/close from the kernel
@@ -463,6 +464,9 @@ class FakeFrontend:
         protocol.check("ToFrontend", data)  # what the kernel side sends, at run time
         if data.get("type") == "resync":
             self.push_snapshot(full=True)
+            return
+        if data.get("type") == "saved_view":
+            self.saved_views.append(data)
             return
         if data.get("type") != "request":
             return

@@ -69,6 +69,24 @@ def test_apply_then_undo_edit_the_cell_in_the_frontend(lab, stub):
     assert [r["op"] for r in lab.requests_received] == ["set_source", "set_source"]
 
 
+def test_what_happened_to_a_proposal_goes_into_its_saved_text(lab, stub):
+    """Each click sends the proposal's saved text anew (saved_view), for the extension to set in its output:
+    the saved file then says what happened, which a reopened notebook shows where the widget's model is gone."""
+    lab.execute("b")
+    lab.execute("m")
+    assert lab.saved_views == []  # as shown: the display's own text
+    box = next(i for i, s in lab.widget_models.items() if "genai-magics-proposal" in s.get("_dom_classes", ()))
+    for label, verb in (("Apply", "Applied"), ("Undo", "Undone")):
+        lab.click_until(label, verb)
+        assert lab.pump_until(lambda v=verb: any(v in s["data"]["text/plain"] for s in lab.saved_views))
+        saved = lab.saved_views[-1]
+        assert saved["model_id"] == box
+        plain, line = saved["data"]["text/plain"].rsplit("\n", 1)
+        assert line == messages.SAVED_VIEW.render()
+        assert messages.LIVE_DONE.matches(plain.rsplit("\n", 1)[1], verb=verb)
+        assert f"{verb}: " in saved["data"]["text/html"] and "+# stub edit: Add input validation" in plain
+
+
 def test_a_later_proposal_opens_only_its_own_five_widgets_with_their_state_and_still_applies(lab, stub):
     lab.execute("b")
     lab.execute("m")
