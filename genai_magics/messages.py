@@ -641,6 +641,11 @@ BRIDGE_UNANSWERED = output(
     "live bridge: not connected: no notebook has answered (the genai-magics-bridge "
     "JupyterLab / Notebook 7 extension is not active in this frontend)",
 )
+BRIDGE_COMING = output(
+    "BRIDGE_COMING",
+    "live bridge: connecting: this notebook's extension answers once the cells queued before it have run "
+    "(Restart & Run All); Apply, Undo and %gemini apply wait for it",
+)
 BRIDGE_CONNECTED = output("BRIDGE_CONNECTED", "live bridge: {cells} cells of {path}, snapshot #{seq}")
 COMPANION_NOT_IN_VSCODE = output(
     "COMPANION_NOT_IN_VSCODE", "VS Code companion: not in VS Code (no vscode-notebook-cell: cell has run)"

@@ -29,6 +29,7 @@ from __future__ import annotations
 import secrets
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .. import messages
@@ -45,6 +46,16 @@ PROTOCOL_VERSION = 1
 DEFAULT_TIMEOUT = 10.0
 GROUPED_OPS = ("insert_cell", "set_source", "delete_cell")  # what one_undo_step groups (not set_outputs: a run)
 KEPT_GROUPS = 8  # one_undo_step's latest requests: the turns that may still be writing
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """A request as asked, before it has an id: where its reply goes (the thread that asked) and who hears it."""
+
+    request: dict
+    done: Done
+    on_ok: OnOk | None
+    subshell: str | None
 
 
 def _new_cell_id() -> str:
@@ -77,6 +88,7 @@ class Bridge:
         self._pending: dict[int, tuple[dict, Done, threading.Timer | None, OnOk | None]] = {}
         self._reply_routes: dict[int, str | None] = {}
         self._one_step: list[str] = []  # the kernel requests whose edits are one undo step (one_undo_step)
+        self._waiting: list[_Asked] = []  # asked while the first snapshot was coming: sent when it arrives
 
     # ------------------------------------------------------------------ setup
     @classmethod
@@ -209,6 +221,8 @@ class Bridge:
         with self._lock:
             if self._comm is None:
                 return messages.BRIDGE_OFF.render()
+            if self.coming:  # Restart & Run All: the frontend answers once the cells queued before it ran
+                return messages.BRIDGE_COMING.render()
             if not self.connected:
                 # The kernel opened its side; nothing says a frontend is listening until it answers.
                 return messages.BRIDGE_UNANSWERED.render()
@@ -263,6 +277,9 @@ class Bridge:
                     self._path = data["path"]
                 self._snapshot_count += 1
                 self.connected = True
+            waiting, self._waiting = self._waiting, []
+        for asked in waiting:  # asked before the frontend answered (Restart & Run All): in the order asked
+            self._send_request(asked)
         if need_resync:
             self._send({"type": "resync"})
         if moved and self.on_path is not None and self._path is not None:
@@ -327,24 +344,32 @@ class Bridge:
             return False
 
     def _request(self, op: str, fields: dict, done: Done, on_ok: OnOk | None = None) -> None:
+        """Send a request; while the frontend's first snapshot is on its way (``coming``: Restart & Run All,
+        whose queued cells run before it arrives) keep it and send it when the snapshot arrives."""
+        group = kernel_compat.request_id(self.shell) if op in GROUPED_OPS else None
         with self._lock:
-            if self._comm is None or not self.connected:
-                error: str | None = messages.BRIDGE_NOT_CONNECTED.render()
-            else:
-                error = None
-                self._next_request += 1
-                request_id = self._next_request
-                timer = threading.Timer(self.timeout, self._on_timeout, args=(request_id,))
-                timer.daemon = True
-                request = {"type": "request", "request_id": request_id, "op": op, **fields}
-                group = kernel_compat.request_id(self.shell) if op in GROUPED_OPS else None
-                if group is not None and group in self._one_step:
-                    request["undo_group"] = group
-                self._pending[request_id] = (request, done, timer, on_ok)
-                self._reply_routes[request_id] = self._current_subshell()
-        if error is not None:
-            done(error)
-            return
+            request = {"type": "request", "op": op, **fields}
+            if group is not None and group in self._one_step:
+                request["undo_group"] = group
+            asked = _Asked(request, done, on_ok, self._current_subshell())
+            if self.coming:
+                self._waiting.append(asked)
+                return
+            connected = self._comm is not None and self.connected
+        if connected:
+            self._send_request(asked)
+        else:
+            done(messages.BRIDGE_NOT_CONNECTED.render())
+
+    def _send_request(self, asked: _Asked) -> None:
+        with self._lock:
+            self._next_request += 1
+            request_id = self._next_request
+            timer = threading.Timer(self.timeout, self._on_timeout, args=(request_id,))
+            timer.daemon = True
+            request = {**asked.request, "request_id": request_id}
+            self._pending[request_id] = (request, asked.done, timer, asked.on_ok)
+            self._reply_routes[request_id] = asked.subshell
         timer.start()
         if not self._send(request):
             with self._lock:
@@ -352,7 +377,7 @@ class Bridge:
                 self._reply_routes.pop(request_id, None)
             if entry is not None:
                 timer.cancel()
-                done(messages.BRIDGE_SEND_FAILED.render())
+                asked.done(messages.BRIDGE_SEND_FAILED.render())
 
     def _on_timeout(self, request_id: int) -> None:
         with self._lock:
@@ -370,11 +395,14 @@ class Bridge:
     def _fail_pending(self, error: str) -> None:
         with self._lock:
             pending, self._pending = self._pending, {}
+            waiting, self._waiting = self._waiting, []
             self._reply_routes.clear()
         for _request, done, timer, _ in pending.values():
             if timer is not None:
                 timer.cancel()
             done(error)
+        for asked in waiting:
+            asked.done(error)
 
     def one_undo_step(self) -> None:
         """Every insert, edit and delete asked from now on while handling the kernel request being handled now
