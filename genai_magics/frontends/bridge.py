@@ -88,7 +88,9 @@ class Bridge:
         self._pending: dict[int, tuple[dict, Done, threading.Timer | None, OnOk | None]] = {}
         self._reply_routes: dict[int, str | None] = {}
         self._one_step: list[str] = []  # the kernel requests whose edits are one undo step (one_undo_step)
-        self._waiting: list[_Asked] = []  # asked while the first snapshot was coming: sent when it arrives
+        # asked while the first snapshot was coming: sent when it arrives, or failed after ``timeout`` (never
+        # sent later: whoever asked has heard it failed, as an agent turn waits 30 s at most)
+        self._waiting: list[tuple[_Asked, threading.Timer]] = []
 
     # ------------------------------------------------------------------ setup
     @classmethod
@@ -278,7 +280,8 @@ class Bridge:
                 self._snapshot_count += 1
                 self.connected = True
             waiting, self._waiting = self._waiting, []
-        for asked in waiting:  # asked before the frontend answered (Restart & Run All): in the order asked
+        for asked, timer in waiting:  # asked before the frontend answered (Restart & Run All): in the order asked
+            timer.cancel()
             self._send_request(asked)
         if need_resync:
             self._send({"type": "resync"})
@@ -345,7 +348,8 @@ class Bridge:
 
     def _request(self, op: str, fields: dict, done: Done, on_ok: OnOk | None = None) -> None:
         """Send a request; while the frontend's first snapshot is on its way (``coming``: Restart & Run All,
-        whose queued cells run before it arrives) keep it and send it when the snapshot arrives."""
+        whose queued cells run before it arrives) keep it and send it when the snapshot arrives, at most
+        ``timeout`` s after it was asked."""
         group = kernel_compat.request_id(self.shell) if op in GROUPED_OPS else None
         with self._lock:
             request = {"type": "request", "op": op, **fields}
@@ -353,7 +357,10 @@ class Bridge:
                 request["undo_group"] = group
             asked = _Asked(request, done, on_ok, self._current_subshell())
             if self.coming:
-                self._waiting.append(asked)
+                timer = threading.Timer(self.timeout, self._waited_too_long, args=(asked,))
+                timer.daemon = True
+                self._waiting.append((asked, timer))
+                timer.start()
                 return
             connected = self._comm is not None and self.connected
         if connected:
@@ -379,6 +386,13 @@ class Bridge:
                 timer.cancel()
                 asked.done(messages.BRIDGE_SEND_FAILED.render())
 
+    def _waited_too_long(self, asked: _Asked) -> None:
+        with self._lock:
+            waited = [w for w in self._waiting if w[0] is asked]
+            self._waiting = [w for w in self._waiting if w[0] is not asked]
+        if waited:
+            self._call_soon(asked.done, messages.FRONTEND_NO_REPLY.render(timeout=self.timeout, op=asked.request["op"]))
+
     def _on_timeout(self, request_id: int) -> None:
         with self._lock:
             entry = self._pending.pop(request_id, None)
@@ -401,7 +415,8 @@ class Bridge:
             if timer is not None:
                 timer.cancel()
             done(error)
-        for asked in waiting:
+        for asked, timer in waiting:
+            timer.cancel()
             asked.done(error)
 
     def one_undo_step(self) -> None:

@@ -251,3 +251,30 @@ def test_restart_and_run_all_waits_for_the_bridge_and_gemini_apply_writes_the_ce
         assert ff.pump_until(lambda: applied in ff.widget_models[line]["value"], timeout=15), ff.widget_models[line]
         assert ff.source("b").startswith("# stub edit: Add input validation.")
         assert [r["op"] for r in ff.requests_received] == ["set_source"]
+
+
+def test_a_write_that_waited_for_the_bridge_too_long_fails_and_is_never_sent_later(stub, tmp_path):
+    """Restart & Run All with a slow cell after ``%gemini apply``: the first snapshot comes after the bridge's
+    timeout, so the Apply fails with one line, and the write is not made when the snapshot comes at last
+    (whoever asked, an agent turn too, has been told it failed)."""
+    stub.reset()
+    cells = [
+        ("setup", "%load_ext genai_magics"),
+        ("short", "from genai_magics.kernel.shell_state import state_of\nstate_of(get_ipython()).bridge.timeout = 1.0"),
+        ("b", CELL_B),
+        ("m", "%%gemini_edit\nAdd input validation."),
+        ("apply", "%gemini apply"),
+        ("slow", "import time\ntime.sleep(3)"),
+    ]
+    env = {"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY}
+    with FakeFrontend(cells=cells, env=env, cwd=str(tmp_path)) as ff:
+        runs = {run.cell_id: run for run in ff.run_all()}
+        assert [run.status for run in runs.values()] == ["ok"] * 6
+        (line,) = runs["apply"].widget_model_ids
+        failed = messages.FRONTEND_NO_REPLY.render(timeout=1.0, op="set_source")
+        assert ff.pump_until(lambda: failed in html.unescape(ff.widget_models[line]["value"]), timeout=15), (
+            ff.widget_models[line]
+        )
+        assert ff.pump_until(lambda: ff.snapshots_sent != [], timeout=5)
+        ff.pump(1.0)  # the snapshot handled: nothing was waiting any more
+        assert ff.requests_received == [] and ff.source("b") == CELL_B
