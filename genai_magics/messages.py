@@ -148,8 +148,9 @@ def tooltip(name: str, template: str) -> Message:
 # word the footer shows (tests/kernel/test_footer_words.py holds it to that).
 FOOTER_LEGEND_MODE = tooltip(
     "FOOTER_LEGEND_MODE",
-    "turn N: the conversation's turn; ask / edit: the magic; contents / interactions: where the conversation "
-    "lives (contents: this kernel keeps it and sends it with every turn; interactions: Gemini's server keeps it)",
+    "turn N: the conversation's turn; ask / edit / agent: the magic (%%gemini_ask, %%gemini_edit, "
+    "%%gemini_agent); contents / interactions: where the conversation lives "
+    "(contents: this kernel keeps it and sends it with every turn; interactions: Gemini's server keeps it)",
 )
 FOOTER_LEGEND_TOKENS = tooltip(
     "FOOTER_LEGEND_TOKENS",
@@ -641,12 +642,25 @@ PRICES_LEGEND = output(
 PRICES_LONG_PROMPT = output("PRICES_LONG_PROMPT", "  prompt over {tokens}")
 PRICES_SOURCES = output("PRICES_SOURCES", "sources:")
 PRICES_DAY_SOURCE = output("PRICES_DAY_SOURCE", "the price day: {source}")
+PRICES_NOTE_GOOGLE = output("PRICES_NOTE_GOOGLE", "Google's Gemini API pricing page, {page}")
+PRICES_NOTE_ELSEWHERE = output(
+    "PRICES_NOTE_ELSEWHERE",
+    "not on Google's pricing page when these prices were taken ({day}): from Google's model pages, model "
+    "announcements and price trackers (genai_magics/gemini/pricing.py names each); "
+    "%config GeminiMagics.prices sets your own",
+)
+PRICES_NOTE_YOURS = output("PRICES_NOTE_YOURS", "yours: %config GeminiMagics.prices")
 # The live notebooks' lines in %gemini status (frontends/bridge.py, frontends/companion.py).
 BRIDGE_OFF = output("BRIDGE_OFF", "live bridge: off (not in a kernel, or closed)")
 BRIDGE_UNANSWERED = output(
     "BRIDGE_UNANSWERED",
     "live bridge: not connected: no notebook has answered (the genai-magics-bridge "
     "JupyterLab / Notebook 7 extension is not active in this frontend)",
+)
+BRIDGE_COMING = output(
+    "BRIDGE_COMING",
+    "live bridge: connecting: this notebook's extension answers once the cells queued before it have run "
+    "(Restart & Run All); Apply, Undo and %gemini apply wait for it",
 )
 BRIDGE_CONNECTED = output("BRIDGE_CONNECTED", "live bridge: {cells} cells of {path}, snapshot #{seq}")
 COMPANION_NOT_IN_VSCODE = output(

@@ -242,3 +242,57 @@ def test_run_it_is_said_only_while_the_kernel_has_other_code_than_the_cell(lab, 
     shown = [v for v in status_texts(lab) if messages.LIVE_DONE.within(v)]
     assert shown and all(messages.LIVE_DONE.within(v, run=messages.RAN_ALREADY.render()) for v in shown), shown
     assert not any(messages.RUN_IT.render().strip() in v for v in status_texts(lab))
+
+
+def test_restart_and_run_all_waits_for_the_bridge_and_gemini_apply_writes_the_cell(stub, tmp_path):
+    """Restart & Run All (issue 41): the extension's first snapshot arrives behind the queued cells.
+    ``%gemini apply`` in the run waits for it, as the buttons do, and writes the cell once it is there;
+    ``%gemini status`` says the bridge is on its way, not that no notebook answered."""
+    stub.reset()
+    cells = [
+        ("setup", "%load_ext genai_magics"),
+        ("b", CELL_B),
+        ("m", "%%gemini_edit\nAdd input validation."),
+        ("apply", "%gemini apply"),
+        ("status", "%gemini status"),
+    ]
+    env = {"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY}
+    with FakeFrontend(cells=cells, env=env, cwd=str(tmp_path)) as ff:
+        runs = {run.cell_id: run for run in ff.run_all()}
+        assert [run.status for run in runs.values()] == ["ok"] * 5
+        said = "".join(run.stdout + run.stderr for run in runs.values())
+        assert messages.BRIDGE_NOT_CONNECTED.render() not in said + "".join(ff.statuses())
+        assert messages.BRIDGE_COMING.render() in runs["status"].stdout.splitlines()
+        assert messages.BRIDGE_UNANSWERED.render() not in said
+        (line,) = runs["apply"].widget_model_ids  # the command's own line: what is being done, then the outcome
+        applied = "Applied: the proposal is now in In[2]"
+        assert ff.pump_until(lambda: applied in ff.widget_models[line]["value"], timeout=15), ff.widget_models[line]
+        assert ff.source("b").startswith("# stub edit: Add input validation.")
+        assert [r["op"] for r in ff.requests_received] == ["set_source"]
+
+
+def test_a_write_that_waited_for_the_bridge_too_long_fails_and_is_never_sent_later(stub, tmp_path):
+    """Restart & Run All with a slow cell after ``%gemini apply``: the first snapshot comes after the bridge's
+    timeout, so the Apply fails with one line, and the write is not made when the snapshot comes at last
+    (whoever asked, an agent turn too, has been told it failed)."""
+    stub.reset()
+    cells = [
+        ("setup", "%load_ext genai_magics"),
+        ("short", "from genai_magics.kernel.shell_state import state_of\nstate_of(get_ipython()).bridge.timeout = 1.0"),
+        ("b", CELL_B),
+        ("m", "%%gemini_edit\nAdd input validation."),
+        ("apply", "%gemini apply"),
+        ("slow", "import time\ntime.sleep(3)"),
+    ]
+    env = {"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY}
+    with FakeFrontend(cells=cells, env=env, cwd=str(tmp_path)) as ff:
+        runs = {run.cell_id: run for run in ff.run_all()}
+        assert [run.status for run in runs.values()] == ["ok"] * 6
+        (line,) = runs["apply"].widget_model_ids
+        failed = messages.FRONTEND_NO_REPLY.render(timeout=1.0, op="set_source")
+        assert ff.pump_until(lambda: failed in html.unescape(ff.widget_models[line]["value"]), timeout=15), (
+            ff.widget_models[line]
+        )
+        assert ff.pump_until(lambda: ff.snapshots_sent != [], timeout=5)
+        ff.pump(1.0)  # the snapshot handled: nothing was waiting any more
+        assert ff.requests_received == [] and ff.source("b") == CELL_B
