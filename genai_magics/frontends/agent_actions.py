@@ -25,6 +25,7 @@ from ..engine.agent import Change, Deleted, Edited, Inserted, TurnChanges, edite
 from ..engine.cells import Cell, code_cell_above, is_genai_magic
 from ..engine.errors import UserError
 from ..engine.hashing import sha256_text, short
+from ..engine.text import counted
 from ..engine.tools import ToolCall, ToolResult, error_result
 from .live_notebook import LiveNotebook
 from .notebook_view import NotebookView
@@ -71,10 +72,17 @@ class AgentActions:
     waits: bool = False  # the cell is awaited: each change waits for the frontend's reply
     # asked before each write (agent_approve "all": frontends/cell_runner.py's): yes, no, or either awaited
     approve_write: Callable[[str], Awaitable[bool] | bool] | None = None
+    # cell id -> the one name this turn gives it (its label when the turn first named it): step lines,
+    # approvals, results and the Undo line all say it, though the cell moves or runs as another In[n]
+    names: dict[str, str] = field(default_factory=dict)
 
     @property
     def changes(self) -> TurnChanges:
         return self.view.changes
+
+    def name(self, cell: Cell) -> str:
+        """The cell's name in this turn: fixed the first time the turn names it."""
+        return self.names.setdefault(cell.id, self.label(cell))
 
     def answer(self, call: ToolCall) -> ToolResult | Awaitable[ToolResult]:
         try:
@@ -124,7 +132,7 @@ class AgentActions:
         if is_genai_magic(source) and source.lstrip().startswith("%%gemini"):
             raise ValueError(messages.AGENT_MAGIC_CELL.render(name="insert_cell", label="the new cell"))
         after_id = after.id if after is not None else None
-        after_label = self.label(after) if after is not None else "top"
+        after_label = self.name(after) if after is not None else "top"
 
         def make() -> ToolResult | Awaitable[ToolResult]:
             if self.live is None:
@@ -138,19 +146,20 @@ class AgentActions:
 
             def result() -> ToolResult:
                 cell = next(c for c in self.view.cells() if c.id == new_id)
-                response = {"id": new_id, "label": self.label(cell), "after": after_label, "sha256": short(cell.sha256)}
+                response = {"id": new_id, "label": self.name(cell), "after": after_label, "sha256": short(cell.sha256)}
                 return ToolResult(call, response, "whole")
 
             return self._confirmed(call, pending, change, result)
 
-        return _Write(f"insert a {cell_type} cell after {after_label} ({len(source.splitlines())} lines)", make)
+        lines = counted(len(source.splitlines()), "line")
+        return _Write(f"insert a {cell_type} cell after {after_label} ({lines})", make)
 
     def _edit_cell(self, call: ToolCall) -> _Write:
         cell = self._target(call.args["ref"], "edit_cell")
         after = edited(cell.source, call.args)
         if is_genai_magic(after) and after.lstrip().startswith("%%gemini"):
-            raise ValueError(messages.AGENT_MAGIC_CELL.render(name="edit_cell", label=self.label(cell)))
-        label = self.label(cell)
+            raise ValueError(messages.AGENT_MAGIC_CELL.render(name="edit_cell", label=self.name(cell)))
+        label = self.name(cell)
 
         def make() -> ToolResult | Awaitable[ToolResult]:
             pending = None
@@ -162,11 +171,14 @@ class AgentActions:
             response = {"label": label, "sha256": short(sha256_text(after))}
             return self._confirmed(call, pending, change, lambda: ToolResult(call, response, "whole"))
 
-        return _Write(f"edit {label} ({len(call.args['edits'])} edits)", make)
+        return _Write(f"edit {label} ({counted(len(call.args['edits']), 'edit')})", make)
 
     def _delete_cell(self, call: ToolCall) -> _Write:
         cell = self._target(call.args["ref"], "delete_cell")
-        label = self.label(cell)
+        label = self.name(cell)
+        # a cell this turn inserted: its removal takes back the turn's own insert, no cell of the user's
+        own = any(isinstance(c, Inserted) and c.cell_id == cell.id for c in self.changes.items)
+        response: dict[str, object] = {"label": label, "inserted_this_turn": True} if own else {"label": label}
         ids = [c.id for c in self.view.cells()]
         at = ids.index(cell.id)
         held = {"id": cell.id, "cell_type": cell.cell_type, "source": cell.source}  # until the frontend's reply
@@ -185,26 +197,26 @@ class AgentActions:
                     current[0] = kept
 
                 self.live.delete_cell(cell.id, pending.done, removed)
-            return self._confirmed(call, pending, change, lambda: ToolResult(call, {"label": label}, "whole"))
+            return self._confirmed(call, pending, change, lambda: ToolResult(call, dict(response), "whole"))
 
         return _Write(f"delete {label}", make)
 
     def _run_cell(self, call: ToolCall) -> ToolResult | Awaitable[ToolResult]:
         cell = self._target(call.args["ref"], "run_cell")
         if cell.cell_type != "code":
-            raise ValueError(f"run_cell: {self.label(cell)} is a {cell.cell_type} cell: only code cells run")
+            raise ValueError(f"run_cell: {self.name(cell)} is a {cell.cell_type} cell: only code cells run")
         if self.live is None:
-            return cannot_run(cell, self.label(cell))
-        return self.run(cell, self.label(cell))
+            return cannot_run(cell, self.name(cell))
+        return self.run(cell, self.name(cell))
 
     # -- what every call shares ----------------------------------------------------------------
     def _target(self, ref: str, name: str, own_ok: bool = False) -> Cell:
         """The cell a REF names in the turn's view; refused when it is the agent's own or a magic cell."""
         cell = self.find(ref, name)
         if cell.id == self.own_id and not own_ok:
-            raise ValueError(messages.AGENT_OWN_CELL.render(name=name, label=self.label(cell)))
+            raise ValueError(messages.AGENT_OWN_CELL.render(name=name, label=self.name(cell)))
         if cell.id != self.own_id and is_genai_magic(cell.source) and not own_ok:
-            raise ValueError(messages.AGENT_MAGIC_CELL.render(name=name, label=self.label(cell)))
+            raise ValueError(messages.AGENT_MAGIC_CELL.render(name=name, label=self.name(cell)))
         return cell
 
     def _confirmed(

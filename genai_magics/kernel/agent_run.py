@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..engine.agent import TurnChanges
 from ..engine.context import ContextPiece
 from ..frontends.agent_actions import AgentActions
 from ..frontends.cell_runner import (
@@ -34,9 +35,11 @@ def turn_run_cell(
     approvals: Approvals,
     awaited: bool,
     timeout_s: float,
+    changes: TurnChanges | None = None,
 ) -> CellRunner:
     """The ``RunCell`` of an agent turn in this shell: the results as ``cell_outputs`` gives them (under its caps),
-    the error's traceback as ``last_error`` trims it, the approval widget in the agent cell."""
+    the error's traceback as ``last_error`` trims it, the approval widget in the agent cell; a run's next input
+    (``%load``) kept among ``changes``, the turn's."""
 
     def shown(cell_id: str, label: str) -> list[ContextPiece]:
         caps = (settings.max_output_chars, settings.max_images, settings.max_image_bytes)
@@ -57,6 +60,7 @@ def turn_run_cell(
         show_approval,
         approval_wait(awaited),
         timeout_s=timeout_s,
+        changes=changes,
     )
 
 
@@ -72,9 +76,11 @@ def offer_turn_undo(state: ShellState, actions: AgentActions) -> None:
         return
     cells = {cell.id: cell for cell in actions.view.cells()}
 
-    def label(cell_id: str) -> str:
+    def label(cell_id: str) -> str:  # the turn's own name for the cell, as its step lines said it
+        if cell_id in actions.names:
+            return actions.names[cell_id]
         cell = cells.get(cell_id)
-        return actions.label(cell) if cell is not None else f"cell {cell_id[:12]}"
+        return actions.name(cell) if cell is not None else f"cell {cell_id[:12]}"
 
     ran = actions.run.ran if isinstance(actions.run, CellRunner) else []
     state.agent_undo = offer_undo(actions.live, actions.changes, ran, label)

@@ -23,7 +23,7 @@ from IPython.core.magic import cell_magic, line_magic, magics_class, no_var_expa
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from .. import messages
-from ..engine.agent import agent_results, step_line
+from ..engine.agent import TurnChanges, agent_results, step_line
 from ..engine.cells import WHOLE_NOTEBOOK, is_genai_magic
 from ..engine.conversation import Conversation, Mode, Turn
 from ..engine.errors import UserError
@@ -309,19 +309,22 @@ class GeminiMagics(GeminiOptions):
             own_id=self.session.executed.running_id,
             find=lambda ref, name: documents.find_cell(view, ref, name),
             label=lambda cell: documents.label(view, cell),
-            run=self._run_cell(live, settings, approvals, awaited),
+            run=self._run_cell(live, settings, approvals, awaited, view.changes),
             note=display.note,
             waits=awaited,
             approve_write=turn_approve_write(approvals, awaited, self.apply_wait) if live is not None else None,
         )
 
-    def _run_cell(self, live: LiveNotebook | None, settings: Settings, approvals: Approvals, awaited: bool) -> RunCell:
+    def _run_cell(
+        self, live: LiveNotebook | None, settings: Settings, approvals: Approvals, awaited: bool, changes: TurnChanges
+    ) -> RunCell:
         """How run_cell runs a cell here: by this kernel, through the live notebook, after the approval that
         ``agent_approve`` asks for (kernel/agent_run.py); without a live notebook, none runs."""
         if live is None:
             return cannot_run
+        shell, session = self.shell, self.session
         return turn_run_cell(
-            self.shell, live, self.session, settings, self._cell_for_filename, approvals, awaited, self.apply_wait
+            shell, live, session, settings, self._cell_for_filename, approvals, awaited, self.apply_wait, changes
         )
 
     async def _agent_awaited(

@@ -47,7 +47,8 @@ def next_calls(line: str, results: list[dict[str, Any]]) -> list[dict[str, Any]]
         if not isinstance(ran, str) or missing is None:
             return None  # ran cleanly, or failed in a way the play does not fix
         name = missing.group(1)
-        fix = {"find": f"print({name})", "replace": f"{name} = True  # defined after reading the NameError\nprint({name})"}
+        defined = f"{name} = True  # defined after reading the NameError\nprint({name})"
+        fix = {"find": f"print({name})", "replace": defined}
         return [
             {"name": "edit_cell", "args": {"ref": ran, "edits": [fix]}},
             {"name": "run_cell", "args": {"ref": ran}},
@@ -59,7 +60,8 @@ def played_note(results: list[dict[str, Any]]) -> str:
     """What the answer says the play did, once its second run came back."""
     if [r.get("name") for r in results] != ["edit_cell", "run_cell"]:
         return ""
-    run = results[1].get("response") if isinstance(results[1].get("response"), dict) else {}
+    response = results[1].get("response")
+    run: dict[str, Any] = response if isinstance(response, dict) else {}
     how = "it failed again" if "error" in run else "it ran without an error"
     return (
         f"\n\nI inserted a cell, ran it, read its NameError, defined the name in it and ran it again "

@@ -226,7 +226,8 @@ def own_calls(
 ) -> list[dict[str, Any]] | None:
     """The calls the model makes on its own in a turn no script runs: an agent turn asking to run, check or
     test plays an agent (agent_play.py); an ask naming, as code, a name the document does not show first
-    lists the notebook's variables, then inspects each such name the list holds, then answers. Only what the request holds decides (the stand-in keeps nothing between turns)."""
+    lists the notebook's variables, then inspects each such name the list holds, then answers. Only what the
+    request holds decides (the stand-in keeps nothing between turns)."""
     user_texts = [t for r, t in turns if r == "user"]
     mode, prompt = current_prompt(user_texts[-1] if user_texts else "")
     if edit or mode == "edit":
