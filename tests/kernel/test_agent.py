@@ -74,8 +74,10 @@ def test_the_agent_inserts_edits_and_deletes_cells_live(lab, stub, mode):
     assert read["response"]["text"] == f"id={new.id}\nassert parse('4') == 4\n"  # the turn's view, at once
     assert "error" not in edit["response"] and "error" not in delete["response"]
     plain = run.plain
-    assert messages.AGENT_INSERTED.within(plain, id=new.id, after="In[2]", lines=1)
-    assert messages.AGENT_EDITED.within(plain, count=1)
+    # one name for the new cell in every line (its place when inserted), plurals right
+    assert messages.AGENT_INSERTED.within(plain, label="cell #3", after="In[2]", lines="1 line")
+    assert messages.AGENT_EDITED.within(plain, label="cell #3", count="1 edit")
+    assert insert["response"]["label"] == edit["response"]["label"] == "cell #3"
     assert messages.AGENT_DELETED.within(plain, label="cell #4")
     assert f"turn 1 · agent · {mode}" in plain and "Function results read" in plain  # the answer, then the footer
     assert not messages.AGENT_APPROVE_NONE.within(plain)
@@ -172,7 +174,9 @@ def test_an_agent_turn_replays_with_zero_requests_and_changes_nothing_again(lab,
     replayed = lab.execute("m")
     assert len(api_requests(stub)) == sent, "a replay sent requests"
     assert [(c.id, c.source) for c in lab.cells] == after_turn  # nothing inserted or deleted again
-    assert messages.AGENT_INSERTED.within(replayed.plain, id=new.id) and messages.AGENT_DELETED.within(replayed.plain)
+    assert messages.AGENT_INSERTED.within(replayed.plain, label="cell #3") and messages.AGENT_DELETED.within(
+        replayed.plain
+    )
     assert messages.REPLAYED_FOOTER.within(replayed.plain, turn=1)
     # --rerun asks again, live
     lab.edit("m", lab.source("m").replace("%%gemini_agent", "%%gemini_agent --rerun"))

@@ -268,7 +268,7 @@ def test_one_undo_takes_back_the_whole_turn_and_says_what_ran_stays(stub, tmp_pa
         said = _undone(ff)
         assert [c.to_json() for c in ff.cells] == before  # the deleted cell back with its outputs, in its place
         assert messages.TURN_UNDO_RAN.render(cells="In[7]") in said
-        assert "3 cell(s)" not in said and "1 cell(s) deleted" in said and "1 cell(s) put back" in said
+        assert "3 cell" not in said and "1 cell deleted" in said and "1 cell put back" in said
         # a second Undo (the line command) says it was done, and writes nothing
         sent = len(ff.requests_received)
         ff.execute_code("%gemini undo")
