@@ -110,9 +110,7 @@ def test_step_lines():
     )
     own = ToolResult(ToolCall("delete_cell", {"ref": "x"}), {"label": "cell #4", "inserted_this_turn": True}, "whole")
     assert step_line(own) == "↶ removed cell #4, which this turn inserted"  # no ✗ of a user's cell deleted
-
-
-def test_a_runs_line_shows_the_start_of_what_it_printed_and_the_error():
+    # a run's line: the start of what it printed, and the error it raised
     call = ToolCall("run_cell", {"ref": "7"})
     ran = ToolResult(call, {"ran": "In[7]", "label": "In[7]", "text": "\n  total: 4\nmore"}, "whole")
     assert step_line(ran) == f'▶ ran In[7]: "total: 4" ({ran.chars:,} chars)'

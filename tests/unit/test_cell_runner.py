@@ -50,7 +50,7 @@ def test_outputs_are_built_as_a_frontend_builds_its_output_area():
     ]
 
 
-def test_clear_output_clears_now_or_at_the_next_output():
+def test_clear_output_clears_now_or_at_the_next_output_and_outputs_are_capped():
     out = CellOutputs()
     out.add("stream", {"name": "stdout", "text": "0%"})
     out.add("clear_output", {"wait": True})
@@ -59,10 +59,7 @@ def test_clear_output_clears_now_or_at_the_next_output():
     assert out.nbformat() == [{"output_type": "stream", "name": "stdout", "text": "100%"}]
     out.add("clear_output", {"wait": False})
     assert out.nbformat() == []
-
-
-def test_past_its_bound_a_run_says_what_it_left_out_and_keeps_its_error():
-    out = CellOutputs()
+    # past its bound a run says what it left out, where, and keeps its error
     for i in range(MAX_RUN_OUTPUTS + 5):
         out.add("display_data", {"data": {"text/plain": str(i)}})
     out.add("stream", {"name": "stderr", "text": "late warning\n"})  # left out too: not merged into the note
