@@ -834,6 +834,13 @@ AGENT_REMOVED_OWN = note("AGENT_REMOVED_OWN", "↶ removed {label}, which this t
 AGENT_RAN = note("AGENT_RAN", "▶ ran {label}: {start} ({chars:,} chars)")
 AGENT_RAN_RAISED = note("AGENT_RAN_RAISED", "▶ ran {label}: {start} ({chars:,} chars); raised {error}")
 RAN_PRINTED_NOTHING = part("RAN_PRINTED_NOTHING", "printed nothing")
+# a change an agent cell that is not awaited sent without waiting, checked once the frontend answered
+AGENT_NOT_LANDED = part("AGENT_NOT_LANDED", "✗ {call}: the change did not land in the notebook: {error}")
+AGENT_NOT_IN_VIEW = part("AGENT_NOT_IN_VIEW", "the notebook does not show it")
+LANDED_WAITING = status(
+    "LANDED_WAITING", "{count} sent without waiting (this cell is not awaited): checked when the notebook answers"
+)
+LANDED_ALL = status("LANDED_ALL", "the notebook shows the turn's {count}")
 RUN_OUTPUTS_LEFT_OUT = part(
     "RUN_OUTPUTS_LEFT_OUT",
     "[genai_magics: {count} left out here: a cell the agent runs keeps its first {kept:,} outputs and its error]\n",

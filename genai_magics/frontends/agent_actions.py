@@ -10,7 +10,8 @@ changes stay in the turn's view and become one ``--notebook`` proposal (the magi
 ``run_cell`` gets the error result ``this frontend cannot run cells``.
 
 An awaited agent cell (``waiting.awaited_call``) waits for the frontend's reply to each change, so a
-refused change is an error result; elsewhere the change is sent and the model told it is made.
+refused change is an error result; elsewhere the change is sent and kept in the turn's ``LandedCheck``
+(frontends/landed.py), which proves it landed once the frontend answers, before the next request.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ..engine.errors import UserError
 from ..engine.hashing import sha256_text, short
 from ..engine.text import counted
 from ..engine.tools import ToolCall, ToolResult, error_result
+from .landed import LandedCheck, Reply, Sent
 from .live_notebook import LiveNotebook
 from .notebook_view import NotebookView
 
@@ -72,6 +74,7 @@ class AgentActions:
     waits: bool = False  # the cell is awaited: each change waits for the frontend's reply
     # asked before each write (agent_approve "all": frontends/cell_runner.py's): yes, no, or either awaited
     approve_write: Callable[[str], Awaitable[bool] | bool] | None = None
+    check: LandedCheck | None = None  # the changes sent without waiting (a cell that is not awaited)
     # cell id -> the one name this turn gives it (its label when the turn first named it): step lines,
     # approvals, results and the Undo line all say it, though the cell moves or runs as another In[n]
     names: dict[str, str] = field(default_factory=dict)
@@ -139,7 +142,7 @@ class AgentActions:
                 new_id = f"c-{uuid.uuid4().hex[:8]}"
                 pending = None
             else:
-                pending = _Reply()
+                pending = Reply()
                 new_id = self.live.insert_cell(after_id, source, cell_type, pending.done)
             change = Inserted(new_id, source, cell_type, after_id)
             self.changes.add(change)
@@ -164,7 +167,7 @@ class AgentActions:
         def make() -> ToolResult | Awaitable[ToolResult]:
             pending = None
             if self.live is not None:
-                pending = _Reply()
+                pending = Reply()
                 self.live.set_source(cell.id, after, pending.done)
             change = Edited(cell.id, cell.source, after)
             self.changes.add(change)
@@ -188,7 +191,7 @@ class AgentActions:
             self.changes.add(change)  # before the frontend's reply: the companion's comes within the call
             pending = None
             if self.live is not None:
-                pending = _Reply()
+                pending = Reply()
                 current = [change]
 
                 def removed(cell_json: dict) -> None:  # the cell as the frontend held it: outputs too, for Undo
@@ -220,15 +223,17 @@ class AgentActions:
         return cell
 
     def _confirmed(
-        self, call: ToolCall, pending: _Reply | None, change: Change, result: Callable[[], ToolResult]
+        self, call: ToolCall, pending: Reply | None, change: Change, result: Callable[[], ToolResult]
     ) -> ToolResult | Awaitable[ToolResult]:
-        """The result now (no live notebook, or a cell that cannot wait), or once the frontend replied:
-        a refusal takes the change back out of the turn and is an error result."""
+        """The result now (no live notebook, or a cell that cannot wait: the change kept to be proven landed),
+        or once the frontend replied: a refusal takes the change back out of the turn and is an error result."""
         if pending is None or not self.waits:
+            if pending is not None and self.check is not None:
+                self.check.add(Sent(call.label, change, pending))
             return result()
 
         async def replied() -> ToolResult:
-            error = await pending.wait()
+            error = await _reply_to(pending)
             if error is None:
                 return result()
             if change in self.changes.items:
@@ -246,20 +251,11 @@ class _Write:
     make: Callable[[], ToolResult | Awaitable[ToolResult]]
 
 
-class _Reply:
-    """A frontend's reply to one change (``Done``), awaited with ``asyncio.sleep`` polling as the
-    approval's wait is (the reply comes on the kernel's own loop while the cell awaits)."""
+async def _reply_to(reply: Reply) -> str | None:
+    """A frontend's reply to one change, awaited with ``asyncio.sleep`` polling as the approval's wait is (the
+    reply comes on the kernel's own loop while the cell awaits)."""
+    from . import waiting
 
-    def __init__(self) -> None:
-        self.came = False
-        self.error: str | None = None
-
-    def done(self, error: str | None) -> None:
-        self.came, self.error = True, error
-
-    async def wait(self) -> str | None:
-        from . import waiting
-
-        if not await waiting.wait_async(lambda: self.came, REPLY_TIMEOUT_S):
-            return messages.FRONTEND_NO_REPLY.render(timeout=REPLY_TIMEOUT_S, op="agent change")
-        return self.error
+    if not await waiting.wait_async(lambda: reply.came, REPLY_TIMEOUT_S):
+        return messages.FRONTEND_NO_REPLY.render(timeout=REPLY_TIMEOUT_S, op="agent change")
+    return reply.error

@@ -4,6 +4,7 @@ approval widget (ui/approval.py) in the agent cell. What the agent's magic hands
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..engine.agent import TurnChanges
@@ -19,9 +20,10 @@ from ..frontends.cell_runner import (
 from ..frontends.live_notebook import LiveNotebook
 from ..sources.last_error import CellForFilename, capture_last_error, render_error
 from ..sources.outputs import shown_pieces
-from ..turn.requests import Settings
+from ..turn.requests import Settings, TurnRequest
 from ..turn.session import Session
 from ..ui.approval import show_approval
+from ..ui.landed_line import show_landed_line
 from ..ui.turn_undo import offer_undo
 from .shell_state import ShellState
 
@@ -71,7 +73,9 @@ def turn_approve_write(approvals: Approvals, awaited: bool, timeout_s: float) ->
 
 def offer_turn_undo(state: ShellState, actions: AgentActions) -> None:
     """At the end of an agent turn (answered, stopped or failed) that changed cells through the live notebook:
-    its Undo button, kept as the shell's latest agent turn for ``%gemini undo``."""
+    its Undo button, kept as the shell's latest agent turn for ``%gemini undo``; the line proving the changes
+    it sent without waiting landed."""
+    keep_landed_check(state, actions)
     if actions.live is None or not actions.changes:
         return
     cells = {cell.id: cell for cell in actions.view.cells()}
@@ -84,3 +88,22 @@ def offer_turn_undo(state: ShellState, actions: AgentActions) -> None:
 
     ran = actions.run.ran if isinstance(actions.run, CellRunner) else []
     state.agent_undo = offer_undo(actions.live, actions.changes, ran, label)
+
+
+def keep_landed_check(state: ShellState, actions: AgentActions) -> None:
+    """A turn that sent changes without waiting: the line that proves them landed, and the check kept for the
+    conversation's next request."""
+    if actions.check is not None and actions.check.sent:
+        show_landed_line(actions.check)
+        state.landed_check = actions.check
+
+
+def told_not_landed(state: ShellState, request: TurnRequest) -> TurnRequest:
+    """Before the next request of the conversation of a turn whose changes were sent without waiting: each checked,
+    and the ones that did not land go with the request (``agentChangesNotMade``), told once."""
+    check = state.landed_check
+    if check is None or request.dry_run or request.conversation != check.conversation:
+        return request
+    state.landed_check = None
+    piece = check.told()
+    return request if piece is None else replace(request, extra_pieces=(*request.extra_pieces, piece))

@@ -36,6 +36,7 @@ from ..frontends.agent_actions import AgentActions, RunCell, TurnView, cannot_ru
 from ..frontends.bridge import Bridge
 from ..frontends.cell_runner import Approvals, Approve
 from ..frontends.cell_writer import write_staged
+from ..frontends.landed import LandedCheck
 from ..frontends.live_notebook import LiveNotebook
 from ..frontends.notebook_view import path_of_cell_uri
 from ..frontends.terminal import is_terminal, typed_source
@@ -49,7 +50,7 @@ from ..ui import report
 from ..ui.display import NotebookDisplay, TerminalDisplay
 from ..ui.proposal import ProposalController
 from ..ui.proposal_display import Place, Proposed, show_proposal
-from .agent_run import offer_turn_undo, turn_approve_write, turn_run_cell
+from .agent_run import offer_turn_undo, told_not_landed, turn_approve_write, turn_run_cell
 from .line_commands import COMMANDS, HELP, Call, chosen
 from .line_syntax import split_prompt
 from .magic_flags import documented, plain_help, takes_value, turn_arguments, turn_request, with_defaults
@@ -264,13 +265,13 @@ class GeminiMagics(GeminiOptions):
         except UserError as exc:
             display.error(str(exc))
             return None
-        request = turn_request(mode, args, asked, agent)
+        request = told_not_landed(self.shell_state, turn_request(mode, args, asked, agent))
         if frontend.stale:
             display.note(messages.VIEW_BEHIND.render())
         reader = ShellReader(self.shell, self._cell_for_filename)
         actions = None
         if agent:
-            actions = self._agent_actions(frontend, settings, display)
+            actions = self._agent_actions(frontend, settings, display, request.conversation)
             if settings.agent_approve == "none" and actions.live is not None:
                 display.note(messages.AGENT_APPROVE_NONE.render())  # said every turn: nothing will ask
             frontend = replace(frontend, view=actions.view)  # the turn's reads see its own changes
@@ -293,9 +294,12 @@ class GeminiMagics(GeminiOptions):
         return shown
 
     # -- the agent -------------------------------------------------------------
-    def _agent_actions(self, frontend: frontends.Frontend, settings: Settings, display) -> AgentActions:
+    def _agent_actions(
+        self, frontend: frontends.Frontend, settings: Settings, display, conversation: str
+    ) -> AgentActions:
         """What answers this agent turn's calls: through the live notebook where there is one, waiting for
-        its replies (and approvals) only where the cell is awaited (frontends/waiting.py)."""
+        its replies (and approvals) only where the cell is awaited (frontends/waiting.py); elsewhere each change
+        is proven landed once the frontend answers (frontends/landed.py)."""
         live = frontend.live
         if isinstance(live, Bridge):
             live.one_undo_step()  # the turn's writes: one step of JupyterLab's notebook undo
@@ -313,6 +317,7 @@ class GeminiMagics(GeminiOptions):
             note=display.note,
             waits=awaited,
             approve_write=turn_approve_write(approvals, awaited, self.apply_wait) if live is not None else None,
+            check=LandedCheck(live, conversation) if live is not None and not awaited else None,
         )
 
     def _run_cell(
