@@ -269,7 +269,7 @@ def test_the_turn_sees_its_changes_and_keeps_them_for_undo():
     inserted = actions.answer(ToolCall("insert_cell", {"after": "a", "source": "y = 2"}))
     assert isinstance(inserted, ToolResult) and inserted.response["id"] == "new1"
     actions.answer(ToolCall("edit_cell", {"ref": "new1", "edits": [{"find": "2", "replace": "3"}]}))
-    actions.answer(ToolCall("delete_cell", {"ref": "a"}))
+    user_deleted = actions.answer(ToolCall("delete_cell", {"ref": "a"}))
     assert [(c.id, c.source) for c in actions.view.cells()] == [
         ("new1", "y = 3"),
         ("q", "%%gemini_ask\nwhy?"),
@@ -280,6 +280,11 @@ def test_the_turn_sees_its_changes_and_keeps_them_for_undo():
     assert isinstance(deleted, Deleted) and deleted.cell["outputs"] and deleted.after_id is None
     # the code cell above the agent's, as the bridge finds it: the inserted one, never the magic between
     assert actions.view.cell_above("m") == Cell("new1", "y = 3") and actions.view.cell_above("new1") is None
+    # the turn's own insert deleted again: removed, no cell of the user's deleted; one name throughout
+    removed = actions.answer(ToolCall("delete_cell", {"ref": "new1"}))
+    assert isinstance(removed, ToolResult)
+    assert removed.response == {"label": inserted.response["label"], "inserted_this_turn": True}
+    assert isinstance(user_deleted, ToolResult) and user_deleted.response == {"label": "cell a"}
 
 
 def test_a_change_that_would_write_a_magic_cell_is_refused():
