@@ -85,10 +85,10 @@ class CellOutputs:
             if content.get("wait"):
                 self._clear_pending = True
             else:
-                self.outputs.clear()
+                self._clear()
             return True
         if self._clear_pending:
-            self.outputs.clear()
+            self._clear()
             self._clear_pending = False
         if msg_type == "stream":
             name, text = content.get("name", "stdout"), str(content.get("text", ""))
@@ -122,6 +122,10 @@ class CellOutputs:
                 out["_display_id"] = display_id
             self._append(out)
         return True
+
+    def _clear(self) -> None:
+        self.outputs.clear()
+        self._left_out = None  # a cleared area holds no note: the bound counts afresh
 
     def _append(self, out: dict[str, Any]) -> None:
         if len(self.outputs) < MAX_RUN_OUTPUTS or out["output_type"] == "error":

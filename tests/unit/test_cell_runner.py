@@ -70,6 +70,10 @@ def test_clear_output_clears_now_or_at_the_next_output_and_outputs_are_capped():
     left_out = messages.RUN_OUTPUTS_LEFT_OUT.render(count="6 outputs", kept=MAX_RUN_OUTPUTS)
     assert shown[-2] == {"output_type": "stream", "name": "stderr", "text": left_out}
     assert shown[-1]["output_type"] == "error"
+    out.add("clear_output", {"wait": False})  # a cleared area counts afresh: no note left over
+    for i in range(MAX_RUN_OUTPUTS + 1):
+        out.add("display_data", {"data": {"text/plain": str(i)}})
+    assert out.nbformat()[-1]["text"] == messages.RUN_OUTPUTS_LEFT_OUT.render(count="1 output", kept=MAX_RUN_OUTPUTS)
     long = CellOutputs()
     long.add("stream", {"name": "stdout", "text": "x" * (MAX_CELL_CHARS - 1)})
     long.add("stream", {"name": "stdout", "text": "yyy"})
