@@ -29,19 +29,19 @@ def agent_example(doc: str) -> str:
     return found
 
 
-@pytest.mark.parametrize("doc", ["README.md", "docs/flags.md"])
-def test_the_docs_agent_example_makes_the_stand_in_insert_run_edit_and_run_again(stub, tmp_path, doc):
+@pytest.mark.parametrize(("doc", "mode"), [("README.md", "contents"), ("docs/flags.md", "interactions")])
+def test_the_docs_agent_example_makes_the_stand_in_insert_run_edit_and_run_again(stub, tmp_path, doc, mode):
     stub.reset()
     cells = [("setup", "%load_ext genai_magics"), ("a", PARSE), ("m", agent_example(doc))]
     env = {"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY}
     with FakeFrontend(cells=cells, env=env, cwd=str(tmp_path)) as lab:
         lab.execute("setup")
         lab.execute("a")
-        lab.execute_code("%config GeminiMagics.agent_approve = 'none'")
+        lab.execute_code(f"%config GeminiMagics.agent_approve = 'none'\n%config GeminiMagics.state = {mode!r}")
         run = lab.execute("m")
         assert run.error is None, run.error
         plain = run.plain
-        assert "Stub answer to" in plain  # the stand-in's answer, after its steps
+        assert "Stub answer to" in plain and f"agent · {mode}" in plain  # the stand-in's answer, after its steps
         (new,) = [c for c in lab.cells if c.id not in ("setup", "a", "m")]
         assert [c.id for c in lab.cells] == ["setup", "a", new.id, "m"]  # below the latest cell run
         assert new.source.endswith("checked = True  # defined after reading the NameError\nprint(checked)\n")
