@@ -865,10 +865,28 @@ UNKNOWN_TOOLS = note(
 )
 
 # -- the agent (%%gemini_agent: engine/agent.py, frontends/agent_actions.py): one line a step -----------
-AGENT_INSERTED = note("AGENT_INSERTED", "✎ inserted cell {id} after {after} ({lines} lines)")
-AGENT_EDITED = note("AGENT_EDITED", "✎ edited {label} ({count} edits)")
+AGENT_INSERTED = note("AGENT_INSERTED", "✎ inserted {label} after {after} ({lines})")
+AGENT_EDITED = note("AGENT_EDITED", "✎ edited {label} ({count})")
 AGENT_DELETED = note("AGENT_DELETED", "✗ deleted {label}")
-AGENT_RAN = note("AGENT_RAN", "▶ ran {label}: {chars:,} chars")
+AGENT_REMOVED_OWN = note("AGENT_REMOVED_OWN", "↶ removed {label}, which this turn inserted")
+# a run's line: the start of what it printed ("printed nothing"), its size, and the error it raised
+AGENT_RAN = note("AGENT_RAN", "▶ ran {label}: {start} ({chars:,} chars)")
+AGENT_RAN_RAISED = note("AGENT_RAN_RAISED", "▶ ran {label}: {start} ({chars:,} chars); raised {error}")
+RAN_PRINTED_NOTHING = part("RAN_PRINTED_NOTHING", "printed nothing")
+# a change an agent cell that is not awaited sent without waiting, checked once the frontend answered
+AGENT_NOT_LANDED = part("AGENT_NOT_LANDED", "✗ {call}: the change did not land in the notebook: {error}")
+AGENT_NOT_IN_VIEW = part("AGENT_NOT_IN_VIEW", "the notebook does not show it")
+LANDED_WAITING = status(
+    "LANDED_WAITING", "{count} sent without waiting (this cell is not awaited): checked when the notebook answers"
+)
+LANDED_ALL = status("LANDED_ALL", "the notebook shows the turn's {count}")
+RUN_OUTPUTS_LEFT_OUT = part(
+    "RUN_OUTPUTS_LEFT_OUT",
+    "[genai_magics: {count} left out here: a cell the agent runs keeps its first {kept:,} outputs and its error]\n",
+)
+RUN_CHARS_LEFT_OUT = part("RUN_CHARS_LEFT_OUT", "\n[genai_magics: {count} of this stream left out]\n")
+RAN_NEXT_INPUT_REPLACED = part("RAN_NEXT_INPUT_REPLACED", "the run replaced this cell's text ({lines}), as %load does")
+RAN_NEXT_INPUT_INSERTED = part("RAN_NEXT_INPUT_INSERTED", "the run put its next input in a new cell below ({id})")
 AGENT_STEPS_LIMIT = note(
     "AGENT_STEPS_LIMIT",
     "{count} agent steps: the limit (max_agent_steps); the model is asked to answer without functions",

@@ -23,7 +23,7 @@ from IPython.core.magic import cell_magic, line_magic, magics_class, no_var_expa
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from .. import messages
-from ..engine.agent import agent_results, step_line
+from ..engine.agent import TurnChanges, agent_results, step_line
 from ..engine.cells import WHOLE_NOTEBOOK, is_genai_magic
 from ..engine.conversation import Conversation, Mode, Turn
 from ..engine.errors import UserError
@@ -37,6 +37,7 @@ from ..frontends.bridge import Bridge
 from ..frontends.cell_runner import Approvals, Approve
 from ..frontends.cell_writer import write_staged
 from ..frontends.code_check import shell_check
+from ..frontends.landed import LandedCheck
 from ..frontends.live_notebook import LiveNotebook
 from ..frontends.notebook_view import path_of_cell_uri
 from ..frontends.terminal import is_terminal, typed_source
@@ -50,7 +51,7 @@ from ..ui import report
 from ..ui.display import NotebookDisplay, TerminalDisplay
 from ..ui.proposal import ProposalController
 from ..ui.proposal_display import Place, Proposed, show_proposal
-from .agent_run import agent_failure, end_agent_turn, turn_approve_write, turn_run_cell, turn_undone
+from .agent_run import agent_failure, end_agent_turn, told_not_landed, turn_approve_write, turn_run_cell, turn_undone
 from .line_commands import COMMANDS, HELP, Call, chosen
 from .line_syntax import split_prompt
 from .magic_flags import documented, plain_help, takes_value, turn_arguments, turn_request, with_defaults
@@ -269,13 +270,13 @@ class GeminiMagics(GeminiOptions):
         except UserError as exc:
             display.error(str(exc))
             return None
-        request = turn_request(mode, args, asked, agent)
+        request = told_not_landed(self.shell_state, turn_request(mode, args, asked, agent))
         if frontend.stale:
             display.note(messages.VIEW_BEHIND.render())
         reader = ShellReader(self.shell, self._cell_for_filename)
         actions = None
         if agent:
-            actions = self._agent_actions(frontend, settings, display)
+            actions = self._agent_actions(frontend, settings, display, request.conversation)
             if settings.agent_approve == "none" and actions.live is not None:
                 display.note(messages.AGENT_APPROVE_NONE.render())  # said every turn: nothing will ask
             frontend = replace(frontend, view=actions.view)  # the turn's reads see its own changes
@@ -305,9 +306,12 @@ class GeminiMagics(GeminiOptions):
         return True
 
     # -- the agent -------------------------------------------------------------
-    def _agent_actions(self, frontend: frontends.Frontend, settings: Settings, display) -> AgentActions:
+    def _agent_actions(
+        self, frontend: frontends.Frontend, settings: Settings, display, conversation: str
+    ) -> AgentActions:
         """What answers this agent turn's calls: through the live notebook where there is one, waiting for
-        its replies (and approvals) only where the cell is awaited (frontends/waiting.py)."""
+        its replies (and approvals) only where the cell is awaited (frontends/waiting.py); elsewhere each change
+        is proven landed once the frontend answers (frontends/landed.py)."""
         live = frontend.live
         if isinstance(live, Bridge):
             live.one_undo_step()  # the turn's writes: one step of JupyterLab's notebook undo
@@ -321,21 +325,25 @@ class GeminiMagics(GeminiOptions):
             own_id=self.session.executed.running_id,
             find=lambda ref, name: documents.find_cell(view, ref, name),
             label=lambda cell: documents.label(view, cell),
-            run=self._run_cell(live, settings, approvals, awaited),
+            run=self._run_cell(live, settings, approvals, awaited, view.changes),
             note=display.note,
             waits=awaited,
             approve_write=turn_approve_write(approvals, awaited, self.apply_wait) if live is not None else None,
             writes_shown=lambda: live is not None and approvals.needed("write"),
             check=shell_check(self.shell),
+            landed=LandedCheck(live, conversation) if live is not None and not awaited else None,
         )
 
-    def _run_cell(self, live: LiveNotebook | None, settings: Settings, approvals: Approvals, awaited: bool) -> RunCell:
+    def _run_cell(
+        self, live: LiveNotebook | None, settings: Settings, approvals: Approvals, awaited: bool, changes: TurnChanges
+    ) -> RunCell:
         """How run_cell runs a cell here: by this kernel, through the live notebook, after the approval that
         ``agent_approve`` asks for (kernel/agent_run.py); without a live notebook, none runs."""
         if live is None:
             return cannot_run
+        shell, session = self.shell, self.session
         return turn_run_cell(
-            self.shell, live, self.session, settings, self._cell_for_filename, approvals, awaited, self.apply_wait
+            shell, live, session, settings, self._cell_for_filename, approvals, awaited, self.apply_wait, changes
         )
 
     async def _agent_awaited(
