@@ -27,3 +27,11 @@ def smoke_run(script: str) -> str:
     )
     assert done.stdout.strip(), f"{script} --smoke printed nothing"
     return done.stdout
+
+
+def goal_lines(output: str) -> list[str]:
+    """The ``target … PASS/FAIL`` lines a run printed (``benchmarks/goals.py``); the test fails on a malformed one."""
+    lines = [line for line in output.splitlines() if line.startswith("target ")]
+    for line in lines:
+        assert any(f" — {v}" in line for v in ("PASS", "FAIL", "not judged (smoke)")), line
+    return lines
