@@ -245,14 +245,10 @@ def strategies(stub: StubServer, shell: Shell, implicit: bool) -> dict[str, list
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    add_flag(parser)
-    args = parser.parse_args(argv)
-    smoke = args.smoke
-    goals = Goals(judged=not smoke)
+def measured(smoke: bool) -> list[tuple[str, str, dict[str, list[TurnStat]]]]:
+    """(notebook size, assumption, each strategy's turns) of every table, in order (scripts/figures.py reads them)."""
     sizes = (("7 cells", []), ("31 cells", FILLER))[: 1 if smoke else 2]
-    tables: list[tuple[str, list[str]]] = []
+    out = []
     with StubServer() as stub:
         shell = notebook(stub)
         try:
@@ -261,11 +257,22 @@ def main(argv: list[str] | None = None) -> int:
                     shell.run(source, cell_id=cell_id)
                 shell.run(CELLS[-1][1], cell_id=CELLS[-1][0])  # the failing cell last again: the same error
                 for key, what in ASSUMPTIONS[: 1 if smoke else 2]:
-                    judged = goals if smoke or size == GOAL_CELLS else None  # a smoke run prints the goal's lines
-                    runs = strategies(stub, shell, key == "always")
-                    tables.append((f"notebook of {size}, {what}", table(runs, judged)))
+                    out.append((size, what, strategies(stub, shell, key == "always")))
         finally:
             shell.close()
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_flag(parser)
+    args = parser.parse_args(argv)
+    smoke = args.smoke
+    goals = Goals(judged=not smoke)
+    tables = [
+        (f"notebook of {size}, {what}", table(runs, goals if smoke or size == GOAL_CELLS else None))
+        for size, what, runs in measured(smoke)
+    ]  # a smoke run prints the goal's lines (not judged) on its 7 cells
     print(f"model {MODEL} (genai_magics defaults: cache auto); 3 questions (df's columns, a cell's output, the last")
     print("error), then the same 3 again: tokens, bytes and US$ of the first 3, then of the repeated 3")
     for title, lines in tables:

@@ -9,6 +9,8 @@ at smoke sizes. A benchmark whose smoke run starts kernels is marked ``kernel``;
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from helpers.benchmark import BENCHMARKS, goal_lines, smoke_run
 
@@ -39,3 +41,11 @@ def test_a_benchmark_runs_in_its_smoke_mode_and_prints_its_goals(script):
 @pytest.mark.parametrize("script", KERNELS)
 def test_a_benchmark_with_kernels_runs_in_its_smoke_mode_and_prints_its_goals(script):
     assert goal_lines(smoke_run(script))
+
+
+def test_the_published_tools_figures_are_what_the_code_computes_now():
+    """The smoke run's table (7 cells, implicit caching never hits) is one of ``benchmarks/figures.json``'s: when
+    the code changes the figures, ``python scripts/figures.py`` writes them and the docs again."""
+    figures = json.loads((BENCHMARKS / "figures.json").read_text(encoding="utf-8"))
+    rows = [line for line in smoke_run("tools_economy.py").splitlines() if line.startswith("(")]
+    assert rows == figures["tools_economy"]["rows"]["7 cells, implicit caching never"]
