@@ -55,6 +55,7 @@ for path in (ROOT, ROOT / "tests", ROOT / "benchmarks"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
+from goals import Goals  # noqa: E402
 from helpers.kernel import FAKE_KEY  # noqa: E402
 from helpers.shell import Shell  # noqa: E402
 from smoke import Failures, add_flag  # noqa: E402
@@ -307,7 +308,7 @@ def report(
             ("the session <= 1.3x the strict floor", usd <= 1.3 * total_floor, f"{usd / total_floor:.2f}x"),
             ("no request over the input limit", s.largest <= INPUT_LIMIT, f"largest {s.largest:,} tokens"),
         ):
-            print(f"target {title}, {k}: {goal}: measured {measured} — {'PASS' if ok else 'FAIL'}")
+            print(goals.line(f"{title}, {k}: {goal}", ok, measured))
         first = next((i for i, t in enumerate(s.stats) if t.cached or t.written), len(s.stats))
         early = sum(full_price(t) for t in s.stats[:first])
         least = floors.uncached if k == "interactions" and not implicit else floors.bound
@@ -317,6 +318,9 @@ def report(
             f" floor); turns 1-{first}, before any input was cached, hold {early:,} of"
             f" {sum(full_price(t) for t in s.stats):,} full-price input tokens"
         )
+
+
+goals = Goals()  # a FAIL makes the run exit 1 unless --report (goals.py); a smoke run prints no goal
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -354,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     for title, runs, stateless, floors, implicit in tables:
         report(title, runs, stateless, floors, implicit, args.smoke)
-    return 0
+    return goals.exit_code(args.report)
 
 
 if __name__ == "__main__":
