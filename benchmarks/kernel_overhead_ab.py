@@ -14,10 +14,12 @@ wall median no slower than the base's, within noise (``goals.py``: a FAIL exits 
 ``--report``). A timed call that records no turn, or writes to stderr (a magic's failure line),
 fails the run: it then prints what failed and no ratio.
 
-    python benchmarks/kernel_overhead_ab.py [--base main] [--rounds 6] [--calls 100] [--smoke] [--report]
+    python benchmarks/kernel_overhead_ab.py [--base main] [--rounds 6] [--calls 100] [--at-once] [--smoke] [--report]
 
-``--smoke`` (1 round, 3 calls) compares against ``HEAD`` unless ``--base`` is given: it checks that
-this checkout's benchmark runs, whatever the state of main.
+``--at-once`` starts each round's two children together: on a busy shared machine the load then
+changes between rounds, not between the two sides of a round. ``--smoke`` (1 round, 3 calls) compares
+against ``HEAD`` unless ``--base`` is given: it checks that this checkout's benchmark runs, whatever the
+state of main.
 """
 
 from __future__ import annotations
@@ -140,6 +142,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base", help="the git ref to compare with (default main; HEAD with --smoke)")
     parser.add_argument("--rounds", type=int, default=6, help="alternating runs of each (default 6)")
     parser.add_argument("--calls", type=int, default=100, help="timed calls per row and run (default 100)")
+    parser.add_argument(
+        "--at-once",
+        action="store_true",
+        help="run each round's two children at the same time: on a busy shared machine both then meet the same load",
+    )
     add_flag(parser)
     args = parser.parse_args(argv)
     if args.smoke:
@@ -155,18 +162,33 @@ def main(argv: list[str] | None = None) -> int:
         # would leave data for files that no longer exist
         base_env = {k: v for k, v in os.environ.items() if k != "COVERAGE_PROCESS_START"}
         for _ in range(args.rounds):
-            for name, root in (("base", base), ("this", str(ROOT))):
-                done = subprocess.run(
+            children = {
+                name: subprocess.Popen(
                     [sys.executable, "-c", CHILD, root, str(args.calls), str(ROOT / "benchmarks")],
-                    capture_output=True,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
                     text=True,
                     cwd=root,
                     env=base_env if name == "base" else None,
                 )
-                if done.returncode != 0:
-                    failures.add(f"the {name} run ({root}) failed: {done.stderr[-2000:]}")
+                for name, root in (("base", base), ("this", str(ROOT)))
+                if args.at_once or name == "base"
+            }
+            if not args.at_once:  # one after the other: the base's child first, then this checkout's
+                children["base"].wait()
+                children["this"] = subprocess.Popen(
+                    [sys.executable, "-c", CHILD, str(ROOT), str(args.calls), str(ROOT / "benchmarks")],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    cwd=str(ROOT),
+                )
+            for name, child in children.items():
+                stdout, stderr = child.communicate()
+                if child.returncode != 0:
+                    failures.add(f"the {name} run failed: {stderr[-2000:]}")
                     continue
-                result = json.loads(done.stdout.strip().splitlines()[-1])
+                result = json.loads(stdout.strip().splitlines()[-1])
                 for line in result["failed"]:
                     failures.add(f"{name} ({args.base if name == 'base' else 'this'}): {line}")
                 runs[name].append(result)
@@ -174,7 +196,8 @@ def main(argv: list[str] | None = None) -> int:
         return failures.exit_code()
     load_after = os.getloadavg()
     print(
-        f"kernel overhead, this checkout against {args.base}: {args.rounds} alternating runs of each, "
+        f"kernel overhead, this checkout against {args.base}: {args.rounds} "
+        f"{'paired runs at once' if args.at_once else 'alternating runs'} of each, "
         f"{args.calls} calls per row and run; median over the runs ({os.cpu_count()} cpus, load average "
         f"{load_before[0]:.1f} before, {load_after[0]:.1f} after)"
     )
