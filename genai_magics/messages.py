@@ -16,6 +16,7 @@ import enum
 import re
 import string
 from dataclasses import dataclass
+from functools import cached_property
 
 PREFIX = "genai_magics: "  # what starts every ERROR line on stderr
 
@@ -39,8 +40,8 @@ class Message:
 
     def render(self, **fields: object) -> str:
         """The sentence with its fields filled (every field named, no other)."""
-        missing = set(self.fields) - fields.keys()
-        extra = fields.keys() - set(self.fields)
+        missing = self._named - fields.keys()
+        extra = fields.keys() - self._named
         if missing or extra:
             raise TypeError(f"{self.name}: missing {sorted(missing)}, unexpected {sorted(extra)}")
         return self.template.format(**fields)
@@ -49,14 +50,18 @@ class Message:
         """The text as it reaches the user (an ERROR with its ``genai_magics: `` prefix)."""
         return (PREFIX if self.shown_as is Shown.ERROR else "") + self.render(**fields)
 
-    @property
+    @cached_property  # parsed once: a turn renders some twenty messages (its footer, notes)
     def segments(self) -> tuple[tuple[str, str | None], ...]:
         """(fixed text, the field after it or None), in order."""
         return tuple((literal, name) for literal, name, _, _ in string.Formatter().parse(self.template))
 
-    @property
+    @cached_property
     def fields(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(name for _, name in self.segments if name is not None))
+
+    @cached_property
+    def _named(self) -> frozenset[str]:
+        return frozenset(self.fields)
 
     @property
     def parts(self) -> tuple[str, ...]:

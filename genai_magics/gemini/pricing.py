@@ -14,11 +14,11 @@ its turns show tokens only.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from .. import messages
 from ..engine.errors import UserError
@@ -28,7 +28,7 @@ PRICES_AS_OF = "2026-12-02"
 # The day a request is billed on, and so priced on: Google Cloud's billing day (sources below). One
 # zone on every machine: a kernel in Tokyo and one in Los Angeles price the same request alike, and a
 # price change takes effect when Google's day turns.
-BILLING_ZONE = ZoneInfo("America/Los_Angeles")
+BILLING_ZONE = "America/Los_Angeles"
 BILLING_DAY_SOURCE = (
     "Google Cloud's billing day, midnight to midnight US and Canadian Pacific time, daylight saving "
     'included (Cloud Billing Budget API reference, the CustomPeriod type: "All date times begin at 12 AM US '
@@ -40,7 +40,14 @@ LONG_PROMPT = 200_000  # tokens: a request whose prompt is longer pays a tiered 
 
 def billing_day(now: dt.datetime | None = None) -> dt.date:
     """The provider's billing day at ``now`` (an aware time; the present when None)."""
-    return (now or dt.datetime.now(dt.UTC)).astimezone(BILLING_ZONE).date()
+    return (now or dt.datetime.now(dt.UTC)).astimezone(_billing_zone()).date()
+
+
+@functools.cache
+def _billing_zone() -> dt.tzinfo:
+    from zoneinfo import ZoneInfo  # on the first turn, not at %load_ext: zoneinfo and its data cost ~15 ms
+
+    return ZoneInfo(BILLING_ZONE)
 
 
 @dataclass(frozen=True)
