@@ -200,6 +200,15 @@ TOKENS_SAVED = part("TOKENS_SAVED", "~{tokens:,} tokens saved")
 PIECE_OTHER_CELLS = part("PIECE_OTHER_CELLS", "other cells")
 PIECE_LAST_ERROR = part("PIECE_LAST_ERROR", "last error")
 PIECE_VARIABLE = part("PIECE_VARIABLE", "variable {name}")
+# The notebook's rules (engine/rules.py): the footer's part, and the line that ends a file cut at the cap.
+RULES_HELD = part("RULES_HELD", "rules: {names} not re-sent")
+RULES_SENT = part("RULES_SENT", "rules: {names} sent")
+RULES_CHANGED = part("RULES_CHANGED", "rules: {names} sent again (changed), {held} not re-sent")
+RULES_FILES = part("RULES_FILES", "{name} ({count} files)")
+RULES_NOTEBOOK = part("RULES_NOTEBOOK", "the notebook's")
+RULES_CUT = part(
+    "RULES_CUT", "[rules cut: {name} is {chars:,} chars, the rules cap (GeminiMagics.max_rules_chars) {cap:,}]"
+)
 # A turn replayed from the record (ui/report.py): its footer, and its proposal's status line.
 REPLAYED_FOOTER = footer("REPLAYED_FOOTER", "replayed turn {turn} ({when}) · 0 tokens · --rerun asks again")
 REPLAYED_PROPOSAL = status("REPLAYED_PROPOSAL", "Replayed from the record: {outcome} in an earlier session{now}.")
@@ -601,6 +610,22 @@ MODEL_IS = output("MODEL_IS", "model: {model}")
 STATE_IS = output("STATE_IS", "default state mode: {state}")
 DEBUG_IS = output("DEBUG_IS", "debug: {on}")
 FRONTEND_IS = output("FRONTEND_IS", "frontend: {kind}")
+# The notebook's rules as %gemini status and %gemini rules show them (kernel/line_commands.py).
+RULES_OFF = output("RULES_OFF", "rules: off (GeminiMagics.rules)")
+RULES_NONE = output("RULES_NONE", "rules: none ({file} from {folder} up to the project root; the notebook's: none)")
+RULES_READ = output("RULES_READ", "rules: {names}, sent once per conversation: {where}")
+RULES_OWN = output("RULES_OWN", "the notebook's rules ({chars:,} chars):\n{text}")
+RULES_WRITTEN = output(
+    "RULES_WRITTEN",
+    "the notebook's rules {done} in the metadata of {path}: reload the notebook from disk in your editor "
+    "before you save it there, or its copy overwrites them",
+)
+RULES_SET_DONE = part("RULES_SET_DONE", "set")
+RULES_CLEARED = part("RULES_CLEARED", "cleared")
+RULES_NO_NOTEBOOK = error(
+    "RULES_NO_NOTEBOOK",
+    "the notebook's rules live in its file, and this kernel does not know it: put them in AGENTS.md",
+)
 # The frontend kinds (frontends/frontend.py's Kind), as %gemini status names them.
 FRONTEND_LIVE = part("FRONTEND_LIVE", "live notebook (bridge)")
 FRONTEND_COMPANION = part(

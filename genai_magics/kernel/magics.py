@@ -441,7 +441,8 @@ class GeminiMagics(GeminiOptions):
         "value",
         nargs="?",
         metavar="VALUE",
-        help="model name (model, prices), state mode, conversation to reset, or on/off for debug",
+        help="model name (model, prices), state mode, conversation to reset, on/off for debug, or the "
+        'notebook\'s rules (rules: "TEXT" in quotes, or clear)',
     )
     @argument(
         "-c", "--conversation", default=None, metavar="NAME", help="conversation for history/tokens (default: all)"

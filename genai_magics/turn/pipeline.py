@@ -21,6 +21,7 @@ from ..engine.notebook_text import unmask_cells
 from ..engine.outputs import images_estimate, piece_tokens
 from ..engine.redaction import MASK, redact, unmask
 from ..engine.replay import TurnKey
+from ..engine.rules import settings_with, summary
 from ..engine.text import estimate_tokens
 from ..engine.tools import ToolCall, ToolResult
 from ..frontends.notebook_view import NotebookView
@@ -28,6 +29,7 @@ from ..gemini import budget
 from ..gemini.caching import CacheStep
 from ..gemini.pricing import price_for
 from ..gemini.transport import SPLIT, TRANSPORTS, CachedHead, Head, request_settings
+from ..sources import rules
 from ..sources.outputs import over_image_cap
 from ..sources.tools import NotebookTools, ShellReader
 from .requests import (
@@ -119,6 +121,8 @@ def resolve(
     display.document(doc.label if doc else None, target.source if target else "")
     shown = documents.output_pieces(frontend.view, req, doc, settings)
     pieces = documents.context_pieces(frontend.view, req, doc, settings) + shown.pieces
+    if settings.rules != "off":  # first: the rules head the conversation, where a cache holds them
+        pieces = [*rules.pieces(settings.record.notebook, settings.max_rules_chars), *pieces]
     # an agent turn reads with the read-only functions offered (maybe none) and acts with its four
     with_tools = req.tools and (bool(settings.tools) or req.agent)
     tools = _notebook_tools(session, frontend.view, reader, settings) if with_tools else None
@@ -132,7 +136,7 @@ def resolve(
             state,
             doc,
             pieces,
-            request_settings(state, req.mode, settings.temperature, model, offered),
+            settings_with(request_settings(state, req.mode, settings.temperature, model, offered), pieces),
         )
     return Resolved(req, model, state, conv, doc, target, shown, tuple(pieces), key, tools)
 
@@ -268,7 +272,14 @@ def dry_run(session: Session, planned: Planned, settings: Settings) -> TurnOutco
         request=request,
         target=planned.resolved.target,
         cache_plan=" · ".join(
-            filter(None, (step.describe(settings.cache_ttl_s), images_estimate(turn_plan.pieces, model)))
+            filter(
+                None,
+                (
+                    step.describe(settings.cache_ttl_s),
+                    images_estimate(turn_plan.pieces, model),
+                    summary(turn_plan.pieces, turn_plan.omitted),
+                ),
+            )
         ),
     )
 

@@ -46,6 +46,8 @@ class Settings:
     max_var_chars: int = 2_000  # inspect_variable's summary, as --vars
     record: RecordSettings = RecordSettings()  # where the record lives (none: no notebook path, no file named)
     caps: Caps = Caps()  # US$ a turn and the session may cost (max_turn_cost, max_session_cost)
+    rules: str = "on"  # the notebook's rules (AGENTS.md, its metadata) go with the conversation; "off": never
+    max_rules_chars: int = 20_000  # each source of rules cut at this many characters
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ import time
 from collections.abc import Sequence
 
 from .. import messages
+from ..engine import rules
 from ..engine.context import SECONDARY_FIELD, ContextPiece
 from ..engine.conversation import Conversation, Spent, Turn, TurnPlan, Usage
 from ..engine.hashing import short
@@ -70,8 +71,10 @@ def footer(turn: Turn, plan: TurnPlan, model: str) -> str:
         else:
             sent = messages.DOCUMENT_CACHED if usage.cache_write_tokens else messages.DOCUMENT_SENT
             parts.append(sent.render(label=doc.label, chars=len(doc.source)))
-    parts += [messages.PIECE_UNCHANGED.render(name=_named(piece)) for piece in plan.omitted]
-    for piece in plan.pieces:
+    said = rules.summary(plan.pieces, plan.omitted)  # the rules in one part, not a part per file
+    parts += [said] if said else []
+    parts += [messages.PIECE_UNCHANGED.render(name=_named(piece)) for piece in plan.omitted if not rules.is_rule(piece)]
+    for piece in (p for p in plan.pieces if not rules.is_rule(p)):
         if isinstance(piece, ImagePiece):
             parts.append(messages.IMAGE_SENT.render(name=_named(piece), tokens=piece_tokens(piece, model)))
         else:
