@@ -329,6 +329,12 @@ NO_PRICE_KNOWN = error(
 )
 
 # The budget (gemini/budget.py): a request whose estimate would pass a cap is not sent.
+BUDGET_NO_PRICE = error(
+    "BUDGET_NO_PRICE",
+    "not sent: {name} is set and no price is known for {model}, so its cost cannot be estimated; "
+    "%config GeminiMagics.prices adds one, or set {name} = None",
+    documented=True,
+)
 CAP_BAD = error(
     "CAP_BAD", "GeminiMagics.{name} is US$ (a number >= 0) or None for no cap, not {value!r}", documented=True
 )
@@ -607,6 +613,16 @@ NOTHING_TO_RESET = output("NOTHING_TO_RESET", "nothing to reset")
 FORGOTTEN = output("FORGOTTEN", "forgotten: {names}")
 NOTHING_TO_FORGET = output("NOTHING_TO_FORGET", "nothing to forget")
 MODEL_IS = output("MODEL_IS", "model: {model}")
+MODELS_LEGEND = output(
+    "MODELS_LEGEND",
+    "* the default model (%gemini model NAME changes it) · $ a price is known (%gemini prices); the others show "
+    "tokens only, and a cost cap refuses them",
+)
+MODEL_UNPRICED = note(
+    "MODEL_UNPRICED",
+    "no price known for {model}: its turns show tokens only, and a cost cap refuses it rather than guess "
+    "(%config GeminiMagics.prices adds one)",
+)
 STATE_IS = output("STATE_IS", "default state mode: {state}")
 DEBUG_IS = output("DEBUG_IS", "debug: {on}")
 FRONTEND_IS = output("FRONTEND_IS", "frontend: {kind}")

@@ -6,8 +6,11 @@ google.genai: ``available_models`` works on the client it is given.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from .. import messages
 
 # A generally available Flash model. gemini-3.7-flash, the first default, is
 # deprecated and routed to this one (ai.google.dev model page, August 2026).
@@ -97,8 +100,9 @@ def available_models(client: Any, limits: InputLimits | None = None) -> list[Mod
     return found
 
 
-def models_table(models: list[ModelInfo], current: str) -> str:
-    """What ``%gemini models`` prints: one line a model, the state modes it works in."""
+def models_table(models: list[ModelInfo], current: str, priced: Callable[[str], bool]) -> str:
+    """What ``%gemini models`` prints: one line a model, ``$`` where a price is known (``priced``: the
+    price table's and ``GeminiMagics.prices``), the state modes it works in."""
     if not models:
         return "no models are available to this key"
     width = max(len(m.name) for m in models)
@@ -106,5 +110,6 @@ def models_table(models: list[ModelInfo], current: str) -> str:
     for m in models:
         modes = ", ".join(mode for mode, ok in (("contents", m.contents), ("interactions", m.interactions)) if ok)
         mark = "*" if m.name == current else " "
-        lines.append(f"{mark} {m.name:<{width}}  {modes or 'not for conversations'}  ({m.display_name})")
-    return "\n".join(lines + ["* the default model (%gemini model NAME changes it)"])
+        cost = "$" if priced(m.name) else " "
+        lines.append(f"{mark}{cost} {m.name:<{width}}  {modes or 'not for conversations'}  ({m.display_name})")
+    return "\n".join(lines + [messages.MODELS_LEGEND.render()])

@@ -147,11 +147,14 @@ def _model(call: Call) -> None:
     if call.args.value:
         call.options.model = call.args.value
     print(messages.MODEL_IS.render(model=call.options.model))
+    if not periods(call.options.model, call.options.prices):
+        print(messages.MODEL_UNPRICED.render(model=call.options.model))
 
 
 def _models(call: Call) -> None:
     try:
-        print(models_table(call.state.session.models(call.options._settings().client), call.options.model))
+        found = call.state.session.models(call.options._settings().client)
+        print(models_table(found, call.options.model, lambda name: bool(periods(name, call.options.prices))))
     except UserError as exc:
         NotebookDisplay.error(str(exc))
 

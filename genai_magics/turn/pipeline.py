@@ -240,6 +240,9 @@ def plan(session: Session, resolved: Resolved, settings: Settings, display: Turn
     unsendable(turn_plan.payload)
     day = session.today()
     price = price_for(resolved.model, settings.prices, day)  # a UserError when the overrides cannot price it
+    if price is None and resolved.model not in session.unpriced:  # said once a session: the footer shows tokens
+        session.unpriced.add(resolved.model)
+        display.note(messages.MODEL_UNPRICED.render(model=resolved.model))
     return Planned(resolved, turn_plan, pieces, price, day)
 
 

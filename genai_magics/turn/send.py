@@ -495,8 +495,15 @@ class TurnSend:
         names the cap once; only a request that does not fit even alone stops the turn (``body(off)``:
         the request with calling on or off, made only when a cap is set)."""
         caps, price = self.settings.caps, self.planned.price
-        if price is None or (caps.turn is None and caps.session is None):
-            return at_limit  # no cap, or no price to estimate with: tokens only
+        if caps.turn is None and caps.session is None:
+            return at_limit  # no cap
+        if price is None:  # a cap cannot hold a cost nobody knows: never a guessed price
+            model = self.planned.resolved.model
+            raise UserError(
+                messages.BUDGET_NO_PRICE,
+                name="max_turn_cost" if caps.turn is not None else "max_session_cost",
+                model=model,
+            )
         spent = None if self.billed is None else self.billed.cost_usd or 0.0
 
         def refused(off: bool, requests: int) -> UserError | None:
