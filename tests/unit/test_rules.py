@@ -126,3 +126,20 @@ def test_off_sends_none_and_the_key_is_masked_and_a_large_file_cut(shell, stub, 
     assert near == near[:100] + "\n" + messages.RULES_CUT.render(name="AGENTS.md", chars=17 + 500, cap=100)
     assert RULES_FIELD not in current_payload(off) and "Use polars" not in all_text(off)
     assert messages.RULES_OFF.render() in shell.run("%gemini status").stdout
+
+
+def test_a_transcript_compacted_at_the_input_limit_keeps_the_turn_holding_the_rules(shell, stub, project):
+    stub.limit_input(6_000)  # tokens: the transcript passes it after a few turns of 6 kB prompts
+    try:
+        shell.run(CODE, cell_id="first")
+        shell.run("y = 2\n", cell_id="second")
+        shell.run("%%gemini_ask --cell first --no-tools\nWhat does this do?", cell_id="m0")
+        for i in range(1, 8):
+            pasted = "".join(f"line {i}.{j}: value {i * j:08d}\n" for j in range(200))
+            shown = shell.run(f"%%gemini_ask --cell second --no-tools\nquestion {i}\n{pasted}", cell_id=f"m{i}")
+            assert shown.stderr == "", shown.stderr
+    finally:
+        shell.magics.session.limits.learned.clear()  # the session outlives the test: the limit must not
+    compacted = [r for r in api_requests(stub) if "leftOut" in all_text(r)]
+    assert compacted, "no request was compacted: the test proves nothing"
+    assert all("Use polars, not pandas." in all_text(r) for r in compacted)
