@@ -618,6 +618,7 @@ MODELS_LEGEND = output(
     "* the default model (%gemini model NAME changes it) · $ a price is known (%gemini prices); the others show "
     "tokens only, and a cost cap refuses them",
 )
+MODELS_IMPLICIT_ONLY = part("MODELS_IMPLICIT_ONLY", "; implicit caching only (no explicit cache)")
 MODEL_UNPRICED = note(
     "MODEL_UNPRICED",
     "no price known for {model}: its turns show tokens only, and a cost cap refuses it rather than guess "

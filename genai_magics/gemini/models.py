@@ -102,7 +102,8 @@ def available_models(client: Any, limits: InputLimits | None = None) -> list[Mod
 
 def models_table(models: list[ModelInfo], current: str, priced: Callable[[str], bool]) -> str:
     """What ``%gemini models`` prints: one line a model, ``$`` where a price is known (``priced``: the
-    price table's and ``GeminiMagics.prices``), the state modes it works in."""
+    price table's and ``GeminiMagics.prices``), the state modes it works in, and whether it takes
+    explicit caches."""
     if not models:
         return "no models are available to this key"
     width = max(len(m.name) for m in models)
@@ -111,5 +112,8 @@ def models_table(models: list[ModelInfo], current: str, priced: Callable[[str], 
         modes = ", ".join(mode for mode, ok in (("contents", m.contents), ("interactions", m.interactions)) if ok)
         mark = "*" if m.name == current else " "
         cost = "$" if priced(m.name) else " "
+        # the table's word: a model without explicit caches earns the discount only on a stable prefix
+        if m.contents and not traits(m.name).explicit_cache:
+            modes += messages.MODELS_IMPLICIT_ONLY.render()
         lines.append(f"{mark}{cost} {m.name:<{width}}  {modes or 'not for conversations'}  ({m.display_name})")
     return "\n".join(lines + [messages.MODELS_LEGEND.render()])

@@ -46,4 +46,7 @@ def test_models_marks_the_priced_ones(magic_shell, stub):
     assert rows[DEFAULT_MODEL] == "*$"
     assert rows["gemini-4-argon"] == " $" and "gemini-4-argon" in PRICES
     assert rows["gemini-embedding-001"] == "  "  # no price known
+    argon = next(line for line in listed if line[3:].startswith("gemini-4-argon"))
+    assert messages.MODELS_IMPLICIT_ONLY.render() in argon  # Gemini 4: a stable prefix earns the discount
+    assert not any(messages.MODELS_IMPLICIT_ONLY.render() in line for line in listed if DEFAULT_MODEL in line)
     assert listed[-1] == messages.MODELS_LEGEND.render()
