@@ -188,6 +188,7 @@ BILL_MORE = part("BILL_MORE", "{usd} more than resending (a new cache)")
 FOOTER_REQUEST = part("FOOTER_REQUEST", "request {size:,} B")
 FOOTER_REQUESTS = part("FOOTER_REQUESTS", "{count} requests, {size:,} B")
 FOOTER_CALLS = part("FOOTER_CALLS", "{count} function call(s)")
+FOOTER_SEARCHES = part("FOOTER_SEARCHES", "{count} web search(es)")
 DOCUMENT_SYNCHRONIZED = part("DOCUMENT_SYNCHRONIZED", "{label} not re-sent: the model holds it")
 DOCUMENT_PATCHED = part("DOCUMENT_PATCHED", "{label} changed by hand: sent as a patch ({chars:,} chars)")
 DOCUMENT_SENT = part("DOCUMENT_SENT", "{label} sent ({chars:,} chars)")
@@ -200,6 +201,8 @@ TOKENS_SAVED = part("TOKENS_SAVED", "~{tokens:,} tokens saved")
 PIECE_OTHER_CELLS = part("PIECE_OTHER_CELLS", "other cells")
 PIECE_LAST_ERROR = part("PIECE_LAST_ERROR", "last error")
 PIECE_VARIABLE = part("PIECE_VARIABLE", "variable {name}")
+# A grounded answer's sources (engine/grounding.py), shown under it, live and replayed.
+GROUNDING_SOURCES = output("GROUNDING_SOURCES", "**Sources** ({searches} web search(es)):")
 # The notebook's rules (engine/rules.py): the footer's part, and the line that ends a file cut at the cap.
 RULES_HELD = part("RULES_HELD", "rules: {names} not re-sent")
 RULES_SENT = part("RULES_SENT", "rules: {names} sent")
@@ -329,6 +332,12 @@ NO_PRICE_KNOWN = error(
 )
 
 # The budget (gemini/budget.py): a request whose estimate would pass a cap is not sent.
+BUDGET_NO_SEARCH_PRICE = error(
+    "BUDGET_NO_SEARCH_PRICE",
+    "not sent: {name} is set and no price per Google Search query is known for {model}, so what --search "
+    "costs cannot be estimated; %config GeminiMagics.prices adds search_query, or ask without --search",
+    documented=True,
+)
 BUDGET_NO_PRICE = error(
     "BUDGET_NO_PRICE",
     "not sent: {name} is set and no price is known for {model}, so its cost cannot be estimated; "

@@ -27,6 +27,7 @@ from ..engine.agent import agent_results, step_line
 from ..engine.cells import WHOLE_NOTEBOOK, is_genai_magic
 from ..engine.conversation import Conversation, Mode, Turn
 from ..engine.errors import UserError
+from ..engine.grounding import sources_markdown
 from ..engine.hashing import sha256_text
 from ..engine.notebook_text import notebook_text
 from ..engine.redaction import redact, remember_keys
@@ -395,6 +396,8 @@ class GeminiMagics(GeminiOptions):
                 display.note(step_line(result))
         empty = messages.PROPOSAL_BELOW if mode == "edit" else messages.EMPTY_ANSWER
         display.finish(turn.response or empty.render())
+        if turn.grounding:  # live or replayed: the sources the answer cites, as recorded
+            display.sources(sources_markdown(turn.grounding))
         if outcome.replayed is not None:
             footer = report.replay_footer(turn, outcome.replayed.at)
         else:

@@ -115,6 +115,11 @@ class GeminiOptions(Magics):
         "take the session past it is not sent"
     ).tag(config=True)
 
+    search = Bool(
+        False,
+        help="every turn offers Gemini's Google Search and URL context, as --search does: the answer lists its "
+        "sources, and each search is billed at the model's rate",
+    ).tag(config=True)
     rules = Enum(
         ["on", "off"],
         default_value="on",
@@ -224,6 +229,7 @@ class GeminiOptions(Magics):
                 cells,
             ),
             caps=Caps(self.max_turn_cost, self.max_session_cost),
+            search=self.search,
             rules=self.rules,
             max_rules_chars=self.max_rules_chars,
         )

@@ -101,7 +101,8 @@ def resolve(
     """The conversation, document and context a request names, the functions offered, and the turn's identity."""
     frontend = frontend or ExecutedOnly(session.executed)
     # The prompt as the model gets it: no key, even one interpolated from a variable.
-    req = replace(req, prompt=redact(req.prompt.strip()))
+    # --search, or the setting: a flag of the turn's identity either way
+    req = replace(req, prompt=redact(req.prompt.strip()), search=req.search or settings.search)
     if not req.prompt:
         raise UserError(messages.PROMPT_EMPTY)
     note = session.open_record(settings)
@@ -136,7 +137,7 @@ def resolve(
             state,
             doc,
             pieces,
-            settings_with(request_settings(state, req.mode, settings.temperature, model, offered), pieces),
+            settings_with(request_settings(state, req.mode, settings.temperature, model, offered, req.search), pieces),
         )
     return Resolved(req, model, state, conv, doc, target, shown, tuple(pieces), key, tools)
 
@@ -263,7 +264,10 @@ def unsendable(payload: dict[str, Any]) -> None:
 def dry_run(session: Session, planned: Planned, settings: Settings) -> TurnOutcome:
     """The exact request and cache plan the turn would send, sending nothing."""
     turn_plan, model, conv = planned.plan, planned.resolved.model, planned.resolved.conv
-    transport = TRANSPORTS[turn_plan.state_mode](None, model, settings.temperature, planned.resolved.offered)
+    settings = searching(planned, settings)
+    transport = TRANSPORTS[turn_plan.state_mode](
+        None, model, settings.temperature, planned.resolved.offered, planned.resolved.req.search
+    )
     step = session.caches.step(
         conv, transport, turn_plan, conv.history, settings.cache, planned.price, settings.cache_ttl_s
     )
@@ -287,6 +291,12 @@ def dry_run(session: Session, planned: Planned, settings: Settings) -> TurnOutco
     )
 
 
+def searching(planned: Planned, settings: Settings) -> Settings:
+    """A turn offering Google Search names no explicit cache: a request naming one may carry no tools, and
+    the cache holds the functions alone."""
+    return replace(settings, cache="off") if planned.resolved.req.search else settings
+
+
 def _planned_head(step: CacheStep) -> Head:
     """The cache a dry run's request would name (a cache still to be made has no name yet)."""
     if step.split:
@@ -304,8 +314,11 @@ def send(session: Session, planned: Planned, settings: Settings, display: TurnDi
     conversation as it was, but what Gemini billed for the turn's requests before it is counted: in this
     session's spending (``%gemini cost``, ``max_session_cost``) and in the record's ledger."""
     conv, model = planned.resolved.conv, planned.resolved.model
+    settings = searching(planned, settings)
     client, notices = session.clients.client(settings.client)
-    transport = TRANSPORTS[planned.plan.state_mode](client, model, settings.temperature, planned.resolved.offered)
+    transport = TRANSPORTS[planned.plan.state_mode](
+        client, model, settings.temperature, planned.resolved.offered, planned.resolved.req.search
+    )
     sender = TurnSend(
         planned,
         settings,
@@ -374,6 +387,7 @@ def _committed(
             usage=result.usage,
             saved_tokens=saved,
             tool_rounds=result.rounds,
+            grounding=result.grounding,
         )
     return conv.commit(
         plan,
@@ -383,6 +397,7 @@ def _committed(
         saved_tokens=saved,
         tool_rounds=result.rounds,
         agent=agent,
+        grounding=result.grounding,
     )
 
 

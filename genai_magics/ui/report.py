@@ -63,6 +63,8 @@ def footer(turn: Turn, plan: TurnPlan, model: str) -> str:
     calls = sum(len(r.results) for r in turn.tool_rounds)
     if calls:
         parts.append(messages.FOOTER_CALLS.render(count=calls))
+    if usage.searches:  # each billed at the model's rate, in the dollars above
+        parts.append(messages.FOOTER_SEARCHES.render(count=usage.searches))
     if (doc := plan.document) is not None:
         if plan.synchronized:
             parts.append(messages.DOCUMENT_SYNCHRONIZED.render(label=doc.label))
