@@ -201,6 +201,15 @@ TOKENS_SAVED = part("TOKENS_SAVED", "~{tokens:,} tokens saved")
 PIECE_OTHER_CELLS = part("PIECE_OTHER_CELLS", "other cells")
 PIECE_LAST_ERROR = part("PIECE_LAST_ERROR", "last error")
 PIECE_VARIABLE = part("PIECE_VARIABLE", "variable {name}")
+SEARCH_WITHOUT_FUNCTIONS = note(
+    "SEARCH_WITHOUT_FUNCTIONS",
+    "{model} takes Google Search or functions in one request, not both: this turn searches and calls no function",
+)
+SEARCH_NO_AGENT = error(
+    "SEARCH_NO_AGENT",
+    "%%gemini_agent --search needs a model that takes Google Search beside functions (the Gemini 3 models); "
+    "{model} does not",
+)
 # A grounded answer's sources (engine/grounding.py), shown under it, live and replayed.
 GROUNDING_SOURCES = output("GROUNDING_SOURCES", "**Sources** ({searches} web search(es)):")
 # The notebook's rules (engine/rules.py): the footer's part, and the line that ends a file cut at the cap.

@@ -41,6 +41,13 @@ TRAITS: dict[str, Traits] = {
 }
 
 
+def searches_beside_functions(model: str) -> bool:
+    """Whether the model takes Google Search and function declarations in one request ("tool combination":
+    in preview, for the Gemini 3 models only, ai.google.dev/gemini-api/docs/tool-combination, as read
+    2026-12-06); another model searching gets no function that turn."""
+    return model.removeprefix("models/").startswith("gemini-3")
+
+
 def traits(model: str) -> Traits:
     """The model's traits; a model not in the table gets none: only what every model takes."""
     return TRAITS.get(model.removeprefix("models/"), Traits())

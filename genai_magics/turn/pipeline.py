@@ -27,6 +27,7 @@ from ..engine.tools import ToolCall, ToolResult
 from ..frontends.notebook_view import NotebookView
 from ..gemini import budget
 from ..gemini.caching import CacheStep
+from ..gemini.models import searches_beside_functions
 from ..gemini.pricing import price_for
 from ..gemini.transport import SPLIT, TRANSPORTS, CachedHead, Head, request_settings
 from ..sources import rules
@@ -126,6 +127,11 @@ def resolve(
         pieces = [*rules.pieces(settings.record.notebook, settings.max_rules_chars), *pieces]
     # an agent turn reads with the read-only functions offered (maybe none) and acts with its four
     with_tools = req.tools and (bool(settings.tools) or req.agent)
+    if req.search and with_tools and not searches_beside_functions(model):  # search, or functions: not both
+        if req.agent:
+            raise UserError(messages.SEARCH_NO_AGENT, model=model)
+        with_tools = False
+        display.note(messages.SEARCH_WITHOUT_FUNCTIONS.render(model=model))
     tools = _notebook_tools(session, frontend.view, reader, settings) if with_tools else None
     offered = offered_functions(tools, req.agent)
     key = None

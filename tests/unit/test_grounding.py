@@ -112,3 +112,15 @@ def test_sources_markdown_never_links_what_is_not_http():
         Grounding(("q",), (Source("x](javascript:alert(1))", "javascript:alert(1)"),), (Support("a <b>", (0,)),))
     )
     assert "](javascript" not in shown and "<b>" not in shown and "(javascript:alert\\(1\\))" in shown
+
+
+def test_a_model_that_takes_search_or_functions_searches_without_functions(shell, stub):
+    shown = shell.run("%%gemini_ask --search --model gemini-2.5-flash -c old\nWhat is new?", cell_id="m1")
+    assert messages.SEARCH_WITHOUT_FUNCTIONS.render(model="gemini-2.5-flash") in shown.plain
+    (request,) = api_requests(stub)
+    tools = request["json"]["tools"]
+    assert {"googleSearch": {}} in tools and not any("functionDeclarations" in t for t in tools)
+    assert "toolConfig" not in request["json"]
+    agent = shell.run("%%gemini_agent --search --model gemini-2.5-flash -c old2\nFix it.", cell_id="m2")
+    assert agent.stderr.strip() == messages.SEARCH_NO_AGENT.shown(model="gemini-2.5-flash")
+    assert len(api_requests(stub)) == 1
