@@ -637,6 +637,7 @@ MODELS_LEGEND = output(
     "tokens only, and a cost cap refuses them",
 )
 MODELS_IMPLICIT_ONLY = part("MODELS_IMPLICIT_ONLY", "; implicit caching only (no explicit cache)")
+MODELS_INPUT_LIMIT = part("MODELS_INPUT_LIMIT", "; reads up to {tokens:,} tokens")
 MODEL_UNPRICED = note(
     "MODEL_UNPRICED",
     "no price known for {model}: its turns show tokens only, and a cost cap refuses it rather than guess "

@@ -109,8 +109,8 @@ def available_models(client: Any, limits: InputLimits | None = None) -> list[Mod
 
 def models_table(models: list[ModelInfo], current: str, priced: Callable[[str], bool]) -> str:
     """What ``%gemini models`` prints: one line a model, ``$`` where a price is known (``priced``: the
-    price table's and ``GeminiMagics.prices``), the state modes it works in, and whether it takes
-    explicit caches."""
+    price table's and ``GeminiMagics.prices``), the state modes it works in, whether it takes explicit caches,
+    and the input limit the endpoint gives."""
     if not models:
         return "no models are available to this key"
     width = max(len(m.name) for m in models)
@@ -122,5 +122,7 @@ def models_table(models: list[ModelInfo], current: str, priced: Callable[[str], 
         # the table's word: a model without explicit caches earns the discount only on a stable prefix
         if m.contents and not traits(m.name).explicit_cache:
             modes += messages.MODELS_IMPLICIT_ONLY.render()
+        if m.contents and m.input_limit:
+            modes += messages.MODELS_INPUT_LIMIT.render(tokens=m.input_limit)
         lines.append(f"{mark}{cost} {m.name:<{width}}  {modes or 'not for conversations'}  ({m.display_name})")
     return "\n".join(lines + [messages.MODELS_LEGEND.render()])

@@ -48,5 +48,6 @@ def test_models_marks_the_priced_ones(magic_shell, stub):
     assert rows["gemini-embedding-001"] == "  "  # no price known
     argon = next(line for line in listed if line[3:].startswith("gemini-4-argon"))
     assert messages.MODELS_IMPLICIT_ONLY.render() in argon  # Gemini 4: a stable prefix earns the discount
+    assert messages.MODELS_INPUT_LIMIT.render(tokens=1_048_576) in argon  # the endpoint's inputTokenLimit
     assert not any(messages.MODELS_IMPLICIT_ONLY.render() in line for line in listed if DEFAULT_MODEL in line)
     assert listed[-1] == messages.MODELS_LEGEND.render()
