@@ -216,12 +216,14 @@ def _spent_rows(spent: Sequence[Spent]) -> list[str]:
     rows = []
     for (name, model), items in groups.items():
         priced = [s.usage.cost_usd for s in items if s.usage.cost_usd is not None]
+        searches = sum(s.usage.searches for s in items)
         rows.append(
             messages.COST_ROW.render(
                 name=name,
                 model=model,
                 turns=len(items),
                 tokens=sum((s.usage.input_tokens or 0) + (s.usage.output_tokens or 0) for s in items),
+                searches=messages.COST_SEARCHES.render(count=searches) if searches else "",
                 cost=f"${sum(priced):.6f}" if priced else messages.COST_TOKENS_ONLY.render(),
             )
         )

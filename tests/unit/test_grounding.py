@@ -71,18 +71,20 @@ def test_the_request_is_valid_against_the_sdks_types():
 
 @pytest.mark.parametrize("mode", MODES)
 def test_the_sources_show_as_escaped_links_and_the_search_is_counted_and_priced(shell, stub, mode):
-    shown = shell.run(f"%%gemini_ask --search --state {mode} -c {mode}\n{HOSTILE}", cell_id="m1")
+    shown = shell.run(f"%%gemini_ask --search --state {mode} -c escaped-{mode}\n{HOSTILE}", cell_id="m1")
     assert shown.stderr == ""
     listed = sources_bundle(shown)
     assert "<img" not in listed and "](javascript:" not in listed and "onerror=alert\\(1\\)&gt;" in listed
     assert "(https://example.com/search?q=What%20is%20%3Cimg" in listed  # the link, its specials encoded
     assert "[The Python Standard Library](https://docs.python.org/3/library/)" in listed
     assert messages.FOOTER_SEARCHES.render(count=1) in shown.plain
-    usage = shell.magics.session.conversations[mode].history[-1].usage
+    usage = shell.magics.session.conversations[f"escaped-{mode}"].history[-1].usage
     price = price_for(DEFAULT_MODEL, None, billing_day())
     assert price is not None and price.search_query == 0.014
     tokens = turn_cost(price, usage.input_tokens or 0, usage.cached_tokens or 0, usage.output_tokens or 0)
     assert usage.searches == 1 and usage.cost_usd == pytest.approx(tokens + price.search_query)
+    (row,) = [line for line in shell.run("%gemini cost").stdout.splitlines() if f"'escaped-{mode}'" in line]
+    assert messages.COST_ROW.within(row) and messages.COST_SEARCHES.render(count=1) in row
 
 
 def test_a_request_that_may_search_is_admitted_only_when_the_searches_fit_the_cap(shell, stub):
