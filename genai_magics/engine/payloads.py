@@ -29,11 +29,9 @@ ids, a block without id is a new cell, a block left out removes its cell), sent 
 "sourcePatch", sent instead for a small change, is that change as unified-diff hunks to apply to
 your latest version; "sourceSynchronized" means the document is your latest version (patches
 applied) not discarded or undone; "superseded...Sha256" mark replaced versions;
-"rules" holds the project's conventions, to follow (each AGENTS.md by its path from the notebook's
-folder, the project root's first, nearer ones after and winning where they differ; "notebook": the
-notebook's own, winning over all); "secondaryContext" holds other cells (read-only); "lastError"
-the last exception with its trimmed traceback; "variables" summaries of live variables;
-"proposalOutcomes" says what the user did with your proposals.
+"secondaryContext" holds other cells (read-only); "lastError" the last exception with its
+trimmed traceback; "variables" summaries of live variables; "proposalOutcomes" says what the
+user did with your proposals.
 "outputs" is what cells showed (label, sha256, text; "[image k]" marks where a cell showed an
 image: it follows this JSON as an image part, in the order of the "outputs" entries naming it).
 """

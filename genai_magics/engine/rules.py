@@ -20,6 +20,13 @@ from .. import messages
 from .context import ContextPiece
 from .redaction import redact
 
+# What the system instruction says of them, in a conversation that has rules only: without, the instruction
+# (and so a turn's settings hash, and every figure measured without rules) stays as it was
+INSTRUCTION = """\
+"rules" holds the project's conventions, to follow: each AGENTS.md by its path from the notebook's folder,
+the project root's first, nearer ones after and winning where they differ; "notebook": the notebook's own,
+winning over all.
+"""
 RULES_FIELD = "rules"
 NOTEBOOK_RULES = "notebook"  # the piece holding the notebook's own rules (its metadata)
 FILE_NAME = "AGENTS.md"
@@ -49,6 +56,10 @@ def rule_pieces(texts: Sequence[RuleText], max_chars: int) -> tuple[ContextPiece
 
 def is_rule(piece: ContextPiece) -> bool:
     return piece.field == RULES_FIELD
+
+
+def has_rules(pieces: Sequence[ContextPiece]) -> bool:
+    return any(is_rule(p) for p in pieces)
 
 
 def settings_with(settings: str, pieces: Sequence[ContextPiece]) -> str:

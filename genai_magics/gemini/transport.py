@@ -27,6 +27,7 @@ from ..engine.conversation import Turn, TurnPlan, Usage
 from ..engine.grounding import Grounding, from_interaction, from_metadata
 from ..engine.outputs import interaction_inputs
 from ..engine.payloads import EDIT_RESPONSE_SCHEMA, SYSTEM_INSTRUCTION, WHOLE_RESPONSE_SCHEMA, to_text
+from ..engine.rules import INSTRUCTION as RULES_INSTRUCTION
 from ..engine.tools import (
     TOOLS_INSTRUCTION,
     ToolCall,
@@ -136,12 +137,14 @@ def request_settings(
     model: str = "",
     tools: tuple[str, ...] = (),
     search: bool = False,
+    rules: bool = False,
 ) -> str:
     """The sha256 of the settings a transport sends with a turn besides its inputs and model
     (``settings()`` below, the same dict the request is built from): a recorded turn asked
     under other settings is not the same turn (persistence replays only the same). Made of
     constants and these arguments: computed once for each."""
-    text = json.dumps(TRANSPORTS[state_mode](None, model, temperature, tools, search).settings(mode), sort_keys=True)
+    transport = TRANSPORTS[state_mode](None, model, temperature, tools, search, rules)
+    text = json.dumps(transport.settings(mode), sort_keys=True)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -157,19 +160,22 @@ class _Transport:
         temperature: float | None = None,
         tools: tuple[str, ...] = (),
         search: bool = False,
+        rules: bool = False,
     ):
         self.client = client  # None for a dry run: request() needs no client
         self.model = model
         self.temperature = temperature
         self.tools = tools  # the functions offered (an empty tuple: none, no declarations sent)
         self.search = search  # Gemini's built-in google_search and url_context offered too
+        self.rules = rules  # the conversation has the notebook's rules: the instruction says what they are
         self.squeeze: Squeeze | None = None
 
     def instruction(self) -> str:
+        head = SYSTEM_INSTRUCTION + (RULES_INSTRUCTION if self.rules else "")
         if not self.tools:
-            return SYSTEM_INSTRUCTION
+            return head
         acting = f"{AGENT_INSTRUCTION}\n" if agent_declarations(self.tools) else ""
-        return f"{SYSTEM_INSTRUCTION}{TOOLS_INSTRUCTION}\n{acting}"
+        return f"{head}{TOOLS_INSTRUCTION}\n{acting}"
 
     def declared(self) -> list[dict[str, Any]]:
         return declarations(self.tools) + agent_declarations(self.tools)
@@ -428,7 +434,7 @@ def _input(plan: TurnPlan) -> str | list[dict[str, Any]]:
     return [{"type": "text", "text": text}, *images] if images else text
 
 
-TRANSPORTS: dict[str, Callable[[Any, str, float | None, tuple[str, ...], bool], Transport]] = {
+TRANSPORTS: dict[str, Callable[[Any, str, float | None, tuple[str, ...], bool, bool], Transport]] = {
     "contents": ContentsTransport,
     "interactions": InteractionsTransport,
 }

@@ -21,7 +21,7 @@ from ..engine.notebook_text import unmask_cells
 from ..engine.outputs import images_estimate, piece_tokens
 from ..engine.redaction import MASK, redact, unmask
 from ..engine.replay import TurnKey
-from ..engine.rules import settings_with, summary
+from ..engine.rules import has_rules, settings_with, summary
 from ..engine.text import estimate_tokens
 from ..engine.tools import ToolCall, ToolResult
 from ..frontends.notebook_view import NotebookView
@@ -143,7 +143,10 @@ def resolve(
             state,
             doc,
             pieces,
-            settings_with(request_settings(state, req.mode, settings.temperature, model, offered, req.search), pieces),
+            settings_with(
+                request_settings(state, req.mode, settings.temperature, model, offered, req.search, has_rules(pieces)),
+                pieces,
+            ),
         )
     return Resolved(req, model, state, conv, doc, target, shown, tuple(pieces), key, tools)
 
@@ -271,9 +274,7 @@ def dry_run(session: Session, planned: Planned, settings: Settings) -> TurnOutco
     """The exact request and cache plan the turn would send, sending nothing."""
     turn_plan, model, conv = planned.plan, planned.resolved.model, planned.resolved.conv
     settings = searching(planned, settings)
-    transport = TRANSPORTS[turn_plan.state_mode](
-        None, model, settings.temperature, planned.resolved.offered, planned.resolved.req.search
-    )
+    transport = TRANSPORTS[turn_plan.state_mode](None, model, settings.temperature, *offers(planned.resolved))
     step = session.caches.step(
         conv, transport, turn_plan, conv.history, settings.cache, planned.price, settings.cache_ttl_s
     )
@@ -295,6 +296,12 @@ def dry_run(session: Session, planned: Planned, settings: Settings) -> TurnOutco
             )
         ),
     )
+
+
+def offers(resolved: Resolved) -> tuple[tuple[str, ...], bool, bool]:
+    """What a transport offers beside the model: the functions, Google Search, and whether the instruction
+    speaks of the notebook's rules (this conversation has them)."""
+    return resolved.offered, resolved.req.search, has_rules(resolved.pieces)
 
 
 def searching(planned: Planned, settings: Settings) -> Settings:
@@ -322,9 +329,7 @@ def send(session: Session, planned: Planned, settings: Settings, display: TurnDi
     conv, model = planned.resolved.conv, planned.resolved.model
     settings = searching(planned, settings)
     client, notices = session.clients.client(settings.client)
-    transport = TRANSPORTS[planned.plan.state_mode](
-        client, model, settings.temperature, planned.resolved.offered, planned.resolved.req.search
-    )
+    transport = TRANSPORTS[planned.plan.state_mode](client, model, settings.temperature, *offers(planned.resolved))
     sender = TurnSend(
         planned,
         settings,

@@ -60,11 +60,11 @@ def test_the_request_is_valid_against_the_sdks_types():
     from google.genai._gaos.types.interactions.tool import GoogleSearch, Tool, URLContext
     from pydantic import TypeAdapter
 
-    contents = TRANSPORTS["contents"](None, DEFAULT_MODEL, None, ("read_cell",), True).settings("ask")
+    contents = TRANSPORTS["contents"](None, DEFAULT_MODEL, None, ("read_cell",), True, False).settings("ask")
     config = types.GenerateContentConfig.model_validate(contents)  # extra fields forbidden: a typo fails
     assert config.tools is not None and config.tools[1].google_search is not None and config.tools[2].url_context
     assert config.tool_config is not None and config.tool_config.include_server_side_tool_invocations
-    interactions = TRANSPORTS["interactions"](None, DEFAULT_MODEL, None, ("read_cell",), True).settings("ask")
+    interactions = TRANSPORTS["interactions"](None, DEFAULT_MODEL, None, ("read_cell",), True, False).settings("ask")
     kinds = [type(TypeAdapter(Tool).validate_python(t)) for t in interactions["tools"]]
     assert GoogleSearch in kinds and URLContext in kinds  # not the SDK's UnknownTool
 

@@ -68,6 +68,8 @@ def test_rules_go_once_and_a_changed_file_again_as_a_change(shell, stub, project
     assert sent_rules(one) == {"../AGENTS.md": "Use polars, not pandas.\n", "AGENTS.md": "Plots use matplotlib.\n"}
     assert list(sent_rules(one)) == ["../AGENTS.md", "AGENTS.md"]
     assert "Outside the project" not in all_text(one)
+    said = "holds the project's conventions, to follow"  # the instruction's sentence about them: with rules only
+    assert all(said in all_text(r) for r in (one, two, three))
     # the second: nothing new (contents mode: the first turn, as sent, still holds them)
     assert sent_rules(two) is None
     if mode == "contents":
@@ -125,6 +127,7 @@ def test_off_sends_none_and_the_key_is_masked_and_a_large_file_cut(shell, stub, 
     assert FAKE_KEY not in all_text(cut_one) and near.startswith("Never print ***.")
     assert near == near[:100] + "\n" + messages.RULES_CUT.render(name="AGENTS.md", chars=17 + 500, cap=100)
     assert RULES_FIELD not in current_payload(off) and "Use polars" not in all_text(off)
+    assert "holds the project's conventions" in all_text(cut_one) and "project's conventions" not in all_text(off)
     assert messages.RULES_OFF.render() in shell.run("%gemini status").stdout
 
 
