@@ -13,6 +13,7 @@ from helpers.wire import api_requests, current_payload
 
 from genai_magics import messages
 from genai_magics.engine.rules import RULES_FIELD
+from genai_magics.frontends.notebook_view import NotebookLocation
 from genai_magics.sources.rules import METADATA_KEY, rule_files
 
 CODE = "def parse(s):\n    return int(s)\n"
@@ -38,9 +39,15 @@ def project(tmp_path, monkeypatch):
 
 @pytest.fixture
 def shell(magic_shell, project):
-    """The in-process shell with no conversation from an earlier test (its state outlives a reload)."""
+    """The in-process shell with no conversation from an earlier test, and no notebook path a frontend named in
+    one (its state outlives a reload): the notebook is the one JPY_SESSION_NAME names."""
+    state, names = magic_shell.magics.shell_state, magic_shell.ip.user_ns
+    named, state.location = state.location, NotebookLocation()
+    given = {k: names.pop(k) for k in ("__vsc_ipynb_file__", "__session__") if k in names}
     magic_shell.run("%gemini reset --all")
-    return magic_shell
+    yield magic_shell
+    state.location = named
+    names.update(given)
 
 
 def sent_rules(request) -> dict[str, str] | None:
