@@ -148,8 +148,9 @@ def tooltip(name: str, template: str) -> Message:
 # word the footer shows (tests/kernel/test_footer_words.py holds it to that).
 FOOTER_LEGEND_MODE = tooltip(
     "FOOTER_LEGEND_MODE",
-    "turn N: the conversation's turn; ask / edit: the magic; contents / interactions: where the conversation "
-    "lives (contents: this kernel keeps it and sends it with every turn; interactions: Gemini's server keeps it)",
+    "turn N: the conversation's turn; ask / edit / agent: the magic (%%gemini_ask, %%gemini_edit, "
+    "%%gemini_agent); contents / interactions: where the conversation lives "
+    "(contents: this kernel keeps it and sends it with every turn; interactions: Gemini's server keeps it)",
 )
 FOOTER_LEGEND_TOKENS = tooltip(
     "FOOTER_LEGEND_TOKENS",
@@ -582,6 +583,13 @@ CHANGED_SINCE = status(
 WRITE_FAILED = status("WRITE_FAILED", "{action} failed: {error}. Nothing changed.", documented=True)
 NO_CHANGE = status("NO_CHANGE", "No change: the proposal is the same as the current code; there is nothing to apply.")
 DISCARDED = status("DISCARDED", "Discarded: the cell keeps its code; the model is told it was discarded.")
+# The last line of a widget's saved text (ui/widgets.py's widget_bundle): what a reopened notebook shows
+# where the widget's model is gone (JupyterLab and Notebook 7 through the extension, VS Code, GitHub).
+SAVED_VIEW = status(
+    "SAVED_VIEW",
+    "Saved view: the buttons come back when this cell runs.",
+    documented=True,
+)
 KERNEL_GONE = status(
     "KERNEL_GONE",
     "The kernel {what}: these buttons no longer work. Run the magic cell again (with the notebook's record, "
@@ -696,12 +704,25 @@ PRICES_LEGEND = output(
 PRICES_LONG_PROMPT = output("PRICES_LONG_PROMPT", "  prompt over {tokens}")
 PRICES_SOURCES = output("PRICES_SOURCES", "sources:")
 PRICES_DAY_SOURCE = output("PRICES_DAY_SOURCE", "the price day: {source}")
+PRICES_NOTE_GOOGLE = output("PRICES_NOTE_GOOGLE", "Google's Gemini API pricing page, {page}")
+PRICES_NOTE_ELSEWHERE = output(
+    "PRICES_NOTE_ELSEWHERE",
+    "not on Google's pricing page when these prices were taken ({day}): from Google's model pages, model "
+    "announcements and price trackers (genai_magics/gemini/pricing.py names each); "
+    "%config GeminiMagics.prices sets your own",
+)
+PRICES_NOTE_YOURS = output("PRICES_NOTE_YOURS", "yours: %config GeminiMagics.prices")
 # The live notebooks' lines in %gemini status (frontends/bridge.py, frontends/companion.py).
 BRIDGE_OFF = output("BRIDGE_OFF", "live bridge: off (not in a kernel, or closed)")
 BRIDGE_UNANSWERED = output(
     "BRIDGE_UNANSWERED",
     "live bridge: not connected: no notebook has answered (the genai-magics-bridge "
     "JupyterLab / Notebook 7 extension is not active in this frontend)",
+)
+BRIDGE_COMING = output(
+    "BRIDGE_COMING",
+    "live bridge: connecting: this notebook's extension answers once the cells queued before it have run "
+    "(Restart & Run All); Apply, Undo and %gemini apply wait for it",
 )
 BRIDGE_CONNECTED = output("BRIDGE_CONNECTED", "live bridge: {cells} cells of {path}, snapshot #{seq}")
 COMPANION_NOT_IN_VSCODE = output(
@@ -750,6 +771,11 @@ BILL_NOT_RECORDED = note(
     "BILL_NOT_RECORDED", "what this turn was billed is counted in this kernel but not in the record ({error})"
 )
 RECORD_UNUSABLE = error("RECORD_UNUSABLE", "conversation record: {error}")
+MAGIC_IN_AGENT_RUN = error(
+    "MAGIC_IN_AGENT_RUN",
+    "%{magic} does not run inside a cell the agent runs: nothing was asked, changed or recorded; run it yourself",
+    documented=True,
+)
 USAGE = error("USAGE", "{error} (see %{magic}?)", documented=True)  # magic: "%gemini_ask", "gemini"
 PROMPT_OVER_CAP = error(
     "PROMPT_OVER_CAP",
@@ -823,6 +849,12 @@ STOPPED = error(
     "stopped: the answer was interrupted; nothing was recorded and the conversation is as before",
     documented=True,
 )
+AGENT_STOPPED = error(
+    "AGENT_STOPPED",
+    "stopped: the agent's turn was interrupted; what it wrote stays in the notebook (its Undo below takes it "
+    "back), and the conversation is as before this turn",
+    documented=True,
+)
 MAGIC_IN_DOCUMENT = error(
     "MAGIC_IN_DOCUMENT",
     "{where} was this conversation's document and now {now}, so no cell has the code the model has: "
@@ -852,6 +884,13 @@ CHAIN_TOO_LONG = note(
     "the server chain holds {versions} versions of the code and the model reads them all on every turn; "
     "starting a new chain with the current code and a digest of the earlier turns "
     "(%config GeminiMagics.max_chain_versions)",
+    documented=True,
+)
+CHAIN_RESTARTED = note(
+    "CHAIN_RESTARTED",
+    "the server chain keeps every fetched result whole, and reading it again has cost more than a new chain "
+    "costs: starting one with the document, the context and every earlier turn (what it fetched as the calls "
+    "that fetch it again); the record keeps every turn",
     documented=True,
 )
 IMAGES_WAIT = note(
@@ -888,10 +927,28 @@ UNKNOWN_TOOLS = note(
 )
 
 # -- the agent (%%gemini_agent: engine/agent.py, frontends/agent_actions.py): one line a step -----------
-AGENT_INSERTED = note("AGENT_INSERTED", "✎ inserted cell {id} after {after} ({lines} lines)")
-AGENT_EDITED = note("AGENT_EDITED", "✎ edited {label} ({count} edits)")
+AGENT_INSERTED = note("AGENT_INSERTED", "✎ inserted {label} after {after} ({lines})")
+AGENT_EDITED = note("AGENT_EDITED", "✎ edited {label} ({count})")
 AGENT_DELETED = note("AGENT_DELETED", "✗ deleted {label}")
-AGENT_RAN = note("AGENT_RAN", "▶ ran {label}: {chars:,} chars")
+AGENT_REMOVED_OWN = note("AGENT_REMOVED_OWN", "↶ removed {label}, which this turn inserted")
+# a run's line: the start of what it printed ("printed nothing"), its size, and the error it raised
+AGENT_RAN = note("AGENT_RAN", "▶ ran {label}: {start} ({chars:,} chars)")
+AGENT_RAN_RAISED = note("AGENT_RAN_RAISED", "▶ ran {label}: {start} ({chars:,} chars); raised {error}")
+RAN_PRINTED_NOTHING = part("RAN_PRINTED_NOTHING", "printed nothing")
+# a change an agent cell that is not awaited sent without waiting, checked once the frontend answered
+AGENT_NOT_LANDED = part("AGENT_NOT_LANDED", "✗ {call}: the change did not land in the notebook: {error}")
+AGENT_NOT_IN_VIEW = part("AGENT_NOT_IN_VIEW", "the notebook does not show it")
+LANDED_WAITING = status(
+    "LANDED_WAITING", "{count} sent without waiting (this cell is not awaited): checked when the notebook answers"
+)
+LANDED_ALL = status("LANDED_ALL", "the notebook shows the turn's {count}")
+RUN_OUTPUTS_LEFT_OUT = part(
+    "RUN_OUTPUTS_LEFT_OUT",
+    "[genai_magics: {count} left out here: a cell the agent runs keeps its first {kept:,} outputs and its error]\n",
+)
+RUN_CHARS_LEFT_OUT = part("RUN_CHARS_LEFT_OUT", "\n[genai_magics: {count} of this stream left out]\n")
+RAN_NEXT_INPUT_REPLACED = part("RAN_NEXT_INPUT_REPLACED", "the run replaced this cell's text ({lines}), as %load does")
+RAN_NEXT_INPUT_INSERTED = part("RAN_NEXT_INPUT_INSERTED", "the run put its next input in a new cell below ({id})")
 AGENT_STEPS_LIMIT = note(
     "AGENT_STEPS_LIMIT",
     "{count} agent steps: the limit (max_agent_steps); the model is asked to answer without functions",
@@ -902,6 +959,20 @@ AGENT_OWN_CELL = part(
 )
 AGENT_MAGIC_CELL = part(
     "AGENT_MAGIC_CELL", "{name}: {label} holds a %%gemini_* magic: the agent never touches it", documented=True
+)
+AGENT_STEERING_WRITE = part(
+    "AGENT_STEERING_WRITE",
+    "{name}: nothing written: {label} would steer the assistant or its approvals ({code}); "
+    'unless you approve each write (agent_approve "all") the agent never writes that',
+    documented=True,
+)
+AGENT_STEERING_RUN = part(
+    "AGENT_STEERING_RUN",
+    "run_cell: {label} calls the assistant's magics or settings ({code}): the agent never runs it; ask the user to",
+    documented=True,
+)
+AGENT_CELL_DELETED = part(
+    "AGENT_CELL_DELETED", "{name}: {label} was deleted earlier in this turn: it no longer exists", documented=True
 )
 AGENT_APPROVE_NONE = note(
     "AGENT_APPROVE_NONE", "agent_approve is none: the agent's changes and runs do not wait for your click this turn"
@@ -940,10 +1011,15 @@ APPROVAL_ASKS_WRITE = status(
     "APPROVAL_ASKS_WRITE",
     "{label}: waits for your approval: Write it, Write all (the rest of this turn's writes), or Stop",
 )
+APPROVAL_RISKS = status("APPROVAL_RISKS", "⚠ look twice: this code {risks}")
+APPROVAL_HIDDEN = status(
+    "APPROVAL_HIDDEN", "⚠ {count} invisible or bidirectional character(s), marked U+…: the text holds them as marked"
+)
 APPROVED_ONCE = status("APPROVED_ONCE", "approved: {label}")
 APPROVED_ALL = status("APPROVED_ALL", "approved: {label} and the rest of this turn's {what}")
 APPROVAL_STOPPED = status("APPROVAL_STOPPED", "stopped: the turn ends here ({label} was not run)")
 APPROVAL_UNANSWERED = status("APPROVAL_UNANSWERED", "not approved in time: {label} was not run")
+APPROVAL_ENDED = status("APPROVAL_ENDED", "the turn has ended: {label} was not {done}", documented=True)
 TURN_UNDONE = output("TURN_UNDONE", "Undone: the agent's turn ({done})")
 TURN_UNDO_NOTHING = output("TURN_UNDO_NOTHING", "Nothing to undo: the agent's turn changed no cell")
 TURN_UNDO_KEPT = output(
@@ -959,6 +1035,19 @@ TURN_UNDO_RAN = output(
     "TURN_UNDO_RAN", "What ran cannot be un-run: {cells} ran, and what they did in the kernel stays", documented=True
 )
 TURN_UNDO_ONCE = output("TURN_UNDO_ONCE", "This agent turn was undone already")
+AGENT_REPLAYED_UNDONE = note(
+    "AGENT_REPLAYED_UNDONE", "this turn was undone afterwards: its changes are not in the notebook", documented=True
+)
+TURN_UNDONE_BY_NOTEBOOK = output(
+    "TURN_UNDONE_BY_NOTEBOOK",
+    "Undone by the notebook's own undo: every cell the agent's turn changed is as before it",
+    documented=True,
+)
+TURN_UNDO_LATER_FIRST = output(
+    "TURN_UNDO_LATER_FIRST",
+    "Not undone yet: a later agent turn changed {cells} after this one; undo that turn first, then this Undo",
+    documented=True,
+)
 NO_AGENT_TURN = output("NO_AGENT_TURN", "No agent turn to undo in this kernel yet")
 UNDO_NEEDS_LIVE = output(
     "UNDO_NEEDS_LIVE",

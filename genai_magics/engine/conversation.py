@@ -215,6 +215,11 @@ def carried_chars(history: Sequence[Turn], chain: Sequence[Holder]) -> int:
     )
 
 
+def agent_turn_key(index: int) -> str:
+    """How ``proposalOutcomes`` names an agent turn (a proposal is named by its sha256's first 12 digits)."""
+    return f"agent turn {index}"
+
+
 class TransitionRefused(Exception):
     """A click that must not change anything; the message says why."""
 
@@ -353,6 +358,8 @@ class Conversation:
         for t in self.history:
             if t.proposal_sha256 and t.outcome in ("applied", "discarded", "undone"):
                 told[t.proposal_sha256[:12]] = t.outcome
+            elif t.agent and t.outcome == "undone":  # its changes to the notebook were taken back
+                told[agent_turn_key(t.index)] = t.outcome
         # Only what changed since the last interaction: the server has the rest.
         return {k: v for k, v in told.items() if self.outcomes_told.get(k) != v}
 
@@ -492,6 +499,14 @@ class Conversation:
         self._transition("undo", turn, "undone")
         self.sync.active_document_sha256 = turn.base_sha256
         return turn
+
+    def agent_undone(self, turn: Turn) -> bool:
+        """An agent turn's changes were taken back (its Undo, or the notebook's own undo): its outcome is
+        ``undone``, which the next request tells the model; False when the conversation no longer holds it."""
+        if not turn.agent or not self.owns(turn):
+            return False
+        turn.outcome = "undone"
+        return True
 
     def lose_chain(self) -> None:
         """The server forgot the interaction chain: the next turn starts a new one."""

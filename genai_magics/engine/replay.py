@@ -25,6 +25,9 @@ same kernel is always live.
    decides.
 3. While replaying, the conversation's document is the one it had before the turn at
    the cursor, so a follow-up without ``--cell`` resolves to the cell it resolved to then.
+   Where the frontend names cells (the turn's magic cell id is recorded) it is the turn's own
+   document cell, by its id, while that cell exists: a cell inserted right above the magic
+   since (by an agent turn) does not make the turn about another cell.
 4. Match: the turn at the cursor replays this cell when its key is this cell's key
    (rule 1) with three allowances: a magic cell id missing on either side is not
    compared; a recorded key with no settings hash (a record written before it was kept)
@@ -209,9 +212,15 @@ def seek(rec: RecordedConversation, magic_cell: str | None) -> bool:
 
 # -- rule 3: the document while replaying -------------------------------------
 def document_at_cursor(rec: RecordedConversation) -> None:
-    """The conversation's document is the one it had before the turn at the cursor."""
+    """The conversation's document is the one it had before the turn at the cursor; where the frontend names
+    cells, the turn's own document cell, by its id."""
     conv, at = rec.conversation, rec.cursor
     if at >= rec.replayable:
+        return
+    meta = rec.meta.get(conv.history[at].index)
+    own = conv.history[at].document_key
+    if meta is not None and meta.key.magic_cell and isinstance(own, str):
+        conv.document_key = own  # a cell inserted above the magic since (an agent's) is not what it was about
         return
     before = rec.meta.get(conv.history[at - 1].index) if at else None
     conv.document_key = key_from_store(before.after.get("document_key")) if before else None

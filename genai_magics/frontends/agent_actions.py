@@ -3,29 +3,39 @@
 
 Every change is recorded in the turn's ``TurnChanges`` (Undo reads them) and the turn's view of the
 notebook (``TurnView``) holds it at once, so a later call of the same turn finds a cell the turn
-inserted or the text it wrote, before the frontend's next snapshot. Never touched: the agent's own
-cell, a cell holding a ``%%gemini_*`` magic (an error result the model reads). Without a live
+inserted or the text it wrote, before the frontend's next snapshot; a cell it deleted is found no
+more (an error result the model reads, as for a ref that names nothing). Never touched: the agent's own
+cell, a cell holding a ``%%gemini_*`` magic (an error result the model reads). Unless the user approves
+each write (``agent_approve = "all"``), no write may add code that steers the assistant or its approvals
+(engine/steering.py: ``%gemini_agent --approve none``, ``%config GeminiMagics…``, ``%alias_magic``…),
+and ``run_cell`` never runs a cell that calls our magics, whoever wrote it. Without a live
 notebook (nbclient, Colab, a terminal, JupyterLab without the extension) nothing is written: the
 changes stay in the turn's view and become one ``--notebook`` proposal (the magic shows it), and
 ``run_cell`` gets the error result ``this frontend cannot run cells``.
 
 An awaited agent cell (``waiting.awaited_call``) waits for the frontend's reply to each change, so a
-refused change is an error result; elsewhere the change is sent and the model told it is made.
+refused change is an error result; elsewhere the change is sent and kept in the turn's ``LandedCheck``
+(frontends/landed.py), which proves it landed once the frontend answers, before the next request.
 """
 
 from __future__ import annotations
 
 import inspect
 import uuid
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from .. import messages
 from ..engine.agent import Change, Deleted, Edited, Inserted, TurnChanges, edited, inserted_type, step_line
 from ..engine.cells import Cell, code_cell_above, is_genai_magic
+from ..engine.diff import unified_diff
 from ..engine.errors import UserError
 from ..engine.hashing import sha256_text, short
+from ..engine.text import clip, counted
 from ..engine.tools import ToolCall, ToolResult, error_result
+from .code_check import CodeCheck
+from .landed import LandedCheck, Reply, Sent
 from .live_notebook import LiveNotebook
 from .notebook_view import NotebookView
 
@@ -56,6 +66,11 @@ class TurnView:
     def cell_above(self, cell_id: str) -> Cell | None:
         return code_cell_above(self.cells(), cell_id)
 
+    def deleted(self, cell_id: str) -> bool:
+        """The turn deleted this cell: a ref that still finds it (the kernel ran it) finds nothing."""
+        gone = any(isinstance(c, Deleted) and c.cell.get("id") == cell_id for c in self.changes.items)
+        return gone and all(c.id != cell_id for c in self.cells())
+
 
 @dataclass
 class AgentActions:
@@ -70,11 +85,21 @@ class AgentActions:
     note: Callable[[str], None] = lambda _line: None
     waits: bool = False  # the cell is awaited: each change waits for the frontend's reply
     # asked before each write (agent_approve "all": frontends/cell_runner.py's): yes, no, or either awaited
-    approve_write: Callable[[str], Awaitable[bool] | bool] | None = None
+    approve_write: Callable[[str, str, tuple[str, ...]], Awaitable[bool] | bool] | None = None
+    writes_shown: Callable[[], bool] = lambda: False  # each write waits for a click that shows it ("all")
+    check: CodeCheck = field(default_factory=CodeCheck)  # what steers the assistant, the risk line
+    landed: LandedCheck | None = None  # the changes sent without waiting (a cell that is not awaited)
+    # cell id -> the one name this turn gives it (its label when the turn first named it): step lines,
+    # approvals, results and the Undo line all say it, though the cell moves or runs as another In[n]
+    names: dict[str, str] = field(default_factory=dict)
 
     @property
     def changes(self) -> TurnChanges:
         return self.view.changes
+
+    def name(self, cell: Cell) -> str:
+        """The cell's name in this turn: fixed the first time the turn names it."""
+        return self.names.setdefault(cell.id, self.label(cell))
 
     def answer(self, call: ToolCall) -> ToolResult | Awaitable[ToolResult]:
         try:
@@ -100,7 +125,9 @@ class AgentActions:
     def _written(self, call: ToolCall, write: _Write) -> ToolResult | Awaitable[ToolResult]:
         """The write made once approved (``approve_write``: ``agent_approve`` "all"), else the refusal's
         error result; an approval to wait for is awaited by ``answer``'s caller."""
-        approved = self.approve_write(write.description) if self.approve_write is not None else True
+        approved: Awaitable[bool] | bool = True
+        if self.approve_write is not None:
+            approved = self.approve_write(write.description, write.shown, write.risks)
         declined = messages.AGENT_WRITE_DECLINED.render(name=call.name)
         if not inspect.isawaitable(approved):
             return write.make() if approved else error_result(call, declined)
@@ -123,100 +150,129 @@ class AgentActions:
         source, cell_type = args["source"], inserted_type(args)
         if is_genai_magic(source) and source.lstrip().startswith("%%gemini"):
             raise ValueError(messages.AGENT_MAGIC_CELL.render(name="insert_cell", label="the new cell"))
+        self._unsteered(call, "the new cell", cell_type, "", source)
         after_id = after.id if after is not None else None
-        after_label = self.label(after) if after is not None else "top"
+        after_label = self.name(after) if after is not None else "top"
 
         def make() -> ToolResult | Awaitable[ToolResult]:
             if self.live is None:
                 new_id = f"c-{uuid.uuid4().hex[:8]}"
                 pending = None
             else:
-                pending = _Reply()
+                pending = Reply()
                 new_id = self.live.insert_cell(after_id, source, cell_type, pending.done)
             change = Inserted(new_id, source, cell_type, after_id)
             self.changes.add(change)
 
             def result() -> ToolResult:
                 cell = next(c for c in self.view.cells() if c.id == new_id)
-                response = {"id": new_id, "label": self.label(cell), "after": after_label, "sha256": short(cell.sha256)}
+                response = {"id": new_id, "label": self.name(cell), "after": after_label, "sha256": short(cell.sha256)}
                 return ToolResult(call, response, "whole")
 
             return self._confirmed(call, pending, change, result)
 
-        return _Write(f"insert a {cell_type} cell after {after_label} ({len(source.splitlines())} lines)", make)
+        lines = counted(len(source.splitlines()), "line")
+        what = f"insert a {cell_type} cell after {after_label} ({lines})"
+        return _Write(what, make, source, self._risks(cell_type, source))
 
     def _edit_cell(self, call: ToolCall) -> _Write:
         cell = self._target(call.args["ref"], "edit_cell")
         after = edited(cell.source, call.args)
         if is_genai_magic(after) and after.lstrip().startswith("%%gemini"):
-            raise ValueError(messages.AGENT_MAGIC_CELL.render(name="edit_cell", label=self.label(cell)))
-        label = self.label(cell)
+            raise ValueError(messages.AGENT_MAGIC_CELL.render(name="edit_cell", label=self.name(cell)))
+        label = self.name(cell)
+        self._unsteered(call, label, cell.cell_type, cell.source, after)
 
         def make() -> ToolResult | Awaitable[ToolResult]:
             pending = None
             if self.live is not None:
-                pending = _Reply()
+                pending = Reply()
                 self.live.set_source(cell.id, after, pending.done)
             change = Edited(cell.id, cell.source, after)
             self.changes.add(change)
             response = {"label": label, "sha256": short(sha256_text(after))}
             return self._confirmed(call, pending, change, lambda: ToolResult(call, response, "whole"))
 
-        return _Write(f"edit {label} ({len(call.args['edits'])} edits)", make)
+        diff = unified_diff(cell.source, after, label)
+        edits = counted(len(call.args["edits"]), "edit")
+        return _Write(f"edit {label} ({edits})", make, diff, self._risks(cell.cell_type, after))
 
     def _delete_cell(self, call: ToolCall) -> _Write:
         cell = self._target(call.args["ref"], "delete_cell")
-        label = self.label(cell)
+        label = self.name(cell)
+        # a cell this turn inserted: its removal takes back the turn's own insert, no cell of the user's
+        own = any(isinstance(c, Inserted) and c.cell_id == cell.id for c in self.changes.items)
+        response: dict[str, object] = {"label": label, "inserted_this_turn": True} if own else {"label": label}
         ids = [c.id for c in self.view.cells()]
         at = ids.index(cell.id)
         held = {"id": cell.id, "cell_type": cell.cell_type, "source": cell.source}  # until the frontend's reply
 
         def make() -> ToolResult | Awaitable[ToolResult]:
-            change = Deleted(held, ids[at - 1] if at else None)
+            change = Deleted(held, ids[at - 1] if at else None, tuple(ids[:at]))
             self.changes.add(change)  # before the frontend's reply: the companion's comes within the call
             pending = None
             if self.live is not None:
-                pending = _Reply()
+                pending = Reply()
                 current = [change]
 
                 def removed(cell_json: dict) -> None:  # the cell as the frontend held it: outputs too, for Undo
-                    kept = Deleted(cell_json, change.after_id)
+                    kept = Deleted(cell_json, change.after_id, change.above)
                     self.changes.replace(current[0], kept)
                     current[0] = kept
 
                 self.live.delete_cell(cell.id, pending.done, removed)
-            return self._confirmed(call, pending, change, lambda: ToolResult(call, {"label": label}, "whole"))
+            return self._confirmed(call, pending, change, lambda: ToolResult(call, dict(response), "whole"))
 
-        return _Write(f"delete {label}", make)
+        return _Write(f"delete {label}", make, cell.source)
 
     def _run_cell(self, call: ToolCall) -> ToolResult | Awaitable[ToolResult]:
         cell = self._target(call.args["ref"], "run_cell")
         if cell.cell_type != "code":
-            raise ValueError(f"run_cell: {self.label(cell)} is a {cell.cell_type} cell: only code cells run")
+            raise ValueError(f"run_cell: {self.name(cell)} is a {cell.cell_type} cell: only code cells run")
+        steers = self.check.steering(cell.source)
+        if steers:
+            raise ValueError(messages.AGENT_STEERING_RUN.render(label=self.name(cell), code=clip(steers[0], 80)))
         if self.live is None:
-            return cannot_run(cell, self.label(cell))
-        return self.run(cell, self.label(cell))
+            return cannot_run(cell, self.name(cell))
+        return self.run(cell, self.name(cell))
 
     # -- what every call shares ----------------------------------------------------------------
+    def _unsteered(self, call: ToolCall, label: str, cell_type: str, before: str, after: str) -> None:
+        """Refused (a ``ValueError`` the model reads): a code cell's write, not shown to the user for approval,
+        that adds code steering the assistant or its approvals (engine/steering.py), once more included; the
+        steering code the cell held already is the user's and may stay as it is (the code around it may change:
+        knowingly, a condition that guards it too)."""
+        if cell_type != "code" or self.writes_shown():
+            return
+        added = Counter(self.check.steering(after)) - Counter(self.check.steering(before))
+        if added:
+            code = clip(next(iter(added)), 80)
+            raise ValueError(messages.AGENT_STEERING_WRITE.render(name=call.name, label=label, code=code))
+
+    def _risks(self, cell_type: str, source: str) -> tuple[str, ...]:
+        return self.check.risks(source) if cell_type == "code" else ()
+
     def _target(self, ref: str, name: str, own_ok: bool = False) -> Cell:
         """The cell a REF names in the turn's view; refused when it is the agent's own or a magic cell."""
         cell = self.find(ref, name)
         if cell.id == self.own_id and not own_ok:
-            raise ValueError(messages.AGENT_OWN_CELL.render(name=name, label=self.label(cell)))
+            raise ValueError(messages.AGENT_OWN_CELL.render(name=name, label=self.name(cell)))
         if cell.id != self.own_id and is_genai_magic(cell.source) and not own_ok:
-            raise ValueError(messages.AGENT_MAGIC_CELL.render(name=name, label=self.label(cell)))
+            raise ValueError(messages.AGENT_MAGIC_CELL.render(name=name, label=self.name(cell)))
         return cell
 
     def _confirmed(
-        self, call: ToolCall, pending: _Reply | None, change: Change, result: Callable[[], ToolResult]
+        self, call: ToolCall, pending: Reply | None, change: Change, result: Callable[[], ToolResult]
     ) -> ToolResult | Awaitable[ToolResult]:
-        """The result now (no live notebook, or a cell that cannot wait), or once the frontend replied:
-        a refusal takes the change back out of the turn and is an error result."""
+        """The result now (no live notebook, or a cell that cannot wait: the change kept to be proven landed),
+        or once the frontend replied: a refusal takes the change back out of the turn and is an error result."""
         if pending is None or not self.waits:
+            if pending is not None and self.landed is not None:
+                self.landed.add(Sent(call.label, change, pending))
             return result()
 
         async def replied() -> ToolResult:
-            error = await pending.wait()
+            error = await _reply_to(pending)
             if error is None:
                 return result()
             if change in self.changes.items:
@@ -232,22 +288,15 @@ class _Write:
 
     description: str
     make: Callable[[], ToolResult | Awaitable[ToolResult]]
+    shown: str = ""  # what its approval shows: an insert's text, an edit's diff, a deleted cell's text
+    risks: tuple[str, ...] = ()  # of the code it writes (frontends/code_check.py)
 
 
-class _Reply:
-    """A frontend's reply to one change (``Done``), awaited with ``asyncio.sleep`` polling as the
-    approval's wait is (the reply comes on the kernel's own loop while the cell awaits)."""
+async def _reply_to(reply: Reply) -> str | None:
+    """A frontend's reply to one change, awaited with ``asyncio.sleep`` polling as the approval's wait is (the
+    reply comes on the kernel's own loop while the cell awaits)."""
+    from . import waiting
 
-    def __init__(self) -> None:
-        self.came = False
-        self.error: str | None = None
-
-    def done(self, error: str | None) -> None:
-        self.came, self.error = True, error
-
-    async def wait(self) -> str | None:
-        from . import waiting
-
-        if not await waiting.wait_async(lambda: self.came, REPLY_TIMEOUT_S):
-            return messages.FRONTEND_NO_REPLY.render(timeout=REPLY_TIMEOUT_S, op="agent change")
-        return self.error
+    if not await waiting.wait_async(lambda: reply.came, REPLY_TIMEOUT_S):
+        return messages.FRONTEND_NO_REPLY.render(timeout=REPLY_TIMEOUT_S, op="agent change")
+    return reply.error

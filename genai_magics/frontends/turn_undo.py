@@ -1,11 +1,13 @@
 """One Undo for a whole agent turn, through the live notebook.
 
 The turn's changes (``engine/agent.py``'s ``TurnChanges``) are reversed newest first: an inserted
-cell deleted, an edited one set back, a deleted one put back where it was with its outputs (the
-frontend's ``insert_cell`` given the cell's JSON). A cell changed by hand since the turn left it
-(another text, or gone) is kept as it is and named, with every change of the turn to it. Each edit
-waits for the frontend's reply before the next is sent, so the order holds. What ran stays run:
-Undo says so.
+cell deleted, an edited one set back, a deleted one put back with its outputs (the frontend's
+``insert_cell`` given the cell's JSON) below the nearest cell above it that is still there, else at
+its old index. A cell changed by hand since the turn left it (another text, or gone) is kept as it
+is and named, with every change of the turn to it. A later agent turn whose change to one of the
+same cells still stands is undone first: till then this Undo says so and stays ready (so undoing
+two turns in either order gives back the notebook as before both). Each edit waits for the
+frontend's reply before the next is sent, so the order holds. What ran stays run: Undo says so.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .. import messages
-from ..engine.agent import Change, Deleted, Edited, Inserted, TurnChanges
+from ..engine.agent import Change, Deleted, Edited, Inserted, TurnChanges, put_back_after
 from ..engine.cells import cell_type_of
+from ..engine.text import counted
 from .cell_writer import Done
 from .live_notebook import LiveNotebook
 from .notebook_view import source_text
@@ -51,7 +54,7 @@ def _before_and_left(changes: TurnChanges) -> tuple[dict[str, str | None], dict[
     return before, left
 
 
-@dataclass
+@dataclass(eq=False)  # one turn's Undo is itself only (``turns`` holds it)
 class TurnUndo:
     """The Undo of one agent turn: done at most once; ``message`` says what it did once it is done."""
 
@@ -62,6 +65,9 @@ class TurnUndo:
     message: str = ""
     state: str = "ready"  # ready -> undoing -> undone
     listeners: list[Listener] = field(default_factory=list)
+    turns: list[TurnUndo] = field(default_factory=list)  # every agent turn's Undo in this kernel, in order
+    # once undone (by this Undo or the notebook's own): the turn's record says so; a line when it cannot be written
+    on_undone: Callable[[], str | None] | None = None
 
     @property
     def empty(self) -> bool:
@@ -78,6 +84,10 @@ class TurnUndo:
         if not self.notebook.connected:
             self._say(messages.UNDO_NEEDS_LIVE.render())
             return
+        later = self._later_first()
+        if later:  # stays ready: it works once the later turn is undone
+            self._say(messages.TURN_UNDO_LATER_FIRST.render(cells=", ".join(later)))
+            return
         self.state = "undoing"
         steps, kept, already = self._plan()
         failures: list[str] = []
@@ -85,8 +95,7 @@ class TurnUndo:
 
         def next_step(i: int) -> None:
             if i == len(steps):
-                self.state = "undone"
-                self._say(self._summary(counts, kept, already, failures))
+                self._undone(self._summary(counts, kept, already, failures))
                 return
             kind, what, step = steps[i]
 
@@ -100,6 +109,36 @@ class TurnUndo:
             step(done)
 
         next_step(0)
+
+    def notice_taken_back(self) -> None:
+        """After the notebook's own undo (z, Ctrl+Z) put every cell the turn changed back as the turn found it:
+        the turn is undone, and its line says so without a click."""
+        if self.state != "ready" or self.empty or not self.notebook.connected:
+            return
+        now = {cell.id: cell.source for cell in self.notebook.cells()}
+        before, left = _before_and_left(self.changes)
+        if before != left and all(now.get(cell_id) == was for cell_id, was in before.items()):
+            self._undone(messages.TURN_UNDONE_BY_NOTEBOOK.render())
+
+    def _undone(self, message: str) -> None:
+        self.state = "undone"
+        note = self.on_undone() if self.on_undone is not None else None
+        self._say("\n".join(line for line in (message, note) if line))
+
+    def _later_first(self) -> list[str]:
+        """The cells a later agent turn changed after this one, whose change still stands (that turn's Undo
+        goes first: its change is no hand edit for this one to keep)."""
+        now = {cell.id: cell.source for cell in self.notebook.cells()}
+        mine = set(_before_and_left(self.changes)[0])
+        later = self.turns[self.turns.index(self) + 1 :] if self in self.turns else []
+        cells: list[str] = []
+        for turn in later:
+            if turn.state == "undone":
+                continue
+            for cell_id, text in _before_and_left(turn.changes)[1].items():
+                if cell_id in mine and now.get(cell_id) == text and self.label(cell_id) not in cells:
+                    cells.append(self.label(cell_id))
+        return cells
 
     def _plan(self) -> tuple[list[tuple[str, str, Step]], list[str], int]:
         """The edits to send, newest change first, the cells kept (changed by hand since), and how many cells
@@ -148,13 +187,14 @@ class TurnUndo:
         cell = change.cell
         text = source_text(cell.get("source", ""))
 
-        def step(done: Done) -> None:
-            self.notebook.insert_cell(change.after_id, text, cell_type_of(cell.get("cell_type")), done, cell=cell)
+        def step(done: Done) -> None:  # where, once the steps before it are made
+            after = put_back_after(change, [c.id for c in self.notebook.cells()])
+            self.notebook.insert_cell(after, text, cell_type_of(cell.get("cell_type")), done, cell=cell)
 
         return step
 
     def _summary(self, counts: dict[str, int], kept: list[str], already: int, failures: list[str]) -> str:
-        done = ", ".join(f"{n} cell(s) {kind}" for kind, n in counts.items() if n) or "nothing written"
+        done = ", ".join(f"{counted(n, 'cell')} {kind}" for kind, n in counts.items() if n) or "nothing written"
         lines = [messages.TURN_UNDONE.render(done=done)]
         if already:
             lines.append(messages.TURN_UNDO_ALREADY.render(count=already))

@@ -342,6 +342,37 @@ class ContextCaches:
         folds = length > entry.length and folding_pays(price, ttl_s, entry.tokens, tail, reads, max(1, turns), hit)
         return (length if folds else entry.length), hit
 
+    def folded(
+        self,
+        conv: Conversation,
+        transport: Any,
+        contents: Sequence[dict[str, Any]],
+        price: Price | None,
+        ttl_s: float,
+        last: Usage,
+        rounds: int,
+        note: Callable[[str], None],
+    ) -> int:
+        """Inside a turn (contents mode): the cache replaced by one holding ``contents`` (the next request's
+        contents up to its newest round of calls) when folding the tail after the cache's head pays by the
+        rule between turns (``folding_pays``: the tail grown over ``rounds`` requests of the turn, one read each,
+        but for the share implicit caching served on the ``last`` one). Without it every later request of the
+        turn reads the earlier rounds again at full price. The tokens written (0: no fold)."""
+        entry = self.entries.get(id(conv))
+        if entry is None or entry.model != transport.model or price is None or len(contents) <= entry.length:
+            return 0
+        tail = sum(part_tokens(p, transport.model) for c in contents[entry.length :] for p in c["parts"])
+        hit = tail_served(last, entry.tokens, tail, rounds)
+        if not folding_pays(price, ttl_s, entry.tokens, tail, 1, rounds, hit):
+            return 0
+        head = tuple(contents)
+        tokens, sha = self._measure(transport.model, head, transport.tools)
+        reason = messages.CACHE_REPLACE.render(tokens=tokens)
+        _, written = self.prepare(
+            conv, transport, CacheStep(Decision("create", False, reason), head, tokens, sha, entry), note, ttl_s
+        )
+        return written
+
     def _measure(self, model: str, head: tuple[dict[str, Any], ...], tools: tuple[str, ...] = ()) -> tuple[int, str]:
         """The head's estimated tokens and sha; an unchanged head (compared, not serialized) is not hashed again:
         both depend on the model and the head's parts alone, whichever conversation holds them."""

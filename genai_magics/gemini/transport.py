@@ -44,7 +44,8 @@ Exchange = Generator[str, None, "Reply"]
 
 @dataclass(frozen=True)
 class CachedHead:
-    """An explicit cache holding the system instruction and the first ``length`` contents of the request."""
+    """An explicit cache holding the system instruction and the first ``length`` contents of the request (the
+    transcript split for a cache, then the turn's rounds of calls: a cache folded mid-turn holds some)."""
 
     name: str
     length: int
@@ -241,15 +242,15 @@ class ContentsTransport(_Transport):
             cache = None
             if self.tools:
                 config["tool_config"] = {**config.get("tool_config", {}), "function_calling_config": {"mode": "NONE"}}
+        earlier = retry.rounds if retry is not None else ()
+        called = [c for r in (*earlier, *rounds) for c in contents_round(r)]
         if isinstance(cache, CachedHead):  # it holds the system instruction and tools: the API refuses them
             del config["system_instruction"]  # beside cached_content
             config.pop("tools", None)
             config["cached_content"] = cache.name
-            contents = rendered.split[cache.length :]
+            contents = [*rendered.split, *called][cache.length :]  # a cache folded mid-turn holds rounds too
         else:
-            contents = list(rendered.split if isinstance(cache, Split) else rendered.whole)
-        earlier = retry.rounds if retry is not None else ()
-        contents += [c for r in (*earlier, *rounds) for c in contents_round(r)]
+            contents = [*(rendered.split if isinstance(cache, Split) else rendered.whole), *called]
         if retry is not None:
             contents += [
                 {"role": "model", "parts": [{"text": retry.answer}]},

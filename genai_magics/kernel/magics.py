@@ -23,7 +23,7 @@ from IPython.core.magic import cell_magic, line_magic, magics_class, no_var_expa
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from .. import messages
-from ..engine.agent import agent_results, step_line
+from ..engine.agent import TurnChanges, agent_results, step_line
 from ..engine.cells import WHOLE_NOTEBOOK, is_genai_magic
 from ..engine.conversation import Conversation, Mode, Turn
 from ..engine.errors import UserError
@@ -37,6 +37,8 @@ from ..frontends.agent_actions import AgentActions, RunCell, TurnView, cannot_ru
 from ..frontends.bridge import Bridge
 from ..frontends.cell_runner import Approvals, Approve
 from ..frontends.cell_writer import write_staged
+from ..frontends.code_check import shell_check
+from ..frontends.landed import LandedCheck
 from ..frontends.live_notebook import LiveNotebook
 from ..frontends.notebook_view import path_of_cell_uri
 from ..frontends.terminal import is_terminal, typed_source
@@ -50,7 +52,7 @@ from ..ui import report
 from ..ui.display import NotebookDisplay, TerminalDisplay
 from ..ui.proposal import ProposalController
 from ..ui.proposal_display import Place, Proposed, show_proposal
-from .agent_run import offer_turn_undo, turn_approve_write, turn_run_cell
+from .agent_run import agent_failure, end_agent_turn, told_not_landed, turn_approve_write, turn_run_cell, turn_undone
 from .line_commands import COMMANDS, HELP, Call, chosen
 from .line_syntax import split_prompt
 from .magic_flags import documented, plain_help, takes_value, turn_arguments, turn_request, with_defaults
@@ -229,10 +231,14 @@ class GeminiMagics(GeminiOptions):
     def _turn(self, mode: Mode, magic, line: str, cell: str | None, agent: bool = False) -> Awaitable[None] | None:
         """Run one turn; what IPython gets back is None, or an awaitable while a proposal waits for its click
         (an awaited agent cell: the awaitable drives the whole turn)."""
+        if self._inside_agent_run("gemini_agent" if agent else f"gemini_{mode}"):
+            return None
         record = self.session.executed
         if write_staged(self.shell_state.staged, record, lambda text: self.shell.set_next_input(text, replace=True)):
             print(messages.PREFIX + messages.STAGED_WRITTEN.render())
             return None
+        for undo in self.shell_state.agent_undos:  # the notebook's own undo took one back: this request says so
+            undo.notice_taken_back()
         # a flag's name after the first word of the prompt is prompt text (also on a %% line)
         line, words = split_prompt(line, takes_value(magic))
         try:
@@ -265,13 +271,13 @@ class GeminiMagics(GeminiOptions):
         except UserError as exc:
             display.error(str(exc))
             return None
-        request = turn_request(mode, args, asked, agent)
+        request = told_not_landed(self.shell_state, turn_request(mode, args, asked, agent))
         if frontend.stale:
             display.note(messages.VIEW_BEHIND.render())
         reader = ShellReader(self.shell, self._cell_for_filename)
         actions = None
         if agent:
-            actions = self._agent_actions(frontend, settings, display)
+            actions = self._agent_actions(frontend, settings, display, request.conversation)
             if settings.agent_approve == "none" and actions.live is not None:
                 display.note(messages.AGENT_APPROVE_NONE.render())  # said every turn: nothing will ask
             frontend = replace(frontend, view=actions.view)  # the turn's reads see its own changes
@@ -284,19 +290,29 @@ class GeminiMagics(GeminiOptions):
             with kernel_compat.interruptible():
                 outcome = drive(steps, actions.answer if actions is not None else None)  # type: ignore[arg-type]
         except Exception as exc:  # a UserError, or a bug of ours: one line unless debugging
-            display.failed(exc, self.debug)
+            display.failed(agent_failure(exc, actions), self.debug)
             if actions is not None:
                 return self._agent_unfinished(actions, frontend, request.conversation, asked.prompt, display)
             return None
         shown = self._shown(mode, outcome, frontend, asked.prompt, display, actions)
         if actions is not None:
-            offer_turn_undo(self.shell_state, actions)
+            end_agent_turn(self.shell_state, actions, turn_undone(self.session, outcome))
         return shown
 
+    def _inside_agent_run(self, magic: str) -> bool:
+        """A cell the agent runs called this magic (whatever way its code reached it): refused with one line."""
+        if not self.shell_state.agent_running:
+            return False
+        NotebookDisplay.error(messages.MAGIC_IN_AGENT_RUN.render(magic=magic))
+        return True
+
     # -- the agent -------------------------------------------------------------
-    def _agent_actions(self, frontend: frontends.Frontend, settings: Settings, display) -> AgentActions:
+    def _agent_actions(
+        self, frontend: frontends.Frontend, settings: Settings, display, conversation: str
+    ) -> AgentActions:
         """What answers this agent turn's calls: through the live notebook where there is one, waiting for
-        its replies (and approvals) only where the cell is awaited (frontends/waiting.py)."""
+        its replies (and approvals) only where the cell is awaited (frontends/waiting.py); elsewhere each change
+        is proven landed once the frontend answers (frontends/landed.py)."""
         live = frontend.live
         if isinstance(live, Bridge):
             live.one_undo_step()  # the turn's writes: one step of JupyterLab's notebook undo
@@ -310,19 +326,25 @@ class GeminiMagics(GeminiOptions):
             own_id=self.session.executed.running_id,
             find=lambda ref, name: documents.find_cell(view, ref, name),
             label=lambda cell: documents.label(view, cell),
-            run=self._run_cell(live, settings, approvals, awaited),
+            run=self._run_cell(live, settings, approvals, awaited, view.changes),
             note=display.note,
             waits=awaited,
             approve_write=turn_approve_write(approvals, awaited, self.apply_wait) if live is not None else None,
+            writes_shown=lambda: live is not None and approvals.needed("write"),
+            check=shell_check(self.shell),
+            landed=LandedCheck(live, conversation) if live is not None and not awaited else None,
         )
 
-    def _run_cell(self, live: LiveNotebook | None, settings: Settings, approvals: Approvals, awaited: bool) -> RunCell:
+    def _run_cell(
+        self, live: LiveNotebook | None, settings: Settings, approvals: Approvals, awaited: bool, changes: TurnChanges
+    ) -> RunCell:
         """How run_cell runs a cell here: by this kernel, through the live notebook, after the approval that
         ``agent_approve`` asks for (kernel/agent_run.py); without a live notebook, none runs."""
         if live is None:
             return cannot_run
+        shell, session = self.shell, self.session
         return turn_run_cell(
-            self.shell, live, self.session, settings, self._cell_for_filename, approvals, awaited, self.apply_wait
+            shell, live, session, settings, self._cell_for_filename, approvals, awaited, self.apply_wait, changes
         )
 
     async def _agent_awaited(
@@ -332,13 +354,13 @@ class GeminiMagics(GeminiOptions):
         try:
             outcome = await drive_async(steps, actions.answer)
         except Exception as exc:  # a UserError (STOPPED included), or a bug of ours: one line
-            display.failed(exc, self.debug)
+            display.failed(agent_failure(exc, actions), self.debug)
             unfinished = self._agent_unfinished(actions, frontend, conversation, prompt, display)
             if unfinished is not None:
                 await unfinished
             return
         shown = self._shown("ask", outcome, frontend, prompt, display, actions)
-        offer_turn_undo(self.shell_state, actions)
+        end_agent_turn(self.shell_state, actions, turn_undone(self.session, outcome))
         if shown is not None:
             await shown
 
@@ -348,7 +370,7 @@ class GeminiMagics(GeminiOptions):
         """Rule: an agent turn stopped or failed (its one line shown) loses nothing it wrote: through the live
         notebook its writes stay, undoable as one; without one, the writes made so far are one --notebook
         proposal (Copy), as a finished turn's are."""
-        offer_turn_undo(self.shell_state, actions)
+        end_agent_turn(self.shell_state, actions)
         if actions.live is not None or not actions.changes:
             return None
         conv = self.session.conversations.get(conversation) or Conversation(conversation)  # none if it was the first
@@ -394,6 +416,8 @@ class GeminiMagics(GeminiOptions):
         if actions is not None and outcome.replayed is not None:  # its steps as they were: nothing made again
             for result in agent_results(turn.tool_rounds):
                 display.note(step_line(result))
+            if turn.outcome == "undone":
+                display.note(messages.AGENT_REPLAYED_UNDONE.render())
         empty = messages.PROPOSAL_BELOW if mode == "edit" else messages.EMPTY_ANSWER
         display.finish(turn.response or empty.render())
         if turn.grounding:  # live or replayed: the sources the answer cites, as recorded
@@ -454,6 +478,8 @@ class GeminiMagics(GeminiOptions):
     @line_magic
     @documented(HELP)
     def gemini(self, line):
+        if self._inside_agent_run("gemini"):
+            return
         try:
             args = parse_argstring(self.gemini, line)
         except UsageError as exc:

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from ..frontends.bridge import Bridge
 from ..frontends.cell_writer import StagedApply
 from ..frontends.companion import Companion
+from ..frontends.landed import LandedCheck
 from ..frontends.notebook_view import NotebookLocation
 from ..frontends.turn_undo import TurnUndo
 from ..turn.session import Session
@@ -45,6 +46,11 @@ class ShellState:
     magics: LoadedMagics | None = None  # the magics registered now; None while unloaded
     location: NotebookLocation = field(default_factory=NotebookLocation)  # the notebook's file, as named last
     agent_undo: TurnUndo | None = None  # the Undo of the latest agent turn that changed cells (%gemini undo)
+    agent_undos: list[TurnUndo] = field(default_factory=list)  # every such turn's, oldest first (one waits on another)
+    # an agent turn runs a cell now: our magics refuse to start inside it (a turn inside the turn would answer
+    # outside its record; the static check, engine/steering.py, cannot see every way code reaches them)
+    agent_running: bool = False
+    landed_check: LandedCheck | None = None  # the latest agent turn's changes sent without waiting, until told
 
 
 def state_of(shell: Any) -> ShellState:

@@ -15,6 +15,7 @@ from ..engine.conversation import Conversation
 from ..engine.errors import UserError
 from ..engine.hashing import sha256_text
 from ..engine.notebook_text import notebook_text
+from ..frontends.agent_actions import TurnView
 from ..frontends.notebook_view import ExecutedCells, NotebookFileError, NotebookView
 from ..sources.outputs import OutputCapture, OutputPieces, cell_pieces
 from .requests import Settings, TurnFrontend, TurnRequest
@@ -31,7 +32,13 @@ class DocumentChooser:
     outputs: OutputCapture
 
     def find_cell(self, view: NotebookView, ref: str, flag: str = "--cell") -> Cell:
-        ref = ref.strip()
+        """The cell ``ref`` names; never one the running agent turn deleted (the kernel still knows its run)."""
+        cell = self._found(view, ref.strip(), flag)
+        if isinstance(view, TurnView) and view.deleted(cell.id):
+            raise UserError(messages.AGENT_CELL_DELETED, name=flag, label=ref.strip())
+        return cell
+
+    def _found(self, view: NotebookView, ref: str, flag: str) -> Cell:
         running = self.executed.running_id
         if ref == "-1":
             cell = self.executed.latest_document(exclude=running)

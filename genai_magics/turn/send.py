@@ -59,7 +59,7 @@ from ..gemini.client import RetryNotices
 from ..gemini.errors import describe, over_input_limit, status_code
 from ..gemini.models import InputLimits
 from ..gemini.pricing import Price, turn_cost
-from ..gemini.transport import CachedHead, EditRetry, Reply, Transport, body_bytes
+from ..gemini.transport import SPLIT, CachedHead, EditRetry, Reply, Transport, body_bytes
 from .edit_answer import settle
 from .requests import Planned, Sent, Settings, TurnDisplay, TurnResult
 
@@ -230,7 +230,8 @@ class TurnSend:
         never in a conversation whose agent turns changed the notebook (the seed would keep only their
         answers: the chain keeps what they did). A chain under the model's cache minimum could not show
         whether implicit caching hits: the rule then takes it as hitting (the case where a restart costs
-        most). No line: only the bill changes."""
+        most). One line says so; the record keeps every turn as it was (the new chain is the turn's
+        ``interaction_id``, as after a lost chain), so replay and ``--rerun`` read it as any other turn."""
         history = self.conv.history
         price, last = self.planned.price, history[-1]
         fetched = [r for round_ in last.tool_rounds for r in round_.results if r.pieces]
@@ -245,7 +246,10 @@ class TurnSend:
         # the turns the chain's excess over the seed took to grow, at what the last turn's results added
         grown = sum(estimate_tokens(json.dumps(r.response, ensure_ascii=False)) for r in fetched)
         turns = max(1, (chain - seed) // max(1, grown))
-        return fresh if seed <= room and new_chain_pays(price, chain, seed, usage.requests, hit, turns) else plan
+        if seed > room or not new_chain_pays(price, chain, seed, usage.requests, hit, turns):
+            return plan
+        self.display.note(messages.CHAIN_RESTARTED.render())
+        return fresh
 
     def compact(self, plan: TurnPlan, room: int, body: Any, scale: float = 1.0, force: bool = False) -> None:
         """contents mode: the transcript rendered to fit ``room`` tokens (``body()``: the request as it
@@ -430,7 +434,7 @@ class TurnSend:
         once and is sent again."""
         transport, conv, history = self.transport, self.conv, self.conv.history
         at_limit = self._admit(lambda off: transport.request(plan, history, None, retry, rounds, last, off), at_limit)
-        written = self._cache_prepared()
+        written = self._cache_prepared() + self._rounds_folded(plan, retry, rounds, last, at_limit)
         cache = None if self.uncached else self.caches.head(conv)
         try:
             reply = self._exchange(transport.request(plan, history, cache, retry, rounds, last, at_limit))
@@ -447,6 +451,29 @@ class TurnSend:
         reply = replace(reply, usage=priced(reply.usage, self.planned.price, self.planned.day))
         self._bill(reply.usage)
         return reply
+
+    def _rounds_folded(
+        self, plan: TurnPlan, retry: EditRetry | None, rounds: list[ToolRound], last: Reply | None, at_limit: bool
+    ) -> int:
+        """Rule: inside a turn in contents mode, the turn's earlier rounds of calls fold into the explicit cache
+        by the rule between turns (``caching.folding_pays``), so the requests after the fold read them at the
+        cached price; the tokens written. Not on the turn's first request (it carries out the cache step), nor
+        without a cache, nor once compacted, nor at the limit of calls (a request naming a cache may carry no
+        tool_config), nor in an edit's retry (its answer and ask follow the rounds: a cache cannot hold them)."""
+        off = at_limit or self.uncached or retry is not None or plan.state_mode != "contents"
+        if not rounds or last is None or off:
+            return 0
+        contents = self.transport.request(plan, self.conv.history, SPLIT, None, rounds[:-1], last)["contents"]
+        return self.caches.folded(
+            self.conv,
+            self.transport,
+            contents,
+            self.planned.price,
+            self.settings.cache_ttl_s,
+            last.usage,
+            max(1, len(rounds) - 1),  # the requests the folded rounds were read by, the newest one after
+            self.display.note,
+        )
 
     def _bill(self, usage: Usage) -> None:
         self.billed = usage if self.billed is None else added(self.billed, usage)

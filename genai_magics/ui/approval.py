@@ -1,4 +1,6 @@
-"""The agent's approval in its cell: the cell's label and first lines, and Run / Run all / Stop.
+"""The agent's approval in its cell: what it approves (a run's code, an insert's text, an edit's diff, a
+deleted cell's text) with every invisible or bidirectional character marked (engine/invisible.py), the risk
+line (engine/code_risks.py), and Run / Run all / Stop (Write / Write all / Stop).
 
 Rendering only: a click answers the ``Asked`` (frontends/cell_runner.py), which keeps the turn's
 approvals. The buttons are the only way to approve: nothing the model sends or a cell shows can.
@@ -10,9 +12,12 @@ import html
 from typing import Any
 
 from .. import messages
+from ..engine.invisible import hidden_count, marked_html, marked_text
 from ..frontends.cell_runner import Asked, Choice
 from .widgets import shared_styles, widget_bundle
 
+_CODE = "margin:2px 0;font-size:12px;max-height:24em;overflow:auto"  # the whole text, scrolled
+_WARNING = "font-size:12px;margin-top:4px;color:#9a3412;font-weight:bold"
 _BUTTONS: dict[str, tuple[tuple[str, Choice, str, str], ...]] = {
     "run": (
         ("Run", "once", "success", "play"),
@@ -27,6 +32,20 @@ _BUTTONS: dict[str, tuple[tuple[str, Choice, str, str], ...]] = {
 }
 
 
+def warnings(asked: Asked) -> list[str]:
+    """The lines above the status line: the risks of the code, the hidden characters the text holds."""
+    lines = [messages.APPROVAL_RISKS.render(risks=", ".join(asked.risks))] if asked.risks else []
+    count = hidden_count(asked.lines)
+    if count:
+        lines.append(messages.APPROVAL_HIDDEN.render(count=count))
+    return lines
+
+
+def shown_text(asked: Asked) -> str:
+    """The approval as text (a saved notebook, nbconvert): what it approves, marked, its warnings and status."""
+    return "\n".join([asked.label, marked_text(asked.lines), *warnings(asked), said(asked)])
+
+
 def said(asked: Asked) -> str:
     """The status line under the cell's lines: what it waits for, or how it was answered."""
     label = asked.label
@@ -39,6 +58,8 @@ def said(asked: Asked) -> str:
         return messages.APPROVED_ALL.render(label=label, what="runs" if asked.kind == "run" else "writes")
     if asked.choice == "stop":
         return messages.APPROVAL_STOPPED.render(label=label)
+    if asked.choice == "ended":
+        return messages.APPROVAL_ENDED.render(label=label, done="run" if asked.kind == "run" else "written")
     return messages.APPROVAL_UNANSWERED.render(label=label)
 
 
@@ -60,13 +81,11 @@ class ApprovalWidget:
         asked.listeners.append(self._answered)
 
     def _html(self) -> str:
-        code = (
-            f'<pre style="margin:2px 0;font-size:12px">{html.escape(self.asked.lines)}</pre>'
-            if self.asked.lines
-            else ""
-        )
+        lines = self.asked.lines
+        code = f'<pre style="{_CODE}">{marked_html(lines)}</pre>' if lines else ""
+        warned = "".join(f'<div style="{_WARNING}">{html.escape(w)}</div>' for w in warnings(self.asked))
         line = f'<div style="font-size:12px;margin-top:4px">{html.escape(said(self.asked))}</div>'
-        return f"<b>{html.escape(self.asked.label)}</b>{code}{line}"
+        return f"<b>{html.escape(self.asked.label)}</b>{code}{warned}{line}"
 
     def _answered(self, asked: Asked) -> None:
         for button in self.buttons:
@@ -75,7 +94,7 @@ class ApprovalWidget:
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         # where no widget manager renders it (a saved notebook), the text of what was asked and answered
-        return widget_bundle(self.box.model_id, f"{self.asked.label}\n{self.asked.lines}\n{said(self.asked)}")
+        return widget_bundle(self.box.model_id, shown_text(self.asked))
 
 
 def show_approval(asked: Asked) -> None:

@@ -1,4 +1,5 @@
-"""A diff as HTML that shows a proposal as text, never as markup."""
+"""A diff as HTML that shows a proposal as text, never as markup, every invisible or bidirectional
+character marked (engine/invisible.py): the diff a person reads is the text that is applied."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import html
 
 from .. import messages
 from ..engine.diff import lines_of
+from ..engine.invisible import marked_html, marked_text
 
 MAX_DIFF_HTML = 200_000  # bytes of HTML shown; a bigger diff is summarized (the Copy button has the text)
 MAX_DIFF_TEXT = MAX_DIFF_HTML  # characters of the text/plain form (a saved notebook, nbconvert): the same cap
@@ -24,7 +26,7 @@ def diff_html(diff: str, cap: int = MAX_DIFF_HTML) -> str:
     rows, size = [], 0
     for line in (line.removesuffix("\n") for line in lines_of(diff)):  # only \n ends a diff line
         style = "font-weight:bold" if line.startswith(("+++", "---")) else _STYLES.get(line[:1], "")
-        row = f'<span style="{style}">{html.escape(line) or "&nbsp;"}</span>'
+        row = f'<span style="{style}">{marked_html(line) or "&nbsp;"}</span>'
         size += len(row) + 1
         if size > cap:
             body = html.escape(_summary(diff, cap))
@@ -37,5 +39,5 @@ def diff_html(diff: str, cap: int = MAX_DIFF_HTML) -> str:
 
 def diff_text(diff: str, cap: int = MAX_DIFF_TEXT) -> str:
     """The diff as plain text, or the same one-line summary as the HTML when it is over ``cap``."""
-    text = diff.rstrip() or "(no change)"
+    text = marked_text(diff.rstrip()) or "(no change)"
     return text if len(text) <= cap else _summary(diff, cap)

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from .. import messages
 from ..engine import rules
+from ..engine.agent import wrote
 from ..engine.context import SECONDARY_FIELD, ContextPiece
 from ..engine.conversation import Conversation, Spent, Turn, TurnPlan, Usage
 from ..engine.hashing import short
@@ -250,6 +251,8 @@ def history(conv: Conversation, width: int = 100) -> str:
         prompt = cut(" ".join(t.prompt.split()), width)
         reply = cut(" ".join(t.response.split()), width)
         outcome = f" [{t.outcome}]" if t.outcome != "none" else ""
+        if t.agent and t.outcome == "none" and wrote(t.tool_rounds):  # an agent turn's changes: undone or not
+            outcome = " [changes kept]"
         target = f" on {t.document_label}" if t.document_label else ""
         lines.append(f"{t.index:>3} {t.magic}{target}{outcome}: {prompt}")
         lines.append(f"    -> {reply}")

@@ -43,19 +43,29 @@ class TurnUndoWidget:
         self.view.value = self._html()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        return widget_bundle(self.box.model_id, self.undo.message or "Undo: every change of this agent turn")
+        return widget_bundle(
+            self.box.model_id,
+            self.undo.message or "Undo: every change of this agent turn",
+            buttons=self.button is not None,
+        )
 
 
 def offer_undo(
-    notebook: LiveNotebook, changes: TurnChanges, ran: list[str], label: Callable[[str], str]
+    notebook: LiveNotebook,
+    changes: TurnChanges,
+    ran: list[str],
+    label: Callable[[str], str],
+    turns: list[TurnUndo] | None = None,
 ) -> TurnUndo | None:
     """At the end of an agent turn that changed cells: its Undo button in the cell; the ``TurnUndo`` for the
-    shell to keep (``%gemini undo``). None when the turn changed nothing."""
+    shell to keep (``%gemini undo``), added to ``turns`` (every agent turn's, oldest first). None when the turn
+    changed nothing."""
     if not changes:
         return None
     from IPython.display import display
 
-    undo = TurnUndo(notebook, changes, ran, label)
+    undo = TurnUndo(notebook, changes, ran, label, turns=turns if turns is not None else [])
+    undo.turns.append(undo)
     display(TurnUndoWidget(undo))
     return undo
 

@@ -133,9 +133,9 @@ def test_one_z_in_command_mode_takes_the_whole_agent_turn_back(jupyter_server, p
     nb.shot("z")
     # text, type, order, ids, metadata; the scratch cell back with its output and count
     assert kept(save(page, nb, path)) == before
-    # the turn's Undo after that finds every cell as the turn found it: it writes nothing and says so
-    button(agent, "Undo").click()
-    wait_said(agent, messages.TURN_UNDO_ALREADY)
+    # the turn's Undo says so without a click (the bridge's snapshot after the edit), its button disabled
+    wait_said(agent, messages.TURN_UNDONE_BY_NOTEBOOK)
+    expect(button(agent, "Undo")).to_be_disabled()
     expect(agent).not_to_contain_text("changed by hand")
     assert kept(save(page, nb, path)) == before
 
@@ -162,8 +162,8 @@ def test_restart_and_run_all_replays_the_turn_with_no_request_and_inserts_delete
     expect(nb.cell(5).locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[6\]:"), timeout=60_000)
     expect(agent).to_contain_text(shown_as(messages.REPLAYED_FOOTER, turn=1), timeout=30_000)
     for step in (
-        shown_as(messages.AGENT_INSERTED, id=after[2]["id"], after="In[2]"),
-        shown_as(messages.AGENT_EDITED, count=1),
+        shown_as(messages.AGENT_INSERTED, after="In[2]", lines="1 line"),
+        shown_as(messages.AGENT_EDITED, count="1 edit"),
         shown_as(messages.AGENT_DELETED),
         shown_as(messages.AGENT_RAN),
     ):
@@ -279,6 +279,8 @@ def test_with_approve_all_a_write_waits_for_its_click_before_the_notebook_change
     write = button(nb.cell(2), "Write")
     expect(write).to_be_visible(timeout=30_000)
     expect(page.locator(".jp-Notebook .jp-Cell")).to_have_count(4)  # nothing written before the click
+    # the approval shows the text it writes, as a run's shows the code (issue 40.3)
+    expect(nb.cell(2).locator(".genai-magics-approval pre")).to_have_text(NEW.strip())
     nb.shot("waiting-for-write")
     write.click()
     expect(nb.editor(2)).to_have_text(NEW.strip(), timeout=15_000)

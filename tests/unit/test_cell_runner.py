@@ -15,8 +15,10 @@ from hypothesis import strategies as st
 from genai_magics import messages
 from genai_magics.engine.agent import Deleted, Edited, Inserted, TurnChanges
 from genai_magics.engine.cells import Cell
-from genai_magics.engine.outputs import MAX_CELL_OUTPUTS
+from genai_magics.engine.outputs import MAX_CELL_CHARS
 from genai_magics.frontends.cell_runner import (
+    MAX_RUN_OUTPUTS,
+    SHOWN_CHARS,
     Approvals,
     CellOutputs,
     CellRunner,
@@ -58,9 +60,27 @@ def test_clear_output_clears_now_or_at_the_next_output_and_outputs_are_capped():
     assert out.nbformat() == [{"output_type": "stream", "name": "stdout", "text": "100%"}]
     out.add("clear_output", {"wait": False})
     assert out.nbformat() == []
-    for i in range(MAX_CELL_OUTPUTS + 5):
+    # past its bound a run says what it left out, where, and keeps its error
+    for i in range(MAX_RUN_OUTPUTS + 5):
         out.add("display_data", {"data": {"text/plain": str(i)}})
-    assert len(out.nbformat()) == MAX_CELL_OUTPUTS
+    out.add("stream", {"name": "stderr", "text": "late warning\n"})  # left out too: not merged into the note
+    out.add("error", {"ename": "E", "evalue": "v", "traceback": ["t"]})
+    shown = out.nbformat()
+    assert len(shown) == MAX_RUN_OUTPUTS + 2
+    assert shown[MAX_RUN_OUTPUTS - 1]["data"]["text/plain"] == str(MAX_RUN_OUTPUTS - 1)
+    left_out = messages.RUN_OUTPUTS_LEFT_OUT.render(count="6 outputs", kept=MAX_RUN_OUTPUTS)
+    assert shown[-2] == {"output_type": "stream", "name": "stderr", "text": left_out}
+    assert shown[-1]["output_type"] == "error"
+    out.add("clear_output", {"wait": False})  # a cleared area counts afresh: no note left over
+    for i in range(MAX_RUN_OUTPUTS + 1):
+        out.add("display_data", {"data": {"text/plain": str(i)}})
+    assert out.nbformat()[-1]["text"] == messages.RUN_OUTPUTS_LEFT_OUT.render(count="1 output", kept=MAX_RUN_OUTPUTS)
+    long = CellOutputs()
+    long.add("stream", {"name": "stdout", "text": "x" * (MAX_CELL_CHARS - 1)})
+    long.add("stream", {"name": "stdout", "text": "yyy"})
+    (stream,) = long.nbformat()
+    said = messages.RUN_CHARS_LEFT_OUT.render(count="2 characters")
+    assert stream["text"] == "x" * (MAX_CELL_CHARS - 1) + "y" + said
 
 
 def test_a_send_call_is_read_in_both_of_its_shapes():
@@ -83,8 +103,10 @@ def test_what_waits_for_approval_in_each_mode(mode, run, write):
 
 def test_run_all_approves_the_rest_of_the_turns_runs_and_the_first_answer_stands():
     approvals = Approvals("all")
-    asked = approvals.ask("run", "In[3]", "\n".join(f"line {i}" for i in range(20)))
-    assert asked.lines.endswith("… 12 more lines") and asked.lines.startswith("line 0\n")
+    code = "\n".join(f"line {i}" for i in range(20))
+    assert approvals.ask("run", "In[3]", code).lines == code  # every line it approves, not the first few
+    asked = approvals.ask("run", "In[3]", "x" * (SHOWN_CHARS + 5))
+    assert asked.lines == "x" * SHOWN_CHARS + "\n… 5 more characters"
     asked.choose("all")
     asked.choose("stop")  # a second click changes nothing
     assert asked.choice == "all" and not approvals.needed("run") and approvals.needed("write")
@@ -145,12 +167,12 @@ def test_stop_raises_keyboard_interrupt_into_the_turn_and_a_write_waits_in_all_m
     approvals = Approvals("all")
     shown: list = []
     approve = make_approve_write(approvals, shown.append, "async", 5.0)
-    pending = approve("insert a cell after In[2]")
+    pending = approve("insert a cell after In[2]", "x = 1", ())
     shown[0].choose("stop")
     with pytest.raises(KeyboardInterrupt):
         aio.run(pending)  # type: ignore[arg-type]
-    assert make_approve_write(Approvals("runs"), shown.append, None, 5.0)("edit In[2]") is True
-    assert make_approve_write(Approvals("all"), shown.append, None, 5.0)("edit In[2]") is False
+    assert make_approve_write(Approvals("runs"), shown.append, None, 5.0)("edit In[2]", "", ()) is True
+    assert make_approve_write(Approvals("all"), shown.append, None, 5.0)("edit In[2]", "", ()) is False
 
 
 # -- the turn's Undo ---------------------------------------------------------------------------------

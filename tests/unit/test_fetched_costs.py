@@ -14,6 +14,8 @@ from __future__ import annotations
 import pytest
 from helpers.wire import api_requests, current_payload
 
+from genai_magics import messages
+
 # a short cell, a long output: what the model fetches is not in the cells the turn sends as context
 BIG = 'print("\\n".join(f"row_{i:05d} = {i * 3}" for i in range(1100)))'
 
@@ -38,6 +40,7 @@ def test_after_a_large_fetched_result_the_next_turn_starts_a_chain_seeded_with_m
     shown = notebook.run("%%gemini_ask --state interactions\nand in one word?", cell_id="m2")
     request = api_requests(stub)[2]
     assert "previous_interaction_id" not in request["json"], shown.stderr  # a new chain: the old one is dearer
+    assert messages.CHAIN_RESTARTED.render() in shown.plain  # one line says so
     payload = current_payload(request)
     earlier = payload["earlierTurns"]
     fetched = ["cell_outputs(big)", "cell_outputs(wide)"]
@@ -47,8 +50,9 @@ def test_after_a_large_fetched_result_the_next_turn_starts_a_chain_seeded_with_m
     conv = notebook.magics.session.conversations["default"]
     assert conv.last_interaction_id == request["interaction_id"]  # the next turn continues the new chain
     sent = len(api_requests(stub))
-    notebook.run("%%gemini_ask --state interactions\nthanks", cell_id="m3")
+    kept = notebook.run("%%gemini_ask --state interactions\nthanks", cell_id="m3")
     third = api_requests(stub)[sent]
+    assert messages.CHAIN_RESTARTED.render() not in kept.plain
     assert third["json"]["previous_interaction_id"] == request["interaction_id"]  # nothing fetched since
 
 
@@ -133,3 +137,33 @@ def test_a_cache_implicit_caching_is_seen_to_serve_goes_and_the_requests_keep_it
         assert [c["state"] for c in stub.caches] == ["deleted"]
     else:
         assert kinds == [*named, *[("stream", True)] * 3]
+
+
+@pytest.mark.parametrize("implicit", [False, True])
+def test_a_turns_earlier_rounds_fold_into_the_cache_unless_implicit_caching_serves_them(notebook, stub, implicit):
+    """Inside one turn, each request reads the turn's earlier rounds again; never hitting, once that has cost two
+    folds (``caching.folding_pays``, the rule between turns) the cache is replaced by one holding them, and the
+    requests after it read them at the cached price. Served implicitly, they never fold."""
+    for n in range(3, 6):
+        notebook.run(BIG.replace("row_", f"r{n}_"), cell_id=f"w{n}")
+    notebook.run(DOCUMENT, cell_id="d")
+    refs = ("big", "wide", "w3", "w4", "w5")
+    stub.script_tools([[{"name": "cell_outputs", "args": {"ref": ref}}] for ref in refs])
+    stub.configure_caching(implicit=implicit)
+    try:
+        shown = notebook.run("%%gemini_ask --new\nwhat do these outputs say?", cell_id="q")
+    finally:
+        stub.configure_caching(implicit=False)
+    assert shown.stderr == ""
+    kinds = [r["kind"] for r in stub.requests if r["kind"] in ("cache.create", "cache.delete", "stream")]
+    streams = [r for r in stub.requests if r["kind"] == "stream"]
+    assert len(streams) == len(refs) + 1
+    if implicit:
+        assert kinds.count("cache.create") == 1
+        return
+    # the fifth request is the first whose earlier rounds (three results of ~4,400 tokens) have cost two folds
+    assert kinds == ["cache.create", *["stream"] * 4, "cache.delete", "cache.create", "stream", "stream"]
+    first, folded = (c["name"] for c in stub.caches)
+    assert [r["cached_content"] for r in streams] == [first] * 4 + [folded] * 2
+    assert streams[4]["cached_tokens"] > streams[3]["cached_tokens"] + 3 * 4_000  # the rounds, cached
+    assert streams[4]["input_tokens"] - streams[4]["cached_tokens"] < 6_000  # the newest round alone at full price

@@ -116,7 +116,8 @@ def test_the_shown_diff_breaks_lines_where_the_patch_does():
     diff = unified_diff(base, proposal, "In[1]")
     assert diff.count("\n") == 5  # two headers, the hunk header, the removed and the added line
     body = diff_html(diff)
-    assert body.count("<span") == 5
+    assert body.count("\n") == 4  # five rows, and each hidden break is marked, never a line of its own
+    assert body.count(">U+000C</span>") == 2 and body.count(">U+2028</span>") == 2
 
 
 @pytest.mark.parametrize(
