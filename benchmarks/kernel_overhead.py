@@ -190,9 +190,9 @@ def install_fake_transports() -> None:
     # The one place this benchmark reaches into the transports: their constructor, and one request sent.
     def fake(base: type) -> type:
         class Offline(base):  # type: ignore[misc, valid-type]
-            def __init__(self, client, model, temperature=None, tools=()):
+            def __init__(self, client, model, temperature=None, tools=(), search=False, rules=False):
                 offline = SimpleNamespace(caches=OfflineCaches()) if client is not None else None
-                super().__init__(offline, model, temperature, tools)
+                super().__init__(offline, model, temperature, tools, search, rules)
 
             def request(self, plan, history, *args, **kwargs):
                 self.plan = plan  # the canned reply answers the turn's prompt and document
@@ -356,7 +356,7 @@ def breakdown(magics, settings, calls: int, label: str = "") -> list[str]:
     cells = list(frontend.view.cells())
     pieces = session.documents.context_pieces(frontend.view, req, doc, settings)
     plan = conv.plan_turn("ask", req.prompt, doc, pieces, "contents")
-    transport = TRANSPORTS["contents"](lambda: None, settings.model, None, settings.tools)
+    transport = TRANSPORTS["contents"](lambda: None, settings.model, None, settings.tools, False, False)
     body = transport.request(plan, conv.history)
     steps = {
         "view().cells()": lambda: list(frontend.view.cells()),

@@ -62,6 +62,7 @@ class Price:
     long_input: float | None = None
     long_cached_input: float | None = None
     long_output: float | None = None
+    search_query: float | None = None  # $ per Google Search query a grounded answer ran (None: not known)
 
     def at(self, prompt_tokens: int) -> Price:
         """The rates one request of ``prompt_tokens`` pays (a tiered model's long ones over 200k tokens)."""
@@ -106,10 +107,24 @@ _FLASH_38 = (
     "then $1.50 / $7.50) and docs.apiyi.com/models/gemini-3-8-flash; storage: the Flash rate of the "
     "Gemini pricing page ($1.00 / 1M tokens / hour), no 3.8-specific figure found"
 )
+# Grounding with Google Search on the Gemini 3 models, per query the model ran (each one of
+# groundingMetadata.webSearchQueries); the monthly free allowance is not counted: a turn is priced as if paid
+_SEARCH_3 = (
+    "Google Search: $14 / 1,000 search queries on Gemini 3 models after 5,000 free prompts a month, the free "
+    "ones not counted here (ai.google.dev/gemini-api/docs/pricing as quoted in discuss.ai.google.dev/t/134866; "
+    "billed per query run, the length of webSearchQueries: docs.apiyi.com/en/api-capabilities/gemini/web-search)"
+)
+SEARCH_3 = 0.014
 _FLASH_38_AFTER = _FLASH_38 + "; cache reads after 2026-12-31: a tenth of input, as before (assumed, no figure found)"
 _FLASH_38_PERIODS = (
-    Period(Price(0.75, 0.075, 3.75, 1.00, 4096, _FLASH_38), end=dt.date(2026, 12, 31)),
-    Period(Price(1.50, 0.15, 7.50, 1.00, 4096, _FLASH_38_AFTER), start=dt.date(2027, 1, 1)),
+    Period(
+        Price(0.75, 0.075, 3.75, 1.00, 4096, f"{_FLASH_38}; {_SEARCH_3}", search_query=SEARCH_3),
+        end=dt.date(2026, 12, 31),
+    ),
+    Period(
+        Price(1.50, 0.15, 7.50, 1.00, 4096, f"{_FLASH_38_AFTER}; {_SEARCH_3}", search_query=SEARCH_3),
+        start=dt.date(2027, 1, 1),
+    ),
 )
 _ARGON = (
     "ai.google.dev/gemini-api/docs/generate-content/latest-model ($2 / $10 introductory through "
@@ -146,7 +161,8 @@ PRICES: dict[str, tuple[Period, ...]] = {
             1.00,
             4096,
             "byteiota.com/gemini-flash-pricing-cache-cost-fix ($1.50 / $9.00; cached reads 10% of "
-            "input); storage and minimum assumed as for 3.8 Flash",
+            f"input); storage and minimum assumed as for 3.8 Flash; {_SEARCH_3}",
+            search_query=SEARCH_3,
         )
     ),
     "gemini-3.1-pro": _always(
@@ -161,10 +177,11 @@ PRICES: dict[str, tuple[Period, ...]] = {
             "storage: the Pro rate ($4.50); over 200k tokens $4.00 in, $18.00 out "
             "(morphllm.com/gemini-api-pricing: $2.00 up to 200k, $4.00 above; "
             "glbgpt.com/hub/gemini-3-1-pro-api-pricing-performance-the-complete-guide-for-developers: "
-            "$4.00 / $18.00), cached $0.40 (a tenth of input, as below 200k: assumed, no figure found)",
+            "$4.00 / $18.00), cached $0.40 (a tenth of input, as below 200k: assumed, no figure found); " + _SEARCH_3,
             long_input=4.00,
             long_cached_input=0.40,
             long_output=18.00,
+            search_query=SEARCH_3,
         )
     ),
     "gemini-2.5-pro": _always(

@@ -27,6 +27,7 @@ from ..engine.agent import TurnChanges, agent_results, step_line
 from ..engine.cells import WHOLE_NOTEBOOK, is_genai_magic
 from ..engine.conversation import Conversation, Mode, Turn
 from ..engine.errors import UserError
+from ..engine.grounding import sources_markdown
 from ..engine.hashing import sha256_text
 from ..engine.notebook_text import notebook_text
 from ..engine.redaction import redact, remember_keys
@@ -419,6 +420,8 @@ class GeminiMagics(GeminiOptions):
                 display.note(messages.AGENT_REPLAYED_UNDONE.render())
         empty = messages.PROPOSAL_BELOW if mode == "edit" else messages.EMPTY_ANSWER
         display.finish(turn.response or empty.render())
+        if turn.grounding:  # live or replayed: the sources the answer cites, as recorded
+            display.sources(sources_markdown(turn.grounding))
         if outcome.replayed is not None:
             footer = report.replay_footer(turn, outcome.replayed.at)
         else:
@@ -465,7 +468,8 @@ class GeminiMagics(GeminiOptions):
         "value",
         nargs="?",
         metavar="VALUE",
-        help="model name (model, prices), state mode, conversation to reset, or on/off for debug",
+        help="model name (model, prices), state mode, conversation to reset, on/off for debug, or the "
+        'notebook\'s rules (rules: "TEXT" in quotes, or clear)',
     )
     @argument(
         "-c", "--conversation", default=None, metavar="NAME", help="conversation for history/tokens (default: all)"

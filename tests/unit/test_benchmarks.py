@@ -19,6 +19,7 @@ IN_PROCESS = [
     "long_session.py",
     "outputs_economy.py",
     "record_load.py",
+    "rules_economy.py",
     "token_economy.py",
     "tools_economy.py",
 ]
