@@ -16,9 +16,13 @@ USER_DOCS = (
         for name in ("flags.md", "failures.md", "frontends.md", "after-a-restart.md", "glossary.md", "token-economy.md")
     ),
 )
-# A test's name or node id, a test file, or a source file of the package (the README may still name the
-# tests/vscode/ folder: how to run those tests is a user's step).
-INSIDES = re.compile(r"\btest_\w+|::\w+|\btests/\w+/\w+\.py|genai_magics/[\w/]+\.py|\bcaching\.\w+")
+# A test's name or node id, a test file, or a source file or name of the package's (the README may still
+# name the tests/vscode/ folder: how to run those tests is a user's step; benchmarks/ and scripts/ are run).
+INSIDES = re.compile(
+    r"\btest_\w+|::\w+|\btests/\w+/\w+\.py"
+    r"|\b(?:genai_magics|engine|frontends|gemini|kernel|persistence|sources|turn|ui)/[\w/]*\.py"
+    r"|\blabextension/(?:src|test)/|\bvscode-extension/src/|(?<=`)(?:caching|transport)\.\w+"
+)
 
 
 def insides(text: str) -> list[str]:
