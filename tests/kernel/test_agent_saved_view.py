@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 from helpers.fake_frontend import FakeFrontend
-from test_agent import call
+from test_agent import TEST, call
+from test_agent import lab as notebook  # noqa: F401 (the fixture: a notebook with its first cells run)
 from test_agent_run import approval_boxes, click_when_asked, finish, insert_then_run, lab, start
 from test_agent_undo_cells import nb, said, turn, undo_buttons  # noqa: F401 (nb: the fixture)
 
@@ -97,3 +98,14 @@ def test_an_undo_that_must_wait_for_a_later_turn_keeps_its_saved_line_till_it_is
     assert SAVED not in saved_text(nb, second, "Undone")
     nb.click(undo_buttons(nb)[0])
     assert SAVED not in saved_text(nb, first, "Undone")
+
+
+def test_a_turn_taken_back_by_the_notebooks_own_undo_says_so_in_its_undos_saved_text(notebook, stub):  # noqa: F811
+    stub.script_tools([[call("insert_cell", after="a", source=TEST)]])
+    assert notebook.execute("m").error is None
+    (new,) = [c.id for c in notebook.cells if c.id not in ("setup", "a", "b", "q", "m")]
+    (undo,) = boxes(notebook, "genai-magics-turn-undo")
+    notebook.remove_cell(new)  # z: the next snapshot shows the inserted cell gone
+    notebook.push_snapshot(full=True)
+    taken_back = saved_text(notebook, undo, messages.TURN_UNDONE_BY_NOTEBOOK.render())
+    assert SAVED not in taken_back
