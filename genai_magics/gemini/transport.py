@@ -21,7 +21,7 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..engine.agent import AGENT_INSTRUCTION, agent_declarations
+from ..engine.agent import AGENT_FUNCTIONS, AGENT_INSTRUCTION, agent_declarations
 from ..engine.contents import Contents, Rendered, Squeeze, render
 from ..engine.conversation import Turn, TurnPlan, Usage
 from ..engine.grounding import Grounding, from_interaction, from_metadata
@@ -175,7 +175,8 @@ class _Transport:
         head = SYSTEM_INSTRUCTION + (RULES_INSTRUCTION if self.rules else "")
         if not self.tools:
             return head
-        acting = f"{AGENT_INSTRUCTION}\n" if agent_declarations(self.tools) else ""
+        # named, not declared: the declarations are parsed anew for each request's settings, not for a yes/no
+        acting = f"{AGENT_INSTRUCTION}\n" if any(name in AGENT_FUNCTIONS for name in self.tools) else ""
         return f"{head}{TOOLS_INSTRUCTION}\n{acting}"
 
     def declared(self) -> list[dict[str, Any]]:
