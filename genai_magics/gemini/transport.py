@@ -126,8 +126,9 @@ class Transport(Protocol):
 
 
 def body_bytes(body: dict[str, Any]) -> int:
-    # counted after the answer came: it must never fail (the plan stage checks the text before sending)
-    return len(json.dumps(body, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    # counted after the answer came: it must never fail (the plan stage checks the text before sending).
+    # A body is built fresh, never circular: not checking saves ~20% of the count, done twice a turn.
+    return len(json.dumps(body, ensure_ascii=False, check_circular=False).encode("utf-8", "surrogatepass"))
 
 
 @functools.lru_cache(maxsize=32)
