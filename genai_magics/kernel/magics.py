@@ -329,7 +329,7 @@ class GeminiMagics(GeminiOptions):
             run=self._run_cell(live, settings, approvals, awaited, view.changes),
             note=display.note,
             waits=awaited,
-            approve_write=turn_approve_write(approvals, awaited, self.apply_wait) if live is not None else None,
+            approve_write=turn_approve_write(approvals, awaited, self.apply_wait, live) if live is not None else None,
             writes_shown=lambda: live is not None and approvals.needed("write"),
             check=shell_check(self.shell),
             landed=LandedCheck(live, conversation) if live is not None and not awaited else None,
