@@ -26,7 +26,7 @@ from ..sources.outputs import shown_pieces
 from ..turn.requests import Settings, TurnOutcome
 from ..turn.session import Session
 from ..ui.approval import show_approval
-from ..ui.turn_undo import offer_undo
+from ..ui.turn_undo_widget import offer_undo
 from .shell_state import ShellState, state_of
 
 Undone = Callable[[], "str | None"]  # an undone turn's outcome recorded; a line when the record cannot be written

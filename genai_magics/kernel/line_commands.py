@@ -19,7 +19,7 @@ from ..gemini.pricing import PRICES, periods, price_for, storage_cost, table_tex
 from ..persistence.keeper import RecordKeeper
 from ..ui import report
 from ..ui.display import NotebookDisplay
-from ..ui.turn_undo import undo_latest
+from ..ui.turn_undo_widget import undo_latest
 from ..ui.widgets import OutcomeLine
 from .options import GeminiOptions
 from .shell_state import ShellState

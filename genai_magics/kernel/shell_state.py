@@ -17,7 +17,7 @@ from ..frontends.bridge import Bridge
 from ..frontends.cell_writer import StagedApply
 from ..frontends.companion import Companion
 from ..frontends.notebook_view import NotebookLocation
-from ..frontends.turn_undo import TurnUndo
+from ..frontends.turn_undo_steps import TurnUndo
 from ..turn.session import Session
 from ..ui.proposal import ProposalController
 
