@@ -35,7 +35,7 @@ from ..frontends.terminal import is_terminal, typed_source
 from ..sources.explicit import ExplicitContext, explicit_context
 from ..sources.tools import ShellReader
 from ..turn import pipeline
-from ..turn.requests import TurnOutcome
+from ..turn.requests import Settings, TurnOutcome
 from ..turn.send import Steps, drive
 from ..turn.session import Session
 from ..ui import report
@@ -227,40 +227,47 @@ class GeminiMagics(GeminiOptions):
         args, words = self._arguments(magic, line, cell, name)
         if args is None:
             return None
-        settings = self._settings()
-        if agent:
-            args = with_defaults(args)
-            settings = replace(settings, agent_approve=args.approve or settings.agent_approve)
+        args, settings = self._turn_settings(args, agent)
         display = TerminalDisplay(mode) if is_terminal(self.shell) else NotebookDisplay(mode)
         asked = self._asked(args, words, cell, display)
         if asked is None:
             return None
-        frontend = self._frontend()  # the one frontend of this turn
+        frontend = self._turn_frontend(display)
         request = turn_request(mode, args, asked, agent)
-        if frontend.stale:
-            display.note(messages.VIEW_BEHIND.render())
         reader = ShellReader(self.shell, self._cell_for_filename)
         agent_turn = None
         if agent:
-            actions = agent_actions(
-                self.shell, self.session, frontend, settings, display, self._cell_for_filename, self.apply_wait
-            )
-            if settings.agent_approve == "none" and actions.live is not None:
-                display.note(messages.AGENT_APPROVE_NONE.render())  # said every turn: nothing will ask
-            frontend = replace(frontend, view=actions.view)  # the turn's reads see its own changes
-            agent_turn = AgentTurn(
-                self.shell_state, actions, frontend, request.conversation, asked.prompt, display, self._place
-            )
+            agent_turn = self._agent_turn(frontend, settings, display, request.conversation, asked.prompt)
+            frontend = agent_turn.frontend  # the turn's reads see its own changes
         if not args.dry_run:
             display.start(f"asking {request.model or settings.model}")
         steps = pipeline.steps(self.session, request, settings, display, frontend, reader)
-        shown = functools.partial(self._shown, mode, frontend=frontend, instruction=asked.prompt, display=display)
-        if agent_turn is None:
-            return self._driven(steps, display, shown)
-        shown = functools.partial(shown, agent=agent_turn)
-        if agent_turn.actions.waits:
-            return agent_turn.awaited(steps, shown, self.debug)
-        return self._agent_driven(steps, agent_turn, shown)
+        shown = functools.partial(
+            self._shown, mode, frontend=frontend, instruction=asked.prompt, display=display, agent=agent_turn
+        )
+        return self._driven(steps, display, shown, agent_turn)
+
+    def _turn_settings(self, args: Namespace, agent: bool) -> tuple[Namespace, Settings]:
+        """The options as this turn's settings; an agent turn's flags take their defaults, its --approve
+        overrides ``agent_approve``."""
+        settings = self._settings()
+        if not agent:
+            return args, settings
+        args = with_defaults(args)
+        return args, replace(settings, agent_approve=args.approve or settings.agent_approve)
+
+    def _agent_turn(
+        self, frontend: frontends.Frontend, settings: Settings, display, conversation: str, prompt: str
+    ) -> AgentTurn:
+        """An agent turn's actions wired to this shell (kernel/agent_turn.py), its frontend's view the turn's
+        own; with ``agent_approve = "none"`` through a live notebook, a line says nothing will ask."""
+        actions = agent_actions(
+            self.shell, self.session, frontend, settings, display, self._cell_for_filename, self.apply_wait
+        )
+        if settings.agent_approve == "none" and actions.live is not None:
+            display.note(messages.AGENT_APPROVE_NONE.render())  # said every turn: nothing will ask
+        frontend = replace(frontend, view=actions.view)
+        return AgentTurn(self.shell_state, actions, frontend, conversation, prompt, display, self._place)
 
     def _not_started(self, magic: str) -> bool:
         """Rule: a magic whose turn does not start says why in one line: called from a cell the agent runs
@@ -308,26 +315,30 @@ class GeminiMagics(GeminiOptions):
             display.error(str(exc))
             return None
 
-    def _driven(self, steps: Steps, display, shown: Shown) -> Awaitable[None] | None:
-        """An ask or edit driven on this thread (the stop button interrupts it); a failure is one line unless
-        debugging."""
+    def _turn_frontend(self, display) -> frontends.Frontend:
+        """The one frontend of this turn; a line when its view of the notebook is behind."""
+        frontend = self._frontend()
+        if frontend.stale:
+            display.note(messages.VIEW_BEHIND.render())
+        return frontend
+
+    def _driven(self, steps: Steps, display, shown: Shown, agent_turn: AgentTurn | None) -> Awaitable[None] | None:
+        """Rule: an awaited agent cell is driven by the awaitable IPython gets (its calls' answers awaited); any
+        other turn on this thread (the stop button interrupts it). A failure is one line unless debugging; an
+        agent turn's loses nothing it wrote (``AgentTurn.failed``)."""
+        if agent_turn is not None and agent_turn.actions.waits:
+            return agent_turn.awaited(steps, shown, self.debug)
         try:
             with kernel_compat.interruptible():
-                outcome = drive(steps)
+                outcome = drive(steps, agent_turn.actions.answer if agent_turn is not None else None)  # type: ignore[arg-type]
         except Exception as exc:  # a UserError, or a bug of ours
+            if agent_turn is not None:
+                return agent_turn.failed(exc, self.debug)
             display.failed(exc, self.debug)
             return None
-        return shown(outcome)
-
-    def _agent_driven(self, steps: Steps, agent_turn: AgentTurn, shown: Shown) -> Awaitable[None] | None:
-        """An agent cell not awaited: driven on this thread, each call answered as it comes."""
-        try:
-            with kernel_compat.interruptible():
-                outcome = drive(steps, agent_turn.actions.answer)  # type: ignore[arg-type]
-        except Exception as exc:  # a UserError, or a bug of ours: one line unless debugging
-            return agent_turn.failed(exc, self.debug)
         answer = shown(outcome)
-        agent_turn.answered(outcome)
+        if agent_turn is not None:
+            agent_turn.answered(outcome)
         return answer
 
     def _inside_agent_run(self, magic: str) -> bool:
