@@ -148,8 +148,9 @@ def tooltip(name: str, template: str) -> Message:
 # word the footer shows (tests/kernel/test_footer_words.py holds it to that).
 FOOTER_LEGEND_MODE = tooltip(
     "FOOTER_LEGEND_MODE",
-    "turn N: the conversation's turn; ask / edit: the magic; contents / interactions: where the conversation "
-    "lives (contents: this kernel keeps it and sends it with every turn; interactions: Gemini's server keeps it)",
+    "turn N: the conversation's turn; ask / edit / agent: the magic (%%gemini_ask, %%gemini_edit, "
+    "%%gemini_agent); contents / interactions: where the conversation lives "
+    "(contents: this kernel keeps it and sends it with every turn; interactions: Gemini's server keeps it)",
 )
 FOOTER_LEGEND_TOKENS = tooltip(
     "FOOTER_LEGEND_TOKENS",
@@ -549,6 +550,13 @@ CHANGED_SINCE = status(
 WRITE_FAILED = status("WRITE_FAILED", "{action} failed: {error}. Nothing changed.", documented=True)
 NO_CHANGE = status("NO_CHANGE", "No change: the proposal is the same as the current code; there is nothing to apply.")
 DISCARDED = status("DISCARDED", "Discarded: the cell keeps its code; the model is told it was discarded.")
+# The last line of a widget's saved text (ui/widgets.py's widget_bundle): what a reopened notebook shows
+# where the widget's model is gone (JupyterLab and Notebook 7 through the extension, VS Code, GitHub).
+SAVED_VIEW = status(
+    "SAVED_VIEW",
+    "Saved view: the buttons come back when this cell runs.",
+    documented=True,
+)
 KERNEL_GONE = status(
     "KERNEL_GONE",
     "The kernel {what}: these buttons no longer work. Run the magic cell again (with the notebook's record, "
@@ -634,12 +642,25 @@ PRICES_LEGEND = output(
 PRICES_LONG_PROMPT = output("PRICES_LONG_PROMPT", "  prompt over {tokens}")
 PRICES_SOURCES = output("PRICES_SOURCES", "sources:")
 PRICES_DAY_SOURCE = output("PRICES_DAY_SOURCE", "the price day: {source}")
+PRICES_NOTE_GOOGLE = output("PRICES_NOTE_GOOGLE", "Google's Gemini API pricing page, {page}")
+PRICES_NOTE_ELSEWHERE = output(
+    "PRICES_NOTE_ELSEWHERE",
+    "not on Google's pricing page when these prices were taken ({day}): from Google's model pages, model "
+    "announcements and price trackers (genai_magics/gemini/pricing.py names each); "
+    "%config GeminiMagics.prices sets your own",
+)
+PRICES_NOTE_YOURS = output("PRICES_NOTE_YOURS", "yours: %config GeminiMagics.prices")
 # The live notebooks' lines in %gemini status (frontends/bridge.py, frontends/companion.py).
 BRIDGE_OFF = output("BRIDGE_OFF", "live bridge: off (not in a kernel, or closed)")
 BRIDGE_UNANSWERED = output(
     "BRIDGE_UNANSWERED",
     "live bridge: not connected: no notebook has answered (the genai-magics-bridge "
     "JupyterLab / Notebook 7 extension is not active in this frontend)",
+)
+BRIDGE_COMING = output(
+    "BRIDGE_COMING",
+    "live bridge: connecting: this notebook's extension answers once the cells queued before it have run "
+    "(Restart & Run All); Apply, Undo and %gemini apply wait for it",
 )
 BRIDGE_CONNECTED = output("BRIDGE_CONNECTED", "live bridge: {cells} cells of {path}, snapshot #{seq}")
 COMPANION_NOT_IN_VSCODE = output(
@@ -844,10 +865,28 @@ UNKNOWN_TOOLS = note(
 )
 
 # -- the agent (%%gemini_agent: engine/agent.py, frontends/agent_actions.py): one line a step -----------
-AGENT_INSERTED = note("AGENT_INSERTED", "✎ inserted cell {id} after {after} ({lines} lines)")
-AGENT_EDITED = note("AGENT_EDITED", "✎ edited {label} ({count} edits)")
+AGENT_INSERTED = note("AGENT_INSERTED", "✎ inserted {label} after {after} ({lines})")
+AGENT_EDITED = note("AGENT_EDITED", "✎ edited {label} ({count})")
 AGENT_DELETED = note("AGENT_DELETED", "✗ deleted {label}")
-AGENT_RAN = note("AGENT_RAN", "▶ ran {label}: {chars:,} chars")
+AGENT_REMOVED_OWN = note("AGENT_REMOVED_OWN", "↶ removed {label}, which this turn inserted")
+# a run's line: the start of what it printed ("printed nothing"), its size, and the error it raised
+AGENT_RAN = note("AGENT_RAN", "▶ ran {label}: {start} ({chars:,} chars)")
+AGENT_RAN_RAISED = note("AGENT_RAN_RAISED", "▶ ran {label}: {start} ({chars:,} chars); raised {error}")
+RAN_PRINTED_NOTHING = part("RAN_PRINTED_NOTHING", "printed nothing")
+# a change an agent cell that is not awaited sent without waiting, checked once the frontend answered
+AGENT_NOT_LANDED = part("AGENT_NOT_LANDED", "✗ {call}: the change did not land in the notebook: {error}")
+AGENT_NOT_IN_VIEW = part("AGENT_NOT_IN_VIEW", "the notebook does not show it")
+LANDED_WAITING = status(
+    "LANDED_WAITING", "{count} sent without waiting (this cell is not awaited): checked when the notebook answers"
+)
+LANDED_ALL = status("LANDED_ALL", "the notebook shows the turn's {count}")
+RUN_OUTPUTS_LEFT_OUT = part(
+    "RUN_OUTPUTS_LEFT_OUT",
+    "[genai_magics: {count} left out here: a cell the agent runs keeps its first {kept:,} outputs and its error]\n",
+)
+RUN_CHARS_LEFT_OUT = part("RUN_CHARS_LEFT_OUT", "\n[genai_magics: {count} of this stream left out]\n")
+RAN_NEXT_INPUT_REPLACED = part("RAN_NEXT_INPUT_REPLACED", "the run replaced this cell's text ({lines}), as %load does")
+RAN_NEXT_INPUT_INSERTED = part("RAN_NEXT_INPUT_INSERTED", "the run put its next input in a new cell below ({id})")
 AGENT_STEPS_LIMIT = note(
     "AGENT_STEPS_LIMIT",
     "{count} agent steps: the limit (max_agent_steps); the model is asked to answer without functions",

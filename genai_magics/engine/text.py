@@ -48,3 +48,14 @@ def one_line(text: str, limit: int) -> str:
 def estimate_tokens(text: str) -> int:
     """About four bytes a token (the stand-in counts exactly this): for decisions and the 'saved' figure."""
     return (len(text.encode("utf-8", "surrogatepass")) + 3) // 4
+
+
+def counted(count: int, word: str, plural: str | None = None) -> str:
+    """``count`` and the word, singular for one: ``1 line``, ``2 lines``, ``1,200 cells``."""
+    return f"{count:,} {word if count == 1 else plural or word + 's'}"
+
+
+def first_line_of(text: str, limit: int) -> str:
+    """The first non-blank line of ``text``, stripped and clipped to ``limit`` characters ("" for none)."""
+    line = next((stripped for raw in text.splitlines() if (stripped := raw.strip())), "")
+    return clip(line, limit)

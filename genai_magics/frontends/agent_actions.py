@@ -14,7 +14,8 @@ changes stay in the turn's view and become one ``--notebook`` proposal (the magi
 ``run_cell`` gets the error result ``this frontend cannot run cells``.
 
 An awaited agent cell (``waiting.awaited_call``) waits for the frontend's reply to each change, so a
-refused change is an error result; elsewhere the change is sent and the model told it is made.
+refused change is an error result; elsewhere the change is sent and kept in the turn's ``LandedCheck``
+(frontends/landed.py), which proves it landed once the frontend answers, before the next request.
 """
 
 from __future__ import annotations
@@ -31,9 +32,10 @@ from ..engine.cells import Cell, code_cell_above, is_genai_magic
 from ..engine.diff import unified_diff
 from ..engine.errors import UserError
 from ..engine.hashing import sha256_text, short
-from ..engine.text import clip
+from ..engine.text import clip, counted
 from ..engine.tools import ToolCall, ToolResult, error_result
 from .code_check import CodeCheck
+from .landed import LandedCheck, Reply, Sent
 from .live_notebook import LiveNotebook
 from .notebook_view import NotebookView
 
@@ -86,10 +88,18 @@ class AgentActions:
     approve_write: Callable[[str, str, tuple[str, ...]], Awaitable[bool] | bool] | None = None
     writes_shown: Callable[[], bool] = lambda: False  # each write waits for a click that shows it ("all")
     check: CodeCheck = field(default_factory=CodeCheck)  # what steers the assistant, the risk line
+    landed: LandedCheck | None = None  # the changes sent without waiting (a cell that is not awaited)
+    # cell id -> the one name this turn gives it (its label when the turn first named it): step lines,
+    # approvals, results and the Undo line all say it, though the cell moves or runs as another In[n]
+    names: dict[str, str] = field(default_factory=dict)
 
     @property
     def changes(self) -> TurnChanges:
         return self.view.changes
+
+    def name(self, cell: Cell) -> str:
+        """The cell's name in this turn: fixed the first time the turn names it."""
+        return self.names.setdefault(cell.id, self.label(cell))
 
     def answer(self, call: ToolCall) -> ToolResult | Awaitable[ToolResult]:
         try:
@@ -142,40 +152,41 @@ class AgentActions:
             raise ValueError(messages.AGENT_MAGIC_CELL.render(name="insert_cell", label="the new cell"))
         self._unsteered(call, "the new cell", cell_type, "", source)
         after_id = after.id if after is not None else None
-        after_label = self.label(after) if after is not None else "top"
+        after_label = self.name(after) if after is not None else "top"
 
         def make() -> ToolResult | Awaitable[ToolResult]:
             if self.live is None:
                 new_id = f"c-{uuid.uuid4().hex[:8]}"
                 pending = None
             else:
-                pending = _Reply()
+                pending = Reply()
                 new_id = self.live.insert_cell(after_id, source, cell_type, pending.done)
             change = Inserted(new_id, source, cell_type, after_id)
             self.changes.add(change)
 
             def result() -> ToolResult:
                 cell = next(c for c in self.view.cells() if c.id == new_id)
-                response = {"id": new_id, "label": self.label(cell), "after": after_label, "sha256": short(cell.sha256)}
+                response = {"id": new_id, "label": self.name(cell), "after": after_label, "sha256": short(cell.sha256)}
                 return ToolResult(call, response, "whole")
 
             return self._confirmed(call, pending, change, result)
 
-        what = f"insert a {cell_type} cell after {after_label} ({len(source.splitlines())} lines)"
+        lines = counted(len(source.splitlines()), "line")
+        what = f"insert a {cell_type} cell after {after_label} ({lines})"
         return _Write(what, make, source, self._risks(cell_type, source))
 
     def _edit_cell(self, call: ToolCall) -> _Write:
         cell = self._target(call.args["ref"], "edit_cell")
         after = edited(cell.source, call.args)
         if is_genai_magic(after) and after.lstrip().startswith("%%gemini"):
-            raise ValueError(messages.AGENT_MAGIC_CELL.render(name="edit_cell", label=self.label(cell)))
-        label = self.label(cell)
+            raise ValueError(messages.AGENT_MAGIC_CELL.render(name="edit_cell", label=self.name(cell)))
+        label = self.name(cell)
         self._unsteered(call, label, cell.cell_type, cell.source, after)
 
         def make() -> ToolResult | Awaitable[ToolResult]:
             pending = None
             if self.live is not None:
-                pending = _Reply()
+                pending = Reply()
                 self.live.set_source(cell.id, after, pending.done)
             change = Edited(cell.id, cell.source, after)
             self.changes.add(change)
@@ -183,11 +194,15 @@ class AgentActions:
             return self._confirmed(call, pending, change, lambda: ToolResult(call, response, "whole"))
 
         diff = unified_diff(cell.source, after, label)
-        return _Write(f"edit {label} ({len(call.args['edits'])} edits)", make, diff, self._risks(cell.cell_type, after))
+        edits = counted(len(call.args["edits"]), "edit")
+        return _Write(f"edit {label} ({edits})", make, diff, self._risks(cell.cell_type, after))
 
     def _delete_cell(self, call: ToolCall) -> _Write:
         cell = self._target(call.args["ref"], "delete_cell")
-        label = self.label(cell)
+        label = self.name(cell)
+        # a cell this turn inserted: its removal takes back the turn's own insert, no cell of the user's
+        own = any(isinstance(c, Inserted) and c.cell_id == cell.id for c in self.changes.items)
+        response: dict[str, object] = {"label": label, "inserted_this_turn": True} if own else {"label": label}
         ids = [c.id for c in self.view.cells()]
         at = ids.index(cell.id)
         held = {"id": cell.id, "cell_type": cell.cell_type, "source": cell.source}  # until the frontend's reply
@@ -197,7 +212,7 @@ class AgentActions:
             self.changes.add(change)  # before the frontend's reply: the companion's comes within the call
             pending = None
             if self.live is not None:
-                pending = _Reply()
+                pending = Reply()
                 current = [change]
 
                 def removed(cell_json: dict) -> None:  # the cell as the frontend held it: outputs too, for Undo
@@ -206,20 +221,20 @@ class AgentActions:
                     current[0] = kept
 
                 self.live.delete_cell(cell.id, pending.done, removed)
-            return self._confirmed(call, pending, change, lambda: ToolResult(call, {"label": label}, "whole"))
+            return self._confirmed(call, pending, change, lambda: ToolResult(call, dict(response), "whole"))
 
         return _Write(f"delete {label}", make, cell.source)
 
     def _run_cell(self, call: ToolCall) -> ToolResult | Awaitable[ToolResult]:
         cell = self._target(call.args["ref"], "run_cell")
         if cell.cell_type != "code":
-            raise ValueError(f"run_cell: {self.label(cell)} is a {cell.cell_type} cell: only code cells run")
+            raise ValueError(f"run_cell: {self.name(cell)} is a {cell.cell_type} cell: only code cells run")
         steers = self.check.steering(cell.source)
         if steers:
-            raise ValueError(messages.AGENT_STEERING_RUN.render(label=self.label(cell), code=clip(steers[0], 80)))
+            raise ValueError(messages.AGENT_STEERING_RUN.render(label=self.name(cell), code=clip(steers[0], 80)))
         if self.live is None:
-            return cannot_run(cell, self.label(cell))
-        return self.run(cell, self.label(cell))
+            return cannot_run(cell, self.name(cell))
+        return self.run(cell, self.name(cell))
 
     # -- what every call shares ----------------------------------------------------------------
     def _unsteered(self, call: ToolCall, label: str, cell_type: str, before: str, after: str) -> None:
@@ -241,21 +256,23 @@ class AgentActions:
         """The cell a REF names in the turn's view; refused when it is the agent's own or a magic cell."""
         cell = self.find(ref, name)
         if cell.id == self.own_id and not own_ok:
-            raise ValueError(messages.AGENT_OWN_CELL.render(name=name, label=self.label(cell)))
+            raise ValueError(messages.AGENT_OWN_CELL.render(name=name, label=self.name(cell)))
         if cell.id != self.own_id and is_genai_magic(cell.source) and not own_ok:
-            raise ValueError(messages.AGENT_MAGIC_CELL.render(name=name, label=self.label(cell)))
+            raise ValueError(messages.AGENT_MAGIC_CELL.render(name=name, label=self.name(cell)))
         return cell
 
     def _confirmed(
-        self, call: ToolCall, pending: _Reply | None, change: Change, result: Callable[[], ToolResult]
+        self, call: ToolCall, pending: Reply | None, change: Change, result: Callable[[], ToolResult]
     ) -> ToolResult | Awaitable[ToolResult]:
-        """The result now (no live notebook, or a cell that cannot wait), or once the frontend replied:
-        a refusal takes the change back out of the turn and is an error result."""
+        """The result now (no live notebook, or a cell that cannot wait: the change kept to be proven landed),
+        or once the frontend replied: a refusal takes the change back out of the turn and is an error result."""
         if pending is None or not self.waits:
+            if pending is not None and self.landed is not None:
+                self.landed.add(Sent(call.label, change, pending))
             return result()
 
         async def replied() -> ToolResult:
-            error = await pending.wait()
+            error = await _reply_to(pending)
             if error is None:
                 return result()
             if change in self.changes.items:
@@ -275,20 +292,11 @@ class _Write:
     risks: tuple[str, ...] = ()  # of the code it writes (frontends/code_check.py)
 
 
-class _Reply:
-    """A frontend's reply to one change (``Done``), awaited with ``asyncio.sleep`` polling as the
-    approval's wait is (the reply comes on the kernel's own loop while the cell awaits)."""
+async def _reply_to(reply: Reply) -> str | None:
+    """A frontend's reply to one change, awaited with ``asyncio.sleep`` polling as the approval's wait is (the
+    reply comes on the kernel's own loop while the cell awaits)."""
+    from . import waiting
 
-    def __init__(self) -> None:
-        self.came = False
-        self.error: str | None = None
-
-    def done(self, error: str | None) -> None:
-        self.came, self.error = True, error
-
-    async def wait(self) -> str | None:
-        from . import waiting
-
-        if not await waiting.wait_async(lambda: self.came, REPLY_TIMEOUT_S):
-            return messages.FRONTEND_NO_REPLY.render(timeout=REPLY_TIMEOUT_S, op="agent change")
-        return self.error
+    if not await waiting.wait_async(lambda: reply.came, REPLY_TIMEOUT_S):
+        return messages.FRONTEND_NO_REPLY.render(timeout=REPLY_TIMEOUT_S, op="agent change")
+    return reply.error

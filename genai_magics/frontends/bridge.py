@@ -29,6 +29,7 @@ from __future__ import annotations
 import secrets
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .. import messages
@@ -45,6 +46,16 @@ PROTOCOL_VERSION = 1
 DEFAULT_TIMEOUT = 10.0
 GROUPED_OPS = ("insert_cell", "set_source", "delete_cell")  # what one_undo_step groups (not set_outputs: a run)
 KEPT_GROUPS = 8  # one_undo_step's latest requests: the turns that may still be writing
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """A request as asked, before it has an id: where its reply goes (the thread that asked) and who hears it."""
+
+    request: dict
+    done: Done
+    on_ok: OnOk | None
+    subshell: str | None
 
 
 def _new_cell_id() -> str:
@@ -79,6 +90,9 @@ class Bridge:
         self._pending: dict[int, tuple[dict, Done, threading.Timer | None, OnOk | None]] = {}
         self._reply_routes: dict[int, str | None] = {}
         self._one_step: list[str] = []  # the kernel requests whose edits are one undo step (one_undo_step)
+        # asked while the first snapshot was coming: sent when it arrives, or failed after ``timeout`` (never
+        # sent later: whoever asked has heard it failed, as an agent turn waits 30 s at most)
+        self._waiting: list[tuple[_Asked, threading.Timer]] = []
 
     # ------------------------------------------------------------------ setup
     @classmethod
@@ -211,6 +225,8 @@ class Bridge:
         with self._lock:
             if self._comm is None:
                 return messages.BRIDGE_OFF.render()
+            if self.coming:  # Restart & Run All: the frontend answers once the cells queued before it ran
+                return messages.BRIDGE_COMING.render()
             if not self.connected:
                 # The kernel opened its side; nothing says a frontend is listening until it answers.
                 return messages.BRIDGE_UNANSWERED.render()
@@ -265,6 +281,10 @@ class Bridge:
                     self._path = data["path"]
                 self._snapshot_count += 1
                 self.connected = True
+            waiting, self._waiting = self._waiting, []
+        for asked, timer in waiting:  # asked before the frontend answered (Restart & Run All): in the order asked
+            timer.cancel()
+            self._send_request(asked)
         if need_resync:
             self._send({"type": "resync"})
         if moved and self.on_path is not None and self._path is not None:
@@ -333,24 +353,36 @@ class Bridge:
             return False
 
     def _request(self, op: str, fields: dict, done: Done, on_ok: OnOk | None = None) -> None:
+        """Send a request; while the frontend's first snapshot is on its way (``coming``: Restart & Run All,
+        whose queued cells run before it arrives) keep it and send it when the snapshot arrives, at most
+        ``timeout`` s after it was asked."""
+        group = kernel_compat.request_id(self.shell) if op in GROUPED_OPS else None
         with self._lock:
-            if self._comm is None or not self.connected:
-                error: str | None = messages.BRIDGE_NOT_CONNECTED.render()
-            else:
-                error = None
-                self._next_request += 1
-                request_id = self._next_request
-                timer = threading.Timer(self.timeout, self._on_timeout, args=(request_id,))
+            request = {"type": "request", "op": op, **fields}
+            if group is not None and group in self._one_step:
+                request["undo_group"] = group
+            asked = _Asked(request, done, on_ok, self._current_subshell())
+            if self.coming:
+                timer = threading.Timer(self.timeout, self._waited_too_long, args=(asked,))
                 timer.daemon = True
-                request = {"type": "request", "request_id": request_id, "op": op, **fields}
-                group = kernel_compat.request_id(self.shell) if op in GROUPED_OPS else None
-                if group is not None and group in self._one_step:
-                    request["undo_group"] = group
-                self._pending[request_id] = (request, done, timer, on_ok)
-                self._reply_routes[request_id] = self._current_subshell()
-        if error is not None:
-            done(error)
-            return
+                self._waiting.append((asked, timer))
+                timer.start()
+                return
+            connected = self._comm is not None and self.connected
+        if connected:
+            self._send_request(asked)
+        else:
+            done(messages.BRIDGE_NOT_CONNECTED.render())
+
+    def _send_request(self, asked: _Asked) -> None:
+        with self._lock:
+            self._next_request += 1
+            request_id = self._next_request
+            timer = threading.Timer(self.timeout, self._on_timeout, args=(request_id,))
+            timer.daemon = True
+            request = {**asked.request, "request_id": request_id}
+            self._pending[request_id] = (request, asked.done, timer, asked.on_ok)
+            self._reply_routes[request_id] = asked.subshell
         timer.start()
         if not self._send(request):
             with self._lock:
@@ -358,7 +390,14 @@ class Bridge:
                 self._reply_routes.pop(request_id, None)
             if entry is not None:
                 timer.cancel()
-                done(messages.BRIDGE_SEND_FAILED.render())
+                asked.done(messages.BRIDGE_SEND_FAILED.render())
+
+    def _waited_too_long(self, asked: _Asked) -> None:
+        with self._lock:
+            waited = [w for w in self._waiting if w[0] is asked]
+            self._waiting = [w for w in self._waiting if w[0] is not asked]
+        if waited:
+            self._call_soon(asked.done, messages.FRONTEND_NO_REPLY.render(timeout=self.timeout, op=asked.request["op"]))
 
     def _on_timeout(self, request_id: int) -> None:
         with self._lock:
@@ -376,11 +415,15 @@ class Bridge:
     def _fail_pending(self, error: str) -> None:
         with self._lock:
             pending, self._pending = self._pending, {}
+            waiting, self._waiting = self._waiting, []
             self._reply_routes.clear()
         for _request, done, timer, _ in pending.values():
             if timer is not None:
                 timer.cancel()
             done(error)
+        for asked, timer in waiting:
+            timer.cancel()
+            asked.done(error)
 
     def one_undo_step(self) -> None:
         """Every insert, edit and delete asked from now on while handling the kernel request being handled now
@@ -420,3 +463,6 @@ class Bridge:
 
     def set_outputs(self, cell_id: str, outputs: list[dict[str, Any]], execution_count: int | None, done: Done) -> None:
         self._request("set_outputs", {"cell_id": cell_id, "outputs": outputs, "execution_count": execution_count}, done)
+
+    def save_view(self, model_id: str, data: dict[str, str]) -> None:
+        self._send({"type": "saved_view", "model_id": model_id, "data": data})

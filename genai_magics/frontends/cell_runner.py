@@ -33,11 +33,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from .. import messages
+from ..engine.agent import Change, Edited, Inserted, TurnChanges
 from ..engine.cells import Cell
 from ..engine.context import ContextPiece
-from ..engine.outputs import MAX_CELL_CHARS, MAX_CELL_OUTPUTS
+from ..engine.outputs import MAX_CELL_CHARS
 from ..engine.redaction import redact
-from ..engine.text import clip
+from ..engine.text import counted, cut
 from ..engine.tools import ToolCall, ToolResult, error_result, whole_response
 from . import kernel_compat, waiting
 from .code_check import CodeCheck
@@ -56,16 +57,22 @@ Kind = Literal["run", "write"]
 OUTPUT_TYPES = ("stream", "display_data", "execute_result", "error", "clear_output", "update_display_data")
 SHOWN_CHARS = 20_000  # of the code (or a write's text) an approval shows, scrolled; the risk line reads it all
 REPLY_TIMEOUT_S = 30.0  # the frontend's reply to set_outputs; the bridge's own timeout answers before it
+MAX_RUN_OUTPUTS = 5_000  # outputs an agent's run sets on its cell: far past a screen, bounded for the one message
 
 
 # -- iopub messages -> nbformat v4 outputs ---------------------------------------------------------
 @dataclass
 class CellOutputs:
     """A cell's output area built from its iopub messages as a frontend builds it: streams merged,
-    ``clear_output(wait=True)`` deferred to the next output, display updates applied in place."""
+    ``clear_output(wait=True)`` deferred to the next output, display updates applied in place.
+
+    Every output is kept, as a user's run keeps it, up to ``MAX_RUN_OUTPUTS`` outputs and ``MAX_CELL_CHARS``
+    characters a stream (a bound for the message that carries them): past it, the cell says what it left out
+    where it left it out, and an error is kept whatever came before it."""
 
     outputs: list[dict[str, Any]] = field(default_factory=list)
     _clear_pending: bool = False
+    _left_out: dict[str, Any] | None = None  # the note standing where outputs were left out (its count)
 
     def add(self, msg_type: str, content: dict[str, Any]) -> bool:
         """Take one message's content; False for an update of a display this cell does not hold (it
@@ -80,18 +87,21 @@ class CellOutputs:
             if content.get("wait"):
                 self._clear_pending = True
             else:
-                self.outputs.clear()
+                self._clear()
             return True
         if self._clear_pending:
-            self.outputs.clear()
+            self._clear()
             self._clear_pending = False
         if msg_type == "stream":
             name, text = content.get("name", "stdout"), str(content.get("text", ""))
             last = self.outputs[-1] if self.outputs else None
-            if last is not None and last["output_type"] == "stream" and last["name"] == name:
-                last["text"] = clip(last["text"] + text, MAX_CELL_CHARS)
+            merges = last is not None and last is not self._left_out and last["output_type"] == "stream"
+            if merges and last is not None and last["name"] == name:
+                _extend_stream(last, text)
                 return True
-            self._append({"output_type": "stream", "name": name, "text": clip(text, MAX_CELL_CHARS)})
+            stream: dict[str, Any] = {"output_type": "stream", "name": name, "text": ""}
+            _extend_stream(stream, text)
+            self._append(stream)
         elif msg_type == "error":
             self._append(
                 {
@@ -115,13 +125,42 @@ class CellOutputs:
             self._append(out)
         return True
 
+    def _clear(self) -> None:
+        self.outputs.clear()
+        self._left_out = None  # a cleared area holds no note: the bound counts afresh
+
     def _append(self, out: dict[str, Any]) -> None:
-        if len(self.outputs) < MAX_CELL_OUTPUTS:
+        if len(self.outputs) < MAX_RUN_OUTPUTS or out["output_type"] == "error":
             self.outputs.append(out)
+        elif self._left_out is None:
+            self._left_out = {"output_type": "stream", "name": "stderr", "text": "", "_count": 1}
+            self.outputs.append(self._left_out)
+        else:
+            self._left_out["_count"] += 1
 
     def nbformat(self) -> list[dict[str, Any]]:
-        """The outputs as nbformat v4 dicts (the display ids, which nbformat has no field for, left out)."""
-        return [{k: v for k, v in out.items() if k != "_display_id"} for out in self.outputs]
+        """The outputs as nbformat v4 dicts (the display ids, which nbformat has no field for, left out); what
+        was left out said in place."""
+        shown = []
+        for out in self.outputs:
+            kept = {k: v for k, v in out.items() if not k.startswith("_")}
+            if out is self._left_out:
+                kept["text"] = messages.RUN_OUTPUTS_LEFT_OUT.render(
+                    count=counted(out["_count"], "output"), kept=MAX_RUN_OUTPUTS
+                )
+            elif out.get("_cut"):
+                kept["text"] += messages.RUN_CHARS_LEFT_OUT.render(count=counted(out["_cut"], "character"))
+            shown.append(kept)
+        return shown
+
+
+def _extend_stream(out: dict[str, Any], text: str) -> None:
+    """``text`` added to a stream output, up to ``MAX_CELL_CHARS``; what does not fit is counted (``_cut``)."""
+    room = MAX_CELL_CHARS - len(out["text"])
+    if len(text) > room:
+        out["_cut"] = out.get("_cut", 0) + len(text) - max(room, 0)
+        text = cut(text, max(room, 0))
+    out["text"] += text
 
 
 def _message_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
@@ -186,6 +225,24 @@ def _flush() -> None:
             stream.flush()
         except Exception:  # noqa: BLE001 - a closed or odd stream: nothing to keep apart
             pass
+
+
+@contextmanager
+def taken_payloads(shell: Any, into: list[dict[str, Any]]) -> Iterator[None]:
+    """While inside: the payloads a run writes (``%load``'s set_next_input, the pager of ``obj?``) go into ``into``,
+    not into the agent cell's execute_reply (where ``%load`` would replace the agent cell's text)."""
+    manager = getattr(shell, "payload_manager", None)
+    if manager is None:
+        yield
+        return
+    before = list(manager.read_payload())
+    try:
+        yield
+    finally:
+        into.extend(p for p in manager.read_payload() if all(p is not kept for kept in before))
+        manager.clear_payload()
+        for kept in before:
+            manager.write_payload(kept, single=False)
 
 
 # -- approval ---------------------------------------------------------------------------------------
@@ -345,6 +402,7 @@ class Ran:
     execution_count: int | None
     error: str | None  # the trimmed traceback the model reads
     interrupted: bool
+    next_input: str | None = None  # what the run's set_next_input (``%load``) did to the notebook
 
 
 @dataclass
@@ -366,6 +424,7 @@ class CellRunner:
     own_count: OwnCount | None = None  # from the turn's first run on
     check: CodeCheck = field(default_factory=CodeCheck)  # the risk line of a run's approval
     while_running: Callable[[bool], None] = lambda _now: None  # told when a run starts (True) and ends
+    changes: TurnChanges | None = None  # the turn's changes: a run's set_next_input is one of them (Undo)
 
     def __call__(self, cell: Cell, label: str) -> Awaitable[ToolResult] | ToolResult:
         """The ``RunCell``: the cell run (after its approval) and what the model reads; an error result when it
@@ -409,12 +468,15 @@ class CellRunner:
         ran = self.run(cell, replies.append)
         if ran.interrupted:
             raise KeyboardInterrupt  # the stop button during the run ends the turn, as during a request
-        label = f"In[{ran.execution_count}]" if ran.execution_count is not None else label
         self.ran.append(label)
         pieces = self.shown(cell.id, label)
-        response: dict[str, Any] = {"ran": label, **whole_response(pieces)}
+        # the turn's one name for the cell (``label``), and the count it ran as (a ref for later calls)
+        count = f"In[{ran.execution_count}]" if ran.execution_count is not None else label
+        response: dict[str, Any] = {"ran": count, **whole_response(pieces), "label": label}
         if ran.error is not None:
             response["error"] = redact(ran.error)
+        if ran.next_input is not None:
+            response["next_input"] = ran.next_input
         identity = tuple((p.key, p.sha256) for p in pieces)
         result = ToolResult(call, response, "whole", tuple(pieces), identity)
         if self.wait != "async":
@@ -435,12 +497,17 @@ class CellRunner:
         agent_id, agent_current = self.executed.running_id, self.capture.current
         parent_id = kernel_compat.request_id(self.shell)
         outputs = CellOutputs()
+        payloads: list[dict[str, Any]] = []
         if self.own_count is None:
             self.own_count = OwnCount(self.shell)
         self.own_count.running = True
         self.while_running(True)
         try:
-            with captured_outputs(self.shell, parent_id, outputs), kernel_compat.interruptible():
+            with (
+                captured_outputs(self.shell, parent_id, outputs),
+                taken_payloads(self.shell, payloads),
+                kernel_compat.interruptible(),
+            ):
                 result = self.shell.run_cell(cell.source, store_history=True, cell_id=cell.id)
         finally:  # the agent cell runs on: what it shows and runs next is its own again
             self.executed.running_id, self.capture.current = agent_id, agent_current
@@ -452,8 +519,34 @@ class CellRunner:
             trimmed = self.last_error() or f"{type(error).__name__}: {error}"
         count = getattr(result, "execution_count", None)
         assert self.notebook is not None  # checked before the run
+        for payload in payloads:  # the pager (obj?) shows in the cell's outputs, as JupyterLab shows it
+            if payload.get("source") == "page" and isinstance(payload.get("data"), dict):
+                outputs.add("display_data", {"data": payload["data"], "metadata": {}})
         self.notebook.set_outputs(cell.id, outputs.nbformat(), count, done)
-        return Ran(count, trimmed, isinstance(error, KeyboardInterrupt))
+        next_inputs = [p for p in payloads if p.get("source") == "set_next_input" and isinstance(p.get("text"), str)]
+        said = self._next_input(cell, next_inputs[-1]) if next_inputs else None
+        return Ran(count, trimmed, isinstance(error, KeyboardInterrupt), said)
+
+    def _next_input(self, cell: Cell, payload: dict[str, Any]) -> str:
+        """A run's ``set_next_input`` (``%load``: the cell's text replaced; else a new cell below it) made on the
+        cell that ran, as a user's run makes it, and kept among the turn's changes (Undo takes it back)."""
+        assert self.notebook is not None
+        text = payload["text"]
+        if payload.get("replace"):
+            self.notebook.set_source(cell.id, text, _ignored)
+            change: Change = Edited(cell.id, cell.source, text)
+            said = messages.RAN_NEXT_INPUT_REPLACED.render(lines=counted(len(text.splitlines()), "line"))
+        else:
+            new_id = self.notebook.insert_cell(cell.id, text, "code", _ignored)
+            change = Inserted(new_id, text, "code", cell.id)
+            said = messages.RAN_NEXT_INPUT_INSERTED.render(id=new_id)
+        if self.changes is not None:
+            self.changes.add(change)
+        return said
+
+
+def _ignored(_error: str | None) -> None:
+    """The frontend's reply to a run's next input: the model is told what was asked, the view holds it."""
 
 
 __all__: Sequence[str] = ["RunCell", "ApproveWrite", "Approvals", "CellOutputs", "CellRunner", "make_approve_write"]

@@ -325,6 +325,10 @@ class Companion:
         self._call_by(cell_id, str(data.get("cell_id", "")))
         self._call(done, None)
 
+    def save_view(self, model_id: str, data: dict[str, str]) -> None:
+        """Nothing: VS Code sets a cell's outputs only by replacing the cell, too much for a line of text; its
+        saved text stays the one shown first (docs/frontends.md)."""
+
     def _call_by(self, kernel_id: str, uri: str) -> str:
         """The cell VS Code now names ``uri`` stays ``kernel_id`` for the kernel; returns ``kernel_id``."""
         if uri and uri != kernel_id:

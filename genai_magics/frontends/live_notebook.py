@@ -55,6 +55,10 @@ class LiveNotebook(NotebookView, Protocol):
         """Replace a code cell's outputs (nbformat v4 output dicts) and its execution count, as if the
         frontend had run it (the kernel ran its code for the agent)."""
 
+    def save_view(self, model_id: str, data: dict[str, str]) -> None:
+        """A widget's saved text changed (what happened to a proposal): set it in the outputs showing that
+        widget, for a reopened notebook to show. Sent and forgotten: no reply, nothing to fail."""
+
 
 class LiveWriter:
     """Apply writes into the cell in the live notebook."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from .. import messages
 from ..engine.agent import Change, Deleted, Edited, Inserted, TurnChanges, put_back_after
 from ..engine.cells import cell_type_of
+from ..engine.text import counted
 from .cell_writer import Done
 from .live_notebook import LiveNotebook
 from .notebook_view import source_text
@@ -193,7 +194,7 @@ class TurnUndo:
         return step
 
     def _summary(self, counts: dict[str, int], kept: list[str], already: int, failures: list[str]) -> str:
-        done = ", ".join(f"{n} cell(s) {kind}" for kind, n in counts.items() if n) or "nothing written"
+        done = ", ".join(f"{counted(n, 'cell')} {kind}" for kind, n in counts.items() if n) or "nothing written"
         lines = [messages.TURN_UNDONE.render(done=done)]
         if already:
             lines.append(messages.TURN_UNDO_ALREADY.render(count=already))

@@ -319,23 +319,42 @@ def price_for(model: str, overrides: Overrides | None = None, day: dt.date | Non
     return next((p.price for p in periods(model, overrides) if p.covers(when)), None)
 
 
-NOTE_WIDTH = 96  # %gemini prices wraps its source notes here, between words (an output wraps long lines anywhere)
+NOTE_WIDTH = 96  # %gemini prices wraps its notes here, between words (an output wraps long lines anywhere)
+PRICING_PAGE = "https://ai.google.dev/gemini-api/docs/pricing"
+# The models whose prices above are those of Google's pricing page (as of PRICES_AS_OF): %gemini prices
+# cites the page for them, and one note for all the others (each Price.source says where it is from).
+ON_PRICING_PAGE = frozenset({"gemini-2.5-pro", "gemini-2.5-flash"})
+
+
+def price_notes(name: str, period: Period) -> list[str]:
+    """The notes a row of ``%gemini prices`` points at: Google's pricing page or the note for the other
+    models, and the user's own prices where ``GeminiMagics.prices`` set some of this period's."""
+    notes = []
+    if name in PRICES:
+        notes.append(
+            messages.PRICES_NOTE_GOOGLE.render(page=PRICING_PAGE)
+            if name in ON_PRICING_PAGE
+            else messages.PRICES_NOTE_ELSEWHERE.render(day=PRICES_AS_OF)
+        )
+    if period.price not in {p.price for p in PRICES.get(name, ())}:
+        notes.append(messages.PRICES_NOTE_YOURS.render())
+    return notes
 
 
 def table_text(table: Sequence[tuple[str, Sequence[Period]]], today: dt.date) -> str:
     """What ``%gemini prices`` prints: each model's periods, the one in force today marked, each row's
-    sources as footnote numbers; then the notes, each clause of a source once, wrapped between words."""
+    notes by number (``price_notes``); then the notes, each once, wrapped between words."""
     if not table:
         return messages.NO_PRICES.render()
     width = max(len(name) for name, _ in table)
     span = max(len(p.describe()) for _, held in table for p in held)
     head = f"{'period':<{span}}  {'in':>5}  {'cached':>6}  {'out':>5}  {'storage/h':>9}  {'cache min':>9}  sources"
     rows = [f"  {'model':<{width}}  {head}"]
-    notes: dict[str, int] = {}  # a source's clause -> its number
+    notes: dict[str, int] = {}  # a note -> its number
     for name, held in table:
         for p in held:
             x = p.price
-            marks = [notes.setdefault(clause, len(notes) + 1) for clause in _clauses(x.source)]
+            marks = [notes.setdefault(note, len(notes) + 1) for note in price_notes(name, p)]
             rows.append(
                 f"{'*' if p.covers(today) else ' '} {name:<{width}}  {p.describe():<{span}}  {x.input:>5g}  "
                 f"{x.cached_input:>6g}  {x.output:>5g}  {x.storage_hour:>9g}  {x.cache_minimum:>9,}  "
@@ -348,10 +367,10 @@ def table_text(table: Sequence[tuple[str, Sequence[Period]]], today: dt.date) ->
     rows.append(messages.PRICES_LEGEND.render(today=today))
     rows.append(messages.PRICES_SOURCES.render())
     notes[messages.PRICES_DAY_SOURCE.render(source=BILLING_DAY_SOURCE)] = len(notes) + 1
-    for clause, number in notes.items():
+    for note, number in notes.items():
         head = f"  [{number}] "
         rows += textwrap.wrap(
-            clause,
+            note,
             NOTE_WIDTH,
             initial_indent=head,
             subsequent_indent=" " * len(head),
@@ -359,18 +378,6 @@ def table_text(table: Sequence[tuple[str, Sequence[Period]]], today: dt.date) ->
             break_on_hyphens=False,
         )
     return "\n".join(rows)
-
-
-def _clauses(source: str) -> list[str]:
-    """A source's clauses: split at each '; ' outside parentheses (several prices share most of them)."""
-    clauses, depth, start = [], 0, 0
-    for i, char in enumerate(source):
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        if depth == 0 and source.startswith("; ", i):
-            clauses.append(source[start:i])
-            start = i + 2
-    clauses.append(source[start:])
-    return [c.strip() for c in clauses if c.strip()]
 
 
 def turn_cost(

@@ -5,9 +5,11 @@ approval widget (ui/approval.py) in the agent cell. What the agent's magic hands
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from .. import messages
+from ..engine.agent import TurnChanges
 from ..engine.context import ContextPiece
 from ..engine.errors import UserError
 from ..frontends.agent_actions import AgentActions
@@ -23,9 +25,10 @@ from ..frontends.code_check import shell_check
 from ..frontends.live_notebook import LiveNotebook
 from ..sources.last_error import CellForFilename, capture_last_error, render_error
 from ..sources.outputs import shown_pieces
-from ..turn.requests import Settings, TurnOutcome
+from ..turn.requests import Settings, TurnOutcome, TurnRequest
 from ..turn.session import Session
 from ..ui.approval import show_approval
+from ..ui.landed_line import show_landed_line
 from ..ui.turn_undo_widget import offer_undo
 from .shell_state import ShellState, state_of
 
@@ -41,9 +44,11 @@ def turn_run_cell(
     approvals: Approvals,
     awaited: bool,
     timeout_s: float,
+    changes: TurnChanges | None = None,
 ) -> CellRunner:
     """The ``RunCell`` of an agent turn in this shell: the results as ``cell_outputs`` gives them (under its caps),
-    the error's traceback as ``last_error`` trims it, the approval widget in the agent cell."""
+    the error's traceback as ``last_error`` trims it, the approval widget in the agent cell; a run's next input
+    (``%load``) kept among ``changes``, the turn's."""
 
     def shown(cell_id: str, label: str) -> list[ContextPiece]:
         caps = (settings.max_output_chars, settings.max_images, settings.max_image_bytes)
@@ -66,6 +71,7 @@ def turn_run_cell(
         timeout_s=timeout_s,
         check=shell_check(shell),
         while_running=lambda now: setattr(state_of(shell), "agent_running", now),
+        changes=changes,
     )
 
 
@@ -108,14 +114,17 @@ def turn_undone(session: Session, outcome: TurnOutcome) -> Undone | None:
 def offer_turn_undo(state: ShellState, actions: AgentActions, undone: Undone | None = None) -> None:
     """At the end of an agent turn (answered, stopped or failed) that changed cells through the live notebook:
     its Undo button, kept as the shell's latest agent turn for ``%gemini undo``; the bridge's snapshots tell it
-    when the notebook's own undo took the turn back."""
+    when the notebook's own undo took the turn back; the line proving the changes it sent without waiting landed."""
+    keep_landed_check(state, actions)
     if actions.live is None or not actions.changes:
         return
     cells = {cell.id: cell for cell in actions.view.cells()}
 
-    def label(cell_id: str) -> str:
+    def label(cell_id: str) -> str:  # the turn's own name for the cell, as its step lines said it
+        if cell_id in actions.names:
+            return actions.names[cell_id]
         cell = cells.get(cell_id)
-        return actions.label(cell) if cell is not None else f"cell {cell_id[:12]}"
+        return actions.name(cell) if cell is not None else f"cell {cell_id[:12]}"
 
     ran = actions.run.ran if isinstance(actions.run, CellRunner) else []
     state.agent_undo = offer_undo(actions.live, actions.changes, ran, label, state.agent_undos)
@@ -123,3 +132,22 @@ def offer_turn_undo(state: ShellState, actions: AgentActions, undone: Undone | N
         state.agent_undo.on_undone = undone
         if isinstance(actions.live, Bridge):
             actions.live.on_snapshot.append(state.agent_undo.notice_taken_back)
+
+
+def keep_landed_check(state: ShellState, actions: AgentActions) -> None:
+    """A turn that sent changes without waiting: the line that proves them landed, and the check kept for the
+    conversation's next request."""
+    if actions.landed is not None and actions.landed.sent:
+        show_landed_line(actions.landed)
+        state.landed_check = actions.landed
+
+
+def told_not_landed(state: ShellState, request: TurnRequest) -> TurnRequest:
+    """Before the next request of the conversation of a turn whose changes were sent without waiting: each checked,
+    and the ones that did not land go with the request (``agentChangesNotMade``), told once."""
+    check = state.landed_check
+    if check is None or request.dry_run or request.conversation != check.conversation:
+        return request
+    state.landed_check = None
+    piece = check.told()
+    return request if piece is None else replace(request, extra_pieces=(*request.extra_pieces, piece))

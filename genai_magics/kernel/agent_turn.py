@@ -20,6 +20,7 @@ from ..frontends.bridge import Bridge
 from ..frontends.cell_runner import Approvals, Approve
 from ..frontends.code_check import shell_check
 from ..frontends.frontend import Frontend
+from ..frontends.landed import LandedCheck
 from ..sources.last_error import CellForFilename
 from ..turn.requests import Settings, TurnOutcome
 from ..turn.send import Steps, drive_async
@@ -37,13 +38,15 @@ def agent_actions(
     frontend: Frontend,
     settings: Settings,
     display: Any,
+    conversation: str,
     cell_for_filename: CellForFilename,
     apply_wait: float,
 ) -> AgentActions:
     """What answers this agent turn's calls: through the live notebook where there is one, waiting for
-    its replies (and approvals) only where the cell is awaited (frontends/waiting.py). A cell runs by this
-    kernel, through the live notebook, after the approval that ``agent_approve`` asks for
-    (kernel/agent_run.py); without a live notebook, none runs."""
+    its replies (and approvals) only where the cell is awaited (frontends/waiting.py); elsewhere each change
+    is proven landed once the frontend answers (frontends/landed.py). A cell runs by this kernel, through
+    the live notebook, after the approval that ``agent_approve`` asks for (kernel/agent_run.py); without a
+    live notebook, none runs."""
     live = frontend.live
     if isinstance(live, Bridge):
         live.one_undo_step()  # the turn's writes: one step of JupyterLab's notebook undo
@@ -54,7 +57,9 @@ def agent_actions(
     run = (
         cannot_run
         if live is None
-        else turn_run_cell(shell, live, session, settings, cell_for_filename, approvals, awaited, apply_wait)
+        else turn_run_cell(
+            shell, live, session, settings, cell_for_filename, approvals, awaited, apply_wait, view.changes
+        )
     )
     return AgentActions(
         live=live,
@@ -68,6 +73,7 @@ def agent_actions(
         approve_write=turn_approve_write(approvals, awaited, apply_wait) if live is not None else None,
         writes_shown=lambda: live is not None and approvals.needed("write"),
         check=shell_check(shell),
+        landed=LandedCheck(live, conversation) if live is not None and not awaited else None,
     )
 
 

@@ -42,6 +42,7 @@ from ..ui import report
 from ..ui.display import NotebookDisplay, TerminalDisplay
 from ..ui.proposal import ProposalController
 from ..ui.proposal_display import Place, Proposed, show_proposal
+from .agent_run import told_not_landed
 from .agent_turn import AgentTurn, Shown, agent_actions
 from .line_commands import COMMANDS, HELP, Call, chosen
 from .line_syntax import split_prompt
@@ -233,7 +234,7 @@ class GeminiMagics(GeminiOptions):
         if asked is None:
             return None
         frontend = self._turn_frontend(display)
-        request = turn_request(mode, args, asked, agent)
+        request = told_not_landed(self.shell_state, turn_request(mode, args, asked, agent))
         reader = ShellReader(self.shell, self._cell_for_filename)
         agent_turn = None
         if agent:
@@ -261,8 +262,9 @@ class GeminiMagics(GeminiOptions):
     ) -> AgentTurn:
         """An agent turn's actions wired to this shell (kernel/agent_turn.py), its frontend's view the turn's
         own; with ``agent_approve = "none"`` through a live notebook, a line says nothing will ask."""
+        shell, session = self.shell, self.session
         actions = agent_actions(
-            self.shell, self.session, frontend, settings, display, self._cell_for_filename, self.apply_wait
+            shell, session, frontend, settings, display, conversation, self._cell_for_filename, self.apply_wait
         )
         if settings.agent_approve == "none" and actions.live is not None:
             display.note(messages.AGENT_APPROVE_NONE.render())  # said every turn: nothing will ask

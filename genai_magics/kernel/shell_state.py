@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from ..frontends.bridge import Bridge
 from ..frontends.cell_writer import StagedApply
 from ..frontends.companion import Companion
+from ..frontends.landed import LandedCheck
 from ..frontends.notebook_view import NotebookLocation
 from ..frontends.turn_undo_steps import TurnUndo
 from ..turn.session import Session
@@ -49,6 +50,7 @@ class ShellState:
     # an agent turn runs a cell now: our magics refuse to start inside it (a turn inside the turn would answer
     # outside its record; the static check, engine/steering.py, cannot see every way code reaches them)
     agent_running: bool = False
+    landed_check: LandedCheck | None = None  # the latest agent turn's changes sent without waiting, until told
 
 
 def state_of(shell: Any) -> ShellState:

@@ -31,6 +31,7 @@ from ..engine.outputs import (
     MAX_CELL_CHARS,
     MAX_CELL_OUTPUTS,
     OUTPUTS_FIELD,
+    SHOWED_NOTHING,
     ImagePiece,
     Output,
     OutputKind,
@@ -309,7 +310,7 @@ def shown_pieces(
     images = [p for p in found if isinstance(p, ImagePiece)]
     kept = [p for p in found if not isinstance(p, ImagePiece)] + images[: max(0, max_images)]
     if not kept:
-        return [OutputPiece(OUTPUTS_FIELD, "(this cell showed nothing in this kernel)", key, label=label)]
+        return [OutputPiece(OUTPUTS_FIELD, SHOWED_NOTHING, key, label=label)]
     return kept
 
 

@@ -14,6 +14,7 @@ import math
 import re
 from typing import TYPE_CHECKING, Any
 
+from . import agent_play
 from . import edits as model_edits
 from .patches import apply_patch
 from .tools import read_note
@@ -223,13 +224,16 @@ def inspected_note(results: list[dict[str, Any]]) -> str:
 def own_calls(
     turns: list[tuple[str, str]], results: list[dict[str, Any]], declared: list[str], edit: bool
 ) -> list[dict[str, Any]] | None:
-    """The calls the model makes on its own in a turn no script runs: an ask naming, as code, a name the
-    document does not show first lists the notebook's variables, then inspects each such name the list
-    holds, then answers. Only what the request holds decides (the stand-in keeps nothing between turns)."""
+    """The calls the model makes on its own in a turn no script runs: an agent turn asking to run, check or
+    test plays an agent (agent_play.py); an ask naming, as code, a name the document does not show first
+    lists the notebook's variables, then inspects each such name the list holds, then answers. Only what the
+    request holds decides (the stand-in keeps nothing between turns)."""
     user_texts = [t for r, t in turns if r == "user"]
     mode, prompt = current_prompt(user_texts[-1] if user_texts else "")
     if edit or mode == "edit":
         return None
+    if agent_play.acts_on(prompt, declared):
+        return agent_play.next_calls(first_line(prompt), results)
     names = asked_names(prompt, held_document(turns))
     if not names:
         return None
@@ -272,7 +276,9 @@ def answer(
         bad = bool(fault and fault["fault"] == "bad_edits")
         text = model_edits.answer(edit_reply(prompt, document), document, info.edits_offered, bad)
     else:
-        text = ask_reply(prompt, document) + read_note(info.tool_results) + inspected_note(info.tool_results)
+        results = info.tool_results
+        text = ask_reply(prompt, document) + read_note(results) + inspected_note(results)
+        text += agent_play.played_note(results)
     in_tokens = sum(tokens(t) for _, t in turns) + tokens(system)
     out_tokens = tokens(text)
     info.mode = mode or ("edit" if info.edit else "ask")

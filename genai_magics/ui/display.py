@@ -33,27 +33,52 @@ def _update(handle: Any, obj: Any) -> None:
     handle.update(obj._repr_mimebundle_(), raw=True)
 
 
+# JupyterLab and Notebook 7 typeset `$…$` in every HTML and Markdown output as math: a footer's
+# "~$0.0017 · ~$0.013 saved" lost both dollars. Their MathJax skips what is inside this class (the older
+# `tex2jax_ignore` no longer counts); VS Code never typesets HTML.
+NO_MATH = "mathjax_ignore"
+
+
+def no_math(html_text: str) -> str:
+    """HTML that no frontend typesets as math (empty stays empty: a placeholder takes no room)."""
+    return f'<div class="{NO_MATH}">{html_text}</div>' if html_text else ""
+
+
 class _Rich:
-    """A display object with both an HTML and a plain-text form."""
+    """A display object with both an HTML and a plain-text form; the HTML is never typeset as math."""
 
     def __init__(self, html_text: str, plain: str):
-        self._html, self._plain = html_text, plain
+        self._html, self._plain = no_math(html_text), plain
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         return {"text/html": self._html, "text/plain": self._plain}
 
 
 _CODE = re.compile(r"(```.*?(?:```|$)|`[^`\n]*`)", re.S)
+# Math the model writes on purpose: `$$…$$`, `\(…\)`, `\[…\]`; any other `$` (or `\$`) is a dollar.
+_MATH = re.compile(r"(\$\$.+?\$\$|\\\(.+?\\\)|\\\[.+?\\\])", re.S)
+_DOLLAR = re.compile(r"\\?\$")
+# A dollar as text in JupyterLab, Notebook 7 and VS Code: MathJax pairs `$`s only within one run of text
+# (an element of its own ends it; `\$` is typeset all the same), and VS Code's KaTeX reads the Markdown
+# source, where an entity is no `$`.
+DOLLAR = "<span>&#36;</span>"
+
+
+def literal_dollars(text: str) -> str:
+    r"""Markdown text (no code in it) whose dollars show as dollars; its `$$…$$` and `\(…\)` math stays math."""
+    parts = _MATH.split(text)
+    return "".join(part if i % 2 else _DOLLAR.sub(DOLLAR, part) for i, part in enumerate(parts))
 
 
 def safe_markdown(text: str) -> str:
-    """Model text as Markdown that cannot carry markup: '<' outside code is escaped.
+    """Model text as Markdown that cannot carry markup: '<' outside code is escaped, and a `$` outside code
+    and math is a dollar (``literal_dollars``).
 
     Outputs of a cell that just ran are trusted by the frontend, so raw HTML in
     an answer (say an <img onerror=...>) would render; inside code it stays text anyway.
     """
     parts = _CODE.split(text)
-    return "".join(part if i % 2 else part.replace("<", "&lt;") for i, part in enumerate(parts))
+    return "".join(part if i % 2 else literal_dollars(part.replace("<", "&lt;")) for i, part in enumerate(parts))
 
 
 class _Markdown:

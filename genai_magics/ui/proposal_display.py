@@ -87,6 +87,6 @@ def show_proposal(
 
     from .widgets import ProposalWidget
 
-    display(ProposalWidget(controller))
+    display(ProposalWidget(controller, frontend.live.save_view if frontend.live is not None else None))
     footer()
     return frontend.wait_for_choice(controller, proposed.instruction, place.staged)

@@ -43,7 +43,11 @@ class TurnUndoWidget:
         self.view.value = self._html()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        return widget_bundle(self.box.model_id, self.undo.message or "Undo: every change of this agent turn")
+        return widget_bundle(
+            self.box.model_id,
+            self.undo.message or "Undo: every change of this agent turn",
+            buttons=self.button is not None,
+        )
 
 
 def offer_undo(

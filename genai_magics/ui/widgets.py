@@ -9,6 +9,7 @@ diff takes the box's first row, the buttons wrap to the next) and adds Undo, the
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,12 +33,20 @@ RESTART_NOTE = (
 )
 
 
-def widget_bundle(model_id: str, text: str, html_text: str | None = None) -> dict[str, Any]:
+def widget_bundle(model_id: str, text: str, html_text: str | None = None, *, buttons: bool = True) -> dict[str, Any]:
     """A widget's display bundle with our own text (and HTML) for where no widget manager renders it (a saved
-    notebook, nbconvert, a console): ipywidgets' own text/plain is a repr of the whole widget tree."""
-    bundle: dict[str, Any] = {"text/plain": text}
+    notebook, nbconvert, a console): ipywidgets' own text/plain is a repr of the whole widget tree. A widget
+    with buttons ends it in one line saying they come back when its cell runs: a reopened notebook shows this
+    text where the widget's model is gone (JupyterLab and Notebook 7 through the extension, VS Code)."""
+    saved = messages.SAVED_VIEW.render() if buttons else None
+    bundle: dict[str, Any] = {"text/plain": text if saved is None else f"{text}\n{saved}"}
     if html_text is not None:
-        bundle["text/html"] = html_text
+        line = (
+            ""
+            if saved is None
+            else f'<div style="font-size:12px;margin-top:4px;font-style:italic">{html.escape(saved)}</div>'
+        )
+        bundle["text/html"] = html_text + line
     bundle[WIDGET_TYPE] = {"version_major": 2, "version_minor": 0, "model_id": model_id}
     return bundle
 
@@ -49,6 +58,9 @@ class _Shared:
     html_style: Any
     row: Any  # the diff's Layout: a row of its own
     box: Any  # the proposal's Layout: rows that wrap
+
+
+SaveView = Callable[[str, dict[str, str]], None]  # (widget model id, its saved text): LiveNotebook.save_view
 
 
 _SHARED: list[_Shared] = []  # made by the first proposal of this kernel
@@ -86,11 +98,12 @@ def undo_button(w: Any, tooltip: str) -> Any:
 
 
 class ProposalWidget:
-    def __init__(self, controller: ProposalController):
+    def __init__(self, controller: ProposalController, save_view: SaveView | None = None):
         import ipywidgets as w
 
         self._w = w
         self.controller = controller
+        self._save_view = save_view  # the live notebook's: what happened goes into the saved text too
         self._sides = controller.diff_sides
         self._show_diff(controller.diff)
         styles = shared_styles(w)
@@ -126,7 +139,7 @@ class ProposalWidget:
         # The class is what the labextension looks for to mark the buttons stale after a kernel restart
         # (our own, never ipywidgets' internal ones: labextension/src/stale.ts).
         self.box = w.Box([self.view, *self.buttons], layout=styles.box, _dom_classes=("genai-magics-proposal",))
-        controller.listeners.append(lambda c: self.refresh())
+        controller.listeners.append(lambda c: self._changed())
         self.refresh()
 
     def _show_diff(self, diff: str) -> None:
@@ -178,6 +191,12 @@ class ProposalWidget:
             self._show_diff(c.diff)
         self.view.value = self._view_html()
 
+    def _changed(self) -> None:
+        self.refresh()
+        if self._save_view is not None:
+            bundle = self._repr_mimebundle_()
+            self._save_view(self.box.model_id, {k: v for k, v in bundle.items() if k != WIDGET_TYPE})
+
     def _view_html(self) -> str:
         status = f'<div style="font-size:12px;margin-top:4px">{html.escape(self.controller.status.text)}</div>'
         self._html = self._diff + "\n" + status
@@ -214,4 +233,4 @@ class OutcomeLine:
         self.view.value = self._html()
 
     def _repr_mimebundle_(self, **kwargs):
-        return widget_bundle(self.view.model_id, self._text)
+        return widget_bundle(self.view.model_id, self._text, buttons=False)

@@ -11,6 +11,7 @@ import { NOT_CODE, cellIndex, cellType, insertIndex, insertedCell, runOutputs } 
 import { ICell, INotebookOutput, IRequest, IToFrontend } from './protocol';
 import { Done, replyTo } from './reply';
 import { ISent, VERSION, sentState, snapshotBody, snapshotMessage } from './snapshot';
+import { resaved } from './saved';
 import { markStale } from './stale';
 import { IUndoStack, UndoGroups } from './undo';
 
@@ -22,7 +23,7 @@ const EDIT_PUSH_DELAY_MS = 400;
 
 /** A kernel message this bridge acts on (the kernel sends nothing else on this comm). */
 function isToFrontend(data: object): data is IToFrontend {
-  return 'type' in data && (data.type === 'request' || data.type === 'resync');
+  return 'type' in data && (data.type === 'request' || data.type === 'resync' || data.type === 'saved_view');
 }
 
 /** A shared cell's Yjs undo manager: YBaseCell has one, the ISharedCell interface does not say so. */
@@ -35,9 +36,15 @@ function hasUndoStack(model: object): model is { undoManager: IUndoStack } {
   return 'undoManager' in model;
 }
 
-/** What set_outputs writes in a code cell's model (CodeCellModel; the ICellModel interface does not have it). */
+/** What set_outputs and saved_view write in a code cell's model (CodeCellModel; the ICellModel interface does not have it). */
 interface IRunModel {
-  outputs: { clear(): void; add(output: INotebookOutput): number };
+  outputs: {
+    clear(): void;
+    add(output: INotebookOutput): number;
+    readonly length: number;
+    get(index: number): { toJSON(): INotebookOutput };
+    set(index: number, output: INotebookOutput): void;
+  };
   executionCount: number | null;
   trusted: boolean;
 }
@@ -336,10 +343,30 @@ export class NotebookBridge {
       this._push(true);
       return;
     }
+    if (data.type === 'saved_view') {
+      this._saveView(data.model_id, data.data);
+      return;
+    }
     if (data.type !== 'request') {
       return;
     }
     this._send(replyTo(data.request_id, () => this._perform(data)));
+  }
+
+  /** A widget's saved text set anew in every output showing it (saved.ts): the file then holds what happened. */
+  private _saveView(id: string, saved: Record<string, unknown>): void {
+    const model = this._panel.isDisposed ? null : this._panel.content.model;
+    for (const cell of model ? Array.from(model.cells) : []) {
+      if (!hasOutputs(cell)) {
+        continue;
+      }
+      for (let i = 0; i < cell.outputs.length; i++) {
+        const output = resaved(cell.outputs.get(i).toJSON(), id, saved);
+        if (output) {
+          cell.outputs.set(i, output); // gone.ts keeps the live view as it is
+        }
+      }
+    }
   }
 
   /** One cell edit, by the rules of cells.ts; thrown errors are the reply's one line. */

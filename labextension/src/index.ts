@@ -25,6 +25,12 @@
  * `genai-magics-approval`, `genai-magics-turn-undo`), saying which, and
  * disables its buttons.
  *
+ * Saved text: a widget view whose model is gone (the notebook reopened
+ * after its kernel stopped, the page reloaded after a restart) shows the
+ * output's saved text instead of ipywidgets' "Error displaying widget:
+ * model not found" (saved.ts, gone.ts); the kernel's `saved_view` sets a
+ * proposal's saved text anew after each click (what happened to it).
+ *
  * Every execute request of the notebook carries the notebook's path in its
  * metadata (`genai_magics: {path}`), read by the kernel before the cell runs;
  * a rename or move pushes a snapshot with the new path at once.
@@ -37,12 +43,13 @@
  * (what a snapshot holds: pure, unit-tested), send.ts (the one private
  * send), undo.ts (an agent turn's edits as one step of the notebook's undo:
  * unit-tested on a real YNotebook), stale.ts (the stale-button line, keyed on genai_magics' own
- * classes).
+ * classes), saved.ts (what a widget whose model is gone shows: pure, unit-tested), gone.ts (showing it).
  */
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 
 import { NotebookBridge } from './bridge';
+import { showSavedWhereGone } from './gone';
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: 'genai-magics-bridge:plugin',
@@ -52,6 +59,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
   activate: (_app: JupyterFrontEnd, tracker: INotebookTracker) => {
     const attach = (panel: NotebookPanel) => {
       new NotebookBridge(panel);
+      showSavedWhereGone(panel.content.rendermime);
     };
     tracker.forEach(attach);
     tracker.widgetAdded.connect((_, panel) => attach(panel));

@@ -69,6 +69,13 @@ export interface IResync {
   type: 'resync';
 }
 
+/** Kernel to frontend: a widget's saved text changed (what happened to a proposal): set it in the outputs showing that widget, for a reopened notebook to show. No reply. */
+export interface ISavedView {
+  type: 'saved_view';
+  model_id: string;
+  data: Record<string, unknown>;
+}
+
 export type IToKernel = ISnapshot | IReply;
 
-export type IToFrontend = IRequest | IResync;
+export type IToFrontend = IRequest | IResync | ISavedView;

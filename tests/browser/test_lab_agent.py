@@ -162,8 +162,8 @@ def test_restart_and_run_all_replays_the_turn_with_no_request_and_inserts_delete
     expect(nb.cell(5).locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[6\]:"), timeout=60_000)
     expect(agent).to_contain_text(shown_as(messages.REPLAYED_FOOTER, turn=1), timeout=30_000)
     for step in (
-        shown_as(messages.AGENT_INSERTED, id=after[2]["id"], after="In[2]"),
-        shown_as(messages.AGENT_EDITED, count=1),
+        shown_as(messages.AGENT_INSERTED, after="In[2]", lines="1 line"),
+        shown_as(messages.AGENT_EDITED, count="1 edit"),
         shown_as(messages.AGENT_DELETED),
         shown_as(messages.AGENT_RAN),
     ):

@@ -82,3 +82,36 @@ def test_restart_kernel_and_run_all_replays_without_a_request(jupyter_server, pa
     )
     nb.shot("undone-then-applied-after-a-reload")
     assert len(api_requests(stub_url)) == sent
+
+
+@pytest.mark.parametrize("jupyter_server", ["lab"], indirect=True)
+def test_restart_and_run_all_gemini_apply_and_status_reach_the_bridge(jupyter_server, page, artifacts, stub_url):
+    """Restart Kernel and Run All Cells (issue 41): the extension's first snapshot comes after the queued cells.
+    ``%gemini apply`` in the run waits for it and writes the cell above the edit; ``%gemini status`` says the
+    bridge is connecting, never that no notebook answered."""
+    from playwright.sync_api import expect
+
+    write_notebook(
+        jupyter_server.root / "runall.ipynb",
+        [
+            ("setup", "%load_ext genai_magics"),
+            ("code", "total = 1 + 2"),
+            ("magic", "%%gemini_edit\nAdd input validation"),
+            ("apply", "%gemini apply"),
+            ("status", "%gemini status"),
+        ],
+    )
+    nb = NotebookPage(page, artifacts)
+    nb.open(jupyter_server.notebook_url("runall.ipynb"), 5)
+    page.locator('[data-command="notebook:restart-run-all"]').first.click()
+    page.locator(".jp-Dialog-button.jp-mod-accept").click()
+    expect(nb.cell(4).locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[5\]:"), timeout=90_000)
+    expect(nb.editor(1).locator(".cm-line")).to_have_text(
+        ["# stub edit: Add input validation", "total = 1 + 2"], timeout=15_000
+    )
+    expect(nb.cell(3)).to_contain_text(shown_as(messages.LIVE_DONE, verb="Applied"), timeout=10_000)
+    expect(nb.cell(4)).to_contain_text(messages.BRIDGE_COMING.render())
+    for cell in (3, 4):
+        expect(nb.cell(cell)).not_to_contain_text(messages.BRIDGE_NOT_CONNECTED.render())
+        expect(nb.cell(cell)).not_to_contain_text(messages.BRIDGE_UNANSWERED.render())
+    nb.shot("run-all")

@@ -152,6 +152,7 @@ class FakeFrontend:
         self.path = path
         self.timeout = timeout
         self.requests_received: list[dict[str, Any]] = []  # bridge requests from the kernel
+        self.saved_views: list[dict[str, Any]] = []  # the kernel's saved_view messages (a widget's saved text)
         self.snapshots_sent: list[dict[str, Any]] = []
         self.widget_models: dict[str, dict[str, Any]] = {}  # widget model id -> state
         self.comm_messages: list[dict[str, Any]] = []  # every comm_open/msg/close from the kernel
@@ -353,16 +354,25 @@ class FakeFrontend:
         """Run code that is not a notebook cell (no snapshot pushed)."""
         return self._execute(code, cell_id or f"scratch-{uuid.uuid4().hex[:8]}", timeout)
 
+    def run_all(self, *, timeout: float | None = None) -> list[Run]:
+        """Run All as JupyterLab with the extension does it on a fresh kernel (Restart & Run All): every cell's
+        execute request sent at once, each naming the notebook in its metadata (``genai_magics.path``: the
+        extension is there), no snapshot before them (no comm is open yet); the snapshot answering the
+        kernel's comm_open so arrives behind the queued cells."""
+        announced = {"genai_magics": {"path": self.path}}
+        sent = [
+            (c.id, self._send_shell("execute_request", _execute_content(c.source), {"cellId": c.id, **announced}))
+            for c in self.notebook
+            if c.cell_type == "code"
+        ]
+        runs = [(cell_id, msg_id, self._wait_idle(msg_id, timeout)) for cell_id, msg_id in sent]
+        return [
+            Run(reply=self._shell_reply(msg_id, timeout), messages=messages, cell_id=cell_id)
+            for cell_id, msg_id, messages in runs
+        ]
+
     def _execute(self, code: str, cell_id: str, timeout: float | None) -> Run:
-        content = {
-            "code": code,
-            "silent": False,
-            "store_history": True,
-            "user_expressions": {},
-            "allow_stdin": False,
-            "stop_on_error": True,
-        }
-        msg_id = self._send_shell("execute_request", content, metadata={"cellId": cell_id})
+        msg_id = self._send_shell("execute_request", _execute_content(code), metadata={"cellId": cell_id})
         messages = self._wait_idle(msg_id, timeout)
         reply = self._shell_reply(msg_id, timeout)
         return Run(reply=reply, messages=messages, cell_id=cell_id)
@@ -464,6 +474,9 @@ class FakeFrontend:
         if data.get("type") == "resync":
             self.push_snapshot(full=True)
             return
+        if data.get("type") == "saved_view":
+            self.saved_views.append(data)
+            return
         if data.get("type") != "request":
             return
         self.requests_received.append(data)
@@ -518,6 +531,17 @@ class FakeFrontend:
             if c.id == cell_id:
                 return c
         raise KeyError(f"{what} is no longer in the notebook")  # the words of labextension/src/cells.ts
+
+
+def _execute_content(code: str) -> dict[str, Any]:
+    return {
+        "code": code,
+        "silent": False,
+        "store_history": True,
+        "user_expressions": {},
+        "allow_stdin": False,
+        "stop_on_error": True,
+    }
 
 
 def _is_idle(msg: dict) -> bool:

@@ -16,7 +16,7 @@ import time
 import pytest
 from helpers.fake_frontend import FakeFrontend
 from helpers.kernel import FAKE_KEY
-from helpers.wire import api_requests
+from helpers.wire import api_requests, current_payload
 
 from genai_magics import messages
 
@@ -74,8 +74,10 @@ def test_the_agent_inserts_edits_and_deletes_cells_live(lab, stub, mode):
     assert read["response"]["text"] == f"id={new.id}\nassert parse('4') == 4\n"  # the turn's view, at once
     assert "error" not in edit["response"] and "error" not in delete["response"]
     plain = run.plain
-    assert messages.AGENT_INSERTED.within(plain, id=new.id, after="In[2]", lines=1)
-    assert messages.AGENT_EDITED.within(plain, count=1)
+    # one name for the new cell in every line (its place when inserted), plurals right
+    assert messages.AGENT_INSERTED.within(plain, label="cell #3", after="In[2]", lines="1 line")
+    assert messages.AGENT_EDITED.within(plain, label="cell #3", count="1 edit")
+    assert insert["response"]["label"] == edit["response"]["label"] == "cell #3"
     assert messages.AGENT_DELETED.within(plain, label="cell #4")
     assert f"turn 1 · agent · {mode}" in plain and "Function results read" in plain  # the answer, then the footer
     assert not messages.AGENT_APPROVE_NONE.within(plain)
@@ -172,7 +174,9 @@ def test_an_agent_turn_replays_with_zero_requests_and_changes_nothing_again(lab,
     replayed = lab.execute("m")
     assert len(api_requests(stub)) == sent, "a replay sent requests"
     assert [(c.id, c.source) for c in lab.cells] == after_turn  # nothing inserted or deleted again
-    assert messages.AGENT_INSERTED.within(replayed.plain, id=new.id) and messages.AGENT_DELETED.within(replayed.plain)
+    assert messages.AGENT_INSERTED.within(replayed.plain, label="cell #3") and messages.AGENT_DELETED.within(
+        replayed.plain
+    )
     assert messages.REPLAYED_FOOTER.within(replayed.plain, turn=1)
     # --rerun asks again, live
     lab.edit("m", lab.source("m").replace("%%gemini_agent", "%%gemini_agent --rerun"))
@@ -232,3 +236,32 @@ def test_an_agent_cell_that_is_not_awaited_still_writes_and_never_hangs(lab, stu
     (result,) = results(stub)
     assert "error" not in result["response"]
     assert [c.source for c in lab.cells if c.id == result["response"]["id"]] == [TEST]
+
+
+def test_a_change_sent_without_waiting_that_did_not_land_is_said_and_the_model_reads_it(lab, stub):
+    """Not the magic alone: the cell cannot wait for the frontend's replies. Once the notebook answers, each change is
+    checked: one refused is a line in the agent cell, and the conversation's next request carries the error."""
+    lab.add_cell("n", "ready = True\n%gemini_agent add a test of parse", after="b")
+    lab.refuse_requests = "the notebook is read-only"
+    stub.script_tools([[call("insert_cell", after="a", source=TEST)]])
+    run = lab.execute("n")
+    assert run.error is None, run.error
+    assert [c.source for c in lab.cells].count(TEST) == 0
+    line = messages.AGENT_NOT_LANDED.render(call="insert_cell(after=a)", error="the notebook is read-only")
+    assert lab.pump_until(lambda: any(line in html.unescape(v) for v in lab.statuses()), timeout=15), lab.statuses()
+    lab.refuse_requests = None
+    lab.execute("q")  # the conversation's next request
+    sent = current_payload(api_requests(stub)[-1])
+    assert sent["agentChangesNotMade"] == line
+    lab.execute("q")
+    assert "agentChangesNotMade" not in current_payload(api_requests(stub)[-1])  # told once
+
+
+def test_changes_sent_without_waiting_that_landed_are_said_to_have_landed(lab, stub):
+    lab.add_cell("n", "ready = True\n%gemini_agent add a test of parse", after="b")
+    stub.script_tools([[call("insert_cell", after="a", source=TEST)]])
+    assert lab.execute("n").error is None
+    done = messages.LANDED_ALL.render(count="1 change")
+    assert lab.pump_until(lambda: any(done in html.unescape(v) for v in lab.statuses()), timeout=15), lab.statuses()
+    lab.execute("q")
+    assert "agentChangesNotMade" not in current_payload(api_requests(stub)[-1])

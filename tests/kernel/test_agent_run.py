@@ -268,7 +268,7 @@ def test_one_undo_takes_back_the_whole_turn_and_says_what_ran_stays(stub, tmp_pa
         said = _undone(ff)
         assert [c.to_json() for c in ff.cells] == before  # the deleted cell back with its outputs, in its place
         assert messages.TURN_UNDO_RAN.render(cells="In[7]") in said
-        assert "3 cell(s)" not in said and "1 cell(s) deleted" in said and "1 cell(s) put back" in said
+        assert "3 cell" not in said and "1 cell deleted" in said and "1 cell put back" in said
         # a second Undo (the line command) says it was done, and writes nothing
         sent = len(ff.requests_received)
         ff.execute_code("%gemini undo")
@@ -374,3 +374,58 @@ def test_the_kernels_interrupt_during_a_run_stops_the_turn_and_the_cell_shows_it
         outputs = ff.cell("t").outputs
         assert outputs[0]["text"] == "started\n" and outputs[-1]["ename"] == "KeyboardInterrupt"
         assert not [r for req in api_requests(stub) for r in req["tool_results"] if r["name"] == "run_cell"]
+
+
+# -- a run shows the user what it showed the model (issue 40, 4) -----------------------------------------
+def test_a_run_keeps_every_output_and_its_error_after_250_results(stub, tmp_path):
+    many = "from IPython.display import display\nfor i in range(250):\n    display(i)\n1 / 0\n"
+    with lab(stub, tmp_path, ("t", many)) as ff:
+        run = ff.execute_code("await agent('t', mode='none')", cell_id="agent")
+        (result,) = results(run)
+        assert "ZeroDivisionError" in result["error"]  # what the model reads ...
+        ff.pump(0.5)
+        outputs = ff.cell("t").outputs
+        assert len(outputs) == 251 and outputs[249]["data"]["text/plain"] == "249"  # ... and the cell shows
+        assert outputs[-1]["output_type"] == "error" and outputs[-1]["ename"] == "ZeroDivisionError"
+
+
+def test_a_runs_load_writes_the_cell_that_ran_not_the_agent_cell(stub, tmp_path):
+    loaded = tmp_path / "loaded.py"
+    loaded.write_text("value = 41\nprint(value + 1)\n", encoding="utf-8")
+    with lab(stub, tmp_path, ("t", f"%load {loaded}\n")) as ff:
+        run = ff.execute_code("await agent('t', mode='none')", cell_id="agent")
+        assert run.status == "ok", run.error
+        assert run.reply["content"].get("payload") == []  # nothing replaces the agent cell's text
+        (result,) = results(run)
+        lines = "3 lines"  # %load keeps the magic as a comment line above the file's
+        assert result["next_input"] == messages.RAN_NEXT_INPUT_REPLACED.render(lines=lines)
+        assert ff.pump_until(lambda: "value = 41" in ff.source("t"), timeout=10)
+
+
+def test_a_runs_pager_shows_in_the_cell_that_ran(stub, tmp_path):
+    with lab(stub, tmp_path, ("t", "len?\n")) as ff:
+        run = ff.execute_code("await agent('t', mode='none')", cell_id="agent")
+        assert run.status == "ok", run.error
+        assert run.reply["content"].get("payload") == []  # no pager opens from the agent cell
+        ff.pump(0.5)
+        shown = [o for o in ff.cell("t").outputs if o["output_type"] == "display_data"]
+        assert shown and "Return the number of items" in shown[0]["data"]["text/plain"]
+
+
+# -- one name per cell (issue 40, 10) -------------------------------------------------------------------
+def test_the_inserted_cell_has_one_name_in_steps_approval_results_and_undo(stub, tmp_path):
+    with parse_agent(stub, tmp_path, "%%gemini_agent\nShow parse('5').") as (ff, msg_id):
+        click_when_asked(ff, "Run")
+        run = finish(ff, msg_id)
+        assert run.status == "ok", run.error
+        insert, ran = [r["response"] for req in api_requests(stub) for r in req["tool_results"]]
+        name = insert["label"]
+        assert name == "cell #3" and ran["label"] == name and ran["ran"].startswith("In[")
+        plain = run.plain
+        assert messages.AGENT_INSERTED.within(plain, label=name, after="In[3]", lines="1 line")
+        assert f'▶ ran {name} as {ran["ran"]}: "6"' in plain
+        statuses = [html.unescape(v) for v in ff.statuses()]
+        assert any(messages.APPROVED_ONCE.render(label=name) in v for v in statuses)
+        ff.click(ff.buttons()["Undo"])
+        said = _undone(ff)
+        assert messages.TURN_UNDO_RAN.render(cells=name) in said and "1 cell deleted" in said

@@ -69,6 +69,24 @@ def test_apply_then_undo_edit_the_cell_in_the_frontend(lab, stub):
     assert [r["op"] for r in lab.requests_received] == ["set_source", "set_source"]
 
 
+def test_what_happened_to_a_proposal_goes_into_its_saved_text(lab, stub):
+    """Each click sends the proposal's saved text anew (saved_view), for the extension to set in its output:
+    the saved file then says what happened, which a reopened notebook shows where the widget's model is gone."""
+    lab.execute("b")
+    lab.execute("m")
+    assert lab.saved_views == []  # as shown: the display's own text
+    box = next(i for i, s in lab.widget_models.items() if "genai-magics-proposal" in s.get("_dom_classes", ()))
+    for label, verb in (("Apply", "Applied"), ("Undo", "Undone")):
+        lab.click_until(label, verb)
+        assert lab.pump_until(lambda v=verb: any(v in s["data"]["text/plain"] for s in lab.saved_views))
+        saved = lab.saved_views[-1]
+        assert saved["model_id"] == box
+        plain, line = saved["data"]["text/plain"].rsplit("\n", 1)
+        assert line == messages.SAVED_VIEW.render()
+        assert messages.LIVE_DONE.matches(plain.rsplit("\n", 1)[1], verb=verb)
+        assert f"{verb}: " in saved["data"]["text/html"] and "+# stub edit: Add input validation" in plain
+
+
 def test_a_later_proposal_opens_only_its_own_five_widgets_with_their_state_and_still_applies(lab, stub):
     lab.execute("b")
     lab.execute("m")
@@ -224,3 +242,57 @@ def test_run_it_is_said_only_while_the_kernel_has_other_code_than_the_cell(lab, 
     shown = [v for v in status_texts(lab) if messages.LIVE_DONE.within(v)]
     assert shown and all(messages.LIVE_DONE.within(v, run=messages.RAN_ALREADY.render()) for v in shown), shown
     assert not any(messages.RUN_IT.render().strip() in v for v in status_texts(lab))
+
+
+def test_restart_and_run_all_waits_for_the_bridge_and_gemini_apply_writes_the_cell(stub, tmp_path):
+    """Restart & Run All (issue 41): the extension's first snapshot arrives behind the queued cells.
+    ``%gemini apply`` in the run waits for it, as the buttons do, and writes the cell once it is there;
+    ``%gemini status`` says the bridge is on its way, not that no notebook answered."""
+    stub.reset()
+    cells = [
+        ("setup", "%load_ext genai_magics"),
+        ("b", CELL_B),
+        ("m", "%%gemini_edit\nAdd input validation."),
+        ("apply", "%gemini apply"),
+        ("status", "%gemini status"),
+    ]
+    env = {"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY}
+    with FakeFrontend(cells=cells, env=env, cwd=str(tmp_path)) as ff:
+        runs = {run.cell_id: run for run in ff.run_all()}
+        assert [run.status for run in runs.values()] == ["ok"] * 5
+        said = "".join(run.stdout + run.stderr for run in runs.values())
+        assert messages.BRIDGE_NOT_CONNECTED.render() not in said + "".join(ff.statuses())
+        assert messages.BRIDGE_COMING.render() in runs["status"].stdout.splitlines()
+        assert messages.BRIDGE_UNANSWERED.render() not in said
+        (line,) = runs["apply"].widget_model_ids  # the command's own line: what is being done, then the outcome
+        applied = "Applied: the proposal is now in In[2]"
+        assert ff.pump_until(lambda: applied in ff.widget_models[line]["value"], timeout=15), ff.widget_models[line]
+        assert ff.source("b").startswith("# stub edit: Add input validation.")
+        assert [r["op"] for r in ff.requests_received] == ["set_source"]
+
+
+def test_a_write_that_waited_for_the_bridge_too_long_fails_and_is_never_sent_later(stub, tmp_path):
+    """Restart & Run All with a slow cell after ``%gemini apply``: the first snapshot comes after the bridge's
+    timeout, so the Apply fails with one line, and the write is not made when the snapshot comes at last
+    (whoever asked, an agent turn too, has been told it failed)."""
+    stub.reset()
+    cells = [
+        ("setup", "%load_ext genai_magics"),
+        ("short", "from genai_magics.kernel.shell_state import state_of\nstate_of(get_ipython()).bridge.timeout = 1.0"),
+        ("b", CELL_B),
+        ("m", "%%gemini_edit\nAdd input validation."),
+        ("apply", "%gemini apply"),
+        ("slow", "import time\ntime.sleep(3)"),
+    ]
+    env = {"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY}
+    with FakeFrontend(cells=cells, env=env, cwd=str(tmp_path)) as ff:
+        runs = {run.cell_id: run for run in ff.run_all()}
+        assert [run.status for run in runs.values()] == ["ok"] * 6
+        (line,) = runs["apply"].widget_model_ids
+        failed = messages.FRONTEND_NO_REPLY.render(timeout=1.0, op="set_source")
+        assert ff.pump_until(lambda: failed in html.unescape(ff.widget_models[line]["value"]), timeout=15), (
+            ff.widget_models[line]
+        )
+        assert ff.pump_until(lambda: ff.snapshots_sent != [], timeout=5)
+        ff.pump(1.0)  # the snapshot handled: nothing was waiting any more
+        assert ff.requests_received == [] and ff.source("b") == CELL_B

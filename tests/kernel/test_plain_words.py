@@ -1,5 +1,5 @@
 """What a newcomer reads in a real kernel, in plain words: ``%gemini help`` without reST markup,
-``%gemini prices`` with its sources as numbered notes wrapped between words, ``%gemini status``
+``%gemini prices`` with its sources as a few numbered notes wrapped between words, ``%gemini status``
 naming the notebook a record belongs to, and a footer whose every word its legend explains."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from helpers.kernel import notebook_kernel
 
 from genai_magics import messages
 from genai_magics.engine.context import SECONDARY_FIELD
-from genai_magics.gemini.pricing import BILLING_DAY_SOURCE, NOTE_WIDTH, PRICES, _clauses
+from genai_magics.gemini.pricing import BILLING_DAY_SOURCE, NOTE_WIDTH, PRICES, price_notes
 
 pytestmark = pytest.mark.kernel
 
@@ -42,14 +42,15 @@ def test_gemini_prices_fits_its_width_and_names_each_source_once(kernel):
             last = list(notes)[-1]
             notes[last] += " " + line.strip()
     assert all(len(line) <= NOTE_WIDTH for line in lines[at + 1 :])
-    # every clause of every source once, whole (wrapped only between words), and every row points at its own
-    clauses = {c for held in PRICES.values() for p in held for c in _clauses(p.price.source)}
-    clauses.add(messages.PRICES_DAY_SOURCE.render(source=BILLING_DAY_SOURCE))  # the billing day's zone: a note too
-    assert sorted(notes.values()) == sorted(clauses)
+    # each note once, whole (wrapped only between words): Google's pricing page, the note for the models it does
+    # not list, the billing day's; every row points at its own
+    expected = {n for name, held in PRICES.items() for p in held for n in price_notes(name, p)}
+    expected.add(messages.PRICES_DAY_SOURCE.render(source=BILLING_DAY_SOURCE))
+    assert sorted(notes.values()) == sorted(expected) and len(notes) == 3
     for (name, held), row_group in zip(PRICES.items(), _by_model(rows), strict=True):
         for period, row in zip(held, row_group, strict=True):
             marks = re.search(r"  ((?:\d+ ?)+)$", row).group(1).split()
-            assert [notes[m] for m in marks] == _clauses(period.price.source), (name, row)
+            assert [notes[m] for m in marks] == price_notes(name, period), (name, row)
 
 
 def _by_model(rows: list[str]) -> list[list[str]]:
@@ -74,14 +75,15 @@ def test_gemini_status_names_the_notebook_its_record_belongs_to(stub, tmp_path):
 
 
 def test_every_word_of_the_footer_is_in_its_legend(kernel):
-    """The footers of a first ask (the code, the other cells, an output sent), a follow-up (all held) and an
-    edit: no payload field name, and each word the legend on hover explains."""
+    """The footers of a first ask (the code, the other cells, an output sent), a follow-up (all held), an
+    edit and an agent turn: no payload field name, and each word the legend on hover explains."""
     kernel.run("print('hello')\nx = 1", cell_id="other")
     kernel.run(CODE + "\nprint(parse('4'))", cell_id="a")
     runs = [
         kernel.run("%%gemini_ask\nWhat does it do?", cell_id="m1"),
         kernel.run("%%gemini_ask\nAnd why int?", cell_id="m2"),
         kernel.run("%%gemini_edit\nAdd validation.", cell_id="m3"),
+        kernel.run("%%gemini_agent\nCheck that it runs.", cell_id="m4"),
     ]
     for run in runs:
         footer = footer_line(run.plain)

@@ -1,4 +1,5 @@
-"""notebooks/quickstart.ipynb, executed by pytest-notebook on the stand-in."""
+"""The shipped notebooks (notebooks/), executed by pytest-notebook (nbclient) on the stand-in: each runs top to
+bottom as shipped, as Run All does, and leaves the folder as it was."""
 
 from __future__ import annotations
 
@@ -24,6 +25,19 @@ pytestmark = pytest.mark.kernel  # every test here starts a kernel (directly or 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "quickstart.ipynb"
 
 
+def shipped() -> dict[str, bytes]:
+    """The notebooks/ folder: each file's name and bytes."""
+    return {p.name: p.read_bytes() for p in sorted(NOTEBOOK.parent.iterdir())}
+
+
+def ran_as_shipped(nb, before: dict[str, bytes]) -> None:
+    """Every code cell ran, in order (an error stops a run unless its cell is tagged ``raises-exception``),
+    and nothing in notebooks/ changed or appeared (the record is the user's, not the checkout's)."""
+    counts = [c.execution_count for c in nb.cells if c.cell_type == "code"]
+    assert None not in counts and counts == sorted(counts), counts
+    assert shipped() == before
+
+
 def _text(cell) -> str:
     parts = []
     for out in cell.outputs:
@@ -35,6 +49,7 @@ def _text(cell) -> str:
 
 def test_quickstart_runs_on_the_stand_in(stub):
     stub.reset()
+    before = shipped()
     fixture = nb_regression.NBRegressionFixture(
         exec_timeout=180,
         exec_env={**os.environ, "GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY},
@@ -42,6 +57,7 @@ def test_quickstart_runs_on_the_stand_in(stub):
         diff_ignore=("/cells/*/outputs", "/cells/*/execution_count", "/metadata"),
     )
     result = fixture.check(str(NOTEBOOK))
+    ran_as_shipped(result.nb_final, before)
     cells = {}  # by first line: the first such cell
     for c in result.nb_final.cells:
         cells.setdefault(c.source.split("\n", 1)[0], c)
@@ -78,13 +94,17 @@ def test_quickstart_runs_on_the_stand_in(stub):
 
 def test_context_notebook_sends_error_and_variables_once(stub):
     stub.reset()
+    before = shipped()
     fixture = nb_regression.NBRegressionFixture(
         exec_timeout=180,
-        exec_allow_errors=True,  # the notebook raises on purpose, to ask about it
         exec_env={**os.environ, "GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": FAKE_KEY},
         diff_ignore=("/cells/*/outputs", "/cells/*/execution_count", "/metadata"),
     )
     result = fixture.check(str(NOTEBOOK.with_name("context.ipynb")))
+    ran_as_shipped(result.nb_final, before)
+    # the notebook raises on purpose, to ask about it (its cell tagged raises-exception: Run All goes on)
+    [raised] = [c for c in result.nb_final.cells if any(o.output_type == "error" for o in c.get("outputs", []))]
+    assert raised.source == 'share(sales, "west")'
     requests = api_requests(stub)
     sent = [current_payload(r) for r in requests]
     assert [("lastError" in p, "variables" in p, "outputs" in p) for p in sent] == [

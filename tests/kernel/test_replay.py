@@ -199,7 +199,9 @@ def normalised(outputs: list[list[dict]]) -> list[list[dict]]:
                 o["data"] = {"footer": "FOOTER"}
             if "application/vnd.jupyter.widget-view+json" in data:
                 data["application/vnd.jupyter.widget-view+json"]["model_id"] = "MODEL"
-                data["text/plain"] = data["text/plain"].rsplit("\n", 1)[0] + "\nSTATUS"
+                plain, saved = data["text/plain"].rsplit("\n", 1)
+                assert saved == messages.SAVED_VIEW.render()  # a widget's saved text ends in it
+                data["text/plain"] = plain.rsplit("\n", 1)[0] + "\nSTATUS"
                 data["text/html"] = data["text/html"].rsplit(STATUS_LINE, 1)[0] + "STATUS"
     return out
 
@@ -245,7 +247,7 @@ def test_run_all_twice_sends_nothing_the_second_time_and_shows_the_same(stub, no
         for o in cell
         if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
     ]
-    assert len(texts) == 2 and all(messages.REPLAYED_PROPOSAL.matches(t.rsplit("\n", 1)[1]) for t in texts)
+    assert len(texts) == 2 and all(messages.REPLAYED_PROPOSAL.matches(t.rsplit("\n", 2)[1]) for t in texts)
     # replayed again, with no key and replay 'only' (CI): exactly the same outputs
     third = run_all(notebook, stub, key=None, replay="only")
     assert len(api_requests(stub)) == 6

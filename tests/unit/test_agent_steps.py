@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 
 import pytest
 from helpers import aio
@@ -25,6 +26,7 @@ from genai_magics.engine.agent import (
 )
 from genai_magics.engine.cells import Cell
 from genai_magics.engine.errors import UserError
+from genai_magics.engine.outputs import SHOWED_NOTHING
 from genai_magics.engine.tools import ACTS_ON, LEFT_OUT, ToolCall, ToolResult, error_result
 from genai_magics.frontends.agent_actions import AgentActions, TurnView, cannot_run
 from genai_magics.gemini import budget
@@ -91,17 +93,36 @@ def test_step_lines():
     insert = ToolResult(
         ToolCall("insert_cell", {"after": "3", "source": "a\nb\n"}), {"id": "c-9f2", "after": "In[3]"}, "whole"
     )
-    assert step_line(insert) == messages.AGENT_INSERTED.render(id="c-9f2", after="In[3]", lines=2)
+    # an older record's insert has no label: its id names it
+    assert step_line(insert) == messages.AGENT_INSERTED.render(label="c-9f2", after="In[3]", lines="2 lines")
     uri = "vscode-notebook-cell:/home/me/work/analysis.ipynb#W5sZmlsZQ%3D%3D"
     in_vscode = ToolResult(insert.call, {"id": uri, "label": "cell #5", "after": "In[3]"}, "whole")
-    assert step_line(in_vscode) == messages.AGENT_INSERTED.render(id="cell #5", after="In[3]", lines=2)
+    assert step_line(in_vscode) == "✎ inserted cell #5 after In[3] (2 lines)"
+    one = ToolResult(ToolCall("insert_cell", {"after": "3", "source": "a\n"}), {"id": "x", "label": "cell #4"}, "whole")
+    assert step_line(one).endswith("(1 line)")
     edit = ToolResult(ToolCall("edit_cell", {"ref": "4", "edits": [{}, {}]}), {"label": "In[4]"}, "whole")
     assert step_line(edit) == "✎ edited In[4] (2 edits)"
     assert (
+        step_line(replace(edit, call=ToolCall("edit_cell", {"ref": "4", "edits": [{}]}))) == "✎ edited In[4] (1 edit)"
+    )
+    assert (
         step_line(ToolResult(ToolCall("delete_cell", {"ref": "5"}), {"label": "In[5]"}, "whole")) == "✗ deleted In[5]"
     )
-    ran = ToolResult(ToolCall("run_cell", {"ref": "7"}), {"ran": "In[7]", "text": "4"}, "whole")
-    assert step_line(ran) == messages.AGENT_RAN.render(label="In[7]", chars=ran.chars)
+    own = ToolResult(ToolCall("delete_cell", {"ref": "x"}), {"label": "cell #4", "inserted_this_turn": True}, "whole")
+    assert step_line(own) == "↶ removed cell #4, which this turn inserted"  # no ✗ of a user's cell deleted
+    # a run's line: the start of what it printed, and the error it raised
+    call = ToolCall("run_cell", {"ref": "7"})
+    ran = ToolResult(call, {"ran": "In[7]", "label": "In[7]", "text": "\n  total: 4\nmore"}, "whole")
+    assert step_line(ran) == f'▶ ran In[7]: "total: 4" ({ran.chars:,} chars)'
+    named = ToolResult(call, {"ran": "In[8]", "label": "cell #3", "text": SHOWED_NOTHING}, "whole")
+    assert step_line(named) == f"▶ ran cell #3 as In[8]: printed nothing ({named.chars:,} chars)"
+    error = "ZeroDivisionError raised in In[9]\n  line 2, in f\nZeroDivisionError: division by zero"
+    failed = ToolResult(call, {"ran": "In[9]", "label": "In[9]", "text": "before", "error": error}, "whole")
+    assert step_line(failed) == (
+        f'▶ ran In[9]: "before" ({failed.chars:,} chars); raised ZeroDivisionError: division by zero'
+    )
+    long = ToolResult(call, {"ran": "In[7]", "label": "In[7]", "text": "x" * 500}, "whole")
+    assert len(step_line(long)) < 120
     failed = error_result(ToolCall("delete_cell", {"ref": "9"}), "no cell 9")
     assert step_line(failed) == messages.TOOL_FAILED.render(call="delete_cell(9)", error="no cell 9")
 
@@ -248,7 +269,7 @@ def test_the_turn_sees_its_changes_and_keeps_them_for_undo():
     inserted = actions.answer(ToolCall("insert_cell", {"after": "a", "source": "y = 2"}))
     assert isinstance(inserted, ToolResult) and inserted.response["id"] == "new1"
     actions.answer(ToolCall("edit_cell", {"ref": "new1", "edits": [{"find": "2", "replace": "3"}]}))
-    actions.answer(ToolCall("delete_cell", {"ref": "a"}))
+    user_deleted = actions.answer(ToolCall("delete_cell", {"ref": "a"}))
     assert [(c.id, c.source) for c in actions.view.cells()] == [
         ("new1", "y = 3"),
         ("q", "%%gemini_ask\nwhy?"),
@@ -259,6 +280,11 @@ def test_the_turn_sees_its_changes_and_keeps_them_for_undo():
     assert isinstance(deleted, Deleted) and deleted.cell["outputs"] and deleted.after_id is None
     # the code cell above the agent's, as the bridge finds it: the inserted one, never the magic between
     assert actions.view.cell_above("m") == Cell("new1", "y = 3") and actions.view.cell_above("new1") is None
+    # the turn's own insert deleted again: removed, no cell of the user's deleted; one name throughout
+    removed = actions.answer(ToolCall("delete_cell", {"ref": "new1"}))
+    assert isinstance(removed, ToolResult)
+    assert removed.response == {"label": inserted.response["label"], "inserted_this_turn": True}
+    assert isinstance(user_deleted, ToolResult) and user_deleted.response == {"label": "cell a"}
 
 
 def test_a_change_that_would_write_a_magic_cell_is_refused():
@@ -279,7 +305,7 @@ def test_a_write_waits_for_its_approval_where_agent_approve_asks_for_it():
     result = actions.answer(ToolCall("insert_cell", {"after": "a", "source": "y = 2\n"}))
     assert isinstance(result, ToolResult)
     assert result.response == {"error": messages.AGENT_WRITE_DECLINED.render(name="insert_cell")}
-    assert asked == [("insert a code cell after cell a (1 lines)", "y = 2\n", ())] and not actions.changes
+    assert asked == [("insert a code cell after cell a (1 line)", "y = 2\n", ())] and not actions.changes
 
     async def approved(description: str, shown: str, risks: tuple[str, ...]) -> bool:
         await asyncio.sleep(0)

@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 from genai_magics import messages
 from genai_magics.engine.agent import Deleted, Edited, Inserted, TurnChanges
 from genai_magics.engine.cells import Cell
-from genai_magics.engine.outputs import MAX_CELL_OUTPUTS
+from genai_magics.engine.outputs import MAX_CELL_CHARS
 from genai_magics.frontends.cell_runner import (
+    MAX_RUN_OUTPUTS,
     SHOWN_CHARS,
     Approvals,
     CellOutputs,
@@ -59,9 +60,27 @@ def test_clear_output_clears_now_or_at_the_next_output_and_outputs_are_capped():
     assert out.nbformat() == [{"output_type": "stream", "name": "stdout", "text": "100%"}]
     out.add("clear_output", {"wait": False})
     assert out.nbformat() == []
-    for i in range(MAX_CELL_OUTPUTS + 5):
+    # past its bound a run says what it left out, where, and keeps its error
+    for i in range(MAX_RUN_OUTPUTS + 5):
         out.add("display_data", {"data": {"text/plain": str(i)}})
-    assert len(out.nbformat()) == MAX_CELL_OUTPUTS
+    out.add("stream", {"name": "stderr", "text": "late warning\n"})  # left out too: not merged into the note
+    out.add("error", {"ename": "E", "evalue": "v", "traceback": ["t"]})
+    shown = out.nbformat()
+    assert len(shown) == MAX_RUN_OUTPUTS + 2
+    assert shown[MAX_RUN_OUTPUTS - 1]["data"]["text/plain"] == str(MAX_RUN_OUTPUTS - 1)
+    left_out = messages.RUN_OUTPUTS_LEFT_OUT.render(count="6 outputs", kept=MAX_RUN_OUTPUTS)
+    assert shown[-2] == {"output_type": "stream", "name": "stderr", "text": left_out}
+    assert shown[-1]["output_type"] == "error"
+    out.add("clear_output", {"wait": False})  # a cleared area counts afresh: no note left over
+    for i in range(MAX_RUN_OUTPUTS + 1):
+        out.add("display_data", {"data": {"text/plain": str(i)}})
+    assert out.nbformat()[-1]["text"] == messages.RUN_OUTPUTS_LEFT_OUT.render(count="1 output", kept=MAX_RUN_OUTPUTS)
+    long = CellOutputs()
+    long.add("stream", {"name": "stdout", "text": "x" * (MAX_CELL_CHARS - 1)})
+    long.add("stream", {"name": "stdout", "text": "yyy"})
+    (stream,) = long.nbformat()
+    said = messages.RUN_CHARS_LEFT_OUT.render(count="2 characters")
+    assert stream["text"] == "x" * (MAX_CELL_CHARS - 1) + "y" + said
 
 
 def test_a_send_call_is_read_in_both_of_its_shapes():

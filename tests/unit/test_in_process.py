@@ -103,8 +103,28 @@ def test_a_proposal_shows_the_diff_as_text_where_widgets_do_not_render(magic_she
     assert not bundle["text/plain"].startswith("VBox(")
     assert re.match(r"--- In\[\d+\] \(current\)\n\+\+\+ In\[\d+\] \(proposed\)\n", bundle["text/plain"])
     assert "+# stub edit: Add validation" in bundle["text/plain"]
-    assert bundle["text/plain"].endswith(messages.KERNEL_STATE_APPLY.render())  # what Apply will do here
+    # what Apply will do here, then where the model is gone (a reopened notebook) that the buttons come back
+    assert bundle["text/plain"].endswith(f"{messages.KERNEL_STATE_APPLY.render()}\n{messages.SAVED_VIEW.render()}")
+    assert bundle["text/html"].endswith(f"{html.escape(messages.SAVED_VIEW.render())}</div>")
     assert "<pre" in bundle["text/html"] and "+# stub edit: Add validation" in bundle["text/html"]
+
+
+def test_only_a_widget_with_buttons_saves_the_line_that_they_come_back():
+    """A proposal, an agent's question, an agent turn's Undo button: the line; a line of text alone: none."""
+    from genai_magics.ui.widgets import widget_bundle
+
+    view = {"version_major": 2, "version_minor": 0, "model_id": "m"}
+    line = messages.SAVED_VIEW.render()
+    assert widget_bundle("m", "Run In[3]?") == {
+        "text/plain": f"Run In[3]?\n{line}",
+        "application/vnd.jupyter.widget-view+json": view,
+    }
+    with_html = widget_bundle("m", "diff", "<pre>diff</pre>")
+    assert with_html["text/html"].startswith("<pre>diff</pre><div") and with_html["text/html"].endswith(f"{line}</div>")
+    assert widget_bundle("m", "Applied: …", buttons=False) == {
+        "text/plain": "Applied: …",
+        "application/vnd.jupyter.widget-view+json": view,
+    }
 
 
 def test_apply_undo_discard_states(magic_shell, stub):

@@ -26,6 +26,7 @@ NOT_OURS = {
     "Cannot send",
     "The kernel stopped",  # the extension's words for KERNEL_GONE's {what} (labextension/src/bridge.ts)
     "The kernel changed",
+    "Error displaying widget: model not found",  # ipywidgets' words, where a reopened notebook's widget was
     "UsageError: %%gemini_ask is a cell magic, but the cell body is empty. Did you mean the line magic "
     "%gemini_ask (single %)?",
 }

@@ -23,6 +23,7 @@ from genai_magics.gemini.pricing import (
     BILLING_DAY_SOURCE,
     LONG_PROMPT,
     PRICES,
+    PRICING_PAGE,
     Period,
     billing_day,
     check_overrides,
@@ -206,10 +207,20 @@ def test_gemini_prices_shows_the_periods_and_sources(magic_shell, stub):
     flash = [line for line in lines if line[2:].startswith(DEFAULT_MODEL + " ")]
     assert flash[0].startswith("*") and "through 2026-12-31" in flash[0] and "0.75" in flash[0]
     assert flash[1].startswith(" ") and "since 2027-01-01" in flash[1] and "1.5" in flash[1]
-    # each row names its sources by number, each note once below the table
-    argon = next(line for line in lines if line[2:].startswith(f"{ARGON} ") and "since 2026-12-01" in line)
-    first = re.search(r"  ((?:\d+ ?)+)$", argon).group(1).split()[0]
-    assert any(line.startswith(f"  [{first}] ai.google.dev") for line in lines)
+
+    # each row names its source by number, each note once below the table: Google's pricing page for the
+    # models it lists, one note for the others, the billing day's; never an aggregator's post (issue 41)
+    def note_of(model: str) -> str:
+        row = next(line for line in lines if line[2:].startswith(f"{model} "))
+        [mark] = re.search(r"  ((?:\d+ ?)+)$", row).group(1).split()
+        return next(line for line in lines if line.startswith(f"  [{mark}] "))
+
+    assert note_of("gemini-2.5-pro") == f"  [2] Google's Gemini API pricing page, {PRICING_PAGE}"
+    assert note_of(ARGON).startswith("  [1] not on Google's pricing page")
+    assert [line for line in lines if re.match(r"  \[\d+\] ", line)][2].startswith("  [3] the price day")
+    notes = shown.stdout[shown.stdout.index(messages.PRICES_SOURCES.render()) :]
+    for aggregator in ("litellm", "morphllm", "byteiota", "apiyi", "deploybase", "glbgpt", "dev.to"):
+        assert aggregator not in notes
     # an override shows as the table applied, for its own period
     magic_shell.magics.prices = {"mine": {**MINE, "from": "2027-01-01"}}
     mine = magic_shell.run("%gemini prices mine").stdout

@@ -133,3 +133,22 @@ def test_the_readme_says_the_vscode_tests_need_their_setup_and_skip_without_it()
     said = re.search(r"[^.]*`tests/vscode/`[^.]*`scripts/setup_vscode\.sh`[^.]*skipped[^.]*\.", text)
     assert said, "the README names scripts/setup_vscode.sh for tests/vscode/ and says they skip without it"
     assert (ROOT / "scripts" / "setup_vscode.sh").exists()
+
+
+# The docs' own words, each defined in docs/glossary.md (issue 41: used before anything said what they were).
+GLOSSARY = ROOT / "docs" / "glossary.md"
+TERMS = ("document", "secondary context", "record", "bridge", "companion", "stand-in", "proposal", "replay")
+USER_DOCS = ("flags.md", "frontends.md", "failures.md", "after-a-restart.md", "token-economy.md")
+
+
+def test_a_glossary_says_what_the_docs_words_are_before_they_use_them():
+    defined = re.findall(r"^- (\*\*[^:]*):", GLOSSARY.read_text(encoding="utf-8"), re.M)  # each line's head
+    assert set(TERMS) <= {term for head in defined for term in TERMS if f"**{term}**" in head}, defined
+    assert "(docs/glossary.md)" in README.read_text(encoding="utf-8")
+    for name in USER_DOCS:
+        text = (ROOT / "docs" / name).read_text(encoding="utf-8")
+        linked = text.find("(glossary.md)")
+        assert linked != -1, f"{name} does not link the glossary"
+        for term in TERMS:
+            used = re.search(rf"\b{term}\b", text, re.I)
+            assert used is None or used.start() > linked, f"{name} says {term!r} before it links the glossary"
