@@ -23,9 +23,11 @@ identical prefix over the model's minimum):
 Goal (issue 34): the full-price input a round adds grows with what is new in that round, not with the
 rounds before it. Printed: each run's totals; "old re-read at full price": a request's full-price input
 less what its round added (its calls' results, as the stand-in counts tokens), the last request's ÷ the
-second's (1.00x: flat; more: the rounds before are paid again); and for the largest k each request.
+second's (1.00x: flat; more: the rounds before are paid again); and for the largest k each request. One
+``target`` line per genai_magics run at the largest k judges it against ``GOAL_GROWTH`` (``goals.py``: a
+FAIL exits 1 unless ``--report``).
 
-    python benchmarks/agent_economy.py [--smoke]
+    python benchmarks/agent_economy.py [--smoke] [--report]
 
 ``--smoke``: k = 2 and 3, contents mode, implicit caching never hits; judges no goal.
 """
@@ -45,6 +47,7 @@ for path in (ROOT, ROOT / "tests", ROOT / "benchmarks"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
+from goals import Goals  # noqa: E402
 from helpers.fake_frontend import FakeFrontend  # noqa: E402
 from helpers.kernel import FAKE_KEY  # noqa: E402
 from smoke import Failures, add_flag  # noqa: E402
@@ -54,6 +57,9 @@ from genai_magics.gemini.pricing import Price, price_for  # noqa: E402
 from genai_magics.stub import StubServer  # noqa: E402
 
 MODEL = DEFAULT_MODEL
+# issue 34's goal, as "old at full price, last ÷ 2nd" of genai_magics' runs at the largest k: what a round pays at
+# full price beyond what is new in it stays flat (1.00x), within the framing's few tokens
+GOAL_GROWTH = 1.5
 READS = ("stream", "generate", "interaction.create")
 NOTEBOOK = ROOT / "tests" / "corpus" / "handson-ml2_19_training_and_deploying_at_scale.ipynb"
 OTHER_CELLS = 62  # the code cells of that real notebook, above the task's (not run: the model reads them)
@@ -229,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     states = ["contents"] if args.smoke else ["contents", "interactions"]
     others = 3 if args.smoke else OTHER_CELLS
     failures = Failures()
+    goals = Goals(judged=not args.smoke)
+    verdicts: list[str] = []
     os.environ.pop("GOOGLE_API_KEY", None)
     print(f"agent_economy: {MODEL}, prices {price.input}/{price.cached_input}/{price.output} US$ per 1M tokens;")
     print(f"the notebook: {others} cells of {NOTEBOOK.name} above the task's two")
@@ -261,6 +269,9 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"| {k} | {name} | {len(reqs)} | {tokens:,} | {full:,} | {usd:.5f} | {ratio} | {growth} |")
                     if k == ks[-1]:
                         per_round[name] = reqs
+                        if name != "stateless" and len(old) > 1 and old[1]:
+                            goal = f"{name}, {title}, k = {k}: old at full price, last ÷ 2nd <= {GOAL_GROWTH:g}x"
+                            verdicts.append(goals.line(goal, old[-1] / old[1] <= GOAL_GROWTH, growth))
             print(f"\nk = {ks[-1]}: each request's full-price input tokens; what its round added (its results)\n")
             names = list(per_round)
             print("| request | new in the round | " + " | ".join(names) + " |")
@@ -268,7 +279,10 @@ def main(argv: list[str] | None = None) -> int:
             for i, n in enumerate(r.added for r in per_round["contents"]):
                 cells = [f"{reqs[i].full_price:,}" if i < len(reqs) else "-" for reqs in per_round.values()]
                 print(f"| {i + 1} | {n:,} | " + " | ".join(cells) + " |")
-    return failures.exit_code()
+    if failures:
+        return failures.exit_code()
+    print("\n" + "\n".join(verdicts))
+    return goals.exit_code(args.report)
 
 
 if __name__ == "__main__":

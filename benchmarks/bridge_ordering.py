@@ -7,10 +7,11 @@ started. ``genai_magics.frontends.bridge`` routes every snapshot to the main she
 runs N hand-edit-then-run cycles through the fake frontend of the tests, with
 the routing and with it switched off, for a frontend that sends on the main
 shell and one that sends on a subshell, and prints how many runs saw the fresh
-source. It is a measurement (the unrouted figure varies run to run); the test
-suite holds the routed case to N of N.
+source. It is a measurement (the unrouted figure varies run to run); the goal, one ``target`` line
+per frontend (``goals.py``: a FAIL exits 1 unless ``--report``): routed, N of N, as the test suite
+holds it.
 
-    python benchmarks/bridge_ordering.py [--runs 30] [--smoke]
+    python benchmarks/bridge_ordering.py [--runs 30] [--smoke] [--report]
 
 ``--smoke``: 2 runs of each.
 """
@@ -23,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+from goals import Goals  # noqa: E402
 from helpers.bridge import ATTACH, make_comm_last_used_from_a_subshell, ordering_runs  # noqa: E402
 from helpers.fake_frontend import FakeFrontend  # noqa: E402
 from smoke import add_flag  # noqa: E402
@@ -46,15 +48,19 @@ def main() -> int:
     args = parser.parse_args()
     if args.smoke:
         args.runs = 2
+    goals = Goals(judged=not args.smoke)
+    verdicts = []
     print(f"{'kernel routing':<16} {'frontend sends on':<18} {'fresh when the cell ran':>24}")
     for routed in (True, False):
         for subshell in (False, True):
             fresh = measure(routed, subshell, args.runs)
-            print(
-                f"{'on' if routed else 'off':<16} {'a subshell' if subshell else 'the main shell':<18} "
-                f"{fresh:>17} of {args.runs}"
-            )
-    return 0
+            sends = "a subshell" if subshell else "the main shell"
+            print(f"{'on' if routed else 'off':<16} {sends:<18} {fresh:>17} of {args.runs}")
+            if routed:  # the goal: with the routing, every run sees the fresh source
+                goal = f"routing on, frontend sending on {sends}: every run fresh"
+                verdicts.append(goals.line(goal, fresh == args.runs, f"{fresh} of {args.runs}"))
+    print("\n".join(verdicts))
+    return goals.exit_code(args.report)
 
 
 if __name__ == "__main__":

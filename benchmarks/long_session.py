@@ -53,6 +53,7 @@ for path in (ROOT, ROOT / "tests", ROOT / "benchmarks"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
+from goals import Goals  # noqa: E402
 from helpers.kernel import FAKE_KEY  # noqa: E402
 from helpers.shell import Shell  # noqa: E402
 from smoke import Failures, add_flag  # noqa: E402
@@ -329,7 +330,7 @@ def report(title: str, runs: dict[str, Session], stateless: list[TurnStat], floo
             ),
             ("no request over the input limit", s.largest <= INPUT_LIMIT, f"largest {s.largest:,} tokens"),
         ):
-            print(f"target {title}, {k}: {goal}: measured {measured} — {'PASS' if ok else 'FAIL'}")
+            print(goals.line(f"{title}, {k}: {goal}", ok, measured))
         first = next((i for i, t in enumerate(s.stats) if t.cached or t.written), len(s.stats))
         early = sum(full_price(t) for t in s.stats[:first])
         print(
@@ -338,6 +339,9 @@ def report(title: str, runs: dict[str, Session], stateless: list[TurnStat], floo
             f" / one request a turn, no cache: {usd / floors.uncached:.2f}x; turns 1-{first}, before any input was"
             f" cached, hold {early:,} of {sum(full_price(t) for t in s.stats):,} full-price input tokens"
         )
+
+
+goals = Goals()  # a FAIL makes the run exit 1 unless --report (goals.py); a smoke run prints no goal
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -375,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     for title, runs, stateless, floors in tables:
         report(title, runs, stateless, floors, args.smoke)
-    return 0
+    return goals.exit_code(args.report)
 
 
 if __name__ == "__main__":

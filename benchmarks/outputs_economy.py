@@ -27,7 +27,10 @@ Strategies
 image every turn vs once; (a) has no memory at all (no earlier answers, no system
 instruction), so it reads the fewest tokens of all and is shown as the baseline.
 
-    python benchmarks/outputs_economy.py [--smoke]
+    python benchmarks/outputs_economy.py [--smoke] [--report]
+
+Goals, one ``target`` line each (``goals.py``: a FAIL exits 1 unless ``--report``): the image is new context
+once: (c) no request carries it twice, (d) uploads it once.
 
 ``--smoke``: 2 questions instead of 10. A failed request, or a turn that sent no request, stops the
 run with an error (no table).
@@ -47,6 +50,7 @@ for path in (ROOT, ROOT / "tests"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
+from goals import Goals  # noqa: E402
 from helpers.display import RecordingDisplay  # noqa: E402
 from smoke import add_flag  # noqa: E402
 
@@ -180,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_flag(parser)
-    prompts = PROMPTS[:2] if parser.parse_args(argv).smoke else PROMPTS
+    args = parser.parse_args(argv)
+    prompts = PROMPTS[:2] if args.smoke else PROMPTS
     png, text = figure()
     rows: dict[str, dict[str, int]] = {}
     with StubServer() as stub:
@@ -208,8 +213,18 @@ def main(argv: list[str] | None = None) -> int:
             f"| {name} | {r['bytes']:,} | {r['bytes'] / base['bytes']:.2f}x | {r['input_tokens']:,} | "
             f"{r['input_tokens'] / base['input_tokens']:.2f}x | {r['image_parts']} | {r['image_bytes']:,} |"
         )
+    goals = Goals(judged=not args.smoke)
+    contents, chain = rows["(c) genai_magics contents, cache off"], rows["(d) genai_magics interactions"]
+    print(
+        goals.line(
+            "(c) contents: no request carries the image twice (the turn that sent it, in the transcript)",
+            contents["image_parts"] <= n,
+            f"{contents['image_parts']} image parts in {n} requests",
+        )
+    )
+    print(goals.line("(d) interactions uploads the image once", chain["image_parts"] == 1, str(chain["image_parts"])))
     print("\n" + json.dumps({k: v for k, v in rows.items()}, indent=1))
-    return 0
+    return goals.exit_code(args.report)
 
 
 if __name__ == "__main__":

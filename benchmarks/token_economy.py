@@ -105,6 +105,7 @@ for path in (ROOT, ROOT / "tests"):  # the package, and the helpers tests and be
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
+from goals import Goals  # noqa: E402
 from helpers.display import RecordingDisplay  # noqa: E402
 from smoke import Failures, add_flag  # noqa: E402
 
@@ -885,9 +886,13 @@ def report(label: str, steps: list[Step], run: Run, targets: list[tuple[str, boo
     return lines + target_lines(targets)
 
 
+goals = Goals()  # every target's verdict: a FAIL makes the run exit 1 unless --report (goals.py)
+
+
 def verdict(ok: bool) -> str:
     """A target's verdict; a smoke run's tiny sessions judge none."""
-    return "not judged (smoke)" if SESSIONS is not FULL_SESSIONS else "PASS" if ok else "FAIL"
+    goals.judged = SESSIONS is FULL_SESSIONS
+    return goals.verdict("a target above", ok)
 
 
 def target_lines(targets: list[tuple[str, bool | None, str]]) -> list[str]:
@@ -1231,7 +1236,7 @@ def main(argv: list[str] | None = None) -> int:
             w.writerows(rows)
         print(f"per-turn CSV written to {args.csv}")
     print(f"total wall time {time.perf_counter() - t0:.1f}s")
-    return 0
+    return goals.exit_code(args.report)
 
 
 def smoke_sizes() -> None:

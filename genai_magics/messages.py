@@ -16,6 +16,7 @@ import enum
 import re
 import string
 from dataclasses import dataclass
+from functools import cached_property
 
 PREFIX = "genai_magics: "  # what starts every ERROR line on stderr
 
@@ -39,8 +40,8 @@ class Message:
 
     def render(self, **fields: object) -> str:
         """The sentence with its fields filled (every field named, no other)."""
-        missing = set(self.fields) - fields.keys()
-        extra = fields.keys() - set(self.fields)
+        missing = self._named - fields.keys()
+        extra = fields.keys() - self._named
         if missing or extra:
             raise TypeError(f"{self.name}: missing {sorted(missing)}, unexpected {sorted(extra)}")
         return self.template.format(**fields)
@@ -49,14 +50,18 @@ class Message:
         """The text as it reaches the user (an ERROR with its ``genai_magics: `` prefix)."""
         return (PREFIX if self.shown_as is Shown.ERROR else "") + self.render(**fields)
 
-    @property
+    @cached_property  # parsed once: a turn renders some twenty messages (its footer, notes)
     def segments(self) -> tuple[tuple[str, str | None], ...]:
         """(fixed text, the field after it or None), in order."""
         return tuple((literal, name) for literal, name, _, _ in string.Formatter().parse(self.template))
 
-    @property
+    @cached_property
     def fields(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(name for _, name in self.segments if name is not None))
+
+    @cached_property
+    def _named(self) -> frozenset[str]:
+        return frozenset(self.fields)
 
     @property
     def parts(self) -> tuple[str, ...]:
@@ -189,6 +194,7 @@ BILL_MORE = part("BILL_MORE", "{usd} more than resending (a new cache)")
 FOOTER_REQUEST = part("FOOTER_REQUEST", "request {size:,} B")
 FOOTER_REQUESTS = part("FOOTER_REQUESTS", "{count} requests, {size:,} B")
 FOOTER_CALLS = part("FOOTER_CALLS", "{count} function call(s)")
+FOOTER_SEARCHES = part("FOOTER_SEARCHES", "{count} web search(es)")
 DOCUMENT_SYNCHRONIZED = part("DOCUMENT_SYNCHRONIZED", "{label} not re-sent: the model holds it")
 DOCUMENT_PATCHED = part("DOCUMENT_PATCHED", "{label} changed by hand: sent as a patch ({chars:,} chars)")
 DOCUMENT_SENT = part("DOCUMENT_SENT", "{label} sent ({chars:,} chars)")
@@ -201,6 +207,26 @@ TOKENS_SAVED = part("TOKENS_SAVED", "~{tokens:,} tokens saved")
 PIECE_OTHER_CELLS = part("PIECE_OTHER_CELLS", "other cells")
 PIECE_LAST_ERROR = part("PIECE_LAST_ERROR", "last error")
 PIECE_VARIABLE = part("PIECE_VARIABLE", "variable {name}")
+SEARCH_WITHOUT_FUNCTIONS = note(
+    "SEARCH_WITHOUT_FUNCTIONS",
+    "{model} takes Google Search or functions in one request, not both: this turn searches and calls no function",
+)
+SEARCH_NO_AGENT = error(
+    "SEARCH_NO_AGENT",
+    "%%gemini_agent --search needs a model that takes Google Search beside functions (the Gemini 3 models); "
+    "{model} does not",
+)
+# A grounded answer's sources (engine/grounding.py), shown under it, live and replayed.
+GROUNDING_SOURCES = output("GROUNDING_SOURCES", "**Sources** ({searches} web search(es)):")
+# The notebook's rules (engine/rules.py): the footer's part, and the line that ends a file cut at the cap.
+RULES_HELD = part("RULES_HELD", "rules: {names} not re-sent")
+RULES_SENT = part("RULES_SENT", "rules: {names} sent")
+RULES_CHANGED = part("RULES_CHANGED", "rules: {names} sent again (changed), {held} not re-sent")
+RULES_FILES = part("RULES_FILES", "{name} ({count} files)")
+RULES_NOTEBOOK = part("RULES_NOTEBOOK", "the notebook's")
+RULES_CUT = part(
+    "RULES_CUT", "[rules cut: {name} is {chars:,} chars, the rules cap (GeminiMagics.max_rules_chars) {cap:,}]"
+)
 # A turn replayed from the record (ui/report.py): its footer, and its proposal's status line.
 REPLAYED_FOOTER = footer("REPLAYED_FOOTER", "replayed turn {turn} ({when}) · 0 tokens · --rerun asks again")
 REPLAYED_PROPOSAL = status("REPLAYED_PROPOSAL", "Replayed from the record: {outcome} in an earlier session{now}.")
@@ -321,6 +347,18 @@ NO_PRICE_KNOWN = error(
 )
 
 # The budget (gemini/budget.py): a request whose estimate would pass a cap is not sent.
+BUDGET_NO_SEARCH_PRICE = error(
+    "BUDGET_NO_SEARCH_PRICE",
+    "not sent: {name} is set and no price per Google Search query is known for {model}, so what --search "
+    "costs cannot be estimated; %config GeminiMagics.prices adds search_query, or ask without --search",
+    documented=True,
+)
+BUDGET_NO_PRICE = error(
+    "BUDGET_NO_PRICE",
+    "not sent: {name} is set and no price is known for {model}, so its cost cannot be estimated; "
+    "%config GeminiMagics.prices adds one, or set {name} = None",
+    documented=True,
+)
 CAP_BAD = error(
     "CAP_BAD", "GeminiMagics.{name} is US$ (a number >= 0) or None for no cap, not {value!r}", documented=True
 )
@@ -606,9 +644,37 @@ NOTHING_TO_RESET = output("NOTHING_TO_RESET", "nothing to reset")
 FORGOTTEN = output("FORGOTTEN", "forgotten: {names}")
 NOTHING_TO_FORGET = output("NOTHING_TO_FORGET", "nothing to forget")
 MODEL_IS = output("MODEL_IS", "model: {model}")
+MODELS_LEGEND = output(
+    "MODELS_LEGEND",
+    "* the default model (%gemini model NAME changes it) · $ a price is known (%gemini prices); the others show "
+    "tokens only, and a cost cap refuses them",
+)
+MODELS_IMPLICIT_ONLY = part("MODELS_IMPLICIT_ONLY", "; implicit caching only (no explicit cache)")
+MODELS_INPUT_LIMIT = part("MODELS_INPUT_LIMIT", "; reads up to {tokens:,} tokens")
+MODEL_UNPRICED = note(
+    "MODEL_UNPRICED",
+    "no price known for {model}: its turns show tokens only, and a cost cap refuses it rather than guess "
+    "(%config GeminiMagics.prices adds one)",
+)
 STATE_IS = output("STATE_IS", "default state mode: {state}")
 DEBUG_IS = output("DEBUG_IS", "debug: {on}")
 FRONTEND_IS = output("FRONTEND_IS", "frontend: {kind}")
+# The notebook's rules as %gemini status and %gemini rules show them (kernel/line_commands.py).
+RULES_OFF = output("RULES_OFF", "rules: off (GeminiMagics.rules)")
+RULES_NONE = output("RULES_NONE", "rules: none ({file} from {folder} up to the project root; the notebook's: none)")
+RULES_READ = output("RULES_READ", "rules: {names}, sent once per conversation: {where}")
+RULES_OWN = output("RULES_OWN", "the notebook's rules ({chars:,} chars):\n{text}")
+RULES_WRITTEN = output(
+    "RULES_WRITTEN",
+    "the notebook's rules {done} in the metadata of {path}: reload the notebook from disk in your editor "
+    "before you save it there, or its copy overwrites them",
+)
+RULES_SET_DONE = part("RULES_SET_DONE", "set")
+RULES_CLEARED = part("RULES_CLEARED", "cleared")
+RULES_NO_NOTEBOOK = error(
+    "RULES_NO_NOTEBOOK",
+    "the notebook's rules live in its file, and this kernel does not know it: put them in AGENTS.md",
+)
 # The frontend kinds (frontends/frontend.py's Kind), as %gemini status names them.
 FRONTEND_LIVE = part("FRONTEND_LIVE", "live notebook (bridge)")
 FRONTEND_COMPANION = part(
@@ -631,7 +697,8 @@ COST_BEFORE = output(
 COST_UNPRICED = part("COST_UNPRICED", ", {count} of them tokens only")
 COST_FAILED = part("COST_FAILED", "; {count} of them failed after Gemini billed their requests{estimated}")
 COST_ESTIMATED = part("COST_ESTIMATED", " ({count} estimated: an answer broke off before Gemini reported its usage)")
-COST_ROW = output("COST_ROW", "  conversation {name!r} · {model}: {turns} turn(s), {tokens:,} tokens, {cost}")
+COST_ROW = output("COST_ROW", "  conversation {name!r} · {model}: {turns} turn(s), {tokens:,} tokens{searches}, {cost}")
+COST_SEARCHES = part("COST_SEARCHES", ", {count} web search(es) (in the cost)")
 COST_TOKENS_ONLY = part("COST_TOKENS_ONLY", "tokens only (no price known)")
 NO_PRICES = output("NO_PRICES", "no prices known")
 PRICES_LEGEND = output(

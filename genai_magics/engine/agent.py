@@ -8,7 +8,6 @@ by the agent magic only; their wire shapes are the read-only ones' (docs/protoco
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +18,7 @@ from .edits import Edits, apply_edits, parse_edits
 from .outputs import SHOWED_NOTHING
 from .payloads import EDIT_RESPONSE_SCHEMA
 from .text import counted, first_line_of
-from .tools import ACTS_ON, ToolResult, argument_problem
+from .tools import ACTS_ON, ToolResult, argument_problem, frozen, thawed
 
 AGENT_FUNCTIONS = tuple(ACTS_ON)  # insert_cell, edit_cell, delete_cell, run_cell, in this order
 TOP = "top"  # insert_cell's ``after`` for the first place in the notebook
@@ -67,6 +66,7 @@ _DECLARATIONS: dict[str, dict[str, Any]] = {
     },
 }
 _ARGUMENTS = {name: tuple(d["parameters"]["properties"]) for name, d in _DECLARATIONS.items()}
+_FROZEN = frozen(_DECLARATIONS)
 
 # What the system instruction adds when the agent's functions are offered.
 AGENT_INSTRUCTION = (
@@ -78,8 +78,7 @@ AGENT_INSTRUCTION = (
 
 def agent_declarations(enabled: Iterable[str]) -> list[dict[str, Any]]:
     """The agent functions' declarations among ``enabled``, in ``AGENT_FUNCTIONS`` order (new dicts each time)."""
-    chosen = set(enabled)
-    return [{"name": name, **copy.deepcopy(_DECLARATIONS[name])} for name in AGENT_FUNCTIONS if name in chosen]
+    return thawed(_FROZEN, AGENT_FUNCTIONS, enabled)
 
 
 def bad_agent_call(call: Any) -> str | None:

@@ -30,7 +30,8 @@ cache takes them: gemini/caching.py).
 
 Near the model's input limit the send stage renders with a ``Squeeze``: every earlier
 result faded, then the oldest turns left out (one short user content says which),
-never a turn holding the version of the document the current turn builds on.
+never a turn holding the version of the document the current turn builds on, nor one holding the
+notebook's rules in full (engine/rules.py).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from .conversation import Turn, TurnPlan, version_chain
 from .outputs import inline_parts, sendable
 from .payloads import model_payload, to_text, user_payload
 from .redaction import redaction_keys
+from .rules import RULES_FIELD
 from .tools import ToolRound, contents_round, faded_result, fetched, read_only, tool_pieces
 
 Contents = list[dict[str, Any]]
@@ -181,7 +183,7 @@ def _turns(history: Sequence[Turn], plan: TurnPlan, squeeze: Squeeze | None) -> 
     chain = _chain(history, plan)
     keep = _latest_full_pieces(history, plan)
     keys = redaction_keys()
-    gone = _left_out(history, chain, squeeze.dropped if squeeze is not None else 0)
+    gone = _left_out(history, _kept(history, chain, keep), squeeze.dropped if squeeze is not None else 0)
     settled = True  # no earlier turn's proposal waits for Apply or Discard
     for i, turn in enumerate(history):
         if i in gone:
@@ -234,11 +236,20 @@ def _chain(history: Sequence[Turn], plan: TurnPlan) -> set[tuple[int, str]]:
 
 def left_out(history: Sequence[Turn], plan: TurnPlan, dropped: int) -> list[int]:
     """The indices of the turns a ``Squeeze`` leaving out ``dropped`` turns leaves out."""
-    return [history[i].index for i in sorted(_left_out(history, _chain(history, plan), dropped))]
+    kept = _kept(history, _chain(history, plan), _latest_full_pieces(history, plan))
+    return [history[i].index for i in sorted(_left_out(history, kept, dropped))]
+
+
+def _kept(
+    history: Sequence[Turn], chain: set[tuple[int, str]], keep: dict[str, tuple[int, str]]
+) -> set[tuple[int, str]]:
+    """The turns a squeeze never leaves out: the document's version chain, and the turns holding the
+    notebook's rules in full (the model holds them there only; they are not sent again)."""
+    return chain | {(i, "user") for key, (i, _) in keep.items() if key.startswith(f"{RULES_FIELD}:")}
 
 
 def _left_out(history: Sequence[Turn], chain: set[tuple[int, str]], dropped: int) -> set[int]:
-    """The positions of the ``dropped`` oldest turns that hold no part of the document's version chain."""
+    """The positions of the ``dropped`` oldest turns that hold no part of ``chain`` (``_kept``)."""
     free = [i for i in range(len(history)) if (i, "user") not in chain and (i, "model") not in chain]
     return set(free[:dropped])
 

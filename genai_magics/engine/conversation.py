@@ -17,6 +17,7 @@ from .cells import Document, DocumentKey
 from .context import ContextPiece
 from .diff import source_patch
 from .edits import Edits, edits_chars
+from .grounding import Grounding
 from .hashing import sha256_text
 from .payloads import user_payload
 from .text import clip
@@ -49,6 +50,7 @@ class Usage:
     cost_usd: float | None = None  # None: the model has no price (on that day)
     priced_on: str | None = None  # the day (YYYY-MM-DD) whose price cost_usd is at: the turn's own
     resend_cost_usd: float | None = None  # the same input and output with nothing cached
+    searches: int = 0  # the web searches the model ran (--search): each billed at the model's rate, in cost_usd
 
 
 def added(a: Usage, b: Usage) -> Usage:
@@ -69,6 +71,7 @@ def added(a: Usage, b: Usage) -> Usage:
         cost_usd=plus(a.cost_usd, b.cost_usd),
         priced_on=a.priced_on or b.priced_on,
         resend_cost_usd=plus(a.resend_cost_usd, b.resend_cost_usd),
+        searches=a.searches + b.searches,
     )
 
 
@@ -110,6 +113,7 @@ class Turn:
     saved_tokens: int = 0
     tool_rounds: tuple[ToolRound, ...] = ()  # the functions the model called, each request's calls and results
     agent: bool = False  # asked by %%gemini_agent: its mode is ask (it answers), and it may act
+    grounding: Grounding | None = None  # --search: the searches run and the sources the answer cites
 
     @property
     def magic(self) -> str:
@@ -418,6 +422,7 @@ class Conversation:
         saved_tokens: int = 0,
         tool_rounds: tuple[ToolRound, ...] = (),
         agent: bool = False,
+        grounding: Grounding | None = None,
     ) -> Turn:
         doc = plan.document
         turn = Turn(
@@ -444,6 +449,7 @@ class Conversation:
             saved_tokens=saved_tokens,
             tool_rounds=tool_rounds,
             agent=agent,
+            grounding=grounding,
         )
         if plan.state_mode == "interactions":
             if plan.previous_interaction_id is None:  # a new chain holds only what this turn sends

@@ -16,6 +16,7 @@ from .cells import key_from_store, stored_key
 from .context import ContextPiece
 from .conversation import Conversation, Spent, Turn, Usage
 from .edits import parse_edits
+from .grounding import Grounding
 from .outputs import recorded_output, restored_output
 from .payloads import compact_json
 from .redaction import redact
@@ -55,10 +56,14 @@ def _turn_dict(t: Turn, sources: dict[str, str], images: bool = False) -> dict[s
     d["document_key"] = stored_key(t.document_key)
     if t.proposal_edits is not None:
         d["proposal_edits"] = [e.to_json() for e in t.proposal_edits]
+    if t.grounding is not None:  # written only for a grounded answer: other turns stay as they were
+        d["grounding"] = t.grounding.to_json()
     return d
 
 
-_OWN_FIELDS = frozenset({"pieces", "usage", "base_source", "proposal_source", "proposal_edits", "tool_rounds"})
+_OWN_FIELDS = frozenset(
+    {"pieces", "usage", "base_source", "proposal_source", "proposal_edits", "tool_rounds", "grounding"}
+)
 _PLAIN_FIELDS = frozenset(Turn.__dataclass_fields__) - _OWN_FIELDS
 
 
@@ -74,6 +79,7 @@ def _turn(d: dict[str, Any], sources: dict[str, str]) -> Turn:
         usage=Usage(**d["usage"]),
         proposal_edits=parse_edits(d["proposal_edits"]) if "proposal_edits" in d else None,
         tool_rounds=tuple(round_from_dict(r, _piece) for r in d.get("tool_rounds", ())),
+        grounding=Grounding.from_json(d["grounding"]) if d.get("grounding") else None,
     )
 
 

@@ -63,6 +63,7 @@ from .context import SECONDARY_FIELD, ContextPiece
 from .conversation import Conversation, SyncState, Turn
 from .hashing import short
 from .outputs import held_after_restore
+from .rules import RULES_FIELD
 
 
 # -- rule 1: a turn's identity ----------------------------------------------
@@ -96,7 +97,8 @@ class TurnKey:
     ) -> TurnKey:
         # The other cells are background that grows as the notebook does: Run All sees
         # its final state, so they are not part of a turn's identity (see README).
-        explicit = tuple(sorted((p.key, p.sha256) for p in pieces if p.field != SECONDARY_FIELD))
+        # the rules are in ``settings`` (engine/rules.py), as the system instruction is
+        explicit = tuple(sorted((p.key, p.sha256) for p in pieces if p.field not in (SECONDARY_FIELD, RULES_FIELD)))
         return TurnKey(
             mode, prompt, model, state_mode, tuple(sorted(flags)), magic_cell, document_sha256, explicit, settings
         )

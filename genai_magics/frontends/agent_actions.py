@@ -21,7 +21,7 @@ refused change is an error result; elsewhere the change is sent and kept in the 
 from __future__ import annotations
 
 import inspect
-import uuid
+import secrets
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -156,7 +156,7 @@ class AgentActions:
 
         def make() -> ToolResult | Awaitable[ToolResult]:
             if self.live is None:
-                new_id = f"c-{uuid.uuid4().hex[:8]}"
+                new_id = f"c-{secrets.token_hex(4)}"  # uuid would import platform, sysconfig (~10 ms)
                 pending = None
             else:
                 pending = Reply()

@@ -6,7 +6,8 @@ image rule), all at the input price of the day for a prompt of its size (a tiere
 over 200k tokens; a cache would make it cheaper, never dearer), plus, in
 interactions mode, what the server chain makes the model read again (the previous turn's input and
 answer); the output is the largest of the conversation's recent answers (thinking included), or a fixed
-allowance when the conversation has none yet.
+allowance when the conversation has none yet; a request that may search (``--search``) adds the most
+searches of the recent turns (``FIRST_SEARCHES`` when they ran none) at the model's price per query.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from .pricing import Price, turn_cost
 
 FIRST_TURN_OUTPUT = 1_000  # tokens allowed for the answer of a conversation's first turn
 RECENT_TURNS = 3  # the answers the next one is expected to be like
+# searches allowed for a request that may search, when the conversation's recent turns ran none: Gemini 3.5
+# Flash ran 4-7 a question (docs.apiyi.com/en/api-capabilities/gemini/web-search, measured 2026-06-11)
+FIRST_SEARCHES = 7
 
 
 @dataclass(frozen=True)
@@ -121,10 +125,17 @@ def chain_tokens(body: Mapping[str, Any], history: Sequence[Turn]) -> int:
     return max(0, (last.input_tokens or 0) + (last.output_tokens or 0) - _instruction_tokens(body))
 
 
-def estimate(price: Price, body: Mapping[str, Any], history: Sequence[Turn], model: str) -> float:
-    """US$ the request is expected to cost (see the module's docstring)."""
+def expected_searches(history: Sequence[Turn]) -> int:
+    """The most searches of the conversation's recent turns; ``FIRST_SEARCHES`` when they ran none."""
+    return max([t.usage.searches for t in history[-RECENT_TURNS:]] + [0]) or FIRST_SEARCHES
+
+
+def estimate(price: Price, body: Mapping[str, Any], history: Sequence[Turn], model: str, search: bool = False) -> float:
+    """US$ the request is expected to cost (see the module's docstring); ``search``: it may run Google
+    searches, each at the model's rate."""
     tokens = request_tokens(body, model) + chain_tokens(body, history)
-    return turn_cost(price, tokens, 0, expected_output(history))
+    searches = expected_searches(history) * (price.search_query or 0.0) if search else 0.0
+    return turn_cost(price, tokens, 0, expected_output(history)) + searches
 
 
 def refusal(expected: float, caps: Caps, turn_spent: float, session_spent: float, first: bool) -> UserError | None:

@@ -6,8 +6,11 @@ google.genai: ``available_models`` works on the client it is given.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from .. import messages
 
 # A generally available Flash model. gemini-3.7-flash, the first default, is
 # deprecated and routed to this one (ai.google.dev model page, August 2026).
@@ -36,6 +39,13 @@ TRAITS: dict[str, Traits] = {
     # 46238); implicit caching only (github.com/iyulab/TokenMeter v0.13.1, dev.to/aihubmix)
     "gemini-4-argon": Traits(thinking_level="medium", explicit_cache=False),
 }
+
+
+def searches_beside_functions(model: str) -> bool:
+    """Whether the model takes Google Search and function declarations in one request ("tool combination":
+    in preview, for the Gemini 3 models only, ai.google.dev/gemini-api/docs/tool-combination, as read
+    2026-12-06); another model searching gets no function that turn."""
+    return model.removeprefix("models/").startswith("gemini-3")
 
 
 def traits(model: str) -> Traits:
@@ -97,8 +107,10 @@ def available_models(client: Any, limits: InputLimits | None = None) -> list[Mod
     return found
 
 
-def models_table(models: list[ModelInfo], current: str) -> str:
-    """What ``%gemini models`` prints: one line a model, the state modes it works in."""
+def models_table(models: list[ModelInfo], current: str, priced: Callable[[str], bool]) -> str:
+    """What ``%gemini models`` prints: one line a model, ``$`` where a price is known (``priced``: the
+    price table's and ``GeminiMagics.prices``), the state modes it works in, whether it takes explicit caches,
+    and the input limit the endpoint gives."""
     if not models:
         return "no models are available to this key"
     width = max(len(m.name) for m in models)
@@ -106,5 +118,11 @@ def models_table(models: list[ModelInfo], current: str) -> str:
     for m in models:
         modes = ", ".join(mode for mode, ok in (("contents", m.contents), ("interactions", m.interactions)) if ok)
         mark = "*" if m.name == current else " "
-        lines.append(f"{mark} {m.name:<{width}}  {modes or 'not for conversations'}  ({m.display_name})")
-    return "\n".join(lines + ["* the default model (%gemini model NAME changes it)"])
+        cost = "$" if priced(m.name) else " "
+        # the table's word: a model without explicit caches earns the discount only on a stable prefix
+        if m.contents and not traits(m.name).explicit_cache:
+            modes += messages.MODELS_IMPLICIT_ONLY.render()
+        if m.contents and m.input_limit:
+            modes += messages.MODELS_INPUT_LIMIT.render(tokens=m.input_limit)
+        lines.append(f"{mark}{cost} {m.name:<{width}}  {modes or 'not for conversations'}  ({m.display_name})")
+    return "\n".join(lines + [messages.MODELS_LEGEND.render()])

@@ -14,11 +14,11 @@ its turns show tokens only.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from .. import messages
 from ..engine.errors import UserError
@@ -28,7 +28,7 @@ PRICES_AS_OF = "2026-12-02"
 # The day a request is billed on, and so priced on: Google Cloud's billing day (sources below). One
 # zone on every machine: a kernel in Tokyo and one in Los Angeles price the same request alike, and a
 # price change takes effect when Google's day turns.
-BILLING_ZONE = ZoneInfo("America/Los_Angeles")
+BILLING_ZONE = "America/Los_Angeles"
 BILLING_DAY_SOURCE = (
     "Google Cloud's billing day, midnight to midnight US and Canadian Pacific time, daylight saving "
     'included (Cloud Billing Budget API reference, the CustomPeriod type: "All date times begin at 12 AM US '
@@ -40,7 +40,14 @@ LONG_PROMPT = 200_000  # tokens: a request whose prompt is longer pays a tiered 
 
 def billing_day(now: dt.datetime | None = None) -> dt.date:
     """The provider's billing day at ``now`` (an aware time; the present when None)."""
-    return (now or dt.datetime.now(dt.UTC)).astimezone(BILLING_ZONE).date()
+    return (now or dt.datetime.now(dt.UTC)).astimezone(_billing_zone()).date()
+
+
+@functools.cache
+def _billing_zone() -> dt.tzinfo:
+    from zoneinfo import ZoneInfo  # on the first turn, not at %load_ext: zoneinfo and its data cost ~15 ms
+
+    return ZoneInfo(BILLING_ZONE)
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,7 @@ class Price:
     long_input: float | None = None
     long_cached_input: float | None = None
     long_output: float | None = None
+    search_query: float | None = None  # $ per Google Search query a grounded answer ran (None: not known)
 
     def at(self, prompt_tokens: int) -> Price:
         """The rates one request of ``prompt_tokens`` pays (a tiered model's long ones over 200k tokens)."""
@@ -99,10 +107,24 @@ _FLASH_38 = (
     "then $1.50 / $7.50) and docs.apiyi.com/models/gemini-3-8-flash; storage: the Flash rate of the "
     "Gemini pricing page ($1.00 / 1M tokens / hour), no 3.8-specific figure found"
 )
+# Grounding with Google Search on the Gemini 3 models, per query the model ran (each one of
+# groundingMetadata.webSearchQueries); the monthly free allowance is not counted: a turn is priced as if paid
+_SEARCH_3 = (
+    "Google Search: $14 / 1,000 search queries on Gemini 3 models after 5,000 free prompts a month, the free "
+    "ones not counted here (ai.google.dev/gemini-api/docs/pricing as quoted in discuss.ai.google.dev/t/134866; "
+    "billed per query run, the length of webSearchQueries: docs.apiyi.com/en/api-capabilities/gemini/web-search)"
+)
+SEARCH_3 = 0.014
 _FLASH_38_AFTER = _FLASH_38 + "; cache reads after 2026-12-31: a tenth of input, as before (assumed, no figure found)"
 _FLASH_38_PERIODS = (
-    Period(Price(0.75, 0.075, 3.75, 1.00, 4096, _FLASH_38), end=dt.date(2026, 12, 31)),
-    Period(Price(1.50, 0.15, 7.50, 1.00, 4096, _FLASH_38_AFTER), start=dt.date(2027, 1, 1)),
+    Period(
+        Price(0.75, 0.075, 3.75, 1.00, 4096, f"{_FLASH_38}; {_SEARCH_3}", search_query=SEARCH_3),
+        end=dt.date(2026, 12, 31),
+    ),
+    Period(
+        Price(1.50, 0.15, 7.50, 1.00, 4096, f"{_FLASH_38_AFTER}; {_SEARCH_3}", search_query=SEARCH_3),
+        start=dt.date(2027, 1, 1),
+    ),
 )
 _ARGON = (
     "ai.google.dev/gemini-api/docs/generate-content/latest-model ($2 / $10 introductory through "
@@ -139,7 +161,8 @@ PRICES: dict[str, tuple[Period, ...]] = {
             1.00,
             4096,
             "byteiota.com/gemini-flash-pricing-cache-cost-fix ($1.50 / $9.00; cached reads 10% of "
-            "input); storage and minimum assumed as for 3.8 Flash",
+            f"input); storage and minimum assumed as for 3.8 Flash; {_SEARCH_3}",
+            search_query=SEARCH_3,
         )
     ),
     "gemini-3.1-pro": _always(
@@ -154,10 +177,11 @@ PRICES: dict[str, tuple[Period, ...]] = {
             "storage: the Pro rate ($4.50); over 200k tokens $4.00 in, $18.00 out "
             "(morphllm.com/gemini-api-pricing: $2.00 up to 200k, $4.00 above; "
             "glbgpt.com/hub/gemini-3-1-pro-api-pricing-performance-the-complete-guide-for-developers: "
-            "$4.00 / $18.00), cached $0.40 (a tenth of input, as below 200k: assumed, no figure found)",
+            "$4.00 / $18.00), cached $0.40 (a tenth of input, as below 200k: assumed, no figure found); " + _SEARCH_3,
             long_input=4.00,
             long_cached_input=0.40,
             long_output=18.00,
+            search_query=SEARCH_3,
         )
     ),
     "gemini-2.5-pro": _always(

@@ -24,8 +24,10 @@ from typing import Any, Protocol
 from ..engine.agent import AGENT_INSTRUCTION, agent_declarations
 from ..engine.contents import Contents, Rendered, Squeeze, render
 from ..engine.conversation import Turn, TurnPlan, Usage
+from ..engine.grounding import Grounding, from_interaction, from_metadata
 from ..engine.outputs import interaction_inputs
 from ..engine.payloads import EDIT_RESPONSE_SCHEMA, SYSTEM_INSTRUCTION, WHOLE_RESPONSE_SCHEMA, to_text
+from ..engine.rules import INSTRUCTION as RULES_INSTRUCTION
 from ..engine.tools import (
     TOOLS_INSTRUCTION,
     ToolCall,
@@ -78,6 +80,7 @@ class Reply:
     interaction_id: str | None = None  # interactions: the interaction the next request continues
     # contents: the model's content exactly as received (a call's thought signature intact), sent back
     model_content: dict[str, Any] | None = None
+    grounding: Grounding | None = None  # --search: the searches run and the sources cited
 
 
 def edit_schema(retry: EditRetry | None) -> dict[str, Any]:
@@ -91,6 +94,7 @@ class Transport(Protocol):
     client: Any
     model: str
     tools: tuple[str, ...]  # the functions offered
+    search: bool  # Gemini's google_search and url_context offered beside them (--search)
     squeeze: Squeeze | None  # contents mode: the transcript compacted to fit the model's input limit (send stage)
 
     def settings(self, mode: str, retry: EditRetry | None = None) -> dict[str, Any]:
@@ -128,13 +132,20 @@ def body_bytes(body: dict[str, Any]) -> int:
 
 @functools.lru_cache(maxsize=32)
 def request_settings(
-    state_mode: str, mode: str, temperature: float | None, model: str = "", tools: tuple[str, ...] = ()
+    state_mode: str,
+    mode: str,
+    temperature: float | None,
+    model: str = "",
+    tools: tuple[str, ...] = (),
+    search: bool = False,
+    rules: bool = False,
 ) -> str:
     """The sha256 of the settings a transport sends with a turn besides its inputs and model
     (``settings()`` below, the same dict the request is built from): a recorded turn asked
     under other settings is not the same turn (persistence replays only the same). Made of
     constants and these arguments: computed once for each."""
-    text = json.dumps(TRANSPORTS[state_mode](None, model, temperature, tools).settings(mode), sort_keys=True)
+    transport = TRANSPORTS[state_mode](None, model, temperature, tools, search, rules)
+    text = json.dumps(transport.settings(mode), sort_keys=True)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -143,18 +154,29 @@ class _Transport:
     # HttpRetryOptions backs off exponentially whatever the header says.
     honours_retry_after = False
 
-    def __init__(self, client: Any, model: str, temperature: float | None = None, tools: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        client: Any,
+        model: str,
+        temperature: float | None = None,
+        tools: tuple[str, ...] = (),
+        search: bool = False,
+        rules: bool = False,
+    ):
         self.client = client  # None for a dry run: request() needs no client
         self.model = model
         self.temperature = temperature
         self.tools = tools  # the functions offered (an empty tuple: none, no declarations sent)
+        self.search = search  # Gemini's built-in google_search and url_context offered too
+        self.rules = rules  # the conversation has the notebook's rules: the instruction says what they are
         self.squeeze: Squeeze | None = None
 
     def instruction(self) -> str:
+        head = SYSTEM_INSTRUCTION + (RULES_INSTRUCTION if self.rules else "")
         if not self.tools:
-            return SYSTEM_INSTRUCTION
+            return head
         acting = f"{AGENT_INSTRUCTION}\n" if agent_declarations(self.tools) else ""
-        return f"{SYSTEM_INSTRUCTION}{TOOLS_INSTRUCTION}\n{acting}"
+        return f"{head}{TOOLS_INSTRUCTION}\n{acting}"
 
     def declared(self) -> list[dict[str, Any]]:
         return declarations(self.tools) + agent_declarations(self.tools)
@@ -181,9 +203,16 @@ class ContentsTransport(_Transport):
     def settings(self, mode: str, retry: EditRetry | None = None) -> dict[str, Any]:
         """Everything the config carries besides the cache: what shapes the answer."""
         config: dict[str, Any] = {"system_instruction": self.instruction()}
+        tools: list[dict[str, Any]] = []
         if self.tools:  # the declarations belong to the stable head: the same list, in the same order, every turn
-            config["tools"] = [{"function_declarations": self.declared()}]
+            tools.append({"function_declarations": self.declared()})
             config["automatic_function_calling"] = {"disable": True}  # the kernel runs the calls, not the SDK
+        if self.search:  # Gemini runs these itself; beside functions it must say so in the answer's parts
+            tools += [{"google_search": {}}, {"url_context": {}}]
+            if self.tools:  # ai.google.dev/gemini-api/docs/tool-combination (Gemini 3 models, preview)
+                config["tool_config"] = {"include_server_side_tool_invocations": True}
+        if tools:
+            config["tools"] = tools
         if self.temperature is not None:
             config["temperature"] = self.temperature
         level = traits(self.model).thinking_level
@@ -212,7 +241,7 @@ class ContentsTransport(_Transport):
         if at_limit:
             cache = None
             if self.tools:
-                config["tool_config"] = {"function_calling_config": {"mode": "NONE"}}
+                config["tool_config"] = {**config.get("tool_config", {}), "function_calling_config": {"mode": "NONE"}}
         earlier = retry.rounds if retry is not None else ()
         called = [c for r in (*earlier, *rounds) for c in contents_round(r)]
         if isinstance(cache, CachedHead):  # it holds the system instruction and tools: the API refuses them
@@ -234,9 +263,13 @@ class ContentsTransport(_Transport):
         texts: list[str] = []
         parts: list[dict[str, Any]] = []
         usage = None
+        grounding = None
         for chunk in self.client.models.generate_content_stream(**body):
             candidates = chunk.candidates or []
             content = candidates[0].content if candidates else None
+            meta = candidates[0].grounding_metadata if candidates else None
+            if meta is not None:  # the last chunk carries the whole of it
+                grounding = from_metadata(meta.model_dump(mode="json", by_alias=True, exclude_none=True))
             for part in (content.parts or []) if content is not None else []:
                 parts.append(part.model_dump(mode="json", by_alias=True, exclude_none=True))
                 if part.text and not part.thought:
@@ -254,8 +287,10 @@ class ContentsTransport(_Transport):
                 request_bytes=body_bytes(body),
                 cached_tokens=getattr(usage, "cached_content_token_count", None),
                 thinking_tokens=getattr(usage, "thoughts_token_count", None),
+                searches=grounding.searches if grounding else 0,
             ),
             model_content={"role": "model", "parts": parts},
+            grounding=grounding,
         )
 
 
@@ -301,6 +336,8 @@ class InteractionsTransport(_Transport):
         settings: dict[str, Any] = {"system_instruction": self.instruction(), "store": True}
         if self.tools:  # the same declarations in the same order on every interaction
             settings["tools"] = [{"type": "function", **d} for d in self.declared()]
+        if self.search:  # beside functions too (ai.google.dev/gemini-api/docs/interactions/tool-combination)
+            settings["tools"] = [*settings.get("tools", []), {"type": "google_search"}, {"type": "url_context"}]
         generation: dict[str, Any] = {}
         if self.temperature is not None:
             generation["temperature"] = self.temperature
@@ -324,12 +361,16 @@ class InteractionsTransport(_Transport):
         steps: dict[int, dict[str, Any]] = {}  # a function_call step by index: name, id, arguments so far
         interaction_id = None
         usage = None
+        queries: list[str] = []  # the google_search_call steps' (each is billed)
+        citations: list[dict[str, Any]] = []  # the text's url_citation annotations
         for event in self.client.interactions.create(**body, stream=True):
             kind = getattr(event, "event_type", None)
             if kind == "step.start":
                 step = _plain(getattr(event, "step", None))
                 if step.get("type") == "function_call":
                     steps[getattr(event, "index", len(steps))] = {**step, "pieces": []}
+                elif step.get("type") == "google_search_call":
+                    queries += (step.get("arguments") or {}).get("queries") or []
             elif kind == "step.delta":
                 delta = _plain(getattr(event, "delta", None))
                 text = delta.get("text") if delta.get("type") == "text" else None
@@ -338,12 +379,15 @@ class InteractionsTransport(_Transport):
                     yield text
                 elif delta.get("type") == "arguments_delta" and getattr(event, "index", None) in steps:
                     steps[event.index]["pieces"].append(delta.get("arguments") or "")
+                elif delta.get("type") == "text_annotation_delta":
+                    citations += [a for a in delta.get("annotations") or () if a.get("type") == "url_citation"]
             elif kind in ("interaction.created", "interaction.completed"):
                 interaction = getattr(event, "interaction", None)
                 interaction_id = getattr(interaction, "id", None) or interaction_id
                 usage = getattr(interaction, "usage", None) or usage
             elif kind == "error":
                 raise RuntimeError(f"the interaction failed: {getattr(event, 'error', event)}")
+        grounding = from_interaction(queries, citations, "".join(parts))
         return Reply(
             "".join(parts),
             tuple(_step_call(steps[i]) for i in sorted(steps)),
@@ -353,8 +397,10 @@ class InteractionsTransport(_Transport):
                 request_bytes=body_bytes(body),
                 cached_tokens=getattr(usage, "total_cached_tokens", None),
                 thinking_tokens=getattr(usage, "total_thought_tokens", None),
+                searches=len(queries),
             ),
             interaction_id=interaction_id,
+            grounding=grounding,
         )
 
 
@@ -389,7 +435,7 @@ def _input(plan: TurnPlan) -> str | list[dict[str, Any]]:
     return [{"type": "text", "text": text}, *images] if images else text
 
 
-TRANSPORTS: dict[str, Callable[[Any, str, float | None, tuple[str, ...]], Transport]] = {
+TRANSPORTS: dict[str, Callable[[Any, str, float | None, tuple[str, ...], bool, bool], Transport]] = {
     "contents": ContentsTransport,
     "interactions": InteractionsTransport,
 }

@@ -81,7 +81,9 @@ def rehearse(state_mode: StateMode, model: str) -> None:
             api_key="offline-rehearsal",
             http_options=types.HttpOptions(base_url="http://rehearsal.invalid", httpx_client=http),
         )
-        transport = TRANSPORTS[state_mode](client, model, None, TOOL_NAMES)  # the declarations' conversion too
+        transport = TRANSPORTS[state_mode](
+            client, model, None, TOOL_NAMES, False, False
+        )  # the declarations' conversion too
         document = Document(key="rehearsal", label="rehearsal", source="x = 1\n")
         for mode in ("ask", "edit"):
             conversation = Conversation(name="rehearsal", state_mode=state_mode)

@@ -13,10 +13,13 @@ from dataclasses import dataclass
 from .. import messages
 from ..engine.conversation import STATE_MODES, Conversation
 from ..engine.errors import UserError
+from ..engine.redaction import redact
+from ..engine.rules import FILE_NAME, names, rule_pieces
 from ..frontends.frontend import Frontend
 from ..gemini.models import models_table
 from ..gemini.pricing import PRICES, periods, price_for, storage_cost, table_text
 from ..persistence.keeper import RecordKeeper
+from ..sources import rules as rules_source
 from ..ui import report
 from ..ui.display import NotebookDisplay
 from ..ui.turn_undo_widget import undo_latest
@@ -51,10 +54,43 @@ def _status(call: Call) -> None:
     conversations = list(state.session.conversations.values())
     print(report.status(conversations, call.options.model, call.options.state, frontend.view.description))
     print(messages.FRONTEND_IS.render(kind=frontend.kind.describe()))
+    print(_rules_line(call.options))
     if state.bridge is not None:
         print(state.bridge.status())
     print(state.companion.status())
     print(call.keeper.status())
+
+
+def _rules_line(options: GeminiOptions) -> str:
+    """What a turn reads as rules now: off, none, or their names and where they are."""
+    if options.rules == "off":
+        return messages.RULES_OFF.render()
+    found = rules_source.find(options._notebook_path())
+    pieces = rule_pieces(found.texts(), options.max_rules_chars)
+    if not pieces:
+        return messages.RULES_NONE.render(file=FILE_NAME, folder=found.folder)
+    where = [str(path) for path in found.files] + ([messages.RULES_NOTEBOOK.render()] if found.notebook else [])
+    return messages.RULES_READ.render(names=names(pieces), where=", ".join(where))
+
+
+def _rules(call: Call) -> None:
+    """``%gemini rules``: what a turn reads; with a quoted text the notebook's own rules set, ``clear`` cleared."""
+    notebook = call.options._notebook_path()
+    if call.args.value is not None:
+        if notebook is None or not notebook.is_file():
+            NotebookDisplay.error(messages.RULES_NO_NOTEBOOK.render())
+            return
+        value = call.args.value
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":  # IPython's split keeps the quotes
+            value = value[1:-1]
+        text = "" if value == "clear" else value
+        rules_source.set_notebook_rules(notebook, text)
+        done = messages.RULES_SET_DONE if text else messages.RULES_CLEARED
+        print(messages.RULES_WRITTEN.render(done=done.render(), path=notebook))
+    print(_rules_line(call.options))
+    own = rules_source.notebook_rules(notebook)
+    if own:
+        print(messages.RULES_OWN.render(chars=len(own), text=redact(own)))
 
 
 def _history(call: Call) -> None:
@@ -111,11 +147,14 @@ def _model(call: Call) -> None:
     if call.args.value:
         call.options.model = call.args.value
     print(messages.MODEL_IS.render(model=call.options.model))
+    if not periods(call.options.model, call.options.prices):
+        print(messages.MODEL_UNPRICED.render(model=call.options.model))
 
 
 def _models(call: Call) -> None:
     try:
-        print(models_table(call.state.session.models(call.options._settings().client), call.options.model))
+        found = call.state.session.models(call.options._settings().client)
+        print(models_table(found, call.options.model, lambda name: bool(periods(name, call.options.prices))))
     except UserError as exc:
         NotebookDisplay.error(str(exc))
 
@@ -181,6 +220,11 @@ COMMANDS: dict[str, Command] = {
     "tokens": Command("[-c N]", "per-turn tokens (cached ones too), request bytes and cost; session totals", _tokens),
     "cost": Command("", "what this session spent per conversation and model, and the record's before it", _cost),
     "prices": Command("[MODEL]", "the price table: each price's period and source, today's marked", _prices),
+    "rules": Command(
+        '["TEXT"|clear]',
+        "the rules a turn reads (AGENTS.md files, the notebook's own); set or clear the notebook's",
+        _rules,
+    ),
     "model": Command("[NAME]", "show or set the default model", _model),
     "models": Command("", "the models your key can use, and the state modes each works in", _models),
     "state": Command("[MODE]", "show or set the default state mode", _state),

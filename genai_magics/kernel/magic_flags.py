@@ -26,6 +26,7 @@ AGENT_FLAGS = (
     "--vars",
     "--rerun",
     "--outputs",
+    "--search",
     "--approve",
 )
 APPROVALS = ("runs", "all", "none")  # agent_approve: what waits for the user's click
@@ -103,6 +104,12 @@ def turn_arguments(magic: str, form: str) -> Callable[[Callable[..., Any]], Call
                 help="offer the model no function to call this turn (no declarations sent)",
             ),
             argument(
+                "--search",
+                action="store_true",
+                help="offer Gemini's Google Search and URL context this turn (GeminiMagics.search: every turn): "
+                "the answer lists its sources; each search is billed at the model's rate (%%gemini prices)",
+            ),
+            argument(
                 "--approve",
                 choices=APPROVALS,
                 metavar="WHAT",
@@ -112,7 +119,7 @@ def turn_arguments(magic: str, form: str) -> Callable[[Callable[..., Any]], Call
         ]
         names = ["--cell", "--notebook", "--conversation", "--new", "--model", "--state", "--no-context"]
         names += ["--dry-run", "--interpolate", "--error", "--vars", "--rerun", "--no-outputs", "--outputs"]
-        names += ["--no-tools", "--approve"]
+        names += ["--no-tools", "--search", "--approve"]
         wanted = AGENT_FLAGS if agent else tuple(n for n in names if n != "--approve")
         chosen = [flag for name, flag in zip(names, flags, strict=True) if name in wanted]
         words = argument("words", nargs="*", help=argparse.SUPPRESS if form == "cell" else "the prompt")
@@ -167,6 +174,7 @@ def turn_request(mode: Mode, args: argparse.Namespace, asked: ExplicitContext, a
         outputs=not args.no_outputs,
         output_cells=tuple(ref.strip() for ref in (args.outputs or "").split(",") if ref.strip()),
         tools=not args.no_tools,
+        search=args.search,
     )
 
 

@@ -25,6 +25,7 @@ from .. import messages
 from ..engine.agent import agent_results, step_line
 from ..engine.conversation import Mode
 from ..engine.errors import UserError
+from ..engine.grounding import sources_markdown
 from ..engine.redaction import redact, remember_keys
 from ..frontends import frontend as frontends
 from ..frontends import kernel_compat
@@ -368,6 +369,8 @@ class GeminiMagics(GeminiOptions):
                 display.note(messages.AGENT_REPLAYED_UNDONE.render())
         empty = messages.PROPOSAL_BELOW if mode == "edit" else messages.EMPTY_ANSWER
         display.finish(turn.response or empty.render())
+        if turn.grounding:  # live or replayed: the sources the answer cites, as recorded
+            display.sources(sources_markdown(turn.grounding))
         if outcome.replayed is not None:
             footer = report.replay_footer(turn, outcome.replayed.at)
         else:
@@ -414,7 +417,8 @@ class GeminiMagics(GeminiOptions):
         "value",
         nargs="?",
         metavar="VALUE",
-        help="model name (model, prices), state mode, conversation to reset, or on/off for debug",
+        help="model name (model, prices), state mode, conversation to reset, on/off for debug, or the "
+        'notebook\'s rules (rules: "TEXT" in quotes, or clear)',
     )
     @argument(
         "-c", "--conversation", default=None, metavar="NAME", help="conversation for history/tokens (default: all)"

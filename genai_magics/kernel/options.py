@@ -115,6 +115,21 @@ class GeminiOptions(Magics):
         "take the session past it is not sent"
     ).tag(config=True)
 
+    search = Bool(
+        False,
+        help="every turn offers Gemini's Google Search and URL context, as --search does: the answer lists its "
+        "sources, and each search is billed at the model's rate",
+    ).tag(config=True)
+    rules = Enum(
+        ["on", "off"],
+        default_value="on",
+        help="the notebook's rules go with every conversation, sent once: the AGENTS.md files from the "
+        "notebook's folder up to the project root and the notebook's own (%gemini rules); off: never",
+    ).tag(config=True)
+    max_rules_chars = Int(20_000, help="cap on each source of rules (a file, the notebook's), in characters").tag(
+        config=True
+    )
+
     @validate("prices")
     def _valid_prices(self, proposal: Any) -> Any:
         try:
@@ -214,4 +229,7 @@ class GeminiOptions(Magics):
                 cells,
             ),
             caps=Caps(self.max_turn_cost, self.max_session_cost),
+            search=self.search,
+            rules=self.rules,
+            max_rules_chars=self.max_rules_chars,
         )

@@ -175,6 +175,22 @@ class ToolResultShape(TypedDict):  # one function call and its result (engine/to
     identity: list[tuple[str, Sha]]
 
 
+class SourceShape(TypedDict):  # a source a grounded answer cites (engine/grounding.py)
+    title: str
+    uri: str
+
+
+class SupportShape(TypedDict):  # a piece of the answer and the sources supporting it
+    text: str
+    sources: list[int]
+
+
+class GroundingShape(TypedDict):  # --search: the searches run and the sources cited
+    queries: list[str]
+    sources: list[SourceShape]
+    supports: list[SupportShape]
+
+
 class ToolRoundShape(TypedDict):
     model_content: dict[str, Any] | None
     results: list[ToolResultShape]
@@ -187,12 +203,13 @@ _TURN_HINTS = typing.get_type_hints(Turn)
 TURN: dict[str, tuple[Any, bool]] = {
     f.name: (_TURN_HINTS[f.name], f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
     for f in dataclasses.fields(Turn)
-    if f.name not in (*_SHARED, "pieces", "usage", "proposal_edits", "document_key", "tool_rounds")
+    if f.name not in (*_SHARED, "pieces", "usage", "proposal_edits", "document_key", "tool_rounds", "grounding")
 } | {
     "document_key": (str | None, False),  # as stored (engine/cells.py's stored_key): the notebook's is a string
     "pieces": (list[Piece], True),
     "tool_rounds": (list[ToolRoundShape], False),
     "proposal_edits": (list[EditShape], False),
+    "grounding": (GroundingShape, False),
     "usage": (Usage, True),
     "key": (Key, False),
     "at": (Seconds, False),

@@ -20,8 +20,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import regex
-
 from .. import messages
 from ..engine.cells import Cell, is_genai_magic
 from ..engine.context import ContextPiece, LabelledPiece
@@ -130,6 +128,8 @@ class NotebookTools:
     def _search(self, pattern: str, deadline: Deadline) -> ContextPiece:
         """Cells whose source, as the model may see it (keys masked), holds the pattern: a regular
         expression if it compiles, else the text; the work stops at the deadline (PastBound)."""
+        import regex  # ~90 ms to import: paid by the first search, not by %load_ext
+
         try:
             compiled = regex.compile(pattern, regex.IGNORECASE | regex.VERSION0)
             how = "regular expression"

@@ -23,7 +23,7 @@ import datetime as _dt
 import json
 from typing import Any
 
-from . import images, interactions, sse
+from . import grounding, images, interactions, sse
 from . import tools as stub_tools
 from .caches import CACHE_CONFLICT
 from .model import answer, own_calls, sha256, texts, tokens
@@ -150,6 +150,8 @@ def generate(stub: StubState, body: dict[str, Any], fault: dict[str, Any] | None
     if cached:
         usage["cachedContentTokenCount"] = cached
     response_id = f"stub-{sha256(json.dumps(body, sort_keys=True))[:16]}"
+    searched = None if calls or not grounding.contents_searches(body) else grounding.query_of(user_texts[-1])
+    info.searches = [searched] if searched is not None else []
     if calls:
         parts = stub_tools.contents_parts(calls)
         info.tool_calls = calls
@@ -163,7 +165,12 @@ def generate(stub: StubState, body: dict[str, Any], fault: dict[str, Any] | None
             200,
             {
                 "candidates": [
-                    {"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}
+                    {
+                        "content": {"role": "model", "parts": [{"text": text}]},
+                        "finishReason": "STOP",
+                        "index": 0,
+                        **({"groundingMetadata": grounding.metadata(searched, text)} if searched is not None else {}),
+                    }
                 ],
                 "usageMetadata": usage,
                 "modelVersion": model,
@@ -181,6 +188,8 @@ def generate(stub: StubState, body: dict[str, Any], fault: dict[str, Any] | None
         if i == len(pieces) - 1:
             chunk["candidates"][0]["finishReason"] = "STOP"
             chunk["usageMetadata"] = usage
+            if searched is not None:  # the whole of it, on the last chunk, as Gemini sends it
+                chunk["candidates"][0]["groundingMetadata"] = grounding.metadata(searched, text)
         events.append(sse.event(chunk))
     return Reply(200, events=events, paced=[tokens(p) for p in pieces])
 
@@ -254,13 +263,17 @@ def create_interaction(
     info.input_tokens = in_tokens
     cached = stub.read_prefix(model, [("system", system), ("tools", declared)] + turns, info)
     info.cached_tokens = cached
-    usage = {
+    usage: dict[str, Any] = {
         "total_input_tokens": in_tokens,
         "total_output_tokens": out_tokens,
         "total_tokens": in_tokens + out_tokens,
     }
     if cached:
         usage["total_cached_tokens"] = cached
+    searched = None if calls or not grounding.interaction_searches(body) else grounding.query_of(input_text)
+    info.searches = [searched] if searched is not None else []
+    if searched is not None:
+        usage["grounding_tool_count"] = [{"type": "google_search", "count": 1}]
     ident = stub.interaction_store.new_id()
     now = _now()
     interaction: dict[str, Any] = {
@@ -269,6 +282,7 @@ def create_interaction(
         "model": model,
         "steps": [
             {"type": "user_input", "content": [{"type": "text", "text": input_text}]},
+            *(grounding.interaction_steps(searched) if searched is not None else []),
             *(
                 stub_tools.interaction_steps(calls)
                 if calls
@@ -287,7 +301,7 @@ def create_interaction(
     info.tool_calls = calls or []
     if not info.stream:
         return Reply(200, interaction)
-    return interactions.streamed(interaction, text, calls, stub.tool_scripts.arguments)
+    return interactions.streamed(interaction, text, calls, stub.tool_scripts.arguments, searched)
 
 
 def list_models(query: dict[str, str], limit: int | None = None) -> Reply:

@@ -7,7 +7,7 @@ import json
 import threading
 from typing import Any
 
-from . import sse
+from . import grounding, sse
 from .model import tokens
 from .replies import Reply, error
 from .request_record import RequestRecord
@@ -90,10 +90,15 @@ class InteractionStore:
 
 
 def streamed(
-    interaction: dict[str, Any], text: str, calls: list[dict[str, Any]] | None = None, arguments: str = "whole"
+    interaction: dict[str, Any],
+    text: str,
+    calls: list[dict[str, Any]] | None = None,
+    arguments: str = "whole",
+    searched: str | None = None,
 ) -> Reply:
     """A created interaction as server-sent events: created, the model's step in pieces (or one step per
-    function call: its arguments whole in ``step.start``, or in ``arguments_delta`` pieces), completed."""
+    function call: its arguments whole in ``step.start``, or in ``arguments_delta`` pieces), completed;
+    ``searched``: the query of a Google Search run first (its two steps, then the text's citations)."""
     head = {k: interaction[k] for k in ("id", "model", "created", "updated")}
     events = [
         sse.event(
@@ -121,17 +126,27 @@ def streamed(
             events.append(sse.event({"event_type": "step.stop", "index": i}, "step.stop"))
             paced.append(0)
     else:
+        searches = grounding.interaction_steps(searched) if searched is not None else []
+        for i, step in enumerate(searches):
+            events.append(sse.event({"event_type": "step.start", "index": i, "step": step}, "step.start"))
+            events.append(sse.event({"event_type": "step.stop", "index": i}, "step.stop"))
+            paced += [0, 0]
+        at = len(searches)
         events.append(
-            sse.event({"event_type": "step.start", "index": 0, "step": {"type": "model_output"}}, "step.start")
+            sse.event({"event_type": "step.start", "index": at, "step": {"type": "model_output"}}, "step.start")
         )
         pieces = sse.chunks(text)
         for piece in pieces:
             events.append(
                 sse.event(
-                    {"event_type": "step.delta", "index": 0, "delta": {"type": "text", "text": piece}}, "step.delta"
+                    {"event_type": "step.delta", "index": at, "delta": {"type": "text", "text": piece}}, "step.delta"
                 )
             )
-        events.append(sse.event({"event_type": "step.stop", "index": 0}, "step.stop"))
+        if searched is not None:
+            cited = {"type": "text_annotation_delta", "annotations": grounding.citations(searched, text)}
+            events.append(sse.event({"event_type": "step.delta", "index": at, "delta": cited}, "step.delta"))
+            paced.append(0)
+        events.append(sse.event({"event_type": "step.stop", "index": at}, "step.stop"))
         paced += [0, *(tokens(p) for p in pieces)]
     done = {k: v for k, v in interaction.items() if k != "steps"}
     events.append(sse.event({"event_type": "interaction.completed", "interaction": done}, "interaction.completed"))

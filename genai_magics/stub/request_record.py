@@ -54,6 +54,7 @@ class RequestRecord:
     cache_name: str | None = None  # the cache a cache request made or named
     tools_declared: list[str] = field(default_factory=list)  # the functions the request declared
     tool_calls: list[dict[str, Any]] = field(default_factory=list)  # the calls the stand-in answered with
+    searches: list[str] = field(default_factory=list)  # the Google Search queries it played
     tool_results: list[dict[str, Any]] = field(default_factory=list)  # the results the request sent: id, name, response
     status: int | None = None
     fault: str | None = None

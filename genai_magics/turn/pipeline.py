@@ -21,13 +21,16 @@ from ..engine.notebook_text import unmask_cells
 from ..engine.outputs import images_estimate, piece_tokens
 from ..engine.redaction import MASK, redact, unmask
 from ..engine.replay import TurnKey
+from ..engine.rules import has_rules, settings_with, summary
 from ..engine.text import estimate_tokens
 from ..engine.tools import ToolCall, ToolResult
 from ..frontends.notebook_view import NotebookView
 from ..gemini import budget
 from ..gemini.caching import CacheStep
+from ..gemini.models import searches_beside_functions
 from ..gemini.pricing import price_for
 from ..gemini.transport import SPLIT, TRANSPORTS, CachedHead, Head, request_settings
+from ..sources import rules
 from ..sources.outputs import over_image_cap
 from ..sources.tools import NotebookTools, ShellReader
 from .requests import (
@@ -99,7 +102,8 @@ def resolve(
     """The conversation, document and context a request names, the functions offered, and the turn's identity."""
     frontend = frontend or ExecutedOnly(session.executed)
     # The prompt as the model gets it: no key, even one interpolated from a variable.
-    req = replace(req, prompt=redact(req.prompt.strip()))
+    # --search, or the setting: a flag of the turn's identity either way
+    req = replace(req, prompt=redact(req.prompt.strip()), search=req.search or settings.search)
     if not req.prompt:
         raise UserError(messages.PROMPT_EMPTY)
     note = session.open_record(settings)
@@ -119,8 +123,15 @@ def resolve(
     display.document(doc.label if doc else None, target.source if target else "")
     shown = documents.output_pieces(frontend.view, req, doc, settings)
     pieces = documents.context_pieces(frontend.view, req, doc, settings) + shown.pieces
+    if settings.rules != "off":  # first: the rules head the conversation, where a cache holds them
+        pieces = [*rules.pieces(settings.record.notebook, settings.max_rules_chars), *pieces]
     # an agent turn reads with the read-only functions offered (maybe none) and acts with its four
     with_tools = req.tools and (bool(settings.tools) or req.agent)
+    if req.search and with_tools and not searches_beside_functions(model):  # search, or functions: not both
+        if req.agent:
+            raise UserError(messages.SEARCH_NO_AGENT, model=model)
+        with_tools = False
+        display.note(messages.SEARCH_WITHOUT_FUNCTIONS.render(model=model))
     tools = _notebook_tools(session, frontend.view, reader, settings) if with_tools else None
     offered = offered_functions(tools, req.agent)
     key = None
@@ -132,7 +143,10 @@ def resolve(
             state,
             doc,
             pieces,
-            request_settings(state, req.mode, settings.temperature, model, offered),
+            settings_with(
+                request_settings(state, req.mode, settings.temperature, model, offered, req.search, has_rules(pieces)),
+                pieces,
+            ),
         )
     return Resolved(req, model, state, conv, doc, target, shown, tuple(pieces), key, tools)
 
@@ -236,6 +250,9 @@ def plan(session: Session, resolved: Resolved, settings: Settings, display: Turn
     unsendable(turn_plan.payload)
     day = session.today()
     price = price_for(resolved.model, settings.prices, day)  # a UserError when the overrides cannot price it
+    if price is None and resolved.model not in session.unpriced:  # said once a session: the footer shows tokens
+        session.unpriced.add(resolved.model)
+        display.note(messages.MODEL_UNPRICED.render(model=resolved.model))
     return Planned(resolved, turn_plan, pieces, price, day)
 
 
@@ -256,7 +273,8 @@ def unsendable(payload: dict[str, Any]) -> None:
 def dry_run(session: Session, planned: Planned, settings: Settings) -> TurnOutcome:
     """The exact request and cache plan the turn would send, sending nothing."""
     turn_plan, model, conv = planned.plan, planned.resolved.model, planned.resolved.conv
-    transport = TRANSPORTS[turn_plan.state_mode](None, model, settings.temperature, planned.resolved.offered)
+    settings = searching(planned, settings)
+    transport = TRANSPORTS[turn_plan.state_mode](None, model, settings.temperature, *offers(planned.resolved))
     step = session.caches.step(
         conv, transport, turn_plan, conv.history, settings.cache, planned.price, settings.cache_ttl_s
     )
@@ -268,9 +286,28 @@ def dry_run(session: Session, planned: Planned, settings: Settings) -> TurnOutco
         request=request,
         target=planned.resolved.target,
         cache_plan=" · ".join(
-            filter(None, (step.describe(settings.cache_ttl_s), images_estimate(turn_plan.pieces, model)))
+            filter(
+                None,
+                (
+                    step.describe(settings.cache_ttl_s),
+                    images_estimate(turn_plan.pieces, model),
+                    summary(turn_plan.pieces, turn_plan.omitted),
+                ),
+            )
         ),
     )
+
+
+def offers(resolved: Resolved) -> tuple[tuple[str, ...], bool, bool]:
+    """What a transport offers beside the model: the functions, Google Search, and whether the instruction
+    speaks of the notebook's rules (this conversation has them)."""
+    return resolved.offered, resolved.req.search, has_rules(resolved.pieces)
+
+
+def searching(planned: Planned, settings: Settings) -> Settings:
+    """A turn offering Google Search names no explicit cache: a request naming one may carry no tools, and
+    the cache holds the functions alone."""
+    return replace(settings, cache="off") if planned.resolved.req.search else settings
 
 
 def _planned_head(step: CacheStep) -> Head:
@@ -290,8 +327,9 @@ def send(session: Session, planned: Planned, settings: Settings, display: TurnDi
     conversation as it was, but what Gemini billed for the turn's requests before it is counted: in this
     session's spending (``%gemini cost``, ``max_session_cost``) and in the record's ledger."""
     conv, model = planned.resolved.conv, planned.resolved.model
+    settings = searching(planned, settings)
     client, notices = session.clients.client(settings.client)
-    transport = TRANSPORTS[planned.plan.state_mode](client, model, settings.temperature, planned.resolved.offered)
+    transport = TRANSPORTS[planned.plan.state_mode](client, model, settings.temperature, *offers(planned.resolved))
     sender = TurnSend(
         planned,
         settings,
@@ -360,6 +398,7 @@ def _committed(
             usage=result.usage,
             saved_tokens=saved,
             tool_rounds=result.rounds,
+            grounding=result.grounding,
         )
     return conv.commit(
         plan,
@@ -369,6 +408,7 @@ def _committed(
         saved_tokens=saved,
         tool_rounds=result.rounds,
         agent=agent,
+        grounding=result.grounding,
     )
 
 

@@ -12,6 +12,7 @@ from ..engine.cells import Cell, Document
 from ..engine.context import ContextPiece
 from ..engine.conversation import Conversation, Mode, StateMode, Turn, TurnPlan, Usage
 from ..engine.edits import Edits
+from ..engine.grounding import Grounding
 from ..engine.replay import TurnKey, TurnMeta
 from ..engine.tools import MAX_TOOL_CALLS, TOOL_NAMES, ToolRound
 from ..frontends.notebook_view import ExecutedCells, NotebookView
@@ -46,6 +47,9 @@ class Settings:
     max_var_chars: int = 2_000  # inspect_variable's summary, as --vars
     record: RecordSettings = RecordSettings()  # where the record lives (none: no notebook path, no file named)
     caps: Caps = Caps()  # US$ a turn and the session may cost (max_turn_cost, max_session_cost)
+    search: bool = False  # every turn offers Google Search, as --search does
+    rules: str = "on"  # the notebook's rules (AGENTS.md, its metadata) go with the conversation; "off": never
+    max_rules_chars: int = 20_000  # each source of rules cut at this many characters
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,7 @@ class TurnRequest:
     output_cells: tuple[str, ...] = ()  # --outputs: other cells whose outputs go along
     tools: bool = True  # --no-tools: no function offered this turn
     agent: bool = False  # %%gemini_agent: the agent's functions offered too (an ask that may act)
+    search: bool = False  # --search: Gemini's google_search and url_context offered too
 
     def flags(self) -> tuple[str, ...]:
         """The flags that make a turn a different turn (for replay)."""
@@ -77,6 +82,7 @@ class TurnRequest:
             ("--no-outputs", not self.outputs),
             ("--no-tools", not self.tools),
             ("agent", self.agent),
+            ("--search", self.search),
         )
         return (
             tuple(f for f, on in named if on)
@@ -192,6 +198,7 @@ class TurnResult:
     usage: Usage  # summed over every request of the turn (``usage.requests`` of them)
     interaction_id: str | None = None
     rounds: tuple[ToolRound, ...] = ()  # the function calls answered on the way, one round a request
+    grounding: Grounding | None = None  # --search: the searches of every request and the sources cited
 
 
 @dataclass(frozen=True)

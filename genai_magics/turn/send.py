@@ -39,6 +39,7 @@ from ..engine.agent import AGENT_FUNCTIONS, bad_agent_call
 from ..engine.contents import Squeeze, left_out
 from ..engine.conversation import Conversation, TurnPlan, Usage, added
 from ..engine.errors import UserError
+from ..engine.grounding import Grounding, joined
 from ..engine.text import estimate_tokens
 from ..engine.tools import (
     Holdings,
@@ -316,14 +317,16 @@ class TurnSend:
         offered, agent, max_calls = self._call_bound()
         held = self._held(plan)
         rounds: list[ToolRound] = []
+        groundings: list[Grounding | None] = []
         total: Usage | None = None
         reply: Reply | None = None
         made = 0
         while True:
             reply = self.limit(plan, retry, rounds, reply, bool(rounds) and made >= max_calls)
             total = reply.usage if total is None else added(total, reply.usage)
+            groundings.append(reply.grounding)
             if not reply.calls or made >= max_calls or self._capped:
-                return TurnResult(reply.text, total, reply.interaction_id, tuple(rounds))
+                return TurnResult(reply.text, total, reply.interaction_id, tuple(rounds), joined(groundings))
             results: list[ToolResult] = []
             for call in reply.calls:
                 results.append((yield from self._answer(call, offered, held, made >= max_calls)))
@@ -541,12 +544,18 @@ class TurnSend:
         names the cap once; only a request that does not fit even alone stops the turn (``body(off)``:
         the request with calling on or off, made only when a cap is set)."""
         caps, price = self.settings.caps, self.planned.price
-        if price is None or (caps.turn is None and caps.session is None):
-            return at_limit  # no cap, or no price to estimate with: tokens only
+        if caps.turn is None and caps.session is None:
+            return at_limit  # no cap
+        name, model = "max_turn_cost" if caps.turn is not None else "max_session_cost", self.planned.resolved.model
+        if price is None:  # a cap cannot hold a cost nobody knows: never a guessed price
+            raise UserError(messages.BUDGET_NO_PRICE, name=name, model=model)
+        search = self.transport.search
+        if search and price.search_query is None:  # nor a search whose price nobody knows
+            raise UserError(messages.BUDGET_NO_SEARCH_PRICE, name=name, model=model)
         spent = None if self.billed is None else self.billed.cost_usd or 0.0
 
         def refused(off: bool, requests: int) -> UserError | None:
-            expected = budget.estimate(price, body(off), self.conv.history, self.planned.resolved.model)
+            expected = budget.estimate(price, body(off), self.conv.history, model, search)
             return budget.refusal(expected * requests, caps, spent or 0.0, self.session_spent, first=spent is None)
 
         at_limit = at_limit or self._capped  # calling turned off: off for the turn (an edit's retry)
@@ -570,10 +579,13 @@ def priced(usage: Usage, price: Price | None, day: dt.date) -> Usage:
     usage = replace(usage, priced_on=day.isoformat())
     if price is None or usage.input_tokens is None or usage.output_tokens is None:
         return usage
+    if usage.searches and price.search_query is None:  # a part of the bill nobody knows: tokens only
+        return usage
     output = usage.output_tokens + (usage.thinking_tokens or 0)
+    searched = usage.searches * (price.search_query or 0.0)  # each query the model ran, at the model's rate
     cost = turn_cost(price, usage.input_tokens, usage.cached_tokens or 0, output, usage.cache_write_tokens)
     resend = turn_cost(price, usage.input_tokens, 0, output)
-    return replace(usage, cost_usd=cost, resend_cost_usd=resend)
+    return replace(usage, cost_usd=cost + searched, resend_cost_usd=resend + searched)
 
 
 def _tokens(body: dict[str, Any]) -> int:

@@ -39,6 +39,7 @@ class Session:
     clients: Clients = field(default_factory=Clients)
     documents: DocumentChooser = field(init=False)
     today: Callable[[], dt.date] = billing_day  # a turn's day, its price's: Google's, not the machine's (tests set it)
+    unpriced: set[str] = field(default_factory=set)  # the models without a price this session said so for
     spent: list[Spent] = field(default_factory=list)  # this kernel's turns' bills, as their footers showed
 
     def __post_init__(self) -> None:

@@ -181,6 +181,10 @@ class NotebookDisplay:
         self._waiting = None
         self._show(_Markdown(self.bounded(markdown)))
 
+    def sources(self, markdown: str) -> None:
+        """A grounded answer's sources, under it (their titles and addresses escaped already)."""
+        self._show(_Markdown(markdown))
+
     def clear_progress(self) -> None:
         if self._handle is not None:
             _update(self._handle, _Rich("", ""))
@@ -259,6 +263,9 @@ class TerminalDisplay(NotebookDisplay):
             if self._size > self.max_stream_chars:
                 sys.stdout.write("\n" + messages.ANSWER_CUT_TERMINAL.render())
             sys.stdout.flush()
+
+    def sources(self, markdown: str) -> None:
+        print(markdown, flush=True)
 
     def finish(self, markdown: str) -> None:
         if self.mode == "ask":

@@ -6,6 +6,7 @@ import time
 from collections.abc import Sequence
 
 from .. import messages
+from ..engine import rules
 from ..engine.agent import wrote
 from ..engine.context import SECONDARY_FIELD, ContextPiece
 from ..engine.conversation import Conversation, Spent, Turn, TurnPlan, Usage
@@ -63,6 +64,8 @@ def footer(turn: Turn, plan: TurnPlan, model: str) -> str:
     calls = sum(len(r.results) for r in turn.tool_rounds)
     if calls:
         parts.append(messages.FOOTER_CALLS.render(count=calls))
+    if usage.searches:  # each billed at the model's rate, in the dollars above
+        parts.append(messages.FOOTER_SEARCHES.render(count=usage.searches))
     if (doc := plan.document) is not None:
         if plan.synchronized:
             parts.append(messages.DOCUMENT_SYNCHRONIZED.render(label=doc.label))
@@ -71,8 +74,10 @@ def footer(turn: Turn, plan: TurnPlan, model: str) -> str:
         else:
             sent = messages.DOCUMENT_CACHED if usage.cache_write_tokens else messages.DOCUMENT_SENT
             parts.append(sent.render(label=doc.label, chars=len(doc.source)))
-    parts += [messages.PIECE_UNCHANGED.render(name=_named(piece)) for piece in plan.omitted]
-    for piece in plan.pieces:
+    said = rules.summary(plan.pieces, plan.omitted)  # the rules in one part, not a part per file
+    parts += [said] if said else []
+    parts += [messages.PIECE_UNCHANGED.render(name=_named(piece)) for piece in plan.omitted if not rules.is_rule(piece)]
+    for piece in (p for p in plan.pieces if not rules.is_rule(p)):
         if isinstance(piece, ImagePiece):
             parts.append(messages.IMAGE_SENT.render(name=_named(piece), tokens=piece_tokens(piece, model)))
         else:
@@ -212,12 +217,14 @@ def _spent_rows(spent: Sequence[Spent]) -> list[str]:
     rows = []
     for (name, model), items in groups.items():
         priced = [s.usage.cost_usd for s in items if s.usage.cost_usd is not None]
+        searches = sum(s.usage.searches for s in items)
         rows.append(
             messages.COST_ROW.render(
                 name=name,
                 model=model,
                 turns=len(items),
                 tokens=sum((s.usage.input_tokens or 0) + (s.usage.output_tokens or 0) for s in items),
+                searches=messages.COST_SEARCHES.render(count=searches) if searches else "",
                 cost=f"${sum(priced):.6f}" if priced else messages.COST_TOKENS_ONLY.render(),
             )
         )

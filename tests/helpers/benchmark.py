@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -11,6 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "benchmarks"
 
 
+@functools.cache  # one run a test session: two tests read the same output
 def smoke_run(script: str) -> str:
     """``benchmarks/<script> --smoke`` with this checkout imported: its output, or the test fails with it."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
@@ -27,3 +29,11 @@ def smoke_run(script: str) -> str:
     )
     assert done.stdout.strip(), f"{script} --smoke printed nothing"
     return done.stdout
+
+
+def goal_lines(output: str) -> list[str]:
+    """The ``target … PASS/FAIL`` lines a run printed (``benchmarks/goals.py``); the test fails on a malformed one."""
+    lines = [line for line in output.splitlines() if line.startswith("target ")]
+    for line in lines:
+        assert any(f" — {v}" in line for v in ("PASS", "FAIL", "not judged (smoke)")), line
+    return lines

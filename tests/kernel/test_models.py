@@ -41,11 +41,7 @@ def test_the_default_model_is_named_in_one_place():
 def test_models_lists_what_the_key_can_use_marked_by_state_mode(kernel, stub):
     stub.clear()
     run = kernel.run("%gemini models")
-    lines = {
-        line.split()[1] if line.startswith("*") else line.split()[0]: line
-        for line in run.stdout.splitlines()
-        if line.strip().startswith(("*", "gemini"))
-    }
+    lines = {line[3:].split()[0]: line for line in run.stdout.splitlines() if line[3:].startswith("gemini")}
     assert lines[DEFAULT_MODEL].startswith("*") and "contents, interactions" in lines[DEFAULT_MODEL]
     assert "contents, interactions" in lines["gemini-3.1-pro-preview"]
     assert "not for conversations" in lines["gemini-embedding-001"]

@@ -5,12 +5,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import struct
 from pathlib import Path
 
 import pytest
+from helpers.scripts import script
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -22,11 +22,7 @@ _IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+\.png)\)")
 
 
 def _measure_figures():
-    spec = importlib.util.spec_from_file_location("measure_figures", ROOT / "scripts" / "measure_figures.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script("measure_figures")
 
 
 def png_size(path: Path) -> tuple[int, int]:
