@@ -299,7 +299,7 @@ class ContextCaches:
         if entry is not None and entry.model == transport.model and price is not None:
             length, hit = self._kept(entry, contents, length, transport, price, ttl_s, last)
         head = tuple(contents[:length])
-        tokens, sha = self._measure(transport.model, head, transport.tools) if length else (0, None)
+        tokens, sha = self._measure(transport, head) if length else (0, None)
         decision = decide(
             mode=mode,
             price=price,
@@ -332,7 +332,7 @@ class ContextCaches:
         model's answer), else the new one (``length``); and the share of the tail implicit caching served
         on the last turn (0 when the cache can serve no more)."""
         prefix = tuple(contents[: entry.length])
-        if _head_sha(transport.model, prefix, transport.tools) != entry.head_sha:
+        if _head_sha(transport.model, transport.instruction(), prefix, transport.tools) != entry.head_sha:
             return length, 0.0  # the contents changed inside the cache's head: it can serve no more
         tail_contents = contents[entry.length : length]
         tail = sum(part_tokens(p, transport.model) for c in tail_contents for p in c["parts"])
@@ -366,23 +366,25 @@ class ContextCaches:
         if not folding_pays(price, ttl_s, entry.tokens, tail, 1, rounds, hit):
             return 0
         head = tuple(contents)
-        tokens, sha = self._measure(transport.model, head, transport.tools)
+        tokens, sha = self._measure(transport, head)
         reason = messages.CACHE_REPLACE.render(tokens=tokens)
         _, written = self.prepare(
             conv, transport, CacheStep(Decision("create", False, reason), head, tokens, sha, entry), note, ttl_s
         )
         return written
 
-    def _measure(self, model: str, head: tuple[dict[str, Any], ...], tools: tuple[str, ...] = ()) -> tuple[int, str]:
+    def _measure(self, transport: Any, head: tuple[dict[str, Any], ...]) -> tuple[int, str]:
         """The head's estimated tokens and sha; an unchanged head (compared, not serialized) is not hashed again:
-        both depend on the model and the head's parts alone, whichever conversation holds them."""
-        key = (model, tools, [(c["role"], c["parts"]) for c in head])  # text and image parts, compared as they are
+        both depend on the transport's model, instruction and functions and the head's parts alone, whichever
+        conversation holds them."""
+        model, tools, instruction = transport.model, transport.tools, transport.instruction()
+        key = (model, tools, instruction, [(c["role"], c["parts"]) for c in head])  # parts compared as they are
         known = self._measured
         if known is not None and known[0] == key:
             return known[1], known[2]
         settings = json.dumps([SYSTEM_INSTRUCTION, declarations(tools)]) if tools else SYSTEM_INSTRUCTION
         tokens = estimate_tokens(settings) + sum(part_tokens(p, model) for c in head for p in c["parts"])
-        sha = _head_sha(model, head, tools)
+        sha = _head_sha(model, instruction, head, tools)
         self._measured = (key, tokens, sha)
         return tokens, sha
 
@@ -546,9 +548,11 @@ class ContextCaches:
         return entry.name if entry else None
 
 
-def _head_sha(model: str, head: Sequence[dict[str, Any]], tools: tuple[str, ...] = ()) -> str:
-    """The head's identity: a cache made with other functions offered is another head (tools live in it)."""
+def _head_sha(model: str, instruction: str, head: Sequence[dict[str, Any]], tools: tuple[str, ...] = ()) -> str:
+    """The head's identity: a cache made with other functions offered, or under another system instruction (the
+    notebook's rules add a sentence to it once they appear), is another head: both live in the cache, and a
+    request naming a cache cannot send its own instruction."""
     text = json.dumps(
-        [model, SYSTEM_INSTRUCTION, *([list(tools)] if tools else []), list(head)], ensure_ascii=False, sort_keys=True
+        [model, instruction, *([list(tools)] if tools else []), list(head)], ensure_ascii=False, sort_keys=True
     )
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

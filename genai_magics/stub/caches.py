@@ -67,7 +67,8 @@ class CacheStore:
             self.missing_status = 403
 
     def listing(self) -> list[dict[str, Any]]:
-        """Every cache made, oldest first: name, model, tokens, created, ended (delete or expiry), state."""
+        """Every cache made, oldest first: name, model, its system instruction, tokens, created, ended (delete or
+        expiry), state."""
         with self._lock:
             now = self._now()
             out = []
@@ -78,6 +79,7 @@ class CacheStore:
                     {
                         "name": c["name"],
                         "model": c["model"],
+                        "system": c["system"],
                         "tokens": c["tokens"],
                         "state": state,
                         "created": c["created"],

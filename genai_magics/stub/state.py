@@ -120,7 +120,7 @@ class StubState:
 
     @property
     def caches(self) -> list[dict[str, Any]]:
-        """Every cache made, oldest first: name, model, tokens, created, ended (delete or expiry), state."""
+        """Every cache made, oldest first: name, model, system instruction, tokens, created, ended, state."""
         return self.cache_store.listing()
 
     def _minimum(self, model: str) -> int:

@@ -45,7 +45,10 @@ def shell(magic_shell, project):
     named, state.location = state.location, NotebookLocation()
     given = {k: names.pop(k) for k in ("__vsc_ipynb_file__", "__session__") if k in names}
     magic_shell.run("%gemini reset --all")
+    # the cells earlier tests ran stay in the shell: a head they make large would go to a cache, out of the body
+    magic_shell.magics.cache = "off"
     yield magic_shell
+    magic_shell.magics.cache = magic_shell.magics.trait_defaults("cache")
     state.location = named
     names.update(given)
 
@@ -153,3 +156,26 @@ def test_a_transcript_compacted_at_the_input_limit_keeps_the_turn_holding_the_ru
     compacted = [r for r in api_requests(stub) if "leftOut" in all_text(r)]
     assert compacted, "no request was compacted: the test proves nothing"
     assert all("Use polars, not pandas." in all_text(r) for r in compacted)
+
+
+def test_rules_that_appear_after_a_cache_was_made_are_never_read_without_their_instruction(shell, stub, project):
+    """A request naming a cache cannot send its own system instruction: the cache made before the rules appeared
+    holds the instruction without their sentence, so once they appear it is another head and is made again."""
+    root = project.parent.parent
+    for found in (root / "AGENTS.md", project.parent / "AGENTS.md"):
+        found.unlink()
+    document = "doc = 1\n" + "".join(f"# comment line {i:05d} of the document\n" for i in range(600))  # cached
+    shell.run(document, cell_id="d")
+    shell.magics.cache = "auto"
+    for i in range(1, 5):
+        if i == 3:
+            (project.parent / "AGENTS.md").write_text("Plots use matplotlib.\n")
+        shown = shell.run(f"%%gemini_ask --no-tools\nquestion {i}: " + "why " * 60, cell_id=f"q{i}")
+        assert shown.stderr == "", shown.stderr
+    said = "holds the project's conventions, to follow"
+    streams = [r for r in stub.requests if r["kind"] == "stream"]
+    assert any(r["cached_content"] for r in streams[:2]), "no cache before the rules: the test proves nothing"
+    caches = {c["name"]: c for c in stub.caches}
+    for request in streams[2:]:  # with the rules: their sentence in the request or in the cache it reads
+        cache = caches.get(request["cached_content"]) if request["cached_content"] else None
+        assert said in (cache["system"] if cache else all_text(request))
