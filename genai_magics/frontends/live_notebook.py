@@ -56,8 +56,9 @@ class LiveNotebook(NotebookView, Protocol):
         frontend had run it (the kernel ran its code for the agent)."""
 
     def save_view(self, model_id: str, data: dict[str, str]) -> None:
-        """A widget's saved text changed (what happened to a proposal): set it in the outputs showing that
-        widget, for a reopened notebook to show. Sent and forgotten: no reply, nothing to fail."""
+        """A widget's saved text changed (what happened to a proposal, an agent's question, a turn's Undo): set it
+        in the outputs showing that widget, for a reopened notebook to show. Sent and forgotten: no reply, nothing
+        to fail."""
 
 
 class LiveWriter:

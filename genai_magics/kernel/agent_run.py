@@ -4,6 +4,7 @@ approval widget (ui/approval.py) in the agent cell. What the agent's magic hands
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -18,6 +19,7 @@ from ..frontends.cell_runner import (
     Approvals,
     ApproveWrite,
     CellRunner,
+    ShowAsked,
     approval_wait,
     make_approve_write,
 )
@@ -33,6 +35,11 @@ from ..ui.turn_undo_widget import offer_undo
 from .shell_state import ShellState, state_of
 
 Undone = Callable[[], "str | None"]  # an undone turn's outcome recorded; a line when the record cannot be written
+
+
+def approval_in(notebook: LiveNotebook | None) -> ShowAsked:
+    """The approval widget shown in the agent cell, its saved text kept by the live notebook as it is answered."""
+    return functools.partial(show_approval, save_view=notebook.save_view if notebook is not None else None)
 
 
 def turn_run_cell(
@@ -66,7 +73,7 @@ def turn_run_cell(
         shown,
         last_error,
         approvals,
-        show_approval,
+        approval_in(notebook),
         approval_wait(awaited),
         timeout_s=timeout_s,
         check=shell_check(shell),
@@ -75,9 +82,9 @@ def turn_run_cell(
     )
 
 
-def turn_approve_write(approvals: Approvals, awaited: bool, timeout_s: float) -> ApproveWrite:
+def turn_approve_write(approvals: Approvals, awaited: bool, timeout_s: float, live: LiveNotebook) -> ApproveWrite:
     """The hook each agent write calls first (it waits only with ``agent_approve = "all"``)."""
-    return make_approve_write(approvals, show_approval, approval_wait(awaited), timeout_s)
+    return make_approve_write(approvals, approval_in(live), approval_wait(awaited), timeout_s)
 
 
 def agent_failure(exc: Exception, actions: AgentActions | None) -> Exception:

@@ -70,7 +70,7 @@ def agent_actions(
         run=run,
         note=display.note,
         waits=awaited,
-        approve_write=turn_approve_write(approvals, awaited, apply_wait) if live is not None else None,
+        approve_write=turn_approve_write(approvals, awaited, apply_wait, live) if live is not None else None,
         writes_shown=lambda: live is not None and approvals.needed("write"),
         check=shell_check(shell),
         landed=LandedCheck(live, conversation) if live is not None and not awaited else None,

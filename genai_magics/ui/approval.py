@@ -14,7 +14,7 @@ from typing import Any
 from .. import messages
 from ..engine.invisible import hidden_count, marked_html, marked_text
 from ..frontends.cell_runner import Asked, Choice
-from .widgets import shared_styles, widget_bundle
+from .widgets import SaveView, save_bundle, shared_styles, widget_bundle
 
 _CODE = "margin:2px 0;font-size:12px;max-height:24em;overflow:auto"  # the whole text, scrolled
 _WARNING = "font-size:12px;margin-top:4px;color:#9a3412;font-weight:bold"
@@ -64,13 +64,15 @@ def said(asked: Asked) -> str:
 
 
 class ApprovalWidget:
-    """One run (or write) waiting in the agent cell; the buttons go grey once it is answered."""
+    """One run (or write) waiting in the agent cell; the buttons go grey once it is answered, and its saved text
+    (``save_view``, the live notebook's) says how."""
 
-    def __init__(self, asked: Asked):
+    def __init__(self, asked: Asked, save_view: SaveView | None = None):
         import ipywidgets as w
 
         styles = shared_styles(w)
         self.asked = asked
+        self._save_view = save_view
         self.view = w.HTML(value=self._html(), layout=styles.row, style=styles.html_style)
         self.buttons: list[Any] = []
         for description, choice, style, icon in _BUTTONS[asked.kind]:
@@ -91,14 +93,17 @@ class ApprovalWidget:
         for button in self.buttons:
             button.disabled = True
         self.view.value = self._html()
+        save_bundle(self._save_view, self._repr_mimebundle_())
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        # where no widget manager renders it (a saved notebook), the text of what was asked and answered
-        return widget_bundle(self.box.model_id, shown_text(self.asked))
+        # where no widget manager renders it (a saved notebook), the text of what was asked and answered; the
+        # line that the buttons come back only while they wait (an answer is not asked again)
+        return widget_bundle(self.box.model_id, shown_text(self.asked), buttons=self.asked.choice is None)
 
 
-def show_approval(asked: Asked) -> None:
-    """The ``ShowAsked`` of a notebook: the widget displayed in the running agent cell."""
+def show_approval(asked: Asked, save_view: SaveView | None = None) -> None:
+    """The ``ShowAsked`` of a notebook (given the live notebook's ``save_view``): the widget displayed in the
+    running agent cell."""
     from IPython.display import display
 
-    display(ApprovalWidget(asked))
+    display(ApprovalWidget(asked, save_view))

@@ -12,7 +12,7 @@ from .. import messages
 from ..engine.agent import TurnChanges
 from ..frontends.live_notebook import LiveNotebook
 from ..frontends.turn_undo_steps import TurnUndo
-from .widgets import shared_styles, undo_button, widget_bundle
+from .widgets import save_bundle, shared_styles, undo_button, widget_bundle
 
 
 class TurnUndoWidget:
@@ -41,12 +41,13 @@ class TurnUndoWidget:
         if self.button is not None:
             self.button.disabled = undo.state != "ready"
         self.view.value = self._html()
+        save_bundle(undo.notebook.save_view, self._repr_mimebundle_())  # a reopened notebook says what Undo did
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         return widget_bundle(
             self.box.model_id,
             self.undo.message or "Undo: every change of this agent turn",
-            buttons=self.button is not None,
+            buttons=self.button is not None and self.undo.state == "ready",  # an undone turn's Undo is gone for good
         )
 
 

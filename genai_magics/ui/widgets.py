@@ -63,6 +63,13 @@ class _Shared:
 SaveView = Callable[[str, dict[str, str]], None]  # (widget model id, its saved text): LiveNotebook.save_view
 
 
+def save_bundle(save_view: SaveView | None, bundle: dict[str, Any]) -> None:
+    """A widget's state changed (what happened to it): its display bundle (``widget_bundle``) sent as its saved
+    text, for the outputs showing it, so a reopened notebook says what happened and not what was first shown."""
+    if save_view is not None:
+        save_view(bundle[WIDGET_TYPE]["model_id"], {k: v for k, v in bundle.items() if k != WIDGET_TYPE})
+
+
 _SHARED: list[_Shared] = []  # made by the first proposal of this kernel
 
 
@@ -193,9 +200,7 @@ class ProposalWidget:
 
     def _changed(self) -> None:
         self.refresh()
-        if self._save_view is not None:
-            bundle = self._repr_mimebundle_()
-            self._save_view(self.box.model_id, {k: v for k, v in bundle.items() if k != WIDGET_TYPE})
+        save_bundle(self._save_view, self._repr_mimebundle_())
 
     def _view_html(self) -> str:
         status = f'<div style="font-size:12px;margin-top:4px">{html.escape(self.controller.status.text)}</div>'

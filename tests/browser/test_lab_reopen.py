@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from helpers.agent_scenario import AFTER, AGENT, NEW
-from test_lab_agent import run_turn
+from test_lab_agent import CELLS, button, run_turn
 from test_lab_bridge import APPS, NotebookPage, write_notebook
 from test_lab_notebook_edit import save
 from test_lab_restart import restart_kernel
@@ -116,19 +116,45 @@ def test_a_reopened_notebook_shows_the_saved_diff_where_the_widget_was(jupyter_s
     nb.shot("run-again")
 
 
+def agent_saved(page, nb: NotebookPage, path: Path, at: int, *said: messages.Message) -> list[str]:
+    """Saved with Ctrl+S, again till the agent cell's widgets' saved texts hold every message ``said`` (the
+    bridge's saved_view follows the widget updates on screen): those texts."""
+    deadline = time.monotonic() + 15
+    while True:
+        cell = save(page, nb, path)[at]
+        texts = [o["data"]["text/plain"] for o in cell.outputs if WIDGET_VIEW in o.get("data", {})]
+        if all(any(m.within(t) for t in texts) for m in said):
+            return texts
+        assert time.monotonic() < deadline, texts
+
+
 @pytest.mark.parametrize("jupyter_server", APPS, indirect=True)
 def test_a_reopened_agent_turn_shows_its_question_and_undo_as_saved(jupyter_server, page, artifacts, stub_url):
-    """An agent turn's Run question and its Undo, their kernel shut down, the notebook opened again."""
+    """An agent turn's Run question and its Undo, their kernel shut down, the notebook opened again: what
+    happened to each (Run clicked, the turn undone), not what they first said."""
     from playwright.sync_api import expect
 
+    path = jupyter_server.root / "agent.ipynb"
     nb, agent, _before = run_turn(jupyter_server, page, artifacts, stub_url)
-    save(page, nb, jupyter_server.root / "agent.ipynb")
+    # Run was clicked: its question says approved, and only the Undo's buttons come back with the cell
+    texts = agent_saved(page, nb, path, AFTER.index(AGENT), messages.APPROVED_ONCE)
+    assert sum(messages.SAVED_VIEW.render() in t for t in texts) == 1, texts
+    assert not any(messages.APPROVAL_ASKS.within(t) for t in texts), texts
+    button(agent, "Undo").click()
+    expect(agent.locator(".jp-OutputArea")).to_contain_text("Undone", timeout=30_000)
+    at = [cell_id for cell_id, _ in CELLS].index("m")  # the turn undone: the cells as before it
+    texts = agent_saved(page, nb, path, at, messages.APPROVED_ONCE, messages.TURN_UNDONE)
+    lines = [line for t in texts for line in t.splitlines()]
+    said = [next(line for line in lines if m.within(line)) for m in (messages.APPROVED_ONCE, messages.TURN_UNDONE)]
     end_sessions(jupyter_server)
-    nb.open(jupyter_server.notebook_url("agent.ipynb"), len(AFTER))
-    output = nb.cell(AFTER.index(AGENT)).locator(".jp-OutputArea")
-    # the question (what would run) and the Undo, each with the line; no button, no ipywidgets error
-    expect(output.get_by_text(messages.SAVED_VIEW.render())).to_have_count(2, timeout=30_000)
-    expect(output).to_contain_text(NEW.strip())
+    nb.open(jupyter_server.notebook_url("agent.ipynb"), len(CELLS))
+    output = nb.cell(at).locator(".jp-OutputArea")
+    # what would have run, that Run was clicked and that the turn was undone; no line, no button, no error
+    expect(output).to_contain_text(NEW.strip(), timeout=30_000)
+    for line in said:  # approved: the new cell; Undone: the agent's turn (…)
+        expect(output).to_contain_text(line)
+    expect(output.get_by_text(messages.SAVED_VIEW.render())).to_have_count(0)
+    expect(output).not_to_contain_text(messages.APPROVAL_ASKS.render(label="").split(":")[0])
     expect(page.get_by_text(GONE)).to_have_count(0)
     expect(output.locator("button")).to_have_count(0)
     nb.shot("reopened")
