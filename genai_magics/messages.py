@@ -999,7 +999,7 @@ AGENT_PROPOSAL = note(
 )
 
 # -- the agent's runs, their approval and the turn's Undo (frontends/cell_runner.py, ui/approval.py,
-# frontends/turn_undo.py): the model reads the first ones as error results ------------------------
+# frontends/turn_undo_steps.py): the model reads the first ones as error results ------------------------
 RUN_TOP_LEVEL_AWAIT = part(
     "RUN_TOP_LEVEL_AWAIT",
     "run_cell: this cell uses top-level await, which cannot run inside the running agent cell; ask the user to run it",

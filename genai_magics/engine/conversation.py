@@ -156,6 +156,44 @@ class TurnPlan:
     restarted: bool = False  # interactions: a new chain started for its cost, seeded with every earlier turn
 
 
+def _pieces_sent(
+    pieces: Sequence[ContextPiece], holds: SyncState
+) -> tuple[tuple[ContextPiece, ...], tuple[ContextPiece, ...]]:
+    """Rule: a context piece goes only when the model does not hold it as it is (its hash); (sent, omitted)."""
+    sent = tuple(p for p in pieces if holds.context_hashes.get(p.key) != p.sha256)
+    return sent, tuple(p for p in pieces if p not in sent)
+
+
+def _payload(
+    mode: Mode,
+    prompt: str,
+    document: Document | None,
+    send_source: bool,
+    patch: str | None,
+    synchronized: bool,
+    sent: tuple[ContextPiece, ...],
+    outcomes: dict[str, str],
+    digest: tuple[Turn, ...],
+    whole: bool,
+) -> dict[str, Any]:
+    """The user turn's JSON: the document's label goes with its source or its patch; a new chain's digest of
+    earlier turns (``whole``: every turn, in full) goes last."""
+    payload = user_payload(
+        mode,
+        prompt,
+        current_source=document.source if send_source and document is not None else None,
+        source_patch=patch,
+        synchronized=synchronized,
+        pieces=list(sent),
+        proposal_outcomes=outcomes,
+    )
+    if (send_source or patch is not None) and document is not None:
+        payload["document"] = document.label
+    if digest:
+        payload["earlierTurns"] = [_digested(t, whole) for t in digest]
+    return payload
+
+
 def _digested(turn: Turn, whole: bool) -> dict[str, Any]:
     """An earlier turn as a new chain learns it: its prompt and reply (``whole``, or clipped to keep a chain
     started at the input limit small), its outcome, and what it fetched as the calls that fetch it again
@@ -251,47 +289,20 @@ class Conversation:
         patches: bool = True,
         restart: bool = False,
     ) -> TurnPlan:
+        """What this turn sends, each rule in its step: a new server chain or the same (``_chain_start``), the
+        document held as it is (``_synchronized``), sent whole, as a patch or not at all (``_document_sent``),
+        the context pieces the model does not hold (``_pieces_sent``), the user turn's JSON (``_payload``)."""
         state_mode = state_mode or self.state_mode
         interactions = state_mode == "interactions"
-        # A new server chain holds nothing, so everything is sent again: after
-        # contents turns, when the server lost the chain, when the chain holds
-        # more than max_chain_versions full copies of the code (the server cannot
-        # compact them, and the model reads them all on every turn), or when the
-        # send stage found a new chain cheaper (``restart``: seeded with every earlier
-        # turn, what the model fetched as the calls that fetch it again).
-        lost = self.last_interaction_id is None and bool(self.history)
-        crowded = bool(max_chain_versions) and len(self.chain_versions) > max_chain_versions
-        new_chain = interactions and (lost or crowded or (restart and bool(self.history)))
+        new_chain, whole = self._chain_start(interactions, max_chain_versions, restart)
         holds = SyncState() if new_chain else self.sync
-        synchronized = (
-            document is not None
-            and holds.active_document_sha256 == document.sha256
-            and (document.sha256 == self.chain_head() if interactions else self._renders(document))
-        )
-        patch = (
-            self._hand_edit_patch(document, interactions)
-            if document is not None and not synchronized and patches and not new_chain
-            else None
-        )
-        send_source = document is not None and not synchronized and patch is None
-        sent = tuple(p for p in pieces if holds.context_hashes.get(p.key) != p.sha256)
-        omitted = tuple(p for p in pieces if p not in sent)
-        outcomes = self._untold_outcomes() if interactions and not new_chain else {}
-        payload = user_payload(
-            mode,
-            prompt,
-            current_source=document.source if send_source and document is not None else None,
-            source_patch=patch,
-            synchronized=synchronized,
-            pieces=list(sent),
-            proposal_outcomes=outcomes,
-        )
-        if (send_source or patch is not None) and document is not None:
-            payload["document"] = document.label
-        whole = restart and not (lost or crowded)  # a chain given up for its cost: every turn, as said
-        digest = (tuple(self.history) if whole else tuple(self.history[-DIGEST_TURNS:])) if new_chain else ()
-        if digest:
-            payload["earlierTurns"] = [_digested(t, whole) for t in digest]
+        synchronized = self._synchronized(document, holds, interactions)
+        send_source, patch = self._document_sent(document, synchronized, patches and not new_chain, interactions)
+        sent, omitted = _pieces_sent(pieces, holds)
+        continued = interactions and not new_chain  # the server chain goes on: it holds the earlier turns
+        outcomes = self._untold_outcomes() if continued else {}
+        digest = self._digest(whole) if new_chain else ()
+        payload = _payload(mode, prompt, document, send_source, patch, synchronized, sent, outcomes, digest, whole)
         return TurnPlan(
             mode=mode,
             prompt=prompt,
@@ -303,12 +314,47 @@ class Conversation:
             synchronized=synchronized,
             pieces=sent,
             omitted=omitted,
-            previous_interaction_id=self.last_interaction_id if interactions and not new_chain else None,
+            previous_interaction_id=self.last_interaction_id if continued else None,
             proposal_outcomes=outcomes,
             new_chain_digest=digest,
             payload=payload,
             restarted=new_chain and whole,
         )
+
+    def _chain_start(self, interactions: bool, max_chain_versions: int, restart: bool) -> tuple[bool, bool]:
+        """Rule: whether this turn starts a new server chain, and whether its digest is every earlier turn.
+
+        A new chain holds nothing, so everything is sent again: after contents turns, when the server lost
+        the chain, when the chain holds more than max_chain_versions full copies of the code (the server
+        cannot compact them, and the model reads them all on every turn), or when the send stage found a
+        new chain cheaper (``restart``: seeded with every earlier turn, what the model fetched as the calls
+        that fetch it again). Only a chain given up for its cost carries every turn (``whole``)."""
+        lost = self.last_interaction_id is None and bool(self.history)
+        crowded = bool(max_chain_versions) and len(self.chain_versions) > max_chain_versions
+        new_chain = interactions and (lost or crowded or (restart and bool(self.history)))
+        return new_chain, restart and not (lost or crowded)
+
+    def _synchronized(self, document: Document | None, holds: SyncState, interactions: bool) -> bool:
+        """Rule: the model holds this document as it is now: its active version, and in interactions mode the
+        server chain's head, in contents mode rendered by the transcript (``_renders``)."""
+        if document is None or holds.active_document_sha256 != document.sha256:
+            return False
+        return document.sha256 == self.chain_head() if interactions else self._renders(document)
+
+    def _document_sent(
+        self, document: Document | None, synchronized: bool, patches: bool, interactions: bool
+    ) -> tuple[bool, str | None]:
+        """Rule: how the document goes with the request (whole, a patch, or not at all): nothing when the model
+        holds it as it is; a patch of the user's edits when ``patches`` allows one (never on a new chain) and it
+        is small enough (``_hand_edit_patch``); else the whole source."""
+        if document is None or synchronized:
+            return False, None
+        patch = self._hand_edit_patch(document, interactions) if patches else None
+        return patch is None, patch
+
+    def _digest(self, whole: bool) -> tuple[Turn, ...]:
+        """The earlier turns a new chain is seeded with: every one (``whole``), else the last DIGEST_TURNS."""
+        return tuple(self.history) if whole else tuple(self.history[-DIGEST_TURNS:])
 
     def _renders(self, document: Document) -> bool:
         """The transcript renders the document, with no more patches and edits on it than a new copy costs."""

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..engine.code_risks import risks
-from ..engine.steering import Ours, ToPython, ours_by_name, steering
+if TYPE_CHECKING:  # the rules are imported at their first use: %load_ext needs none of them (issue 42)
+    from ..engine.steering import Ours, ToPython
 
 STEERS = "steers the assistant or its approvals"  # a risk named first where a write would (agent_approve "all")
 
@@ -28,6 +28,13 @@ def ipython_python(source: str) -> str | None:
         return None
 
 
+def ours_by_name(name: str) -> bool:
+    """engine/steering.py's ``ours_by_name``, imported when first asked."""
+    from ..engine.steering import ours_by_name as by_name
+
+    return by_name(name)
+
+
 @dataclass(frozen=True)
 class CodeCheck:
     """What a cell's code does that the agent may not write unseen or run, and what deserves a second look."""
@@ -36,10 +43,14 @@ class CodeCheck:
     ours: Ours = ours_by_name
 
     def steering(self, source: str) -> tuple[str, ...]:
+        from ..engine.steering import steering
+
         return steering(source, self.to_python, self.ours)
 
     def risks(self, source: str) -> tuple[str, ...]:
         """The risk line's risks: ``STEERS`` first where the code steers the assistant, then engine/code_risks.py's."""
+        from ..engine.code_risks import risks
+
         return ((STEERS,) if self.steering(source) else ()) + risks(source, self.to_python)
 
 

@@ -40,9 +40,10 @@ class Caps:
     session: float | None = None
 
 
-def total(spent: Sequence[Spent]) -> float:
-    """US$ of the priced turns (a turn of a model without a price adds nothing: tokens only)."""
-    return sum(s.usage.cost_usd or 0.0 for s in spent)
+def total(spent: Sequence[Spent], before: float = 0.0) -> float:
+    """US$ of the priced turns (a turn of a model without a price adds nothing: tokens only), added in
+    order to ``before`` (a running total: the same float as summing all at once)."""
+    return sum((s.usage.cost_usd or 0.0 for s in spent), before)
 
 
 def check_cap(name: str, value: Any) -> float | None:

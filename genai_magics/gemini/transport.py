@@ -21,7 +21,7 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..engine.agent import AGENT_INSTRUCTION, agent_declarations
+from ..engine.agent import AGENT_FUNCTIONS, AGENT_INSTRUCTION, agent_declarations
 from ..engine.contents import Contents, Rendered, Squeeze, render
 from ..engine.conversation import Turn, TurnPlan, Usage
 from ..engine.grounding import Grounding, from_interaction, from_metadata
@@ -126,8 +126,9 @@ class Transport(Protocol):
 
 
 def body_bytes(body: dict[str, Any]) -> int:
-    # counted after the answer came: it must never fail (the plan stage checks the text before sending)
-    return len(json.dumps(body, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    # counted after the answer came: it must never fail (the plan stage checks the text before sending).
+    # A body is built fresh, never circular: not checking saves ~20% of the count, done twice a turn.
+    return len(json.dumps(body, ensure_ascii=False, check_circular=False).encode("utf-8", "surrogatepass"))
 
 
 @functools.lru_cache(maxsize=32)
@@ -175,7 +176,8 @@ class _Transport:
         head = SYSTEM_INSTRUCTION + (RULES_INSTRUCTION if self.rules else "")
         if not self.tools:
             return head
-        acting = f"{AGENT_INSTRUCTION}\n" if agent_declarations(self.tools) else ""
+        # named, not declared: the declarations are parsed anew for each request's settings, not for a yes/no
+        acting = f"{AGENT_INSTRUCTION}\n" if any(name in AGENT_FUNCTIONS for name in self.tools) else ""
         return f"{head}{TOOLS_INSTRUCTION}\n{acting}"
 
     def declared(self) -> list[dict[str, Any]]:

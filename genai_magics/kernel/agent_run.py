@@ -31,7 +31,7 @@ from ..turn.requests import Settings, TurnOutcome, TurnRequest
 from ..turn.session import Session
 from ..ui.approval import show_approval
 from ..ui.landed_line import show_landed_line
-from ..ui.turn_undo import offer_undo
+from ..ui.turn_undo_widget import offer_undo
 from .shell_state import ShellState, state_of
 
 Undone = Callable[[], "str | None"]  # an undone turn's outcome recorded; a line when the record cannot be written

@@ -22,7 +22,7 @@ from ..persistence.keeper import RecordKeeper
 from ..sources import rules as rules_source
 from ..ui import report
 from ..ui.display import NotebookDisplay
-from ..ui.turn_undo import undo_latest
+from ..ui.turn_undo_widget import undo_latest
 from ..ui.widgets import OutcomeLine
 from .options import GeminiOptions
 from .shell_state import ShellState

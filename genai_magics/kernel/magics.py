@@ -4,7 +4,7 @@ The flags are ``magic_flags.py``; what the kernel keeps per shell, ``shell_state
 frontend of a turn, ``frontends/frontend.py`` (``for_run``); a staged Apply written on the
 magic cell's next run, ``frontends/cell_writer.py``; the proposal shown,
 ``ui/proposal_display.py``; the --error/--vars/--interpolate context, ``sources/explicit.py``;
-the %gemini subcommands, the table in ``line_commands.py``.
+the %gemini subcommands, the table in ``line_commands.py``; an agent turn's wiring, ``agent_turn.py``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from argparse import Namespace
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import cast
 
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
@@ -23,36 +22,29 @@ from IPython.core.magic import cell_magic, line_magic, magics_class, no_var_expa
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from .. import messages
-from ..engine.agent import TurnChanges, agent_results, step_line
-from ..engine.cells import WHOLE_NOTEBOOK, is_genai_magic
-from ..engine.conversation import Conversation, Mode, Turn
+from ..engine.agent import agent_results, step_line
+from ..engine.conversation import Mode
 from ..engine.errors import UserError
 from ..engine.grounding import sources_markdown
-from ..engine.hashing import sha256_text
-from ..engine.notebook_text import notebook_text
 from ..engine.redaction import redact, remember_keys
 from ..frontends import frontend as frontends
-from ..frontends import kernel_compat, waiting
-from ..frontends.agent_actions import AgentActions, RunCell, TurnView, cannot_run
+from ..frontends import kernel_compat
 from ..frontends.bridge import Bridge
-from ..frontends.cell_runner import Approvals, Approve
 from ..frontends.cell_writer import write_staged
-from ..frontends.code_check import shell_check
-from ..frontends.landed import LandedCheck
-from ..frontends.live_notebook import LiveNotebook
 from ..frontends.notebook_view import path_of_cell_uri
 from ..frontends.terminal import is_terminal, typed_source
-from ..sources.explicit import explicit_context
+from ..sources.explicit import ExplicitContext, explicit_context
 from ..sources.tools import ShellReader
 from ..turn import pipeline
 from ..turn.requests import Settings, TurnOutcome
-from ..turn.send import drive, drive_async
+from ..turn.send import Steps, drive
 from ..turn.session import Session
 from ..ui import report
 from ..ui.display import NotebookDisplay, TerminalDisplay
 from ..ui.proposal import ProposalController
 from ..ui.proposal_display import Place, Proposed, show_proposal
-from .agent_run import agent_failure, end_agent_turn, told_not_landed, turn_approve_write, turn_run_cell, turn_undone
+from .agent_run import told_not_landed
+from .agent_turn import AgentTurn, Shown, agent_actions
 from .line_commands import COMMANDS, HELP, Call, chosen
 from .line_syntax import split_prompt
 from .magic_flags import documented, plain_help, takes_value, turn_arguments, turn_request, with_defaults
@@ -231,35 +223,89 @@ class GeminiMagics(GeminiOptions):
     def _turn(self, mode: Mode, magic, line: str, cell: str | None, agent: bool = False) -> Awaitable[None] | None:
         """Run one turn; what IPython gets back is None, or an awaitable while a proposal waits for its click
         (an awaited agent cell: the awaitable drives the whole turn)."""
-        if self._inside_agent_run("gemini_agent" if agent else f"gemini_{mode}"):
+        name = "gemini_agent" if agent else f"gemini_{mode}"
+        if self._not_started(name):
             return None
+        args, words = self._arguments(magic, line, cell, name)
+        if args is None:
+            return None
+        args, settings = self._turn_settings(args, agent)
+        display = TerminalDisplay(mode) if is_terminal(self.shell) else NotebookDisplay(mode)
+        asked = self._asked(args, words, cell, display)
+        if asked is None:
+            return None
+        frontend = self._turn_frontend(display)
+        request = told_not_landed(self.shell_state, turn_request(mode, args, asked, agent))
+        reader = ShellReader(self.shell, self._cell_for_filename)
+        agent_turn = None
+        if agent:
+            agent_turn = self._agent_turn(frontend, settings, display, request.conversation, asked.prompt)
+            frontend = agent_turn.frontend  # the turn's reads see its own changes
+        if not args.dry_run:
+            display.start(f"asking {request.model or settings.model}")
+        steps = pipeline.steps(self.session, request, settings, display, frontend, reader)
+        shown = functools.partial(
+            self._shown, mode, frontend=frontend, instruction=asked.prompt, display=display, agent=agent_turn
+        )
+        return self._driven(steps, display, shown, agent_turn)
+
+    def _turn_settings(self, args: Namespace, agent: bool) -> tuple[Namespace, Settings]:
+        """The options as this turn's settings; an agent turn's flags take their defaults, its --approve
+        overrides ``agent_approve``."""
+        settings = self._settings()
+        if not agent:
+            return args, settings
+        args = with_defaults(args)
+        return args, replace(settings, agent_approve=args.approve or settings.agent_approve)
+
+    def _agent_turn(
+        self, frontend: frontends.Frontend, settings: Settings, display, conversation: str, prompt: str
+    ) -> AgentTurn:
+        """An agent turn's actions wired to this shell (kernel/agent_turn.py), its frontend's view the turn's
+        own; with ``agent_approve = "none"`` through a live notebook, a line says nothing will ask."""
+        shell, session = self.shell, self.session
+        actions = agent_actions(
+            shell, session, frontend, settings, display, conversation, self._cell_for_filename, self.apply_wait
+        )
+        if settings.agent_approve == "none" and actions.live is not None:
+            display.note(messages.AGENT_APPROVE_NONE.render())  # said every turn: nothing will ask
+        frontend = replace(frontend, view=actions.view)
+        return AgentTurn(self.shell_state, actions, frontend, conversation, prompt, display, self._place)
+
+    def _not_started(self, magic: str) -> bool:
+        """Rule: a magic whose turn does not start says why in one line: called from a cell the agent runs
+        (whatever way its code reached it), or its cell's staged Apply written instead. A request that starts
+        is the one that tells an agent turn's Undo the notebook's own undo took its turn back."""
+        if self._inside_agent_run(magic):
+            return True
         record = self.session.executed
         if write_staged(self.shell_state.staged, record, lambda text: self.shell.set_next_input(text, replace=True)):
             print(messages.PREFIX + messages.STAGED_WRITTEN.render())
-            return None
-        for undo in self.shell_state.agent_undos:  # the notebook's own undo took one back: this request says so
+            return True
+        for undo in self.shell_state.agent_undos:
             undo.notice_taken_back()
-        # a flag's name after the first word of the prompt is prompt text (also on a %% line)
+        return False
+
+    def _arguments(self, magic, line: str, cell: str | None, name: str) -> tuple[Namespace | None, str]:
+        """The magic line's flags, and the prompt's words before them (a flag's name after the first word of the
+        prompt is prompt text, also on a %% line); None and one line when the flags do not parse."""
         line, words = split_prompt(line, takes_value(magic))
         try:
-            args = _parsed(magic, line)
+            return _parsed(magic, line), words
         except UsageError as exc:
-            name = "gemini_agent" if agent else f"gemini_{mode}"
             NotebookDisplay.error(messages.USAGE.render(error=exc, magic=f"{'%' if cell is not None else ''}{name}"))
-            return None
-        settings = self._settings()
-        if agent:
-            args = with_defaults(args)
-            settings = replace(settings, agent_approve=args.approve or settings.agent_approve)
-        display = TerminalDisplay(mode) if is_terminal(self.shell) else NotebookDisplay(mode)
+            return None, words
+
+    def _asked(self, args: Namespace, words: str, cell: str | None, display) -> ExplicitContext | None:
+        """The prompt (the line's words, then the cell) with the context its flags ask for by name; None and one
+        line when it is over ``max_prompt_bytes`` or --error finds no exception."""
         body = "\n".join(part for part in (words, " ".join(args.words), cell or "") if part)
         size = len(body.encode("utf-8", "surrogatepass"))
         if size > self.max_prompt_bytes:
             display.error(messages.PROMPT_OVER_CAP.render(size=size, cap=self.max_prompt_bytes))
             return None
-        frontend = self._frontend()  # the one frontend of this turn
         try:
-            asked = explicit_context(
+            return explicit_context(
                 self.shell,
                 body,
                 error=args.error,
@@ -271,33 +317,32 @@ class GeminiMagics(GeminiOptions):
         except UserError as exc:
             display.error(str(exc))
             return None
-        request = told_not_landed(self.shell_state, turn_request(mode, args, asked, agent))
+
+    def _turn_frontend(self, display) -> frontends.Frontend:
+        """The one frontend of this turn; a line when its view of the notebook is behind."""
+        frontend = self._frontend()
         if frontend.stale:
             display.note(messages.VIEW_BEHIND.render())
-        reader = ShellReader(self.shell, self._cell_for_filename)
-        actions = None
-        if agent:
-            actions = self._agent_actions(frontend, settings, display, request.conversation)
-            if settings.agent_approve == "none" and actions.live is not None:
-                display.note(messages.AGENT_APPROVE_NONE.render())  # said every turn: nothing will ask
-            frontend = replace(frontend, view=actions.view)  # the turn's reads see its own changes
-        if not args.dry_run:
-            display.start(f"asking {request.model or settings.model}")
-        steps = pipeline.steps(self.session, request, settings, display, frontend, reader)
-        if actions is not None and actions.waits:
-            return self._agent_awaited(steps, actions, frontend, request.conversation, asked.prompt, display)
+        return frontend
+
+    def _driven(self, steps: Steps, display, shown: Shown, agent_turn: AgentTurn | None) -> Awaitable[None] | None:
+        """Rule: an awaited agent cell is driven by the awaitable IPython gets (its calls' answers awaited); any
+        other turn on this thread (the stop button interrupts it). A failure is one line unless debugging; an
+        agent turn's loses nothing it wrote (``AgentTurn.failed``)."""
+        if agent_turn is not None and agent_turn.actions.waits:
+            return agent_turn.awaited(steps, shown, self.debug)
         try:
             with kernel_compat.interruptible():
-                outcome = drive(steps, actions.answer if actions is not None else None)  # type: ignore[arg-type]
-        except Exception as exc:  # a UserError, or a bug of ours: one line unless debugging
-            display.failed(agent_failure(exc, actions), self.debug)
-            if actions is not None:
-                return self._agent_unfinished(actions, frontend, request.conversation, asked.prompt, display)
+                outcome = drive(steps, agent_turn.actions.answer if agent_turn is not None else None)  # type: ignore[arg-type]
+        except Exception as exc:  # a UserError, or a bug of ours
+            if agent_turn is not None:
+                return agent_turn.failed(exc, self.debug)
+            display.failed(exc, self.debug)
             return None
-        shown = self._shown(mode, outcome, frontend, asked.prompt, display, actions)
-        if actions is not None:
-            end_agent_turn(self.shell_state, actions, turn_undone(self.session, outcome))
-        return shown
+        answer = shown(outcome)
+        if agent_turn is not None:
+            agent_turn.answered(outcome)
+        return answer
 
     def _inside_agent_run(self, magic: str) -> bool:
         """A cell the agent runs called this magic (whatever way its code reached it): refused with one line."""
@@ -306,105 +351,8 @@ class GeminiMagics(GeminiOptions):
         NotebookDisplay.error(messages.MAGIC_IN_AGENT_RUN.render(magic=magic))
         return True
 
-    # -- the agent -------------------------------------------------------------
-    def _agent_actions(
-        self, frontend: frontends.Frontend, settings: Settings, display, conversation: str
-    ) -> AgentActions:
-        """What answers this agent turn's calls: through the live notebook where there is one, waiting for
-        its replies (and approvals) only where the cell is awaited (frontends/waiting.py); elsewhere each change
-        is proven landed once the frontend answers (frontends/landed.py)."""
-        live = frontend.live
-        if isinstance(live, Bridge):
-            live.one_undo_step()  # the turn's writes: one step of JupyterLab's notebook undo
-        view = TurnView(frontend.view)
-        documents = self.session.documents
-        awaited = waiting.will_be_awaited()
-        approvals = Approvals(cast(Approve, settings.agent_approve))  # one per turn: Run all covers its runs
-        return AgentActions(
-            live=live,
-            view=view,
-            own_id=self.session.executed.running_id,
-            find=lambda ref, name: documents.find_cell(view, ref, name),
-            label=lambda cell: documents.label(view, cell),
-            run=self._run_cell(live, settings, approvals, awaited, view.changes),
-            note=display.note,
-            waits=awaited,
-            approve_write=turn_approve_write(approvals, awaited, self.apply_wait, live) if live is not None else None,
-            writes_shown=lambda: live is not None and approvals.needed("write"),
-            check=shell_check(self.shell),
-            landed=LandedCheck(live, conversation) if live is not None and not awaited else None,
-        )
-
-    def _run_cell(
-        self, live: LiveNotebook | None, settings: Settings, approvals: Approvals, awaited: bool, changes: TurnChanges
-    ) -> RunCell:
-        """How run_cell runs a cell here: by this kernel, through the live notebook, after the approval that
-        ``agent_approve`` asks for (kernel/agent_run.py); without a live notebook, none runs."""
-        if live is None:
-            return cannot_run
-        shell, session = self.shell, self.session
-        return turn_run_cell(
-            shell, live, session, settings, self._cell_for_filename, approvals, awaited, self.apply_wait, changes
-        )
-
-    async def _agent_awaited(
-        self, steps, actions: AgentActions, frontend, conversation: str, prompt: str, display
-    ) -> None:
-        """The awaited agent cell: the turn driven with its calls' answers awaited (``send.drive_async``)."""
-        try:
-            outcome = await drive_async(steps, actions.answer)
-        except Exception as exc:  # a UserError (STOPPED included), or a bug of ours: one line
-            display.failed(agent_failure(exc, actions), self.debug)
-            unfinished = self._agent_unfinished(actions, frontend, conversation, prompt, display)
-            if unfinished is not None:
-                await unfinished
-            return
-        shown = self._shown("ask", outcome, frontend, prompt, display, actions)
-        end_agent_turn(self.shell_state, actions, turn_undone(self.session, outcome))
-        if shown is not None:
-            await shown
-
-    def _agent_unfinished(
-        self, actions: AgentActions, frontend, conversation: str, prompt: str, display
-    ) -> Awaitable[None] | None:
-        """Rule: an agent turn stopped or failed (its one line shown) loses nothing it wrote: through the live
-        notebook its writes stay, undoable as one; without one, the writes made so far are one --notebook
-        proposal (Copy), as a finished turn's are."""
-        end_agent_turn(self.shell_state, actions)
-        if actions.live is not None or not actions.changes:
-            return None
-        conv = self.session.conversations.get(conversation) or Conversation(conversation)  # none if it was the first
-        index = conv.history[-1].index + 1 if conv.history else 1
-        return self._agent_proposal(conv, index, actions, frontend, prompt, display)
-
-    def _agent_proposal(self, conv: Conversation, index: int, actions: AgentActions, frontend, prompt: str, display):
-        """No live notebook: the turn's changes (``index`` of ``conv``) as one --notebook proposal (Copy), its
-        diff and buttons."""
-        own = actions.own_id
-
-        def text(cells) -> str:
-            return notebook_text(c for c in cells if c.id != own and not is_genai_magic(c.source))
-
-        base, proposal = text(actions.view.base.cells()), text(actions.view.cells())
-        display.note(messages.AGENT_PROPOSAL.render(count=len(actions.changes.items)))
-        proposed_turn = Turn(
-            index,
-            "edit",
-            prompt,
-            conv.state_mode,
-            document_key=WHOLE_NOTEBOOK,
-            document_label="the notebook",
-            base_source=base,
-            base_sha256=sha256_text(base),
-            proposal_source=proposal,
-            proposal_sha256=sha256_text(proposal),
-            outcome="proposed",
-        )
-        proposed = Proposed(conv, proposed_turn, None, prompt, False)
-        return show_proposal(proposed, frontend, self._place(), lambda: None)
-
     def _shown(
-        self, mode: Mode, outcome: TurnOutcome, frontend, instruction: str, display, actions: AgentActions | None = None
+        self, mode: Mode, outcome: TurnOutcome, frontend, instruction: str, display, agent: AgentTurn | None = None
     ) -> Awaitable[None] | None:
         """The answer (or the dry run's request) and its footer; an edit's proposal with its buttons; an agent
         turn's changes without a live notebook as one proposal."""
@@ -413,6 +361,7 @@ class GeminiMagics(GeminiOptions):
             return None
         turn = outcome.turn
         assert turn is not None  # only a dry run has no turn
+        actions = agent.actions if agent is not None else None
         if actions is not None and outcome.replayed is not None:  # its steps as they were: nothing made again
             for result in agent_results(turn.tool_rounds):
                 display.note(step_line(result))
@@ -427,9 +376,9 @@ class GeminiMagics(GeminiOptions):
         else:
             assert outcome.plan is not None  # a turn that was sent has its plan
             footer = report.footer(turn, outcome.plan, outcome.model)
-        if actions is not None and actions.live is None and actions.changes and outcome.replayed is None:
+        if agent is not None and agent.actions.live is None and agent.actions.changes and outcome.replayed is None:
             display.footer(footer)
-            return self._agent_proposal(outcome.conversation, turn.index, actions, frontend, instruction, display)
+            return agent.proposal(outcome.conversation, turn.index)
         if mode != "edit" or turn.proposal_source is None:
             display.footer(footer)
             return None

@@ -18,7 +18,7 @@ from ..frontends.cell_writer import StagedApply
 from ..frontends.companion import Companion
 from ..frontends.landed import LandedCheck
 from ..frontends.notebook_view import NotebookLocation
-from ..frontends.turn_undo import TurnUndo
+from ..frontends.turn_undo_steps import TurnUndo
 from ..turn.session import Session
 from ..ui.proposal import ProposalController
 

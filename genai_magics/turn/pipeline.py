@@ -25,7 +25,6 @@ from ..engine.rules import has_rules, settings_with, summary
 from ..engine.text import estimate_tokens
 from ..engine.tools import ToolCall, ToolResult
 from ..frontends.notebook_view import NotebookView
-from ..gemini import budget
 from ..gemini.caching import CacheStep
 from ..gemini.models import searches_beside_functions
 from ..gemini.pricing import price_for
@@ -337,7 +336,7 @@ def send(session: Session, planned: Planned, settings: Settings, display: TurnDi
         transport,
         notices,
         session.caches,
-        session_spent=budget.total(session.spent),
+        session_spent=session.spent_usd,
         started=session.conversations.get(conv.name) is conv,
         limits=session.limits,
     )
@@ -348,7 +347,7 @@ def send(session: Session, planned: Planned, settings: Settings, display: TurnDi
             spent = Spent(
                 conv.name, model, sender.billed, failed=True, estimated=sender.estimated
             )  # priced per request
-            session.spent.append(spent)
+            session.bill(spent)
             _noted(display, lambda: session.keeper.failed(spent), messages.BILL_NOT_RECORDED)
         raise
 
@@ -363,7 +362,7 @@ def commit(session: Session, sent: Sent, display: TurnDisplay) -> Turn:
         replaced.closed = True
         session.caches.release(replaced)
     session.conversations[conv.name] = conv  # a conversation exists once a turn succeeded
-    session.spent.append(_spent(sent))
+    session.bill(_spent(sent))
     return turn
 
 

@@ -42,6 +42,7 @@ from ..engine.errors import UserError
 from ..engine.grounding import Grounding, joined
 from ..engine.text import estimate_tokens
 from ..engine.tools import (
+    Holdings,
     ToolCall,
     ToolResult,
     ToolRound,
@@ -313,23 +314,8 @@ class TurnSend:
         once, and the next request turns calling off; a request the budget lets go only with calling off
         (``request``) is the last. The loop ends at the first reply without calls (or at a bound). A result
         the model holds unchanged goes as a short marker (engine/tools.py)."""
-        tools = self.planned.resolved.tools
-        conv = self.conv
-        new_chain = plan.state_mode == "interactions" and plan.previous_interaction_id is None
-        index = conv.history[-1].index + 1 if conv.history else 1
-        held = holdings(index, {} if new_chain else conv.sync.context_hashes, sent_turns(conv.history), plan.pieces)
-        offered = self.transport.tools if tools is not None else ()
-        agent = any(name in offered for name in AGENT_FUNCTIONS)
-        max_calls = self.settings.max_agent_steps if agent else self.settings.max_tool_calls
-
-        def answered_here(call: ToolCall) -> ToolResult:
-            why = bad_call(call, offered)
-            if why is not None or tools is None:
-                return error_result(call, why or "")
-            result = tools.answer(call, held)
-            self.display.note(_call_line(result))
-            return result
-
+        offered, agent, max_calls = self._call_bound()
+        held = self._held(plan)
         rounds: list[ToolRound] = []
         groundings: list[Grounding | None] = []
         total: Usage | None = None
@@ -343,22 +329,55 @@ class TurnSend:
                 return TurnResult(reply.text, total, reply.interaction_id, tuple(rounds), joined(groundings))
             results: list[ToolResult] = []
             for call in reply.calls:
-                if made >= max_calls:
-                    result = error_result(call, LIMIT_REACHED)
-                elif call.name in AGENT_FUNCTIONS and call.name in offered:
-                    why = bad_agent_call(call)
-                    self._acted = self._acted or why is None
-                    result = error_result(call, why) if why is not None else (yield call)
-                    if why is not None:
-                        self.display.note(_call_line(result))
-                else:
-                    result = answered_here(call)
+                results.append((yield from self._answer(call, offered, held, made >= max_calls)))
                 made += 1
-                results.append(result)
             rounds.append(ToolRound(tuple(results), reply.model_content))
             if made >= max_calls:
                 bound = messages.AGENT_STEPS_LIMIT if agent else messages.TOOL_LIMIT
                 self.display.note(bound.render(count=max_calls))
+
+    def _call_bound(self) -> tuple[tuple[str, ...], bool, int]:
+        """Rule: the functions offered (none without the read-only tools), whether the turn is an agent's (it
+        offers an agent function), and the turn's bound on calls: ``max_agent_steps`` for an agent turn,
+        where every call counts, else ``max_tool_calls``."""
+        offered = self.transport.tools if self.planned.resolved.tools is not None else ()
+        agent = any(name in offered for name in AGENT_FUNCTIONS)
+        return offered, agent, self.settings.max_agent_steps if agent else self.settings.max_tool_calls
+
+    def _held(self, plan: TurnPlan) -> Holdings:
+        """What the model holds at the turn's start (a new chain: nothing of the earlier turns' context), so a
+        result it holds unchanged goes as a short marker."""
+        conv = self.conv
+        new_chain = plan.state_mode == "interactions" and plan.previous_interaction_id is None
+        index = conv.history[-1].index + 1 if conv.history else 1
+        return holdings(index, {} if new_chain else conv.sync.context_hashes, sent_turns(conv.history), plan.pieces)
+
+    def _answer(self, call: ToolCall, offered: tuple[str, ...], held: Holdings, past_bound: bool) -> Steps[ToolResult]:
+        """Rule: one call's result: past the turn's bound, the limit's error result; an agent function offered,
+        yielded to the driver (bad arguments: an error result the model reads, and its line); any other call
+        answered here."""
+        if past_bound:
+            return error_result(call, LIMIT_REACHED)
+        if call.name in AGENT_FUNCTIONS and call.name in offered:
+            why = bad_agent_call(call)
+            self._acted = self._acted or why is None
+            if why is None:
+                return (yield call)
+            result = error_result(call, why)
+            self.display.note(_call_line(result))
+            return result
+        return self._answered_here(call, offered, held)
+
+    def _answered_here(self, call: ToolCall, offered: tuple[str, ...], held: Holdings) -> ToolResult:
+        """A read-only call answered in the kernel, with its line in the cell; a function not offered, or bad
+        arguments, get an error result the model reads."""
+        tools = self.planned.resolved.tools
+        why = bad_call(call, offered)
+        if why is not None or tools is None:
+            return error_result(call, why or "")
+        result = tools.answer(call, held)
+        self.display.note(_call_line(result))
+        return result
 
     # -- limit: a request refused as past the input limit ----------------------------------------
     def limit(

@@ -14,6 +14,7 @@ from .. import messages
 from ..engine.conversation import Conversation, Spent, StateMode
 from ..engine.errors import UserError
 from ..frontends.notebook_view import ExecutedCells
+from ..gemini import budget
 from ..gemini.caching import CacheEntry, ContextCaches, worth_keeping
 from ..gemini.client import ClientSettings
 from ..gemini.errors import describe
@@ -41,9 +42,16 @@ class Session:
     today: Callable[[], dt.date] = billing_day  # a turn's day, its price's: Google's, not the machine's (tests set it)
     unpriced: set[str] = field(default_factory=set)  # the models without a price this session said so for
     spent: list[Spent] = field(default_factory=list)  # this kernel's turns' bills, as their footers showed
+    # their US$ (``budget.total``), kept as they come: every turn's cap check reads it, the list only grows
+    spent_usd: float = 0.0
 
     def __post_init__(self) -> None:
         self.documents = DocumentChooser(self.executed, self.outputs)
+
+    def bill(self, spent: Spent) -> None:
+        """A turn's bill added to this session's spending."""
+        self.spent.append(spent)
+        self.spent_usd = budget.total([spent], self.spent_usd)
 
     # -- conversations -------------------------------------------------------
     def conversation(self, name: str, state: StateMode, new: bool = False) -> Conversation:

@@ -8,7 +8,7 @@
  * ipywidgets' internal ones.
  */
 
-/** The boxes marked: ui/widgets.py's proposal, ui/approval.py's approval, ui/turn_undo.py's Undo. */
+/** The boxes marked: ui/widgets.py's proposal, ui/approval.py's approval, ui/turn_undo_widget.py's Undo. */
 export const BUTTON_BOXES = ['genai-magics-proposal', 'genai-magics-approval', 'genai-magics-turn-undo'];
 export const STALE_CLASS = 'genai-magics-stale';
 export const STALE_LINE_CLASS = 'genai-magics-stale-line';

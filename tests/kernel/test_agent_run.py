@@ -222,7 +222,7 @@ def test_a_cell_with_top_level_await_is_an_error_result(stub, tmp_path):
 
 UNDO = """
 from genai_magics.engine.agent import Deleted, Edited, Inserted, TurnChanges
-from genai_magics.ui.turn_undo import offer_undo
+from genai_magics.ui.turn_undo_widget import offer_undo
 _B = _st.bridge
 _changes = TurnChanges()
 _removed = []

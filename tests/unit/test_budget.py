@@ -13,7 +13,7 @@ from helpers.footer import footer_line
 from helpers.kernel import notebook_kernel, restart
 
 from genai_magics import messages
-from genai_magics.engine.conversation import Turn, Usage
+from genai_magics.engine.conversation import Spent, Turn, Usage
 from genai_magics.engine.errors import UserError
 from genai_magics.gemini.budget import (
     FIRST_TURN_OUTPUT,
@@ -30,6 +30,7 @@ from genai_magics.gemini.budget import (
 from genai_magics.gemini.models import DEFAULT_MODEL
 from genai_magics.gemini.pricing import billing_day, price_for
 from genai_magics.persistence.store import record_path
+from genai_magics.turn.session import Session
 
 FLASH = price_for(DEFAULT_MODEL, day=dt.date(2026, 12, 31))
 
@@ -151,6 +152,17 @@ def test_max_session_cost_counts_what_this_session_spent(shell, stub):
     assert len(stub.requests) == requests and "s2" not in shell.magics.session.conversations
     shell.magics.max_session_cost = None  # off again: it goes
     assert "Stub answer to: why not float?" in shell.run(source, cell_id="m2").plain
+
+
+def test_the_session_keeps_what_it_spent_as_the_bills_come():
+    """Issue 42: every turn summed the whole session's bills for max_session_cost; the running total kept as
+    each bill comes is the same float (added in the same order), an unpriced bill adding nothing."""
+    session = Session()
+    bills = [Spent("c", "m", Usage(cost_usd=c), failed=c == 0.2) for c in (0.1, None, 0.2, 0.3, 1e-7, 0.7)]
+    for bill in bills:
+        session.bill(bill)
+        assert session.spent_usd == total(session.spent)
+    assert session.spent == bills and session.spent_usd == 0.1 + 0.2 + 0.3 + 1e-7 + 0.7
 
 
 @pytest.mark.parametrize("state", ["contents", "interactions"])

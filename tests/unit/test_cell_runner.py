@@ -26,7 +26,7 @@ from genai_magics.frontends.cell_runner import (
     make_approve_write,
 )
 from genai_magics.frontends.notebook_view import ExecutedCells
-from genai_magics.frontends.turn_undo import TurnUndo
+from genai_magics.frontends.turn_undo_steps import TurnUndo
 
 
 def test_outputs_are_built_as_a_frontend_builds_its_output_area():

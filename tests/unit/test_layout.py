@@ -204,3 +204,24 @@ def test_the_typescript_packages_share_one_set_of_settings():
         assert re.search(r"^import config from '(\.\./)+eslint\.base\.mjs';$", (repo / entry).read_text(), re.M), entry
     prettier = [p for top in ("labextension", "vscode-extension") for p in (repo / top).rglob(".prettierrc*")]
     assert [p for p in prettier if "node_modules" not in p.parts] == [], "one .prettierrc.json, at the root"
+
+
+def _may_import(package: Path) -> set[str]:
+    """The layers a package's docstring says it may import: the backquoted names after "May import:"."""
+    doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text(encoding="utf-8"))) or ""
+    assert doc.strip() != package.name, f"{package.name}/__init__.py's docstring is its name only"
+    assert "May import:" in doc, f"{package.name}/__init__.py's docstring does not say what the layer may import"
+    return set(re.findall(r"`([\w.]+)`", doc.split("May import:", 1)[1]))
+
+
+def test_every_package_docstring_says_what_the_layer_is_and_may_import():
+    # the rule above (ALLOWED) and the one a reader of the package finds first are the same
+    for layer, allowed in ALLOWED.items():
+        assert _may_import(PACKAGE / layer) == allowed - {layer}, f"{layer}/__init__.py's docstring vs ALLOWED"
+    assert _may_import(PACKAGE / "stub") == {"engine", "gemini.models"}
+
+
+def test_the_magics_parse_and_delegate():
+    # kernel/magics.py is the magics' surface (flags, help, dispatch); the work lives in the modules it calls
+    lines = (PACKAGE / "kernel" / "magics.py").read_text(encoding="utf-8").count("\n")
+    assert lines < 450, f"kernel/magics.py has {lines} lines: move its wiring to the module named for it"

@@ -21,6 +21,8 @@ HEAVY = {
     "ipywidgets": "the first proposal (ui/widgets.py)",
     "nbformat": "reading a notebook's file",
     "jsonschema": "nbformat's validation",
+    "genai_magics.engine.steering": "the agent's guard, its first check (frontends/code_check.py)",
+    "genai_magics.engine.code_risks": "an approval's risk line (frontends/code_check.py)",
     "pydantic": "the SDK",
     "httpx": "the SDK",
 }

@@ -1,5 +1,5 @@
 """The Undo button at the end of an agent turn, and the line ``%gemini undo`` shows: rendering only
-(frontends/turn_undo.py does the work). The line is a widget because the frontend's replies, and
+(frontends/turn_undo_steps.py does the work). The line is a widget because the frontend's replies, and
 so the outcome, may come after the cell that asked has finished."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 from .. import messages
 from ..engine.agent import TurnChanges
 from ..frontends.live_notebook import LiveNotebook
-from ..frontends.turn_undo import TurnUndo
+from ..frontends.turn_undo_steps import TurnUndo
 from .widgets import save_bundle, shared_styles, undo_button, widget_bundle
 
 
