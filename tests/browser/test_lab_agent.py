@@ -254,7 +254,7 @@ def test_stop_ends_the_turn_at_once_what_was_written_stays_and_undo_takes_it_bac
     expect(stop).to_be_visible(timeout=30_000)
     stop.click()
     expect(agent.locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[\d+\]:"), timeout=30_000)
-    wait_said(agent, messages.STOPPED)
+    wait_said(agent, messages.AGENT_STOPPED)
     nb.shot("stopped")
     new = nb.cell(2)
     expect(new.locator(".jp-InputPrompt")).to_have_text("[ ]:")  # never ran

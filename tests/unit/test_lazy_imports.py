@@ -27,15 +27,17 @@ HEAVY = {
     "httpx": "the SDK",
 }
 
+# what the interpreter held before (under .ci/run's coverage a .pth file imports coverage, and uuid with it)
 PROBE = r"""
 import json, sys
+before = set(sys.modules)
 from IPython.core.interactiveshell import InteractiveShell
 import genai_magics.turn.clients as clients
 clients.Clients.warm_up = lambda self, settings: None  # its thread imports the SDK, racing this check
 ip = InteractiveShell.instance()
 ip.run_line_magic("load_ext", "genai_magics")
 print(json.dumps({"registered": "gemini_ask" in ip.magics_manager.magics["cell"],
-                  "imported": sorted(m for m in json.loads(sys.argv[1]) if m in sys.modules)}))
+                  "imported": sorted(m for m in json.loads(sys.argv[1]) if m in sys.modules and m not in before)}))
 """
 
 

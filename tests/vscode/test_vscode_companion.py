@@ -234,7 +234,7 @@ def test_stop_ends_the_agents_turn_at_once_what_was_written_stays_and_undo_takes
     nb.run(2, wait=False)
     nb.click("Stop")
     nb.wait_finished(3, None, 60)  # the agent cell, one down
-    nb.wait_output(messages.STOPPED.pattern(prefixed=False).pattern)
+    nb.wait_output(messages.AGENT_STOPPED.pattern(prefixed=False).pattern)
     nb.shot("stopped")
     cells = nb.save().cells
     assert [c.source for c in cells] == [SETUP, PARSE, NEW, AGENT, "%gemini undo", END]
