@@ -14,6 +14,7 @@ from helpers.fake_frontend import FakeFrontend
 from test_agent import TEST, call
 from test_agent import lab as notebook  # noqa: F401 (the fixture: a notebook with its first cells run)
 from test_agent_run import approval_boxes, click_when_asked, finish, insert_then_run, lab, start
+from test_agent_turn_end import interrupted_at_its_approval
 from test_agent_undo_cells import nb, said, turn, undo_buttons  # noqa: F401 (nb: the fixture)
 
 from genai_magics import messages
@@ -76,11 +77,7 @@ def test_a_run_approved_and_its_turn_undone_say_so_in_their_saved_text(stub, tmp
 
 def test_an_approval_the_turn_left_waiting_says_the_turn_ended_in_its_saved_text(stub, tmp_path):
     with lab(stub, tmp_path, ("a", "def parse(s):\n    return int(s)\n"), ("m", PROMPT)) as ff:
-        ff.execute("a")
-        insert_then_run(stub, "print(parse('5') + 1)\n")
-        msg_id = start(ff, PROMPT, "m")
-        assert ff.pump_until(lambda: len(approval_boxes(ff)) == 1, timeout=30), ff.statuses()
-        ff.km.interrupt_kernel()  # the kernel's stop button while the run waits for its click
+        msg_id = interrupted_at_its_approval(ff, stub)
         finish(ff, msg_id)
         ended = messages.APPROVAL_ENDED.render(label="cell #3", done="run")
         text = saved_text(ff, approval_boxes(ff)[0], ended)

@@ -19,13 +19,20 @@ pytestmark = pytest.mark.kernel
 PROMPT = "%%gemini_agent\nShow parse('5')."
 
 
+def interrupted_at_its_approval(ff, stub) -> str:
+    """An agent turn that inserted a cell and waits for the click to run it, stopped by the kernel's interrupt
+    (the kernel's stop button): the turn's message id, for its end."""
+    ff.execute("a")
+    insert_then_run(stub, "print(parse('5') + 1)\n")
+    msg_id = start(ff, PROMPT, "m")
+    assert ff.pump_until(lambda: len(approval_boxes(ff)) == 1, timeout=30), ff.statuses()
+    ff.km.interrupt_kernel()
+    return msg_id
+
+
 def test_the_kernels_interrupt_ends_a_waiting_approval_and_no_later_click_approves_it(stub, tmp_path):
     with lab(stub, tmp_path, ("a", "def parse(s):\n    return int(s)\n"), ("m", PROMPT)) as ff:
-        ff.execute("a")
-        insert_then_run(stub, "print(parse('5') + 1)\n")
-        msg_id = start(ff, PROMPT, "m")
-        assert ff.pump_until(lambda: len(approval_boxes(ff)) == 1, timeout=30), ff.statuses()
-        ff.km.interrupt_kernel()  # the kernel's stop button while the run waits for its click
+        msg_id = interrupted_at_its_approval(ff, stub)
         run = finish(ff, msg_id)
         # the stop line tells the truth: the inserted cell stays, and its Undo is there
         assert messages.AGENT_STOPPED.within(run.stderr), run.stderr
