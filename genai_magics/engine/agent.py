@@ -25,27 +25,27 @@ TOP = "top"  # insert_cell's ``after`` for the first place in the notebook
 RAN_START_CHARS = 60  # of a run's first printed line (and its error's last), in its step line
 MAX_AGENT_STEPS = 20  # calls an agent turn answers at most, by default (GeminiMagics.max_agent_steps)
 
+# read with every request of an agent turn, as engine/tools.py's are: each word says what a call needs
 _REF = {
     "type": "string",
-    "description": "the cell: an execution count (5 or In[5]), a cell id (one insert_cell returned included) "
-    "or a unique prefix, or -1 (the latest run)",
+    "description": "a cell: execution count (5 or In[5]), id (insert_cell's too) or id prefix, or -1 (latest run)",
 }
 _DECLARATIONS: dict[str, dict[str, Any]] = {
     "insert_cell": {
-        "description": "Insert a new cell below another; returns the new cell's id (use it in later calls) and label.",
+        "description": "Insert a cell below another; returns its id (for later calls) and label.",
         "parameters": {
             "type": "object",
             "properties": {
-                "after": {"type": "string", "description": f'the cell above the new one (a ref), or "{TOP}"'},
-                "source": {"type": "string", "description": "the new cell's text"},
+                "after": {"type": "string", "description": f'the cell above (a ref), or "{TOP}"'},
+                "source": {"type": "string"},
                 "cell_type": {"type": "string", "enum": ["code", "markdown", "raw"], "description": "default code"},
             },
             "required": ["after", "source"],
         },
     },
     "edit_cell": {
-        "description": "Change a cell's text by find/replace pairs, applied in order; each find must occur "
-        "exactly once in the text the edits before it left (else nothing is written).",
+        "description": "Change a cell's text by find/replace pairs in order; each find must occur exactly once "
+        "in the text the edits before it left (else nothing is written).",
         "parameters": {
             "type": "object",
             "properties": {
@@ -60,8 +60,8 @@ _DECLARATIONS: dict[str, dict[str, Any]] = {
         "parameters": {"type": "object", "properties": {"ref": _REF}, "required": ["ref"]},
     },
     "run_cell": {
-        "description": "Run a code cell as the user's Shift+Enter would (after the user's approval); returns "
-        "what it showed: its text, its error with the traceback trimmed, its images.",
+        "description": "Run a code cell as Shift+Enter would (once the user approves); returns what it showed: "
+        "text, its error with the traceback trimmed, images.",
         "parameters": {"type": "object", "properties": {"ref": _REF}, "required": ["ref"]},
     },
 }

@@ -31,43 +31,34 @@ RESULT_CHARS = 20_000  # a result's text, after masking
 UNCHANGED_CHARS = 300  # an "unchanged" result is shorter than this
 CALL_SECONDS = 5.0  # a call's bound in time (sources/bounds.py): past it, an error result
 
-_REF = {
-    "type": "string",
-    "description": "the cell: an execution count (5 or In[5]), a cell id or a unique prefix, or -1 (the latest run)",
-}
+# Every word below is read (and billed) with every request that offers the functions, before anything is
+# cached (docs/token-economy.md, "The head"): each says what the model needs to call it right, once.
+_REF = {"type": "string", "description": "a cell: execution count (5 or In[5]), id or id prefix, or -1 (latest run)"}
 _DECLARATIONS: dict[str, dict[str, Any]] = {
     "list_variables": {
-        "description": "The user's variables in the notebook: name, type, shape or length, size.",
+        "description": "The user's variables: name, type, shape or length, size.",
         "parameters": {"type": "object", "properties": {}},
     },
     "inspect_variable": {
-        "description": "A compact summary of one variable (type, shape, columns and dtypes, head).",
-        "parameters": {
-            "type": "object",
-            "properties": {"name": {"type": "string", "description": "the variable's name"}},
-            "required": ["name"],
-        },
+        "description": "One variable summarized: type, shape, columns and dtypes, head.",
+        "parameters": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
     },
     "read_cell": {
-        "description": "A cell's source, with its label.",
+        "description": "A cell's source and label.",
         "parameters": {"type": "object", "properties": {"ref": _REF}, "required": ["ref"]},
     },
     "cell_outputs": {
-        "description": "What a cell showed: its text, and its images as image parts.",
+        "description": "What a cell showed: text, images as image parts.",
         "parameters": {"type": "object", "properties": {"ref": _REF}, "required": ["ref"]},
     },
     "last_error": {
-        "description": "The last exception the user saw, with its traceback trimmed to notebook cells.",
+        "description": "The last exception the user saw, traceback trimmed to notebook cells.",
         "parameters": {"type": "object", "properties": {}},
     },
     "search_cells": {
-        "description": "Cells whose source contains the pattern (case-insensitive text; a regular expression "
-        "if it compiles): each with its label and the matching lines.",
-        "parameters": {
-            "type": "object",
-            "properties": {"pattern": {"type": "string", "description": "text or a regular expression"}},
-            "required": ["pattern"],
-        },
+        "description": "Cells whose source matches pattern (case-insensitive; a regular expression if it "
+        "compiles, else text): label and matching lines.",
+        "parameters": {"type": "object", "properties": {"pattern": {"type": "string"}}, "required": ["pattern"]},
     },
 }
 # The one argument each function takes (None: none), for the checks and the line in the cell.
@@ -78,9 +69,8 @@ ACTS_ON = {"insert_cell": "after", "edit_cell": "ref", "delete_cell": "ref", "ru
 
 # What the system instruction adds when functions are offered.
 TOOLS_INSTRUCTION = (
-    "You may call the functions offered to read the notebook (read-only). Each result carries a sha256; "
-    'a result you already hold that did not change comes back as {"unchanged": true, ...} naming when it '
-    "was sent: use the copy you have. Answer once you know enough."
+    'The functions offered read the notebook. A result you hold that did not change comes back as {"unchanged": '
+    'true, ...}: use your copy. Answer once you know enough.'
 )
 
 

@@ -41,9 +41,7 @@ from typing import Any, Literal
 from .. import messages
 from ..engine.conversation import Conversation, Turn, TurnPlan, Usage
 from ..engine.outputs import part_tokens
-from ..engine.payloads import SYSTEM_INSTRUCTION
 from ..engine.text import estimate_tokens
-from ..engine.tools import declarations
 from .errors import status_code
 from .models import traits
 from .pricing import Price
@@ -382,7 +380,9 @@ class ContextCaches:
         known = self._measured
         if known is not None and known[0] == key:
             return known[1], known[2]
-        settings = json.dumps([SYSTEM_INSTRUCTION, declarations(tools)]) if tools else SYSTEM_INSTRUCTION
+        # what the cache holds besides the contents, as created (``_carried_out``): the instruction as sent (the
+        # functions' and the rules' sentences included) and every declaration offered (an agent's too)
+        settings = json.dumps([instruction, transport.declared()]) if tools else instruction
         tokens = estimate_tokens(settings) + sum(part_tokens(p, model) for c in head for p in c["parts"])
         sha = _head_sha(model, instruction, head, tools)
         self._measured = (key, tokens, sha)
