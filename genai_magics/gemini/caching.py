@@ -382,8 +382,9 @@ class ContextCaches:
             return known[1], known[2]
         # what the cache holds besides the contents, as created (``_carried_out``): the instruction as sent (the
         # functions' and the rules' sentences included) and every declaration offered (an agent's too)
-        settings = json.dumps([instruction, transport.declared()]) if tools else instruction
-        tokens = estimate_tokens(settings) + sum(part_tokens(p, model) for c in head for p in c["parts"])
+        declared = json.dumps([{"function_declarations": transport.declared()}]) if tools else ""
+        tokens = estimate_tokens(instruction) + estimate_tokens(declared)
+        tokens += sum(part_tokens(p, model) for c in head for p in c["parts"])
         sha = _head_sha(model, instruction, head, tools)
         self._measured = (key, tokens, sha)
         return tokens, sha
