@@ -70,7 +70,7 @@ ACTS_ON = {"insert_cell": "after", "edit_cell": "ref", "delete_cell": "ref", "ru
 # What the system instruction adds when functions are offered.
 TOOLS_INSTRUCTION = (
     'The functions offered read the notebook. A result you hold that did not change comes back as {"unchanged": '
-    'true, ...}: use your copy. Answer once you know enough.'
+    "true, ...}: use your copy. Answer once you know enough."
 )
 
 

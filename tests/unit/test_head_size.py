@@ -18,8 +18,9 @@ from genai_magics.stub.model import texts, tokens
 # issue 43 measured 458 + 395 (instruction + declarations, stand-in tokens) on every request of an ask with
 # functions; the shorter declarations and sentence read 434 + 345 (docs/token-economy.md, "The head")
 HEAD_BOUND = 800
-# other cells enough to take the first request's head past the 4,096-token cache minimum
-CELLS = [f"def helper_{i}(frame):\n    return frame.assign(col_{i}=frame['m{i}'] * {i})  # {'x' * 200}\n" for i in range(60)]
+# a short cell printing ~20,000 characters: its outputs take the first request's head past the 4,096-token cache
+# minimum (the cells stay in the shell's session for the tests after: these are test_fetched_costs.py's own)
+BIG = 'print("\\n".join(f"row_{i:05d} = {i * 3}" for i in range(1100)))'
 
 
 @pytest.fixture
@@ -27,13 +28,16 @@ def notebook(magic_shell):
     magic_shell.run("%gemini reset --all", cell_id="reset")
     for name in ("tools", "max_tool_calls", "model", "cache"):
         setattr(magic_shell.magics, name, magic_shell.magics.trait_defaults(name))
-    return magic_shell
+    magic_shell.magics.max_output_chars = 20_000
+    magic_shell.run(BIG, cell_id="big")
+    magic_shell.run("total = 1", cell_id="small")
+    yield magic_shell
+    magic_shell.run("%gemini reset --all", cell_id="reset")  # the tests after start from no conversation
 
 
 def test_an_asks_instruction_and_declarations_stay_under_the_bound_on_the_wire(notebook, stub):
-    notebook.run("x = 1", cell_id="c1")
-    stub.script_tools([[{"name": "read_cell", "args": {"ref": "c1"}}]])
-    shown = notebook.run("%%gemini_ask --new\nwhat is x?", cell_id="m1")
+    stub.script_tools([[{"name": "read_cell", "args": {"ref": "small"}}]])
+    shown = notebook.run("%%gemini_ask --new\nwhat is total?", cell_id="m1")
     first, second = api_requests(stub)
     for request in (first, second):  # both requests of the question read them
         body = request["json"]
@@ -48,13 +52,11 @@ def test_the_cache_step_counts_the_head_as_the_cache_it_makes_holds_it(notebook,
     functions' sentence) and the declarations offered, as the stand-in counts them in the cache it makes; never
     over (a head estimated over the minimum but under it would be refused), and not short of it by the
     functions' sentence (53 tokens short before: the cache came a turn late when the head neared the minimum)."""
-    for i, source in enumerate(CELLS):
-        notebook.run(source, cell_id=f"h{i}")
-    dry = notebook.run("%%gemini_ask --new --dry-run\nwhich helper is slowest?", cell_id="d1")
+    dry = notebook.run("%%gemini_ask --new --outputs big --dry-run\nwhich row is last?", cell_id="d1")
     planned = re.search(r"cache the stable head \(~([\d,]+) tokens\)", dry.plain)
     assert planned is not None, dry.plain
-    stub.script_tools([[{"name": "read_cell", "args": {"ref": "h3"}}]])
-    notebook.run("%%gemini_ask --new\nwhich helper is slowest?", cell_id="m1")
+    stub.script_tools([[{"name": "read_cell", "args": {"ref": "small"}}]])
+    notebook.run("%%gemini_ask --new --outputs big\nwhich row is last?", cell_id="m1")
     (made,) = [r for r in stub.requests if r["kind"] == "cache.create"]
     estimate = int(planned.group(1).replace(",", ""))
     assert 0 <= made["input_tokens"] - estimate <= 20, (estimate, made["input_tokens"])
