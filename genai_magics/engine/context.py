@@ -80,7 +80,13 @@ def secondary_context(
 ) -> ContextPiece | None:
     """One piece holding the other cells, capped at ``max_chars``: the cells nearest the
     ``anchor`` (the document, or the magic cell) are kept, in notebook order. Distances count
-    the cells that could go (magic cells do not), so a new magic cell leaves the piece as it was."""
+    the cells that could go (magic cells do not), so a new magic cell leaves the piece as it was.
+
+    Whole, not a one-line index read with ``read_cell``, by measurement (issue 43.3; docs/token-economy.md,
+    "The head, weighed"): the index is cheaper only where nothing is cached (tools_economy's 31 cells,
+    interactions never hitting: tools ÷ up front 1.98x -> 0.96x), dearer wherever a cache serves the head
+    (contents 1.63x -> 2.80x never hitting, 1.52x -> 2.95x always; interactions always 1.53x -> 3.57x), and a
+    first turn cannot tell which holds."""
     excluded = set(exclude_ids)
     # the anchor stays only to measure distances from
     ordered = tuple(c for c in cells if c.id == anchor or (c.id not in excluded and _usable(c)))
