@@ -163,7 +163,78 @@ def wire() -> dict[str, Any]:
     return {"text": "\n".join(out) + "\n"}
 
 
-PRODUCERS: dict[str, Callable[[], dict[str, Any]]] = {"tools_economy": tools_economy, "wire": wire}
+# the README's table: its label for each strategy token_economy measures
+COST_ROWS = {
+    "a": "stateless resend (document + prompt every turn)",
+    "b": "naive `chats.send_message`",
+    "c": 'genai_magics contents mode, `cache = "off"`',
+    "d": "genai_magics interactions mode",
+    "f": 'genai_magics contents mode, `cache = "auto"` (default)',
+}
+
+
+def cost_text(ask: dict[str, Any], fifty: Any, steps50: list, model: str) -> str:
+    """The README's "What it costs": the ask-heavy session's bills under both extremes (the cheaper of
+    genai_magics' three in bold per extreme), and what answering edits as edits saves in the 50-turn session."""
+    import token_economy as tk
+
+    price = tk.table_price(model)
+    steps, runs = ask
+    floors = {a: tk.floor_cost(steps, tk.floor_output(steps, runs[a].stats["a"]), price) for a in runs}
+    cost = {a: {k: tk.dollars(runs[a], k, price) for k in COST_ROWS} for a in runs}
+    best = {a: min(tk.OURS, key=cost[a].get) for a in runs}
+
+    def cell(a: str, k: str) -> str:
+        text = f"${cost[a][k]:.4f} | {cost[a][k] / floors[a]:.2f}x"
+        return " | ".join(f"**{part.strip()}**" for part in text.split("|")) if k == best[a] else text
+
+    lines = [
+        "| ask-heavy session | implicit caching never hits | vs floor | always hits | vs floor |",
+        "| --- | ---: | ---: | ---: | ---: |",
+        *(f"| {label} | {cell('never', k)} | {cell('always', k)} |" for k, label in COST_ROWS.items()),
+        f"| floor | ${floors['never']:.4f} | | ${floors['always']:.4f} | |",
+    ]
+    out = {k: sum(t.output for t in fifty.stats[k]) for k in ("f", "g")}
+    bill = {k: tk.dollars(fifty, k, price) for k in ("f", "g")}
+    edits = sum(s.mode == "edit" for s in steps50)
+    return "\n".join(lines) + (
+        f"\n\nA small edit is answered with find/replace pairs: in a {len(steps50)}-turn session ({edits} edits) "
+        f"{out['g'] / out['f']:.0f}x fewer output tokens and a bill {bill['g'] / bill['f']:.1f}x smaller than the "
+        "whole text.\n"
+    )
+
+
+def cost() -> dict[str, Any]:
+    """The README's cost table and edits-as-edits sentence (token_economy's ask-heavy and 50-turn sessions)."""
+    _benchmarks()
+    import token_economy as tk
+
+    from genai_magics.stub import StubServer
+
+    model = tk.default_model()
+    tk._sse.chunks = tk._bigger_chunks  # as token_economy's main: speed only, not the measured numbers
+    steps50 = tk.plan_session(*{label: rest for label, *rest in tk.FULL_SESSIONS}["50"])
+    ask = tk.plan_ask_heavy(*tk.ASK_HEAVY_SIZE)
+    with StubServer() as stub:
+        os.environ["GOOGLE_GEMINI_BASE_URL"], os.environ["GEMINI_API_KEY"] = stub.url, "fake"
+        os.environ.pop("GOOGLE_API_KEY", None)
+        runs = {a: tk.measure(ask, stub, model, implicit=a == "always") for a, _ in tk.ASSUMPTIONS}
+        fifty = tk.measure(steps50, stub, model)
+    if tk.failures:
+        raise RuntimeError("; ".join(tk.failures.lines))
+    return {"text": cost_text((ask, runs), fifty, steps50, model), "rows": smoke_rows("token_economy.py")}
+
+
+def smoke_rows(script: str) -> list[str]:
+    """A benchmark's smoke-size rows (its lines starting with a strategy's letter): what
+    ``tests/unit/test_benchmarks.py`` computes again, so a change of the code that moves the figures fails there."""
+    _benchmarks()
+    from helpers.benchmark import smoke_run
+
+    return [line for line in smoke_run(script).splitlines() if line.startswith("(")]
+
+
+PRODUCERS: dict[str, Callable[[], dict[str, Any]]] = {"tools_economy": tools_economy, "wire": wire, "cost": cost}
 
 
 def write_docs(figures: dict[str, Any]) -> None:
