@@ -53,6 +53,10 @@ def test_the_price_table_holds_them_with_their_dated_prices_and_sources():
             assert 0 <= google < min(i for i in others if i >= 0), model
             assert "read 2026-12-06" in price.source
     assert "assumed" in PRICES[NEON][0].price.source  # its cache minimum is nowhere: said, not guessed silently
+    # a generally available Gemini 3 model priced since, its unknowns said as well
+    lite = price_for("gemini-3.5-flash-lite", day=TODAY)
+    assert (lite.input, lite.cached_input, lite.output) == (0.30, 0.03, 2.50)
+    assert lite.source.startswith("ai.google.dev/gemini-api/docs/latest-model") and "assumed" in lite.source
 
 
 def test_the_stand_in_refuses_what_the_gemini_4_models_refuse_so_the_tests_here_can_fail(stub):
@@ -79,9 +83,9 @@ def test_the_stand_in_refuses_what_the_gemini_4_models_refuse_so_the_tests_here_
 def test_a_session_on_a_gemini_4_model_sends_its_level_and_no_explicit_cache(magic_shell, stub, model):
     """Where the default Flash model makes a cache of the stable head, a Gemini 4 model makes none: its
     discount comes from implicit caching of the same prefix."""
-    magic_shell.run(BIG, cell_id="big")
+    magic_shell.run(BIG, cell_id="g4-big")
     for turn, prompt in enumerate(("what is line 3?", "and line 4?"), 1):
-        shown = magic_shell.run(f"%%gemini_ask -c g4 --cell big --model {model}\n{prompt}", cell_id=f"m{turn}")
+        shown = magic_shell.run(f"%%gemini_ask -c g4 --cell g4-big --model {model}\n{prompt}", cell_id=f"g4-m{turn}")
         assert f"Stub answer to: {prompt}" in shown.plain, shown.stderr
     assert [r for r in stub.requests if r["kind"].startswith("cache.")] == []
     sent = [r["json"] for r in api_requests(stub)]
