@@ -41,7 +41,7 @@ KW = dict(
 
 
 def test_the_table_has_the_default_model_its_successor_a_date_and_sources():
-    assert PRICES_AS_OF == "2026-12-02"
+    assert PRICES_AS_OF == "2026-12-06"
     for name in ("gemini-3.7-flash", "gemini-3.8-flash"):
         p = price_for(name, day=BEFORE)
         assert (p.input, p.cached_input, p.output, p.cache_minimum) == (0.75, 0.075, 3.75, 4096)
