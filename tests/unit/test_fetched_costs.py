@@ -170,7 +170,6 @@ def test_a_turns_earlier_rounds_fold_into_the_cache_unless_implicit_caching_serv
     assert streams[4]["input_tokens"] - streams[4]["cached_tokens"] < 6_000  # the newest round alone at full price
 
 
-
 CONTEXT = "".join(f"# context line {i:04d} of a long cell\n" for i in range(235))  # the first request near the minimum
 
 
