@@ -162,7 +162,7 @@ class TurnSend:
         if plan.new_chain_digest and conv.last_interaction_id:
             self.display.note(messages.CHAIN_TOO_LONG.render(versions=len(conv.chain_versions)))
         self.notices.start(self.display.note, self.transport.honours_retry_after)
-        previous = conv.last_interaction_id
+        previous, rent = conv.last_interaction_id, conv.chain_rent_paid
         try:
             plan = self.fit(plan)
             self.cache_step = self.caches.step(
@@ -185,6 +185,7 @@ class TurnSend:
             conv.last_interaction_id = (
                 previous  # a chain given up (lost, or past the limit) is kept when the turn fails
             )
+            conv.chain_rent_paid = rent  # and so is its rent: this turn did not read it
             if not self.started:
                 self.caches.release(conv)
             if isinstance(exc, KeyboardInterrupt):

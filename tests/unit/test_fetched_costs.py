@@ -57,6 +57,22 @@ def test_after_a_large_fetched_result_the_next_turn_starts_a_chain_seeded_with_m
     assert third["json"]["previous_interaction_id"] == request["interaction_id"]  # nothing fetched since
 
 
+def test_a_turn_that_fails_leaves_the_chain_and_its_rent_as_they_were(notebook, stub):
+    """The rent is summed as the turns read the chain: a turn that failed read nothing, and the next one weighs
+    the same rent again (here, never hitting, it starts the new chain the failed turn would have)."""
+    stub.script_tools([[{"name": "cell_outputs", "args": {"ref": ref}} for ref in ("big", "wide")]])
+    notebook.run("%%gemini_ask --state interactions --new\nwhat does the big cell do?", cell_id="m1")
+    conv = notebook.magics.session.conversations["default"]
+    chain = conv.last_interaction_id
+    stub.inject("http", status=400, match="interaction.create")
+    failed = notebook.run("%%gemini_ask --state interactions\nand in one word?", cell_id="m2")
+    assert failed.stderr.startswith("genai_magics:") and len(conv.history) == 1
+    assert (conv.last_interaction_id, conv.chain_rent_paid) == (chain, 0.0)
+    again = notebook.run("%%gemini_ask --state interactions\nand in one word?", cell_id="m2")
+    assert messages.CHAIN_RESTARTED.render() in again.plain and again.stderr == ""
+    assert conv.chain_rent_paid == 0.0  # a new chain: its rent starts from nothing
+
+
 def test_after_an_agent_turn_that_changed_the_notebook_the_chain_is_continued(notebook, stub):
     """The seed would keep only the agent turn's answer; the chain keeps what it did."""
     insert = {"name": "insert_cell", "args": {"after": "small", "source": "y = 2"}}
