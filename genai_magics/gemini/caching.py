@@ -172,9 +172,9 @@ def new_chain_pays(
     When implicit caching never hits (``e`` = input) a restart costs nothing, and that is every turn the seed
     is smaller; when it hits, once the excess re-read since the chain began has cost the seed's lost hits.
     Before issue 43.2 the rent was guessed from this turn's excess alone, as grown evenly over ``excess /
-    (the last turn's results)`` turns: a turn with small results made that up to 49 turns where the chain had
-    lived 9, and a seed under the minimum counted as one read; implicit caching always hitting, the chain was
-    started again into a seed nothing served for several turns (benchmarks/long_session.py).
+    (the last turn's results)`` turns: a turn with small results made that 18 turns where the chain had lived
+    9 (and 49 where it had lived 10), and a seed under the minimum counted as one read; implicit caching always
+    hitting, the chain was started again into a seed nothing served for three turns (benchmarks/long_session.py).
     """
     effective = _chain_read(price, hit)
     under = -(-max(0, price.cache_minimum - seed_tokens) // max(1, growth))
