@@ -16,6 +16,7 @@ file's smoke-size rows (the code changed the figures: run this script).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -109,9 +110,10 @@ def tools_economy() -> dict[str, Any]:
 # -- token_economy.py -----------------------------------------------------------------------------------------
 
 
-def wire() -> dict[str, Any]:
-    """docs/token-economy.md's "What goes over the wire": the 10- and 50-turn sessions, implicit caching never
-    hitting (bytes and context do not depend on it)."""
+@functools.cache
+def sessions() -> tuple[str, dict[str, tuple[list, dict[str, Any]]]]:
+    """token_economy's sessions measured once for every block: label -> (steps, assumption -> Run); the 10-turn
+    one never hitting only (bytes and context do not depend on implicit caching)."""
     _benchmarks()
     import token_economy as tk
 
@@ -119,16 +121,27 @@ def wire() -> dict[str, Any]:
 
     model = tk.default_model()
     tk._sse.chunks = tk._bigger_chunks  # as token_economy's main: speed only, not the measured numbers
-    sessions = {label: (n, hand, undo) for label, n, hand, undo in tk.FULL_SESSIONS}
-    runs = {}
+    plans = {label: tk.plan_session(n, hand, undo) for label, n, hand, undo in tk.FULL_SESSIONS if label != "10+"}
+    plans[tk.ASK_HEAVY] = tk.plan_ask_heavy(*tk.ASK_HEAVY_SIZE)
+    out: dict[str, tuple[list, dict[str, Any]]] = {}
     with StubServer() as stub:
         os.environ["GOOGLE_GEMINI_BASE_URL"], os.environ["GEMINI_API_KEY"] = stub.url, "fake"
         os.environ.pop("GOOGLE_API_KEY", None)
-        for label in ("10", "50"):
-            steps = tk.plan_session(*sessions[label])
-            runs[label] = (steps, tk.measure(steps, stub, model))
+        for label, steps in plans.items():
+            extremes = ("never",) if label == "10" else ("never", "always")
+            out[label] = (steps, {a: tk.measure(steps, stub, model, implicit=a == "always") for a in extremes})
     if tk.failures:
         raise RuntimeError("; ".join(tk.failures.lines))
+    return model, out
+
+
+def wire() -> dict[str, Any]:
+    """docs/token-economy.md's "What goes over the wire": the 10- and 50-turn sessions, implicit caching never
+    hitting (bytes and context do not depend on it)."""
+    measured = sessions()[1]
+    import token_economy as tk
+
+    runs = {label: (steps, by["never"]) for label, (steps, by) in measured.items() if label in ("10", "50")}
     out = []
     for steps, run in runs.values():
         n = len(steps)
@@ -163,7 +176,141 @@ def wire() -> dict[str, Any]:
     return {"text": "\n".join(out) + "\n"}
 
 
-PRODUCERS: dict[str, Callable[[], dict[str, Any]]] = {"tools_economy": tools_economy, "wire": wire}
+class Bills:
+    """A session's bills at the model's table rates: strategy -> US$, and the floor, per implicit-caching extreme."""
+
+    def __init__(self, steps: list, runs: dict[str, Any], model: str) -> None:
+        import token_economy as tk
+
+        self.price = tk.table_price(model)
+        self.steps, self.runs = steps, runs
+        self.floor = {
+            a: tk.floor_cost(steps, tk.floor_output(steps, run.stats["a"]), self.price) for a, run in runs.items()
+        }
+        self.cost = {a: {k: tk.dollars(run, k, self.price) for k in tk.STRATEGIES} for a, run in runs.items()}
+
+    def cells(self, a: str, k: str, usd: str = "$") -> str:
+        """``US$ | × floor``, in bold for genai_magics' cheapest strategy under ``a``."""
+        import token_economy as tk
+
+        text = f"{usd}{self.cost[a][k]:.4f} | {self.cost[a][k] / self.floor[a]:.2f}x"
+        best = min(tk.OURS, key=self.cost[a].get)
+        return " | ".join(f"**{part.strip()}**" for part in text.split(" | ")) if k == best else text
+
+    def output(self, k: str) -> int:
+        return sum(t.output for t in self.runs["never"].stats[k])
+
+
+# the README's table: its label for each strategy token_economy measures
+COST_ROWS = {
+    "a": "stateless resend (document + prompt every turn)",
+    "b": "naive `chats.send_message`",
+    "c": 'genai_magics contents mode, `cache = "off"`',
+    "d": "genai_magics interactions mode",
+    "f": 'genai_magics contents mode, `cache = "auto"` (default)',
+}
+
+
+def cost() -> dict[str, Any]:
+    """The README's "What it costs": the ask-heavy session's bills under both extremes, and what answering edits
+    as edits saves in the 50-turn session; the smoke run's rows beside them (``test_benchmarks.py`` computes them
+    again, so a change of the code that moves the bills fails there)."""
+    model, runs = sessions()
+    import token_economy as tk
+
+    ask, fifty = Bills(*runs[tk.ASK_HEAVY], model), Bills(*runs["50"], model)
+    lines = [
+        "| ask-heavy session | implicit caching never hits | vs floor | always hits | vs floor |",
+        "| --- | ---: | ---: | ---: | ---: |",
+        *(f"| {label} | {ask.cells('never', k)} | {ask.cells('always', k)} |" for k, label in COST_ROWS.items()),
+        f"| floor | ${ask.floor['never']:.4f} | | ${ask.floor['always']:.4f} | |",
+    ]
+    edits = sum(s.mode == "edit" for s in fifty.steps)
+    text = "\n".join(lines) + (
+        f"\n\nA small edit is answered with find/replace pairs: in a {len(fifty.steps)}-turn session ({edits} edits) "
+        f"{fifty.output('g') / fifty.output('f'):.0f}x fewer output tokens and a bill "
+        f"{fifty.cost['never']['g'] / fifty.cost['never']['f']:.1f}x smaller than the whole text.\n"
+    )
+    return {"text": text, "rows": smoke_rows("token_economy.py")}
+
+
+def smoke_rows(script: str) -> list[str]:
+    """A benchmark's smoke-size rows (its lines starting with a strategy's letter): what
+    ``tests/unit/test_benchmarks.py`` computes again, so a change of the code that moves the figures fails there."""
+    _benchmarks()
+    from helpers.benchmark import smoke_run
+
+    return [line for line in smoke_run(script).splitlines() if line.startswith("(")]
+
+
+# docs/token-economy.md's tables: its label for each strategy
+ECONOMY_ROWS = {
+    "a": "(a) stateless resend",
+    "b": "(b) naive `chats.send_message`",
+    "c": '(c) contents mode, `cache = "off"`',
+    "d": "(d) interactions mode",
+    "f": '(f) contents mode, `cache = "auto"` (default)',
+    "g": "(g) (f) answering the whole text (before edits)",
+}
+
+
+def economy() -> dict[str, Any]:
+    """docs/token-economy.md's bills: the ask-heavy and 50-turn sessions under both extremes, the 50-turn bill
+    split (never hitting), and what edits cut."""
+    model, runs = sessions()
+    import token_economy as tk
+
+    ask, fifty = Bills(*runs[tk.ASK_HEAVY], model), Bills(*runs["50"], model)
+    out = []
+    for bills, head, keys in (
+        (ask, "ask-heavy: 30 asks on 3 versions of the cell", "abcdf"),
+        (fifty, "50 turns (25 small edits applied, a hand edit, an Undo)", "abcdfg"),
+    ):
+        out += [
+            f"| {head} | never hits: $ | vs floor | always hits: $ | vs floor |",
+            "| --- | ---: | ---: | ---: | ---: |",
+            *(f"| {ECONOMY_ROWS[k]} | {bills.cells('never', k, '')} | {bills.cells('always', k, '')} |" for k in keys),
+            f"| floor | {bills.floor['never']:.4f} | | {bills.floor['always']:.4f} | |",
+            "",
+        ]
+    run, price = fifty.runs["never"], fifty.price
+    replies = tk.floor_output(fifty.steps, run.stats["a"])
+    floor_in = 1e-6 * sum(tk.floor_reads(fifty.steps, price))
+    out += [
+        "The bill of the 50-turn session, implicit caching never hitting, split:",
+        "",
+        "| | input | cached input | storage | output (tokens) |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for k, label in (("a", "(a) stateless resend"), ("f", "(f) default, edits"), ("g", "(g) default, whole text")):
+        v = run.stats[k]
+        full, cached, output = (
+            sum(t.tokens - t.cached + t.written for t in v),
+            sum(t.cached for t in v),
+            fifty.output(k),
+        )
+        parts = [
+            f"${1e-6 * full * price.input:.4f}",
+            f"${1e-6 * cached * price.cached_input:.4f}" if cached else "–",
+            f"${1e-6 * run.storage_hours[k] * price.storage_hour:.4f}" if run.storage_hours[k] else "–",
+            f"${1e-6 * output * price.output:.4f} ({output:,})",
+        ]
+        out.append(f"| {label} | {' | '.join(parts)} |")
+    out.append(f"| floor | ${floor_in:.4f} | | | ${1e-6 * sum(replies) * price.output:.4f} ({sum(replies):,}) |")
+    out += [
+        "",
+        f"So edits cut the output {fifty.output('g') / fifty.output('f'):.0f}x (target ≥ 10x) and the default's bill "
+        f"{fifty.cost['never']['g'] / fifty.cost['never']['f']:.1f}x (target ≥ 3x).",
+    ]
+    return {"text": "\n".join(out) + "\n"}
+
+
+PRODUCERS: dict[str, Callable[[], dict[str, Any]]] = {
+    "tools_economy": tools_economy,
+    "wire": wire,
+    "cost": cost,
+    "economy": economy,
+}
 
 
 def write_docs(figures: dict[str, Any]) -> None:

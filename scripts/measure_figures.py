@@ -13,6 +13,7 @@ load: the docs quote it with the load average it was taken at.
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import re
 import subprocess
@@ -23,9 +24,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 FAST = ["-m", "not kernel and not browser"]
 DOCS = [ROOT / "README.md", ROOT / "docs" / "development.md"]
-# how the docs quote the fast layer: "371 tests in ~30 s at load 0.4" (every "N tests" in them is its count)
+# how the docs quote the fast layer: "371 tests in ~30 s at load 0.4 on 2026-12-06" (a timing says its day
+# and load; every "N tests" in them is its count)
 QUOTED_COUNT = re.compile(r"\b(\d[\d,]*) tests\b")
-QUOTED_TIME = re.compile(r"\b(\d[\d,]* tests in ~)\d+ s at load [\d.]+")
+QUOTED_TIME = re.compile(r"\b(\d[\d,]* tests in ~)\d+ s at load [\d.]+(?: on \d{4}-\d{2}-\d{2})?")
 _COLLECTED = re.compile(r"^(\d+)(?:/\d+)? tests? collected", re.M)
 _PYTEST_TIME = re.compile(r" in ([\d.]+)s\b")
 
@@ -67,11 +69,11 @@ def quoted_counts(text: str) -> list[int]:
     return [int(n.replace(",", "")) for n in QUOTED_COUNT.findall(text)]
 
 
-def rewritten(text: str, count: int, timing: tuple[float, float] | None) -> str:
-    """``text`` quoting ``count`` tests (and, when given, the (seconds, load average) they took)."""
+def rewritten(text: str, count: int, timing: tuple[float, float, datetime.date] | None) -> str:
+    """``text`` quoting ``count`` tests (and, when given, the (seconds, load average, day) they took)."""
     if timing is not None:
-        seconds, load = timing
-        text = QUOTED_TIME.sub(lambda m: f"{m.group(1)}{round(seconds)} s at load {load:.1f}", text)
+        seconds, load, day = timing
+        text = QUOTED_TIME.sub(lambda m: f"{m.group(1)}{round(seconds)} s at load {load:.1f} on {day}", text)
     return QUOTED_COUNT.sub(f"{count:,} tests", text)
 
 
@@ -90,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         f"fast layer: {count} tests in {seconds:.1f} s as pytest reports it ({wall:.1f} s wall clock, load {load:.1f})"
     )
     if args.write:
-        _write(count, (seconds, load))
+        _write(count, (seconds, load, datetime.date.today()))
     if args.suite:
         seconds_all, wall_all, load_all = timed(args.python, [])
         print(
@@ -100,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _write(count: int, timing: tuple[float, float] | None) -> None:
+def _write(count: int, timing: tuple[float, float, datetime.date] | None) -> None:
     for doc in DOCS:
         doc.write_text(rewritten(doc.read_text(encoding="utf-8"), count, timing), encoding="utf-8")
         print(f"written: {doc.relative_to(ROOT)}")

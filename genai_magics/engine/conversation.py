@@ -272,6 +272,9 @@ class Conversation:
     outcomes_told: dict[str, str] = field(default_factory=dict)  # proposal sha12 -> outcome
     # full versions of the code on the server chain, oldest first: (sha, the turn that proposed it or None)
     chain_versions: list[tuple[str, int | None]] = field(default_factory=list)
+    # interactions: what re-reading the chain's excess over a new chain's seed has cost on its turns so far (at
+    # the price table's rates per 1M tokens; turn/send.py ``restart``); the kernel's own, never recorded
+    chain_rent_paid: float = 0.0
     closed: bool = False  # reset or started over: its proposals' buttons do nothing
     # the cell this conversation works on: follow-ups without --cell keep it; an Apply that wrote
     # the code into another cell (the running magic cell in VS Code) moves it there
@@ -455,6 +458,7 @@ class Conversation:
             if plan.previous_interaction_id is None:  # a new chain holds only what this turn sends
                 self.sync = SyncState()
                 self.chain_versions = []
+                self.chain_rent_paid = 0.0
                 # the digest told the new chain every outcome so far, as they were when planned
                 # (a button clicked while the request was out is told on the next turn)
                 told = zip(plan.new_chain_digest, plan.payload.get("earlierTurns", ()), strict=False)
@@ -477,6 +481,7 @@ class Conversation:
             # turn must start a chain that includes them.
             self.last_interaction_id = None
             self.chain_versions = []
+            self.chain_rent_paid = 0.0
         self.state_mode = plan.state_mode
         if turn.proposal_sha256 is not None:
             self.sync.active_document_sha256 = turn.proposal_sha256

@@ -171,6 +171,7 @@ def restore_state(conv: Conversation, s: dict[str, Any]) -> None:
     conv.last_interaction_id = s["last_interaction_id"]
     conv.outcomes_told = dict(s["outcomes_told"])
     conv.chain_versions = [(sha, proposer) for sha, proposer in s["chain_versions"]]
+    conv.chain_rent_paid = 0.0  # the rent of the chain it was on: counted again on the one restored
     conv.document_key = key_from_store(s.get("document_key"))
 
 

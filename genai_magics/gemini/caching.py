@@ -131,29 +131,53 @@ def tail_served(usage: Usage, explicit_tokens: int, tail_tokens: int, turns: int
     return max(0.0, 1 - missed / earlier) if (usage.cached_tokens or 0) > usage.requests * explicit_tokens else 0.0
 
 
-def new_chain_pays(price: Price, chain_tokens: int, seed_tokens: int, reads: float, hit: float, turns: int = 1) -> bool:
+def _chain_read(price: Price, hit: float) -> float:
+    """The price a chain token reads at when implicit caching serves ``hit`` of it."""
+    return price.input - hit * (price.input - price.cached_input)
+
+
+def chain_rent(price: Price, chain_tokens: int, seed_tokens: int, reads: float, hit: float) -> float:
+    """interactions mode: what one turn pays, at the price table's rates per 1M tokens, for reading the chain's
+    excess over a new chain's seed (``chain_tokens`` and ``seed_tokens``: what the turn's first request reads on
+    each) on each of its ``reads`` requests, a chain token at ``input - hit x (input - cached)``, ``hit`` the
+    share of the last turn's input implicit caching served. ``new_chain_pays`` weighs the sum over the chain's
+    turns."""
+    return reads * max(0, chain_tokens - seed_tokens) * _chain_read(price, hit)
+
+
+def new_chain_pays(
+    price: Price, paid: float, chain_tokens: int, seed_tokens: int, reads: float, hit: float, growth: int
+) -> bool:
     """interactions mode: whether to start a new server chain seeded with the compacted transcript (every
     earlier turn, what the model fetched as the calls that fetch it again) rather than continue the chain,
-    which keeps every result whole. ``chain_tokens``: what the turn's first request reads on the chain
-    (the chain and the turn's input); ``seed_tokens``: what it reads on a new one (the seed, the document,
-    the context and the turn's input); ``reads``: a turn's requests, as the last turn's; ``hit``: the
-    share of the last turn's input that implicit caching served (a chain token reads at
-    ``e = input - hit x (input - cached)``); ``turns``: the turns the chain's excess over the seed took to
-    grow (about evenly, from nothing).
+    which keeps every result whole: the rent-or-buy rule. ``paid``: what re-reading the chain's excess over
+    the seed has cost on the chain's turns so far, this one's included (the sum of ``chain_rent``, counted
+    as it accrues, turn by turn); ``chain_tokens`` and ``seed_tokens``: what this turn's first request reads
+    on the chain and on a new one (the seed, the document, the context and the turn's input); ``reads``: a
+    turn's requests, as the last turn's; ``hit``: the share of the last turn's input that implicit caching
+    served (a chain token reads at ``e = input - hit x (input - cached)``); ``growth``: what a turn adds to a
+    chain (its input, calls, results and answer), as the last turn's.
 
-    The new chain's requests read ``seed`` instead of ``chain``; but its first request is a prefix no
-    implicit cache holds yet, so it pays the input price on the seed where the chain read at ``e``. Restart
-    once the excess has cost, over those turns, what a restart costs (the plain rent-or-buy rule:
-    a restart's cost is one seed read, small beside a fold's head)::
+    Buying a new chain costs what implicit caching no longer serves: its first request is a prefix no implicit
+    cache holds, so the seed reads at the input price where the chain read at ``e``; and a seed under the
+    model's cache minimum is served on none of its requests until the new chain grows past the minimum, at
+    ``growth`` a turn (``under`` turns, each ``reads`` requests of about the seed). Restart once the rent paid
+    is more than that, and the new chain reads less than the chain::
 
-        restart  when  reads x (chain - seed) x (turns + 1)/2 x e  >  seed x (input - e)
+        restart  when  chain > seed  and  paid > seed x (input - e) x max(1, reads x under)
+                 under = ceil(max(0, minimum - seed) / growth)
 
-    When implicit caching never hits (``e`` = input) that is whenever the seed is smaller; when it hits,
-    once the results the chain keeps whole have cost a seed read at full price.
+    When implicit caching never hits (``e`` = input) a restart costs nothing, and that is every turn the seed
+    is smaller; when it hits, once the excess re-read since the chain began has cost the seed's lost hits.
+    Before issue 43.2 the rent was guessed from this turn's excess alone, as grown evenly over ``excess /
+    (the last turn's results)`` turns: a turn with small results made that 18 turns where the chain had lived
+    9 (and 49 where it had lived 10), and a seed under the minimum counted as one read; implicit caching always
+    hitting, the chain was started again into a seed nothing served for three turns (benchmarks/long_session.py).
     """
-    effective = price.input - hit * (price.input - price.cached_input)
-    paid = reads * (chain_tokens - seed_tokens) * (turns + 1) / 2 * effective
-    return paid > seed_tokens * (price.input - effective)
+    effective = _chain_read(price, hit)
+    under = -(-max(0, price.cache_minimum - seed_tokens) // max(1, growth))
+    bought = seed_tokens * (price.input - effective) * max(1.0, reads * under)
+    return chain_tokens > seed_tokens and paid > bought
 
 
 def decide(

@@ -38,6 +38,14 @@ TRAITS: dict[str, Traits] = {
     # default medium; no thinkingBudget (docs.apiyi.com/models/gemini-4-argon, LiteLLM discussion
     # 46238); implicit caching only (github.com/iyulab/TokenMeter v0.13.1, dev.to/aihubmix)
     "gemini-4-argon": Traits(thinking_level="medium", explicit_cache=False),
+    # Google's developer guides (docs.cloud.google.com/gemini-enterprise-agent-platform/models/guides/
+    # gemini-4-carbon and gemini-4-hydrogen; Neon's as served at documentation.s3ns.fr, read 2026-12-06):
+    # Carbon takes low/medium/high, default medium; Hydrogen and Neon low/medium/high/xhigh, default high;
+    # "Explicit context caching isn't supported" (Carbon, Hydrogen; Neon: TokenMeter v0.17.0, "implicit
+    # caching only"). One 1,048,576-token limit for input and output together: the input limit above.
+    "gemini-4-carbon": Traits(thinking_level="medium", explicit_cache=False),
+    "gemini-4-hydrogen": Traits(thinking_level="high", explicit_cache=False),
+    "gemini-4-neon": Traits(thinking_level="high", explicit_cache=False),
 }
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from .. import messages
 from ..engine.errors import UserError
 
-PRICES_AS_OF = "2026-12-02"
+PRICES_AS_OF = "2026-12-06"
 
 # The day a request is billed on, and so priced on: Google Cloud's billing day (sources below). One
 # zone on every machine: a kernel in Tokyo and one in Los Angeles price the same request alike, and a
@@ -134,6 +134,42 @@ _ARGON = (
     "dev.to/aihubmix/moving-gemini-3x-code-to-gemini-4-argon-failure-modes-and-fixes-4h1p)"
 )
 
+# The Gemini 4 models' cache: implicit only (models.py's traits), so no storage rate; cached input a twentieth of
+# input, as each model's own figures below also say
+_GEMINI_4_CACHE = (
+    "cached input a twentieth of input (Google's context-caching overview as served at documentation.s3ns.fr/"
+    'gemini-enterprise-agent-platform/models/context-cache/context-cache-overview, read 2026-12-06: "Gemini 4 or '
+    'later models: 95% discount"); implicit caching only, no explicit caches and so no storage rate'
+)
+_GOOGLE_GUIDE = "docs.cloud.google.com/gemini-enterprise-agent-platform/models/guides/gemini-4-"
+_CARBON = (
+    f"Google's developer guide ({_GOOGLE_GUIDE}carbon, read 2026-12-06: implicit caching from 4,096 tokens, "
+    "explicit context caching not supported); $2 / $10 through 2026-11-30, then $4 / $20: "
+    "github.com/BerriAI/litellm/discussions/50970, docs.laozhang.ai/en/announcements/gemini-4-carbon-2026-11 "
+    "(generally available 2026-11-10, Google's price, cache reads $0.10; checked 2026-11-11), "
+    "github.com/Sheernox/cedr/releases/tag/v0.16.1 ($4 / $20, $0.20 cached from 2026-12-01); no Google Search "
+    "price per query found for it; " + _GEMINI_4_CACHE
+)
+# Grounding with Google Search on Hydrogen and Neon, per query (the free allowance not counted, as for Gemini 3)
+_SEARCH_4 = "Google Search: $14 / 1,000 search queries (github.com/iyulab/TokenMeter/releases/tag/v0.17.0)"
+_HYDROGEN = (
+    f"Google's developer guide ({_GOOGLE_GUIDE}hydrogen, read 2026-12-06: a short generally available release, "
+    "implicit caching from 4,096 tokens, explicit context caching not supported); $1.50 in, $7.50 out, $0.075 "
+    "cached, one rate over the whole 1M window: docs.sim.ai/models/google/gemini-4-hydrogen (its catalog of "
+    "2026-11-20), github.com/BerriAI/litellm/discussions/51436, docs.laozhang.ai/announcements/"
+    f"gemini-4-hydrogen-2026-11 (Google's list price, checked 2026-11-14); {_SEARCH_4}; " + _GEMINI_4_CACHE
+)
+_NEON = (
+    "generally available since 2026-11-18 (Google's Gemini Enterprise release notes, docs.cloud.google.com/gemini/"
+    "enterprise/docs/release-notes); Google's developer guide as served at documentation.s3ns.fr/"
+    "gemini-enterprise-agent-platform/models/guides/gemini-4-neon (read 2026-12-06) gives no price; $3 in, $15 out, "
+    "one rate over the whole window, no price change announced: docs.laozhang.ai/en/announcements/"
+    "gemini-4-neon-2026-11 (Google's list price, checked 2026-11-22), docs.sim.ai/models/google (read 2026-12-06); "
+    "$0.15 cached and implicit caching only: github.com/iyulab/TokenMeter/releases/tag/v0.17.0; its implicit "
+    f"caching minimum found nowhere: 4,096 as for the other Gemini 4 models (assumed); {_SEARCH_4}; " + _GEMINI_4_CACHE
+)
+SEARCH_4 = 0.014
+
 
 def _always(price: Price) -> tuple[Period, ...]:
     return (Period(price),)
@@ -141,7 +177,8 @@ def _always(price: Price) -> tuple[Period, ...]:
 
 # Tiered by prompt size: gemini-3.1-pro and gemini-2.5-pro (their long_* rates). The Flash models are
 # one rate at every size (morphllm.com/gemini-api-pricing lists 3.5 Flash, 2.5 Flash and 2.5
-# Flash-Lite as "flat"); for 3.8 / 3.7 Flash and 4 Argon the sources above publish one rate only.
+# Flash-Lite as "flat"); for 3.8 / 3.7 Flash, 3.5 Flash-Lite and the Gemini 4 models the sources above
+# publish one rate only (Hydrogen's and Neon's: the same over the whole window).
 PRICES: dict[str, tuple[Period, ...]] = {
     "gemini-3.8-flash": _FLASH_38_PERIODS,
     # deprecated, routed to gemini-3.8-flash (ai.google.dev/gemini-api/docs/models/gemini-3.7-flash, Aug 2026)
@@ -152,6 +189,26 @@ PRICES: dict[str, tuple[Period, ...]] = {
     "gemini-4-argon": (
         Period(Price(2.00, 0.10, 10.00, 0.0, 4096, _ARGON), end=dt.date(2026, 11, 30)),
         Period(Price(4.00, 0.20, 20.00, 0.0, 4096, _ARGON), start=dt.date(2026, 12, 1)),
+    ),
+    "gemini-4-carbon": (
+        Period(Price(2.00, 0.10, 10.00, 0.0, 4096, _CARBON), end=dt.date(2026, 11, 30)),
+        Period(Price(4.00, 0.20, 20.00, 0.0, 4096, _CARBON), start=dt.date(2026, 12, 1)),
+    ),
+    "gemini-4-hydrogen": _always(Price(1.50, 0.075, 7.50, 0.0, 4096, _HYDROGEN, search_query=SEARCH_4)),
+    "gemini-4-neon": _always(Price(3.00, 0.15, 15.00, 0.0, 4096, _NEON, search_query=SEARCH_4)),
+    "gemini-3.5-flash-lite": _always(
+        Price(
+            0.30,
+            0.03,
+            2.50,
+            1.00,
+            4096,
+            "ai.google.dev/gemini-api/docs/latest-model (read 2026-12-06: generally available, $0.30 / $2.50); "
+            "cached $0.03: docs.sim.ai/models/google/gemini-3-5-flash-lite (its catalog of 2026-07-21); its caching "
+            "minimum is not on Google's caching page: 4,096 as for the other 3.x models there (assumed); storage: "
+            f"the Flash rate (assumed, no figure found); {_SEARCH_3}",
+            search_query=SEARCH_3,
+        )
     ),
     "gemini-3.5-flash": _always(
         Price(

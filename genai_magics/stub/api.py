@@ -31,9 +31,15 @@ from .replies import Reply, error
 from .request_record import CACHE_RE, INTERACTION_RE, NEEDS_BODY, RequestRecord, classify, name_in
 from .state import StubState
 
-# Refuses what the real one does (its developer guide): a thinking budget (it takes thinking_level
-# only) and an explicit cache (implicit caching only).
-LEVEL_ONLY = "gemini-4-argon"
+# The Gemini 4 models, each with the thinking levels it takes (their developer guides): the stand-in
+# refuses what the real ones do, a thinking budget (they take a level only), a level the model does not
+# take, and an explicit cache (implicit caching only).
+LEVEL_ONLY: dict[str, frozenset[str]] = {
+    "gemini-4-argon": frozenset({"LOW", "MEDIUM", "HIGH"}),
+    "gemini-4-carbon": frozenset({"LOW", "MEDIUM", "HIGH"}),
+    "gemini-4-hydrogen": frozenset({"LOW", "MEDIUM", "HIGH", "XHIGH"}),
+    "gemini-4-neon": frozenset({"LOW", "MEDIUM", "HIGH", "XHIGH"}),
+}
 
 
 # Gemini's limit, and its answer past it (a 400 INVALID_ARGUMENT with nothing structured beside the text)
@@ -76,9 +82,22 @@ def _catalogue(limit: int | None = None) -> list[dict[str, Any]]:
     return [
         entry(DEFAULT_MODEL, chat),
         entry("gemini-3.1-pro-preview", chat),
-        entry(LEVEL_ONLY, [m for m in chat if m != "createCachedContent"]),
+        *(entry(name, [m for m in chat if m != "createCachedContent"]) for name in LEVEL_ONLY),
         entry("gemini-embedding-001", ["embedContent", "countTextTokens"]),
     ]
+
+
+def thinking_refused(model: str, thinking: dict[str, Any]) -> Reply | None:
+    """A Gemini 4 model's 400 for a thinking config it does not take (JSON names a field either way)."""
+    levels = LEVEL_ONLY.get(model)
+    if levels is None:
+        return None
+    if {"thinkingBudget", "thinking_budget"} & set(thinking):
+        return error(400, f"thinking_budget is not supported by {model}; use thinking_level. (stub)")
+    level = thinking.get("thinkingLevel") or thinking.get("thinking_level")
+    if level is not None and str(level).upper() not in levels:
+        return error(400, f"thinking_level {level} is not supported by {model}. (stub)")
+    return None
 
 
 def _now() -> str:
@@ -87,9 +106,9 @@ def _now() -> str:
 
 def generate(stub: StubState, body: dict[str, Any], fault: dict[str, Any] | None, info: RequestRecord) -> Reply:
     model = info.model or ""
-    thinking = (body.get("generationConfig") or {}).get("thinkingConfig") or {}
-    if model == LEVEL_ONLY and {"thinkingBudget", "thinking_budget"} & set(thinking):  # JSON takes either
-        return error(400, f"thinking_budget is not supported by {model}; use thinking_level. (stub)")
+    refused = thinking_refused(model, (body.get("generationConfig") or {}).get("thinkingConfig") or {})
+    if refused is not None:
+        return refused
     try:
         turns, info.images = images.contents_with_images(body.get("contents"), texts)
     except images.BadImage as exc:
@@ -215,6 +234,9 @@ def create_interaction(
             "it expired or was deleted. Start a new conversation without it. (stub)",
         )
     model = body.get("model") or body.get("agent") or "unknown-model"
+    refused = thinking_refused(model, body.get("generation_config") or {})
+    if refused is not None:
+        return refused
     info.tools_declared = stub_tools.interaction_declared(body)
     info.tool_results = stub_tools.interaction_results(body.get("input"))
     if info.tool_results and not (chain and chain[-1].get("tool_calls")):
@@ -334,8 +356,9 @@ def _serve(stub: StubState, record: RequestRecord, fault: dict[str, Any] | None)
     if kind == "models.list":
         return list_models(record.query, stub.input_limit)
     if kind == "cache.create":
-        if data.get("model") == f"models/{LEVEL_ONLY}":
-            return error(400, f"Explicit context caching is not supported for models/{LEVEL_ONLY}. (stub)")
+        model = str(data.get("model") or "").removeprefix("models/")
+        if model in LEVEL_ONLY:
+            return error(400, f"Explicit context caching is not supported for models/{model}. (stub)")
         return stub.cache_store.create(data, record)
     return stub.cache_store.handle(record.method, name_in(CACHE_RE, record.path), record.json, record)
 

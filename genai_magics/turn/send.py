@@ -55,7 +55,7 @@ from ..engine.tools import (
 )
 from ..frontends import kernel_compat
 from ..gemini import budget
-from ..gemini.caching import CacheStep, ContextCaches, cache_is_gone, implicit_share, new_chain_pays
+from ..gemini.caching import CacheStep, ContextCaches, cache_is_gone, chain_rent, implicit_share, new_chain_pays
 from ..gemini.client import RetryNotices
 from ..gemini.errors import describe, over_input_limit, status_code
 from ..gemini.models import InputLimits
@@ -162,7 +162,7 @@ class TurnSend:
         if plan.new_chain_digest and conv.last_interaction_id:
             self.display.note(messages.CHAIN_TOO_LONG.render(versions=len(conv.chain_versions)))
         self.notices.start(self.display.note, self.transport.honours_retry_after)
-        previous = conv.last_interaction_id
+        previous, rent = conv.last_interaction_id, conv.chain_rent_paid
         try:
             plan = self.fit(plan)
             self.cache_step = self.caches.step(
@@ -185,6 +185,7 @@ class TurnSend:
             conv.last_interaction_id = (
                 previous  # a chain given up (lost, or past the limit) is kept when the turn fails
             )
+            conv.chain_rent_paid = rent  # and so is its rent: this turn did not read it
             if not self.started:
                 self.caches.release(conv)
             if isinstance(exc, KeyboardInterrupt):
@@ -225,13 +226,15 @@ class TurnSend:
     def restart(self, plan: TurnPlan, chain: int, usage: Usage, room: int) -> TurnPlan:
         """Rule: the server keeps every result whole in its chain, so interactions mode starts a new chain
         seeded with the compacted transcript (every earlier turn, what the model fetched as the calls that
-        fetch it again) when that is cheaper by the price table (``caching.new_chain_pays``: ``chain``, what
-        the first request reads on the chain; ``usage``, the last turn's), after a turn that fetched something
-        (its results are whole on the chain and calls in the seed; without them the two differ by noise), and
-        never in a conversation whose agent turns changed the notebook (the seed would keep only their
-        answers: the chain keeps what they did). A chain under the model's cache minimum could not show
-        whether implicit caching hits: the rule then takes it as hitting (the case where a restart costs
-        most). One line says so; the record keeps every turn as it was (the new chain is the turn's
+        fetch it again) when that is cheaper by the price table: once re-reading the chain's excess over the
+        seed has cost, summed over the chain's turns as it accrues (``caching.chain_rent``, kept on the
+        conversation), more than the new chain loses of what implicit caching serves (``caching.new_chain_pays``:
+        ``chain``, what the first request reads on the chain; ``usage``, the last turn's). Weighed after a turn
+        that fetched something (its results are whole on the chain and calls in the seed; without them the two
+        differ by noise), and never in a conversation whose agent turns changed the notebook (the seed would
+        keep only their answers: the chain keeps what they did). A chain under the model's cache minimum could
+        not show whether implicit caching hits: the rule then takes it as hitting (the case where a restart
+        costs most). One line says so; the record keeps every turn as it was (the new chain is the turn's
         ``interaction_id``, as after a lost chain), so replay and ``--rerun`` read it as any other turn."""
         history = self.conv.history
         price, last = self.planned.price, history[-1]
@@ -244,10 +247,12 @@ class TurnSend:
         seed = budget.request_tokens(body, self.transport.model) + estimate_tokens(json.dumps(body.get("tools", [])))
         seen = (usage.input_tokens or 0) // max(1, usage.requests) >= price.cache_minimum
         hit = implicit_share(usage) if seen else 1.0
-        # the turns the chain's excess over the seed took to grow, at what the last turn's results added
-        grown = sum(estimate_tokens(json.dumps(r.response, ensure_ascii=False)) for r in fetched)
-        turns = max(1, (chain - seed) // max(1, grown))
-        if seed > room or not new_chain_pays(price, chain, seed, usage.requests, hit, turns):
+        self.conv.chain_rent_paid += chain_rent(price, chain, seed, usage.requests, hit)
+        # what a turn adds to a chain, as the last one did: its input, its calls and answer, its results
+        results = sum(estimate_tokens(json.dumps(r.response, ensure_ascii=False)) for r in fetched)
+        growth = _tokens(plan.payload) + (usage.output_tokens or 0) + results
+        paid = self.conv.chain_rent_paid
+        if seed > room or not new_chain_pays(price, paid, chain, seed, usage.requests, hit, growth):
             return plan
         self.display.note(messages.CHAIN_RESTARTED.render())
         return fresh

@@ -45,12 +45,13 @@ def test_models_lists_what_the_key_can_use_marked_by_state_mode(kernel, stub):
     assert lines[DEFAULT_MODEL].startswith("*") and "contents, interactions" in lines[DEFAULT_MODEL]
     assert "contents, interactions" in lines["gemini-3.1-pro-preview"]
     assert "not for conversations" in lines["gemini-embedding-001"]
-    assert "contents, interactions" in lines["gemini-4-argon"]  # the first Gemini 4 model
-    # client.models.list() went over HTTP with the key, page by page (the stand-in serves 2 a page).
+    for name in ("gemini-4-argon", "gemini-4-carbon", "gemini-4-hydrogen", "gemini-4-neon"):
+        assert "contents, interactions" in lines[name]  # the Gemini 4 models
+    # client.models.list() went over HTTP with the key, page by page (the stand-in serves 2 a page: 7 models).
     listed = [r for r in stub.requests if r["kind"] == "models.list"]
-    assert [r["method"] for r in listed] == ["GET", "GET"]
+    assert [r["method"] for r in listed] == ["GET"] * 4
     assert all(r["has_api_key"] for r in listed)
-    assert listed[1]["query"].get("pageToken") == "2"
+    assert [r["query"].get("pageToken") for r in listed] == [None, "2", "4", "6"]
 
 
 def test_models_failure_is_one_line(kernel, stub):

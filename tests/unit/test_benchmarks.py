@@ -50,3 +50,12 @@ def test_the_published_tools_figures_are_what_the_code_computes_now():
     figures = json.loads((BENCHMARKS / "figures.json").read_text(encoding="utf-8"))
     rows = [line for line in smoke_run("tools_economy.py").splitlines() if line.startswith("(")]
     assert rows == figures["tools_economy"]["rows"]["7 cells, implicit caching never"]
+
+
+def test_the_published_cost_figures_are_what_the_code_computes_now():
+    """The README's cost table comes from token_economy's full sessions (``benchmarks/figures.json``'s ``cost``);
+    its smoke run's rows, kept beside them, are computed again here: a change of the code that moves the bill
+    moves these rows, and ``python scripts/figures.py cost`` writes the file and the README again."""
+    figures = json.loads((BENCHMARKS / "figures.json").read_text(encoding="utf-8"))
+    rows = [line for line in smoke_run("token_economy.py").splitlines() if line.startswith("(")]
+    assert rows == figures["cost"]["rows"]

@@ -15,6 +15,7 @@ from genai_magics.engine.conversation import Conversation, Usage
 from genai_magics.engine.edits import Edit
 from genai_magics.engine.errors import UserError
 from genai_magics.gemini.caching import (
+    chain_rent,
     decide,
     folding_pays,
     implicit_share,
@@ -41,7 +42,7 @@ KW = dict(
 
 
 def test_the_table_has_the_default_model_its_successor_a_date_and_sources():
-    assert PRICES_AS_OF == "2026-12-02"
+    assert PRICES_AS_OF == "2026-12-06"
     for name in ("gemini-3.7-flash", "gemini-3.8-flash"):
         p = price_for(name, day=BEFORE)
         assert (p.input, p.cached_input, p.output, p.cache_minimum) == (0.75, 0.075, 3.75, 4096)
@@ -102,18 +103,38 @@ def test_the_share_implicit_caching_served_is_read_from_the_usage():
     assert tail_served(served, 4_000, tail_tokens=300, turns=1) == 0.0  # no earlier turn in the tail
 
 
-def test_a_new_chain_pays_when_its_reads_save_more_than_the_seed_read_uncached_costs():
-    # never hits: every token reads at the input price, so a smaller seed always pays
-    assert new_chain_pays(FLASH, chain_tokens=8_000, seed_tokens=7_900, reads=2, hit=0.0)
-    assert not new_chain_pays(FLASH, chain_tokens=8_000, seed_tokens=8_000, reads=2, hit=0.0)
-    # always hits (e = cached): 2 x 30,000 x 0.075 = 4,500 > 5,000 x 0.675 = 3,375; not when the chain is 5x the seed
-    assert new_chain_pays(FLASH, chain_tokens=35_000, seed_tokens=5_000, reads=2, hit=1.0)
-    assert not new_chain_pays(FLASH, chain_tokens=25_000, seed_tokens=5_000, reads=2, hit=1.0)
-    # half the input hitting: e = 0.4125; 2 x 3,000 x 0.4125 = 2,475 > 5,000 x 0.3375 = 1,688
-    assert new_chain_pays(FLASH, chain_tokens=8_000, seed_tokens=5_000, reads=2, hit=0.5)
-    assert not new_chain_pays(FLASH, chain_tokens=6_500, seed_tokens=5_000, reads=2, hit=0.5)
-    # the excess grew over 4 turns: 2 x 20,000 x 2.5 x 0.075 = 7,500 paid > 3,375
-    assert new_chain_pays(FLASH, chain_tokens=25_000, seed_tokens=5_000, reads=2, hit=1.0, turns=4)
+def test_a_turns_chain_rent_is_its_excess_over_the_seed_read_at_what_implicit_caching_leaves():
+    assert chain_rent(FLASH, chain_tokens=8_000, seed_tokens=5_000, reads=2, hit=0.0) == pytest.approx(2 * 3_000 * 0.75)
+    assert chain_rent(FLASH, chain_tokens=8_000, seed_tokens=5_000, reads=2, hit=1.0) == pytest.approx(
+        2 * 3_000 * 0.075
+    )
+    assert chain_rent(FLASH, chain_tokens=5_000, seed_tokens=5_200, reads=2, hit=0.0) == 0  # the seed is larger
+
+
+def test_a_new_chain_pays_once_the_rent_paid_is_more_than_the_hits_it_loses():
+    # never hits: a restart loses nothing, so any rent paid and a smaller seed start one
+    assert new_chain_pays(FLASH, paid=150, chain_tokens=8_000, seed_tokens=7_900, reads=2, hit=0.0, growth=300)
+    assert not new_chain_pays(FLASH, paid=150, chain_tokens=8_000, seed_tokens=8_000, reads=2, hit=0.0, growth=300)
+    # always hits (e = cached): a seed over the minimum loses its first read, 5,000 x 0.675 = 3,375
+    assert new_chain_pays(FLASH, paid=3_400, chain_tokens=9_000, seed_tokens=5_000, reads=2, hit=1.0, growth=300)
+    assert not new_chain_pays(FLASH, paid=3_300, chain_tokens=9_000, seed_tokens=5_000, reads=2, hit=1.0, growth=300)
+    # half the input hitting: e = 0.4125; 5,000 x 0.3375 = 1,687.5
+    assert new_chain_pays(FLASH, paid=1_700, chain_tokens=8_000, seed_tokens=5_000, reads=2, hit=0.5, growth=300)
+    assert not new_chain_pays(FLASH, paid=1_600, chain_tokens=8_000, seed_tokens=5_000, reads=2, hit=0.5, growth=300)
+    # a seed 1,000 under the 4,096 minimum at 300 a turn: 4 turns of 2 reads nothing serves, 8 x 3,096 x 0.675
+    lost = 8 * 3_096 * 0.675
+    assert new_chain_pays(FLASH, lost + 1, chain_tokens=9_000, seed_tokens=3_096, reads=2, hit=1.0, growth=300)
+    assert not new_chain_pays(FLASH, lost - 1, chain_tokens=9_000, seed_tokens=3_096, reads=2, hit=1.0, growth=300)
+
+
+def test_the_rent_is_what_the_chain_paid_not_its_excess_as_if_grown_over_many_turns():
+    """benchmarks/long_session.py, implicit caching always hitting, turn 10: a chain of 9 turns, 1,483 tokens over
+    the seed, after a turn whose results were ~80 tokens. The guess this replaced took the excess as grown over
+    1,483 / 80 = 18 turns (2 x 1,483 x 19/2 x e = 2,490 > the seed's 3,311 x (input - e) = 2,190) and started a
+    new chain under the cache minimum that nothing served for three turns; what the chain paid is ~1,100."""
+    e = FLASH.input - 0.98 * (FLASH.input - FLASH.cached_input)
+    assert 2 * 1_483 * 19 / 2 * e > 3_311 * (FLASH.input - e)  # the old guess: restart
+    assert not new_chain_pays(FLASH, paid=1_111, chain_tokens=4_794, seed_tokens=3_311, reads=2, hit=0.98, growth=224)
 
 
 def test_a_cache_pays_off_when_the_reads_it_saves_outweigh_its_read_and_storage():

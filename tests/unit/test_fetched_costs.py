@@ -15,6 +15,7 @@ import pytest
 from helpers.wire import api_requests, current_payload
 
 from genai_magics import messages
+from genai_magics.gemini.models import DEFAULT_MODEL
 
 # a short cell, a long output: what the model fetches is not in the cells the turn sends as context
 BIG = 'print("\\n".join(f"row_{i:05d} = {i * 3}" for i in range(1100)))'
@@ -54,6 +55,22 @@ def test_after_a_large_fetched_result_the_next_turn_starts_a_chain_seeded_with_m
     third = api_requests(stub)[sent]
     assert messages.CHAIN_RESTARTED.render() not in kept.plain
     assert third["json"]["previous_interaction_id"] == request["interaction_id"]  # nothing fetched since
+
+
+def test_a_turn_that_fails_leaves_the_chain_and_its_rent_as_they_were(notebook, stub):
+    """The rent is summed as the turns read the chain: a turn that failed read nothing, and the next one weighs
+    the same rent again (here, never hitting, it starts the new chain the failed turn would have)."""
+    stub.script_tools([[{"name": "cell_outputs", "args": {"ref": ref}} for ref in ("big", "wide")]])
+    notebook.run("%%gemini_ask --state interactions --new\nwhat does the big cell do?", cell_id="m1")
+    conv = notebook.magics.session.conversations["default"]
+    chain = conv.last_interaction_id
+    stub.inject("http", status=400, match="interaction.create")
+    failed = notebook.run("%%gemini_ask --state interactions\nand in one word?", cell_id="m2")
+    assert failed.stderr.startswith("genai_magics:") and len(conv.history) == 1
+    assert (conv.last_interaction_id, conv.chain_rent_paid) == (chain, 0.0)
+    again = notebook.run("%%gemini_ask --state interactions\nand in one word?", cell_id="m2")
+    assert messages.CHAIN_RESTARTED.render() in again.plain and again.stderr == ""
+    assert conv.chain_rent_paid == 0.0  # a new chain: its rent starts from nothing
 
 
 def test_after_an_agent_turn_that_changed_the_notebook_the_chain_is_continued(notebook, stub):
@@ -167,3 +184,41 @@ def test_a_turns_earlier_rounds_fold_into_the_cache_unless_implicit_caching_serv
     assert [r["cached_content"] for r in streams] == [first] * 4 + [folded] * 2
     assert streams[4]["cached_tokens"] > streams[3]["cached_tokens"] + 3 * 4_000  # the rounds, cached
     assert streams[4]["input_tokens"] - streams[4]["cached_tokens"] < 6_000  # the newest round alone at full price
+
+
+CONTEXT = "".join(f"# context line {i:04d} of a long cell\n" for i in range(235))  # the first request near the minimum
+
+
+def test_a_chain_implicit_caching_serves_is_not_started_again_before_its_excess_has_cost_the_seeds_lost_hits(
+    notebook, stub
+):
+    """Implicit caching serving the chain, a new chain costs the hits it loses: the seed read at full price, and
+    every request until a seed under the cache minimum grows past it. The rent weighed against that is what
+    re-reading the chain's excess over the seed has cost on the chain's turns as they went (``chain_rent``);
+    before, it was guessed from one turn's excess as grown over ``excess / (the last turn's results)`` turns, so
+    a turn with a small result after larger ones made a young chain look old, and it was started again into a
+    seed nothing served."""
+    notebook.run(CONTEXT, cell_id="ctx")
+    for i in range(12):
+        notebook.run(f'print("\\n".join(f"value {i}.{{j}} = {{j * {i}}}" for j in range(60)))', cell_id=f"o{i}")
+        notebook.run(f"v{i} = {i}", cell_id=f"v{i}")
+    stub.configure_caching(implicit=True, implicit_minimum={DEFAULT_MODEL: 4_096})
+    try:
+        for i in range(12):
+            call = ("read_cell", f"v{i}") if i % 3 == 2 else ("cell_outputs", f"o{i}")
+            stub.script_tools([[{"name": call[0], "args": {"ref": call[1]}}]])
+            new = " --new" if i == 0 else ""
+            shown = notebook.run(f"%%gemini_ask --state interactions{new}\nwhat does it say? ({i})", cell_id=f"q{i}")
+            assert shown.stderr == ""
+    finally:
+        stub.configure_caching(implicit=False)
+    requests = api_requests(stub)
+    assert len(requests) == 24  # each turn: its question, then the function's result
+    # the chain passes the minimum in the second turn and is served from the third on; re-reading its excess over
+    # the seed (~2,200 tokens by the last turn) has cost ~$0.0024 over its turns, less than a new chain loses (the
+    # seed at full price, ~$0.0028; a seed under the minimum, every request until it grows past): the chain goes
+    # on, and each later turn pays full price only for what is new (before, the seventh turn started a new one)
+    assert all("previous_interaction_id" in r["json"] for r in requests[1:]), [
+        i for i, r in enumerate(requests) if "previous_interaction_id" not in r["json"]
+    ]
+    assert [r["input_tokens"] - r["cached_tokens"] < 600 for r in requests[4:]] == [True] * 20

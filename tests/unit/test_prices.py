@@ -1,6 +1,7 @@
 """Prices keep their dates: a price holds for a period, a turn is priced on its own day (Google's billing
 day, whatever the machine's zone); a tiered model's long-prompt rates, request by request; the table, its
-overrides (with periods of their own), gemini-4-argon's thinking level over the wire, and %gemini prices."""
+overrides (with periods of their own), gemini-4-argon's thinking level over the wire, and %gemini prices
+(the other Gemini 4 models: test_gemini_4_models.py)."""
 
 from __future__ import annotations
 
@@ -126,7 +127,7 @@ def test_overrides_that_cannot_price_a_day_are_one_line(given, message, fields):
     assert refused.value.message is message and str(refused.value) == message.render(**fields)
 
 
-def test_only_gemini_4_argon_takes_a_thinking_level_and_it_has_no_explicit_caches():
+def test_gemini_4_argon_takes_a_thinking_level_and_no_explicit_cache_unlike_the_default_model():
     assert traits(ARGON).thinking_level == "medium" and not traits(ARGON).explicit_cache
     assert traits(f"models/{ARGON}") == traits(ARGON)
     assert traits(DEFAULT_MODEL).thinking_level is None and traits(DEFAULT_MODEL).explicit_cache

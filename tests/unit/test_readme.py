@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import datetime
 import re
 import struct
 from pathlib import Path
@@ -112,8 +113,14 @@ def test_the_docs_quote_the_fast_layer_as_pytest_collects_it(request):
         (
             "the layer: 346 tests in ~23 s at load 0.5; 346 tests",
             371,
-            (29.6, 6.24),
-            "the layer: 371 tests in ~30 s at load 6.2; 371 tests",
+            (29.6, 6.24, datetime.date(2026, 12, 6)),
+            "the layer: 371 tests in ~30 s at load 6.2 on 2026-12-06; 371 tests",
+        ),
+        (
+            "346 tests in ~23 s at load 0.5 on 2026-11-30.",
+            347,
+            (31.2, 1.0, datetime.date(2026, 12, 6)),
+            "347 tests in ~31 s at load 1.0 on 2026-12-06.",
         ),
         ("1,024 tests in ~9 s at load 1.0", 1025, None, "1,025 tests in ~9 s at load 1.0"),
     ],
