@@ -31,8 +31,8 @@ RESULT_CHARS = 20_000  # a result's text, after masking
 UNCHANGED_CHARS = 300  # an "unchanged" result is shorter than this
 CALL_SECONDS = 5.0  # a call's bound in time (sources/bounds.py): past it, an error result
 
-# Every word below is read (and billed) with every request that offers the functions, before anything is
-# cached (docs/token-economy.md, "The head"): each says what the model needs to call it right, once.
+# Every word below is read (and billed) by every request that offers the functions, at full price until the head
+# is cached (docs/token-economy.md, "The head, weighed"): each says what the model needs to call it right, once.
 _REF = {"type": "string", "description": "a cell: execution count (5 or In[5]), id or id prefix, or -1 (latest run)"}
 _DECLARATIONS: dict[str, dict[str, Any]] = {
     "list_variables": {
