@@ -32,6 +32,7 @@ HEAVY = {
     "genai_magics.frontends.turn_undo_steps": "an agent turn's Undo",
     "genai_magics.ui.approval": "the agent's first approval",
     "genai_magics.ui.turn_undo_widget": "an agent turn's Undo, or %gemini undo after one",
+    "difflib": "an edit's diff, a hand edit's patch (engine/diff.py), a masked key put back",
     "pydantic": "the SDK",
     "httpx": "the SDK",
 }
