@@ -40,9 +40,8 @@ class Message:
 
     def render(self, **fields: object) -> str:
         """The sentence with its fields filled (every field named, no other)."""
-        missing = self._named - fields.keys()
-        extra = fields.keys() - self._named
-        if missing or extra:
+        if fields.keys() != self._named:  # one comparison when right; which fields, only when wrong
+            missing, extra = self._named - fields.keys(), fields.keys() - self._named
             raise TypeError(f"{self.name}: missing {sorted(missing)}, unexpected {sorted(extra)}")
         return self.template.format(**fields)
 

@@ -68,6 +68,12 @@ class Cell:
     def sha256(self) -> str:
         return sha256_text(self.source)
 
+    @functools.cached_property
+    def usable(self) -> bool:
+        """Context may carry it: not a genai magic cell, not empty, and sendable (a cell with a NUL or a lone
+        surrogate is left out rather than break every turn); made once, as ``sha256``."""
+        return bool(self.source.strip()) and not is_genai_magic(self.source) and undecodable_at(self.source) is None
+
     @property
     def label(self) -> str:
         if self.execution_count is not None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 NO_NEWLINE = "\\ No newline at end of file\n"
@@ -32,6 +31,8 @@ def unified_diff(base: str, proposal: str, label: str, sides: tuple[str, str] = 
     A cell never ends in a newline, so where both texts end alike their last lines are not marked
     (``diff -u`` would end every cell's diff in ``\\ No newline at end of file``); where only one
     of them ends in a newline the mark shows that change."""
+    import difflib  # on first use (an edit's diff): %load_ext imports none of it
+
     lines = difflib.unified_diff(
         lines_of(base), lines_of(proposal), fromfile=f"{label} ({sides[0]})", tofile=f"{label} ({sides[1]})"
     )
@@ -42,5 +43,7 @@ def unified_diff(base: str, proposal: str, label: str, sides: tuple[str, str] = 
 
 def source_patch(base: str, source: str) -> str:
     """The hunks of a unified diff that turn ``base`` into ``source``, without file headers."""
+    import difflib
+
     lines = difflib.unified_diff(lines_of(base), lines_of(source), n=PATCH_CONTEXT_LINES)
     return _marked(line for i, line in enumerate(lines) if i >= 2)  # the first two are the ---/+++ headers

@@ -26,11 +26,18 @@ def hidden(ch: str) -> bool:
     return ch in _FILLERS or unicodedata.category(ch) in ("Cf", "Cc", "Zs", "Zl", "Zp")
 
 
+# the ASCII characters ``hidden`` marks (the controls but tab, newline and carriage return): a text of ASCII
+# without any is left as it is after one pass in C, not a call per character (a diff's lines, a proposal)
+_ASCII_HIDDEN = frozenset(ch for ch in map(chr, range(128)) if hidden(ch))
+
+
 def code_point(ch: str) -> str:
     return f"U+{ord(ch):04X}"
 
 
 def _marked(text: str, plain: Callable[[str], str], mark: Callable[[str], str]) -> str:
+    if text.isascii() and _ASCII_HIDDEN.isdisjoint(text):
+        return plain(text)
     out: list[str] = []
     start = 0
     for at, ch in enumerate(text):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 from typing import Any
 
@@ -67,6 +66,8 @@ def _masked(text: str, keys: list[str]) -> tuple[str, list[tuple[int, str]]]:
 
 def _unmask_line(masked: str, where: list[tuple[int, str]], proposal: str) -> str:
     """Put each key back where the proposal kept the base's mask in place (same surrounding text)."""
+    import difflib  # on first use (a proposal with a mask in it): %load_ext imports none of it
+
     matcher = difflib.SequenceMatcher(None, masked, proposal, autojunk=False)
     blocks = matcher.get_matching_blocks()
     edits = []
@@ -99,6 +100,8 @@ def unmask(base: str, proposal: str) -> tuple[str, bool]:
     masked_lines = [_masked(line, keys) for line in base_lines]
     prop_lines = proposal.split("\n")
     out = list(prop_lines)
+    import difflib
+
     matcher = difflib.SequenceMatcher(None, [m for m, _ in masked_lines], prop_lines, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":

@@ -82,7 +82,7 @@ def frozen(table: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
 def thawed(table: Mapping[str, str], order: Sequence[str], enabled: Iterable[str]) -> list[dict[str, Any]]:
     """The declarations of the enabled names in ``order``: new dicts each time (the SDK rewrites the schemas it
     is given in place; the settings' hash, a replay's identity, must not move). Parsing JSON is ~10x faster
-    than ``copy.deepcopy``: every request's settings copy them, twice a turn."""
+    than ``copy.deepcopy``: each body the SDK takes, and each cache made, copies them."""
     chosen = set(enabled)
     return [json.loads(table[name]) for name in order if name in chosen]
 

@@ -23,12 +23,12 @@ from __future__ import annotations
 import inspect
 import secrets
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 
 from .. import messages
 from ..engine.agent import Change, Deleted, Edited, Inserted, TurnChanges, edited, inserted_type, step_line
-from ..engine.cells import Cell, code_cell_above, is_genai_magic
+from ..engine.cells import Cell, is_genai_magic
 from ..engine.diff import unified_diff
 from ..engine.errors import UserError
 from ..engine.hashing import sha256_text, short
@@ -37,7 +37,7 @@ from ..engine.tools import ToolCall, ToolResult, error_result
 from .code_check import CodeCheck
 from .landed import LandedCheck, Reply, Sent
 from .live_notebook import LiveNotebook
-from .notebook_view import NotebookView
+from .turn_view import TurnView
 
 # Runs a cell (the target and its label) and gives what the model reads (frontends/cell_runner.py).
 RunCell = Callable[[Cell, str], "Awaitable[ToolResult] | ToolResult"]
@@ -47,29 +47,6 @@ REPLY_TIMEOUT_S = 30.0  # an awaited change's reply; the bridge's own timeout an
 def cannot_run(cell: Cell, label: str) -> ToolResult:
     """The ``RunCell`` of a frontend that cannot run cells."""
     return error_result(ToolCall("run_cell", {"ref": cell.id}), messages.AGENT_CANNOT_RUN.render())
-
-
-@dataclass
-class TurnView:
-    """The notebook as the agent turn left it so far: the frontend's view with the turn's changes made."""
-
-    base: NotebookView
-    changes: TurnChanges = field(default_factory=TurnChanges)
-
-    @property
-    def description(self) -> str:
-        return self.base.description
-
-    def cells(self) -> Sequence[Cell]:
-        return self.changes.applied(self.base.cells())
-
-    def cell_above(self, cell_id: str) -> Cell | None:
-        return code_cell_above(self.cells(), cell_id)
-
-    def deleted(self, cell_id: str) -> bool:
-        """The turn deleted this cell: a ref that still finds it (the kernel ran it) finds nothing."""
-        gone = any(isinstance(c, Deleted) and c.cell.get("id") == cell_id for c in self.changes.items)
-        return gone and all(c.id != cell_id for c in self.cells())
 
 
 @dataclass

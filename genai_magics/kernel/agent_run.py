@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from .. import messages
@@ -27,7 +26,7 @@ from ..frontends.code_check import shell_check
 from ..frontends.live_notebook import LiveNotebook
 from ..sources.last_error import CellForFilename, capture_last_error, render_error
 from ..sources.outputs import shown_pieces
-from ..turn.requests import Settings, TurnOutcome, TurnRequest
+from ..turn.requests import Settings, TurnOutcome
 from ..turn.session import Session
 from ..ui.approval import show_approval
 from ..ui.landed_line import show_landed_line
@@ -147,14 +146,3 @@ def keep_landed_check(state: ShellState, actions: AgentActions) -> None:
     if actions.landed is not None and actions.landed.sent:
         show_landed_line(actions.landed)
         state.landed_check = actions.landed
-
-
-def told_not_landed(state: ShellState, request: TurnRequest) -> TurnRequest:
-    """Before the next request of the conversation of a turn whose changes were sent without waiting: each checked,
-    and the ones that did not land go with the request (``agentChangesNotMade``), told once."""
-    check = state.landed_check
-    if check is None or request.dry_run or request.conversation != check.conversation:
-        return request
-    state.landed_check = None
-    piece = check.told()
-    return request if piece is None else replace(request, extra_pieces=(*request.extra_pieces, piece))

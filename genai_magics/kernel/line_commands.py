@@ -22,7 +22,6 @@ from ..persistence.keeper import RecordKeeper
 from ..sources import rules as rules_source
 from ..ui import report
 from ..ui.display import NotebookDisplay
-from ..ui.turn_undo_widget import undo_latest
 from ..ui.widgets import OutcomeLine
 from .options import GeminiOptions
 from .shell_state import ShellState
@@ -195,6 +194,8 @@ def _undo(call: Call) -> None:
     """The latest agent turn of the notebook, unless a conversation is named: then its newest proposal."""
     agent = call.state.agent_undo
     if agent is not None and not call.args.conversation:
+        from ..ui.turn_undo_widget import undo_latest  # an agent turn's: its modules are imported by then
+
         undo_latest(agent)
         return
     _on_proposal("undo")(call)

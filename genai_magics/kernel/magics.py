@@ -1,10 +1,9 @@
 """The IPython face of genai_magics: the magics' flags in, session calls out.
 
-The flags are ``magic_flags.py``; what the kernel keeps per shell, ``shell_state.py``; the
-frontend of a turn, ``frontends/frontend.py`` (``for_run``); a staged Apply written on the
-magic cell's next run, ``frontends/cell_writer.py``; the proposal shown,
-``ui/proposal_display.py``; the --error/--vars/--interpolate context, ``sources/explicit.py``;
-the %gemini subcommands, the table in ``line_commands.py``; an agent turn's wiring, ``agent_turn.py``.
+The flags are ``magic_flags.py``; what the kernel keeps per shell, ``shell_state.py``; the frontend of a turn,
+``frontends/frontend.py`` (``for_run``); a staged Apply written on the magic cell's next run,
+``frontends/cell_writer.py``; the proposal shown, ``ui/proposal_display.py``; the --error/--vars/--interpolate
+context, ``sources/explicit.py``; the %gemini subcommands, ``line_commands.py``; an agent turn's, ``agent_turn.py``.
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ from argparse import Namespace
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
@@ -43,13 +43,15 @@ from ..ui import report
 from ..ui.display import NotebookDisplay, TerminalDisplay
 from ..ui.proposal import ProposalController
 from ..ui.proposal_display import Place, Proposed, show_proposal
-from .agent_run import told_not_landed
-from .agent_turn import AgentTurn, Shown, agent_actions
+from .landed_told import told_not_landed
 from .line_commands import COMMANDS, HELP, Call, chosen
 from .line_syntax import split_prompt
 from .magic_flags import documented, plain_help, takes_value, turn_arguments, turn_request, with_defaults
 from .options import GeminiOptions
 from .shell_state import ShellState, state_of
+
+if TYPE_CHECKING:  # the agent's modules are imported by its first turn (or a landed check), not at %load_ext
+    from .agent_turn import AgentTurn, Shown
 
 
 @functools.lru_cache(maxsize=64)
@@ -250,8 +252,7 @@ class GeminiMagics(GeminiOptions):
         return self._driven(steps, display, shown, agent_turn)
 
     def _turn_settings(self, args: Namespace, agent: bool) -> tuple[Namespace, Settings]:
-        """The options as this turn's settings; an agent turn's flags take their defaults, its --approve
-        overrides ``agent_approve``."""
+        """The options as this turn's settings; an agent turn's flags take their defaults, --approve its own."""
         settings = self._settings()
         if not agent:
             return args, settings
@@ -263,10 +264,10 @@ class GeminiMagics(GeminiOptions):
     ) -> AgentTurn:
         """An agent turn's actions wired to this shell (kernel/agent_turn.py), its frontend's view the turn's
         own; with ``agent_approve = "none"`` through a live notebook, a line says nothing will ask."""
-        shell, session = self.shell, self.session
-        actions = agent_actions(
-            shell, session, frontend, settings, display, conversation, self._cell_for_filename, self.apply_wait
-        )
+        from .agent_turn import AgentTurn, agent_actions
+
+        shell, session, find = self.shell, self.session, self._cell_for_filename
+        actions = agent_actions(shell, session, frontend, settings, display, conversation, find, self.apply_wait)
         if settings.agent_approve == "none" and actions.live is not None:
             display.note(messages.AGENT_APPROVE_NONE.render())  # said every turn: nothing will ask
         frontend = replace(frontend, view=actions.view)

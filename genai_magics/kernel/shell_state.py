@@ -11,16 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..frontends.bridge import Bridge
 from ..frontends.cell_writer import StagedApply
 from ..frontends.companion import Companion
-from ..frontends.landed import LandedCheck
 from ..frontends.notebook_view import NotebookLocation
-from ..frontends.turn_undo_steps import TurnUndo
 from ..turn.session import Session
 from ..ui.proposal import ProposalController
+
+if TYPE_CHECKING:  # made by an agent turn, whose modules its first turn imports
+    from ..frontends.landed import LandedCheck
+    from ..frontends.turn_undo_steps import TurnUndo
 
 
 class LoadedMagics(Protocol):

@@ -55,7 +55,7 @@ def rule_files(folder: Path) -> tuple[Path, ...]:
         if os.path.isfile(candidate):
             found.append(Path(candidate))
         parent = os.path.dirname(here)
-        if any(os.path.exists(os.path.join(here, marker)) for marker in ROOT_MARKERS) or parent == here:
+        if parent == here or any(os.path.exists(os.path.join(here, marker)) for marker in ROOT_MARKERS):
             break
         here = parent
     return tuple(reversed(found))

@@ -15,8 +15,8 @@ from ..engine.conversation import Conversation
 from ..engine.errors import UserError
 from ..engine.hashing import sha256_text
 from ..engine.notebook_text import notebook_text
-from ..frontends.agent_actions import TurnView
 from ..frontends.notebook_view import ExecutedCells, NotebookFileError, NotebookView
+from ..frontends.turn_view import TurnView
 from ..sources.outputs import OutputCapture, OutputPieces, cell_pieces
 from .requests import Settings, TurnFrontend, TurnRequest
 

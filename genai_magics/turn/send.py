@@ -60,7 +60,7 @@ from ..gemini.client import RetryNotices
 from ..gemini.errors import describe, over_input_limit, status_code
 from ..gemini.models import InputLimits
 from ..gemini.pricing import Price, turn_cost
-from ..gemini.transport import SPLIT, CachedHead, EditRetry, Reply, Transport, body_bytes
+from ..gemini.transport import SPLIT, CachedHead, EditRetry, Reply, Transport, body_bytes, body_bytes_at_most
 from .edit_answer import settle
 from .requests import Planned, Sent, Settings, TurnDisplay, TurnResult
 
@@ -265,12 +265,12 @@ class TurnSend:
         line says which turns were left out."""
         transport, history = self.transport, self.conv.history
         transport.squeeze = None
-        if not history or (not force and _tokens(body()) * scale <= room):
+        if not history or (not force and _within(body(), scale, room)):
             return
 
         def fits(dropped: int) -> bool:
             transport.squeeze = Squeeze(dropped)
-            return _tokens(body()) * scale <= room
+            return _within(body(), scale, room)
 
         low, high = 1, len(history)
         while low < high:
@@ -596,6 +596,12 @@ def priced(usage: Usage, price: Price | None, day: dt.date) -> Usage:
 def _tokens(body: dict[str, Any]) -> int:
     """A request's input tokens as the kernel estimates them: four bytes a token of its JSON."""
     return (body_bytes(body) + 3) // 4
+
+
+def _within(body: dict[str, Any], scale: float, room: int) -> bool:
+    """Whether ``_tokens(body)`` times ``scale`` is at most ``room``: settled by the bytes' upper bound when
+    that fits (no serialising: a turn far under the limit), else counted."""
+    return (body_bytes_at_most(body) + 3) // 4 * scale <= room or _tokens(body) * scale <= room
 
 
 def _call_line(result: ToolResult) -> str:

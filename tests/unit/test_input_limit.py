@@ -12,8 +12,11 @@ import json
 
 import pytest
 from helpers.wire import api_requests
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from genai_magics import messages
+from genai_magics.gemini.transport import body_bytes, body_bytes_at_most
 
 STATES = ["contents", "interactions"]
 LIMIT = 12_500  # tokens: 50 kB at the stand-in's four bytes a token
@@ -122,3 +125,17 @@ def test_results_do_not_fade_in_interactions_mode(notebook, stub):
     ask(notebook, "interactions", "read c1 again", cell_id="m6")
     (again,) = [r for req in api_requests(stub) for r in req["tool_results"]]
     assert again["response"]["unchanged"] is True  # the server chain holds it whole
+
+
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+        max_leaves=30,
+    )
+)
+@example({"k\x01": ["\U0001f600\u202e\x1f", -1.5e-300, 10**40]})
+def test_the_bytes_upper_bound_that_settles_a_turn_far_under_the_limit_is_never_below_the_count(value):
+    """``fit`` serialises a request only when the bound says it may not fit: the bound must never be lower."""
+    body = {"contents": value}
+    assert body_bytes_at_most(body) >= body_bytes(body)
