@@ -30,7 +30,11 @@ def notebook(magic_shell):
     magic_shell.run(BIG, cell_id="big")
     magic_shell.run(BIG.replace("row_", "col_"), cell_id="wide")
     magic_shell.run("total = 1", cell_id="small")  # the document of the asks below
-    return magic_shell
+    yield magic_shell
+    # the shell outlives the test: later files must not find these cells in their notebook's context
+    for cell_id in ("big", "wide"):
+        magic_shell.run("pass", cell_id=cell_id)
+    magic_shell.magics.max_output_chars = magic_shell.magics.trait_defaults("max_output_chars")
 
 
 def test_after_a_large_fetched_result_the_next_turn_starts_a_chain_seeded_with_markers(notebook, stub):
@@ -212,6 +216,8 @@ def test_a_chain_implicit_caching_serves_is_not_started_again_before_its_excess_
             assert shown.stderr == ""
     finally:
         stub.configure_caching(implicit=False)
+        for cell_id in ("ctx", *(f"{kind}{i}" for kind in "ov" for i in range(12))):
+            notebook.run("pass", cell_id=cell_id)  # the shell outlives the test: later files must not read them
     requests = api_requests(stub)
     assert len(requests) == 24  # each turn: its question, then the function's result
     # the chain passes the minimum in the second turn and is served from the third on; re-reading its excess over

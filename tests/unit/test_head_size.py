@@ -33,6 +33,8 @@ def notebook(magic_shell):
     magic_shell.run("total = 1", cell_id="small")
     yield magic_shell
     magic_shell.run("%gemini reset --all", cell_id="reset")  # the tests after start from no conversation
+    magic_shell.run("pass", cell_id="big")  # nor with this cell in their notebook's context
+    magic_shell.magics.max_output_chars = magic_shell.magics.trait_defaults("max_output_chars")
 
 
 def test_an_asks_instruction_and_declarations_stay_under_the_bound_on_the_wire(notebook, stub):
