@@ -59,3 +59,29 @@ class Shell:
 
     def close(self) -> None:
         self.ip.run_line_magic("unload_ext", "genai_magics")
+
+
+# a short cell, a long output (~20,000 characters): what the model fetches is not in the cells a turn sends as
+# context, and it takes a request past the 4,096-token cache minimum
+BIG = 'print("\\n".join(f"row_{i:05d} = {i * 3}" for i in range(1100)))'
+
+
+def fetching_notebook(shell: Shell, **cells: str) -> Shell:
+    """``shell`` at a new conversation with the default tools, model and cache, outputs kept whole up to 20,000
+    characters, ``cells`` (cell id -> source) run, then ``small`` (``total = 1``, the document of the asks)."""
+    shell.run("%gemini reset --all", cell_id="reset")
+    for name in ("tools", "max_tool_calls", "model", "cache"):
+        setattr(shell.magics, name, shell.magics.trait_defaults(name))
+    shell.magics.max_output_chars = 20_000
+    for cell_id, source in cells.items():
+        shell.run(source, cell_id=cell_id)
+    shell.run("total = 1", cell_id="small")
+    return shell
+
+
+def emptied(shell: Shell, *cell_ids: str) -> None:
+    """The InteractiveShell outlives the test, and with it the cells it ran: these emptied, so that no later test
+    finds them (a 20,000-character output, say) in its notebook's context."""
+    for cell_id in cell_ids:
+        shell.run("pass", cell_id=cell_id)
+    shell.magics.max_output_chars = shell.magics.trait_defaults("max_output_chars")

@@ -12,29 +12,18 @@ The extension in an in-process IPython shell, the real SDK over real HTTP to the
 from __future__ import annotations
 
 import pytest
+from helpers.shell import BIG, emptied, fetching_notebook
 from helpers.wire import api_requests, current_payload
 
 from genai_magics import messages
 from genai_magics.gemini.models import DEFAULT_MODEL
 
-# a short cell, a long output: what the model fetches is not in the cells the turn sends as context
-BIG = 'print("\\n".join(f"row_{i:05d} = {i * 3}" for i in range(1100)))'
-
 
 @pytest.fixture
 def notebook(magic_shell):
-    magic_shell.run("%gemini reset --all", cell_id="reset")
-    for name in ("tools", "max_tool_calls", "model", "cache"):
-        setattr(magic_shell.magics, name, magic_shell.magics.trait_defaults(name))
-    magic_shell.magics.max_output_chars = 20_000  # the output whole: the chain passes the cache minimum (two of them)
-    magic_shell.run(BIG, cell_id="big")
-    magic_shell.run(BIG.replace("row_", "col_"), cell_id="wide")
-    magic_shell.run("total = 1", cell_id="small")  # the document of the asks below
-    yield magic_shell
-    # the shell outlives the test: later files must not find these cells in their notebook's context
-    for cell_id in ("big", "wide"):
-        magic_shell.run("pass", cell_id=cell_id)
-    magic_shell.magics.max_output_chars = magic_shell.magics.trait_defaults("max_output_chars")
+    # the outputs whole: the chain passes the cache minimum (two of them)
+    yield fetching_notebook(magic_shell, big=BIG, wide=BIG.replace("row_", "col_"))
+    emptied(magic_shell, "big", "wide")
 
 
 def test_after_a_large_fetched_result_the_next_turn_starts_a_chain_seeded_with_markers(notebook, stub):
@@ -190,7 +179,7 @@ def test_a_turns_earlier_rounds_fold_into_the_cache_unless_implicit_caching_serv
     assert streams[4]["input_tokens"] - streams[4]["cached_tokens"] < 6_000  # the newest round alone at full price
 
 
-CONTEXT = "".join(f"# context line {i:04d} of a long cell\n" for i in range(235))  # the first request near the minimum
+CONTEXT = "".join(f"# context line {i:04d} of a long cell\n" for i in range(240))  # the first request near the minimum
 
 
 def test_a_chain_implicit_caching_serves_is_not_started_again_before_its_excess_has_cost_the_seeds_lost_hits(
@@ -216,8 +205,7 @@ def test_a_chain_implicit_caching_serves_is_not_started_again_before_its_excess_
             assert shown.stderr == ""
     finally:
         stub.configure_caching(implicit=False)
-        for cell_id in ("ctx", *(f"{kind}{i}" for kind in "ov" for i in range(12))):
-            notebook.run("pass", cell_id=cell_id)  # the shell outlives the test: later files must not read them
+        emptied(notebook, "ctx", *(f"{kind}{i}" for kind in "ov" for i in range(12)))
     requests = api_requests(stub)
     assert len(requests) == 24  # each turn: its question, then the function's result
     # the chain passes the minimum in the second turn and is served from the third on; re-reading its excess over

@@ -11,6 +11,7 @@ import json
 import re
 
 import pytest
+from helpers.shell import BIG, emptied, fetching_notebook
 from helpers.wire import api_requests
 
 from genai_magics.stub.model import texts, tokens
@@ -18,23 +19,13 @@ from genai_magics.stub.model import texts, tokens
 # issue 43 measured 458 + 395 (instruction + declarations, stand-in tokens) on every request of an ask with
 # functions; the shorter declarations and sentence read 434 + 345 (docs/token-economy.md, "The head")
 HEAD_BOUND = 800
-# a short cell printing ~20,000 characters: its outputs take the first request's head past the 4,096-token cache
-# minimum (the cells stay in the shell's session for the tests after: these are test_fetched_costs.py's own)
-BIG = 'print("\\n".join(f"row_{i:05d} = {i * 3}" for i in range(1100)))'
 
 
 @pytest.fixture
 def notebook(magic_shell):
-    magic_shell.run("%gemini reset --all", cell_id="reset")
-    for name in ("tools", "max_tool_calls", "model", "cache"):
-        setattr(magic_shell.magics, name, magic_shell.magics.trait_defaults(name))
-    magic_shell.magics.max_output_chars = 20_000
-    magic_shell.run(BIG, cell_id="big")
-    magic_shell.run("total = 1", cell_id="small")
-    yield magic_shell
+    yield fetching_notebook(magic_shell, big=BIG)
     magic_shell.run("%gemini reset --all", cell_id="reset")  # the tests after start from no conversation
-    magic_shell.run("pass", cell_id="big")  # nor with this cell in their notebook's context
-    magic_shell.magics.max_output_chars = magic_shell.magics.trait_defaults("max_output_chars")
+    emptied(magic_shell, "big")
 
 
 def test_an_asks_instruction_and_declarations_stay_under_the_bound_on_the_wire(notebook, stub):
