@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import messages
+from ..engine.background import BackgroundThread
 from ..engine.record import ConversationText, NotebookRecord, conversation_texts, dumps, generation_of, journal_line
 from ..engine.redaction import redaction_keys
 from .schema import OURS, Damaged, NotOurs, loads
@@ -96,14 +97,14 @@ class _Flusher:
 
     def __init__(self) -> None:
         self._jobs: queue.SimpleQueue[tuple[Callable[[], None], threading.Event]] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
+        self._thread: BackgroundThread | None = None
         self._lock = threading.Lock()
 
     def submit(self, job: Callable[[], None]) -> threading.Event:
         done = threading.Event()
         with self._lock:
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="genai_magics record fsync", daemon=True)
+                self._thread = BackgroundThread(self._run, "record fsync")
                 self._thread.start()
         self._jobs.put((job, done))
         return done

@@ -7,8 +7,11 @@ figures included, which it publishes from a ``post_execute`` hook, before
 and ``sys.stdout`` / ``sys.stderr`` (ipykernel's ``OutStream``: ``stream``).
 Each door is wrapped on its instance: the wrapper notes the output for the cell
 that runs (set from ``pre_run_cell``) and then calls the original, so what the
-user sees does not change. ``clear_output`` and display updates are followed too.
-The streams are wrapped again at each cell's start when the wrapper is gone:
+user sees does not change. What the package's own threads print while a cell runs
+(a library's log line from the SDK's warm-up) is not that cell's: counted as its
+output it would reach the model and make a restarted kernel's replay miss, at the
+whim of the thread's timing (engine/background.py). ``clear_output`` and display
+updates are followed too. The streams are wrapped again at each cell's start when the wrapper is gone:
 IPython 9 tees ``write`` itself around every cell and puts back the ``write`` it
 found when the cell ends, which drops a wrapper installed during the cell.
 
@@ -26,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import messages
+from ..engine.background import in_background
 from ..engine.context import ContextPiece
 from ..engine.outputs import (
     MAX_CELL_CHARS,
@@ -95,7 +99,7 @@ class OutputCapture:
 
     def stream(self, name: str, text: str) -> None:
         entries = self._entries()
-        if entries is None or not text or self._publishing:
+        if entries is None or not text or self._publishing or in_background():
             return
         if entries and entries[-1].kind == "stream" and entries[-1].name == name:
             kept = entries[-1].data["text/plain"]
@@ -116,7 +120,7 @@ class OutputCapture:
                         e.data = dict(data)
             return
         entries = self._entries()
-        if entries is not None and len(entries) < MAX_CELL_OUTPUTS:
+        if entries is not None and len(entries) < MAX_CELL_OUTPUTS and not in_background():
             entries.append(_Entry(kind, dict(data), display_id=display_id))
             if display_id is not None and self.current is not None:
                 self._displays.setdefault(display_id, set()).add(self.current)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import messages
+from ..engine.background import BackgroundThread
 from ..engine.errors import UserError
 from ..gemini.client import ClientSettings, RetryNotices, make_client
 from ..gemini.errors import describe
@@ -73,6 +74,6 @@ class Clients:
             except UserError:
                 pass
 
-        thread = threading.Thread(target=build, name="genai_magics warm-up", daemon=True)
+        thread = BackgroundThread(build, "warm-up")
         thread.start()
         return thread

@@ -14,7 +14,7 @@ import pytest
 from helpers.footer import footer_line
 from helpers.hashing import sha
 from helpers.images import png
-from helpers.kernel import FAKE_KEY
+from helpers.kernel import FAKE_KEY, Kernel, Run
 from helpers.record import text_on_disk
 from helpers.wire import api_requests, current_payload
 
@@ -127,6 +127,66 @@ def test_no_outputs_and_outputs_of_another_cell(kernel, stub, tmp_path, mode):
     entries = current_payload(request)["outputs"]
     assert [e.get("text") for e in entries] == ["total is 42\n", "from the other cell\n[image 1]\n", None]
     assert entries[2]["sha256"] == sha(other) and current_images(request) == [other]
+
+
+def _warm_up_logs(stub, tmp_path) -> Kernel:
+    """A kernel whose SDK prints a log line from the warm-up thread (an unknown GOOGLE_GENAI_HTTP_CLIENT), on a
+    notebook of its own (it keeps a record); the extension is not loaded yet."""
+    env = {
+        "GOOGLE_GEMINI_BASE_URL": stub.url,
+        "GEMINI_API_KEY": FAKE_KEY,
+        "JUPYTER_DATA_DIR": str(tmp_path / "data"),
+        "JPY_SESSION_NAME": str(tmp_path / "work.ipynb"),
+        "GOOGLE_GENAI_HTTP_CLIENT": "no-such-client",
+    }
+    return Kernel(env=env, cwd=str(tmp_path))
+
+
+def _run_all(k: Kernel, *cells: tuple[str, str]) -> list[Run]:
+    """The cells sent at once, as Run All does: the second starts while the warm-up still imports the SDK."""
+    return [k.finish(msg_id) for msg_id in [k.start(source, cell_id) for source, cell_id in cells]]
+
+
+JOIN_WARM_UP = "import threading\n[t.join() for t in threading.enumerate() if t.name == 'genai_magics warm-up']\n"
+LOAD = ("%load_ext genai_magics", "setup")
+DOC = (JOIN_WARM_UP + "print('printed by the cell')", "doc")
+ASK = ("%%gemini_ask\nwhat does it print?", "m1")
+
+
+@pytest.mark.kernel
+def test_a_line_the_sdk_warm_up_prints_while_a_cell_runs_is_not_that_cells_output(stub, tmp_path):
+    """Restart and Run All: the cell after ``%load_ext`` runs while the SDK's warm-up thread still works, and a
+    log line the SDK prints then shows under that cell. It is not the cell's output, and is not sent as such."""
+    stub.reset()
+    k = _warm_up_logs(stub, tmp_path)
+    try:
+        [_, doc, _] = _run_all(k, LOAD, DOC, ASK)
+        assert "Unrecognized GOOGLE_GENAI_HTTP_CLIENT" in doc.plain  # the line came while the cell ran
+        [entry] = current_payload(api_requests(stub)[-1])["outputs"]
+        assert entry["text"] == "printed by the cell\n"
+    finally:
+        k.close()
+
+
+@pytest.mark.kernel
+def test_run_all_after_a_restart_replays_although_the_warm_up_printed_under_the_first_cell(stub, tmp_path):
+    """Seen in VS Code in CI: cells run one by one recorded the turn; after Restart and Run All the warm-up's
+    line came while the document cell ran, the turn differed from the recorded one and was asked again."""
+    stub.reset()
+    k = _warm_up_logs(stub, tmp_path)
+    try:
+        k.run(*LOAD)
+        k.run(JOIN_WARM_UP, cell_id="wait")  # one by one: the warm-up is done before the document cell runs
+        assert "Unrecognized" not in k.run(*DOC).plain
+        assert messages.FOOTER_TURN.within(k.run(*ASK).plain, turn=1)
+        sent = len(api_requests(stub))
+        k.km.restart_kernel(now=True)
+        k.kc.wait_for_ready(timeout=60)
+        [_, doc, ask] = _run_all(k, LOAD, DOC, ASK)
+        assert "Unrecognized GOOGLE_GENAI_HTTP_CLIENT" in doc.plain
+        assert messages.REPLAYED_FOOTER.within(ask.plain, turn=1) and len(api_requests(stub)) == sent
+    finally:
+        k.close()
 
 
 def test_outputs_of_a_cell_that_is_not_there_is_one_line(kernel, stub):
