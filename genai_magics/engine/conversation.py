@@ -275,6 +275,9 @@ class Conversation:
     # interactions: what re-reading the chain's excess over a new chain's seed has cost on its turns so far (at
     # the price table's rates per 1M tokens; turn/send.py ``restart``); the kernel's own, never recorded
     chain_rent_paid: float = 0.0
+    # contents: a turn of this kernel's left earlier turns out to fit the input limit; each later turn builds
+    # its whole request to check it (turn/send.py ``fit``); the kernel's own, never recorded
+    compacted: bool = False
     closed: bool = False  # reset or started over: its proposals' buttons do nothing
     # the cell this conversation works on: follow-ups without --cell keep it; an Apply that wrote
     # the code into another cell (the running magic cell in VS Code) moves it there

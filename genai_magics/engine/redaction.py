@@ -11,12 +11,17 @@ MASK = "***"
 # record may still hold the old one, and it is as secret as the new one. A key inside a
 # longer one comes after the longer.
 _seen: tuple[str, ...] = ()
+_held: tuple[str | None, ...] = ()  # what those variables held at the last look: unchanged, nothing is new
 
 
 def remember_keys() -> None:
-    """Note the keys the environment holds now (at load, before every cell, at every redaction)."""
-    global _seen
-    new = {k for k in (os.environ.get(var) for var in KEY_VARIABLES) if k and len(k) >= 4}.difference(_seen)
+    """Note the keys the environment holds now (at load, before every cell, at every redaction: ~8 a turn)."""
+    global _seen, _held
+    held = tuple(map(os.environ.get, KEY_VARIABLES))
+    if held == _held:
+        return
+    _held = held
+    new = {k for k in held if k and len(k) >= 4}.difference(_seen)
     if new:
         _seen = tuple(sorted((*_seen, *new), key=len, reverse=True))
 

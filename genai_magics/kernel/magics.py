@@ -132,8 +132,8 @@ class GeminiMagics(GeminiOptions):
         if running and result.execution_count is not None:
             self.session.executed.set_count(running, result.execution_count)
 
-    def _notebook_path(self) -> Path | None:
-        return self.shell_state.location.path(self._start_path())
+    def _located(self, start: Path | None) -> Path | None:
+        return self.shell_state.location.path(start)
 
     def _renamed_from(self, path: Path | None) -> tuple[tuple[Path, ...], str | None]:
         companion = self.shell_state.companion  # VS Code ends a renamed notebook's kernel: its window saw it

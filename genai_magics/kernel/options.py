@@ -187,8 +187,13 @@ class GeminiOptions(Magics):
         return notebook_path_from(os.environ, self.shell.user_ns if self.shell is not None else {})
 
     def _notebook_path(self) -> Path | None:
-        """The notebook's file now (``GeminiMagics``: as a live frontend named it last)."""
-        return self._start_path()
+        """The notebook's file now."""
+        return self._located(self._start_path())
+
+    def _located(self, start: Path | None) -> Path | None:
+        """The notebook's file now, from where it was when the kernel started (``GeminiMagics``: as a live
+        frontend named it last)."""
+        return start
 
     def _renamed_from(self, path: Path | None) -> tuple[tuple[Path, ...], str | None]:
         """The names the notebook at ``path`` had before, as a frontend saw it renamed, and what the frontend's
@@ -196,7 +201,8 @@ class GeminiOptions(Magics):
         return (), None
 
     def _settings(self) -> Settings:
-        notebook = self._notebook_path()
+        start = self._start_path()
+        notebook = self._located(start)
         formerly, cells = self._renamed_from(notebook)
         return Settings(
             model=self.model,
@@ -224,7 +230,7 @@ class GeminiOptions(Magics):
                 self.record_location,
                 notebook,
                 self.record_images,
-                self._start_path(),
+                start,
                 formerly,
                 cells,
             ),

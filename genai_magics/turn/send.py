@@ -40,6 +40,7 @@ from ..engine.contents import Squeeze, left_out
 from ..engine.conversation import Conversation, TurnPlan, Usage, added
 from ..engine.errors import UserError
 from ..engine.grounding import Grounding, joined
+from ..engine.outputs import ImagePiece
 from ..engine.text import estimate_tokens
 from ..engine.tools import (
     Holdings,
@@ -205,11 +206,15 @@ class TurnSend:
         the table). When the first request would read more than ``FILL`` of it, contents mode leaves the
         oldest turns out (``compact``); interactions mode, whose chain the server holds (its size is
         the last turn's input), starts a new chain with the document, the context and a digest of the
-        earlier turns. One line says so; the record keeps every turn as it was. Under the limit, a chain may
-        still be given up for its cost (``restart``)."""
+        earlier turns. One line says so; the record keeps every turn as it was. A contents turn far under the
+        limit is not built to be checked (``_far_under``). Under the limit, a chain may still be given up for
+        its cost (``restart``)."""
         room = int(self.limits.of(self.transport.model) * FILL)
         if plan.state_mode == "contents":
-            self.compact(plan, room, lambda: self.transport.request(plan, self.conv.history))
+            if self._far_under(plan, room):
+                self.transport.squeeze = None
+            else:
+                self.compact(plan, room, lambda: self.transport.request(plan, self.conv.history))
             return plan
         usage = self.conv.history[-1].usage if self.conv.history else None
         if not plan.previous_interaction_id or usage is None or usage.input_tokens is None:
@@ -222,6 +227,23 @@ class TurnSend:
         self.display.note(messages.CHAIN_OVER_LIMIT.render(limit=self.limits.of(self.transport.model)))
         self.conv.lose_chain()
         return self.planned.resolved.plan(self.planned.pieces, self.settings)
+
+    def _far_under(self, plan: TurnPlan, room: int) -> bool:
+        """Rule: contents mode builds a turn's request to check it against the limit (~0.1 ms) only when it may
+        be near it. The last turn's requests read its input as the API counted it (all of them: a request of
+        this turn reads no more than their sum); this one reads that, the last answer and what this turn adds,
+        and earlier results only fade. Under a third of the room (the kernel counts a token as four bytes of
+        JSON, more than the API's count), it is far under. Not so after this kernel left turns out (the last
+        turn read a compacted transcript), with an image (its bytes count), or without the API's count; a
+        turn let go by this rule that the API still refuses is compacted then (``limit``)."""
+        history = self.conv.history
+        usage = history[-1].usage if history else None
+        if self.conv.compacted or usage is None or usage.input_tokens is None:
+            return False
+        if any(isinstance(piece, ImagePiece) for piece in plan.pieces):
+            return False
+        answer = usage.output_tokens or 0
+        return usage.input_tokens + answer + (body_bytes_at_most(plan.payload) + 3) // 4 <= room // 3
 
     def restart(self, plan: TurnPlan, chain: int, usage: Usage, room: int) -> TurnPlan:
         """Rule: the server keeps every result whole in its chain, so interactions mode starts a new chain
@@ -279,6 +301,7 @@ class TurnSend:
         gone = left_out(history, plan, low)
         transport.squeeze = Squeeze(low) if gone else None
         if gone:
+            self.conv.compacted = True
             limit = self.limits.of(transport.model)
             self.display.note(messages.COMPACTED.render(limit=limit, first=gone[0], last=gone[-1]))
 

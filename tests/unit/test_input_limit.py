@@ -139,3 +139,37 @@ def test_the_bytes_upper_bound_that_settles_a_turn_far_under_the_limit_is_never_
     """``fit`` serialises a request only when the bound says it may not fit: the bound must never be lower."""
     body = {"contents": value}
     assert body_bytes_at_most(body) >= body_bytes(body)
+
+
+def test_a_big_paste_after_short_turns_is_weighed_with_them_before_it_goes(notebook, stub):
+    """A turn far under the limit goes without its request built to be checked (``TurnSend._far_under``). What
+    the turn adds counts: a paste that takes the transcript past the room is compacted before it goes."""
+    stub.limit_input(100_000)
+    notebook.magics.max_prompt_bytes = 1_000_000
+    try:
+        assert notebook.run("%gemini models", cell_id="models").stderr == ""  # the kernel knows the limit
+        assert ask(notebook, "contents", "first", cell_id="m1").stderr == ""  # the document's turn: never left out
+        assert ask(notebook, "contents", prompt(1) * 12, cell_id="m2").stderr == ""  # under a third of the room
+        shown = ask(notebook, "contents", prompt(9) * 78, cell_id="big")  # fits without m2, not with it
+    finally:
+        notebook.magics.max_prompt_bytes = notebook.magics.trait_defaults("max_prompt_bytes")
+    assert shown.stderr == "" and messages.COMPACTED.within(shown.plain, limit=100_000, first=2, last=2)
+    assert all(r["status"] == 200 for r in api_requests(stub))
+
+
+def test_once_a_turn_was_compacted_every_later_turn_is_checked_whole(notebook, stub):
+    """A turn that left a big turn out read a short transcript: the next turn's own count says far under, but
+    the big turn is still in the history. Once this kernel compacted, each turn builds its request to check it,
+    so the next one is compacted too, never refused."""
+    stub.limit_input(100_000)
+    notebook.magics.max_prompt_bytes = 1_000_000
+    try:
+        assert notebook.run("%gemini models", cell_id="models").stderr == ""
+        assert ask(notebook, "contents", "first", cell_id="m1").stderr == ""  # the document's turn: never left out
+        assert ask(notebook, "contents", prompt(9) * 80, cell_id="m2").stderr == ""  # with its answer: past the room
+        for i in (3, 4):
+            shown = ask(notebook, "contents", f"short question {i}", cell_id=f"m{i}")
+            assert shown.stderr == "" and messages.COMPACTED.within(shown.plain, limit=100_000, first=2, last=2)
+    finally:
+        notebook.magics.max_prompt_bytes = notebook.magics.trait_defaults("max_prompt_bytes")
+    assert all(r["status"] == 200 for r in api_requests(stub))
