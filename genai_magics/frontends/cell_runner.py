@@ -365,6 +365,7 @@ class Capture(Protocol):
     """The kernel's capture of what each cell showed (sources/outputs.py's ``OutputCapture``)."""
 
     current: str | None  # the cell whose outputs it notes now
+    request: str | None  # the request its outputs go out with
 
 
 Shown = Callable[[str, str], Sequence[ContextPiece]]  # (cell id, label) -> what cell_outputs gives of it
@@ -494,7 +495,7 @@ class CellRunner:
     def run(self, cell: Cell, done: Callable[[str | None], None]) -> Ran:
         """The cell's code run in this kernel as the cell's own run; its outputs set on the cell (``done``: the
         frontend's reply)."""
-        agent_id, agent_current = self.executed.running_id, self.capture.current
+        agent_id, agent_current = self.executed.running_id, (self.capture.current, self.capture.request)
         parent_id = kernel_compat.request_id(self.shell)
         outputs = CellOutputs()
         payloads: list[dict[str, Any]] = []
@@ -510,7 +511,7 @@ class CellRunner:
             ):
                 result = self.shell.run_cell(cell.source, store_history=True, cell_id=cell.id)
         finally:  # the agent cell runs on: what it shows and runs next is its own again
-            self.executed.running_id, self.capture.current = agent_id, agent_current
+            self.executed.running_id, (self.capture.current, self.capture.request) = agent_id, agent_current
             self.own_count.running = False
             self.while_running(False)
         error = getattr(result, "error_before_exec", None) or getattr(result, "error_in_exec", None)

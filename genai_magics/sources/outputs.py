@@ -7,10 +7,14 @@ figures included, which it publishes from a ``post_execute`` hook, before
 and ``sys.stdout`` / ``sys.stderr`` (ipykernel's ``OutStream``: ``stream``).
 Each door is wrapped on its instance: the wrapper notes the output for the cell
 that runs (set from ``pre_run_cell``) and then calls the original, so what the
-user sees does not change. What the package's own threads print while a cell runs
-(a library's log line from the SDK's warm-up) is not that cell's: counted as its
-output it would reach the model and make a restarted kernel's replay miss, at the
-whim of the thread's timing (engine/background.py). ``clear_output`` and display
+user sees does not change. A write counts for the running cell only when it goes
+out with that cell's request as its parent (ipykernel's streams and publisher tell
+the parent of each write), which is what a frontend shows under the cell: the line
+ipykernel 7's shell channel thread logs for a message to an unknown comm, while a
+cell runs, goes out with none. Nor is what the package's own threads print (a
+library's log line from the SDK's warm-up) the cell's (engine/background.py).
+Counted as output, either would reach the model and make a restarted kernel's
+replay miss, at the whim of a thread's timing. ``clear_output`` and display
 updates are followed too. The streams are wrapped again at each cell's start when the wrapper is gone:
 IPython 9 tees ``write`` itself around every cell and puts back the ``write`` it
 found when the cell ends, which drops a wrapper installed during the cell.
@@ -49,6 +53,16 @@ from ..engine.text import cut
 MAX_CELLS = 500  # cells whose outputs are kept (the oldest go first)
 
 
+def _parent(door: Any) -> str | None:
+    """The msg_id of the request a write through ``door`` goes out with ("" for none); None where the door tells
+    no parent (terminal IPython): there every write is the running cell's."""
+    header = getattr(door, "parent_header", None)
+    if not isinstance(header, dict):
+        return None
+    msg_id = header.get("msg_id")
+    return msg_id if isinstance(msg_id, str) else ""
+
+
 @dataclass
 class _Entry:
     kind: OutputKind
@@ -63,6 +77,7 @@ class OutputCapture:
 
     cells: OrderedDict[str, list[_Entry]] = field(default_factory=OrderedDict)
     current: str | None = None
+    request: str | None = None  # the msg_id of the request that runs it (None: not told, terminal IPython)
     _restore: list[Callable[[], None]] = field(default_factory=list)
     _streams: dict[str, Callable[[], None]] = field(default_factory=dict)  # the taps on stdout/stderr now
     _writing: threading.local = field(default_factory=threading.local)  # in a stream tap's write (this thread)
@@ -72,10 +87,11 @@ class OutputCapture:
 
     # -- the cell that runs ---------------------------------------------------
     def start(self, cell_id: str | None) -> None:
-        """A new run of ``cell_id`` (None: a frontend's helper code, whose outputs are nobody's)."""
+        """A new run of ``cell_id`` (None: a frontend's helper code, whose outputs are nobody's); called as it
+        starts, where its request is the parent of what it prints."""
         if self._restore:  # installed: the streams may have lost their tap since the last cell
             self._tap_streams()
-        self.current = cell_id
+        self.current, self.request = cell_id, _parent(sys.stdout)
         if cell_id is not None:
             self._forget(cell_id, self.cells.pop(cell_id, []))
             self.cells[cell_id] = []
@@ -94,12 +110,17 @@ class OutputCapture:
         return [Output(e.kind, dict(e.data), e.name) for e in self.cells.get(cell_id, [])]
 
     # -- what the doors see ---------------------------------------------------
-    def _entries(self) -> list[_Entry] | None:
-        return self.cells.get(self.current) if self.current is not None else None
+    def _entries(self, parent: str | None = None) -> list[_Entry] | None:
+        """The running cell's outputs, if a write that goes out with ``parent`` is one of them."""
+        if self.current is None or in_background():
+            return None
+        if parent is not None and self.request is not None and parent != self.request:
+            return None  # the frontend shows it elsewhere, or nowhere
+        return self.cells.get(self.current)
 
-    def stream(self, name: str, text: str) -> None:
-        entries = self._entries()
-        if entries is None or not text or self._publishing or in_background():
+    def stream(self, name: str, text: str, parent: str | None = None) -> None:
+        entries = self._entries(parent)
+        if entries is None or not text or self._publishing:
             return
         if entries and entries[-1].kind == "stream" and entries[-1].name == name:
             kept = entries[-1].data["text/plain"]
@@ -109,7 +130,9 @@ class OutputCapture:
         elif len(entries) < MAX_CELL_OUTPUTS:
             entries.append(_Entry("stream", {"text/plain": cut(text, MAX_CELL_CHARS)}, name))
 
-    def display(self, kind: OutputKind, data: Any, transient: Any = None, update: bool = False) -> None:
+    def display(
+        self, kind: OutputKind, data: Any, transient: Any = None, update: bool = False, parent: str | None = None
+    ) -> None:
         if not isinstance(data, dict):
             return
         display_id = transient.get("display_id") if isinstance(transient, dict) else None
@@ -119,14 +142,14 @@ class OutputCapture:
                     if e.display_id == display_id:
                         e.data = dict(data)
             return
-        entries = self._entries()
-        if entries is not None and len(entries) < MAX_CELL_OUTPUTS and not in_background():
+        entries = self._entries(parent)
+        if entries is not None and len(entries) < MAX_CELL_OUTPUTS:
             entries.append(_Entry(kind, dict(data), display_id=display_id))
             if display_id is not None and self.current is not None:
                 self._displays.setdefault(display_id, set()).add(self.current)
 
-    def clear(self) -> None:
-        entries = self._entries()
+    def clear(self, parent: str | None = None) -> None:
+        entries = self._entries(parent)
         if entries is not None and self.current is not None:
             self._forget(self.current, entries)
             entries.clear()
@@ -140,14 +163,14 @@ class OutputCapture:
             publish, clear = pub.publish, getattr(pub, "clear_output", None)
 
             def publish_tap(data: Any, metadata: Any = None, *args: Any, **kwargs: Any) -> Any:
-                self.display("display_data", data, kwargs.get("transient"), bool(kwargs.get("update")))
+                self.display("display_data", data, kwargs.get("transient"), bool(kwargs.get("update")), _parent(pub))
                 return self._quietly(publish, data, metadata, *args, **kwargs)
 
             self._wrap(pub, "publish", publish_tap)
             if clear is not None:
 
                 def clear_tap(*args: Any, **kwargs: Any) -> Any:
-                    self.clear()
+                    self.clear(_parent(pub))
                     return clear(*args, **kwargs)
 
                 self._wrap(pub, "clear_output", clear_tap)
@@ -176,12 +199,14 @@ class OutputCapture:
             if write is None or getattr(write, "_genai_magics_tap", False):
                 continue
 
-            def write_tap(text: Any, *args: Any, _write: Any = write, _name: str = name, **kwargs: Any) -> Any:
+            def write_tap(
+                text: Any, *args: Any, _write: Any = write, _name: str = name, _stream: Any = stream, **kwargs: Any
+            ) -> Any:
                 # a cell run inside a running cell (the agent's run_cell) taps the stream again around the
                 # tee IPython put over the first tap: one write passes both, and is noted once
                 outer = not getattr(self._writing, "active", False)
                 if isinstance(text, str) and outer:
-                    self.stream(_name, text)
+                    self.stream(_name, text, _parent(_stream))
                 self._writing.active = True
                 try:
                     return _write(text, *args, **kwargs)

@@ -216,7 +216,7 @@ class TurnSend:
             else:
                 self.compact(plan, room, lambda: self.transport.request(plan, self.conv.history))
             return plan
-        usage = self.conv.history[-1].usage if self.conv.history else None
+        usage = self._last_usage()
         if not plan.previous_interaction_id or usage is None or usage.input_tokens is None:
             return plan
         # the chain as its last turn read it (the mean of its requests: they differ by a function result),
@@ -236,14 +236,18 @@ class TurnSend:
         JSON, more than the API's count), it is far under. Not so after this kernel left turns out (the last
         turn read a compacted transcript), with an image (its bytes count), or without the API's count; a
         turn let go by this rule that the API still refuses is compacted then (``limit``)."""
-        history = self.conv.history
-        usage = history[-1].usage if history else None
+        usage = self._last_usage()
         if self.conv.compacted or usage is None or usage.input_tokens is None:
             return False
         if any(isinstance(piece, ImagePiece) for piece in plan.pieces):
             return False
         answer = usage.output_tokens or 0
-        return usage.input_tokens + answer + (body_bytes_at_most(plan.payload) + 3) // 4 <= room // 3
+        return usage.input_tokens + answer + _tokens_at_most(plan.payload) <= room // 3
+
+    def _last_usage(self) -> Usage | None:
+        """What the conversation's last turn read and wrote, as the API counted it (None before any)."""
+        history = self.conv.history
+        return history[-1].usage if history else None
 
     def restart(self, plan: TurnPlan, chain: int, usage: Usage, room: int) -> TurnPlan:
         """Rule: the server keeps every result whole in its chain, so interactions mode starts a new chain
@@ -621,10 +625,15 @@ def _tokens(body: dict[str, Any]) -> int:
     return (body_bytes(body) + 3) // 4
 
 
+def _tokens_at_most(body: dict[str, Any]) -> int:
+    """An upper bound of ``_tokens(body)``, without serialising the body."""
+    return (body_bytes_at_most(body) + 3) // 4
+
+
 def _within(body: dict[str, Any], scale: float, room: int) -> bool:
     """Whether ``_tokens(body)`` times ``scale`` is at most ``room``: settled by the bytes' upper bound when
     that fits (no serialising: a turn far under the limit), else counted."""
-    return (body_bytes_at_most(body) + 3) // 4 * scale <= room or _tokens(body) * scale <= room
+    return _tokens_at_most(body) * scale <= room or _tokens(body) * scale <= room
 
 
 def _call_line(result: ToolResult) -> str:

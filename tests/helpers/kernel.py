@@ -187,6 +187,10 @@ class Kernel:
             if msg["parent_header"].get("msg_id") == msg_id:
                 self._pending[msg_id].append(msg)
 
+    def so_far(self, msg_id: str) -> Run:
+        """What a running cell has shown so far (pumped by ``wait_until``)."""
+        return Run({}, list(self._pending[msg_id]))
+
     def wait_for_button(self, description: str, msg_id: str, timeout: float = 60) -> str:
         self.wait_until(lambda k: k.buttons(description), msg_id, timeout)
         return self.buttons(description)[-1]

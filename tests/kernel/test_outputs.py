@@ -189,6 +189,32 @@ def test_run_all_after_a_restart_replays_although_the_warm_up_printed_under_the_
         k.close()
 
 
+# The cell waits until the kernel logged the unknown comm: ipykernel 7 routes a comm message in its shell
+# channel thread, which logs "No such comm" at once, while the cell still runs (a logger's filter runs first).
+WAITS_FOR_THE_LOG = (
+    "import logging, threading\n"
+    "logged = threading.Event()\n"
+    "logging.getLogger('Comm').addFilter(lambda record: logged.set() or True)\n"
+    "print('printed by the cell', flush=True)\n"
+    "assert logged.wait(30)"
+)
+
+
+@pytest.mark.kernel
+def test_the_kernels_line_on_a_message_to_an_unknown_comm_while_a_cell_runs_is_not_its_output(kernel, stub):
+    """Seen in VS Code in CI after Restart and Run All: the frontend messaged a widget of the old kernel while the
+    document cell ran. The kernel's line about it goes out with no request as its parent, so no frontend shows it
+    under the cell: it is not the cell's output, and the turn sends none of it (the replay would miss on it)."""
+    running = kernel.start(WAITS_FOR_THE_LOG, cell_id="doc")
+    kernel.wait_until(lambda k: "printed by the cell" in k.so_far(running).plain, running)
+    kernel.kc.shell_channel.send(kernel.kc.session.msg("comm_msg", {"comm_id": "0" * 32, "data": {}}))
+    doc = kernel.finish(running)
+    assert doc.reply["content"]["status"] == "ok"
+    kernel.run("%%gemini_ask\nwhat does it print?", cell_id="m1")
+    [entry] = current_payload(api_requests(stub)[-1])["outputs"]
+    assert entry["text"] == "printed by the cell\n"
+
+
 def test_outputs_of_a_cell_that_is_not_there_is_one_line(kernel, stub):
     kernel.run("x = 1", cell_id="doc")
     run = kernel.run("%%gemini_ask --outputs nosuchcell\nhm?", cell_id="m1")

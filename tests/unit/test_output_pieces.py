@@ -206,6 +206,28 @@ def test_capture_taps_see_everything_and_change_nothing(monkeypatch):
     assert capture.outputs("b") == []
 
 
+def test_only_what_goes_out_with_the_running_cells_request_is_its_output(monkeypatch):
+    """ipykernel's streams and publisher tell each write's parent request; a frontend shows under a cell only what
+    has that cell's request as its parent."""
+    out, shell = _Stream(), _Shell()
+    monkeypatch.setattr(sys, "stdout", out)
+    capture = OutputCapture()
+    capture.install(shell)
+    out.parent_header = shell.display_pub.parent_header = {"msg_id": "run-a"}
+    capture.start("a")
+    print("from a")
+    shell.display_pub.publish({"text/plain": "shown by a"})
+    out.parent_header = shell.display_pub.parent_header = {}  # a kernel thread's
+    print("No such comm: 0")
+    shell.display_pub.publish({"text/plain": "no request's"})
+    out.parent_header = shell.display_pub.parent_header = {"msg_id": "comm"}
+    print("a click's")
+    shell.display_pub.clear_output()  # a click's clear is not the cell's either
+    assert [o.data["text/plain"] for o in capture.outputs("a")] == ["from a\n", "shown by a"]
+    assert "".join(out.written).count("\n") == 3, "the user still sees every write"
+    capture.uninstall()
+
+
 def test_record_images_keeps_the_bytes_and_the_model_keeps_holding_them():
     image = png(30, 20, seed=4)
     conv = plotted_turn(image)

@@ -367,6 +367,16 @@ class Notebook:
             pass
 
 
+def wait_replayed(nb: Notebook, stub: Any, sent: int, pattern: str) -> None:
+    """Wait for the replay's line; asked again instead, fail with what the new kernel's turn sent beside the
+    document (which says why the replay missed)."""
+    try:
+        nb.wait_output(pattern, timeout=120)
+    except TimeoutError as exc:
+        again = [{k: turn.get(k) for k in ("outputs", "secondaryContext")} for turn in stub_turns(stub)[sent:]]
+        raise AssertionError(f"{exc}\nsent again: {again}") from None
+
+
 def stub_turns(stub: Any) -> list[dict[str, Any]]:
     """The user turns the stand-in received, newest last (each the JSON text of the last content)."""
     out = []

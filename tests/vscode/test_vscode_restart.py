@@ -8,7 +8,7 @@ import re
 
 from helpers.pages import shown_as
 from notebook_page import open_notebook as _open
-from notebook_page import stub_turns
+from notebook_page import stub_turns, wait_replayed
 
 from genai_magics import messages
 
@@ -38,7 +38,7 @@ def ask_and_apply(nb, stub) -> int:
 
 def replayed_then_undo_and_apply(nb, stub, sent: int) -> None:
     """After Run All in a new kernel the magic replays (no request); its Undo and Apply write the cell."""
-    nb.wait_output(shown_as(messages.REPLAYED_FOOTER, turn=1).pattern, timeout=120)
+    wait_replayed(nb, stub, sent, shown_as(messages.REPLAYED_FOOTER, turn=1).pattern)
     nb.wait_finished(2, None, 60)
     assert len(stub_turns(stub)) == sent, "Run All after the restart sent a request"
     nb.shot("replayed")

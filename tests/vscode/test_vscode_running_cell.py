@@ -10,7 +10,7 @@ import time
 
 import pytest
 from notebook_page import open_notebook as _open
-from notebook_page import stub_turns
+from notebook_page import stub_turns, wait_replayed
 
 pytestmark = pytest.mark.usefixtures("code_server")
 
@@ -127,10 +127,6 @@ def test_restart_and_run_all_replays_the_recorded_turn_without_a_request(page, c
     nb.save()
     sent = len(stub_turns(stub))
     nb.restart_and_run_all()
-    try:
-        nb.wait_output("replayed turn 1", timeout=120)
-    except TimeoutError as exc:  # asked again: what the new kernel's turn sent beside the document says why
-        again = [{k: turn.get(k) for k in ("outputs", "secondaryContext")} for turn in stub_turns(stub)[sent:]]
-        raise AssertionError(f"{exc}\nsent again: {again}") from None
+    wait_replayed(nb, stub, sent, "replayed turn 1")
     nb.wait_finished(2, None, 60)
     assert len(stub_turns(stub)) == sent  # no new request
