@@ -262,6 +262,16 @@ class TransitionRefused(Exception):
     """A click that must not change anything; the message says why."""
 
 
+@dataclass(frozen=True)
+class ChainRent:
+    """interactions mode: what re-reading a server chain's excess over a new chain's seed has cost on the chain's
+    turns so far (``paid``, at the price table's rates per 1M tokens), and that excess as last weighed
+    (``excess``, tokens: what a turn not weighed reads again)."""
+
+    paid: float = 0.0
+    excess: int = 0
+
+
 @dataclass
 class Conversation:
     name: str
@@ -272,9 +282,9 @@ class Conversation:
     outcomes_told: dict[str, str] = field(default_factory=dict)  # proposal sha12 -> outcome
     # full versions of the code on the server chain, oldest first: (sha, the turn that proposed it or None)
     chain_versions: list[tuple[str, int | None]] = field(default_factory=list)
-    # interactions: what re-reading the chain's excess over a new chain's seed has cost on its turns so far (at
-    # the price table's rates per 1M tokens; turn/send.py ``restart``); the kernel's own, never recorded
-    chain_rent_paid: float = 0.0
+    # interactions: what re-reading the chain's excess over a new chain's seed has cost on its turns so far
+    # (turn/send.py ``restart``); the kernel's own, never recorded
+    chain_rent: ChainRent = ChainRent()
     # contents: a turn of this kernel's left earlier turns out to fit the input limit; each later turn builds
     # its whole request to check it (turn/send.py ``fit``); the kernel's own, never recorded
     compacted: bool = False
@@ -461,7 +471,7 @@ class Conversation:
             if plan.previous_interaction_id is None:  # a new chain holds only what this turn sends
                 self.sync = SyncState()
                 self.chain_versions = []
-                self.chain_rent_paid = 0.0
+                self.chain_rent = ChainRent()
                 # the digest told the new chain every outcome so far, as they were when planned
                 # (a button clicked while the request was out is told on the next turn)
                 told = zip(plan.new_chain_digest, plan.payload.get("earlierTurns", ()), strict=False)
@@ -484,7 +494,7 @@ class Conversation:
             # turn must start a chain that includes them.
             self.last_interaction_id = None
             self.chain_versions = []
-            self.chain_rent_paid = 0.0
+            self.chain_rent = ChainRent()
         self.state_mode = plan.state_mode
         if turn.proposal_sha256 is not None:
             self.sync.active_document_sha256 = turn.proposal_sha256

@@ -60,7 +60,7 @@ from typing import Any
 
 from .cells import DocumentKey, key_from_store, stored_key
 from .context import SECONDARY_FIELD, ContextPiece
-from .conversation import Conversation, SyncState, Turn
+from .conversation import ChainRent, Conversation, SyncState, Turn
 from .hashing import short
 from .outputs import held_after_restore
 from .rules import RULES_FIELD
@@ -171,7 +171,7 @@ def restore_state(conv: Conversation, s: dict[str, Any]) -> None:
     conv.last_interaction_id = s["last_interaction_id"]
     conv.outcomes_told = dict(s["outcomes_told"])
     conv.chain_versions = [(sha, proposer) for sha, proposer in s["chain_versions"]]
-    conv.chain_rent_paid = 0.0  # the rent of the chain it was on: counted again on the one restored
+    conv.chain_rent = ChainRent()  # the rent of the chain it was on: counted again on the one restored
     conv.document_key = key_from_store(s.get("document_key"))
 
 

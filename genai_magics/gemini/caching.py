@@ -136,13 +136,13 @@ def _chain_read(price: Price, hit: float) -> float:
     return price.input - hit * (price.input - price.cached_input)
 
 
-def chain_rent(price: Price, chain_tokens: int, seed_tokens: int, reads: float, hit: float) -> float:
+def chain_rent(price: Price, excess_tokens: int, reads: float, hit: float) -> float:
     """interactions mode: what one turn pays, at the price table's rates per 1M tokens, for reading the chain's
-    excess over a new chain's seed (``chain_tokens`` and ``seed_tokens``: what the turn's first request reads on
-    each) on each of its ``reads`` requests, a chain token at ``input - hit x (input - cached)``, ``hit`` the
-    share of the last turn's input implicit caching served. ``new_chain_pays`` weighs the sum over the chain's
-    turns."""
-    return reads * max(0, chain_tokens - seed_tokens) * _chain_read(price, hit)
+    excess over a new chain's seed (``excess_tokens``: what the turn's first request reads on the chain, less
+    what it would read on a new one) on each of its ``reads`` requests, a chain token at ``input - hit x (input
+    - cached)``, ``hit`` the share of the last turn's input implicit caching served. ``new_chain_pays`` weighs
+    the sum over the chain's turns."""
+    return reads * excess_tokens * _chain_read(price, hit)
 
 
 def new_chain_pays(

@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 from .. import messages
 from ..engine.agent import AGENT_FUNCTIONS, bad_agent_call
 from ..engine.contents import Squeeze, left_out
-from ..engine.conversation import Conversation, TurnPlan, Usage, added
+from ..engine.conversation import ChainRent, Conversation, TurnPlan, Usage, added
 from ..engine.errors import UserError
 from ..engine.grounding import Grounding, joined
 from ..engine.outputs import ImagePiece
@@ -163,7 +163,7 @@ class TurnSend:
         if plan.new_chain_digest and conv.last_interaction_id:
             self.display.note(messages.CHAIN_TOO_LONG.render(versions=len(conv.chain_versions)))
         self.notices.start(self.display.note, self.transport.honours_retry_after)
-        previous, rent = conv.last_interaction_id, conv.chain_rent_paid
+        previous, rent = conv.last_interaction_id, conv.chain_rent
         try:
             plan = self.fit(plan)
             self.cache_step = self.caches.step(
@@ -186,7 +186,7 @@ class TurnSend:
             conv.last_interaction_id = (
                 previous  # a chain given up (lost, or past the limit) is kept when the turn fails
             )
-            conv.chain_rent_paid = rent  # and so is its rent: this turn did not read it
+            conv.chain_rent = rent  # and so is its rent: this turn did not read it
             if not self.started:
                 self.caches.release(conv)
             if isinstance(exc, KeyboardInterrupt):
@@ -257,28 +257,33 @@ class TurnSend:
         conversation), more than the new chain loses of what implicit caching serves (``caching.new_chain_pays``:
         ``chain``, what the first request reads on the chain; ``usage``, the last turn's). Weighed after a turn
         that fetched something (its results are whole on the chain and calls in the seed; without them the two
-        differ by noise), and never in a conversation whose agent turns changed the notebook (the seed would
-        keep only their answers: the chain keeps what they did). A chain under the model's cache minimum could
+        differ by noise); a turn between adds the rent of the excess last weighed, a floor of what it re-reads
+        (the excess only grows: the chain keeps each turn whole, the seed compacts it). Never in a conversation
+        whose agent turns changed the notebook (the seed would keep only their answers: the chain keeps what they
+        did). A chain under the model's cache minimum could
         not show whether implicit caching hits: the rule then takes it as hitting (the case where a restart
         costs most). One line says so; the record keeps every turn as it was (the new chain is the turn's
         ``interaction_id``, as after a lost chain), so replay and ``--rerun`` read it as any other turn."""
         history = self.conv.history
-        price, last = self.planned.price, history[-1]
+        price, last, rent = self.planned.price, history[-1], self.conv.chain_rent
+        if price is None or not all(read_only(t.tool_rounds) for t in history):
+            return plan
+        seen = (usage.input_tokens or 0) // max(1, usage.requests) >= price.cache_minimum
+        hit = implicit_share(usage) if seen else 1.0
         fetched = [r for round_ in last.tool_rounds for r in round_.results if r.pieces]
-        if price is None or not fetched or not all(read_only(t.tool_rounds) for t in history):
+        if not fetched:
+            self.conv.chain_rent = replace(rent, paid=rent.paid + chain_rent(price, rent.excess, usage.requests, hit))
             return plan
         fresh = self.planned.resolved.plan(self.planned.pieces, self.settings, restart=True)
         body = self.transport.request(fresh, self.conv.history)
         # counted as the server counts the chain: the texts (not their JSON escapes) and the declarations
         seed = budget.request_tokens(body, self.transport.model) + estimate_tokens(json.dumps(body.get("tools", [])))
-        seen = (usage.input_tokens or 0) // max(1, usage.requests) >= price.cache_minimum
-        hit = implicit_share(usage) if seen else 1.0
-        self.conv.chain_rent_paid += chain_rent(price, chain, seed, usage.requests, hit)
+        excess = max(0, chain - seed)
+        self.conv.chain_rent = rent = ChainRent(rent.paid + chain_rent(price, excess, usage.requests, hit), excess)
         # what a turn adds to a chain, as the last one did: its input, its calls and answer, its results
         results = sum(estimate_tokens(json.dumps(r.response, ensure_ascii=False)) for r in fetched)
         growth = _tokens(plan.payload) + (usage.output_tokens or 0) + results
-        paid = self.conv.chain_rent_paid
-        if seed > room or not new_chain_pays(price, paid, chain, seed, usage.requests, hit, growth):
+        if seed > room or not new_chain_pays(price, rent.paid, chain, seed, usage.requests, hit, growth):
             return plan
         self.display.note(messages.CHAIN_RESTARTED.render())
         return fresh

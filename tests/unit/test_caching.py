@@ -104,11 +104,9 @@ def test_the_share_implicit_caching_served_is_read_from_the_usage():
 
 
 def test_a_turns_chain_rent_is_its_excess_over_the_seed_read_at_what_implicit_caching_leaves():
-    assert chain_rent(FLASH, chain_tokens=8_000, seed_tokens=5_000, reads=2, hit=0.0) == pytest.approx(2 * 3_000 * 0.75)
-    assert chain_rent(FLASH, chain_tokens=8_000, seed_tokens=5_000, reads=2, hit=1.0) == pytest.approx(
-        2 * 3_000 * 0.075
-    )
-    assert chain_rent(FLASH, chain_tokens=5_000, seed_tokens=5_200, reads=2, hit=0.0) == 0  # the seed is larger
+    assert chain_rent(FLASH, excess_tokens=3_000, reads=2, hit=0.0) == pytest.approx(2 * 3_000 * 0.75)
+    assert chain_rent(FLASH, excess_tokens=3_000, reads=2, hit=1.0) == pytest.approx(2 * 3_000 * 0.075)
+    assert chain_rent(FLASH, excess_tokens=0, reads=2, hit=0.0) == 0  # the seed is as large
 
 
 def test_a_new_chain_pays_once_the_rent_paid_is_more_than_the_hits_it_loses():

@@ -16,6 +16,7 @@ from helpers.shell import BIG, emptied, fetching_notebook
 from helpers.wire import api_requests, current_payload
 
 from genai_magics import messages
+from genai_magics.engine.conversation import ChainRent
 from genai_magics.gemini.models import DEFAULT_MODEL
 
 
@@ -60,10 +61,10 @@ def test_a_turn_that_fails_leaves_the_chain_and_its_rent_as_they_were(notebook, 
     stub.inject("http", status=400, match="interaction.create")
     failed = notebook.run("%%gemini_ask --state interactions\nand in one word?", cell_id="m2")
     assert failed.stderr.startswith("genai_magics:") and len(conv.history) == 1
-    assert (conv.last_interaction_id, conv.chain_rent_paid) == (chain, 0.0)
+    assert (conv.last_interaction_id, conv.chain_rent) == (chain, ChainRent())
     again = notebook.run("%%gemini_ask --state interactions\nand in one word?", cell_id="m2")
     assert messages.CHAIN_RESTARTED.render() in again.plain and again.stderr == ""
-    assert conv.chain_rent_paid == 0.0  # a new chain: its rent starts from nothing
+    assert conv.chain_rent == ChainRent()  # a new chain: its rent starts from nothing
 
 
 def test_after_an_agent_turn_that_changed_the_notebook_the_chain_is_continued(notebook, stub):
@@ -179,6 +180,7 @@ def test_a_turns_earlier_rounds_fold_into_the_cache_unless_implicit_caching_serv
     assert streams[4]["input_tokens"] - streams[4]["cached_tokens"] < 6_000  # the newest round alone at full price
 
 
+FETCHES, QUIET = 8, 14  # after 8 fetching turns, 7 to 10 quiet ones make a new chain pay: 14 do
 CONTEXT = "".join(f"# context line {i:04d} of a long cell\n" for i in range(240))  # the first request near the minimum
 
 
@@ -216,3 +218,35 @@ def test_a_chain_implicit_caching_serves_is_not_started_again_before_its_excess_
         i for i, r in enumerate(requests) if "previous_interaction_id" not in r["json"]
     ]
     assert [r["input_tokens"] - r["cached_tokens"] < 600 for r in requests[4:]] == [True] * 20
+
+
+def test_the_turns_between_two_that_fetched_pay_rent_on_the_chain_too(notebook, stub):
+    """Implicit caching serving the chain, what the turns fetched is re-read, cheaply, by every later turn, and a
+    new chain pays once that rent has added up to the seed's lost hits. The turns that fetch nothing re-read it
+    too: their rent counts, and the next turn weighed (after a small fetch) starts the new chain. Before, only the
+    turns right after a fetch added rent, and the chain went on."""
+    notebook.run(CONTEXT, cell_id="ctx")
+    for i in range(FETCHES):
+        notebook.run(f'print("\\n".join(f"value {i}.{{j}} = {{j * {i}}}" for j in range(60)))', cell_id=f"o{i}")
+    stub.configure_caching(implicit=True, implicit_minimum={DEFAULT_MODEL: 4_096})
+    quiet = []
+    try:
+        for i in range(FETCHES):
+            stub.script_tools([[{"name": "cell_outputs", "args": {"ref": f"o{i}"}}]])
+            new = " --new" if i == 0 else ""
+            notebook.run(f"%%gemini_ask --state interactions{new}\nwhat does it say? ({i})", cell_id=f"f{i}")
+        for i in range(QUIET):
+            quiet.append(notebook.run(f"%%gemini_ask --state interactions\nand then? ({i})", cell_id=f"q{i}"))
+        stub.script_tools([[{"name": "read_cell", "args": {"ref": "small"}}]])
+        notebook.run("%%gemini_ask --state interactions\nwhat is total?", cell_id="m1")
+        sent = len(api_requests(stub))
+        weighed = notebook.run("%%gemini_ask --state interactions\nand in one word?", cell_id="m2")
+    finally:
+        stub.configure_caching(implicit=False)
+        emptied(notebook, "ctx", *(f"o{i}" for i in range(FETCHES)))
+    # each quiet turn re-read the chain's excess at about the cached rate (~$0.00015 a turn): the rent passes what
+    # a new chain loses before the small fetch, and the turn after it starts one
+    assert not any(messages.CHAIN_RESTARTED.render() in shown.plain for shown in quiet)
+    assert all("previous_interaction_id" in r["json"] for r in api_requests(stub)[1:sent])
+    assert messages.CHAIN_RESTARTED.render() in weighed.plain
+    assert "previous_interaction_id" not in api_requests(stub)[sent]["json"]
