@@ -260,10 +260,10 @@ class TurnSend:
         differ by noise); a turn between adds the rent of the excess last weighed, a floor of what it re-reads
         (the excess only grows: the chain keeps each turn whole, the seed compacts it). Never in a conversation
         whose agent turns changed the notebook (the seed would keep only their answers: the chain keeps what they
-        did). A chain under the model's cache minimum could
-        not show whether implicit caching hits: the rule then takes it as hitting (the case where a restart
-        costs most). One line says so; the record keeps every turn as it was (the new chain is the turn's
-        ``interaction_id``, as after a lost chain), so replay and ``--rerun`` read it as any other turn."""
+        did). A chain under the model's cache minimum could not show whether implicit caching hits: the rule
+        then takes it as hitting (the case where a restart costs most). One line says so; the record keeps every
+        turn as it was (the new chain is the turn's ``interaction_id``, as after a lost chain), so replay and
+        ``--rerun`` read it as any other turn."""
         history = self.conv.history
         price, last, rent = self.planned.price, history[-1], self.conv.chain_rent
         if price is None or not all(read_only(t.tool_rounds) for t in history):
