@@ -268,6 +268,11 @@ CACHE_IMPLICIT_SERVES = part(
 )
 CACHE_REPLACE = part("CACHE_REPLACE", "replace the cache: the head changed (~{tokens:,} tokens)")
 CACHE_HEAD = part("CACHE_HEAD", "cache the stable head (~{tokens:,} tokens)")
+CACHE_HEAD_PADDED = part(
+    "CACHE_HEAD_PADDED",
+    "cache the stable head (~{tokens:,} tokens) filled up to the model's cache minimum with ~{pad:,} tokens "
+    "of filler: cheaper than reading it at the input price",
+)
 
 # API failures (gemini/errors.py): what happened and what to do.
 KEY_REJECTED = error(

@@ -3,7 +3,8 @@
 The stable head of a conversation (system instruction, then the contents up to
 the one holding the document or context in full) goes into an explicit cache
 when it is over the model's cache minimum and caching pays off by the price
-table; the next turns reference it, and the API then bills those tokens at the
+table, or under it filled up to the minimum where that pays (``padding_pays``);
+the next turns reference it, and the API then bills those tokens at the
 cached rate. The head may take every finished turn (they no longer change: what the
 model fetched has faded); a cache still at the start of the contents is kept until folding
 the turns after it into a new one pays off (``folding_pays``), for a tail of questions and
@@ -63,6 +64,7 @@ class Decision:
     action: CacheAction
     refresh: bool  # patch the TTL of the cache used
     reason: str
+    pad: int = 0  # create: the tokens of filler that bring a head under the model's minimum up to it (``padding``)
 
 
 def pays_off(price: Price, ttl_s: float, expected_reads: float, hit: float = 0.0) -> bool:
@@ -83,6 +85,46 @@ def pays_off(price: Price, ttl_s: float, expected_reads: float, hit: float = 0.0
     saved = expected_reads * (1 - hit) * (price.input - price.cached_input)
     extra = price.cached_input + price.storage_hour * ttl_s / 3600
     return saved > extra
+
+
+def padding_pays(price: Price, ttl_s: float, head_tokens: int, reads: float, hit: float = 0.0) -> bool:
+    """Whether a head under the model's cache minimum is worth caching filled up to it (issue 43.3): without it
+    the head reads at the input price on every request until the conversation has grown past the minimum (the
+    first 15 turns of a long session). The filler (``padding``: the shortfall times ``PAD_MARGIN``) is written
+    at the input price, and every read and the storage are billed for all the cache holds; ``pays_off``'s rule,
+    per cache rather than per token of the head, over ``reads`` later reads (a turn's requests, as the last
+    turn's)::
+
+        pad = (minimum - head) x PAD_MARGIN
+        pays  when  reads x (1 - hit) x (input - cached) x head
+                        >  pad x input  +  (head + pad) x (cached + storage_hour x ttl/3600)
+
+    At Flash's prices (0.75 / 0.075 / 1.00 an hour, 4,096 tokens, 600 s) a head pays from ~2,932 tokens with one
+    read, from ~2,032 with two."""
+    pad = max(0, price.cache_minimum - head_tokens) * PAD_MARGIN
+    saved = reads * (1 - hit) * (price.input - price.cached_input) * head_tokens
+    extra = pad * price.input + (head_tokens + pad) * (price.cached_input + price.storage_hour * ttl_s / 3600)
+    return saved > extra
+
+
+# The filler's words: said once what it is, then a sentence of plain English words, which tokenizers count at
+# about four bytes a token (``estimate_tokens``'s rate); PAD_MARGIN covers a tokenizer that counts fewer.
+PAD_NOTE = (
+    "The text below fills the context cache up to the model's minimum size, which makes every request of this "
+    "conversation cheaper. It is not part of the notebook or of the conversation: ignore it.\n"
+)
+PAD_SENTENCE = "This line is filler for the context cache and carries no meaning. "
+PAD_MARGIN = 1.1
+
+
+def padding(tokens: int) -> str:
+    """The filler that brings a cache's head ``tokens`` short of the model's minimum up to it (with
+    ``PAD_MARGIN``), appended to the system instruction the cache holds; '' for none."""
+    if tokens <= 0:
+        return ""
+    size = int(tokens * PAD_MARGIN) * 4 + 4
+    body = PAD_SENTENCE * (max(0, size - len(PAD_NOTE)) // len(PAD_SENTENCE) + 1)
+    return "\n\n" + PAD_NOTE + body
 
 
 def folding_pays(
@@ -193,9 +235,12 @@ def decide(
     ttl_s: float,
     expected_reads: float = 1.0,
     hit: float = 0.0,
+    turn_reads: float = 1.0,
 ) -> Decision:
     """What to do about the explicit cache for this turn; pure. ``hit``: the share of the last turn's input
-    implicit caching served beyond any explicit cache (``pays_off``)."""
+    implicit caching served beyond any explicit cache (``pays_off``). A head under the model's minimum is
+    cached filled up to it where that pays over ``turn_reads``, a turn's requests (``padding_pays``), and that
+    cache used while the head is unchanged."""
     held = existing_sha is not None
 
     def without(reason: str) -> Decision:
@@ -207,10 +252,20 @@ def decide(
         return without(messages.CACHE_IMPLICIT_ONLY.render(model=model))
     if price is None:
         return without(messages.CACHE_NO_PRICE.render(model=model))
-    if head_sha is None or head_tokens < price.cache_minimum:
+    if head_sha is None:
         return without(
             messages.CACHE_UNDER_MINIMUM.render(tokens=head_tokens, model=model, minimum=price.cache_minimum)
         )
+    if head_tokens < price.cache_minimum:
+        if not padding_pays(price, ttl_s, head_tokens, turn_reads, hit):
+            return without(
+                messages.CACHE_UNDER_MINIMUM.render(tokens=head_tokens, model=model, minimum=price.cache_minimum)
+            )
+        if existing_sha == head_sha:
+            remaining = (existing_expires or now) - now
+            return Decision("use", remaining < ttl_s / 2, messages.CACHE_UNCHANGED.render(tokens=head_tokens))
+        pad = price.cache_minimum - head_tokens
+        return Decision("create", False, messages.CACHE_HEAD_PADDED.render(tokens=head_tokens, pad=pad), pad)
     served = pays_off(price, ttl_s, expected_reads, hit)  # the cache, against what implicit caching serves
     if existing_sha == head_sha and (served or not hit):
         remaining = (existing_expires or now) - now
@@ -333,6 +388,7 @@ class ContextCaches:
             now=self.clock(),
             ttl_s=ttl_s,
             hit=hit,
+            turn_reads=max(1, last.requests),
         )
         if decision.action == "none" and entry is not None:  # another model's cache: of no use now
             decision = replace(decision, action="drop")
@@ -390,8 +446,9 @@ class ContextCaches:
         head = tuple(contents)
         tokens, sha = self._measure(transport, head)
         reason = messages.CACHE_REPLACE.render(tokens=tokens)
+        pad = max(0, price.cache_minimum - tokens)  # the cache it replaces may have been filled up: so is this one
         _, written = self.prepare(
-            conv, transport, CacheStep(Decision("create", False, reason), head, tokens, sha, entry), note, ttl_s
+            conv, transport, CacheStep(Decision("create", False, reason, pad), head, tokens, sha, entry), note, ttl_s
         )
         return written
 
@@ -457,8 +514,8 @@ class ContextCaches:
                 model=transport.model,
                 config={
                     "contents": list(step.head),
-                    # the head's settings: the instruction and the declarations, in their fixed order
-                    "system_instruction": transport.instruction(),
+                    # the head's settings: the instruction (and any filler) and the declarations, in their fixed order
+                    "system_instruction": transport.instruction() + padding(step.decision.pad),
                     **({"tools": [{"function_declarations": transport.declared()}]} if transport.tools else {}),
                     "ttl": f"{ttl_s:g}s",
                     "display_name": f"genai_magics {conv.name}",

@@ -268,6 +268,8 @@ def test_more_images_than_max_images_wait_for_the_next_turn_and_say_so(kernel, s
     for i, data in enumerate(images):
         (tmp_path / f"i{i}.png").write_bytes(data)
     kernel.run("%config GeminiMagics.max_images = 2", cell_id="cfg")
+    # each turn's images in its own request: a cache (the head filled up to the minimum) would hold them
+    kernel.run("%config GeminiMagics.cache = 'off'", cell_id="cfg-cache")
     kernel.run(
         "from IPython.display import Image, display\nfor i in range(3):\n    display(Image(filename=f'i{i}.png'))",
         cell_id="three",

@@ -53,3 +53,30 @@ def test_the_cache_step_counts_the_head_as_the_cache_it_makes_holds_it(notebook,
     (made,) = [r for r in stub.requests if r["kind"] == "cache.create"]
     estimate = int(planned.group(1).replace(",", ""))
     assert 0 <= made["input_tokens"] - estimate <= 20, (estimate, made["input_tokens"])
+
+
+def test_a_head_under_the_cache_minimum_is_cached_filled_up_to_it_once_that_pays(notebook, stub):
+    """issue 43.3: a head under the model's minimum read twice a turn at the input price is cached from the turn
+    where that pays (``caching.padding_pays``), filled up to the minimum with filler the cache's instruction
+    says is filler. The stand-in refuses a cache under the minimum, as the API does: without the filler this
+    cache could not be made, and the turn's requests would read the head at the input price."""
+    stub.configure_caching(implicit=False, implicit_minimum={"gemini-3.8-flash": 4_096})  # the API's minimum
+    pasted = "".join(f"line {i}: value {i * 7:08d} ok\n" for i in range(140))  # a head of ~2,800 tokens
+    stub.script_tools([[{"name": "read_cell", "args": {"ref": "small"}}]])
+    notebook.run(f"%%gemini_ask --new --no-context\nwhat does this log say?\n{pasted}", cell_id="m1")
+    assert not [r for r in stub.requests if r["kind"] == "cache.create"]  # the first turn's head: the instruction
+    dry = notebook.run("%%gemini_ask --no-context --dry-run\nand its last line?", cell_id="d2")
+    planned = re.search(r"cache the stable head \(~([\d,]+) tokens\) filled up to the model's cache minimum", dry.plain)
+    assert planned is not None, dry.plain
+    head = int(planned.group(1).replace(",", ""))
+    assert 2_032 <= head < 4_096, head  # under the minimum, over where two reads a turn pay (the rule's edge)
+    stub.clear()
+    stub.script_tools([[{"name": "read_cell", "args": {"ref": "small"}}]])
+    shown = notebook.run("%%gemini_ask --no-context\nand its last line?", cell_id="m2")
+    (made,) = [r for r in stub.requests if r["kind"] == "cache.create"]
+    assert made["status"] == 200 and made["input_tokens"] >= 4_096, (made["status"], shown.stderr)
+    instruction = "".join(texts(made["json"]["systemInstruction"]))
+    assert "fills the context cache up to the model's minimum size" in instruction
+    for request in api_requests(stub):  # both requests of the turn read the head and the filler at the cached price
+        assert request["cached_content"] == made["cache_name"]
+        assert request["cached_tokens"] == made["input_tokens"]
