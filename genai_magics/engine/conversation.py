@@ -154,6 +154,9 @@ class TurnPlan:
     new_chain_digest: tuple[Turn, ...]  # interactions: earlier turns the new chain must learn
     payload: dict[str, Any]  # the current user turn (docs/protocol.md)
     restarted: bool = False  # interactions: a new chain started for its cost, seeded with every earlier turn
+    # interactions: the tokens of filler the chain's instruction carries, so that implicit caching can serve a
+    # chain under the model's minimum (turn/send.py ``pad``; 0: none); the same on every request of the chain
+    chain_pad: int = 0
 
 
 def _pieces_sent(
@@ -285,6 +288,8 @@ class Conversation:
     # interactions: what re-reading the chain's excess over a new chain's seed has cost on its turns so far
     # (turn/send.py ``restart``); the kernel's own, never recorded
     chain_rent: ChainRent = ChainRent()
+    # interactions: the filler the chain's requests carry (``TurnPlan.chain_pad``); the kernel's own, never recorded
+    chain_pad: int = 0
     # contents: a turn of this kernel's left earlier turns out to fit the input limit; each later turn builds
     # its whole request to check it (turn/send.py ``fit``); the kernel's own, never recorded
     compacted: bool = False
@@ -483,6 +488,7 @@ class Conversation:
                     }
                 )
             self.last_interaction_id = interaction_id
+            self.chain_pad = plan.chain_pad
             self.outcomes_told.update(plan.proposal_outcomes)
             if (turn.sent_source or turn.source_patch is not None) and turn.base_sha256:
                 # a patched version counts as one: the chain holds it (as its base and the patch)
@@ -495,6 +501,7 @@ class Conversation:
             self.last_interaction_id = None
             self.chain_versions = []
             self.chain_rent = ChainRent()
+            self.chain_pad = 0
         self.state_mode = plan.state_mode
         if turn.proposal_sha256 is not None:
             self.sync.active_document_sha256 = turn.proposal_sha256

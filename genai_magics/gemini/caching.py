@@ -44,6 +44,7 @@ from ..engine.conversation import Conversation, Turn, TurnPlan, Usage
 from ..engine.outputs import part_tokens
 from ..engine.text import estimate_tokens
 from .errors import status_code
+from .filler import PAD_MARGIN, padding
 from .models import traits
 from .pricing import Price
 from .transport import SPLIT, CachedHead, Head
@@ -107,26 +108,6 @@ def padding_pays(price: Price, ttl_s: float, head_tokens: int, reads: float, hit
     return saved > extra
 
 
-# The filler's words: said once what it is, then a sentence of plain English words, which tokenizers count at
-# about four bytes a token (``estimate_tokens``'s rate); PAD_MARGIN covers a tokenizer that counts fewer.
-PAD_NOTE = (
-    "The text below fills the context cache up to the model's minimum size, which makes every request of this "
-    "conversation cheaper. It is not part of the notebook or of the conversation: ignore it.\n"
-)
-PAD_SENTENCE = "This line is filler for the context cache and carries no meaning. "
-PAD_MARGIN = 1.1
-
-
-def padding(tokens: int) -> str:
-    """The filler that brings a cache's head ``tokens`` short of the model's minimum up to it (with
-    ``PAD_MARGIN``), appended to the system instruction the cache holds; '' for none."""
-    if tokens <= 0:
-        return ""
-    size = int(tokens * PAD_MARGIN) * 4 + 4
-    body = PAD_SENTENCE * (max(0, size - len(PAD_NOTE)) // len(PAD_SENTENCE) + 1)
-    return "\n\n" + PAD_NOTE + body
-
-
 def folding_pays(
     price: Price, ttl_s: float, head_tokens: int, tail_tokens: int, reads: float, turns: int = 1, hit: float = 0.0
 ) -> bool:
@@ -171,6 +152,53 @@ def tail_served(usage: Usage, explicit_tokens: int, tail_tokens: int, turns: int
     full = (usage.input_tokens - (usage.cached_tokens or 0)) / usage.requests
     missed = max(0.0, full - tail_tokens / turns)
     return max(0.0, 1 - missed / earlier) if (usage.cached_tokens or 0) > usage.requests * explicit_tokens else 0.0
+
+
+def measured_hit(history: Sequence[Turn], minimum: int) -> float | None:
+    """What implicit caching served on the newest turn whose requests read at least the model's cache minimum
+    (one under it cannot show it): the share of what its requests after the first read (the first request of a
+    new chain can find nothing cached: its input is new), at most 1; None when no turn did."""
+    for turn in reversed(history):
+        usage = turn.usage
+        if usage.input_tokens and usage.input_tokens // max(1, usage.requests) >= minimum:
+            if usage.requests <= 1:
+                return implicit_share(usage)
+            later = usage.input_tokens - usage.input_tokens // usage.requests
+            return min(1.0, (usage.cached_tokens or 0) / later)
+    return None
+
+
+def implicit_padding_pays(price: Price, chain_tokens: int, shortfall: int, hit: float, reads: float, new: bool) -> bool:
+    """interactions mode: whether a turn's requests carry filler (``shortfall`` tokens short of the minimum,
+    times ``PAD_MARGIN``) after the instruction, so that implicit caching can serve a chain of ``chain_tokens``
+    under the model's minimum, which it serves nothing of (issue 43.3; the chain has no explicit cache). Over
+    the turn's ``reads`` requests (as the last turn's), each reading the chain at the cached price where
+    implicit caching serves ``hit`` of it, against the filler read at what a token of it costs then; a ``new``
+    filler (none on the chain before) is read in full by the first request, which nothing can serve, so its
+    chain read saves nothing either::
+
+        e = hit x (input - cached)
+        pays  when  e x chain x (reads - new)  >  pad x ((input - e) x reads + e x new)
+
+    ``hit`` as the newest turn that read at least the minimum measured it (``measured_hit``), taken as 1
+    before any did (as ``new_chain_pays`` takes an unseen chain). So a turn of one request never starts one."""
+    pad = shortfall * PAD_MARGIN
+    served = hit * (price.input - price.cached_input)
+    return served * chain_tokens * (reads - new) > pad * ((price.input - served) * reads + served * new)
+
+
+def filler_kept(price: Price, chain_tokens: int, filler_tokens: int, requests_over: int, hit: float) -> bool:
+    """interactions mode: whether a chain past the model's minimum keeps the filler it started with (see
+    ``implicit_padding_pays``). Dropping it changes the prefix implicit caching serves: the next request
+    reads the chain (``chain_tokens``, the filler not counted) at the input price where it read ``hit`` of it
+    cached; keeping it reads the filler on every request. The rent-or-buy rule once more: keep it until
+    reading it on the ``requests_over`` requests since the chain passed the minimum has cost that re-read::
+
+        keep  while  requests_over x filler x (input - hit x (input - cached))  <  hit x (input - cached) x chain
+
+    Implicit caching serving nothing (``hit`` 0), it goes at once."""
+    served = hit * (price.input - price.cached_input)
+    return requests_over * filler_tokens * (price.input - served) < served * chain_tokens
 
 
 def _chain_read(price: Price, hit: float) -> float:

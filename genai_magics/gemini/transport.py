@@ -36,6 +36,7 @@ from ..engine.tools import (
     declarations,
     interaction_result,
 )
+from .filler import padding
 from .models import traits
 
 # One request as it streams: its text chunks as they come, then (the generator's return value) the reply.
@@ -367,16 +368,17 @@ class InteractionsTransport(_Transport):
             given, previous = to_text(retry.payload), retry.interaction_id
         else:
             given, previous = _input(plan), plan.previous_interaction_id
-        body: dict[str, Any] = {"model": self.model, "input": given, **self.settings(plan.mode, retry)}
+        body: dict[str, Any] = {"model": self.model, "input": given, **self.settings(plan.mode, retry, plan.chain_pad)}
         if previous:
             body["previous_interaction_id"] = previous
         if at_limit and self.tools:
             body["generation_config"] = {**body.get("generation_config", {}), "tool_choice": "none"}
         return body
 
-    def settings(self, mode: str, retry: EditRetry | None = None) -> dict[str, Any]:
-        """What the body carries besides the input and the chain: what shapes the answer."""
-        settings: dict[str, Any] = {"system_instruction": self.instruction(), "store": True}
+    def settings(self, mode: str, retry: EditRetry | None = None, pad: int = 0) -> dict[str, Any]:
+        """What the body carries besides the input and the chain: what shapes the answer (``pad``: the chain's
+        filler after the instruction, ``TurnPlan.chain_pad``)."""
+        settings: dict[str, Any] = {"system_instruction": self.instruction() + padding(pad), "store": True}
         if self.tools:  # the same declarations in the same order on every interaction
             settings["tools"] = [{"type": "function", **d} for d in _shared_declarations(self.tools)]
         if self.search:  # beside functions too (ai.google.dev/gemini-api/docs/interactions/tool-combination)

@@ -30,14 +30,14 @@ from __future__ import annotations
 import datetime as dt
 import inspect
 import json
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from .. import messages
 from ..engine.agent import AGENT_FUNCTIONS, bad_agent_call
 from ..engine.contents import Squeeze, left_out
-from ..engine.conversation import ChainRent, Conversation, TurnPlan, Usage, added
+from ..engine.conversation import ChainRent, Conversation, Turn, TurnPlan, Usage, added
 from ..engine.errors import UserError
 from ..engine.grounding import Grounding, joined
 from ..engine.outputs import ImagePiece
@@ -56,9 +56,20 @@ from ..engine.tools import (
 )
 from ..frontends import kernel_compat
 from ..gemini import budget
-from ..gemini.caching import CacheStep, ContextCaches, cache_is_gone, chain_rent, implicit_share, new_chain_pays
+from ..gemini.caching import (
+    CacheStep,
+    ContextCaches,
+    cache_is_gone,
+    chain_rent,
+    filler_kept,
+    implicit_padding_pays,
+    implicit_share,
+    measured_hit,
+    new_chain_pays,
+)
 from ..gemini.client import RetryNotices
 from ..gemini.errors import describe, over_input_limit, status_code
+from ..gemini.filler import padding
 from ..gemini.models import InputLimits
 from ..gemini.pricing import Price, turn_cost
 from ..gemini.transport import SPLIT, CachedHead, EditRetry, Reply, Transport, body_bytes, body_bytes_at_most
@@ -218,15 +229,50 @@ class TurnSend:
             return plan
         usage = self._last_usage()
         if not plan.previous_interaction_id or usage is None or usage.input_tokens is None:
-            return plan
-        # the chain as its last turn read it (the mean of its requests: they differ by a function result),
-        # plus what that turn wrote and this turn adds
+            return self.pad(plan, None)
+        # the chain as its last turn read it (the mean of its requests: they differ by a function result) but
+        # for its filler, plus what that turn wrote and this turn adds
         chain = usage.input_tokens // max(1, usage.requests) + (usage.output_tokens or 0)
+        chain -= estimate_tokens(padding(self.conv.chain_pad))
         if chain + _tokens(plan.payload) <= room:
-            return self.restart(plan, chain + _tokens(plan.payload), usage, room)
+            return self.pad(self.restart(plan, chain + _tokens(plan.payload), usage, room), chain)
         self.display.note(messages.CHAIN_OVER_LIMIT.render(limit=self.limits.of(self.transport.model)))
         self.conv.lose_chain()
-        return self.planned.resolved.plan(self.planned.pieces, self.settings)
+        return self.pad(self.planned.resolved.plan(self.planned.pieces, self.settings), None)
+
+    def pad(self, plan: TurnPlan, chain: int | None) -> TurnPlan:
+        """Rule (interactions, issue 43.3): implicit caching serves nothing of a chain under the model's cache
+        minimum, so a turn's requests carry filler after the instruction (``filler.padding``) that brings the
+        chain up to the minimum, where that pays over the turn's requests (``caching.implicit_padding_pays``);
+        the same filler, sized when it started, on every later request of the chain (implicit caching serves an
+        identical prefix) while it pays under the minimum and, past it, until reading it has cost the re-read
+        dropping it brings (``caching.filler_kept``). ``chain``: what the last turn read on the chain but for
+        the filler, and wrote (None: a new chain)."""
+        price, conv, history = self.planned.price, self.conv, self.conv.history
+        if price is None:
+            return plan
+        measured = measured_hit(history, price.cache_minimum)
+        hit = 1.0 if measured is None else measured
+        reads = max(1, history[-1].usage.requests) if history else 1
+        carried = conv.chain_pad if plan.previous_interaction_id and chain is not None else 0
+        if chain is None or not plan.previous_interaction_id:  # a new chain: its first request
+            chain = self._chain_tokens(self.transport.request(plan, history))
+        else:
+            chain += _tokens(plan.payload)
+        if chain >= price.cache_minimum:  # past the minimum: a filler is kept while dropping it costs more
+            filler = estimate_tokens(padding(carried))
+            over = _requests_over(history, price.cache_minimum + filler)
+            kept = carried and filler_kept(price, chain, filler, over, hit)
+            return replace(plan, chain_pad=carried) if kept else plan
+        shortfall = carried or price.cache_minimum - chain
+        if not implicit_padding_pays(price, chain, shortfall, hit, reads, new=not carried):
+            return plan
+        return replace(plan, chain_pad=shortfall)
+
+    def _chain_tokens(self, body: dict[str, Any]) -> int:
+        """A new chain's first request, counted as the server counts the chain: the texts (not their JSON
+        escapes) and the declarations."""
+        return budget.request_tokens(body, self.transport.model) + estimate_tokens(json.dumps(body.get("tools", [])))
 
     def _far_under(self, plan: TurnPlan, room: int) -> bool:
         """Rule: contents mode builds a turn's request to check it against the limit (~0.1 ms) only when it may
@@ -276,8 +322,7 @@ class TurnSend:
             return plan
         fresh = self.planned.resolved.plan(self.planned.pieces, self.settings, restart=True)
         body = self.transport.request(fresh, self.conv.history)
-        # counted as the server counts the chain: the texts (not their JSON escapes) and the declarations
-        seed = budget.request_tokens(body, self.transport.model) + estimate_tokens(json.dumps(body.get("tools", [])))
+        seed = self._chain_tokens(body)
         excess = max(0, chain - seed)
         self.conv.chain_rent = rent = ChainRent(rent.paid + chain_rent(price, excess, usage.requests, hit), excess)
         # what a turn adds to a chain, as the last one did: its input, its calls and answer, its results
@@ -623,6 +668,18 @@ def priced(usage: Usage, price: Price | None, day: dt.date) -> Usage:
     cost = turn_cost(price, usage.input_tokens, usage.cached_tokens or 0, output, usage.cache_write_tokens)
     resend = turn_cost(price, usage.input_tokens, 0, output)
     return replace(usage, cost_usd=cost + searched, resend_cost_usd=resend + searched)
+
+
+def _requests_over(history: Sequence[Turn], reads: int) -> int:
+    """The requests of the newest turns in a row that each read at least ``reads`` tokens (a chain past the
+    minimum with its filler)."""
+    total = 0
+    for turn in reversed(history):
+        usage = turn.usage
+        if not usage.input_tokens or usage.input_tokens // max(1, usage.requests) < reads:
+            break
+        total += usage.requests
+    return total
 
 
 def _tokens(body: dict[str, Any]) -> int:

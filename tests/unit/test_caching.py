@@ -11,23 +11,25 @@ from genai_magics import messages
 from genai_magics.engine.cells import Document
 from genai_magics.engine.contents import build_contents, cacheable, shared_prefix
 from genai_magics.engine.context import ContextPiece
-from genai_magics.engine.conversation import Conversation, Usage
+from genai_magics.engine.conversation import Conversation, Turn, Usage
 from genai_magics.engine.edits import Edit
 from genai_magics.engine.errors import UserError
 from genai_magics.engine.text import estimate_tokens
 from genai_magics.gemini.caching import (
-    PAD_MARGIN,
     chain_rent,
     decide,
+    filler_kept,
     folding_pays,
+    implicit_padding_pays,
     implicit_share,
+    measured_hit,
     new_chain_pays,
-    padding,
     padding_pays,
     pays_off,
     tail_served,
     worth_keeping,
 )
+from genai_magics.gemini.filler import PAD_MARGIN, padding
 from genai_magics.gemini.pricing import PRICES, PRICES_AS_OF, Price, price_for, storage_cost, turn_cost
 
 FLASH = PRICES["gemini-3.8-flash"][0].price  # the introductory price, through 2026-12-31
@@ -224,6 +226,32 @@ def test_a_head_under_the_minimum_is_filled_up_to_it_and_the_filler_says_what_it
     assert not padding_pays(FLASH, 600, 2931, 1) and padding_pays(FLASH, 600, 2932, 1)
     assert not padding_pays(FLASH, 600, 2031, 2) and padding_pays(FLASH, 600, 2032, 2)
     assert not padding_pays(FLASH, 600, 3000, 2, hit=0.7)  # what implicit caching serves, filling saves nothing of
+
+
+def test_a_chain_carries_filler_while_implicit_caching_serves_it_and_keeps_it_until_dropping_it_costs_less():
+    # under the minimum, over a turn of two requests: e x chain x (2 - new) against the filler (10% over the
+    # shortfall) at (0.75 - e) a read, a new one read in full by the first request; e = hit x 0.675
+    assert implicit_padding_pays(FLASH, 2_500, 1_596, 1.0, 2, new=True)  # 1,687 against 1,449
+    assert not implicit_padding_pays(FLASH, 2_300, 1_796, 1.0, 2, new=True)  # 1,552 against 1,630
+    assert not implicit_padding_pays(FLASH, 3_500, 596, 1.0, 1, new=True)  # one request: it saves nothing
+    assert implicit_padding_pays(FLASH, 2_300, 1_796, 1.0, 2, new=False)  # carried: 3,105 against 296
+    assert not implicit_padding_pays(FLASH, 2_300, 1_796, 0.0, 2, new=False)  # nothing served
+    # past it, kept until reading the filler on the requests since has cost a re-read of the chain (0.675 x
+    # 5,000 = 3,375 against 2,000 x 0.075 = 150 a request: 22 requests keep it, the 23rd drops it)
+    assert filler_kept(FLASH, 5_000, 2_000, 22, 1.0) and not filler_kept(FLASH, 5_000, 2_000, 23, 1.0)
+    assert not filler_kept(FLASH, 5_000, 2_000, 0, 0.0)  # nothing served: it goes at once
+
+
+def test_the_hit_a_chain_shows_is_measured_on_what_its_later_requests_read():
+    def turn(i, tokens, cached, requests=2):
+        usage = Usage(input_tokens=tokens, output_tokens=10, cached_tokens=cached, requests=requests)
+        return Turn(index=i, mode="ask", prompt="q", state_mode="interactions", usage=usage)
+
+    # a new chain's first request finds nothing: 4,200 + 4,300 read, 4,200 served is all a turn could be
+    assert measured_hit([turn(1, 8_500, 4_200)], 4_096) == pytest.approx(4_200 / 4_250)
+    assert measured_hit([turn(1, 8_500, 4_200), turn(2, 6_000, 6_000)], 4_096) == pytest.approx(4_200 / 4_250)
+    assert measured_hit([turn(1, 3_000, 0)], 4_096) is None  # under the minimum: it cannot show
+    assert measured_hit([turn(1, 9_000, 0, requests=1)], 4_096) == 0.0
 
 
 def test_a_used_cache_is_refreshed_when_half_its_ttl_is_gone():

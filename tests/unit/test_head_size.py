@@ -14,6 +14,7 @@ import pytest
 from helpers.shell import BIG, emptied, fetching_notebook
 from helpers.wire import api_requests
 
+from genai_magics.gemini.filler import PAD_NOTE
 from genai_magics.stub.model import texts, tokens
 
 # issue 43 measured 458 + 395 (instruction + declarations, stand-in tokens) on every request of an ask with
@@ -76,7 +77,35 @@ def test_a_head_under_the_cache_minimum_is_cached_filled_up_to_it_once_that_pays
     (made,) = [r for r in stub.requests if r["kind"] == "cache.create"]
     assert made["status"] == 200 and made["input_tokens"] >= 4_096, (made["status"], shown.stderr)
     instruction = "".join(texts(made["json"]["systemInstruction"]))
-    assert "fills the context cache up to the model's minimum size" in instruction
+    assert PAD_NOTE in instruction
     for request in api_requests(stub):  # both requests of the turn read the head and the filler at the cached price
         assert request["cached_content"] == made["cache_name"]
         assert request["cached_tokens"] == made["input_tokens"]
+
+
+@pytest.mark.parametrize("implicit", [True, False])
+def test_a_chain_under_the_cache_minimum_carries_filler_while_implicit_caching_serves_it(notebook, stub, implicit):
+    """issue 43.3, interactions mode (no explicit cache there): a chain under the model's minimum, read twice a
+    turn, carries filler after the instruction from the turn where that pays, the same on every later request,
+    so that implicit caching serves the chain from that turn's second request on; where implicit caching is
+    seen to serve nothing, the filler goes. A turn's first request without filler: nothing is known of it yet."""
+    stub.configure_caching(implicit=implicit, implicit_minimum={"gemini-3.8-flash": 4_096})
+    pasted = "".join(f"line {i}: value {i * 7:08d} ok\n" for i in range(120))  # a chain of ~2,700 tokens
+    for i in range(3):
+        stub.script_tools([[{"name": "read_cell", "args": {"ref": "small"}}]])
+        text = f"what does this log say?\n{pasted}" if i == 0 else f"turn {i}: and its last line?"
+        new = " --new" if i == 0 else ""
+        shown = notebook.run(f"%%gemini_ask --state interactions --no-context{new}\n{text}", cell_id=f"i{i}")
+        assert shown.stderr == ""
+    requests = api_requests(stub)
+    assert len(requests) == 6  # each turn: its question, then the function's result
+    filled = [PAD_NOTE in r["json"]["system_instruction"] for r in requests]
+    sizes = [(r["input_tokens"], r["cached_tokens"]) for r in requests]
+    assert filled[:4] == [False, False, True, True], sizes  # the second turn: the filler on both its requests
+    assert requests[2]["json"]["system_instruction"] == requests[3]["json"]["system_instruction"]
+    assert requests[3]["cached_tokens"] == (requests[2]["input_tokens"] if implicit else 0), sizes
+    if implicit:  # the chain keeps its prefix: the third turn is served all but what is new
+        assert filled[4:] == [True, True]
+        assert all(t - c < 300 for t, c in sizes[4:]), sizes
+    else:  # implicit caching served nothing: the filler costs, so it goes
+        assert filled[4:] == [False, False], sizes
