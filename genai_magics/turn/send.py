@@ -255,6 +255,8 @@ class TurnSend:
         hit = 1.0 if measured is None else measured
         reads = max(1, history[-1].usage.requests) if history else 1
         carried = conv.chain_pad if plan.previous_interaction_id and chain is not None else 0
+        if not carried and reads <= 1:  # one request a turn: a new filler saves nothing (no request is built)
+            return plan
         if chain is None or not plan.previous_interaction_id:  # a new chain: its first request
             chain = self._chain_tokens(self.transport.request(plan, history))
         else:
