@@ -249,7 +249,7 @@ class TurnSend:
         dropping it brings (``caching.filler_kept``). ``chain``: what the last turn read on the chain but for
         the filler, and wrote (None: a new chain)."""
         price, conv, history = self.planned.price, self.conv, self.conv.history
-        if price is None:
+        if price is None or self.settings.cache == "off":  # caching off: no filler either
             return plan
         measured = measured_hit(history, price.cache_minimum)
         hit = 1.0 if measured is None else measured

@@ -83,13 +83,17 @@ def test_a_head_under_the_cache_minimum_is_cached_filled_up_to_it_once_that_pays
         assert request["cached_tokens"] == made["input_tokens"]
 
 
-@pytest.mark.parametrize("implicit", [True, False])
-def test_a_chain_under_the_cache_minimum_carries_filler_while_implicit_caching_serves_it(notebook, stub, implicit):
+@pytest.mark.parametrize("implicit, cache", [(True, "auto"), (False, "auto"), (True, "off")])
+def test_a_chain_under_the_cache_minimum_carries_filler_while_implicit_caching_serves_it(
+    notebook, stub, implicit, cache
+):
     """issue 43.3, interactions mode (no explicit cache there): a chain under the model's minimum, read twice a
     turn, carries filler after the instruction from the turn where that pays, the same on every later request,
     so that implicit caching serves the chain from that turn's second request on; where implicit caching is
-    seen to serve nothing, the filler goes. A turn's first request without filler: nothing is known of it yet."""
+    seen to serve nothing, the filler goes. A turn's first request without filler: nothing is known of it yet.
+    ``cache = "off"``: no filler either."""
     stub.configure_caching(implicit=implicit, implicit_minimum={"gemini-3.8-flash": 4_096})
+    notebook.magics.cache = cache
     pasted = "".join(f"line {i}: value {i * 7:08d} ok\n" for i in range(120))  # a chain of ~2,700 tokens
     for i in range(3):
         stub.script_tools([[{"name": "read_cell", "args": {"ref": "small"}}]])
@@ -101,6 +105,9 @@ def test_a_chain_under_the_cache_minimum_carries_filler_while_implicit_caching_s
     assert len(requests) == 6  # each turn: its question, then the function's result
     filled = [PAD_NOTE in r["json"]["system_instruction"] for r in requests]
     sizes = [(r["input_tokens"], r["cached_tokens"]) for r in requests]
+    if cache == "off":
+        assert filled == [False] * 6, sizes
+        return
     assert filled[:4] == [False, False, True, True], sizes  # the second turn: the filler on both its requests
     assert requests[2]["json"]["system_instruction"] == requests[3]["json"]["system_instruction"]
     assert requests[3]["cached_tokens"] == (requests[2]["input_tokens"] if implicit else 0), sizes
