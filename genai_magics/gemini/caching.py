@@ -182,9 +182,9 @@ def implicit_padding_pays(price: Price, chain_tokens: int, shortfall: int, hit: 
 
     ``hit`` as the newest turn that read at least the minimum measured it (``measured_hit``), taken as 1
     before any did (as ``new_chain_pays`` takes an unseen chain). So a turn of one request never starts one."""
-    pad = shortfall * PAD_MARGIN
-    served = hit * (price.input - price.cached_input)
-    return served * chain_tokens * (reads - new) > pad * ((price.input - served) * reads + served * new)
+    pad, read = shortfall * PAD_MARGIN, _chain_read(price, hit)
+    served = price.input - read
+    return served * chain_tokens * (reads - new) > pad * (read * reads + served * new)
 
 
 def filler_kept(price: Price, chain_tokens: int, filler_tokens: int, requests_over: int, hit: float) -> bool:
@@ -197,8 +197,8 @@ def filler_kept(price: Price, chain_tokens: int, filler_tokens: int, requests_ov
         keep  while  requests_over x filler x (input - hit x (input - cached))  <  hit x (input - cached) x chain
 
     Implicit caching serving nothing (``hit`` 0), it goes at once."""
-    served = hit * (price.input - price.cached_input)
-    return requests_over * filler_tokens * (price.input - served) < served * chain_tokens
+    read = _chain_read(price, hit)
+    return requests_over * filler_tokens * read < (price.input - read) * chain_tokens
 
 
 def _chain_read(price: Price, hit: float) -> float:
@@ -280,21 +280,13 @@ def decide(
         return without(messages.CACHE_IMPLICIT_ONLY.render(model=model))
     if price is None:
         return without(messages.CACHE_NO_PRICE.render(model=model))
-    if head_sha is None:
+    pad = max(0, price.cache_minimum - head_tokens)  # the filler a head under the minimum is cached with
+    if head_sha is None or (pad and not padding_pays(price, ttl_s, head_tokens, turn_reads, hit)):
         return without(
             messages.CACHE_UNDER_MINIMUM.render(tokens=head_tokens, model=model, minimum=price.cache_minimum)
         )
-    if head_tokens < price.cache_minimum:
-        if not padding_pays(price, ttl_s, head_tokens, turn_reads, hit):
-            return without(
-                messages.CACHE_UNDER_MINIMUM.render(tokens=head_tokens, model=model, minimum=price.cache_minimum)
-            )
-        if existing_sha == head_sha:
-            remaining = (existing_expires or now) - now
-            return Decision("use", remaining < ttl_s / 2, messages.CACHE_UNCHANGED.render(tokens=head_tokens))
-        pad = price.cache_minimum - head_tokens
-        return Decision("create", False, messages.CACHE_HEAD_PADDED.render(tokens=head_tokens, pad=pad), pad)
-    served = pays_off(price, ttl_s, expected_reads, hit)  # the cache, against what implicit caching serves
+    # the cache, against what implicit caching serves (``padding_pays`` weighed it already for a filled one)
+    served = bool(pad) or pays_off(price, ttl_s, expected_reads, hit)
     if existing_sha == head_sha and (served or not hit):
         remaining = (existing_expires or now) - now
         return Decision("use", remaining < ttl_s / 2, messages.CACHE_UNCHANGED.render(tokens=head_tokens))
@@ -302,6 +294,8 @@ def decide(
         if hit:
             return without(messages.CACHE_IMPLICIT_SERVES.render(share=hit, tokens=head_tokens))
         return without(messages.CACHE_NOT_WORTH.render(tokens=head_tokens, model=model, ttl_s=ttl_s))
+    if pad:
+        return Decision("create", False, messages.CACHE_HEAD_PADDED.render(tokens=head_tokens, pad=pad), pad)
     reason = messages.CACHE_REPLACE if held else messages.CACHE_HEAD
     return Decision("create", False, reason.render(tokens=head_tokens))
 

@@ -157,6 +157,7 @@ class TurnSend:
     _limit_retried: bool = field(default=False, repr=False)
     _acted: bool = field(default=False, repr=False)  # an agent call was answered: the notebook changed
     _capped: bool = field(default=False, repr=False)  # the budget or the input limit turned calling off for good
+    _first_read: tuple[TurnPlan, int] | None = field(default=None, repr=False)  # ``_chain_tokens``'s last plan
 
     @property
     def conv(self) -> Conversation:
@@ -258,7 +259,7 @@ class TurnSend:
         if not carried and reads <= 1:  # one request a turn: a new filler saves nothing (no request is built)
             return plan
         if chain is None or not plan.previous_interaction_id:  # a new chain: its first request
-            chain = self._chain_tokens(self.transport.request(plan, history))
+            chain = self._chain_tokens(plan)
         else:
             chain += _tokens(plan.payload)
         if chain >= price.cache_minimum:  # past the minimum: a filler is kept while dropping it costs more
@@ -271,10 +272,16 @@ class TurnSend:
             return plan
         return replace(plan, chain_pad=shortfall)
 
-    def _chain_tokens(self, body: dict[str, Any]) -> int:
+    def _chain_tokens(self, plan: TurnPlan) -> int:
         """A new chain's first request, counted as the server counts the chain: the texts (not their JSON
-        escapes) and the declarations."""
-        return budget.request_tokens(body, self.transport.model) + estimate_tokens(json.dumps(body.get("tools", [])))
+        escapes) and the declarations. Built once a plan: ``restart`` weighs the seed, then ``pad`` the same."""
+        if self._first_read is None or self._first_read[0] is not plan:
+            body = self.transport.request(plan, self.conv.history)
+            tokens = budget.request_tokens(body, self.transport.model) + estimate_tokens(
+                json.dumps(body.get("tools", []))
+            )
+            self._first_read = (plan, tokens)
+        return self._first_read[1]
 
     def _far_under(self, plan: TurnPlan, room: int) -> bool:
         """Rule: contents mode builds a turn's request to check it against the limit (~0.1 ms) only when it may
@@ -323,8 +330,7 @@ class TurnSend:
             self.conv.chain_rent = replace(rent, paid=rent.paid + chain_rent(price, rent.excess, usage.requests, hit))
             return plan
         fresh = self.planned.resolved.plan(self.planned.pieces, self.settings, restart=True)
-        body = self.transport.request(fresh, self.conv.history)
-        seed = self._chain_tokens(body)
+        seed = self._chain_tokens(fresh)
         excess = max(0, chain - seed)
         self.conv.chain_rent = rent = ChainRent(rent.paid + chain_rent(price, excess, usage.requests, hit), excess)
         # what a turn adds to a chain, as the last one did: its input, its calls and answer, its results
