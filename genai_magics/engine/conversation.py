@@ -52,6 +52,11 @@ class Usage:
     resend_cost_usd: float | None = None  # the same input and output with nothing cached
     searches: int = 0  # the web searches the model ran (--search): each billed at the model's rate, in cost_usd
 
+    @property
+    def per_request(self) -> int:
+        """What a request of the turn read, on the mean (0 without the API's count)."""
+        return (self.input_tokens or 0) // max(1, self.requests)
+
 
 def added(a: Usage, b: Usage) -> Usage:
     """Two requests' usage as one turn's: the tokens summed, and the dollars, each request priced by

@@ -160,10 +160,10 @@ def measured_hit(history: Sequence[Turn], minimum: int) -> float | None:
     new chain can find nothing cached: its input is new), at most 1; None when no turn did."""
     for turn in reversed(history):
         usage = turn.usage
-        if usage.input_tokens and usage.input_tokens // max(1, usage.requests) >= minimum:
+        if usage.per_request >= minimum:
             if usage.requests <= 1:
                 return implicit_share(usage)
-            later = usage.input_tokens - usage.input_tokens // usage.requests
+            later = (usage.input_tokens or 0) - usage.per_request
             return min(1.0, (usage.cached_tokens or 0) / later)
     return None
 

@@ -233,7 +233,7 @@ class TurnSend:
             return self.pad(plan, None)
         # the chain as its last turn read it (the mean of its requests: they differ by a function result) but
         # for its filler, plus what that turn wrote and this turn adds
-        chain = usage.input_tokens // max(1, usage.requests) + (usage.output_tokens or 0)
+        chain = usage.per_request + (usage.output_tokens or 0)
         chain -= estimate_tokens(padding(self.conv.chain_pad))
         if chain + _tokens(plan.payload) <= room:
             return self.pad(self.restart(plan, chain + _tokens(plan.payload), usage, room), chain)
@@ -323,7 +323,7 @@ class TurnSend:
         price, last, rent = self.planned.price, history[-1], self.conv.chain_rent
         if price is None or not all(read_only(t.tool_rounds) for t in history):
             return plan
-        seen = (usage.input_tokens or 0) // max(1, usage.requests) >= price.cache_minimum
+        seen = usage.per_request >= price.cache_minimum
         hit = implicit_share(usage) if seen else 1.0
         fetched = [r for round_ in last.tool_rounds for r in round_.results if r.pieces]
         if not fetched:
@@ -684,7 +684,7 @@ def _requests_over(history: Sequence[Turn], reads: int) -> int:
     total = 0
     for turn in reversed(history):
         usage = turn.usage
-        if not usage.input_tokens or usage.input_tokens // max(1, usage.requests) < reads:
+        if usage.per_request < reads:
             break
         total += usage.requests
     return total
