@@ -27,7 +27,14 @@ def data_on_disk(path: Path) -> dict[str, Any]:
     return journaled(json.loads(path.read_text()), _journal(path))
 
 
+def _text_if_there(path: Path) -> str:
+    # .prev goes when the flush of the write after it ends, on the store's own thread, at any moment
+    try:
+        return path.read_text(errors="surrogateescape")
+    except FileNotFoundError:
+        return ""
+
+
 def text_on_disk(path: Path) -> str:
     """Everything the record's files hold, as text."""
-    files = (path.with_name(path.name + suffix) for suffix in FAMILY)
-    return "\n".join(f.read_text(errors="surrogateescape") for f in files if f.exists())
+    return "\n".join(_text_if_there(path.with_name(path.name + suffix)) for suffix in FAMILY)

@@ -78,6 +78,8 @@ def test_no_piece_of_the_key_is_sent_or_recorded_whatever_the_cut(
     payload = current_payload(request)
     assert {"outputs", "variables", "lastError", "secondaryContext"} <= payload.keys()  # every cap was there
     assert leaked(json.dumps(stub.requests)) == []
+    assert leaked(text_on_disk(record)) == []  # .prev too, before its flush ends
+    magic_shell.magics.session.keeper.store.wait()
     assert leaked(text_on_disk(record)) == []
 
 
