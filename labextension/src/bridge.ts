@@ -169,16 +169,22 @@ export class NotebookBridge {
         return;
       }
       const reply = await kernel.requestCommInfo({ target_name: TARGET });
-      if (kernel !== this._kernel || this._comm || reply.content.status !== 'ok') {
+      if (kernel !== this._kernel || this._comm) {
+        return;
+      }
+      if (reply.content.status !== 'ok') {
+        console.debug('genai-magics-bridge: comm_info failed', reply.content);
         return;
       }
       const comms = reply.content.comms as { [id: string]: { target_name: string } };
       const ids = Object.keys(comms).filter(id => comms[id].target_name === TARGET);
       if (!ids.length) {
+        console.debug('genai-magics-bridge: no comm open in the kernel yet');
         return;
       }
       const commId = ids[ids.length - 1];
       if (kernel.hasComm(commId)) {
+        console.debug("genai-magics-bridge: the comm is this connection's already");
         return;
       }
       this._attachComm(kernel.createComm(TARGET, commId));

@@ -228,7 +228,7 @@ def test_page_reload_and_kernel_restart(jupyter_server, page, artifacts):
     deadline = time.monotonic() + 30
     while len([line for line in page.console_log if "took over the kernel comm" in line]) == took_over:
         assert time.monotonic() < deadline, "the reloaded page never took the kernel's comm over"
-        time.sleep(0.2)
+        page.wait_for_timeout(200)  # not time.sleep: the sync API takes the page's console lines in only while it waits
     nb.type_into(1, "w = 2")
     nb.run(2)
     expect(nb.output(2)).to_contain_text("SRC=w = 2 True")
