@@ -12,9 +12,17 @@ from genai_magics.persistence.schema import journaled, loads
 FAMILY = ("", ".journal", ".prev", ".prev.journal")  # the record's files: what a key must be kept out of
 
 
+def _bytes_if_there(path: Path) -> bytes:
+    # a kernel's write renames .journal to .prev.journal, and the flush after it deletes .prev and
+    # .prev.journal on the store's own thread: a file may go between a look and a read
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""
+
+
 def _journal(path: Path) -> bytes:
-    journal = path.with_name(path.name + ".journal")
-    return journal.read_bytes() if journal.exists() else b""
+    return _bytes_if_there(path.with_name(path.name + ".journal"))
 
 
 def on_disk(path: Path) -> NotebookRecord:
@@ -27,14 +35,7 @@ def data_on_disk(path: Path) -> dict[str, Any]:
     return journaled(json.loads(path.read_text()), _journal(path))
 
 
-def _text_if_there(path: Path) -> str:
-    # .prev goes when the flush of the write after it ends, on the store's own thread, at any moment
-    try:
-        return path.read_text(errors="surrogateescape")
-    except FileNotFoundError:
-        return ""
-
-
 def text_on_disk(path: Path) -> str:
     """Everything the record's files hold, as text."""
-    return "\n".join(_text_if_there(path.with_name(path.name + suffix)) for suffix in FAMILY)
+    files = (_bytes_if_there(path.with_name(path.name + suffix)) for suffix in FAMILY)
+    return "\n".join(f.decode("utf-8", errors="surrogateescape") for f in files)
