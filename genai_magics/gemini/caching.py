@@ -134,6 +134,17 @@ def folding_pays(
     return paid > FOLD_PATIENCE * extra
 
 
+def filler_served(price: Price, hit: float, head_tokens: int, past_cache: int) -> float:
+    """What implicit caching would serve of a turn's requests without a cache filled up to the minimum (a head of
+    ``head_tokens`` under it): ``hit`` as measured beside that cache (``tail_served``) only where the requests
+    would still read the minimum without it (the head and what they read past the cache, ``past_cache``, on the
+    mean: the margin the filler has, ``PAD_MARGIN``, for a turn's first request reading less), else nothing.
+    The tail beside a filled cache is served because the filler brought the requests over the minimum: weighed
+    as if it were served anyway, the filled cache was dropped, the next turn's requests read everything at full
+    price, and the one after it made the cache again (every third turn of a long session's first 19)."""
+    return hit if head_tokens + past_cache >= price.cache_minimum * PAD_MARGIN else 0.0
+
+
 def implicit_share(usage: Usage) -> float:
     """The share of a turn's input implicit caching served (no explicit cache in use)."""
     return min(1.0, (usage.cached_tokens or 0) / usage.input_tokens) if usage.input_tokens else 0.0
@@ -399,6 +410,8 @@ class ContextCaches:
             length, hit = self._kept(entry, contents, length, transport, price, ttl_s, last)
         head = tuple(contents[:length])
         tokens, sha = self._measure(transport, head) if length else (0, None)
+        if entry is not None and price is not None and tokens < price.cache_minimum:
+            hit = filler_served(price, hit, tokens, last.per_request - entry.tokens)
         decision = decide(
             mode=mode,
             price=price,

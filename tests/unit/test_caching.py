@@ -19,6 +19,7 @@ from genai_magics.gemini.caching import (
     chain_rent,
     decide,
     filler_kept,
+    filler_served,
     folding_pays,
     implicit_padding_pays,
     implicit_share,
@@ -226,6 +227,11 @@ def test_a_head_under_the_minimum_is_filled_up_to_it_and_the_filler_says_what_it
     assert not padding_pays(FLASH, 600, 2931, 1) and padding_pays(FLASH, 600, 2932, 1)
     assert not padding_pays(FLASH, 600, 2031, 2) and padding_pays(FLASH, 600, 2032, 2)
     assert not padding_pays(FLASH, 600, 3000, 2, hit=0.7)  # what implicit caching serves, filling saves nothing of
+    # beside a filled cache, implicit caching serves the tail only because the filler brings the requests over the
+    # minimum: without it, a head of 2,500 and 900 read past the cache are under it, and nothing is served; from
+    # the minimum and the filler's margin on (4,096 x 1.1), the share measured
+    assert filler_served(FLASH, 0.9, 2_500, 900) == 0.0 and filler_served(FLASH, 0.9, 2_500, 2_005) == 0.0
+    assert filler_served(FLASH, 0.9, 2_500, 2_006) == 0.9
 
 
 def test_a_chain_carries_filler_while_implicit_caching_serves_it_and_keeps_it_until_dropping_it_costs_less():

@@ -116,3 +116,27 @@ def test_a_chain_under_the_cache_minimum_carries_filler_while_implicit_caching_s
         assert all(t - c < 300 for t, c in sizes[4:]), sizes
     else:  # implicit caching served nothing: the filler costs, so it goes
         assert filled[4:] == [False, False], sizes
+
+
+def test_a_filled_cache_is_kept_while_implicit_caching_serves_the_tail_only_its_filler_brings_over_the_minimum(
+    notebook, stub
+):
+    """Beside a cache filled up to the minimum, implicit caching serves the turns after it: the requests read the
+    minimum only with the filler. Taken as served without it, the cache was dropped, the next turn read all at
+    full price (under the minimum, nothing served), and the turn after made the cache again (``filler_served``)."""
+    stub.configure_caching(implicit=True, implicit_minimum={"gemini-3.8-flash": 4_096})
+    pasted = "".join(f"line {i}: value {i * 7:08d} ok\n" for i in range(140))  # a head of ~2,800 tokens
+    for i in range(6):
+        stub.script_tools([[{"name": "read_cell", "args": {"ref": "small"}}]])
+        text = f"what does this log say?\n{pasted}" if i == 0 else f"turn {i}: and its last line?"
+        new = " --new" if i == 0 else ""
+        shown = notebook.run(f"%%gemini_ask --no-context{new}\n{text}", cell_id=f"c{i}")
+        assert shown.stderr == ""
+    kinds = [r["kind"] for r in stub.requests if r["kind"].startswith("cache.")]
+    assert kinds[:1] == ["cache.create"] and "cache.delete" not in kinds, kinds
+    (made,) = [r for r in stub.requests if r["kind"] == "cache.create"]
+    later = api_requests(stub)[4:]  # the third turn's on: each reads the filled cache, the tail served beside it
+    assert [r["cached_content"] for r in later] == [made["cache_name"]] * len(later)
+    assert all(r["input_tokens"] - r["cached_tokens"] < 400 for r in later), [
+        (r["input_tokens"], r["cached_tokens"]) for r in later
+    ]
