@@ -15,7 +15,9 @@ its own turn (the function calls and their answers as received, thought signatur
 In later requests a turn whose calls were all read-only carries, in its user content, only
 the calls that fetch its results again (``"fetched": ["read_cell(5)"]``), its function-call /
 function-response pairs left out whole (a pair is never split; the signatures Gemini checks
-are those of the current turn's calls), as a new interactions chain's seed lists them:
+are those of the current turn's calls), and without ``sourceSynchronized`` (the turn is rewritten
+anyway, so dropping it breaks no prefix; the current turn says where the document stands: ~7 tokens
+a turn, read on every later request), as a new interactions chain's seed lists them:
 measured cheaper in both caching extremes than keeping each pair with its result as a marker
 (~120 tokens a turn against ~290: benchmarks/long_session.py). An agent turn's calls changed
 the notebook: they stay, each result as a marker naming the call that fetches it again
@@ -109,7 +111,8 @@ def _history_user(args: tuple[Any, ...], label: str | None, keys: tuple[str, ...
     )
     if "currentSource" in user or "sourcePatch" in user:  # as sent; a compacted turn loses the label
         user["document"] = label
-    if fetched:
+    if fetched:  # a faded turn (the module's docstring)
+        user.pop("sourceSynchronized", None)
         user["fetched"] = list(fetched)
     return _user_texts(user, full)
 
