@@ -165,17 +165,24 @@ def tail_served(usage: Usage, explicit_tokens: int, tail_tokens: int, turns: int
     return max(0.0, 1 - missed / earlier) if (usage.cached_tokens or 0) > usage.requests * explicit_tokens else 0.0
 
 
+def later_share(usage: Usage) -> float:
+    """The share of a turn's input implicit caching served, measured on its requests after the first, at most 1:
+    for a turn whose first request began a prefix no earlier request read (a new chain, a conversation's first
+    turn, the turn that dropped its cache), so nothing of it could be served. A turn of one request: its whole
+    input's share."""
+    if usage.requests <= 1:
+        return implicit_share(usage)
+    later = (usage.input_tokens or 0) - usage.per_request
+    return min(1.0, (usage.cached_tokens or 0) / later) if later > 0 else 0.0
+
+
 def measured_hit(history: Sequence[Turn], minimum: int) -> float | None:
     """What implicit caching served on the newest turn whose requests read at least the model's cache minimum
-    (one under it cannot show it): the share of what its requests after the first read (the first request of a
-    new chain can find nothing cached: its input is new), at most 1; None when no turn did."""
+    (one under it cannot show it): ``later_share`` (the first request of a new chain can find nothing cached:
+    its input is new); None when no turn did."""
     for turn in reversed(history):
-        usage = turn.usage
-        if usage.per_request >= minimum:
-            if usage.requests <= 1:
-                return implicit_share(usage)
-            later = (usage.input_tokens or 0) - usage.per_request
-            return min(1.0, (usage.cached_tokens or 0) / later)
+        if turn.usage.per_request >= minimum:
+            return later_share(turn.usage)
     return None
 
 
@@ -384,6 +391,8 @@ class ContextCaches:
     _uncached: dict[int, Conversation] = field(default_factory=dict)
     # conversations without a cache because implicit caching serves the prefix their cached requests read
     _split: dict[int, Conversation] = field(default_factory=dict)
+    # conversations whose last turn dropped their cache: its first request began a prefix nothing had read
+    _dropped: dict[int, Conversation] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- deciding ---------------------------------------------------------------
@@ -405,7 +414,11 @@ class ContextCaches:
         contents, length = transport.head(plan, history)
         last = history[-1].usage if history else Usage()
         # what implicit caching served: measured on the whole input only when no explicit cache was in use
-        hit = implicit_share(last) if id(conv) in self._uncached and entry is None else 0.0
+        hit = 0.0
+        if id(conv) in self._uncached and entry is None:  # measured on the later requests where the first began
+            # a prefix: implicit caching served half a turn that dropped a filled cache, and a cache was made again
+            restarted = id(conv) in self._dropped or len(history) == 1
+            hit = later_share(last) if restarted else implicit_share(last)
         if entry is not None and entry.model == transport.model and price is not None:
             length, hit = self._kept(entry, contents, length, transport, price, ttl_s, last)
         head = tuple(contents[:length])
@@ -525,7 +538,8 @@ class ContextCaches:
     ) -> tuple[CachedHead | None, int]:
         """Create, refresh or drop as decided; the cache to reference and the tokens written into it."""
         head, written = self._carried_out(conv, transport, step, note, ttl_s)
-        for kept, record in ((head is None, self._uncached), (step.split, self._split)):
+        dropped = step.decision.action == "drop"
+        for kept, record in ((head is None, self._uncached), (step.split, self._split), (dropped, self._dropped)):
             if kept:
                 record[id(conv)] = conv
             else:
@@ -609,7 +623,7 @@ class ContextCaches:
         """Delete the conversation's cache (if any), one attempt within ``timeout_s``; returns its name."""
         with self._lock:
             entry = self.entries.pop(id(conv), None)
-            for record in (self._uncached, self._split):  # an ended conversation; ``prepare`` sets them again
+            for record in (self._uncached, self._split, self._dropped):  # an ended conversation (``prepare``)
                 record.pop(id(conv), None)
         if entry is None:
             return None

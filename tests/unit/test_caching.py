@@ -23,6 +23,7 @@ from genai_magics.gemini.caching import (
     folding_pays,
     implicit_padding_pays,
     implicit_share,
+    later_share,
     measured_hit,
     new_chain_pays,
     padding_pays,
@@ -108,6 +109,11 @@ def test_the_share_implicit_caching_served_is_read_from_the_usage():
     missed = Usage(input_tokens=2 * (4_000 + 3_000), cached_tokens=2 * 4_000, requests=2)
     assert tail_served(missed, 4_000, tail_tokens=3_000, turns=10) == 0.0
     assert tail_served(served, 4_000, tail_tokens=300, turns=1) == 0.0  # no earlier turn in the tail
+    # a turn whose first request began a prefix (4,500 unserved), its second served all but what was new: measured
+    # against a request's mean (4,700), not the whole input (0.48)
+    assert later_share(Usage(input_tokens=4_500 + 4_900, cached_tokens=4_500, requests=2)) == 4_500 / 4_700
+    assert later_share(Usage(input_tokens=8_000, cached_tokens=7_000, requests=2)) == 1.0  # at most 1
+    assert later_share(Usage(input_tokens=4_000, cached_tokens=1_000, requests=1)) == 0.25
 
 
 def test_a_turns_chain_rent_is_its_excess_over_the_seed_read_at_what_implicit_caching_leaves():

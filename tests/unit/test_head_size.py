@@ -140,3 +140,29 @@ def test_a_filled_cache_is_kept_while_implicit_caching_serves_the_tail_only_its_
     assert all(r["input_tokens"] - r["cached_tokens"] < 400 for r in later), [
         (r["input_tokens"], r["cached_tokens"]) for r in later
     ]
+
+
+def test_once_the_requests_reach_the_minimum_without_the_filler_the_filled_cache_goes_and_none_is_made_again(
+    notebook, stub
+):
+    """Implicit caching serving the tail, the filled cache goes once the requests reach the minimum without the
+    filler; that turn's first request begins a prefix nothing read (the filler was part of it), so what implicit
+    caching serves is measured on the turn's later requests (``later_share``): measured on all of them, half was
+    served, and the next turn made a cache again, dropped three turns later."""
+    stub.configure_caching(implicit=True, implicit_minimum={"gemini-3.8-flash": 4_096})
+    pasted = "".join(f"line {i}: value {i * 7:08d} ok\n" for i in range(140))  # a head of ~2,800 tokens
+    note = "".join(f"note {i}: reading {i * 3:06d}\n" for i in range(40))  # ~400 tokens a turn
+    for i in range(9):
+        stub.script_tools([[{"name": "read_cell", "args": {"ref": "small"}}]])
+        text = f"what does this log say?\n{pasted}" if i == 0 else f"turn {i}: and this?\n{note}"
+        new = " --new" if i == 0 else ""
+        shown = notebook.run(f"%%gemini_ask --no-context{new}\n{text}", cell_id=f"c{i}")
+        assert shown.stderr == ""
+    kinds = [r["kind"] for r in stub.requests if r["kind"].startswith("cache.")]
+    assert kinds == ["cache.create", "cache.delete"], kinds
+    requests = [r for r in stub.requests if r["kind"] in ("cache.delete", "stream", "generate")]
+    after = requests[[r["kind"] for r in requests].index("cache.delete") + 1 :]
+    assert len(after) >= 4 and all(r["cached_content"] is None for r in after)
+    assert all(r["input_tokens"] - r["cached_tokens"] < 600 for r in after[1:]), [
+        (r["input_tokens"], r["cached_tokens"]) for r in after
+    ]
