@@ -82,10 +82,10 @@ def secondary_context(
     first turn cannot tell which holds."""
     excluded = set(exclude_ids)
     # the anchor stays only to measure distances from
-    ordered = tuple(c for c in cells if c.id == anchor or (c.id not in excluded and c.usable))
-    # the memo's key holds only the exclusions among these cells: each turn's new magic cell is not one of them
-    # and the keys masked now: a key seen since makes another piece
-    excluded_here = frozenset(c.id for c in ordered if c.id in excluded)
+    ordered = tuple([c for c in cells if c.id == anchor or (c.id not in excluded and c.usable)])
+    # the memo's key holds only the exclusions among these cells, at most the anchor (each turn's new magic cell
+    # is not one of them), and the keys masked now: a key seen since makes another piece
+    excluded_here = frozenset(excluded.intersection((anchor,)))
     key = (ordered, excluded_here, max_chars, anchor, redaction_keys())
     for known, piece in _SECONDARY:
         if known == key:

@@ -94,15 +94,15 @@ class GeminiMagics(GeminiOptions):
     # -- what the kernel knows -------------------------------------------------
     def _frontend(self) -> frontends.Frontend:
         """What this run's (or click's) frontend can do, decided once from what the kernel knows now."""
-        return frontends.for_run(self._kernel_side())
+        return frontends.for_run(self._kernel_side(self._notebook_path()))
 
-    def _kernel_side(self) -> frontends.KernelSide:
+    def _kernel_side(self, notebook_path: Path | None) -> frontends.KernelSide:
         return frontends.KernelSide(
             terminal=is_terminal(self.shell),
             bridge=self.shell_state.bridge,
             companion=self.shell_state.companion,
             executed=self.session.executed,
-            notebook_path=self._notebook_path(),
+            notebook_path=notebook_path,
             staged=self.shell_state.staged,
             set_next_input=lambda text: self.shell.set_next_input(text, replace=True),
             apply_wait=self.apply_wait,
@@ -236,7 +236,7 @@ class GeminiMagics(GeminiOptions):
         asked = self._asked(args, words, cell, display)
         if asked is None:
             return None
-        frontend = self._turn_frontend(display)
+        frontend = self._turn_frontend(display, settings.record.notebook)
         request = told_not_landed(self.shell_state, turn_request(mode, args, asked, agent))
         reader = ShellReader(self.shell, self._cell_for_filename)
         agent_turn = None
@@ -319,9 +319,9 @@ class GeminiMagics(GeminiOptions):
             display.error(str(exc))
             return None
 
-    def _turn_frontend(self, display) -> frontends.Frontend:
-        """The one frontend of this turn; a line when its view of the notebook is behind."""
-        frontend = self._frontend()
+    def _turn_frontend(self, display, notebook: Path | None) -> frontends.Frontend:
+        """The one frontend of this turn (``notebook``: its settings' file); a line when its view is behind."""
+        frontend = frontends.for_run(self._kernel_side(notebook))
         if frontend.stale:
             display.note(messages.VIEW_BEHIND.render())
         return frontend

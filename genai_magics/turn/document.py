@@ -4,6 +4,7 @@ the whole notebook for --notebook; and the context and outputs that go along wit
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -22,6 +23,15 @@ from .requests import Settings, TurnFrontend, TurnRequest
 
 _FALLBACK_ID = re.compile(r"^(In\[\d+\]|run-\d+)$")  # no frontend cell id: named by execution count
 _COUNT_REF = re.compile(r"^(?:In\s*\[\s*)?(\d+)\s*\]?$")
+
+
+def _as_in(cells: Iterable[Cell], cell: Cell) -> Cell:
+    """The cell as a view's ``cells`` (just read: a file's view read again is one more stat and merge check)
+    hold it, with the execution count the kernel knows when they know none."""
+    for c in cells:
+        if c.id == cell.id:
+            return Cell(c.id, c.source, c.cell_type, c.execution_count or cell.execution_count)
+    return cell
 
 
 @dataclass
@@ -45,7 +55,7 @@ class DocumentChooser:
             if cell is None:
                 raise UserError(messages.NO_CODE_CELL_RUN, flag=flag)
             return self._freshest(view, cell)
-        cells = list(view.cells())
+        cells = list(view.cells())  # read once: the cell found is taken as these hold it (_as_in)
         m = _COUNT_REF.match(ref)
         by_count = None
         if m:  # only this session's runs have an In[n]: a saved file's counts are another session's
@@ -56,15 +66,15 @@ class DocumentChooser:
             if not ref.isdigit():  # written In[n]: nothing else is meant
                 if by_count is None:
                     raise UserError(messages.NO_CELL_WITH_COUNT, flag=flag, ref=ref, count=count)
-                return self._freshest(view, by_count)
+                return _as_in(cells, by_count)
         exact = [c for c in cells if c.id == ref] or ([self.executed.by_id[ref]] if ref in self.executed.by_id else [])
         by_id = exact or [c for c in cells if c.id.startswith(ref)]
         if by_count is not None and by_id:
             raise UserError(messages.AMBIGUOUS_COUNT_OR_ID, flag=flag, ref=ref, cell=by_id[0].id[:12])
         if by_count is not None:
-            return self._freshest(view, by_count)
-        if len(by_id) == 1:
-            return self._freshest(view, by_id[0])
+            return _as_in(cells, by_count)
+        if len(by_id) == 1:  # the view's only cell of that id, as these cells hold it (or the kernel's: not in them)
+            return by_id[0]
         if len(by_id) > 1:
             raise UserError(messages.AMBIGUOUS_ID, flag=flag, ref=ref, count=len(by_id))
         if m:
@@ -73,10 +83,7 @@ class DocumentChooser:
 
     def _freshest(self, view: NotebookView, cell: Cell) -> Cell:
         """The same cell as the live view sees it now (unsaved edits included)."""
-        for c in view.cells():
-            if c.id == cell.id:
-                return Cell(c.id, c.source, c.cell_type, c.execution_count or cell.execution_count)
-        return cell
+        return _as_in(view.cells(), cell)
 
     def label(self, view: NotebookView, cell: Cell) -> str:
         """How people find the cell: In[n] once it ran, else its position in the notebook."""

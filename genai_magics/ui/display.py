@@ -6,6 +6,7 @@ a text/plain form so frontends without HTML or widgets still show it.
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import re
@@ -99,6 +100,12 @@ def footer_legend() -> str:
         messages.FOOTER_LEGEND_SAVED,
     )
     return "\n".join(line.render() for line in legend)
+
+
+@functools.cache
+def _escaped_legend() -> str:
+    """The footer's hover text as its HTML attribute holds it: the same every turn, made once."""
+    return html.escape(footer_legend())
 
 
 def document_line(label: str | None, source: str) -> str:
@@ -202,7 +209,7 @@ class NotebookDisplay:
 
     @staticmethod
     def footer(text: str) -> None:
-        legend = html.escape(footer_legend())
+        legend = _escaped_legend()
         style = "color:#777;font-size:11px;margin-top:4px;cursor:help"
         _display(_Rich(f'<div style="{style}" title="{legend}">{html.escape(text)}</div>', text))
 

@@ -147,7 +147,7 @@ class ProposalWidget:
         # (our own, never ipywidgets' internal ones: labextension/src/stale.ts).
         self.box = w.Box([self.view, *self.buttons], layout=styles.box, _dom_classes=("genai-magics-proposal",))
         controller.listeners.append(lambda c: self._changed())
-        self.refresh()
+        self._extra_buttons()  # the rest of refresh holds already: each widget opened with it
 
     def _show_diff(self, diff: str) -> None:
         self._diff_text = diff_text(diff)  # the text form (see _repr_mimebundle_), capped like the HTML
@@ -178,6 +178,15 @@ class ProposalWidget:
         c = self.controller
         self.apply_button.disabled = not c.enabled("apply")
         self.discard_button.disabled = not c.enabled("discard")
+        self._extra_buttons()
+        if c.diff_sides != self._sides:  # Apply or its Undo: the header says what each text is now
+            self._sides = c.diff_sides
+            self._show_diff(c.diff)
+        self.view.value = self._view_html()
+
+    def _extra_buttons(self) -> None:
+        """Undo once there is something to undo, '… anyway' while an action needs forcing (shown or hidden)."""
+        c = self.controller
         if self.undo_button is None and c.turn.outcome in ("applied", "undone"):
             self.undo_button = undo_button(self._w, "Put back the code from before the proposal")
             self.undo_button.on_click(lambda _: self.controller.undo())
@@ -193,10 +202,6 @@ class ProposalWidget:
         if self.force_button is not None:
             self.force_button.description = f"{(self._pending_force or 'apply').capitalize()} anyway"
             self.force_button.layout.display = None if changed else "none"
-        if c.diff_sides != self._sides:  # Apply or its Undo: the header says what each text is now
-            self._sides = c.diff_sides
-            self._show_diff(c.diff)
-        self.view.value = self._view_html()
 
     def _changed(self) -> None:
         self.refresh()

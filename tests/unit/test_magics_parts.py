@@ -254,6 +254,25 @@ def test_a_turns_merged_view_merges_once_per_file_version_and_record_change(tmp_
     save("a = 1", "b = 2", "c = 4")
     os.utime(path, ns=(1, 1))  # a new file version even within the clock's resolution
     assert [c.source for c in view.cells()] == ["a = 1", "b = 3", "c = 4"]
+    executed.add("f1", "b = 3", 2)  # run again as it is (a magic cell, each turn): made again where it stands
+    assert view.cells()[1] is executed.by_id["f1"]
+    executed.set_source("f1", "a = 1")  # the text of a file's cell never run: that cell is it now, merged whole
+    assert [(c.id, c.source) for c in view.cells()] == [("f1", "a = 1"), ("f1", "b = 2"), ("f2", "c = 4")]
+
+    from genai_magics.engine.cells import Cell
+    from genai_magics.frontends.notebook_view import merged
+
+    twice = (
+        Cell("g0", "p = 1"),
+        Cell("g0", "q = 1"),
+        Cell("g1", "r = 1"),
+    )  # an id twice: the second looked for by text
+    other = ExecutedCells()
+    other.add("g0", "p = 1", 1)
+    other.add("g1", "r = 1", 2)
+    merged(twice, other)
+    other.set_source("g1", "q = 1")  # the second g0's text: g1 is that cell now, merged whole
+    assert [(c.id, c.source) for c in merged(twice, other)] == [("g0", "p = 1"), ("g1", "q = 1"), ("g1", "r = 1")]
 
 
 def test_a_file_cell_is_the_executed_cell_of_its_id_or_else_of_a_text_it_held():
