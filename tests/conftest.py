@@ -89,5 +89,9 @@ def magic_shell(stub, monkeypatch):
     stub.reset()
     point_sdk_at(monkeypatch, stub.url)
     s = Shell()
+    # the shell's state outlives the extension's unload (``%reload_ext`` continues it): each test starts with no
+    # conversation, or an earlier test's held document became this one's (an agent turn's: Apply went elsewhere)
+    s.run("%gemini reset --all", cell_id="reset")
+    stub.reset()
     yield s
     s.close()
