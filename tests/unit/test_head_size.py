@@ -29,6 +29,18 @@ def notebook(magic_shell):
     emptied(magic_shell, "big")
 
 
+def log_turns(notebook, stub, turns: int, lines: int, flags: str = "", later=None) -> None:
+    """``turns`` asks without context, each answered after one ``read_cell``: the first pastes a log of ``lines``
+    lines (~20 tokens each), the later ones ask ``later(i)`` (by default a short question)."""
+    pasted = "".join(f"line {i}: value {i * 7:08d} ok\n" for i in range(lines))
+    for i in range(turns):
+        stub.script_tools([[{"name": "read_cell", "args": {"ref": "small"}}]])
+        text = f"what does this log say?\n{pasted}" if i == 0 else (later or "turn {}: and its last line?".format)(i)
+        new = " --new" if i == 0 else ""
+        shown = notebook.run(f"%%gemini_ask --no-context {flags}{new}\n{text}", cell_id=f"t{i}")
+        assert shown.stderr == ""
+
+
 def test_an_asks_instruction_and_declarations_stay_under_the_bound_on_the_wire(notebook, stub):
     stub.script_tools([[{"name": "read_cell", "args": {"ref": "small"}}]])
     shown = notebook.run("%%gemini_ask --new\nwhat is total?", cell_id="m1")
@@ -94,13 +106,7 @@ def test_a_chain_under_the_cache_minimum_carries_filler_while_implicit_caching_s
     ``cache = "off"``: no filler either."""
     stub.configure_caching(implicit=implicit, implicit_minimum={"gemini-3.8-flash": 4_096})
     notebook.magics.cache = cache
-    pasted = "".join(f"line {i}: value {i * 7:08d} ok\n" for i in range(120))  # a chain of ~2,700 tokens
-    for i in range(3):
-        stub.script_tools([[{"name": "read_cell", "args": {"ref": "small"}}]])
-        text = f"what does this log say?\n{pasted}" if i == 0 else f"turn {i}: and its last line?"
-        new = " --new" if i == 0 else ""
-        shown = notebook.run(f"%%gemini_ask --state interactions --no-context{new}\n{text}", cell_id=f"i{i}")
-        assert shown.stderr == ""
+    log_turns(notebook, stub, 3, 120, "--state interactions")  # a chain of ~2,700 tokens
     requests = api_requests(stub)
     assert len(requests) == 6  # each turn: its question, then the function's result
     filled = [PAD_NOTE in r["json"]["system_instruction"] for r in requests]
@@ -125,13 +131,7 @@ def test_a_filled_cache_is_kept_while_implicit_caching_serves_the_tail_only_its_
     minimum only with the filler. Taken as served without it, the cache was dropped, the next turn read all at
     full price (under the minimum, nothing served), and the turn after made the cache again (``filler_served``)."""
     stub.configure_caching(implicit=True, implicit_minimum={"gemini-3.8-flash": 4_096})
-    pasted = "".join(f"line {i}: value {i * 7:08d} ok\n" for i in range(140))  # a head of ~2,800 tokens
-    for i in range(6):
-        stub.script_tools([[{"name": "read_cell", "args": {"ref": "small"}}]])
-        text = f"what does this log say?\n{pasted}" if i == 0 else f"turn {i}: and its last line?"
-        new = " --new" if i == 0 else ""
-        shown = notebook.run(f"%%gemini_ask --no-context{new}\n{text}", cell_id=f"c{i}")
-        assert shown.stderr == ""
+    log_turns(notebook, stub, 6, 140)  # a head of ~2,800 tokens
     kinds = [r["kind"] for r in stub.requests if r["kind"].startswith("cache.")]
     assert kinds[:1] == ["cache.create"] and "cache.delete" not in kinds, kinds
     (made,) = [r for r in stub.requests if r["kind"] == "cache.create"]
@@ -150,14 +150,8 @@ def test_once_the_requests_reach_the_minimum_without_the_filler_the_filled_cache
     caching serves is measured on the turn's later requests (``later_share``): measured on all of them, half was
     served, and the next turn made a cache again, dropped three turns later."""
     stub.configure_caching(implicit=True, implicit_minimum={"gemini-3.8-flash": 4_096})
-    pasted = "".join(f"line {i}: value {i * 7:08d} ok\n" for i in range(140))  # a head of ~2,800 tokens
     note = "".join(f"note {i}: reading {i * 3:06d}\n" for i in range(40))  # ~400 tokens a turn
-    for i in range(9):
-        stub.script_tools([[{"name": "read_cell", "args": {"ref": "small"}}]])
-        text = f"what does this log say?\n{pasted}" if i == 0 else f"turn {i}: and this?\n{note}"
-        new = " --new" if i == 0 else ""
-        shown = notebook.run(f"%%gemini_ask --no-context{new}\n{text}", cell_id=f"c{i}")
-        assert shown.stderr == ""
+    log_turns(notebook, stub, 9, 140, later=lambda i: f"turn {i}: and this?\n{note}")  # a head of ~2,800 tokens
     kinds = [r["kind"] for r in stub.requests if r["kind"].startswith("cache.")]
     assert kinds == ["cache.create", "cache.delete"], kinds
     requests = [r for r in stub.requests if r["kind"] in ("cache.delete", "stream", "generate")]
