@@ -413,10 +413,11 @@ class ContextCaches:
             )
         contents, length = transport.head(plan, history)
         last = history[-1].usage if history else Usage()
-        # what implicit caching served: measured on the whole input only when no explicit cache was in use
+        # what implicit caching served, measurable only when no explicit cache was in use: on the whole input, or
+        # on the later requests of a turn whose first began a prefix nothing had read (the conversation's first
+        # turn, or the one that dropped its cache: measured whole, half of it looked served)
         hit = 0.0
-        if id(conv) in self._uncached and entry is None:  # measured on the later requests where the first began
-            # a prefix: implicit caching served half a turn that dropped a filled cache, and a cache was made again
+        if id(conv) in self._uncached and entry is None:
             restarted = id(conv) in self._dropped or len(history) == 1
             hit = later_share(last) if restarted else implicit_share(last)
         if entry is not None and entry.model == transport.model and price is not None:
