@@ -46,9 +46,10 @@ from typing import Any
 from .context import ContextPiece
 from .conversation import Turn, TurnPlan, version_chain
 from .outputs import inline_parts, sendable
-from .payloads import model_payload, to_text, user_payload
-from .redaction import redaction_keys
+from .payloads import faded_question, model_payload, to_text, user_payload
+from .redaction import redact, redaction_keys
 from .rules import RULES_FIELD
+from .text import estimate_tokens
 from .tools import ToolRound, contents_round, faded_result, fetched, read_only, tool_pieces
 
 Contents = list[dict[str, Any]]
@@ -94,6 +95,12 @@ def _user(texts: UserTexts, full: Sequence[ContextPiece]) -> tuple[dict[str, Any
     return _content("user", whole, images), [_content("user", split[0], images), _content("user", split[1])]
 
 
+# A faded question goes as text, its JSON keys (~12 tokens, read on every later request) left out, where its
+# prompt is short: the text no longer begins as the request that sent it did, so the next request re-reads the
+# prompt at full price where implicit caching would have served it; for a longer prompt that costs more than the
+# keys saved over ~50 later requests.
+SHORT_PROMPT = 64
+
 # History turns render as they were sent, turn after turn: each text is made once (JSON and
 # redaction were most of a turn's rendering), keyed on everything it is made of and the keys redacted.
 @functools.lru_cache(maxsize=1024)
@@ -113,6 +120,8 @@ def _history_user(args: tuple[Any, ...], label: str | None, keys: tuple[str, ...
         user["document"] = label
     if fetched:  # a faded turn (the module's docstring)
         user.pop("sourceSynchronized", None)
+        if user.keys() == {"mode", "prompt"} and mode == "ask" and estimate_tokens(prompt) <= SHORT_PROMPT:
+            return redact(faded_question(prompt, fetched)), None
         user["fetched"] = list(fetched)
     return _user_texts(user, full)
 
@@ -120,6 +129,8 @@ def _history_user(args: tuple[Any, ...], label: str | None, keys: tuple[str, ...
 @functools.lru_cache(maxsize=1024)
 def _history_model(args: tuple[Any, ...], keys: tuple[str, ...]) -> str:
     kind, response, proposed, edits, superseded_sha, outcome = args
+    if kind == "answer" and outcome is None:  # the Markdown the model wrote (the module's docstring)
+        return redact(response)
     return to_text(
         model_payload(
             kind,

@@ -7,13 +7,14 @@ what the tests read is what goes over the wire.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .context import ContextPiece
 from .edits import Edits
 from .outputs import OutputPiece, payload_entry
 from .redaction import redact
+from .tools import FETCHED_LINE
 
 SYSTEM_INSTRUCTION = """\
 You assist in a Jupyter notebook. Each user turn is JSON: "mode" is "ask" (answer in Markdown)
@@ -140,6 +141,12 @@ def model_payload(
     if outcome is not None:
         payload["outcome"] = outcome
     return payload
+
+
+def faded_question(prompt: str, fetched: Sequence[str]) -> str:
+    """An earlier ask turn whose results faded, as text: JSON keys and quotes were a quarter of what each such
+    turn costs on every later request (``TOOLS_INSTRUCTION`` says what it is)."""
+    return f"{prompt}\n{FETCHED_LINE}{', '.join(fetched)}"
 
 
 def compact_json(value: Any) -> str:

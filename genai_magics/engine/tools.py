@@ -68,10 +68,13 @@ ARGUMENT = {name: next(iter(d["parameters"].get("required", [])), None) for name
 ACTS_ON = {"insert_cell": "after", "edit_cell": "ref", "delete_cell": "ref", "run_cell": "ref"}
 
 # What the system instruction adds when functions are offered.
+FETCHED_LINE = "fetched: "  # starts the last line of an earlier question whose results faded
 TOOLS_INSTRUCTION = (
     'The functions offered read the notebook. A result you hold that did not change comes back as {"unchanged": '
     "true, ...}: use your copy. Answer once you know enough."
 )
+# contents mode only: a new interactions chain learns earlier turns as JSON ("earlierTurns")
+FADED_INSTRUCTION = f'Plain-text questions end "{FETCHED_LINE}<calls fetching again what they read>".'
 
 
 def frozen(table: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:

@@ -29,6 +29,7 @@ from ..engine.outputs import interaction_inputs
 from ..engine.payloads import EDIT_RESPONSE_SCHEMA, SYSTEM_INSTRUCTION, WHOLE_RESPONSE_SCHEMA, to_text
 from ..engine.rules import INSTRUCTION as RULES_INSTRUCTION
 from ..engine.tools import (
+    FADED_INSTRUCTION,
     TOOLS_INSTRUCTION,
     ToolCall,
     ToolRound,
@@ -200,13 +201,15 @@ class _Transport:
         self.rules = rules  # the conversation has the notebook's rules: the instruction says what they are
         self.squeeze: Squeeze | None = None
 
+    faded = ""  # with functions: what an earlier turn whose results faded looks like, where one does
+
     def instruction(self) -> str:
         head = SYSTEM_INSTRUCTION + (RULES_INSTRUCTION if self.rules else "")
         if not self.tools:
             return head
         # named, not declared: the declarations are parsed anew for each request's settings, not for a yes/no
         acting = f"{AGENT_INSTRUCTION}\n" if any(name in AGENT_FUNCTIONS for name in self.tools) else ""
-        return f"{head}{TOOLS_INSTRUCTION}\n{acting}"
+        return f"{head}{TOOLS_INSTRUCTION}\n{self.faded}{acting}"
 
     def declared(self) -> list[dict[str, Any]]:
         return declarations(self.tools) + agent_declarations(self.tools)
@@ -214,6 +217,8 @@ class _Transport:
 
 class ContentsTransport(_Transport):
     """App-managed state: the kernel sends the compacted transcript every request."""
+
+    faded = f"{FADED_INSTRUCTION}\n"
 
     _memo: tuple[TurnPlan, tuple[tuple[int, str], ...], Squeeze | None, Rendered] | None = None
 

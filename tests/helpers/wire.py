@@ -8,6 +8,7 @@ from typing import Any
 from genai_magics.engine.context import SECONDARY_FIELD
 from genai_magics.engine.outputs import OUTPUTS_FIELD
 from genai_magics.engine.payloads import superseded_field
+from genai_magics.engine.tools import FETCHED_LINE
 
 # The fields of a user turn's JSON as the engine plans it (docs/protocol.md; no lastError or variables
 # in the tests that check against it) ...
@@ -48,9 +49,21 @@ def current_payload(record: dict[str, Any]) -> dict[str, Any]:
     return json.loads(body["contents"][-1]["parts"][0]["text"])
 
 
+def payload_of(role: str, text: str) -> dict[str, Any]:
+    """A contents-mode text as its payload: the JSON, or the two plain forms read back (an earlier answer is
+    the model's Markdown; an earlier question whose results faded is its prompt, then the "fetched: " line)."""
+    if text.startswith("{"):
+        return json.loads(text)
+    if role == "model":
+        return {"kind": "answer", "explanation": text}
+    prompt, _, calls = text.rpartition("\n" + FETCHED_LINE)
+    assert prompt, f"a user text that is neither JSON nor a faded question: {text!r}"
+    return {"mode": "ask", "prompt": prompt, "fetched": calls.split(", ")}
+
+
 def transcript(record: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """(role, payload) for every content of a contents-mode request."""
-    return [(c["role"], json.loads(c["parts"][0]["text"])) for c in record["json"]["contents"]]
+    return [(c["role"], payload_of(c["role"], c["parts"][0]["text"])) for c in record["json"]["contents"]]
 
 
 def calling_off(record: dict[str, Any]) -> bool:

@@ -11,6 +11,7 @@ import re
 
 import pytest
 from helpers.hashing import sha
+from helpers.wire import payload_of
 
 from genai_magics import messages
 from genai_magics.engine.cells import Cell, Document
@@ -39,7 +40,7 @@ def parsed(contents: list[dict]) -> list[tuple[str, dict]]:
         assert set(content) == {"role", "parts"}
         assert len(content["parts"]) == 1
         assert set(content["parts"][0]) == {"text"}
-        out.append((content["role"], json.loads(content["parts"][0]["text"])))
+        out.append((content["role"], payload_of(content["role"], content["parts"][0]["text"])))
     return out
 
 

@@ -22,13 +22,12 @@ docs/protocol.md. After every step the next turn is planned and compared:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 import pytest
 from helpers.hashing import sha
 from helpers.properties import examples
-from helpers.wire import USER_KEYS
+from helpers.wire import USER_KEYS, payload_of
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -138,7 +137,7 @@ def parsed(contents):
     out = []
     for content in contents:
         assert set(content) == {"role", "parts"} and len(content["parts"]) == 1
-        out.append((content["role"], json.loads(content["parts"][0]["text"])))
+        out.append((content["role"], payload_of(content["role"], content["parts"][0]["text"])))
     return out
 
 

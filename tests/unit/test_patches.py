@@ -12,6 +12,7 @@ import json
 
 import pytest
 from helpers.properties import examples
+from helpers.wire import payload_of
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -38,7 +39,7 @@ def model_holds(conv: Conversation, plan) -> str | None:
 
 
 def full_versions(contents) -> int:
-    payloads = [json.loads(t) for _, t in texts(contents)]
+    payloads = [payload_of(r, t) for r, t in texts(contents)]
     return sum(("currentSource" in p) + ("proposedSource" in p) for p in payloads)
 
 

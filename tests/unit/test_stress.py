@@ -16,7 +16,7 @@ import pytest
 from helpers.display import RecordingDisplay
 from helpers.kernel import point_sdk_at
 from helpers.properties import effort
-from helpers.wire import TRANSCRIPT_USER_KEYS, api_requests
+from helpers.wire import TRANSCRIPT_USER_KEYS, api_requests, payload_of
 
 from genai_magics import messages
 from genai_magics.engine.conversation import Conversation
@@ -55,7 +55,7 @@ def check_contents_request(body: dict, conv: str, own_versions: set[str]) -> Non
     full = 0
     for c in contents:
         assert len(c["parts"]) == 1
-        payload = json.loads(c["parts"][0]["text"])
+        payload = payload_of(c["role"], c["parts"][0]["text"])
         if c["role"] == "user":
             assert set(payload) <= TRANSCRIPT_USER_KEYS, set(payload) - TRANSCRIPT_USER_KEYS
             assert payload["prompt"].startswith(f"{conv}:"), f"cross-talk: {payload['prompt']!r} in {conv}"
@@ -190,7 +190,7 @@ def test_fifty_turns_two_conversations_interleaved(env, stub, state):
         full = [
             p
             for c in last
-            for p in [json.loads(c["parts"][0]["text"])]
+            for p in [payload_of(c["role"], c["parts"][0]["text"])]
             if "currentSource" in p or "proposedSource" in p
         ]
         assert len(full) <= 1
@@ -214,5 +214,7 @@ def test_hashes_match_what_was_sent(env, stub):
         session.executed.set_source("c", out.turn.proposal_source)
         seen |= {sha256_text(out.turn.base_source), out.turn.proposal_sha256}
     last = api_requests(stub)[-1]["json"]["contents"]
-    markers = [v for c in last for k, v in json.loads(c["parts"][0]["text"]).items() if k.startswith("superseded")]
+    markers = [
+        v for c in last for k, v in payload_of(c["role"], c["parts"][0]["text"]).items() if k.startswith("superseded")
+    ]
     assert markers and set(markers) <= seen

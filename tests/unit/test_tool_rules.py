@@ -7,10 +7,12 @@ import json
 import time
 
 import pytest
+from helpers.wire import payload_of
 
 from genai_magics.engine.contents import build_contents
 from genai_magics.engine.context import ContextPiece
 from genai_magics.engine.conversation import Conversation, StateMode
+from genai_magics.engine.payloads import to_text
 from genai_magics.engine.record import NotebookRecord, dumps
 from genai_magics.engine.replay import RecordedConversation
 from genai_magics.engine.tools import (
@@ -85,8 +87,24 @@ def test_a_result_received_counts_as_held_and_an_older_one_becomes_the_call_that
     # call and its answer are left out together (never one without the other)
     kinds = [next(iter(c["parts"][0])) for c in contents]
     assert kinds == ["text", "text"] * 2 + ["text"]
-    users = [json.loads(c["parts"][0]["text"]) for c in contents[:-1] if c["role"] == "user"]
+    users = [payload_of("user", c["parts"][0]["text"]) for c in contents[:-1] if c["role"] == "user"]
     assert [u.get("fetched") for u in users] == [["inspect_variable(df)"]] * 2
+
+
+def test_a_faded_short_question_and_every_answer_go_as_text_a_long_question_as_the_json_it_was_sent_as():
+    conv = Conversation("c")
+    long_prompt = "what does this log say?\n" + "line 7: value 00000049 ok\n" * 12  # over SHORT_PROMPT tokens
+    for prompt in ("1", long_prompt):
+        _tool_turn(conv, prompt, ContextPiece("variables", f"df {len(prompt)}", "df"))
+    sent = to_text(conv.plan_turn("ask", long_prompt, None).payload)  # as a question is sent: JSON
+    contents = build_contents(conv.history, conv.plan_turn("ask", "3", None))
+    texts = [c["parts"][0]["text"] for c in contents]
+    # the keys left out: the prompt, then the calls that fetch its results again; the answer as the model wrote it
+    assert texts[:2] == ["1\nfetched: inspect_variable(df)", "answer 1"]
+    # a long prompt keeps the JSON it went as, so the next request's prefix still holds it (implicit caching)
+    assert json.loads(texts[2]) == {"mode": "ask", "prompt": long_prompt, "fetched": ["inspect_variable(df)"]}
+    assert sent.endswith('"}') and texts[2].startswith(sent[:-1])
+    assert texts[3] == f"answer {long_prompt}"
 
 
 def test_an_agent_turns_calls_stay_in_the_transcript_each_result_a_marker_a_run_read_again():
@@ -103,7 +121,7 @@ def test_an_agent_turns_calls_stay_in_the_transcript_each_result_a_marker_a_run_
     assert kinds == ["text", "functionCall", "functionResponse", "text", "text", "text", "text"]
     assert contents[2]["parts"][0]["functionResponse"]["response"]["fetch again"] == "cell_outputs(7)"
     # ... the read-only turn keeps only the call's name
-    assert json.loads(contents[4]["parts"][0]["text"])["fetched"] == ["inspect_variable(df)"]
+    assert payload_of("user", contents[4]["parts"][0]["text"])["fetched"] == ["inspect_variable(df)"]
 
 
 def test_a_turn_with_calls_reads_back_from_the_record_whole():
