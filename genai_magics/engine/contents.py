@@ -101,6 +101,7 @@ def _user(texts: UserTexts, full: Sequence[ContextPiece]) -> tuple[dict[str, Any
 # keys saved over ~50 later requests.
 SHORT_PROMPT = 64
 
+
 # History turns render as they were sent, turn after turn: each text is made once (JSON and
 # redaction were most of a turn's rendering), keyed on everything it is made of and the keys redacted.
 @functools.lru_cache(maxsize=1024)
