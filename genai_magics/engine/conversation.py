@@ -19,7 +19,7 @@ from .diff import source_patch
 from .edits import Edits, edits_chars
 from .grounding import Grounding
 from .hashing import sha256_text
-from .payloads import user_payload
+from .payloads import faded_question, user_payload
 from .text import clip
 from .tools import ToolRound, faded_keys, fetched, tool_pieces
 
@@ -202,17 +202,21 @@ def _payload(
     return payload
 
 
-def _digested(turn: Turn, whole: bool) -> dict[str, Any]:
+def _digested(turn: Turn, whole: bool) -> dict[str, Any] | list[str]:
     """An earlier turn as a new chain learns it: its prompt and reply (``whole``, or clipped to keep a chain
     started at the input limit small), its outcome, and what it fetched as the calls that fetch it again
-    (the results themselves are left out, as contents mode leaves them out)."""
+    (the results themselves are left out, as contents mode leaves them out). An ask (it has no outcome) is
+    the pair ``[question, reply]``, the question as contents mode's faded form: the object's keys were ~15
+    of an entry's ~105 tokens, read on every request of the chain."""
     prompt, reply = turn.prompt, turn.response
     if not whole:
         prompt, reply = clip(prompt, DIGEST_PROMPT_CHARS), clip(reply, 400)
+    calls = fetched(turn.tool_rounds)
+    if turn.mode == "ask" and turn.outcome == "none":
+        return [faded_question(prompt, calls) if calls else prompt, reply]
     entry: dict[str, Any] = {"mode": turn.mode, "prompt": prompt, "reply": reply}
     if turn.outcome != "none":
         entry["outcome"] = turn.outcome
-    calls = fetched(turn.tool_rounds)
     if calls:
         entry["fetched"] = calls
     return entry
@@ -489,7 +493,7 @@ class Conversation:
                     {
                         t.proposal_sha256[:12]: e["outcome"]
                         for t, e in told
-                        if t.proposal_sha256 and e.get("outcome") not in (None, "proposed")
+                        if t.proposal_sha256 and isinstance(e, dict) and e.get("outcome") not in (None, "proposed")
                     }
                 )
             self.last_interaction_id = interaction_id

@@ -73,7 +73,7 @@ TOOLS_INSTRUCTION = (
     'The functions offered read the notebook. A result you hold that did not change comes back as {"unchanged": '
     "true, ...}: use your copy. Answer once you know enough."
 )
-# contents mode only: a new interactions chain learns earlier turns as JSON ("earlierTurns")
+# an earlier question whose results faded (contents mode), or in a new interactions chain's "earlierTurns"
 FADED_INSTRUCTION = f'Plain-text questions end "{FETCHED_LINE}<calls fetching again what they read>".'
 
 

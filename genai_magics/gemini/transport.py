@@ -201,15 +201,13 @@ class _Transport:
         self.rules = rules  # the conversation has the notebook's rules: the instruction says what they are
         self.squeeze: Squeeze | None = None
 
-    faded = ""  # with functions: what an earlier turn whose results faded looks like, where one does
-
     def instruction(self) -> str:
         head = SYSTEM_INSTRUCTION + (RULES_INSTRUCTION if self.rules else "")
         if not self.tools:
             return head
         # named, not declared: the declarations are parsed anew for each request's settings, not for a yes/no
         acting = f"{AGENT_INSTRUCTION}\n" if any(name in AGENT_FUNCTIONS for name in self.tools) else ""
-        return f"{head}{TOOLS_INSTRUCTION}\n{self.faded}{acting}"
+        return f"{head}{TOOLS_INSTRUCTION}\n{FADED_INSTRUCTION}\n{acting}"
 
     def declared(self) -> list[dict[str, Any]]:
         return declarations(self.tools) + agent_declarations(self.tools)
@@ -217,8 +215,6 @@ class _Transport:
 
 class ContentsTransport(_Transport):
     """App-managed state: the kernel sends the compacted transcript every request."""
-
-    faded = f"{FADED_INSTRUCTION}\n"
 
     _memo: tuple[TurnPlan, tuple[tuple[int, str], ...], Squeeze | None, Rendered] | None = None
 

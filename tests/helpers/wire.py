@@ -61,6 +61,21 @@ def payload_of(role: str, text: str) -> dict[str, Any]:
     return {"mode": "ask", "prompt": prompt, "fetched": calls.split(", ")}
 
 
+def digest_entry(entry: dict[str, Any] | list[str]) -> dict[str, Any]:
+    """An ``earlierTurns`` entry as an object: an ask's ``[question, reply]`` pair read back (the question as
+    contents mode's faded form, with its "fetched: " line where the turn fetched something)."""
+    if isinstance(entry, dict):
+        return entry
+    question, reply = entry
+    asked = payload_of("user", question) if "\n" + FETCHED_LINE in question else {"mode": "ask", "prompt": question}
+    return {**asked, "reply": reply}
+
+
+def earlier_turns(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """A new chain's ``earlierTurns``, each entry as an object (``digest_entry``)."""
+    return [digest_entry(e) for e in payload["earlierTurns"]]
+
+
 def transcript(record: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """(role, payload) for every content of a contents-mode request."""
     return [(c["role"], payload_of(c["role"], c["parts"][0]["text"])) for c in record["json"]["contents"]]

@@ -17,7 +17,7 @@ import pytest
 from helpers.display import RecordingDisplay
 from helpers.kernel import FAKE_KEY, Kernel, point_sdk_at
 from helpers.properties import RETRY_DELAY_S, THOROUGH
-from helpers.wire import api_requests, current_payload
+from helpers.wire import api_requests, current_payload, earlier_turns
 
 from genai_magics import messages
 
@@ -302,7 +302,7 @@ def test_lost_chain_starts_a_new_chain_once_and_resends_what_the_model_needs(fai
     payload = current_payload(fresh)
     assert payload["currentSource"] == EDITED
     assert "RADIUS = 2" in payload["secondaryContext"]
-    assert [(t["mode"], t["prompt"].strip()) for t in payload["earlierTurns"]] == [
+    assert [(t["mode"], t["prompt"].strip()) for t in earlier_turns(payload)] == [
         ("ask", "What does it compute?"),
         ("ask", "second"),
     ]

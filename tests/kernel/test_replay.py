@@ -16,7 +16,7 @@ import pytest
 from helpers.kernel import FAKE_KEY, Kernel, notebook_kernel, restart
 from helpers.lazy import lazy_import
 from helpers.record import data_on_disk, text_on_disk
-from helpers.wire import api_requests, current_payload, transcript
+from helpers.wire import api_requests, current_payload, earlier_turns, transcript
 
 from genai_magics import messages
 from genai_magics.messages import REPLAYED_FOOTER
@@ -464,7 +464,7 @@ def test_after_a_restart_a_chain_the_server_lost_falls_back_to_the_existing_reco
         assert lost["json"]["previous_interaction_id"] == recorded and lost["status"] == 404
         payload = current_payload(fresh)
         assert "previous_interaction_id" not in fresh["json"] and payload["currentSource"] == CELL_A
-        assert [t["prompt"] for t in payload["earlierTurns"]] == ["What does this do?"]
+        assert [t["prompt"] for t in earlier_turns(payload)] == ["What does this do?"]
         after = data_on_disk(the_record(notebook))["conversations"]["default"]
         assert after["last_interaction_id"] not in (None, recorded)
         assert after["turns"][-1]["interaction_id"] == after["last_interaction_id"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from helpers.wire import earlier_turns
+
 from genai_magics.engine.cells import Document
 from genai_magics.engine.conversation import DIGEST_TURNS, Conversation
 
@@ -22,7 +24,7 @@ def test_a_crowded_chain_starts_over_with_the_current_code_and_a_digest():
     plan = conv.plan_turn("ask", "why?", Document("a", "In[1]", source), (), "interactions", 3)
     assert plan.previous_interaction_id is None
     assert plan.payload["currentSource"] == source
-    assert [t["prompt"] for t in plan.payload["earlierTurns"]] == ["change 0", "change 1", "change 2"]
+    assert [t["prompt"] for t in earlier_turns(plan.payload)] == ["change 0", "change 1", "change 2"]
     conv.commit(plan, "because", interaction_id="j1")
     assert conv.chain_versions == [(Document("a", "", source).sha256, None)]
     follow = conv.plan_turn("ask", "and?", Document("a", "In[1]", source), (), "interactions", 3)
@@ -39,4 +41,4 @@ def test_without_a_limit_the_chain_grows_and_the_digest_is_capped():
     conv.lose_chain()
     fresh = conv.plan_turn("ask", "q", Document("a", "In[1]", source), (), "interactions", 0)
     assert len(fresh.payload["earlierTurns"]) == DIGEST_TURNS
-    assert fresh.payload["earlierTurns"][-1]["prompt"] == f"change {DIGEST_TURNS + 3}"
+    assert earlier_turns(fresh.payload)[-1]["prompt"] == f"change {DIGEST_TURNS + 3}"

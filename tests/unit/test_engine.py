@@ -11,7 +11,7 @@ import re
 
 import pytest
 from helpers.hashing import sha
-from helpers.wire import payload_of
+from helpers.wire import earlier_turns, payload_of
 
 from genai_magics import messages
 from genai_magics.engine.cells import Cell, Document
@@ -663,10 +663,7 @@ def test_lost_chain_resends_document_context_and_earlier_turns():
     assert plan.synchronized is False
     assert plan.payload["currentSource"] == S0
     assert plan.payload["secondaryContext"] == "a"
-    assert plan.payload["earlierTurns"] == [
-        {"mode": "ask", "prompt": "one", "reply": "reply to one"},
-        {"mode": "ask", "prompt": "two", "reply": "reply to two"},
-    ]
+    assert plan.payload["earlierTurns"] == [["one", "reply to one"], ["two", "reply to two"]]  # asks: pairs
     assert len(plan.new_chain_digest) == 2
     conv.commit(plan, "r", interaction_id="j1")
     nxt = conv.plan_turn("ask", "four", doc(S0), [ctx("a")])
@@ -693,7 +690,7 @@ def test_new_chain_digest_carries_outcomes():
     turn(conv, "ask", S1, prompt="three")
     conv.lose_chain()
     plan = conv.plan_turn("ask", "four", doc(S1))
-    assert [e.get("outcome") for e in plan.payload["earlierTurns"]] == ["applied", "proposed", None]
+    assert [e.get("outcome") for e in earlier_turns(plan.payload)] == ["applied", "proposed", None]
     assert plan.proposal_outcomes == {}
     assert "proposalOutcomes" not in plan.payload
 
@@ -770,7 +767,7 @@ def test_earlier_turns_replies_are_clipped():
     plan = conv.plan_turn("ask", "q", doc(S0))
     conv.commit(plan, "y" * 1000, interaction_id="i1")
     conv.lose_chain()
-    reply = conv.plan_turn("ask", "q", doc(S0)).payload["earlierTurns"][0]["reply"]
+    reply = earlier_turns(conv.plan_turn("ask", "q", doc(S0)).payload)[0]["reply"]
     assert len(reply) == 400
     assert reply == "y" * 399 + "…"
 

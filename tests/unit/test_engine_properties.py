@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import pytest
 from helpers.hashing import sha
 from helpers.properties import examples
-from helpers.wire import USER_KEYS, payload_of
+from helpers.wire import USER_KEYS, earlier_turns, payload_of
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -183,8 +183,8 @@ def check_plan(conv: Conversation, ref: Ref, plan, doc: Document | None, pieces,
         assert plan.previous_interaction_id is None
     if new_chain:
         digest = ref.turns[-DIGEST_TURNS:]  # a new chain learns the latest turns only
-        assert [(e["mode"], e["prompt"]) for e in payload["earlierTurns"]] == [(t.mode, t.prompt) for t in digest]
-        assert [e.get("outcome") for e in payload["earlierTurns"]] == [
+        assert [(e["mode"], e["prompt"]) for e in earlier_turns(payload)] == [(t.mode, t.prompt) for t in digest]
+        assert [e.get("outcome") for e in earlier_turns(payload)] == [
             None if t.outcome == "none" else t.outcome for t in digest
         ]
         assert len(plan.new_chain_digest) == len(digest)

@@ -16,7 +16,7 @@ import pytest
 from helpers.display import RecordingDisplay
 from helpers.kernel import point_sdk_at
 from helpers.properties import effort
-from helpers.wire import TRANSCRIPT_USER_KEYS, api_requests, payload_of
+from helpers.wire import TRANSCRIPT_USER_KEYS, api_requests, earlier_turns, payload_of
 
 from genai_magics import messages
 from genai_magics.engine.conversation import Conversation
@@ -161,7 +161,7 @@ def test_fifty_turns_two_conversations_interleaved(env, stub, state):
                 # a deliberate new chain (the old one holds too many versions of the code): said, and complete
                 assert any(messages.CHAIN_TOO_LONG.matches(note) for note in display.notes), display.notes
                 assert payload["earlierTurns"] and payload["currentSource"] in versions[name]
-                assert payload["earlierTurns"][-1]["prompt"] == f"{name}: turn {i - 1}"
+                assert earlier_turns(payload)[-1]["prompt"] == f"{name}: turn {i - 1}"
                 rebases[name] += 1
             else:
                 expected_previous = own_ids[name][-1] if own_ids[name] else None
