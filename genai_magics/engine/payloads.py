@@ -145,7 +145,7 @@ def model_payload(
 
 def faded_question(prompt: str, fetched: Sequence[str]) -> str:
     """An earlier ask turn whose results faded, as text: JSON keys and quotes were a quarter of what each such
-    turn costs on every later request (``TOOLS_INSTRUCTION`` says what it is)."""
+    turn costs on every later request (``FADED_INSTRUCTION`` says what it is)."""
     return f"{prompt}\n{FETCHED_LINE}{', '.join(fetched)}"
 
 
