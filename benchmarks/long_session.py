@@ -27,7 +27,12 @@ earlier prompt and answer; a turn's function calls are output, never conversatio
   one request, a cache     any assistant: the content up front, one request a turn (the product's flags);
   fetching, a cache        an assistant fetching with functions: two requests a question, the second reading
                            again what the first read; the sessions' target;
-  one request, no cache    the content up front with no cache at all.
+  one request, no cache    the content up front with no cache at all;
+and two more for the never-hits extreme, where the fetching line's cached reads need a cache nobody pays for:
+  fetching, explicit only  fetching where only explicit caches serve (implicit caching never hits): each cache
+                           written at the input price and stored while it serves, the cheapest schedule of
+                           caches for the whole session (``least_explicit``); contents mode's reachable floor;
+  fetching, no cache       fetching with no cache at all: interactions mode's, whose API has no explicit cache.
 
 Goals (issues 33 and 43): turn 40's full-price input <= 1.3x turn 5's; the whole session <= 1.5x the least a
 function-fetching assistant pays (``fetching, a cache``); no request over the model's input limit.
@@ -245,6 +250,45 @@ def least(reference: Session, price: Price, functions: bool, cache: bool) -> flo
     return total
 
 
+def least_explicit(reference: Session, price: Price) -> float:
+    """The least a function-fetching assistant pays where implicit caching never hits, so only explicit caches
+    serve a cached read, by their rules (``least``'s conversation, requests and output):
+    - a cache holds what the request it is made before reads of the conversation (at least the model's cache
+      minimum: filler up to it written and read alike), and is written once at the input price; that request
+      and every later one read it at the cached price, and the rest of the conversation at the input price;
+    - a cache is stored (``storage_hour``) for the turns it serves, a simulated minute a turn, no longer;
+    - one cache at a time: a new one is a new write of all it holds, the previous one gone.
+    The schedule of caches is the cheapest of all (a dynamic program over the requests, caches made before any
+    of them). No implementation reaches it: it knows the whole session in advance."""
+    fixed, held, last = fixed_tokens(), 0, 0
+    reads: list[tuple[int, int]] = []  # (turn, conversation tokens) per request, two a turn
+    others = 0.0  # what every schedule pays alike: each prompt and result once, the output
+    for turn, (prompt, new, stat, answer) in enumerate(new_reads(reference)):
+        reads += [(turn, fixed + held + last), (turn, fixed + held + last + prompt)]
+        others += 1e-6 * (new * price.input + stat.output * price.output)
+        held, last = held + last + prompt, answer
+    sums = [0]
+    for _, tokens in reads:
+        sums.append(sums[-1] + tokens)
+
+    def segment(start: int, end: int) -> float:
+        """Requests ``start``..``end - 1``, the cheaper of no cache and one made before ``start``."""
+        count, total = end - start, sums[end] - sums[start]
+        held_ = reads[start][1]
+        stored = max(held_, price.cache_minimum)
+        minutes = reads[end - 1][0] - reads[start][0] + 1
+        cached = (
+            stored * (price.input + count * price.cached_input + price.storage_hour * minutes / 60)
+            + (total - count * held_) * price.input
+        )
+        return 1e-6 * min(total * price.input, cached)
+
+    best = [0.0] + [float("inf")] * len(reads)
+    for end in range(1, len(reads) + 1):
+        best[end] = min(best[start] + segment(start, end) for start in range(end))
+    return best[-1] + others
+
+
 @dataclass
 class Floors:
     """What a session is measured against (the module's docstring)."""
@@ -253,6 +297,8 @@ class Floors:
     one_request: float  # any assistant: the content up front, one request a turn, a cache usable
     fetching: float  # an assistant fetching with functions, a cache usable: the sessions' target
     uncached: float  # one request a turn with the content up front and no cache at all
+    fetching_explicit: float  # fetching, implicit caching never hitting: explicit caches written and stored
+    fetching_uncached: float  # fetching with no cache at all (the Interactions API has no explicit one)
 
     @classmethod
     def of(cls, reference: Session, price: Price) -> Floors:
@@ -261,6 +307,8 @@ class Floors:
             least(reference, price, functions=False, cache=True),
             least(reference, price, functions=True, cache=True),
             least(reference, price, functions=False, cache=False),
+            least_explicit(reference, price),
+            least(reference, price, functions=True, cache=False),
         )
 
 
@@ -314,6 +362,8 @@ def report(title: str, runs: dict[str, Session], stateless: list[TurnStat], floo
         ("one request, a cache", floors.one_request),
         ("fetching, a cache", floors.fetching),
         ("one request, no cache", floors.uncached),
+        ("fetching, explicit only", floors.fetching_explicit),
+        ("fetching, no cache", floors.fetching_uncached),
     ):
         print(f"{name:<22} {'':>11} {'':>11} {'':>10} {'':>9} {usd:>8.4f}  ({usd / total_floor:.2f}x the strict floor)")
     if smoke:
@@ -336,7 +386,9 @@ def report(title: str, runs: dict[str, Session], stateless: list[TurnStat], floo
         print(
             f"information {title}, {k}: the session / the strict floor: {usd / total_floor:.2f}x;"
             f" / one request a turn, a cache: {usd / floors.one_request:.2f}x;"
-            f" / one request a turn, no cache: {usd / floors.uncached:.2f}x; turns 1-{first}, before any input was"
+            f" / one request a turn, no cache: {usd / floors.uncached:.2f}x;"
+            f" / fetching with explicit caches only: {usd / floors.fetching_explicit:.2f}x;"
+            f" / fetching with no cache: {usd / floors.fetching_uncached:.2f}x; turns 1-{first}, before any input was"
             f" cached, hold {early:,} of {sum(full_price(t) for t in s.stats):,} full-price input tokens"
         )
 
