@@ -19,7 +19,7 @@ from .diff import source_patch
 from .edits import Edits, edits_chars
 from .grounding import Grounding
 from .hashing import sha256_text
-from .payloads import faded_question, user_payload
+from .payloads import faded_question, to_text, user_payload
 from .text import clip
 from .tools import ToolRound, faded_keys, fetched, tool_pieces
 
@@ -172,6 +172,20 @@ def _pieces_sent(
     return sent, tuple(p for p in pieces if p not in sent)
 
 
+# A seed's keys after its earlier turns: this turn's own, new on every seed (the pieces, before them, change
+# only with the notebook)
+SEED_LAST = (
+    "mode",
+    "prompt",
+    "currentSource",
+    "sourcePatch",
+    "sourceSynchronized",
+    "supersededSourceSha256",
+    "document",
+    "proposalOutcomes",
+)
+
+
 def _payload(
     mode: Mode,
     prompt: str,
@@ -184,8 +198,10 @@ def _payload(
     digest: tuple[Turn, ...],
     whole: bool,
 ) -> dict[str, Any]:
-    """The user turn's JSON: the document's label goes with its source or its patch; a new chain's digest of
-    earlier turns (``whole``: every turn, in full) goes last."""
+    """The user turn's JSON: the document's label goes with its source or its patch. A new chain's seed puts
+    its digest of earlier turns (``whole``: every turn, in full) after the context pieces and before the turn's
+    own keys (``SEED_LAST``): what changes least goes first, so the next seed begins as this one did, the prefix
+    implicit caching serves (turn/send.py ``restart``)."""
     payload = user_payload(
         mode,
         prompt,
@@ -198,7 +214,9 @@ def _payload(
     if (send_source or patch is not None) and document is not None:
         payload["document"] = document.label
     if digest:
+        own = {k: payload.pop(k) for k in SEED_LAST if k in payload}
         payload["earlierTurns"] = [_digested(t, whole) for t in digest]
+        payload.update(own)
     return payload
 
 
@@ -299,6 +317,10 @@ class Conversation:
     chain_rent: ChainRent = ChainRent()
     # interactions: the filler the chain's requests carry (``TurnPlan.chain_pad``); the kernel's own, never recorded
     chain_pad: int = 0
+    # interactions: the input text the server chain began with (turn/send.py ``restart`` weighs what a new chain's
+    # seed shares with it, which implicit caching serves); the kernel's own, never recorded, and no part of what
+    # the conversation holds (a memo for a cost estimate: read back, it is empty and the estimate shares nothing)
+    chain_seed: str = field(default="", compare=False)
     # contents: a turn of this kernel's left earlier turns out to fit the input limit; each later turn builds
     # its whole request to check it (turn/send.py ``fit``); the kernel's own, never recorded
     compacted: bool = False
@@ -486,6 +508,7 @@ class Conversation:
                 self.sync = SyncState()
                 self.chain_versions = []
                 self.chain_rent = ChainRent()
+                self.chain_seed = to_text(plan.payload)
                 # the digest told the new chain every outcome so far, as they were when planned
                 # (a button clicked while the request was out is told on the next turn)
                 told = zip(plan.new_chain_digest, plan.payload.get("earlierTurns", ()), strict=False)
@@ -511,6 +534,7 @@ class Conversation:
             self.chain_versions = []
             self.chain_rent = ChainRent()
             self.chain_pad = 0
+            self.chain_seed = ""
         self.state_mode = plan.state_mode
         if turn.proposal_sha256 is not None:
             self.sync.active_document_sha256 = turn.proposal_sha256

@@ -50,6 +50,18 @@ def estimate_tokens(text: str) -> int:
     return (len(text.encode("utf-8", "surrogatepass")) + 3) // 4
 
 
+def common_prefix(a: str, b: str) -> int:
+    """The length of the longest common prefix of two texts: a binary search on slices (C speed on 70 kB)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[:mid] == b[:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
 def counted(count: int, word: str, plural: str | None = None) -> str:
     """``count`` and the word, singular for one: ``1 line``, ``2 lines``, ``1,200 cells``."""
     return f"{count:,} {word if count == 1 else plural or word + 's'}"

@@ -234,7 +234,14 @@ def chain_rent(price: Price, excess_tokens: int, reads: float, hit: float) -> fl
 
 
 def new_chain_pays(
-    price: Price, paid: float, chain_tokens: int, seed_tokens: int, reads: float, hit: float, growth: int
+    price: Price,
+    paid: float,
+    chain_tokens: int,
+    seed_tokens: int,
+    reads: float,
+    hit: float,
+    growth: int,
+    shared: int = 0,
 ) -> bool:
     """interactions mode: whether to start a new server chain seeded with the compacted transcript (every
     earlier turn, what the model fetched as the calls that fetch it again) rather than continue the chain,
@@ -244,15 +251,19 @@ def new_chain_pays(
     on the chain and on a new one (the seed, the document, the context and the turn's input); ``reads``: a
     turn's requests, as the last turn's; ``hit``: the share of the last turn's input that implicit caching
     served (a chain token reads at ``e = input - hit x (input - cached)``); ``growth``: what a turn adds to a
-    chain (its input, calls, results and answer), as the last turn's.
+    chain (its input, calls, results and answer), as the last turn's; ``shared``: what the seed's first request
+    shares with the one the chain began with (the instruction, the declarations and the seed's text up to where
+    they differ: a seed puts its earlier turns before the turn's own keys, so the next seed begins as this one
+    did), 0 under the model's minimum.
 
-    Buying a new chain costs what implicit caching no longer serves: its first request is a prefix no implicit
-    cache holds, so the seed reads at the input price where the chain read at ``e``; and a seed under the
+    Buying a new chain costs what implicit caching no longer serves: its first request's prefix beyond what it
+    shares with the chain's own begins is one no implicit cache holds, so that part of the seed reads at the
+    input price where the chain read at ``e`` (the shared part reads at ``e`` on both); and a seed under the
     model's cache minimum is served on none of its requests until the new chain grows past the minimum, at
     ``growth`` a turn (``under`` turns, each ``reads`` requests of about the seed). Restart once the rent paid
     is more than that, and the new chain reads less than the chain::
 
-        restart  when  chain > seed  and  paid > seed x (input - e) x max(1, reads x under)
+        restart  when  chain > seed  and  paid > (seed - shared) x (input - e) x max(1, reads x under)
                  under = ceil(max(0, minimum - seed) / growth)
 
     When implicit caching never hits (``e`` = input) a restart costs nothing, and that is every turn the seed
@@ -264,7 +275,7 @@ def new_chain_pays(
     """
     effective = _chain_read(price, hit)
     under = -(-max(0, price.cache_minimum - seed_tokens) // max(1, growth))
-    bought = seed_tokens * (price.input - effective) * max(1.0, reads * under)
+    bought = max(0, seed_tokens - shared) * (price.input - effective) * max(1.0, reads * under)
     return chain_tokens > seed_tokens and paid > bought
 
 

@@ -41,7 +41,8 @@ from ..engine.conversation import ChainRent, Conversation, Turn, TurnPlan, Usage
 from ..engine.errors import UserError
 from ..engine.grounding import Grounding, joined
 from ..engine.outputs import ImagePiece
-from ..engine.text import estimate_tokens
+from ..engine.payloads import to_text
+from ..engine.text import common_prefix, estimate_tokens
 from ..engine.tools import (
     Holdings,
     ToolCall,
@@ -272,6 +273,13 @@ class TurnSend:
             return plan
         return replace(plan, chain_pad=shortfall)
 
+    def _seed_shared(self, plan: TurnPlan, seed: int, minimum: int) -> int:
+        """What a new chain's first request (``seed`` tokens) shares with the one the chain began with: all but
+        its text past their common prefix. 0 under the model's minimum, which implicit caching does not serve."""
+        text = to_text(plan.payload)
+        shared = seed - estimate_tokens(text[common_prefix(text, self.conv.chain_seed) :])
+        return shared if shared >= minimum else 0
+
     def _chain_tokens(self, plan: TurnPlan) -> int:
         """A new chain's first request, counted as the server counts the chain: the texts (not their JSON
         escapes) and the declarations. Built once a plan: ``restart`` weighs the seed, then ``pad`` the same."""
@@ -336,7 +344,8 @@ class TurnSend:
         # what a turn adds to a chain, as the last one did: its input, its calls and answer, its results
         results = sum(estimate_tokens(json.dumps(r.response, ensure_ascii=False)) for r in fetched)
         growth = _tokens(plan.payload) + (usage.output_tokens or 0) + results
-        if seed > room or not new_chain_pays(price, rent.paid, chain, seed, usage.requests, hit, growth):
+        shared = self._seed_shared(fresh, seed, price.cache_minimum)
+        if seed > room or not new_chain_pays(price, rent.paid, chain, seed, usage.requests, hit, growth, shared):
             return plan
         self.display.note(messages.CHAIN_RESTARTED.render())
         return fresh

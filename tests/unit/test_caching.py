@@ -138,6 +138,21 @@ def test_a_new_chain_pays_once_the_rent_paid_is_more_than_the_hits_it_loses():
     assert not new_chain_pays(FLASH, lost - 1, chain_tokens=9_000, seed_tokens=3_096, reads=2, hit=1.0, growth=300)
 
 
+def test_what_a_new_seed_shares_with_the_chains_own_beginning_is_no_loss():
+    """A seed that begins as the chain's own did (the earlier turns before the turn's own keys) reads that prefix
+    at the cached price as the chain does: only the rest is the hits a restart loses."""
+    # always hits, a seed of 5,000 sharing 4,500: 500 x 0.675 = 337.5
+    kw = dict(chain_tokens=9_000, seed_tokens=5_000, reads=2, hit=1.0, growth=300)
+    assert new_chain_pays(FLASH, paid=340, shared=4_500, **kw)
+    assert not new_chain_pays(FLASH, paid=335, shared=4_500, **kw)
+    assert not new_chain_pays(FLASH, paid=340, shared=0, **kw)  # as before: the whole seed, 3,375
+    # a seed wholly shared loses nothing: any rent starts one, while the chain reads more
+    assert new_chain_pays(FLASH, paid=1, shared=5_000, **kw)
+    assert not new_chain_pays(FLASH, paid=1, shared=5_000, **{**kw, "chain_tokens": 5_000})
+    # never hits: nothing to lose either way
+    assert new_chain_pays(FLASH, paid=1, shared=4_500, **{**kw, "hit": 0.0})
+
+
 def test_the_rent_is_what_the_chain_paid_not_its_excess_as_if_grown_over_many_turns():
     """benchmarks/long_session.py, implicit caching always hitting, turn 10: a chain of 9 turns, 1,483 tokens over
     the seed, after a turn whose results were ~80 tokens. The guess this replaced took the excess as grown over

@@ -18,6 +18,8 @@ from genai_magics.engine.cells import Cell, Document
 from genai_magics.engine.contents import build_contents
 from genai_magics.engine.context import SECONDARY_FIELD, ContextPiece, secondary_context
 from genai_magics.engine.conversation import Conversation, TransitionRefused, version_chain
+from genai_magics.engine.payloads import to_text
+from genai_magics.engine.text import common_prefix
 
 S0 = "def f(x):\n    return x\n"
 S1 = "def f(x):\n    return x + 1\n"
@@ -671,6 +673,26 @@ def test_lost_chain_resends_document_context_and_earlier_turns():
     assert nxt.synchronized is True
     assert nxt.pieces == ()
     assert "earlierTurns" not in nxt.payload
+
+
+def test_a_new_chains_seed_begins_as_the_last_one_did_the_turns_own_keys_after_its_earlier_turns():
+    """What changes least goes first (the context, then every earlier turn, then this turn's prompt and document),
+    so the next seed's text begins with this one's up to its last earlier turn: the prefix implicit caching
+    serves (turn/send.py ``restart``). The chain's first turn and a continued chain keep the usual order."""
+    conv = Conversation("c", state_mode="interactions")
+    first, _ = turn(conv, "ask", S0, prompt="one", pieces=[ctx("a")], interaction_id="i1")
+    assert list(first.payload)[:2] == ["mode", "prompt"]
+    assert conv.chain_seed == to_text(first.payload)  # what the chain began with
+    turn(conv, "ask", S0, prompt="two", pieces=[ctx("a")], interaction_id="i2")
+    conv.lose_chain()
+    seed, _ = turn(conv, "ask", S0, prompt="three", pieces=[ctx("a")], interaction_id="j1")
+    assert list(seed.payload) == ["secondaryContext", "earlierTurns", "mode", "prompt", "currentSource", "document"]
+    assert conv.chain_seed == to_text(seed.payload)
+    conv.lose_chain()
+    again = conv.plan_turn("ask", "four", doc(S0), [ctx("a")])
+    before, after = to_text(seed.payload), to_text(again.payload)
+    shared = common_prefix(before, after)
+    assert before[:shared].endswith('["two","reply to two"]') and after[shared:].startswith(',["three",')
 
 
 def test_new_chain_record_forgets_context_not_resent():

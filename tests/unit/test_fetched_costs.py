@@ -182,6 +182,7 @@ def test_a_turns_earlier_rounds_fold_into_the_cache_unless_implicit_caching_serv
     assert streams[4]["input_tokens"] - streams[4]["cached_tokens"] < 6_000  # the newest round alone at full price
 
 
+TURNS = 22
 FETCHES, QUIET = 8, 14  # after 8 fetching turns, 7 to 10 quiet ones make a new chain pay: 14 do
 CONTEXT = "".join(f"# context line {i:04d} of a long cell\n" for i in range(240))  # the first request near the minimum
 
@@ -253,3 +254,32 @@ def test_the_turns_between_two_that_fetched_pay_rent_on_the_chain_too(notebook, 
     assert all("previous_interaction_id" in r["json"] for r in api_requests(stub)[1:sent])
     assert messages.CHAIN_RESTARTED.render() in weighed.plain
     assert "previous_interaction_id" not in api_requests(stub)[sent]["json"]
+
+
+def test_a_new_chain_after_the_first_reads_what_its_seed_shares_with_the_last_one_at_the_cached_price(notebook, stub):
+    """Implicit caching serving, a seed that begins as the chain's own did (its earlier turns before the turn's own
+    keys) is served up to where they differ: a new chain then loses only what is new to it, so it starts as soon as
+    the chain's excess has cost that (``caching.new_chain_pays``'s ``shared``). Before, a seed began with the turn's
+    prompt, nothing of it was served, and every new chain paid its whole seed at full price again."""
+    notebook.run(CONTEXT * 2, cell_id="ctx")
+    for i in range(TURNS):
+        notebook.run(f'print("\\n".join(f"value {i}.{{j}} = {{j * {i}}}" for j in range(60)))', cell_id=f"o{i}")
+    stub.configure_caching(implicit=True, implicit_minimum={DEFAULT_MODEL: 4_096})
+    try:
+        for i in range(TURNS):
+            stub.script_tools([[{"name": "cell_outputs", "args": {"ref": f"o{i}"}}]])
+            new = " --new" if i == 0 else ""
+            shown = notebook.run(f"%%gemini_ask --state interactions{new}\nwhat does it say? ({i})", cell_id=f"q{i}")
+            assert shown.stderr == ""
+    finally:
+        stub.configure_caching(implicit=False)
+        emptied(notebook, "ctx", *(f"o{i}" for i in range(TURNS)))
+    requests = api_requests(stub)
+    starts = [i for i, r in enumerate(requests) if "previous_interaction_id" not in r["json"]]
+    assert len(starts) >= 4, starts  # the first turn, a first new chain, and more after it
+    first_seed = requests[starts[1]]
+    assert first_seed["cached_tokens"] == 0  # it begins unlike the first turn: nothing of it served
+    for at in starts[2:]:
+        seed = requests[at]
+        assert seed["cached_tokens"] >= 4_096, (at, seed["cached_tokens"])  # the last seed's beginning, served
+        assert seed["input_tokens"] - seed["cached_tokens"] < 600, (at, seed["input_tokens"])
