@@ -19,7 +19,7 @@ from .diff import source_patch
 from .edits import Edits, edits_chars
 from .grounding import Grounding
 from .hashing import sha256_text
-from .payloads import faded_question, to_text, user_payload
+from .payloads import faded_question, user_payload
 from .text import clip
 from .tools import ToolRound, faded_keys, fetched, tool_pieces
 
@@ -317,10 +317,10 @@ class Conversation:
     chain_rent: ChainRent = ChainRent()
     # interactions: the filler the chain's requests carry (``TurnPlan.chain_pad``); the kernel's own, never recorded
     chain_pad: int = 0
-    # interactions: the input text the server chain began with (turn/send.py ``restart`` weighs what a new chain's
+    # interactions: the user turn the server chain began with (turn/send.py ``restart`` weighs what a new chain's
     # seed shares with it, which implicit caching serves); the kernel's own, never recorded, and no part of what
     # the conversation holds (a memo for a cost estimate: read back, it is empty and the estimate shares nothing)
-    chain_seed: str = field(default="", compare=False)
+    chain_start: dict[str, Any] = field(default_factory=dict, compare=False)
     # contents: a turn of this kernel's left earlier turns out to fit the input limit; each later turn builds
     # its whole request to check it (turn/send.py ``fit``); the kernel's own, never recorded
     compacted: bool = False
@@ -508,7 +508,7 @@ class Conversation:
                 self.sync = SyncState()
                 self.chain_versions = []
                 self.chain_rent = ChainRent()
-                self.chain_seed = to_text(plan.payload)
+                self.chain_start = plan.payload
                 # the digest told the new chain every outcome so far, as they were when planned
                 # (a button clicked while the request was out is told on the next turn)
                 told = zip(plan.new_chain_digest, plan.payload.get("earlierTurns", ()), strict=False)
@@ -534,7 +534,7 @@ class Conversation:
             self.chain_versions = []
             self.chain_rent = ChainRent()
             self.chain_pad = 0
-            self.chain_seed = ""
+            self.chain_start = {}
         self.state_mode = plan.state_mode
         if turn.proposal_sha256 is not None:
             self.sync.active_document_sha256 = turn.proposal_sha256

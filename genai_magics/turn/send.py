@@ -276,8 +276,8 @@ class TurnSend:
     def _seed_shared(self, plan: TurnPlan, seed: int, minimum: int) -> int:
         """What a new chain's first request (``seed`` tokens) shares with the one the chain began with: all but
         its text past their common prefix. 0 under the model's minimum, which implicit caching does not serve."""
-        text = to_text(plan.payload)
-        shared = seed - estimate_tokens(text[common_prefix(text, self.conv.chain_seed) :])
+        text, start = to_text(plan.payload), self.conv.chain_start
+        shared = seed - estimate_tokens(text[common_prefix(text, to_text(start)) if start else 0 :])
         return shared if shared >= minimum else 0
 
     def _chain_tokens(self, plan: TurnPlan) -> int:

@@ -682,12 +682,12 @@ def test_a_new_chains_seed_begins_as_the_last_one_did_the_turns_own_keys_after_i
     conv = Conversation("c", state_mode="interactions")
     first, _ = turn(conv, "ask", S0, prompt="one", pieces=[ctx("a")], interaction_id="i1")
     assert list(first.payload)[:2] == ["mode", "prompt"]
-    assert conv.chain_seed == to_text(first.payload)  # what the chain began with
+    assert conv.chain_start == first.payload  # what the chain began with
     turn(conv, "ask", S0, prompt="two", pieces=[ctx("a")], interaction_id="i2")
     conv.lose_chain()
     seed, _ = turn(conv, "ask", S0, prompt="three", pieces=[ctx("a")], interaction_id="j1")
     assert list(seed.payload) == ["secondaryContext", "earlierTurns", "mode", "prompt", "currentSource", "document"]
-    assert conv.chain_seed == to_text(seed.payload)
+    assert conv.chain_start == seed.payload
     conv.lose_chain()
     again = conv.plan_turn("ask", "four", doc(S0), [ctx("a")])
     before, after = to_text(seed.payload), to_text(again.payload)
