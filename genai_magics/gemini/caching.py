@@ -42,7 +42,7 @@ from typing import Any, Literal
 from .. import messages
 from ..engine.conversation import Conversation, Turn, TurnPlan, Usage
 from ..engine.outputs import part_tokens
-from ..engine.text import estimate_tokens
+from ..engine.text import common_prefix, estimate_tokens
 from .errors import status_code
 from .filler import PAD_MARGIN, padding
 from .models import traits
@@ -233,6 +233,18 @@ def chain_rent(price: Price, excess_tokens: int, reads: float, hit: float) -> fl
     return reads * excess_tokens * _chain_read(price, hit)
 
 
+def seed_shared(seed_tokens: int, seed: str, start: str, padded: bool, minimum: int) -> int:
+    """interactions mode: what a new chain's first request (``seed_tokens``, its text ``seed``) shares with the
+    requests of the chain it replaces, which began with the text ``start`` (empty: not known, as after a read
+    back): all but its text past their common prefix. 0 under the model's minimum, which implicit caching does
+    not serve, and 0 while the chain's requests carry a filler in their instruction (``padded``): a seed at the
+    minimum carries none, so the two differ from their first token."""
+    if not start or padded:
+        return 0
+    shared = seed_tokens - estimate_tokens(seed[common_prefix(seed, start) :])
+    return shared if shared >= minimum else 0
+
+
 def new_chain_pays(
     price: Price,
     paid: float,
@@ -256,8 +268,8 @@ def new_chain_pays(
     they differ: a seed puts its earlier turns before the turn's own keys, so the next seed begins as this one
     did), 0 under the model's minimum.
 
-    Buying a new chain costs what implicit caching no longer serves: its first request's prefix beyond what it
-    shares with the chain's own begins is one no implicit cache holds, so that part of the seed reads at the
+    Buying a new chain costs what implicit caching no longer serves: past what it shares with the chain's
+    requests, its first request reads a prefix no implicit cache holds, so that part of the seed reads at the
     input price where the chain read at ``e`` (the shared part reads at ``e`` on both); and a seed under the
     model's cache minimum is served on none of its requests until the new chain grows past the minimum, at
     ``growth`` a turn (``under`` turns, each ``reads`` requests of about the seed). Restart once the rent paid

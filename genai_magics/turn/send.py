@@ -42,7 +42,7 @@ from ..engine.errors import UserError
 from ..engine.grounding import Grounding, joined
 from ..engine.outputs import ImagePiece
 from ..engine.payloads import to_text
-from ..engine.text import common_prefix, estimate_tokens
+from ..engine.text import estimate_tokens
 from ..engine.tools import (
     Holdings,
     ToolCall,
@@ -67,6 +67,7 @@ from ..gemini.caching import (
     implicit_share,
     measured_hit,
     new_chain_pays,
+    seed_shared,
 )
 from ..gemini.client import RetryNotices
 from ..gemini.errors import describe, over_input_limit, status_code
@@ -273,13 +274,6 @@ class TurnSend:
             return plan
         return replace(plan, chain_pad=shortfall)
 
-    def _seed_shared(self, plan: TurnPlan, seed: int, minimum: int) -> int:
-        """What a new chain's first request (``seed`` tokens) shares with the one the chain began with: all but
-        its text past their common prefix. 0 under the model's minimum, which implicit caching does not serve."""
-        text, start = to_text(plan.payload), self.conv.chain_start
-        shared = seed - estimate_tokens(text[common_prefix(text, to_text(start)) if start else 0 :])
-        return shared if shared >= minimum else 0
-
     def _chain_tokens(self, plan: TurnPlan) -> int:
         """A new chain's first request, counted as the server counts the chain: the texts (not their JSON
         escapes) and the declarations. Built once a plan: ``restart`` weighs the seed, then ``pad`` the same."""
@@ -344,7 +338,9 @@ class TurnSend:
         # what a turn adds to a chain, as the last one did: its input, its calls and answer, its results
         results = sum(estimate_tokens(json.dumps(r.response, ensure_ascii=False)) for r in fetched)
         growth = _tokens(plan.payload) + (usage.output_tokens or 0) + results
-        shared = self._seed_shared(fresh, seed, price.cache_minimum)
+        start, padded = self.conv.chain_start, self.conv.chain_pad > 0
+        begun = to_text(start) if start else ""  # not known after a read back: nothing shared
+        shared = seed_shared(seed, to_text(fresh.payload), begun, padded, price.cache_minimum)
         if seed > room or not new_chain_pays(price, rent.paid, chain, seed, usage.requests, hit, growth, shared):
             return plan
         self.display.note(messages.CHAIN_RESTARTED.render())

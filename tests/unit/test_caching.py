@@ -28,6 +28,7 @@ from genai_magics.gemini.caching import (
     new_chain_pays,
     padding_pays,
     pays_off,
+    seed_shared,
     tail_served,
     worth_keeping,
 )
@@ -151,6 +152,18 @@ def test_what_a_new_seed_shares_with_the_chains_own_beginning_is_no_loss():
     assert not new_chain_pays(FLASH, paid=1, shared=5_000, **{**kw, "chain_tokens": 5_000})
     # never hits: nothing to lose either way
     assert new_chain_pays(FLASH, paid=1, shared=4_500, **{**kw, "hit": 0.0})
+
+
+def test_a_seed_shares_the_chains_tokens_up_to_where_their_texts_differ_at_the_minimum_and_without_filler():
+    context = '{"secondaryContext":"' + "x" * 16_000 + '","earlierTurns":[["q1","a1"]'
+    start = context + '],"mode":"ask","prompt":"q2"}'
+    seed = context + ',["q2","a2"]],"mode":"ask","prompt":"q3"}'
+    past = seed[seed.index(',["q2"') :]  # where the two differ: what is new to the seed
+    assert seed_shared(5_000, seed, start, False, 4_096) == 5_000 - estimate_tokens(past)
+    assert seed_shared(5_000, seed, start, True, 4_096) == 0  # the chain's requests begin with a filler
+    assert seed_shared(5_000, seed, "", False, 4_096) == 0  # not known: read back from a record
+    assert seed_shared(5_000, seed, start, False, 6_000) == 0  # under the minimum: implicit caching serves none
+    assert seed_shared(5_000, seed, '{"mode":"ask"' + start, False, 4_096) == 0  # the old order: only '{"' in common
 
 
 def test_the_rent_is_what_the_chain_paid_not_its_excess_as_if_grown_over_many_turns():
