@@ -250,6 +250,20 @@ def least(reference: Session, price: Price, functions: bool, cache: bool) -> flo
     return total
 
 
+def fetching_reads(reference: Session, price: Price) -> tuple[list[tuple[int, int]], float]:
+    """A function-fetching assistant's requests, two a turn, each as (its turn, the conversation tokens it reads:
+    the instructions, every earlier prompt and answer, and the second one this turn's prompt); and the dollars
+    every way of caching them pays alike (each prompt and result once at the input price, the output)."""
+    fixed, held, last = fixed_tokens(), 0, 0
+    reads: list[tuple[int, int]] = []
+    others = 0.0
+    for turn, (prompt, new, stat, answer) in enumerate(new_reads(reference)):
+        reads += [(turn, fixed + held + last), (turn, fixed + held + last + prompt)]
+        others += 1e-6 * (new * price.input + stat.output * price.output)
+        held, last = held + last + prompt, answer
+    return reads, others
+
+
 def least_explicit(reference: Session, price: Price) -> float:
     """The least a function-fetching assistant pays where implicit caching never hits, so only explicit caches
     serve a cached read, by their rules (``least``'s conversation, requests and output):
@@ -260,13 +274,7 @@ def least_explicit(reference: Session, price: Price) -> float:
     - one cache at a time: a new one is a new write of all it holds, the previous one gone.
     The schedule of caches is the cheapest of all (a dynamic program over the requests, caches made before any
     of them). No implementation reaches it: it knows the whole session in advance."""
-    fixed, held, last = fixed_tokens(), 0, 0
-    reads: list[tuple[int, int]] = []  # (turn, conversation tokens) per request, two a turn
-    others = 0.0  # what every schedule pays alike: each prompt and result once, the output
-    for turn, (prompt, new, stat, answer) in enumerate(new_reads(reference)):
-        reads += [(turn, fixed + held + last), (turn, fixed + held + last + prompt)]
-        others += 1e-6 * (new * price.input + stat.output * price.output)
-        held, last = held + last + prompt, answer
+    reads, others = fetching_reads(reference, price)
     sums = [0]
     for _, tokens in reads:
         sums.append(sums[-1] + tokens)

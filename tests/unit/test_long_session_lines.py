@@ -14,7 +14,7 @@ from helpers.benchmark import BENCHMARKS
 
 sys.path.insert(0, str(BENCHMARKS))
 
-from long_session import Session, fixed_tokens, least, least_explicit, new_reads  # noqa: E402
+from long_session import Session, fetching_reads, least, least_explicit  # noqa: E402
 from token_economy import TurnStat  # noqa: E402
 
 from genai_magics.gemini.pricing import Price  # noqa: E402
@@ -32,11 +32,7 @@ def session(turns: int, prompt_words: int, answer: int) -> Session:
 def every_schedule(reference: Session, price: Price) -> float:
     """The same rules as ``least_explicit``, each request's choice tried: a new cache of what it reads, the cache
     it has (if any), or none."""
-    fixed, held, last, reads, others = fixed_tokens(), 0, 0, [], 0.0
-    for turn, (prompt, new, stat, answer) in enumerate(new_reads(reference)):
-        reads += [(turn, fixed + held + last), (turn, fixed + held + last + prompt)]
-        others += 1e-6 * (new * price.input + stat.output * price.output)
-        held, last = held + last + prompt, answer
+    reads, others = fetching_reads(reference, price)
     best = float("inf")
     for choices in itertools.product(("new", "keep", "none"), repeat=len(reads)):
         cost, cache = 0.0, None  # cache: (tokens held, turn made, last turn read)
